@@ -1,0 +1,99 @@
+"""``AgentContext``: the object an agent loop talks to before and after each model call."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from ravi.agents.context.config import ContextConfig
+from ravi.agents.context.history import check_scope
+from ravi.kernel.agent import HistoryRetention
+from ravi.kernel.messages import ChatMessage
+
+
+class AgentContext:
+    """Keeps one agent's conversations and assembles the window for each model call.
+
+    ``get_prompt_window`` reads the session's transcript and passes it through the pipeline; the transcript
+    is never changed by it. New turns are recorded per run, and :meth:`end_run` applies the retention policy:
+    ``PERMANENT`` keeps them, ``RUN`` removes that run's turns, ``NONE`` never writes them to the store (they
+    are held in memory while the run lasts, so the window still sees them).
+
+    Example:
+        >>> import asyncio
+        >>> async def main():
+        ...     context = AgentContext(ContextConfig.default())
+        ...     async with context.run("session-1") as run:
+        ...         await run.add(ChatMessage.user("What is 2 + 2?"))
+        ...         return [m.text for m in await run.window()]
+        >>> asyncio.run(main())
+        ['What is 2 + 2?']
+    """
+
+    def __init__(self, config: ContextConfig | None = None, *, agent_id: str = "agent") -> None:
+        check_scope(agent_id=agent_id)
+        self.config = config or ContextConfig.default()
+        self.agent_id = agent_id
+        self._unsaved: dict[str, dict[str, list[ChatMessage]]] = {}  # session -> run -> turns (retention NONE)
+
+    async def get_prompt_window(self, session_id: str) -> list[ChatMessage]:
+        """The compacted window for ``session_id``: the stored transcript (plus unsaved turns of runs in
+        progress, under retention ``NONE``) passed through the pipeline."""
+        check_scope(session_id=session_id)
+        history = await self.config.history.get_messages(self.agent_id, session_id=session_id)
+        for turns in self._unsaved.get(session_id, {}).values():
+            history.extend(turns)
+        return await self.config.pipeline.compact(history)
+
+    async def add_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
+        """Record new turns of ``run_id`` in ``session_id``."""
+        check_scope(session_id=session_id, run_id=run_id)
+        if self.config.retention is HistoryRetention.NONE:
+            self._unsaved.setdefault(session_id, {}).setdefault(run_id, []).extend(messages)
+            return
+        await self.config.history.append_many(self.agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def add_message(self, session_id: str, message: ChatMessage, *, run_id: str = "") -> None:
+        """Record one new turn."""
+        await self.add_messages(session_id, [message], run_id=run_id)
+
+    async def end_run(self, session_id: str, run_id: str) -> None:
+        """Finish ``run_id``: under ``RUN`` its turns are removed, under ``NONE`` they are forgotten."""
+        check_scope(session_id=session_id, run_id=run_id)
+        runs = self._unsaved.get(session_id)
+        if runs is not None:
+            runs.pop(run_id, None)
+            if not runs:
+                del self._unsaved[session_id]
+        if self.config.retention is HistoryRetention.RUN:
+            await self.config.history.clear_run(self.agent_id, session_id=session_id, run_id=run_id)
+
+    @asynccontextmanager
+    async def run(self, session_id: str, run_id: str | None = None) -> AsyncIterator[Run]:
+        """A run of the agent in ``session_id``; the run is ended (retention applied) when the block exits."""
+        run = Run(self, session_id, run_id or uuid.uuid4().hex)
+        try:
+            yield run
+        finally:
+            await self.end_run(session_id, run.run_id)
+
+
+class Run:
+    """One run of an agent in a session: add its turns, get the window. Made by :meth:`AgentContext.run`."""
+
+    def __init__(self, context: AgentContext, session_id: str, run_id: str) -> None:
+        self.context = context
+        self.session_id = session_id
+        self.run_id = run_id
+
+    async def add(self, *messages: ChatMessage) -> None:
+        """Record turns of this run."""
+        await self.context.add_messages(self.session_id, messages, run_id=self.run_id)
+
+    async def window(self) -> list[ChatMessage]:
+        """The window for the next model call."""
+        return await self.context.get_prompt_window(self.session_id)
+
+
+__all__ = ["AgentContext", "Run"]

@@ -1,0 +1,18 @@
+"""The compaction strategies. Each keeps the invariants: source untouched, system messages kept, order kept,
+tool calls and results together, same input same output."""
+
+from ravi.agents.context.compaction.selective_tool_call import SelectiveToolCallCompactionStrategy
+from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
+from ravi.agents.context.compaction.summarization import SummarizationCompaction
+from ravi.agents.context.compaction.token_budget import TokenBudgetComposedStrategy
+from ravi.agents.context.compaction.tool_result import ToolResultCompactionStrategy
+from ravi.agents.context.compaction.truncation import TruncationStrategy
+
+__all__ = [
+    "SelectiveToolCallCompactionStrategy",
+    "SlidingWindowCompaction",
+    "SummarizationCompaction",
+    "TokenBudgetComposedStrategy",
+    "ToolResultCompactionStrategy",
+    "TruncationStrategy",
+]

@@ -1,0 +1,115 @@
+"""``TokenBudgetComposedStrategy``: apply cheaper strategies only until the window fits a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ravi.agents.context.compaction._keep import keep_newest, system_messages
+from ravi.agents.context.events import CompactionEvent, EventBus
+from ravi.agents.context.models import SAFETY_MARGIN, input_budget, model_info
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.agent import CompactionStrategy
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.llm import ModelInfo, TokenCounter
+from ravi.kernel.messages import ChatMessage
+
+
+def fits(messages: Sequence[ChatMessage], budget: int, counter: TokenCounter) -> bool:
+    """Whether ``messages`` total at most ``budget`` tokens, counting from the newest end and stopping early."""
+    total = 0
+    count = counter.count_message
+    for i in range(len(messages) - 1, -1, -1):
+        total += count(messages[i])
+        if total > budget:
+            return False
+    return True
+
+
+class TokenBudgetComposedStrategy:
+    """Fit the window into ``token_budget`` tokens, doing as little as needed.
+
+    A window that already fits is returned as it is. Otherwise the child ``strategies`` run in order, each on
+    the previous one's output, and the first result that fits is returned. If none does, the newest whole units
+    that fit are kept beside every system message, so the budget is always met when the system messages alone
+    fit (when they do not, only they are returned and a ``budget_unmet`` event is emitted).
+
+    Cost: checking the budget reads from the newest end and stops as soon as the budget is passed.
+
+    Example:
+        >>> strategy = TokenBudgetComposedStrategy([ToolResultCompactionStrategy()], token_budget=8_000)
+    """
+
+    def __init__(
+        self,
+        strategies: Sequence[CompactionStrategy] = (),
+        token_budget: int = 100_000,
+        *,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        if token_budget < 0:
+            raise InvalidArgument(f"token_budget must be >= 0, got {token_budget}")
+        self.strategies = list(strategies)
+        self.token_budget = token_budget
+        self.counter = counter or DEFAULT_COUNTER
+        self.events = EventBus()
+        for child in self.strategies:
+            child_events = getattr(child, "events", None)
+            if isinstance(child_events, EventBus):
+                child_events.subscribe(self.events.emit)
+
+    @classmethod
+    def from_model(
+        cls,
+        model_name: str,
+        strategies: Sequence[CompactionStrategy] = (),
+        trigger_ratio: float = 0.80,
+        *,
+        model_info: ModelInfo | None = None,
+        safety_margin: int = SAFETY_MARGIN,
+        counter: TokenCounter | None = None,
+    ) -> TokenBudgetComposedStrategy:
+        """A strategy sized for a model: ``trigger_ratio`` of (window - output reserve - safety margin).
+
+        Raises:
+            ConfigurationError: ``model_name`` is not in the model table and no ``model_info`` was given.
+        """
+        if not 0 < trigger_ratio <= 1:
+            raise InvalidArgument(f"trigger_ratio must be in (0, 1], got {trigger_ratio}")
+        info = model_info or _lookup(model_name)
+        budget = int(input_budget(info, safety_margin=safety_margin) * trigger_ratio)
+        return cls(strategies, budget, counter=counter)
+
+    def fits(self, messages: Sequence[ChatMessage]) -> bool:
+        """Whether ``messages`` fit the budget."""
+        return fits(messages, self.token_budget, self.counter)
+
+    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+        """The window within ``token_budget`` tokens."""
+        if self.fits(history):
+            return list(history)
+        window = list(history)
+        for child in self.strategies:
+            window = await child.compact(window)
+            if self.fits(window):
+                return window
+        count = self.counter.count_message
+        systems = system_messages(window)
+        system_tokens = sum(map(count, systems))
+        if system_tokens > self.token_budget:
+            if self.events:
+                self.events.emit(
+                    CompactionEvent("budget_unmet", systems, strategy=repr(self), counter=self.counter,
+                                    detail={"budget": self.token_budget, "system_tokens": system_tokens})
+                )
+            return systems
+        return keep_newest(window, count, self.token_budget - system_tokens)
+
+    def __repr__(self) -> str:
+        return f"TokenBudgetComposedStrategy({self.strategies!r}, token_budget={self.token_budget})"
+
+
+def _lookup(name: str) -> ModelInfo:
+    return model_info(name)
+
+
+__all__ = ["TokenBudgetComposedStrategy", "fits"]

@@ -1,0 +1,66 @@
+"""``ContextConfig``: which history store, which pipeline, which retention policy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
+from ravi.agents.context.history import InMemoryHistoryProvider
+from ravi.agents.context.pipeline import CompactionPipeline, as_pipeline
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.agent import CompactionStrategy, HistoryRetention
+from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.llm import TokenCounter
+from ravi.kernel.storage import HistoryProvider
+
+
+def default_pipeline() -> CompactionPipeline:
+    """One ``SlidingWindowCompaction`` with its default of 100 messages."""
+    return CompactionPipeline([SlidingWindowCompaction()])
+
+
+class ContextConfig:
+    """Everything :class:`~ravi.agents.context.AgentContext` needs to keep and assemble a conversation.
+
+    Args:
+        history: Where the full transcript lives.
+        pipeline: A ``CompactionPipeline``, one strategy or a list of them; ``None`` means one default sliding
+            window (``SlidingWindowCompaction(max_messages=100)``).
+        retention: What happens to a run's turns when it ends (``PERMANENT`` keeps them).
+        counter: How tokens are counted in events and budgets.
+
+    Example:
+        >>> config = ContextConfig(InMemoryHistoryProvider(), [ToolResultCompactionStrategy()])
+    """
+
+    def __init__(
+        self,
+        history: HistoryProvider,
+        pipeline: CompactionPipeline | CompactionStrategy | Sequence[CompactionStrategy] | None = None,
+        *,
+        retention: HistoryRetention = HistoryRetention.PERMANENT,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        if not isinstance(history, HistoryProvider):
+            raise ConfigurationError(
+                f"history must implement HistoryProvider, got {type(history).__name__}",
+                hint="use InMemoryHistoryProvider() or a backend from ravi.kernel.registry.load_backend('history', ...)",
+            )
+        if not isinstance(retention, HistoryRetention):
+            raise ConfigurationError(f"retention must be a HistoryRetention, got {retention!r}")
+        self.history = history
+        self.pipeline = as_pipeline(pipeline, default=default_pipeline)
+        self.retention = retention
+        self.counter = counter or DEFAULT_COUNTER
+
+    @classmethod
+    def default(cls) -> ContextConfig:
+        """In-memory history, the default sliding window, permanent retention."""
+        return cls(InMemoryHistoryProvider())
+
+    def __repr__(self) -> str:
+        return (f"ContextConfig(history={type(self.history).__name__}, pipeline={self.pipeline!r}, "
+                f"retention={self.retention.name})")
+
+
+__all__ = ["ContextConfig", "default_pipeline"]

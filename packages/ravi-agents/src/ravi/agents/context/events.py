@@ -1,0 +1,78 @@
+"""Events that assembly emits, and a minimal bus to subscribe to them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.llm import TokenCounter
+from ravi.kernel.messages import ChatMessage
+
+_log = logging.getLogger(__name__)
+
+EventKind = Literal["pre_compact", "post_compact", "strategy_applied", "summarization_failed", "budget_unmet"]
+
+
+@dataclass(frozen=True)
+class CompactionEvent:
+    """Something that happened while assembling a window.
+
+    ``messages`` is the window at that point; ``tokens`` is counted on first access only, so subscribers that
+    do not read it cost nothing.
+    """
+
+    kind: EventKind
+    messages: Sequence[ChatMessage]
+    strategy: str | None = None
+    changed: bool = False
+    error: BaseException | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    counter: TokenCounter = field(default=DEFAULT_COUNTER, repr=False)
+
+    @property
+    def message_count(self) -> int:
+        """How many messages the window holds at this point."""
+        return len(self.messages)
+
+    @cached_property
+    def tokens(self) -> int:
+        """How many tokens the window holds at this point."""
+        return self.counter.count_messages(self.messages)
+
+
+Listener = Callable[[CompactionEvent], object]
+
+
+class EventBus:
+    """Subscribers called in order for each event; a failing subscriber is logged and skipped."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event; returns a function that unsubscribes it."""
+        self._listeners.append(listener)
+
+        def dispose() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return dispose
+
+    def __bool__(self) -> bool:
+        return bool(self._listeners)
+
+    def emit(self, event: CompactionEvent) -> None:
+        """Deliver ``event`` to every subscriber."""
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                _log.exception("a compaction event listener failed")
+
+
+__all__ = ["CompactionEvent", "EventBus", "EventKind", "Listener"]

@@ -1,0 +1,117 @@
+"""``InMemoryHistoryProvider``: the whole ``HistoryProvider`` contract in process memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ChatMessage
+
+
+@dataclass
+class _Session:
+    messages: list[ChatMessage] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)
+
+
+def check_scope(**values: object) -> None:
+    """Raise ``InvalidArgument`` unless every value is a non-empty string (``run_id`` may be empty)."""
+    for name, value in values.items():
+        if not isinstance(value, str):
+            raise InvalidArgument(f"{name} must be a string, got {type(value).__name__}")
+        if not value and name != "run_id":
+            raise InvalidArgument(f"{name} must not be empty")
+
+
+def check_page(limit: int | None, offset: int) -> None:
+    """Raise ``InvalidArgument`` unless ``limit`` is ``None`` or >= 0 and ``offset`` >= 0 (both integers)."""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise InvalidArgument(f"limit must be None or an integer >= 0, got {limit!r}")
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
+
+
+class InMemoryHistoryProvider:
+    """Transcripts in a dict, keyed by ``(agent_id, session_id)``; each message tagged with its ``run_id``.
+
+    Messages are immutable, so readers get the stored objects in a fresh list: changing the list changes
+    nothing here, and the messages themselves cannot be changed. Operations never await, so each is atomic
+    with respect to other tasks on the event loop. Not shared between processes: use the Redis or Postgres
+    provider for that.
+
+    Example:
+        >>> import asyncio
+        >>> history = InMemoryHistoryProvider()
+        >>> asyncio.run(history.append("agent", ChatMessage.user("hi"), session_id="s1"))
+        >>> asyncio.run(history.count_messages("agent", session_id="s1"))
+        1
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[tuple[str, str], _Session] = {}
+
+    def _session(self, agent_id: str, session_id: str) -> _Session | None:
+        check_scope(agent_id=agent_id, session_id=session_id)
+        return self._sessions.get((agent_id, session_id))
+
+    async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
+        """Add one message at the end of the session (a message id already there is ignored)."""
+        await self.append_many(agent_id, [message], session_id=session_id, run_id=run_id)
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        """Add messages at the end of the session, all or none."""
+        check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
+        for i, message in enumerate(messages):
+            if not isinstance(message, ChatMessage):
+                raise InvalidArgument(f"messages[{i}] is a {type(message).__name__}, not a ChatMessage",
+                                      hint="build it with ChatMessage(...) or ChatMessage.from_openai(...)")
+        session = self._sessions.setdefault((agent_id, session_id), _Session())
+        for message in messages:
+            if message.id in session.ids:
+                continue
+            session.ids.add(message.id)
+            session.messages.append(message)
+            session.runs.append(run_id)
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        """The session's messages, oldest first, from ``offset``, at most ``limit``."""
+        check_page(limit, offset)
+        session = self._session(agent_id, session_id)
+        if session is None:
+            return []
+        end = None if limit is None else offset + limit
+        return session.messages[offset:end]
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        """Remove the session; returns how many messages it held."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        session = self._sessions.pop((agent_id, session_id), None)
+        return 0 if session is None else len(session.messages)
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        """Remove the messages ``run_id`` wrote to the session; returns how many."""
+        check_scope(run_id=run_id)
+        session = self._session(agent_id, session_id)
+        if session is None:
+            return 0
+        keep = [(m, r) for m, r in zip(session.messages, session.runs, strict=True) if r != run_id]
+        removed = len(session.messages) - len(keep)
+        if removed:
+            session.messages = [m for m, _ in keep]
+            session.runs = [r for _, r in keep]
+            session.ids = {m.id for m in session.messages}
+        return removed
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        """How many messages the session holds."""
+        session = self._session(agent_id, session_id)
+        return 0 if session is None else len(session.messages)
+
+
+__all__ = ["InMemoryHistoryProvider", "check_page", "check_scope"]

@@ -1,0 +1,76 @@
+"""Context windows and output reserves of well-known models, for sizing a token budget by model name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.llm import ModelInfo
+
+SAFETY_MARGIN = 1_024
+"""Tokens held back from every budget, for counting error and provider framing."""
+
+
+def _m(name: str, window: int, output: int) -> tuple[str, ModelInfo]:
+    return name, ModelInfo(name=name, context_window=window, max_output_tokens=output)
+
+
+MODELS: Mapping[str, ModelInfo] = dict(
+    [
+        _m("gpt-4o", 128_000, 16_384),
+        _m("gpt-4o-mini", 128_000, 16_384),
+        _m("gpt-4-turbo", 128_000, 4_096),
+        _m("gpt-4.1", 1_047_576, 32_768),
+        _m("gpt-4.1-mini", 1_047_576, 32_768),
+        _m("gpt-4.1-nano", 1_047_576, 32_768),
+        _m("gpt-5", 400_000, 128_000),
+        _m("gpt-5-mini", 400_000, 128_000),
+        _m("gpt-5-nano", 400_000, 128_000),
+        _m("o1", 200_000, 100_000),
+        _m("o3", 200_000, 100_000),
+        _m("o3-mini", 200_000, 100_000),
+        _m("o4-mini", 200_000, 100_000),
+        _m("claude-3-5-sonnet", 200_000, 8_192),
+        _m("claude-3-5-haiku", 200_000, 8_192),
+        _m("claude-3-7-sonnet", 200_000, 64_000),
+        _m("claude-sonnet-4", 200_000, 64_000),
+        _m("claude-sonnet-4-5", 200_000, 64_000),
+        _m("claude-opus-4", 200_000, 32_000),
+        _m("claude-opus-4-1", 200_000, 32_000),
+        _m("claude-haiku-4-5", 200_000, 64_000),
+        _m("gemini-2.0-flash", 1_048_576, 8_192),
+        _m("gemini-2.5-flash", 1_048_576, 65_536),
+        _m("gemini-2.5-pro", 1_048_576, 65_536),
+        _m("llama-3.1-8b-instruct", 131_072, 4_096),
+        _m("llama-3.1-70b-instruct", 131_072, 4_096),
+        _m("mistral-large", 131_072, 4_096),
+    ]
+)
+"""Known models. Names match exactly or as a prefix of a dated or provider-qualified name."""
+
+
+def model_info(name: str, *, models: Mapping[str, ModelInfo] = MODELS) -> ModelInfo:
+    """The :class:`ModelInfo` for ``name``: an exact match, else the longest known name it starts with
+    (``"claude-sonnet-4-20250514"`` is ``claude-sonnet-4``), also after a ``provider/`` prefix.
+
+    Raises:
+        ConfigurationError: the model is unknown; pass a ``ModelInfo`` instead.
+    """
+    bare = name.rsplit("/", 1)[-1].lower()
+    if bare in models:
+        return models[bare]
+    prefixes = [k for k in models if bare.startswith(k)]
+    if prefixes:
+        return models[max(prefixes, key=len)]
+    raise ConfigurationError(
+        f"unknown model {name!r}: its context window is not in Ravi's table",
+        hint="pass model_info=ModelInfo(name=..., context_window=..., max_output_tokens=...)",
+    )
+
+
+def input_budget(info: ModelInfo, *, safety_margin: int = SAFETY_MARGIN) -> int:
+    """Tokens a prompt may use: window minus output reserve minus ``safety_margin``."""
+    return info.input_budget(safety_margin=safety_margin)
+
+
+__all__ = ["MODELS", "SAFETY_MARGIN", "input_budget", "model_info"]

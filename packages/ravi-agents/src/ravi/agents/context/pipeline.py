@@ -1,0 +1,72 @@
+"""``CompactionPipeline``: strategies in order, each feeding the next, with events around the run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ravi.agents.context.events import CompactionEvent, EventBus, Listener
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.agent import CompactionStrategy
+from ravi.kernel.llm import TokenCounter
+from ravi.kernel.messages import ChatMessage
+
+
+class CompactionPipeline:
+    """Run ``strategies`` in order on a history; an empty pipeline returns the history as it is.
+
+    Subscribers get a ``pre_compact`` event before, a ``strategy_applied`` event after each strategy (with
+    ``changed`` telling whether it altered the window), a ``post_compact`` event after, and the events of the
+    strategies themselves (``summarization_failed``, ``budget_unmet``).
+
+    Example:
+        >>> pipeline = CompactionPipeline([ToolResultCompactionStrategy(), SlidingWindowCompaction(50)])
+        >>> dispose = pipeline.subscribe(lambda event: print(event.kind, event.message_count))
+    """
+
+    def __init__(self, strategies: Sequence[CompactionStrategy] = (), *, counter: TokenCounter | None = None) -> None:
+        self.strategies = list(strategies)
+        self.counter = counter or DEFAULT_COUNTER
+        self.events = EventBus()
+        for strategy in self.strategies:
+            child_events = getattr(strategy, "events", None)
+            if isinstance(child_events, EventBus):
+                child_events.subscribe(self.events.emit)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event; returns a function that unsubscribes it."""
+        return self.events.subscribe(listener)
+
+    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+        """The window: ``history`` passed through every strategy in turn. ``history`` itself is never changed."""
+        events = self.events
+        window = list(history)
+        if events:
+            events.emit(CompactionEvent("pre_compact", window, counter=self.counter))
+        for strategy in self.strategies:
+            out = await strategy.compact(window)
+            if events:
+                changed = len(out) != len(window) or out != window
+                events.emit(CompactionEvent("strategy_applied", out, strategy=type(strategy).__name__,
+                                            changed=changed, counter=self.counter))
+            window = out
+        if events:
+            events.emit(CompactionEvent("post_compact", window, counter=self.counter))
+        return window
+
+    def __repr__(self) -> str:
+        return f"CompactionPipeline({self.strategies!r})"
+
+
+def as_pipeline(pipeline: CompactionPipeline | CompactionStrategy | Sequence[CompactionStrategy] | None,
+                *, default: Callable[[], CompactionPipeline]) -> CompactionPipeline:
+    """A pipeline from a pipeline, a single strategy, a list of strategies, or ``None`` (``default()``)."""
+    if pipeline is None:
+        return default()
+    if isinstance(pipeline, CompactionPipeline):
+        return pipeline
+    if isinstance(pipeline, Sequence):
+        return CompactionPipeline(pipeline)
+    return CompactionPipeline([pipeline])
+
+
+__all__ = ["CompactionPipeline", "as_pipeline"]

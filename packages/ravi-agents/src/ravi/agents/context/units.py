@@ -1,0 +1,84 @@
+"""Units: the pieces a window may keep or drop without breaking tool pairs.
+
+A unit is either one message, or an assistant message that makes tool calls together with the run of tool (and
+system) messages right after it, which carry the results. Strategies keep or drop whole units, so a window
+never holds a tool result without its call, nor a call without its results.
+
+The same rule is applied forwards (:func:`units`) and backwards (:func:`units_backward`), so a strategy that
+only needs the newest end of a long history never reads the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+
+Span = tuple[int, int]
+"""A half-open index range ``[start, end)``."""
+
+
+def opens_group(message: ChatMessage) -> bool:
+    """Whether ``message`` is an assistant message with tool calls."""
+    return message.role == "assistant" and any(isinstance(b, ToolCallBlock) for b in message.content)
+
+
+def units(messages: Sequence[ChatMessage], start: int = 0, stop: int | None = None) -> list[Span]:
+    """The units of ``messages[start:stop]``, oldest first (``start`` must be a unit boundary)."""
+    stop = len(messages) if stop is None else stop
+    spans: list[Span] = []
+    i = start
+    while i < stop:
+        j = i + 1
+        if opens_group(messages[i]):
+            while j < stop and messages[j].role in ("tool", "system"):
+                j += 1
+            while j - 1 > i and messages[j - 1].role == "system":  # trailing system messages stand alone
+                j -= 1
+        spans.append((i, j))
+        i = j
+    return spans
+
+
+def units_backward(messages: Sequence[ChatMessage], stop: int | None = None) -> Iterator[Span]:
+    """The units of ``messages[:stop]``, newest first, reading only as far back as the caller iterates."""
+    j = len(messages) if stop is None else stop
+    while j > 0:
+        last = messages[j - 1]
+        if last.role == "tool":
+            k = j - 1
+            while k > 0 and messages[k - 1].role in ("tool", "system"):
+                k -= 1
+            if k > 0 and opens_group(messages[k - 1]):
+                yield (k - 1, j)
+                j = k - 1
+                continue
+            yield (j - 1, j)  # an orphan result stands alone
+            j -= 1
+        else:
+            yield (j - 1, j)
+            j -= 1
+
+
+def is_group(messages: Sequence[ChatMessage], span: Span) -> bool:
+    """Whether the unit ``span`` is a tool-call group."""
+    return opens_group(messages[span[0]])
+
+
+
+
+
+def drop_orphan_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` without tool results whose call is not among the messages before them."""
+    calls: set[str] = set()
+    out = []
+    for m in messages:
+        if m.role == "assistant":
+            calls.update(b.id for b in m.content if isinstance(b, ToolCallBlock))
+        elif m.role == "tool":
+            result = m.tool_result
+            if result is None or result.tool_call_id not in calls:
+                continue
+        out.append(m)
+    return out
+__all__ = ["Span", "drop_orphan_results", "is_group", "opens_group", "units", "units_backward"]

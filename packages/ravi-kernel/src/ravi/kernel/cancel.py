@@ -1,0 +1,118 @@
+"""Cooperative cancellation: a ``CancelToken`` that long operations check and listen to.
+
+Cancelling is a request, not an interruption: the work decides where it stops, by calling
+:meth:`CancelToken.raise_if_cancelled` or by listening with :meth:`CancelToken.add_callback`. The error it then
+raises, :class:`CancelledByToken`, is a plain ``Exception``, deliberately not ``asyncio.CancelledError``, so it
+never tears down the task or the event loop that hosts the work.
+
+Example:
+    >>> token = CancelToken()
+    >>> child = token.child()
+    >>> token.cancel("user pressed stop")
+    >>> child.cancelled, child.reason
+    (True, 'user pressed stop')
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+_log = logging.getLogger(__name__)
+
+Listener = Callable[["CancelToken"], object]
+
+
+class CancelledByToken(Exception):  # noqa: N818 - the name says what happened, as the design names it
+    """Raised by work that stopped because its :class:`CancelToken` was cancelled."""
+
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__(reason or "cancelled")
+        self.reason = reason
+
+
+class CancelToken:
+    """A thread-safe, cancel-once flag with listeners and children.
+
+    * :meth:`cancel` is idempotent: the first reason wins and listeners fire exactly once.
+    * :meth:`add_callback` returns a disposer; on an already cancelled token the listener fires at once.
+    * A listener that raises is logged and never stops the others.
+    * :meth:`child` gives a token cancelled with its parent, never the reverse.
+    """
+
+    __slots__ = ("_callbacks", "_cancelled", "_lock", "_reason")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._reason: str | None = None
+        self._callbacks: dict[int, Listener] = {}
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` has been called."""
+        return self._cancelled
+
+    @property
+    def reason(self) -> str | None:
+        """The reason given to the first :meth:`cancel`, if any."""
+        return self._reason
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the token; returns ``True`` if this call did it, ``False`` if it was already cancelled."""
+        with self._lock:
+            if self._cancelled:
+                return False
+            self._cancelled = True
+            self._reason = reason
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        for callback in callbacks:
+            self._fire(callback)
+        return True
+
+    def add_callback(self, callback: Listener) -> Callable[[], None]:
+        """Call ``callback(token)`` on cancellation; returns a function that removes it again.
+
+        If the token is already cancelled, the callback runs at once (in the caller's thread).
+        """
+        with self._lock:
+            if not self._cancelled:
+                key = id(callback) ^ len(self._callbacks) << 64
+                while key in self._callbacks:
+                    key += 1
+                self._callbacks[key] = callback
+
+                def dispose() -> None:
+                    with self._lock:
+                        self._callbacks.pop(key, None)
+
+                return dispose
+        self._fire(callback)
+        return lambda: None
+
+    def child(self) -> CancelToken:
+        """A new token that is cancelled when this one is (with the same reason), and not the other way."""
+        child = CancelToken()
+        dispose = self.add_callback(lambda parent: child.cancel(parent.reason))
+        child.add_callback(lambda _: dispose())
+        return child
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`CancelledByToken` if the token is cancelled; otherwise do nothing."""
+        if self._cancelled:
+            raise CancelledByToken(self._reason)
+
+    def _fire(self, callback: Listener) -> None:
+        try:
+            callback(self)
+        except Exception:
+            _log.exception("a CancelToken listener failed; the other listeners still run")
+
+    def __repr__(self) -> str:
+        state = f"cancelled, reason={self._reason!r}" if self._cancelled else "active"
+        return f"<CancelToken {state}>"
+
+
+__all__ = ["CancelToken", "CancelledByToken"]

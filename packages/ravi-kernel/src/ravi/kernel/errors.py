@@ -1,0 +1,89 @@
+"""One error tree for all of Ravi.
+
+Every backend raises these and never a driver's own exception, so callers catch one family whatever the
+store. Where a Ravi error means the same as a builtin, it also derives from that builtin
+(``InvalidArgument`` is a ``ValueError``), so generic handlers keep working.
+"""
+
+from __future__ import annotations
+
+
+class RaviError(Exception):
+    """Base of every error Ravi raises.
+
+    Args:
+        message: What went wrong, in one sentence.
+        hint: What the caller can do about it, if anything.
+
+    Example:
+        >>> try:
+        ...     raise ConfigurationError("unknown backend 'pg'", hint="did you mean 'postgres'?")
+        ... except RaviError as exc:
+        ...     print(exc)
+        unknown backend 'pg' (hint: did you mean 'postgres'?)
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
+
+class InvalidArgument(RaviError, ValueError):
+    """A caller passed a value the operation cannot accept (bad key, wrong dimension, bad limit)."""
+
+
+class InvalidMessage(InvalidArgument):
+    """A message, or a dict meant to become one, is malformed.
+
+    ``field`` names the offending field (``"role"``, ``"tool_call_id"``, ``"tool_calls[0].arguments"``).
+    """
+
+    def __init__(self, message: str, *, field: str, hint: str | None = None) -> None:
+        super().__init__(f"{field}: {message}", hint=hint)
+        self.field = field
+
+
+class InvalidTransition(RaviError, ValueError):
+    """A task was asked to move to a status its lifecycle does not allow from where it is."""
+
+
+class NotFound(RaviError, LookupError):
+    """The thing asked for does not exist (an object key, a task, an entity)."""
+
+
+class AlreadyExists(RaviError, ValueError):
+    """An insert-only operation met an existing item."""
+
+
+class BackendUnavailable(RaviError, ConnectionError):
+    """The backend's server cannot be reached right now; the call may succeed once it is back."""
+
+
+class ConfigurationError(RaviError, ValueError):
+    """Settings or backend options are missing, unknown or malformed; raised at start-up where possible."""
+
+
+class PermissionDenied(RaviError, PermissionError):
+    """The backend refused the credentials or the operation."""
+
+
+class CompactionError(RaviError):
+    """A compaction strategy could not produce a window (for example, a budget too small for the system prompt)."""
+
+
+__all__ = [
+    "AlreadyExists",
+    "BackendUnavailable",
+    "CompactionError",
+    "ConfigurationError",
+    "InvalidArgument",
+    "InvalidMessage",
+    "InvalidTransition",
+    "NotFound",
+    "PermissionDenied",
+    "RaviError",
+]

@@ -1,0 +1,157 @@
+"""Backends by name: one entry-point group per storage Protocol.
+
+A distribution registers a backend by declaring an entry point, for example in its ``pyproject.toml``::
+
+    [project.entry-points."ravi.history"]
+    postgres = "ravi.capabilities.postgres:PostgresHistoryProvider"
+
+The object named is a factory (usually the class) called with the backend's options as keyword arguments.
+Entry points stay strings until a backend is asked for: listing backends imports nothing of them.
+
+Example:
+    >>> from ravi.kernel.registry import available
+    >>> "memory" in available("history")  # with ravi-agents installed
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Literal
+
+from ravi.kernel.errors import ConfigurationError
+
+Kind = Literal["history", "state", "longterm", "vector", "graph", "blob", "tasks"]
+
+GROUPS: Mapping[str, str] = {
+    "history": "ravi.history",
+    "state": "ravi.state",
+    "longterm": "ravi.longterm",
+    "vector": "ravi.vector",
+    "graph": "ravi.graph",
+    "blob": "ravi.blob",
+    "tasks": "ravi.tasks",
+}
+"""Store kind to entry-point group."""
+
+PROTOCOLS: Mapping[str, str] = {
+    "history": "HistoryProvider",
+    "state": "ShortTermMemory",
+    "longterm": "LongTermMemory",
+    "vector": "VectorStore",
+    "graph": "GraphStore",
+    "blob": "BlobStore",
+    "tasks": "TaskStore",
+}
+"""Store kind to the name of its Protocol in ``ravi.kernel.storage``."""
+
+KNOWN_BACKENDS: Mapping[str, tuple[str, frozenset[str]]] = {
+    "memory": ("ravi-agents", frozenset(GROUPS)),
+    "postgres": ("ravi-capabilities-postgres", frozenset({"history", "state", "longterm", "vector", "tasks"})),
+    "redis": ("ravi-capabilities-redis", frozenset({"history", "state", "longterm"})),
+    "s3": ("ravi-capabilities-s3", frozenset({"blob"})),
+    "age": ("ravi-capabilities-age", frozenset({"graph"})),
+}
+"""Backends Ravi publishes: name to (distribution, kinds it serves), used to say what to install."""
+
+
+def _group(kind: str) -> str:
+    try:
+        return GROUPS[kind]
+    except KeyError:
+        raise ConfigurationError(
+            f"unknown store kind {kind!r}", hint=f"expected one of: {', '.join(GROUPS)}"
+        ) from None
+
+
+def _entry_points(kind: str) -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=_group(kind)):
+        other = found.get(ep.name)
+        if other is not None and other.value != ep.value:
+            raise ConfigurationError(
+                f"two installed distributions register the {kind} backend {ep.name!r}: "
+                f"{_origin(other)} ({other.value}) and {_origin(ep)} ({ep.value})",
+                hint="uninstall one of them; Ravi refuses to pick one silently",
+            )
+        found[ep.name] = ep
+    return found
+
+
+def _origin(ep: EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"{dist.name}" if dist is not None else "an unknown distribution"
+
+
+def available(kind: str) -> dict[str, str]:
+    """The installed backends of ``kind``: name to the object path it loads (nothing is imported).
+
+    Raises:
+        ConfigurationError: ``kind`` is not a store kind, or two distributions claim one name.
+    """
+    return {name: ep.value for name, ep in sorted(_entry_points(kind).items())}
+
+
+def install_hint(kind: str, name: str) -> str | None:
+    """The distribution that provides backend ``name`` for ``kind``, if Ravi publishes one."""
+    known = KNOWN_BACKENDS.get(name)
+    if known is None or kind not in known[1]:
+        return None
+    return known[0]
+
+
+def backend_factory(kind: str, name: str) -> Callable[..., Any]:
+    """The factory registered for backend ``name`` of ``kind``, imported on this call.
+
+    Raises:
+        ConfigurationError: no such backend is installed (the message lists the installed ones and the
+            distribution to install), or importing it failed.
+    """
+    eps = _entry_points(kind)
+    ep = eps.get(name)
+    if ep is None:
+        installed = ", ".join(sorted(eps)) or "none"
+        dist = install_hint(kind, name)
+        hint = (
+            f"install it with: pip install {dist}"
+            if dist
+            else "it is either misspelled or not installed; a backend registers itself under the "
+            f"entry-point group {GROUPS[kind]!r}"
+        )
+        raise ConfigurationError(
+            f"no {kind} backend named {name!r} is installed (installed: {installed})", hint=hint
+        )
+    try:
+        factory = ep.load()
+    except ImportError as error:
+        raise ConfigurationError(
+            f"the {kind} backend {name!r} ({ep.value}) failed to import: {error}",
+            hint=f"reinstall {_origin(ep)} with its dependencies",
+        ) from error
+    if not callable(factory):
+        raise ConfigurationError(f"the {kind} backend {name!r} ({ep.value}) is not callable")
+    return factory  # type: ignore[no-any-return]
+
+
+def load_backend(kind: str, name: str, **options: Any) -> Any:
+    """Build backend ``name`` of ``kind`` with ``options`` (for example ``dsn=...``).
+
+    Raises:
+        ConfigurationError: unknown kind or name, an import failure, or options the backend rejects.
+
+    Example:
+        >>> history = load_backend("history", "memory")
+    """
+    factory = backend_factory(kind, name)
+    try:
+        return factory(**options)
+    except TypeError as error:
+        raise ConfigurationError(
+            f"bad options for the {kind} backend {name!r}: {error}",
+            hint="check the option names in the backend's documentation",
+        ) from error
+
+
+__all__ = ["GROUPS", "KNOWN_BACKENDS", "PROTOCOLS", "Kind", "available", "backend_factory", "install_hint",
+           "load_backend"]

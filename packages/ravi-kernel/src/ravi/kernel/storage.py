@@ -1,0 +1,538 @@
+"""The storage Protocols and their value types.
+
+Every method is ``async``. Scope keys follow the design: history by ``(agent_id, session_id)`` with each message
+tagged by ``run_id``; session state by ``session_id``; long-term memory by ``(agent_id, namespace)``; vectors by
+``(collection, id)``; task boards by ``(conversation_id, agent_id)``.
+
+The Protocols are runtime-checkable, so ``isinstance(store, HistoryProvider)`` tells whether an object has the
+methods (not whether it keeps the contract: ``ravi-conformance`` tells that).
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ravi.kernel.errors import InvalidTransition
+from ravi.kernel.messages import ChatMessage, FrozenDict, ReadOnlyDict
+
+_FROZEN = ConfigDict(frozen=True)
+
+JSON = Any
+"""A JSON-compatible value: dict, list, str, int, float, bool or None."""
+
+Filter = Mapping[str, JSON]
+"""A metadata filter: every key must equal the given value (a list value means "any of these")."""
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+# -- history ------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class HistoryProvider(Protocol):
+    """The full transcript of every session: append-only, ordered, never compacted.
+
+    Messages are kept per ``(agent_id, session_id)`` in the order they were appended, each tagged with the
+    ``run_id`` that wrote it. Appending a message whose ``id`` the session already holds does nothing, so a
+    retried append is stored once.
+    """
+
+    async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
+        """Add one message at the end of the session."""
+        ...
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        """Add messages at the end of the session, all or none, keeping their order."""
+        ...
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        """The session's messages, oldest first, skipping the first ``offset`` and at most ``limit`` of them."""
+        ...
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        """Remove the whole session; returns how many messages were removed."""
+        ...
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        """Remove exactly the messages one run wrote to the session; returns how many."""
+        ...
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        """How many messages the session holds."""
+        ...
+
+
+# -- session state ------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ShortTermMemory(Protocol):
+    """A JSON object of state per session (scratchpad, flags, counters)."""
+
+    async def get_state(self, session_id: str) -> dict[str, JSON]:
+        """The session's state; ``{}`` when none was set."""
+        ...
+
+    async def set_state(self, session_id: str, state: Mapping[str, JSON]) -> None:
+        """Replace the session's state."""
+        ...
+
+    async def update_state(self, session_id: str, updates: Mapping[str, JSON]) -> dict[str, JSON]:
+        """Merge ``updates`` into the state atomically (top-level keys); returns the merged state.
+
+        Concurrent updaters never lose each other's keys.
+        """
+        ...
+
+    async def clear(self, session_id: str) -> None:
+        """Forget the session's state."""
+        ...
+
+
+# -- long-term memory ---------------------------------------------------------------------------------
+
+
+class Memory(BaseModel):
+    """A fact an agent keeps across sessions. ``score`` is set on search results (higher is closer)."""
+
+    model_config = _FROZEN
+
+    id: str
+    agent_id: str
+    namespace: str
+    content: str
+    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
+    created_at: datetime = Field(default_factory=_now)
+    expires_at: datetime | None = None
+    score: float | None = None
+
+
+@runtime_checkable
+class LongTermMemory(Protocol):
+    """Facts kept per ``(agent_id, namespace)``, found again by meaning."""
+
+    async def save(
+        self,
+        agent_id: str,
+        content: str,
+        *,
+        namespace: str = "default",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, JSON] | None = None,
+    ) -> str:
+        """Store a memory; returns its id. With ``ttl`` (seconds or a timedelta) it is gone after that time."""
+        ...
+
+    async def search(
+        self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5
+    ) -> list[Memory]:
+        """The memories closest in meaning to ``query``, closest first, each with its ``score``."""
+        ...
+
+    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+        """One memory by id, or ``None`` (also when expired)."""
+        ...
+
+    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+        """Remove one memory; ``False`` if it was not there."""
+        ...
+
+    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+        """Remove the agent's memories in ``namespace`` (all namespaces when ``None``); returns how many."""
+        ...
+
+
+# -- vectors ------------------------------------------------------------------------------------------
+
+
+class Document(BaseModel):
+    """A piece of content with its embedding and metadata, stored by ``(collection, id)``."""
+
+    model_config = _FROZEN
+
+    id: str = Field(default_factory=_new_id, min_length=1)
+    content: str = ""
+    embedding: tuple[float, ...] | None = None
+    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+
+class SearchResult(BaseModel):
+    """A search hit. ``score`` is a similarity: higher is closer (cosine similarity, in [-1, 1])."""
+
+    model_config = _FROZEN
+
+    document: Document
+    score: float
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """Documents with embeddings, searched by cosine similarity within a collection."""
+
+    async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+        """Insert documents whose id is not yet in the collection (others are left as they are); returns ids."""
+        ...
+
+    async def upsert(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+        """Insert or replace documents by id; returns ids."""
+        ...
+
+    async def search(
+        self,
+        query_embedding: Sequence[float],
+        *,
+        collection: str,
+        limit: int = 10,
+        filter: Filter | None = None,  # noqa: A002 - the design's name
+    ) -> list[SearchResult]:
+        """The ``limit`` documents most similar to ``query_embedding``, best first, matching ``filter``."""
+        ...
+
+    async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
+        """The documents with these ids that exist, in the order asked."""
+        ...
+
+    async def delete(self, ids: Sequence[str], *, collection: str) -> int:
+        """Remove documents by id; returns how many existed."""
+        ...
+
+    async def list_collections(self) -> list[str]:
+        """The names of the collections, sorted."""
+        ...
+
+    async def delete_collection(self, collection: str) -> bool:
+        """Remove a collection and its documents; ``False`` if it did not exist."""
+        ...
+
+
+# -- graph --------------------------------------------------------------------------------------------
+
+
+class Entity(BaseModel):
+    """A node of the knowledge graph."""
+
+    model_config = _FROZEN
+
+    id: str = Field(min_length=1)
+    label: str = Field(default="Entity", min_length=1)
+    properties: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+
+class Relationship(BaseModel):
+    """A directed, typed edge between two entities."""
+
+    model_config = _FROZEN
+
+    id: str = Field(default_factory=_new_id, min_length=1)
+    source_id: str = Field(min_length=1)
+    target_id: str = Field(min_length=1)
+    type: str = Field(min_length=1)
+    properties: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+
+class SubGraph(BaseModel):
+    """A part of the graph: entities and the relationships among them."""
+
+    model_config = _FROZEN
+
+    entities: tuple[Entity, ...] = ()
+    relationships: tuple[Relationship, ...] = ()
+
+    def entity_ids(self) -> set[str]:
+        """The ids of the entities."""
+        return {e.id for e in self.entities}
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Entities and relationships, explored by neighbourhood."""
+
+    async def add_entities(self, entities: Sequence[Entity]) -> None:
+        """Insert or replace entities by id."""
+        ...
+
+    async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
+        """Insert or replace relationships by id; both ends must exist (``NotFound`` otherwise)."""
+        ...
+
+    async def get_entity(self, entity_id: str) -> Entity | None:
+        """One entity by id, or ``None``."""
+        ...
+
+    async def get_neighbors(
+        self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
+    ) -> SubGraph:
+        """The entities within ``depth`` hops of ``entity_id`` (either direction), itself included, and the
+        relationships walked to reach them; only relationships of ``relationship_types`` when given."""
+        ...
+
+    async def delete_entity(self, entity_id: str) -> bool:
+        """Remove an entity and every relationship touching it; ``False`` if it did not exist."""
+        ...
+
+    async def delete_relationship(self, relationship_id: str) -> bool:
+        """Remove one relationship; ``False`` if it did not exist."""
+        ...
+
+
+@runtime_checkable
+class CypherCapable(Protocol):
+    """A graph store that also runs openCypher queries."""
+
+    async def query_cypher(self, query: str, params: Mapping[str, JSON] | None = None) -> list[dict[str, Any]]:
+        """Run ``query`` with ``params`` bound (never pasted into the text); rows as plain Python values."""
+        ...
+
+
+# -- blobs --------------------------------------------------------------------------------------------
+
+
+class Blob(BaseModel):
+    """Bytes downloaded from a blob store, with their content type and user metadata."""
+
+    model_config = _FROZEN
+
+    key: str
+    data: bytes
+    content_type: str = "application/octet-stream"
+    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """Bytes by key (tool outputs, files, images), with optional expiry and shareable URLs."""
+
+    async def connect(self) -> None:
+        """Open connections; stores are also async context managers that connect and disconnect."""
+        ...
+
+    async def disconnect(self) -> None:
+        """Close connections."""
+        ...
+
+    async def upload(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        content_type: str = "application/octet-stream",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> str:
+        """Store ``data`` under ``key`` (replacing it); returns the key. After ``ttl`` it is gone."""
+        ...
+
+    async def download(self, key: str) -> Blob:
+        """The blob under ``key``; ``NotFound`` if it is missing or expired."""
+        ...
+
+    async def delete(self, key: str) -> bool:
+        """Remove the blob; ``False`` if it was not there."""
+        ...
+
+    async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
+        """A URL that fetches the blob without credentials until ``expires_in`` passes."""
+        ...
+
+
+# -- tasks --------------------------------------------------------------------------------------------
+
+
+class TaskStatus(enum.StrEnum):
+    """The six states of a task. ``succeeded`` and ``abandoned`` are final."""
+
+    PLANNED = "planned"
+    IN_PROGRESS = "in_progress"
+    SUCCEEDED = "succeeded"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+
+    @property
+    def is_final(self) -> bool:
+        """Whether no ordinary transition leaves this state."""
+        return self in (TaskStatus.SUCCEEDED, TaskStatus.ABANDONED)
+
+    def can_move_to(self, target: TaskStatus) -> bool:
+        """Whether ``update_status`` may move a task from this state to ``target``."""
+        return target in TRANSITIONS[self]
+
+
+TRANSITIONS: Mapping[TaskStatus, frozenset[TaskStatus]] = {
+    TaskStatus.PLANNED: frozenset({TaskStatus.IN_PROGRESS, TaskStatus.BLOCKED, TaskStatus.ABANDONED}),
+    TaskStatus.IN_PROGRESS: frozenset(
+        {TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.BLOCKED, TaskStatus.PLANNED, TaskStatus.ABANDONED}
+    ),
+    TaskStatus.BLOCKED: frozenset({TaskStatus.PLANNED, TaskStatus.IN_PROGRESS, TaskStatus.ABANDONED}),
+    TaskStatus.FAILED: frozenset({TaskStatus.ABANDONED}),
+    TaskStatus.SUCCEEDED: frozenset(),
+    TaskStatus.ABANDONED: frozenset(),
+}
+"""The lifecycle. A failed task goes back to ``planned`` only through ``increment_retry`` or ``force_retry``."""
+
+
+class Task(BaseModel):
+    """One step of an agent's plan. Frozen: change it with ``model_copy(update=...)``."""
+
+    model_config = _FROZEN
+
+    id: str = Field(default_factory=_new_id, min_length=1)
+    title: str
+    description: str = ""
+    status: TaskStatus = TaskStatus.PLANNED
+    retries: int = Field(default=0, ge=0)
+    max_retries: int = Field(default=3, ge=0)
+    result: str | None = None
+    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
+    updated_at: datetime = Field(default_factory=_now)
+
+    def moved_to(self, status: TaskStatus, *, result: str | None = None) -> Task:
+        """This task in ``status``; ``InvalidTransition`` if the lifecycle forbids the move."""
+        if status != self.status and not self.status.can_move_to(status):
+            raise InvalidTransition(
+                f"task {self.id!r} cannot move from {self.status.value} to {status.value}",
+                hint=_transition_hint(self.status),
+            )
+        update: dict[str, Any] = {"status": status, "updated_at": _now()}
+        if result is not None:
+            update["result"] = result
+        return self.model_copy(update=update)
+
+    def retried(self) -> Task:
+        """A failed task sent back to ``planned`` with one more retry, or ``abandoned`` at ``max_retries``."""
+        if self.status is not TaskStatus.FAILED:
+            raise InvalidTransition(f"only a failed task can be retried; {self.id!r} is {self.status.value}")
+        retries = self.retries + 1
+        status = TaskStatus.ABANDONED if retries >= self.max_retries else TaskStatus.PLANNED
+        return self.model_copy(update={"status": status, "retries": retries, "updated_at": _now()})
+
+    def force_retried(self) -> Task:
+        """A human override: any task not yet succeeded goes back to ``planned`` with its retry count reset."""
+        if self.status is TaskStatus.SUCCEEDED:
+            raise InvalidTransition(f"task {self.id!r} already succeeded; there is nothing to retry")
+        return self.model_copy(update={"status": TaskStatus.PLANNED, "retries": 0, "updated_at": _now()})
+
+
+def _transition_hint(status: TaskStatus) -> str:
+    allowed = sorted(s.value for s in TRANSITIONS[status])
+    if status is TaskStatus.FAILED:
+        return "use increment_retry or force_retry to plan a failed task again"
+    return f"from {status.value} it may move to: {', '.join(allowed) or 'nothing (final)'}"
+
+
+class TaskList(BaseModel):
+    """The task board of one agent in one conversation. Frozen."""
+
+    model_config = _FROZEN
+
+    conversation_id: str
+    agent_id: str
+    tasks: tuple[Task, ...] = ()
+
+    def task(self, task_id: str) -> Task | None:
+        """The task with ``task_id``, or ``None``."""
+        return next((t for t in self.tasks if t.id == task_id), None)
+
+    @property
+    def settled(self) -> bool:
+        """Whether every task is final."""
+        return all(t.status.is_final for t in self.tasks)
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Task boards keyed by ``(conversation_id, agent_id)``, with the lifecycle of :class:`TaskStatus`."""
+
+    async def create_task_list(
+        self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]
+    ) -> TaskList:
+        """Start a board (replacing any existing one) with ``tasks`` (titles become planned tasks)."""
+        ...
+
+    async def get_task_list(self, conversation_id: str, agent_id: str) -> TaskList | None:
+        """The board, or ``None``."""
+        ...
+
+    async def add_tasks(self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]) -> TaskList:
+        """Append tasks to the board (created if missing)."""
+        ...
+
+    async def update_status(
+        self, conversation_id: str, agent_id: str, task_id: str, status: TaskStatus, *, result: str | None = None
+    ) -> Task:
+        """Move a task; ``InvalidTransition`` if not allowed, ``NotFound`` if there is no such task."""
+        ...
+
+    async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
+        """Retry a failed task (``abandoned`` once it reaches ``max_retries``)."""
+        ...
+
+    async def force_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
+        """Human override: plan the task again with its retry count reset."""
+        ...
+
+    async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
+        """End a conversation: every task not yet final becomes ``abandoned``; returns the settled boards."""
+        ...
+
+
+def as_tasks(items: Sequence[Task | str]) -> list[Task]:
+    """Tasks from a mix of ``Task`` objects and titles."""
+    return [t if isinstance(t, Task) else Task(title=t) for t in items]
+
+
+def ttl_seconds(ttl: timedelta | float | None) -> float | None:
+    """A TTL in seconds (``None`` stays ``None``); ``InvalidArgument`` unless it is positive."""
+    from ravi.kernel.errors import InvalidArgument
+
+    if ttl is None:
+        return None
+    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
+    if not seconds > 0:
+        raise InvalidArgument(f"ttl must be positive, got {ttl!r}")
+    return seconds
+
+
+__all__ = [
+    "JSON",
+    "TRANSITIONS",
+    "Blob",
+    "BlobStore",
+    "ChatMessage",
+    "CypherCapable",
+    "Document",
+    "Entity",
+    "Filter",
+    "GraphStore",
+    "HistoryProvider",
+    "LongTermMemory",
+    "Memory",
+    "Relationship",
+    "SearchResult",
+    "ShortTermMemory",
+    "SubGraph",
+    "Task",
+    "TaskList",
+    "TaskStatus",
+    "TaskStore",
+    "VectorStore",
+    "as_tasks",
+    "ttl_seconds",
+]
