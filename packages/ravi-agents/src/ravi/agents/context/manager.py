@@ -46,7 +46,8 @@ def provider_budget(provider: Any, *, safety_margin: int = SAFETY_MARGIN) -> int
             break
 
     def pick(*names: str) -> int | None:
-        for source in (info, getattr(info, "defaults", None)):
+        nested = info.get("defaults") if isinstance(info, Mapping) else getattr(info, "defaults", None)
+        for source in (info, nested):
             for n in names:
                 value = source.get(n) if isinstance(source, Mapping) else getattr(source, n, None)
                 if isinstance(value, int):

@@ -68,7 +68,7 @@ class SummarizingContext(ContextConfig):
     """Once the window passes ``threshold`` of the budget, the older part becomes one summary.
 
     The budget is ``max_tokens``, or the input budget of ``model`` (a name from the model table or a
-    ``ModelInfo``). The newest half of the threshold budget stays verbatim. The transcript is never changed:
+    ``ModelInfo``). The newest half of the threshold budget stays verbatim and the summary gets at most a quarter. The transcript is never changed:
     the summary is a derived record, cached by the span of messages it covers.
     """
 
@@ -91,7 +91,8 @@ class SummarizingContext(ContextConfig):
             info = model if isinstance(model, ModelInfo) else model_info(model)
             max_tokens = input_budget(info)
         budget = int(max_tokens * threshold)
-        summarizer = SummarizationCompaction(llm, recent_token_budget=budget // 2, min_old_tokens=0, counter=counter)
+        summarizer = SummarizationCompaction(llm, recent_token_budget=budget // 2, min_old_tokens=0,
+                                             max_summary_tokens=max(64, budget // 4), counter=counter)
         strategy = TokenBudgetComposedStrategy([summarizer], budget, counter=counter)
         super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
 

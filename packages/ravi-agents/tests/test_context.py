@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import pytest
+
+from ravi.agents.context import (
+    AgentContext,
+    ContextConfig,
+    HistoryRetention,
+    HybridContext,
+    InMemoryHistoryProvider,
+    SlidingWindowContext,
+    SummarizingContext,
+    TokenBudgetContext,
+    UnboundedContext,
+)
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.registry import load_backend
+
+
+
+async def test_history_keeps_order_runs_and_sessions_apart() -> None:
+    history = InMemoryHistoryProvider()
+    await history.append_many("a", [ChatMessage.user("1"), ChatMessage.user("2")], session_id="s1", run_id="r1")
+    await history.append("a", ChatMessage.user("3"), session_id="s1", run_id="r2")
+    await history.append("a", ChatMessage.user("other"), session_id="s2", run_id="r1")
+    await history.append("b", ChatMessage.user("other agent"), session_id="s1", run_id="r1")
+    assert [m.text for m in await history.get_messages("a", session_id="s1")] == ["1", "2", "3"]
+    assert [m.text for m in await history.get_messages("a", session_id="s1", limit=1, offset=1)] == ["2"]
+    assert await history.get_messages("a", session_id="s1", offset=10) == []
+    assert await history.clear_run("a", session_id="s1", run_id="r1") == 2
+    assert [m.text for m in await history.get_messages("a", session_id="s1")] == ["3"]
+    assert await history.count_messages("a", session_id="s2") == 1
+    assert await history.count_messages("b", session_id="s1") == 1
+
+
+async def test_history_appends_are_idempotent_and_readers_cannot_change_it() -> None:
+    history = InMemoryHistoryProvider()
+    message = ChatMessage.user("once")
+    await history.append("a", message, session_id="s")
+    await history.append("a", message, session_id="s")
+    await history.append_many("a", [message, message], session_id="s")
+    got = await history.get_messages("a", session_id="s")
+    assert len(got) == 1
+    got.clear()
+    with pytest.raises(TypeError):
+        (await history.get_messages("a", session_id="s"))[0].metadata["x"] = 1
+    assert await history.count_messages("a", session_id="s") == 1
+
+
+async def test_bad_input_is_refused_and_loses_nothing() -> None:
+    history = InMemoryHistoryProvider()
+    await history.append("a", ChatMessage.user("kept"), session_id="s")
+    with pytest.raises(InvalidArgument):
+        await history.append_many("a", [ChatMessage.user("x"), {"role": "user"}], session_id="s")  # type: ignore[list-item]
+    with pytest.raises(InvalidArgument):
+        await history.get_messages("a", session_id="s", limit=-1)
+    with pytest.raises(InvalidArgument):
+        await history.append("", ChatMessage.user("x"), session_id="s")
+    assert [m.text for m in await history.get_messages("a", session_id="s")] == ["kept"]
+
+
+async def test_retention_policies() -> None:
+    for retention, expected in [(HistoryRetention.PERMANENT, 2), (HistoryRetention.RUN, 0), (HistoryRetention.NONE, 0)]:
+        history = InMemoryHistoryProvider()
+        context = AgentContext(ContextConfig(history, retention=retention))
+        async with context.run("s", "r1") as run:
+            await run.add(ChatMessage.user("hi"), ChatMessage.assistant("hello"))
+            assert [m.text for m in await run.window()] == ["hi", "hello"]  # the run sees its turns
+            stored = await history.count_messages("agent", session_id="s")
+            assert stored == (0 if retention is HistoryRetention.NONE else 2)
+        assert await history.count_messages("agent", session_id="s") == expected
+        assert await context.get_prompt_window("s") == [] or retention is HistoryRetention.PERMANENT
+
+
+async def test_run_retention_removes_only_that_run() -> None:
+    history = InMemoryHistoryProvider()
+    context = AgentContext(ContextConfig(history, retention=HistoryRetention.RUN))
+    await history.append("agent", ChatMessage.user("earlier, permanent"), session_id="s", run_id="old")
+    async with context.run("s") as run:
+        await run.add(ChatMessage.user("scratch"))
+    assert [m.text for m in await context.get_prompt_window("s")] == ["earlier, permanent"]
+
+
+async def test_sessions_never_bleed() -> None:
+    context = AgentContext(ContextConfig.default())
+    await context.add_message("s1", ChatMessage.user("for s1"))
+    await context.add_message("s2", ChatMessage.user("for s2"))
+    assert [m.text for m in await context.get_prompt_window("s1")] == ["for s1"]
+
+
+async def test_default_config_is_a_sliding_window_of_100() -> None:
+    context = AgentContext(ContextConfig.default())
+    await context.add_messages("s", [ChatMessage.user(str(i)) for i in range(150)])
+    window = await context.get_prompt_window("s")
+    assert len(window) == 100 and window[0].text == "50"
+
+
+def test_config_refuses_what_is_not_a_history() -> None:
+    with pytest.raises(ConfigurationError, match="HistoryProvider"):
+        ContextConfig(object())  # type: ignore[arg-type]
+
+
+async def test_model_context_family() -> None:
+    msgs = [ChatMessage.system("rules")] + [ChatMessage.user(f"{i} " + "x" * 100) for i in range(30)]
+    for config, check in [
+        (UnboundedContext(), lambda w: len(w) == 31),
+        (SlidingWindowContext(5), lambda w: len(w) == 6 and w[0].role == "system"),
+        (TokenBudgetContext(300), lambda w: 0 < len(w) < 31 and w[0].role == "system"),
+        (SummarizingContext(max_tokens=1_000), lambda w: any("ravi.summary" in m.metadata for m in w)),
+    ]:
+        context = AgentContext(config)
+        await context.add_messages("s", msgs)
+        assert check(await context.get_prompt_window("s")), type(config).__name__
+    with pytest.raises(ConfigurationError):
+        SummarizingContext()
+
+
+async def test_hybrid_context_merges_hot_and_cold_without_duplicates() -> None:
+    hot, cold = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+    older = [ChatMessage.user(f"old {i}") for i in range(10)]
+    await cold.append_many("agent", older, session_id="s")  # written before the hot tier existed
+    context = AgentContext(HybridContext(hot, cold, recent_n=3, max_total=6))
+    call = ToolCallBlock(id="c", name="f")
+    await context.add_messages("s", [ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool("c", "r"),
+                                     ChatMessage.user("new")])
+    window = await context.get_prompt_window("s")
+    assert [m.text or m.role for m in window] == ["old 7", "old 8", "old 9", "assistant", "tool", "new"]
+    assert await hot.count_messages("agent", session_id="s") == 3
+    assert await cold.count_messages("agent", session_id="s") == 13
+    with pytest.raises(ConfigurationError, match="recent_n"):
+        HybridContext(hot, cold, recent_n=10, max_total=5)
+
+
+def test_in_memory_history_is_registered_as_memory() -> None:
+    assert isinstance(load_backend("history", "memory"), InMemoryHistoryProvider)

@@ -1,0 +1,119 @@
+"""Property-based tests: every strategy and pipeline keeps the invariants on random transcripts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ravi.agents.context import (
+    CompactionPipeline,
+    SelectiveToolCallCompactionStrategy,
+    SlidingWindowCompaction,
+    SummarizationCompaction,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+    TruncationStrategy,
+)
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.agent import CompactionStrategy
+from ravi.kernel.messages import ChatMessage
+
+from .invariants import check_window
+from .transcripts import transcripts
+
+FACTORIES: dict[str, Callable[[int], CompactionStrategy]] = {
+    "sliding": lambda n: SlidingWindowCompaction(max_messages=n),
+    "tool_result": lambda n: ToolResultCompactionStrategy(max_chars=n * 10),
+    "selective": lambda n: SelectiveToolCallCompactionStrategy(keep_recent_groups=n % 4),
+    "truncation": lambda n: TruncationStrategy(max_messages=n, max_chars=n * 20),
+    "summarization": lambda n: SummarizationCompaction(recent_token_budget=n * 40, min_old_tokens=n),
+    "budget": lambda n: TokenBudgetComposedStrategy([], token_budget=n * 60),
+    "budget_composed": lambda n: TokenBudgetComposedStrategy(
+        [ToolResultCompactionStrategy(200), SelectiveToolCallCompactionStrategy(1)], token_budget=n * 60),
+    "pipeline": lambda n: CompactionPipeline([
+        ToolResultCompactionStrategy(300), SelectiveToolCallCompactionStrategy(2),
+        SummarizationCompaction(recent_token_budget=n * 50, min_old_tokens=0),
+        TokenBudgetComposedStrategy([], token_budget=n * 80)]),
+    "empty_pipeline": lambda n: CompactionPipeline([]),
+}
+
+sizes = st.integers(0, 30)
+
+
+def run(strategy: CompactionStrategy, history: list[ChatMessage]) -> list[ChatMessage]:
+    return asyncio.run(strategy.compact(history))
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=transcripts, n=sizes)
+def test_invariants(name: str, history: list[ChatMessage], n: int) -> None:
+    factory = FACTORIES[name]
+    snapshot = [m.model_dump() for m in history]
+    ids = [id(m) for m in history]
+    window = run(factory(n), history)
+    assert [m.model_dump() for m in history] == snapshot, "source changed"
+    assert [id(m) for m in history] == ids, "source list changed"
+    check_window(history, window)
+    again = run(factory(n), history)
+    assert [m.model_dump() for m in again] == [m.model_dump() for m in window], "not deterministic"
+
+
+@pytest.mark.parametrize("name", ["budget", "budget_composed"])
+@settings(max_examples=60, deadline=None)
+@given(history=transcripts, n=sizes)
+def test_budget_met_whenever_system_messages_fit(name: str, history: list[ChatMessage], n: int) -> None:
+    strategy = FACTORIES[name](n)
+    assert isinstance(strategy, TokenBudgetComposedStrategy)
+    window = run(strategy, history)
+    total = DEFAULT_COUNTER.count_messages(history)
+    if total <= strategy.token_budget:
+        assert window == history, "a window that fits must be returned as it is"
+    system_tokens = DEFAULT_COUNTER.count_messages([m for m in history if m.role == "system"])
+    if system_tokens <= strategy.token_budget:
+        assert DEFAULT_COUNTER.count_messages(window) <= strategy.token_budget
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=transcripts, n=sizes)
+def test_sliding_window_keeps_at_most_n_others(history: list[ChatMessage], n: int) -> None:
+    window = run(SlidingWindowCompaction(n), history)
+    assert sum(1 for m in window if m.role != "system") <= n
+
+
+@pytest.mark.parametrize("name", ["tool_result", "selective", "pipeline", "budget_composed"])
+@settings(max_examples=40, deadline=None)
+@given(history=transcripts, n=sizes, data=st.data())
+def test_growing_session_gives_the_same_window_as_from_scratch(
+    name: str, history: list[ChatMessage], n: int, data: st.DataObject
+) -> None:
+    """Strategies that reuse their previous result for a growing session must agree with a fresh run."""
+    warm = FACTORIES[name](n)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(history)), max_size=4)))
+    for cut in [*cuts, len(history)]:
+        prefix = history[:cut]
+        assert run(warm, prefix) == run(FACTORIES[name](n), prefix)
+
+
+def test_the_checker_catches_broken_windows() -> None:
+    """The invariant checker must fail on each kind of broken window, or the properties above prove nothing."""
+    from ravi.kernel.messages import ToolCallBlock
+
+    call = ToolCallBlock(id="c1", name="f")
+    source = [ChatMessage.system("s"), ChatMessage.user("u"), ChatMessage.assistant(tool_calls=[call]),
+              ChatMessage.tool("c1", "r"), ChatMessage.user("v")]
+    broken = {
+        "order changed": [source[0], source[4], source[1]],
+        "system lost": source[1:],
+        "orphaned tool result": [source[0], source[3], source[4]],
+        "tool call without its result": [source[0], source[2], source[4]],
+        "a message appears twice": [source[0], source[1], source[1]],
+    }
+    for reason, window in broken.items():
+        with pytest.raises(AssertionError, match=reason):
+            check_window(source, window)
+    check_window(source, source)

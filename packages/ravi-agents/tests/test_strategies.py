@@ -1,0 +1,212 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from ravi.agents.context import (
+    CompactionEvent,
+    CompactionPipeline,
+    SelectiveToolCallCompactionStrategy,
+    SlidingWindowCompaction,
+    SummarizationCompaction,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+    TruncationStrategy,
+)
+from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
+from ravi.kernel.cancel import CancelledByToken, CancelToken
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.llm import ModelInfo
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+
+from .invariants import check_window
+
+
+
+def group(call_id: str, result: str, *, error: bool = False, thought: str | None = None) -> list[ChatMessage]:
+    call = ToolCallBlock(id=call_id, name="read_file", arguments={"path": call_id})
+    return [ChatMessage.assistant(thought, tool_calls=[call]), ChatMessage.tool(call_id, result, is_error=error)]
+
+
+async def test_tool_result_compaction_marks_what_it_cut_and_spares_errors() -> None:
+    history = [ChatMessage.user("go"), *group("a", "x" * 1200), *group("b", "E" * 1200, error=True)]
+    out = await ToolResultCompactionStrategy(max_chars=500).compact(history)
+    assert out[2].tool_result is not None
+    assert out[2].tool_result.content == "x" * 500 + "\n[700 chars truncated]"
+    assert out[2].id == history[2].id
+    assert out[4] is history[4]  # the error result is untouched
+    assert history[2].tool_result is not None and len(history[2].tool_result.content) == 1200
+
+
+async def test_selective_keeps_recent_groups_and_the_assistant_text_of_old_ones() -> None:
+    history = [ChatMessage.user("go")]
+    for i in range(4):
+        history += group(f"c{i}", f"result {i}", thought=f"thinking {i}" if i == 0 else None)
+    out = await SelectiveToolCallCompactionStrategy(keep_recent_groups=2).compact(history)
+    assert [m.text for m in out[:2]] == ["go", "thinking 0"]
+    assert out[1].tool_calls == ()  # the old call is folded away with its result
+    assert [c.id for m in out for c in m.tool_calls] == ["c2", "c3"]
+    check_window(history, out)
+
+
+async def test_sliding_window_moves_the_cut_to_keep_pairs() -> None:
+    history = [ChatMessage.system("rules"), ChatMessage.user("q"), *group("a", "r"), ChatMessage.user("thanks")]
+    out = await SlidingWindowCompaction(max_messages=2).compact(history)
+    assert [m.role for m in out] == ["system", "user"]  # the group would have been split, so it goes whole
+    out = await SlidingWindowCompaction(max_messages=3).compact(history)
+    assert [m.role for m in out] == ["system", "assistant", "tool", "user"]
+
+
+async def test_truncation_caps_messages_and_length() -> None:
+    history = [ChatMessage.system("s" * 50), *[ChatMessage.user(f"{i}" * 30) for i in range(5)]]
+    out = await TruncationStrategy(max_messages=2, max_chars=10).compact(history)
+    assert out[0] is history[0]
+    assert [m.text for m in out[1:]] == ["3" * 10 + "\n[20 chars truncated]", "4" * 10 + "\n[20 chars truncated]"]
+
+
+async def test_token_budget_applies_children_only_until_it_fits() -> None:
+    calls: list[str] = []
+
+    class Spy:
+        def __init__(self, name: str, keep: int) -> None:
+            self.name, self.keep = name, keep
+
+        async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+            calls.append(self.name)
+            return list(history[-self.keep:])
+
+    history = [ChatMessage.user("x" * 400) for _ in range(10)]
+    strategy = TokenBudgetComposedStrategy([Spy("first", 5), Spy("second", 2), Spy("third", 1)], token_budget=250)
+    out = await strategy.compact(history)
+    assert calls == ["first", "second"] and len(out) == 2
+    calls.clear()
+    assert await strategy.compact(history[:2]) == history[:2] and calls == []
+
+
+async def test_budget_below_the_system_prompt_keeps_only_it_and_says_so() -> None:
+    strategy = TokenBudgetComposedStrategy([], token_budget=5)
+    events: list[CompactionEvent] = []
+    strategy.events.subscribe(events.append)
+    history = [ChatMessage.system("a long system prompt " * 5), ChatMessage.user("hi")]
+    assert await strategy.compact(history) == history[:1]
+    assert [e.kind for e in events] == ["budget_unmet"]
+
+
+def test_from_model_sizes_the_budget_from_the_table() -> None:
+    strategy = TokenBudgetComposedStrategy.from_model("gpt-4o-2024-08-06")
+    assert strategy.token_budget == int((128_000 - 16_384 - 1_024) * 0.8)
+    assert TokenBudgetComposedStrategy.from_model("anthropic/claude-sonnet-4-20250514", trigger_ratio=1).token_budget \
+        == 200_000 - 64_000 - 1_024
+    with pytest.raises(ConfigurationError, match="unknown model 'my-llm'") as info:
+        TokenBudgetComposedStrategy.from_model("my-llm")
+    assert "ModelInfo" in str(info.value)
+    custom = ModelInfo(name="my-llm", context_window=10_000, max_output_tokens=1_000)
+    assert TokenBudgetComposedStrategy.from_model("my-llm", model_info=custom, safety_margin=0).token_budget == 7_200
+
+
+def test_bad_parameters_are_refused() -> None:
+    with pytest.raises(InvalidArgument):
+        SlidingWindowCompaction(-1)
+    with pytest.raises(InvalidArgument):
+        ToolResultCompactionStrategy(-5)
+    with pytest.raises(InvalidArgument):
+        TokenBudgetComposedStrategy.from_model("gpt-4o", trigger_ratio=1.5)
+
+
+class RecordingLLM:
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None,
+                       cancel: CancelToken | None = None) -> str:
+        self.prompts.append(messages[-1].text)
+        return f"summary #{len(self.prompts)}"
+
+
+def long_chat(n: int) -> list[ChatMessage]:
+    out = [ChatMessage.system("rules")]
+    for i in range(n):
+        out += [ChatMessage.user(f"question {i} " + "q" * 200), ChatMessage.assistant(f"answer {i} " + "a" * 200)]
+    return out
+
+
+async def test_summarization_replaces_the_old_part_with_one_summary() -> None:
+    llm = RecordingLLM()
+    history = long_chat(10)
+    out = await SummarizationCompaction(llm, recent_token_budget=300, min_old_tokens=100).compact(history)
+    assert out[0] is history[0]
+    assert is_summary(out[1]) and out[1].text.endswith("summary #1")
+    assert out[2:] == history[-len(out) + 2:]
+    assert "question 0" in llm.prompts[0]
+    assert out[1].metadata[SUMMARY_KEY]["first"] == history[1].id
+
+
+async def test_an_existing_summary_is_updated_not_stacked() -> None:
+    llm = RecordingLLM()
+    strategy = SummarizationCompaction(llm, recent_token_budget=300, min_old_tokens=100)
+    first = await strategy.compact(long_chat(10))
+    grown = first + long_chat(6)[1:]  # the conversation goes on after the summarised window
+    second = await strategy.compact(grown)
+    summaries = [m for m in second if is_summary(m)]
+    assert len(summaries) == 1
+    assert "Previous summary" in llm.prompts[-1] and "summary #1" in llm.prompts[-1]
+    assert summaries[0].metadata[SUMMARY_KEY]["replaces"] == [first[1].id]
+
+
+async def test_the_same_span_is_summarised_once() -> None:
+    llm = RecordingLLM()
+    strategy = SummarizationCompaction(llm, recent_token_budget=300, min_old_tokens=100)
+    history = long_chat(10)
+    assert await strategy.compact(history) == await strategy.compact(history)
+    assert len(llm.prompts) == 1
+
+
+async def test_summarization_failure_returns_the_input_and_reports_it() -> None:
+    class Broken:
+        async def complete(self, messages: Sequence[ChatMessage], **kwargs: object) -> str:
+            raise TimeoutError("model timed out")
+
+    strategy = SummarizationCompaction(Broken(), recent_token_budget=300, min_old_tokens=100)
+    pipeline = CompactionPipeline([strategy])
+    events: list[CompactionEvent] = []
+    pipeline.subscribe(events.append)
+    history = long_chat(10)
+    assert await pipeline.compact(history) == history
+    failed = [e for e in events if e.kind == "summarization_failed"]
+    assert len(failed) == 1 and isinstance(failed[0].error, TimeoutError)
+
+
+async def test_summarization_honours_its_cancel_token() -> None:
+    token = CancelToken()
+    token.cancel("user stopped")
+    strategy = SummarizationCompaction(RecordingLLM(), recent_token_budget=300, min_old_tokens=100, cancel_token=token)
+    with pytest.raises(CancelledByToken, match="user stopped"):
+        await strategy.compact(long_chat(10))
+    # too little old content: no model call, so nothing to cancel
+    short = long_chat(1)
+    assert await strategy.compact(short) == short
+
+
+async def test_pipeline_events_carry_counts() -> None:
+    pipeline = CompactionPipeline([ToolResultCompactionStrategy(max_chars=10), SlidingWindowCompaction(10)])
+    events: list[CompactionEvent] = []
+    dispose = pipeline.subscribe(events.append)
+    history = [ChatMessage.user("a"), *group("c", "r" * 100), ChatMessage.user("b")]
+    await pipeline.compact(history)
+    assert [(e.kind, e.strategy, e.changed, e.message_count) for e in events] == [
+        ("pre_compact", None, False, 4),
+        ("strategy_applied", "ToolResultCompactionStrategy", True, 4),
+        ("strategy_applied", "SlidingWindowCompaction", False, 4),
+        ("post_compact", None, False, 4),
+    ]
+    assert events[0].tokens > events[-1].tokens
+    dispose()
+    await pipeline.compact(history)
+    assert len(events) == 4
+
+
+async def test_empty_pipeline_is_a_no_op_and_a_single_strategy_needs_none() -> None:
+    history = long_chat(3)
+    assert await CompactionPipeline().compact(history) == history
+    assert len(await SlidingWindowCompaction(2).compact(history)) == 3

@@ -1,0 +1,118 @@
+import asyncio
+import threading
+
+import pytest
+
+from ravi.kernel.cancel import CancelledByToken, CancelToken
+
+
+def test_cancel_once_with_first_reason() -> None:
+    token = CancelToken()
+    assert not token.cancelled and token.reason is None
+    assert token.cancel("first") is True
+    assert token.cancel("second") is False
+    assert token.cancelled and token.reason == "first"
+
+
+def test_listeners_fire_exactly_once_and_can_be_disposed() -> None:
+    token = CancelToken()
+    seen: list[str] = []
+    token.add_callback(lambda t: seen.append("a"))
+    dispose = token.add_callback(lambda t: seen.append("b"))
+    dispose()
+    token.cancel()
+    token.cancel()
+    assert seen == ["a"]
+
+
+def test_listener_on_cancelled_token_fires_at_once() -> None:
+    token = CancelToken()
+    token.cancel("done")
+    seen: list[str | None] = []
+    token.add_callback(lambda t: seen.append(t.reason))
+    assert seen == ["done"]
+
+
+def test_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:
+    token = CancelToken()
+    seen: list[int] = []
+
+    def boom(_: CancelToken) -> None:
+        raise RuntimeError("listener bug")
+
+    token.add_callback(lambda t: seen.append(1))
+    token.add_callback(boom)
+    token.add_callback(lambda t: seen.append(3))
+    token.cancel()
+    assert seen == [1, 3]
+    assert "listener bug" in caplog.text
+
+
+def test_child_follows_parent_not_the_reverse() -> None:
+    parent = CancelToken()
+    child = parent.child()
+    grandchild = child.child()
+    child2 = parent.child()
+    child2.cancel("only me")
+    assert not parent.cancelled
+    parent.cancel("stop")
+    assert child.cancelled and grandchild.cancelled
+    assert grandchild.reason == "stop"
+    assert child2.reason == "only me"
+
+
+def test_raise_if_cancelled_is_a_plain_exception() -> None:
+    token = CancelToken()
+    token.raise_if_cancelled()
+    token.cancel("user stop")
+    with pytest.raises(CancelledByToken, match="user stop") as info:
+        token.raise_if_cancelled()
+    assert not isinstance(info.value, asyncio.CancelledError)
+    assert isinstance(info.value, Exception)
+
+
+def test_cancel_races_across_threads_fire_each_listener_once() -> None:
+    for _ in range(50):
+        token = CancelToken()
+        fired: list[int] = []
+        lock = threading.Lock()
+
+        def listener(_: CancelToken, n: int = 0) -> None:
+            with lock:
+                fired.append(n)
+
+        for i in range(20):
+            token.add_callback(lambda t, i=i: listener(t, i))
+        barrier = threading.Barrier(8)
+        wins: list[bool] = []
+
+        def worker() -> None:
+            barrier.wait()
+            wins.append(token.cancel("race"))
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert wins.count(True) == 1
+        assert sorted(fired) == list(range(20))
+
+
+def test_adding_listeners_while_another_thread_cancels_never_loses_one() -> None:
+    for _ in range(50):
+        token = CancelToken()
+        fired: list[int] = []
+        barrier = threading.Barrier(2)
+
+        def adder() -> None:
+            barrier.wait()
+            for i in range(200):
+                token.add_callback(lambda t, i=i: fired.append(i))
+
+        thread = threading.Thread(target=adder)
+        thread.start()
+        barrier.wait()
+        token.cancel()
+        thread.join()
+        assert sorted(fired) == list(range(200))  # each fired once: by cancel, or at once if added after

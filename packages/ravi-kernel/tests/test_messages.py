@@ -1,0 +1,155 @@
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ravi.kernel.errors import InvalidMessage
+from ravi.kernel.messages import (
+    ChatMessage,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    from_openai,
+    to_openai,
+)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
+texts = st.text()
+ids = st.text(min_size=1, max_size=12)
+tool_calls = st.builds(ToolCallBlock, id=ids, name=ids, arguments=st.dictionaries(st.text(max_size=5), json_values))
+user_blocks = st.one_of(
+    st.builds(TextBlock, text=texts),
+    st.builds(ImageBlock, url=texts, detail=st.sampled_from([None, "low", "high", "auto"])),
+    st.builds(DocumentBlock, data=texts, media_type=st.none() | st.just("application/pdf")),
+    st.builds(ThinkingBlock, thinking=texts, signature=st.none() | texts),
+)
+messages = st.one_of(
+    st.builds(ChatMessage, role=st.sampled_from(["system", "user"]), content=st.lists(user_blocks, max_size=3).map(tuple),
+              name=st.none() | ids, metadata=st.dictionaries(st.text(max_size=5), json_values, max_size=3)),
+    st.builds(lambda t, c: ChatMessage.assistant(t, tool_calls=c), st.none() | texts, st.lists(tool_calls, max_size=3)),
+    st.builds(lambda i, c, e: ChatMessage.tool(i, c, is_error=e), ids, texts, st.booleans()),
+)
+
+
+@given(messages)
+def test_openai_round_trip_is_lossless(message: ChatMessage) -> None:
+    assert ChatMessage.from_openai(message.to_openai()) == message
+    # and the dict survives JSON, as it would on the wire or in a database
+    assert ChatMessage.from_openai(json.loads(json.dumps(message.to_openai()))) == message
+
+
+@given(messages)
+def test_json_round_trip_is_lossless(message: ChatMessage) -> None:
+    assert ChatMessage.model_validate_json(message.model_dump_json()) == message
+
+
+def test_provider_form_has_only_what_endpoints_accept() -> None:
+    call = ToolCallBlock(id="c1", name="search", arguments={"q": "ravi"})
+    msgs = [ChatMessage.user("hi"), ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool("c1", "found")]
+    assert to_openai(msgs) == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "ravi"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found"},
+    ]
+
+
+def test_openai_dicts_from_an_api_are_read() -> None:
+    data = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "look"},
+                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}]},
+        {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "ok"}]},
+    ]
+    out = from_openai(data)
+    assert [m.role for m in out] == ["system", "user", "assistant", "tool"]
+    assert isinstance(out[1].content[1], ImageBlock)
+    assert out[2].tool_calls[0].arguments == {}
+    assert out[3].tool_result == ToolResultBlock(tool_call_id="a", content="ok")
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"content": "x"}, "role"),
+        ({"role": "robot", "content": "x"}, "role"),
+        ({"role": "tool", "content": "x"}, "tool_call_id"),
+        ({"role": "tool", "tool_call_id": "", "content": "x"}, "tool_call_id"),
+        ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{oops"}}]},
+         "tool_calls[0].function.arguments"),
+        ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "[1, 2]"}}]},
+         "tool_calls[0].function.arguments"),
+        ({"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}, "tool_calls[0].id"),
+        ({"role": "user", "tool_calls": [{"id": "a", "function": {"name": "f"}}]}, "tool_calls"),
+        ({"role": "user", "content": [{"type": "video"}]}, "content[0].type"),
+        ({"role": "user", "content": 42}, "content"),
+    ],
+)
+def test_invalid_dicts_name_the_field(data: dict, field: str) -> None:
+    with pytest.raises(InvalidMessage) as info:
+        ChatMessage.from_openai(data)
+    assert info.value.field == field
+    assert field in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_list_conversion_names_the_index() -> None:
+    with pytest.raises(InvalidMessage) as info:
+        from_openai([{"role": "user", "content": "ok"}, {"role": "nobody"}])
+    assert info.value.field == "[1].role"
+
+
+def test_blocks_must_fit_the_role() -> None:
+    with pytest.raises(InvalidMessage):
+        ChatMessage(role="user", content=(ToolCallBlock(id="a", name="f"),))
+    with pytest.raises(InvalidMessage):
+        ChatMessage(role="assistant", content=(ToolResultBlock(tool_call_id="a", content="x"),))
+    with pytest.raises(InvalidMessage):
+        ChatMessage(role="tool", content=(TextBlock(text="x"),))
+    with pytest.raises(InvalidMessage, match="role"):
+        ChatMessage(role="wizard")
+
+
+def test_messages_are_immutable_all_the_way_down() -> None:
+    message = ChatMessage.assistant(tool_calls=[ToolCallBlock(id="a", name="f", arguments={"k": 1})],
+                                    metadata={"source": "test"})
+    with pytest.raises(ValueError, match="frozen"):
+        message.role = "user"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        message.metadata["source"] = "changed"
+    with pytest.raises(TypeError):
+        message.tool_calls[0].arguments["k"] = 2
+    assert message.metadata == {"source": "test"}
+
+
+def test_model_copy_validates_and_forgets_derived_values() -> None:
+    message = ChatMessage.user("hello")
+    message.memo["tokens"] = 99
+    copy = message.model_copy(update={"content": (TextBlock(text="bye"),)})
+    assert copy.id == message.id and copy.text == "bye" and copy.memo == {}
+    assert message.model_copy().memo == {}
+    with pytest.raises(InvalidMessage):
+        message.model_copy(update={"role": "nobody"})
+
+
+def test_memo_is_not_part_of_the_value() -> None:
+    a = ChatMessage.user("x", id="same")
+    b = a.model_copy()
+    a.memo["k"] = 1
+    assert a == b
+    assert "memo" not in a.model_dump()
+
+
+def test_document_needs_one_source() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        DocumentBlock()

@@ -1,0 +1,55 @@
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from ravi.kernel import registry
+from ravi.kernel.errors import ConfigurationError
+
+
+def test_unknown_kind_lists_the_kinds() -> None:
+    with pytest.raises(ConfigurationError, match="unknown store kind 'histroy'") as info:
+        registry.available("histroy")
+    assert "history" in str(info.value)
+
+
+def test_missing_published_backend_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "entry_points", lambda group: [])
+    with pytest.raises(ConfigurationError) as info:
+        registry.load_backend("history", "postgres", dsn="postgresql://x")
+    message = str(info.value)
+    assert "no history backend named 'postgres'" in message
+    assert "installed: none" in message
+    assert "pip install ravi-capabilities-postgres" in message
+
+
+def test_unknown_name_lists_installed_and_explains(monkeypatch: pytest.MonkeyPatch) -> None:
+    eps = [EntryPoint("memory", "ravi.agents.context.history:InMemoryHistoryProvider", "ravi.history")]
+    monkeypatch.setattr(registry, "entry_points", lambda group: eps if group == "ravi.history" else [])
+    with pytest.raises(ConfigurationError) as info:
+        registry.load_backend("history", "mongo")
+    assert "installed: memory" in str(info.value)
+    assert "misspelled or not installed" in str(info.value)
+
+
+def test_conflicting_registrations_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    eps = [EntryPoint("memory", "a.b:C", "ravi.history"), EntryPoint("memory", "x.y:Z", "ravi.history")]
+    monkeypatch.setattr(registry, "entry_points", lambda group: eps)
+    with pytest.raises(ConfigurationError, match="two installed distributions register"):
+        registry.available("history")
+
+
+def test_listing_imports_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    eps = [EntryPoint("broken", "module.that.does.not.exist:Thing", "ravi.vector")]
+    monkeypatch.setattr(registry, "entry_points", lambda group: eps)
+    assert registry.available("vector") == {"broken": "module.that.does.not.exist:Thing"}
+    with pytest.raises(ConfigurationError, match="failed to import"):
+        registry.load_backend("vector", "broken")
+
+
+def test_bad_options_are_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    eps = [EntryPoint("dict", "builtins:dict", "ravi.state"), EntryPoint("int", "builtins:int", "ravi.state")]
+    monkeypatch.setattr(registry, "entry_points", lambda group: eps)
+    assert registry.load_backend("state", "dict", a=1) == {"a": 1}
+    with pytest.raises(ConfigurationError, match="bad options"):
+        registry.load_backend("state", "int", nonsense=True)
+

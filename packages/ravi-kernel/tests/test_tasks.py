@@ -1,0 +1,47 @@
+import pytest
+
+from ravi.kernel.errors import InvalidTransition
+from ravi.kernel.storage import TRANSITIONS, Task, TaskList, TaskStatus
+
+
+def test_lifecycle_happy_path() -> None:
+    task = Task(title="write tests")
+    task = task.moved_to(TaskStatus.IN_PROGRESS).moved_to(TaskStatus.SUCCEEDED, result="42 tests")
+    assert task.status is TaskStatus.SUCCEEDED and task.result == "42 tests"
+
+
+@pytest.mark.parametrize("final", [TaskStatus.SUCCEEDED, TaskStatus.ABANDONED])
+def test_final_states_admit_no_transition(final: TaskStatus) -> None:
+    assert TRANSITIONS[final] == frozenset() and final.is_final
+    task = Task(title="t", status=final)
+    for target in TaskStatus:
+        if target is not final:
+            with pytest.raises(InvalidTransition):
+                task.moved_to(target)
+
+
+def test_failed_task_needs_a_retry_to_plan_again() -> None:
+    task = Task(title="t", status=TaskStatus.FAILED, max_retries=2)
+    with pytest.raises(InvalidTransition, match="increment_retry"):
+        task.moved_to(TaskStatus.PLANNED)
+    once = task.retried()
+    assert once.status is TaskStatus.PLANNED and once.retries == 1
+    twice = once.moved_to(TaskStatus.IN_PROGRESS).moved_to(TaskStatus.FAILED).retried()
+    assert twice.status is TaskStatus.ABANDONED and twice.retries == 2
+
+
+def test_force_retry_resets_the_count_but_not_success() -> None:
+    task = Task(title="t", status=TaskStatus.ABANDONED, retries=3)
+    again = task.force_retried()
+    assert again.status is TaskStatus.PLANNED and again.retries == 0
+    with pytest.raises(InvalidTransition):
+        Task(title="t", status=TaskStatus.SUCCEEDED).force_retried()
+
+
+def test_tasks_are_frozen_and_lists_settle() -> None:
+    task = Task(title="t")
+    with pytest.raises(ValueError, match="frozen"):
+        task.status = TaskStatus.FAILED  # type: ignore[misc]
+    board = TaskList(conversation_id="c", agent_id="a", tasks=(task,))
+    assert board.task(task.id) == task and board.task("nope") is None
+    assert not board.settled
