@@ -18,7 +18,6 @@ from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.registry import load_backend
 
 
-
 async def test_history_keeps_order_runs_and_sessions_apart() -> None:
     history = InMemoryHistoryProvider()
     await history.append_many("a", [ChatMessage.user("1"), ChatMessage.user("2")], session_id="s1", run_id="r1")
@@ -122,8 +121,9 @@ async def test_hybrid_context_merges_hot_and_cold_without_duplicates() -> None:
     await cold.append_many("agent", older, session_id="s")  # written before the hot tier existed
     context = AgentContext(HybridContext(hot, cold, recent_n=3, max_total=6))
     call = ToolCallBlock(id="c", name="f")
-    await context.add_messages("s", [ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool("c", "r"),
-                                     ChatMessage.user("new")])
+    await context.add_messages(
+        "s", [ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool("c", "r"), ChatMessage.user("new")]
+    )
     window = await context.get_prompt_window("s")
     assert [m.text or m.role for m in window] == ["old 7", "old 8", "old 9", "assistant", "tool", "new"]
     assert await hot.count_messages("agent", session_id="s") == 3

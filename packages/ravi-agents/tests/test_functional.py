@@ -19,7 +19,6 @@ from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessa
 from ravi.kernel.messages import ChatMessage, ImageBlock, ToolCallBlock
 
 
-
 def test_heuristic_counts() -> None:
     counter = HeuristicTokenCounter()
     assert counter.count_message(ChatMessage.user("abcdefgh")) == 4 + 2
@@ -33,8 +32,12 @@ def test_heuristic_counts() -> None:
 
 def test_find_cut_point_never_splits_a_pair() -> None:
     call = ToolCallBlock(id="c", name="f")
-    msgs = [ChatMessage.user("a"), ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool("c", "r"),
-            ChatMessage.user("b")]
+    msgs = [
+        ChatMessage.user("a"),
+        ChatMessage.assistant(tool_calls=[call]),
+        ChatMessage.tool("c", "r"),
+        ChatMessage.user("b"),
+    ]
     assert find_cut_point(msgs, 1) == 3
     assert find_cut_point(msgs, 2) == 1  # would cut between call and result: moves back to the call
     assert find_cut_point(msgs, 10) == 0
@@ -82,7 +85,8 @@ async def test_context_manager_contract() -> None:
 
 async def test_mount_registers_with_the_coordinator() -> None:
     class Coordinator:
-        mounted: dict[str, object] = {}
+        def __init__(self) -> None:
+            self.mounted: dict[str, object] = {}
 
         async def mount(self, name: str, module: object) -> None:
             self.mounted[name] = module

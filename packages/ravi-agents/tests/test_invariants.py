@@ -33,11 +33,16 @@ FACTORIES: dict[str, Callable[[int], CompactionStrategy]] = {
     "summarization": lambda n: SummarizationCompaction(recent_token_budget=n * 40, min_old_tokens=n),
     "budget": lambda n: TokenBudgetComposedStrategy([], token_budget=n * 60),
     "budget_composed": lambda n: TokenBudgetComposedStrategy(
-        [ToolResultCompactionStrategy(200), SelectiveToolCallCompactionStrategy(1)], token_budget=n * 60),
-    "pipeline": lambda n: CompactionPipeline([
-        ToolResultCompactionStrategy(300), SelectiveToolCallCompactionStrategy(2),
-        SummarizationCompaction(recent_token_budget=n * 50, min_old_tokens=0),
-        TokenBudgetComposedStrategy([], token_budget=n * 80)]),
+        [ToolResultCompactionStrategy(200), SelectiveToolCallCompactionStrategy(1)], token_budget=n * 60
+    ),
+    "pipeline": lambda n: CompactionPipeline(
+        [
+            ToolResultCompactionStrategy(300),
+            SelectiveToolCallCompactionStrategy(2),
+            SummarizationCompaction(recent_token_budget=n * 50, min_old_tokens=0),
+            TokenBudgetComposedStrategy([], token_budget=n * 80),
+        ]
+    ),
     "empty_pipeline": lambda n: CompactionPipeline([]),
 }
 
@@ -104,8 +109,13 @@ def test_the_checker_catches_broken_windows() -> None:
     from ravi.kernel.messages import ToolCallBlock
 
     call = ToolCallBlock(id="c1", name="f")
-    source = [ChatMessage.system("s"), ChatMessage.user("u"), ChatMessage.assistant(tool_calls=[call]),
-              ChatMessage.tool("c1", "r"), ChatMessage.user("v")]
+    source = [
+        ChatMessage.system("s"),
+        ChatMessage.user("u"),
+        ChatMessage.assistant(tool_calls=[call]),
+        ChatMessage.tool("c1", "r"),
+        ChatMessage.user("v"),
+    ]
     broken = {
         "order changed": [source[0], source[4], source[1]],
         "system lost": source[1:],

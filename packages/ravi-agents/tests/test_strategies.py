@@ -23,7 +23,6 @@ from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from .invariants import check_window
 
 
-
 def group(call_id: str, result: str, *, error: bool = False, thought: str | None = None) -> list[ChatMessage]:
     call = ToolCallBlock(id=call_id, name="read_file", arguments={"path": call_id})
     return [ChatMessage.assistant(thought, tool_calls=[call]), ChatMessage.tool(call_id, result, is_error=error)]
@@ -74,7 +73,7 @@ async def test_token_budget_applies_children_only_until_it_fits() -> None:
 
         async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
             calls.append(self.name)
-            return list(history[-self.keep:])
+            return list(history[-self.keep :])
 
     history = [ChatMessage.user("x" * 400) for _ in range(10)]
     strategy = TokenBudgetComposedStrategy([Spy("first", 5), Spy("second", 2), Spy("third", 1)], token_budget=250)
@@ -96,8 +95,10 @@ async def test_budget_below_the_system_prompt_keeps_only_it_and_says_so() -> Non
 def test_from_model_sizes_the_budget_from_the_table() -> None:
     strategy = TokenBudgetComposedStrategy.from_model("gpt-4o-2024-08-06")
     assert strategy.token_budget == int((128_000 - 16_384 - 1_024) * 0.8)
-    assert TokenBudgetComposedStrategy.from_model("anthropic/claude-sonnet-4-20250514", trigger_ratio=1).token_budget \
+    assert (
+        TokenBudgetComposedStrategy.from_model("anthropic/claude-sonnet-4-20250514", trigger_ratio=1).token_budget
         == 200_000 - 64_000 - 1_024
+    )
     with pytest.raises(ConfigurationError, match="unknown model 'my-llm'") as info:
         TokenBudgetComposedStrategy.from_model("my-llm")
     assert "ModelInfo" in str(info.value)
@@ -118,8 +119,9 @@ class RecordingLLM:
     def __init__(self) -> None:
         self.prompts: list[str] = []
 
-    async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None,
-                       cancel: CancelToken | None = None) -> str:
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None, cancel: CancelToken | None = None
+    ) -> str:
         self.prompts.append(messages[-1].text)
         return f"summary #{len(self.prompts)}"
 
@@ -137,7 +139,7 @@ async def test_summarization_replaces_the_old_part_with_one_summary() -> None:
     out = await SummarizationCompaction(llm, recent_token_budget=300, min_old_tokens=100).compact(history)
     assert out[0] is history[0]
     assert is_summary(out[1]) and out[1].text.endswith("summary #1")
-    assert out[2:] == history[-len(out) + 2:]
+    assert out[2:] == history[-len(out) + 2 :]
     assert "question 0" in llm.prompts[0]
     assert out[1].metadata[SUMMARY_KEY]["first"] == history[1].id
 

@@ -71,48 +71,56 @@ def test_raise_if_cancelled_is_a_plain_exception() -> None:
     assert isinstance(info.value, Exception)
 
 
-def test_cancel_races_across_threads_fire_each_listener_once() -> None:
-    for _ in range(50):
-        token = CancelToken()
-        fired: list[int] = []
-        lock = threading.Lock()
+def _race_once() -> None:
+    token = CancelToken()
+    fired: list[int] = []
+    lock = threading.Lock()
+    for i in range(20):
 
-        def listener(_: CancelToken, n: int = 0) -> None:
+        def listener(_: CancelToken, n: int = i) -> None:
             with lock:
                 fired.append(n)
 
-        for i in range(20):
-            token.add_callback(lambda t, i=i: listener(t, i))
-        barrier = threading.Barrier(8)
-        wins: list[bool] = []
+        token.add_callback(listener)
+    barrier = threading.Barrier(8)
+    wins: list[bool] = []
 
-        def worker() -> None:
-            barrier.wait()
-            wins.append(token.cancel("race"))
+    def worker() -> None:
+        barrier.wait()
+        wins.append(token.cancel("race"))
 
-        threads = [threading.Thread(target=worker) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert wins.count(True) == 1
-        assert sorted(fired) == list(range(20))
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wins.count(True) == 1
+    assert sorted(fired) == list(range(20))
+
+
+def test_cancel_races_across_threads_fire_each_listener_once() -> None:
+    for _ in range(50):
+        _race_once()
+
+
+def _add_while_cancelling() -> None:
+    token = CancelToken()
+    fired: list[int] = []
+    barrier = threading.Barrier(2)
+
+    def adder() -> None:
+        barrier.wait()
+        for i in range(200):
+            token.add_callback(lambda t, i=i: fired.append(i))
+
+    thread = threading.Thread(target=adder)
+    thread.start()
+    barrier.wait()
+    token.cancel()
+    thread.join()
+    assert sorted(fired) == list(range(200))  # each fired once: by cancel, or at once if added after
 
 
 def test_adding_listeners_while_another_thread_cancels_never_loses_one() -> None:
     for _ in range(50):
-        token = CancelToken()
-        fired: list[int] = []
-        barrier = threading.Barrier(2)
-
-        def adder() -> None:
-            barrier.wait()
-            for i in range(200):
-                token.add_callback(lambda t, i=i: fired.append(i))
-
-        thread = threading.Thread(target=adder)
-        thread.start()
-        barrier.wait()
-        token.cancel()
-        thread.join()
-        assert sorted(fired) == list(range(200))  # each fired once: by cancel, or at once if added after
+        _add_while_cancelling()

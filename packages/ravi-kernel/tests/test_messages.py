@@ -32,8 +32,13 @@ user_blocks = st.one_of(
     st.builds(ThinkingBlock, thinking=texts, signature=st.none() | texts),
 )
 messages = st.one_of(
-    st.builds(ChatMessage, role=st.sampled_from(["system", "user"]), content=st.lists(user_blocks, max_size=3).map(tuple),
-              name=st.none() | ids, metadata=st.dictionaries(st.text(max_size=5), json_values, max_size=3)),
+    st.builds(
+        ChatMessage,
+        role=st.sampled_from(["system", "user"]),
+        content=st.lists(user_blocks, max_size=3).map(tuple),
+        name=st.none() | ids,
+        metadata=st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    ),
     st.builds(lambda t, c: ChatMessage.assistant(t, tool_calls=c), st.none() | texts, st.lists(tool_calls, max_size=3)),
     st.builds(lambda i, c, e: ChatMessage.tool(i, c, is_error=e), ids, texts, st.booleans()),
 )
@@ -56,8 +61,13 @@ def test_provider_form_has_only_what_endpoints_accept() -> None:
     msgs = [ChatMessage.user("hi"), ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool("c1", "found")]
     assert to_openai(msgs) == [
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "ravi"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "ravi"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "found"},
     ]
 
@@ -65,10 +75,18 @@ def test_provider_form_has_only_what_endpoints_accept() -> None:
 def test_openai_dicts_from_an_api_are_read() -> None:
     data = [
         {"role": "system", "content": "be brief"},
-        {"role": "user", "content": [{"type": "text", "text": "look"},
-                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}],
+        },
         {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "ok"}]},
     ]
     out = from_openai(data)
@@ -85,10 +103,14 @@ def test_openai_dicts_from_an_api_are_read() -> None:
         ({"role": "robot", "content": "x"}, "role"),
         ({"role": "tool", "content": "x"}, "tool_call_id"),
         ({"role": "tool", "tool_call_id": "", "content": "x"}, "tool_call_id"),
-        ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{oops"}}]},
-         "tool_calls[0].function.arguments"),
-        ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "[1, 2]"}}]},
-         "tool_calls[0].function.arguments"),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{oops"}}]},
+            "tool_calls[0].function.arguments",
+        ),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "[1, 2]"}}]},
+            "tool_calls[0].function.arguments",
+        ),
         ({"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}, "tool_calls[0].id"),
         ({"role": "user", "tool_calls": [{"id": "a", "function": {"name": "f"}}]}, "tool_calls"),
         ({"role": "user", "content": [{"type": "video"}]}, "content[0].type"),
@@ -121,8 +143,9 @@ def test_blocks_must_fit_the_role() -> None:
 
 
 def test_messages_are_immutable_all_the_way_down() -> None:
-    message = ChatMessage.assistant(tool_calls=[ToolCallBlock(id="a", name="f", arguments={"k": 1})],
-                                    metadata={"source": "test"})
+    message = ChatMessage.assistant(
+        tool_calls=[ToolCallBlock(id="a", name="f", arguments={"k": 1})], metadata={"source": "test"}
+    )
     with pytest.raises(ValueError, match="frozen"):
         message.role = "user"  # type: ignore[misc]
     with pytest.raises(TypeError):

@@ -52,4 +52,3 @@ def test_bad_options_are_a_configuration_error(monkeypatch: pytest.MonkeyPatch) 
     assert registry.load_backend("state", "dict", a=1) == {"a": 1}
     with pytest.raises(ConfigurationError, match="bad options"):
         registry.load_backend("state", "int", nonsense=True)
-

@@ -10,7 +10,7 @@ import asyncio
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,6 +28,7 @@ from ravi.agents.context import (
 )
 from ravi.agents.demo import model_calls
 from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.agent import CompactionStrategy
 from ravi.kernel.errors import RaviError
 from ravi.kernel.registry import GROUPS, KNOWN_BACKENDS, PROTOCOLS, available, install_hint
 
@@ -54,7 +55,7 @@ class TurnRow:
 
 
 async def _replay(requests: int, budget: int, seed: int, progress: Progress | None) -> list[TurnRow]:
-    pipeline = [
+    pipeline: list[CompactionStrategy] = [
         ToolResultCompactionStrategy(max_chars=500),
         SelectiveToolCallCompactionStrategy(keep_recent_groups=5),
         TokenBudgetComposedStrategy([], token_budget=budget),
@@ -83,8 +84,17 @@ async def _replay(requests: int, budget: int, seed: int, progress: Progress | No
             window = await run.window()
             elapsed = (time.perf_counter() - start) * 1000
             stored = await history.count_messages("demo-agent", session_id=session)
-            rows.append(TurnRow(turn, stored, stored_tokens, len(window), DEFAULT_COUNTER.count_messages(window),
-                                list(fired), round(elapsed, 3)))
+            rows.append(
+                TurnRow(
+                    turn,
+                    stored,
+                    stored_tokens,
+                    len(window),
+                    DEFAULT_COUNTER.count_messages(window),
+                    list(fired),
+                    round(elapsed, 3),
+                )
+            )
             await run.add(reply)  # the model's answer joins the transcript
             stored_tokens += DEFAULT_COUNTER.count_message(reply)
             if progress and task is not None:
@@ -113,8 +123,15 @@ def demo(
     for name in ("turn", "stored msgs", "stored tokens", "window msgs", "window tokens", "strategies fired", "ms"):
         table.add_column(name, justify="left" if name == "strategies fired" else "right")
     for r in rows:
-        table.add_row(str(r.turn), str(r.stored_messages), f"{r.stored_tokens:,}", str(r.window_messages),
-                      f"{r.window_tokens:,}", ", ".join(r.fired) or "-", f"{r.assembly_ms:.2f}")
+        table.add_row(
+            str(r.turn),
+            str(r.stored_messages),
+            f"{r.stored_tokens:,}",
+            str(r.window_messages),
+            f"{r.window_tokens:,}",
+            ", ".join(r.fired) or "-",
+            f"{r.assembly_ms:.2f}",
+        )
     console.print(table)
     sent = sum(r.window_tokens for r in rows)
     whole = sum(r.stored_tokens for r in rows)
@@ -130,11 +147,14 @@ def demo(
 @app.command()
 def backends(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
     """List each store kind with its installed backends and what to install for the others."""
-    report = {}
+    report: dict[str, dict[str, Any]] = {}
     for kind in GROUPS:
         installed = available(kind)
-        missing = {name: install_hint(kind, name) for name in KNOWN_BACKENDS if name not in installed
-                   and install_hint(kind, name)}
+        missing = {
+            name: install_hint(kind, name)
+            for name in KNOWN_BACKENDS
+            if name not in installed and install_hint(kind, name)
+        }
         report[kind] = {"protocol": PROTOCOLS[kind], "installed": installed, "install": missing}
     if as_json:
         typer.echo(json.dumps(report, indent=2))
@@ -143,8 +163,12 @@ def backends(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
     for name in ("kind", "protocol", "installed", "not installed (pip install ...)"):
         table.add_column(name)
     for kind, row in report.items():
-        table.add_row(kind, str(row["protocol"]), ", ".join(row["installed"]) or "-",
-                      ", ".join(f"{n} ({d})" for n, d in row["install"].items()) or "-")
+        table.add_row(
+            kind,
+            str(row["protocol"]),
+            ", ".join(row["installed"]) or "-",
+            ", ".join(f"{n} ({d})" for n, d in row["install"].items()) or "-",
+        )
     console.print(table)
 
 

@@ -61,7 +61,7 @@ class _CachedCounter:
             if message.name:
                 n += self.count_text(message.name)
             memo[self.key] = n
-        return n  # type: ignore[no-any-return]
+        return int(n)
 
     def count_messages(self, messages: Sequence[ChatMessage]) -> int:
         """Tokens in a whole window."""

@@ -24,7 +24,7 @@ _log = logging.getLogger(__name__)
 Listener = Callable[["CancelToken"], object]
 
 
-class CancelledByToken(Exception):  # noqa: N818 - the name says what happened, as the design names it
+class CancelledByToken(Exception):
     """Raised by work that stopped because its :class:`CancelToken` was cancelled."""
 
     def __init__(self, reason: str | None = None) -> None:

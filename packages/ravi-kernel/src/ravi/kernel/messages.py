@@ -37,7 +37,7 @@ class FrozenDict(dict[str, Any]):
 
     __setitem__ = _refuse
     __delitem__ = _refuse
-    __ior__ = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse
     clear = _refuse
     pop = _refuse
     popitem = _refuse
@@ -340,8 +340,9 @@ class ChatMessage(BaseModel):
             elif isinstance(content, list):
                 blocks.extend(_part_from_openai(p, f"content[{i}]") for i, p in enumerate(content))
             elif content is not None:
-                raise InvalidMessage(f"expected a string, a list of parts or null, got {type(content).__name__}",
-                                     field="content")
+                raise InvalidMessage(
+                    f"expected a string, a list of parts or null, got {type(content).__name__}", field="content"
+                )
             calls = data.get("tool_calls") or []
             if calls and role != "assistant":
                 raise InvalidMessage("only assistant messages make tool calls", field="tool_calls")
@@ -361,8 +362,16 @@ def _part_to_openai(block: Any) -> dict[str, Any]:
             image["detail"] = block.detail
         return {"type": "image_url", "image_url": image}
     if isinstance(block, DocumentBlock):
-        file = {k: v for k, v in (("file_data", block.data), ("file_url", block.url),
-                                  ("media_type", block.media_type), ("filename", block.title)) if v is not None}
+        file = {
+            k: v
+            for k, v in (
+                ("file_data", block.data),
+                ("file_url", block.url),
+                ("media_type", block.media_type),
+                ("filename", block.title),
+            )
+            if v is not None
+        }
         return {"type": "file", "file": file}
     if isinstance(block, ThinkingBlock):
         part = {"type": "thinking", "thinking": block.thinking}
@@ -392,8 +401,12 @@ def _part_from_openai(part: Any, where: str) -> Any:
             return ImageBlock(url=image["url"], detail=image.get("detail"))
         if kind == "file":
             file = part["file"]
-            return DocumentBlock(data=file.get("file_data"), url=file.get("file_url"),
-                                 media_type=file.get("media_type"), title=file.get("filename"))
+            return DocumentBlock(
+                data=file.get("file_data"),
+                url=file.get("file_url"),
+                media_type=file.get("media_type"),
+                title=file.get("filename"),
+            )
         if kind == "thinking":
             return ThinkingBlock(thinking=part["thinking"], signature=part.get("signature"))
     except KeyError as error:

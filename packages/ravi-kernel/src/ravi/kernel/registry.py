@@ -60,9 +60,7 @@ def _group(kind: str) -> str:
     try:
         return GROUPS[kind]
     except KeyError:
-        raise ConfigurationError(
-            f"unknown store kind {kind!r}", hint=f"expected one of: {', '.join(GROUPS)}"
-        ) from None
+        raise ConfigurationError(f"unknown store kind {kind!r}", hint=f"expected one of: {', '.join(GROUPS)}") from None
 
 
 def _entry_points(kind: str) -> dict[str, EntryPoint]:
@@ -119,9 +117,7 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
             else "it is either misspelled or not installed; a backend registers itself under the "
             f"entry-point group {GROUPS[kind]!r}"
         )
-        raise ConfigurationError(
-            f"no {kind} backend named {name!r} is installed (installed: {installed})", hint=hint
-        )
+        raise ConfigurationError(f"no {kind} backend named {name!r} is installed (installed: {installed})", hint=hint)
     try:
         factory = ep.load()
     except ImportError as error:
@@ -153,5 +149,13 @@ def load_backend(kind: str, name: str, **options: Any) -> Any:
         ) from error
 
 
-__all__ = ["GROUPS", "KNOWN_BACKENDS", "PROTOCOLS", "Kind", "available", "backend_factory", "install_hint",
-           "load_backend"]
+__all__ = [
+    "GROUPS",
+    "KNOWN_BACKENDS",
+    "PROTOCOLS",
+    "Kind",
+    "available",
+    "backend_factory",
+    "install_hint",
+    "load_backend",
+]

@@ -140,9 +140,7 @@ class LongTermMemory(Protocol):
         """Store a memory; returns its id. With ``ttl`` (seconds or a timedelta) it is gone after that time."""
         ...
 
-    async def search(
-        self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5
-    ) -> list[Memory]:
+    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The memories closest in meaning to ``query``, closest first, each with its ``score``."""
         ...
 
@@ -404,8 +402,11 @@ class Task(BaseModel):
     updated_at: datetime = Field(default_factory=_now)
 
     def moved_to(self, status: TaskStatus, *, result: str | None = None) -> Task:
-        """This task in ``status``; ``InvalidTransition`` if the lifecycle forbids the move."""
-        if status != self.status and not self.status.can_move_to(status):
+        """This task in ``status``; ``InvalidTransition`` if the lifecycle forbids the move (staying put included,
+        so two workers racing to claim a task cannot both succeed)."""
+        if status == self.status:
+            raise InvalidTransition(f"task {self.id!r} is already {status.value}")
+        if not self.status.can_move_to(status):
             raise InvalidTransition(
                 f"task {self.id!r} cannot move from {self.status.value} to {status.value}",
                 hint=_transition_hint(self.status),
@@ -460,9 +461,7 @@ class TaskList(BaseModel):
 class TaskStore(Protocol):
     """Task boards keyed by ``(conversation_id, agent_id)``, with the lifecycle of :class:`TaskStatus`."""
 
-    async def create_task_list(
-        self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]
-    ) -> TaskList:
+    async def create_task_list(self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]) -> TaskList:
         """Start a board (replacing any existing one) with ``tasks`` (titles become planned tasks)."""
         ...
 
@@ -533,6 +532,47 @@ __all__ = [
     "TaskStatus",
     "TaskStore",
     "VectorStore",
+    "MAX_KEY_BYTES",
     "as_tasks",
+    "check_blob_key",
+    "matches",
     "ttl_seconds",
 ]
+
+
+MAX_KEY_BYTES = 1024
+"""The longest blob key, in UTF-8 bytes (S3's limit)."""
+
+
+def check_blob_key(key: object) -> str:
+    """``key`` if it is a valid blob key, else ``InvalidArgument``: a non-empty string of at most
+    :data:`MAX_KEY_BYTES` UTF-8 bytes without control characters (unicode is welcome)."""
+    from ravi.kernel.errors import InvalidArgument
+
+    if not isinstance(key, str):
+        raise InvalidArgument(f"a blob key must be a string, got {type(key).__name__}")
+    if not key:
+        raise InvalidArgument("a blob key must not be empty")
+    size = len(key.encode("utf-8", "surrogatepass"))
+    if size > MAX_KEY_BYTES:
+        raise InvalidArgument(f"a blob key may hold at most {MAX_KEY_BYTES} UTF-8 bytes, this one has {size}")
+    bad = next((c for c in key if ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None:
+        raise InvalidArgument(f"a blob key must not contain control characters or lone surrogates ({bad!r})")
+    return key
+
+
+def matches(metadata: Mapping[str, JSON], filter: Filter | None) -> bool:  # noqa: A002
+    """Whether ``metadata`` satisfies ``filter``: each key equal to the value, or to one of a list's values."""
+    if not filter:
+        return True
+    for key, wanted in filter.items():
+        if key not in metadata:
+            return False
+        value = metadata[key]
+        if isinstance(wanted, list):
+            if value not in wanted:
+                return False
+        elif value != wanted:
+            return False
+    return True

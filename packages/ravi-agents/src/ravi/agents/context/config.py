@@ -44,7 +44,7 @@ class ContextConfig:
         if not isinstance(history, HistoryProvider):
             raise ConfigurationError(
                 f"history must implement HistoryProvider, got {type(history).__name__}",
-                hint="use InMemoryHistoryProvider() or a backend from ravi.kernel.registry.load_backend('history', ...)",
+                hint="use InMemoryHistoryProvider() or ravi.kernel.registry.load_backend('history', NAME, ...)",
             )
         if not isinstance(retention, HistoryRetention):
             raise ConfigurationError(f"retention must be a HistoryRetention, got {retention!r}")
@@ -59,8 +59,10 @@ class ContextConfig:
         return cls(InMemoryHistoryProvider())
 
     def __repr__(self) -> str:
-        return (f"ContextConfig(history={type(self.history).__name__}, pipeline={self.pipeline!r}, "
-                f"retention={self.retention.name})")
+        return (
+            f"ContextConfig(history={type(self.history).__name__}, pipeline={self.pipeline!r}, "
+            f"retention={self.retention.name})"
+        )
 
 
 __all__ = ["ContextConfig", "default_pipeline"]

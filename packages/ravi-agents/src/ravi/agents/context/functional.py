@@ -53,7 +53,7 @@ def estimate_context_tokens(messages: Sequence[ChatMessage], *, counter: TokenCo
 def should_compact(
     messages: Sequence[ChatMessage],
     token_budget: int,
-    policy: CompactionPolicy = CompactionPolicy(),  # noqa: B008 - frozen, so sharing it is safe
+    policy: CompactionPolicy = CompactionPolicy(),
     *,
     counter: TokenCounter | None = None,
 ) -> bool:
@@ -91,14 +91,21 @@ async def summarize(
     fresh = [m for m in messages if m.role != "system" and not is_summary(m)]
     if not previous and not fresh:
         raise InvalidArgument("nothing to summarise")
-    return await write_summary(llm or ExtractiveSummarizer(), previous, fresh, instructions=instructions,
-                               max_tokens=max_tokens, cancel=cancel, cache=cache)
+    return await write_summary(
+        llm or ExtractiveSummarizer(),
+        previous,
+        fresh,
+        instructions=instructions,
+        max_tokens=max_tokens,
+        cancel=cancel,
+        cache=cache,
+    )
 
 
 async def compact(
     messages: Sequence[ChatMessage],
     llm: LLMClient | None = None,
-    policy: CompactionPolicy = CompactionPolicy(),  # noqa: B008
+    policy: CompactionPolicy = CompactionPolicy(),
     *,
     cancel: CancelToken | None = None,
     cache: SummaryCache | None = None,

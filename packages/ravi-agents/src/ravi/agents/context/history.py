@@ -67,8 +67,10 @@ class InMemoryHistoryProvider:
         check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
         for i, message in enumerate(messages):
             if not isinstance(message, ChatMessage):
-                raise InvalidArgument(f"messages[{i}] is a {type(message).__name__}, not a ChatMessage",
-                                      hint="build it with ChatMessage(...) or ChatMessage.from_openai(...)")
+                raise InvalidArgument(
+                    f"messages[{i}] is a {type(message).__name__}, not a ChatMessage",
+                    hint="build it with ChatMessage(...) or ChatMessage.from_openai(...)",
+                )
         session = self._sessions.setdefault((agent_id, session_id), _Session())
         for message in messages:
             if message.id in session.ids:

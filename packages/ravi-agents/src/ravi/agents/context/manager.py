@@ -56,8 +56,10 @@ def provider_budget(provider: Any, *, safety_margin: int = SAFETY_MARGIN) -> int
 
     window = pick("context_window", "max_context_tokens")
     if window is None:
-        raise ConfigurationError(f"cannot tell the context window of {type(provider).__name__}",
-                                 hint="pass token_budget=... to get_messages_for_request")
+        raise ConfigurationError(
+            f"cannot tell the context window of {type(provider).__name__}",
+            hint="pass token_budget=... to get_messages_for_request",
+        )
     output = pick("max_output_tokens", "max_tokens") or 0
     return max(0, window - output - safety_margin)
 
@@ -146,8 +148,10 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Co
     allowed = {"agent_id", "session_id", "token_budget", "history", "llm", "counter"}
     unknown = set(options) - allowed
     if unknown:
-        raise ConfigurationError(f"unknown context options: {', '.join(sorted(unknown))}",
-                                 hint=f"expected some of: {', '.join(sorted(allowed | {'trigger_ratio', 'keep_recent'}))}")
+        raise ConfigurationError(
+            f"unknown context options: {', '.join(sorted(unknown))}",
+            hint=f"expected some of: {', '.join(sorted(allowed | {'trigger_ratio', 'keep_recent'}))}",
+        )
     manager = ContextManager(policy=policy, **options)
     attach = getattr(coordinator, "mount", None)
     if callable(attach):

@@ -34,19 +34,27 @@ class SlidingWindowContext(ContextConfig):
     """System messages plus the newest ``max_messages`` others (``SlidingWindowCompaction``)."""
 
     def __init__(
-        self, max_messages: int = 100, history: HistoryProvider | None = None, *,
+        self,
+        max_messages: int = 100,
+        history: HistoryProvider | None = None,
+        *,
         retention: HistoryRetention = _PERMANENT,
     ) -> None:
-        super().__init__(history or InMemoryHistoryProvider(), [SlidingWindowCompaction(max_messages)],
-                         retention=retention)
+        super().__init__(
+            history or InMemoryHistoryProvider(), [SlidingWindowCompaction(max_messages)], retention=retention
+        )
 
 
 class TokenBudgetContext(ContextConfig):
     """The newest whole units within ``max_tokens`` tokens, system messages always kept."""
 
     def __init__(
-        self, max_tokens: int, history: HistoryProvider | None = None, *,
-        retention: HistoryRetention = _PERMANENT, counter: TokenCounter | None = None,
+        self,
+        max_tokens: int,
+        history: HistoryProvider | None = None,
+        *,
+        retention: HistoryRetention = _PERMANENT,
+        counter: TokenCounter | None = None,
     ) -> None:
         strategy = TokenBudgetComposedStrategy([], max_tokens, counter=counter)
         super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
@@ -57,7 +65,12 @@ class HybridContext(ContextConfig):
     ``max_total`` messages; writes go to both (:class:`HybridHistoryProvider`)."""
 
     def __init__(
-        self, hot: HistoryProvider, cold: HistoryProvider, recent_n: int = 20, max_total: int = 100, *,
+        self,
+        hot: HistoryProvider,
+        cold: HistoryProvider,
+        recent_n: int = 20,
+        max_total: int = 100,
+        *,
         retention: HistoryRetention = _PERMANENT,
     ) -> None:
         history = HybridHistoryProvider(hot, cold, recent_n=recent_n, max_total=max_total)
@@ -68,8 +81,9 @@ class SummarizingContext(ContextConfig):
     """Once the window passes ``threshold`` of the budget, the older part becomes one summary.
 
     The budget is ``max_tokens``, or the input budget of ``model`` (a name from the model table or a
-    ``ModelInfo``). The newest half of the threshold budget stays verbatim and the summary gets at most a quarter. The transcript is never changed:
-    the summary is a derived record, cached by the span of messages it covers.
+    ``ModelInfo``). The newest half of the threshold budget stays verbatim and the summary gets at most a
+    quarter. The transcript is never changed: the summary is a derived record, cached by the span of messages
+    it covers.
     """
 
     def __init__(
@@ -91,8 +105,13 @@ class SummarizingContext(ContextConfig):
             info = model if isinstance(model, ModelInfo) else model_info(model)
             max_tokens = input_budget(info)
         budget = int(max_tokens * threshold)
-        summarizer = SummarizationCompaction(llm, recent_token_budget=budget // 2, min_old_tokens=0,
-                                             max_summary_tokens=max(64, budget // 4), counter=counter)
+        summarizer = SummarizationCompaction(
+            llm,
+            recent_token_budget=budget // 2,
+            min_old_tokens=0,
+            max_summary_tokens=max(64, budget // 4),
+            counter=counter,
+        )
         strategy = TokenBudgetComposedStrategy([summarizer], budget, counter=counter)
         super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
 

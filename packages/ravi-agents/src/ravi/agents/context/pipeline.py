@@ -46,8 +46,11 @@ class CompactionPipeline:
             out = await strategy.compact(window)
             if events:
                 changed = len(out) != len(window) or out != window
-                events.emit(CompactionEvent("strategy_applied", out, strategy=type(strategy).__name__,
-                                            changed=changed, counter=self.counter))
+                events.emit(
+                    CompactionEvent(
+                        "strategy_applied", out, strategy=type(strategy).__name__, changed=changed, counter=self.counter
+                    )
+                )
             window = out
         if events:
             events.emit(CompactionEvent("post_compact", window, counter=self.counter))
@@ -57,8 +60,11 @@ class CompactionPipeline:
         return f"CompactionPipeline({self.strategies!r})"
 
 
-def as_pipeline(pipeline: CompactionPipeline | CompactionStrategy | Sequence[CompactionStrategy] | None,
-                *, default: Callable[[], CompactionPipeline]) -> CompactionPipeline:
+def as_pipeline(
+    pipeline: CompactionPipeline | CompactionStrategy | Sequence[CompactionStrategy] | None,
+    *,
+    default: Callable[[], CompactionPipeline],
+) -> CompactionPipeline:
     """A pipeline from a pipeline, a single strategy, a list of strategies, or ``None`` (``default()``)."""
     if pipeline is None:
         return default()

@@ -65,9 +65,6 @@ def is_group(messages: Sequence[ChatMessage], span: Span) -> bool:
     return opens_group(messages[span[0]])
 
 
-
-
-
 def drop_orphan_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """``messages`` without tool results whose call is not among the messages before them."""
     calls: set[str] = set()
@@ -81,4 +78,6 @@ def drop_orphan_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
                 continue
         out.append(m)
     return out
+
+
 __all__ = ["Span", "drop_orphan_results", "is_group", "opens_group", "units", "units_backward"]

@@ -11,6 +11,7 @@ import json
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
@@ -24,12 +25,54 @@ _REQUESTS = [
     "Upgrade pydantic to v2 in the billing package and fix what breaks.",
     "Summarise what changed in the auth module since the last release.",
 ]
-_FILES = ["src/payments/refunds.py", "src/clients/http.py", "jobs/export.py", "src/config.py", "db/migrations/",
-          "src/dashboard/totals.py", "billing/models.py", "src/auth/tokens.py", "tests/test_refunds.py"]
+_FILES = [
+    "src/payments/refunds.py",
+    "src/clients/http.py",
+    "jobs/export.py",
+    "src/config.py",
+    "db/migrations/",
+    "src/dashboard/totals.py",
+    "billing/models.py",
+    "src/auth/tokens.py",
+    "tests/test_refunds.py",
+]
 _TOOLS = ["read_file", "grep", "run_tests", "shell", "list_dir", "git_log"]
-_WORDS = ("order customer refund amount total invoice retry backoff session token config database export job "
-          "index migration query cursor batch timeout latency cache handler request response status error value "
-          "field schema model record window budget").split()
+_WORDS = [
+    "order",
+    "customer",
+    "refund",
+    "amount",
+    "total",
+    "invoice",
+    "retry",
+    "backoff",
+    "session",
+    "token",
+    "config",
+    "database",
+    "export",
+    "job",
+    "index",
+    "migration",
+    "query",
+    "cursor",
+    "batch",
+    "timeout",
+    "latency",
+    "cache",
+    "handler",
+    "request",
+    "response",
+    "status",
+    "error",
+    "value",
+    "field",
+    "schema",
+    "model",
+    "record",
+    "window",
+    "budget",
+]
 
 
 def _code(rng: random.Random, chars: int) -> str:
@@ -63,7 +106,7 @@ def model_calls(seed: int = 7, *, requests: int = 8, max_steps: int = 6) -> Iter
     clock = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     counter = 0
 
-    def stamp() -> dict[str, object]:
+    def stamp() -> dict[str, Any]:
         nonlocal clock, counter
         counter += 1
         clock += timedelta(seconds=rng.randint(1, 40))
@@ -90,11 +133,16 @@ def model_calls(seed: int = 7, *, requests: int = 8, max_steps: int = 6) -> Iter
                 yield [*pending, reply]
                 pending = []
                 break
-            calls = []
+            calls: list[ToolCallBlock] = []
             for _ in range(1 if rng.random() < 0.7 else rng.randint(2, 3)):
                 tool = rng.choice(_TOOLS)
-                args = {"path": rng.choice(_FILES)} if tool in ("read_file", "list_dir") else {
-                    "pattern": rng.choice(_WORDS)} if tool == "grep" else {"cmd": f"pytest -x -k {rng.choice(_WORDS)}"}
+                args = (
+                    {"path": rng.choice(_FILES)}
+                    if tool in ("read_file", "list_dir")
+                    else {"pattern": rng.choice(_WORDS)}
+                    if tool == "grep"
+                    else {"cmd": f"pytest -x -k {rng.choice(_WORDS)}"}
+                )
                 calls.append(ToolCallBlock(id=f"call-{seed:x}-{counter:07d}-{len(calls)}", name=tool, arguments=args))
             thought = f"Let me check {rng.choice(_FILES)}." if rng.random() < 0.5 else None
             reply = ChatMessage.assistant(thought, tool_calls=calls, **stamp())
@@ -102,10 +150,15 @@ def model_calls(seed: int = 7, *, requests: int = 8, max_steps: int = 6) -> Iter
             pending = []
             for call in calls:
                 if rng.random() < 0.1:
-                    pending.append(ChatMessage.tool(
-                        call.id, f"Error: {call.name} failed: {json.dumps(dict(call.arguments))} "
-                        f"-> {rng.choice(['timeout after 30s', 'file not found', 'exit status 1'])}",
-                        is_error=True, **stamp()))
+                    pending.append(
+                        ChatMessage.tool(
+                            call.id,
+                            f"Error: {call.name} failed: {json.dumps(dict(call.arguments))} "
+                            f"-> {rng.choice(['timeout after 30s', 'file not found', 'exit status 1'])}",
+                            is_error=True,
+                            **stamp(),
+                        )
+                    )
                 else:
                     size = int(rng.triangular(200, 8_000, 1_200))
                     pending.append(ChatMessage.tool(call.id, _code(rng, size), **stamp()))

@@ -31,8 +31,9 @@ class OpenAICompatibleClient:
             raise ImportError("OpenAICompatibleClient needs httpx: pip install 'ravi-agents[openai]'") from error
         base = base_url or os.environ.get("OPENAI_BASE_URL")
         if not base:
-            raise ConfigurationError("no base_url given and OPENAI_BASE_URL is not set",
-                                     hint="pass base_url='http://host:port/v1'")
+            raise ConfigurationError(
+                "no base_url given and OPENAI_BASE_URL is not set", hint="pass base_url='http://host:port/v1'"
+            )
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.model = model

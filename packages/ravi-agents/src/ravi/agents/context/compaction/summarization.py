@@ -68,7 +68,9 @@ def span_id(covered: Sequence[str]) -> str:
     return "summary-" + hashlib.sha256("\x1f".join(covered).encode()).hexdigest()[:24]
 
 
-def summary_prompt(previous: Sequence[ChatMessage], fresh: Sequence[ChatMessage], instructions: str) -> list[ChatMessage]:
+def summary_prompt(
+    previous: Sequence[ChatMessage], fresh: Sequence[ChatMessage], instructions: str
+) -> list[ChatMessage]:
     """The messages sent to the model: instructions, then the previous summary and the transcript to fold in."""
     parts = []
     if previous:
@@ -181,14 +183,24 @@ class SummarizationCompaction:
         if token is not None:
             token.raise_if_cancelled()
         try:
-            summary = await write_summary(self.llm, previous, fresh, instructions=self.instructions,
-                                          max_tokens=self.max_summary_tokens, cancel=token, cache=self)
+            summary = await write_summary(
+                self.llm,
+                previous,
+                fresh,
+                instructions=self.instructions,
+                max_tokens=self.max_summary_tokens,
+                cancel=token,
+                cache=self,
+            )
         except CancelledByToken:
             raise
         except Exception as error:
             if self.events:
-                self.events.emit(CompactionEvent("summarization_failed", list(history), strategy=repr(self),
-                                                 error=error, counter=self.counter))
+                self.events.emit(
+                    CompactionEvent(
+                        "summarization_failed", list(history), strategy=repr(self), error=error, counter=self.counter
+                    )
+                )
             return list(history)
         head = [m for m in old if m.role == "system"]
         return [*head, summary, *history[cut:]]
@@ -206,8 +218,10 @@ class SummarizationCompaction:
             self._cache.popitem(last=False)
 
     def __repr__(self) -> str:
-        return (f"SummarizationCompaction(recent_token_budget={self.recent_token_budget}, "
-                f"min_old_tokens={self.min_old_tokens})")
+        return (
+            f"SummarizationCompaction(recent_token_budget={self.recent_token_budget}, "
+            f"min_old_tokens={self.min_old_tokens})"
+        )
 
 
 __all__ = [

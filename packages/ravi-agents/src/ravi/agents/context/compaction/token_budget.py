@@ -98,8 +98,13 @@ class TokenBudgetComposedStrategy:
         if system_tokens > self.token_budget:
             if self.events:
                 self.events.emit(
-                    CompactionEvent("budget_unmet", systems, strategy=repr(self), counter=self.counter,
-                                    detail={"budget": self.token_budget, "system_tokens": system_tokens})
+                    CompactionEvent(
+                        "budget_unmet",
+                        systems,
+                        strategy=repr(self),
+                        counter=self.counter,
+                        detail={"budget": self.token_budget, "system_tokens": system_tokens},
+                    )
                 )
             return systems
         return keep_newest(window, count, self.token_budget - system_tokens)

@@ -38,7 +38,9 @@ class ToolResultCompactionStrategy:
         out = message
         if not block.is_error and len(block.content) > self.max_chars:
             dropped = len(block.content) - self.max_chars
-            short = block.model_copy(update={"content": f"{block.content[: self.max_chars]}\n[{dropped} chars truncated]"})
+            short = block.model_copy(
+                update={"content": f"{block.content[: self.max_chars]}\n[{dropped} chars truncated]"}
+            )
             out = message.model_copy(update={"content": (short,)})
         memo[self._key] = out
         return out

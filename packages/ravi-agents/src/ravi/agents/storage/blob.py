@@ -1,0 +1,90 @@
+"""``InMemoryFileStore``: the ``BlobStore`` contract in process memory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from types import TracebackType
+
+from ravi.agents.storage._clock import Clock, system_clock
+from ravi.kernel.errors import InvalidArgument, NotFound
+from ravi.kernel.storage import Blob, check_blob_key, ttl_seconds
+
+
+class InMemoryFileStore:
+    """Blobs in a dict: key to bytes, content type, metadata and expiry.
+
+    ``presign_url`` gives ``memory://{key}`` (there is no server to fetch from); ``connect`` and ``disconnect``
+    do nothing. An expired blob is gone: it is never returned and is dropped when next touched.
+    """
+
+    def __init__(self, *, clock: Clock = system_clock) -> None:
+        self._blobs: dict[str, tuple[Blob, float | None]] = {}
+        self._clock = clock
+
+    async def __aenter__(self) -> InMemoryFileStore:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object | TracebackType | None) -> None:
+        await self.disconnect()
+
+    async def connect(self) -> None:
+        """Nothing to open."""
+
+    async def disconnect(self) -> None:
+        """Nothing to close."""
+
+    def _live(self, key: str) -> Blob | None:
+        entry = self._blobs.get(key)
+        if entry is None:
+            return None
+        blob, expires = entry
+        if expires is not None and self._clock() >= expires:
+            del self._blobs[key]
+            return None
+        return blob
+
+    async def upload(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        content_type: str = "application/octet-stream",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> str:
+        """Store ``data`` under ``key``, replacing what was there."""
+        check_blob_key(key)
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise InvalidArgument(f"data must be bytes, got {type(data).__name__}")
+        seconds = ttl_seconds(ttl)
+        blob = Blob(key=key, data=bytes(data), content_type=content_type, metadata=dict(metadata or {}))
+        self._blobs[key] = (blob, None if seconds is None else self._clock() + seconds)
+        return key
+
+    async def download(self, key: str) -> Blob:
+        """The blob under ``key``; ``NotFound`` if missing or expired."""
+        check_blob_key(key)
+        blob = self._live(key)
+        if blob is None:
+            raise NotFound(f"no blob under key {key!r}")
+        return blob
+
+    async def delete(self, key: str) -> bool:
+        """Remove the blob; ``False`` if it was not there."""
+        check_blob_key(key)
+        present = self._live(key) is not None
+        self._blobs.pop(key, None)
+        return present
+
+    async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
+        """``memory://{key}``; ``NotFound`` if there is no such blob."""
+        check_blob_key(key)
+        ttl_seconds(expires_in)
+        if self._live(key) is None:
+            raise NotFound(f"no blob under key {key!r}")
+        return f"memory://{key}"
+
+
+__all__ = ["InMemoryFileStore"]

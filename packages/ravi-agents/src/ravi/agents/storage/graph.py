@@ -1,0 +1,109 @@
+"""``InMemoryGraphStore``: entities and relationships with an adjacency index."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from ravi.kernel.errors import InvalidArgument, NotFound
+from ravi.kernel.storage import Entity, Relationship, SubGraph
+
+
+class InMemoryGraphStore:
+    """A knowledge graph in process memory.
+
+    Each entity keeps the ids of the relationships that touch it, so ``get_neighbors`` walks only the edges of
+    the neighbourhood it returns: its cost grows with the neighbourhood, not with the graph. Not
+    ``CypherCapable``: use the AGE backend for openCypher.
+    """
+
+    def __init__(self) -> None:
+        self._entities: dict[str, Entity] = {}
+        self._relationships: dict[str, Relationship] = {}
+        self._adjacent: defaultdict[str, set[str]] = defaultdict(set)
+
+    async def add_entities(self, entities: Sequence[Entity]) -> None:
+        """Insert or replace entities by id."""
+        for e in entities:
+            if not isinstance(e, Entity):
+                raise InvalidArgument(f"expected Entity objects, got {type(e).__name__}")
+        for e in entities:
+            self._entities[e.id] = e
+
+    async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
+        """Insert or replace relationships by id; both ends must exist (``NotFound`` otherwise, nothing added)."""
+        for r in relationships:
+            if not isinstance(r, Relationship):
+                raise InvalidArgument(f"expected Relationship objects, got {type(r).__name__}")
+            for end in (r.source_id, r.target_id):
+                if end not in self._entities:
+                    raise NotFound(
+                        f"relationship {r.id!r} refers to unknown entity {end!r}", hint="add the entities first"
+                    )
+        for r in relationships:
+            old = self._relationships.get(r.id)
+            if old is not None:
+                self._adjacent[old.source_id].discard(old.id)
+                self._adjacent[old.target_id].discard(old.id)
+            self._relationships[r.id] = r
+            self._adjacent[r.source_id].add(r.id)
+            self._adjacent[r.target_id].add(r.id)
+
+    async def get_entity(self, entity_id: str) -> Entity | None:
+        """One entity by id, or ``None``."""
+        return self._entities.get(entity_id)
+
+    async def get_neighbors(
+        self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
+    ) -> SubGraph:
+        """Breadth-first, both directions, up to ``depth`` hops; ``NotFound`` for an unknown entity."""
+        if not isinstance(depth, int) or depth < 0:
+            raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
+        if entity_id not in self._entities:
+            raise NotFound(f"no entity {entity_id!r}")
+        types = None if relationship_types is None else set(relationship_types)
+        seen = {entity_id}
+        order = [entity_id]
+        walked: dict[str, Relationship] = {}
+        frontier = [entity_id]
+        for _ in range(depth):
+            following = []
+            for node in frontier:
+                for rel_id in sorted(self._adjacent.get(node, ())):
+                    rel = self._relationships[rel_id]
+                    if types is not None and rel.type not in types:
+                        continue
+                    walked[rel_id] = rel
+                    other = rel.target_id if rel.source_id == node else rel.source_id
+                    if other not in seen:
+                        seen.add(other)
+                        order.append(other)
+                        following.append(other)
+            frontier = following
+            if not frontier:
+                break
+        return SubGraph(
+            entities=tuple(self._entities[i] for i in order), relationships=tuple(walked[k] for k in sorted(walked))
+        )
+
+    async def delete_entity(self, entity_id: str) -> bool:
+        """Remove an entity and every relationship touching it."""
+        if self._entities.pop(entity_id, None) is None:
+            return False
+        for rel_id in self._adjacent.pop(entity_id, set()):
+            rel = self._relationships.pop(rel_id)
+            other = rel.target_id if rel.source_id == entity_id else rel.source_id
+            self._adjacent[other].discard(rel_id)
+        return True
+
+    async def delete_relationship(self, relationship_id: str) -> bool:
+        """Remove one relationship."""
+        rel = self._relationships.pop(relationship_id, None)
+        if rel is None:
+            return False
+        self._adjacent[rel.source_id].discard(relationship_id)
+        self._adjacent[rel.target_id].discard(relationship_id)
+        return True
+
+
+__all__ = ["InMemoryGraphStore"]

@@ -1,0 +1,111 @@
+"""``InMemoryLongTermMemory``: facts per ``(agent_id, namespace)``, found again by embedding similarity."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ravi.agents.context.history import check_scope
+from ravi.agents.storage._clock import Clock, system_clock
+from ravi.agents.storage.embeddings import HashingEmbeddingClient
+from ravi.agents.storage.state import json_copy
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.llm import EmbeddingClient
+from ravi.kernel.storage import Memory, ttl_seconds
+
+
+class InMemoryLongTermMemory:
+    """Long-term memory in process memory, searched by cosine similarity of embeddings.
+
+    The embeddings come from ``embedding_client`` (by default :class:`HashingEmbeddingClient`, offline). A memory
+    saved with a ``ttl`` is never returned once it has expired.
+    """
+
+    def __init__(self, *, embedding_client: EmbeddingClient | None = None, clock: Clock = system_clock) -> None:
+        self._embedder = embedding_client or HashingEmbeddingClient()
+        self._clock = clock
+        self._spaces: dict[tuple[str, str], dict[str, tuple[Memory, np.ndarray]]] = {}
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), UTC)
+
+    def _alive(self, memory: Memory, now: datetime) -> bool:
+        return memory.expires_at is None or memory.expires_at > now
+
+    async def save(
+        self,
+        agent_id: str,
+        content: str,
+        *,
+        namespace: str = "default",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Store a memory; returns its id."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        if not isinstance(content, str):
+            raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
+        seconds = ttl_seconds(ttl)
+        meta = json_copy(metadata or {}, "metadata")
+        [vector] = await self._embedder.embed([content])
+        array = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(array))
+        now = self._now()
+        memory = Memory(
+            id=uuid.uuid4().hex,
+            agent_id=agent_id,
+            namespace=namespace,
+            content=content,
+            metadata=meta,
+            created_at=now,
+            expires_at=None if seconds is None else now + timedelta(seconds=seconds),
+        )
+        self._spaces.setdefault((agent_id, namespace), {})[memory.id] = (memory, array / (norm or 1.0))
+        return memory.id
+
+    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
+        """The closest live memories, best first, each with its cosine ``score``."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        now = self._now()
+        live = [(m, v) for m, v in self._spaces.get((agent_id, namespace), {}).values() if self._alive(m, now)]
+        if not live or limit == 0:
+            return []
+        [vector] = await self._embedder.embed([query])
+        q = np.asarray(vector, dtype=np.float32)
+        q = q / (float(np.linalg.norm(q)) or 1.0)
+        scores = np.stack([v for _, v in live]) @ q
+        order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0].id))[:limit]
+        return [live[i][0].model_copy(update={"score": float(scores[i])}) for i in order]
+
+    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+        """One live memory by id, or ``None``."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        entry = self._spaces.get((agent_id, namespace), {}).get(memory_id)
+        if entry is None or not self._alive(entry[0], self._now()):
+            return None
+        return entry[0]
+
+    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+        """Remove one memory; ``False`` if it was not there (or had expired)."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        entry = self._spaces.get((agent_id, namespace), {}).pop(memory_id, None)
+        return entry is not None and self._alive(entry[0], self._now())
+
+    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+        """Remove the agent's live memories in ``namespace`` (every namespace when ``None``)."""
+        check_scope(agent_id=agent_id)
+        now = self._now()
+        keys = [k for k in self._spaces if k[0] == agent_id and (namespace is None or k[1] == namespace)]
+        removed = 0
+        for key in keys:
+            removed += sum(1 for m, _ in self._spaces.pop(key).values() if self._alive(m, now))
+        return removed
+
+
+__all__ = ["InMemoryLongTermMemory"]

@@ -1,0 +1,61 @@
+"""``InMemoryStateStore``: session state (``ShortTermMemory``) in process memory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ravi.agents.context.history import check_scope
+from ravi.kernel.errors import InvalidArgument
+
+
+def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
+    """A deep copy of ``value`` through JSON, so it holds exactly what a database would give back."""
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(f"{what} must be a mapping, got {type(value).__name__}")
+    try:
+        copied = json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise InvalidArgument(f"{what} must be JSON-serialisable: {error}") from error
+    if not isinstance(copied, dict):  # pragma: no cover - a mapping always dumps to an object
+        raise InvalidArgument(f"{what} must be a JSON object")
+    return copied
+
+
+class InMemoryStateStore:
+    """One JSON object per session. Values are copied in and out through JSON, so what comes back is what
+    a database backend would return (tuples become lists) and no caller can change another's copy.
+    ``update_state`` never awaits, so concurrent updaters on the event loop never lose each other's keys."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, str] = {}
+
+    async def get_state(self, session_id: str) -> dict[str, Any]:
+        """The session's state; ``{}`` when none was set."""
+        check_scope(session_id=session_id)
+        raw = self._states.get(session_id)
+        return {} if raw is None else dict(json.loads(raw))
+
+    async def set_state(self, session_id: str, state: Mapping[str, Any]) -> None:
+        """Replace the session's state."""
+        check_scope(session_id=session_id)
+        self._states[session_id] = json.dumps(json_copy(state))
+
+    async def update_state(self, session_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``updates`` into the top level of the state; returns the merged state."""
+        check_scope(session_id=session_id)
+        patch = json_copy(updates, "updates")
+        raw = self._states.get(session_id)
+        merged = {} if raw is None else dict(json.loads(raw))
+        merged.update(patch)
+        self._states[session_id] = json.dumps(merged)
+        return merged
+
+    async def clear(self, session_id: str) -> None:
+        """Forget the session's state."""
+        check_scope(session_id=session_id)
+        self._states.pop(session_id, None)
+
+
+__all__ = ["InMemoryStateStore", "json_copy"]

@@ -1,0 +1,152 @@
+"""Task boards: ``TaskStore`` in process memory, and ``GlobalTaskStore`` for the process-wide one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from ravi.agents.context.history import check_scope
+from ravi.kernel.errors import ConfigurationError, NotFound
+from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
+from ravi.kernel.storage import TaskStore as TaskStoreProtocol
+
+
+class TaskStore:
+    """Task boards keyed by ``(conversation_id, agent_id)``, guarded by one ``asyncio.Lock``.
+
+    Every change goes through the lifecycle of :class:`~ravi.kernel.storage.TaskStatus`: an illegal move
+    raises ``InvalidTransition`` and changes nothing.
+
+    Example:
+        >>> import asyncio
+        >>> store = TaskStore()
+        >>> board = asyncio.run(store.create_task_list("conv", "agent", ["plan", "build"]))
+        >>> [t.status.value for t in board.tasks]
+        ['planned', 'planned']
+    """
+
+    def __init__(self) -> None:
+        self._boards: dict[tuple[str, str], TaskList] = {}
+        self._lock = asyncio.Lock()
+
+    async def create_task_list(self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]) -> TaskList:
+        """Start a board (replacing any existing one)."""
+        check_scope(conversation_id=conversation_id, agent_id=agent_id)
+        board = TaskList(conversation_id=conversation_id, agent_id=agent_id, tasks=tuple(as_tasks(tasks)))
+        _check_unique(board)
+        async with self._lock:
+            self._boards[(conversation_id, agent_id)] = board
+        return board
+
+    async def get_task_list(self, conversation_id: str, agent_id: str) -> TaskList | None:
+        """The board, or ``None``."""
+        check_scope(conversation_id=conversation_id, agent_id=agent_id)
+        return self._boards.get((conversation_id, agent_id))
+
+    async def add_tasks(self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]) -> TaskList:
+        """Append tasks to the board (created if missing)."""
+        check_scope(conversation_id=conversation_id, agent_id=agent_id)
+        new = as_tasks(tasks)
+        async with self._lock:
+            board = self._boards.get((conversation_id, agent_id)) or TaskList(
+                conversation_id=conversation_id, agent_id=agent_id
+            )
+            board = board.model_copy(update={"tasks": board.tasks + tuple(new)})
+            _check_unique(board)
+            self._boards[(conversation_id, agent_id)] = board
+        return board
+
+    async def _change(self, conversation_id: str, agent_id: str, task_id: str, how: Callable[[Task], Task]) -> Task:
+        check_scope(conversation_id=conversation_id, agent_id=agent_id, task_id=task_id)
+        async with self._lock:
+            board = self._boards.get((conversation_id, agent_id))
+            task = board.task(task_id) if board else None
+            if board is None or task is None:
+                raise NotFound(f"no task {task_id!r} on the board of ({conversation_id!r}, {agent_id!r})")
+            changed = how(task)
+            tasks = tuple(changed if t.id == task_id else t for t in board.tasks)
+            self._boards[(conversation_id, agent_id)] = board.model_copy(update={"tasks": tasks})
+            return changed
+
+    async def update_status(
+        self, conversation_id: str, agent_id: str, task_id: str, status: TaskStatus, *, result: str | None = None
+    ) -> Task:
+        """Move a task along its lifecycle."""
+        target = TaskStatus(status)
+        return await self._change(conversation_id, agent_id, task_id, lambda t: t.moved_to(target, result=result))
+
+    async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
+        """Retry a failed task (``abandoned`` once it reaches ``max_retries``)."""
+        return await self._change(conversation_id, agent_id, task_id, Task.retried)
+
+    async def force_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
+        """Human override: plan the task again with its retry count reset."""
+        return await self._change(conversation_id, agent_id, task_id, Task.force_retried)
+
+    async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
+        """Abandon every task of the conversation that is not final; returns its boards, by agent id."""
+        check_scope(conversation_id=conversation_id)
+        async with self._lock:
+            settled = []
+            for key in sorted(k for k in self._boards if k[0] == conversation_id):
+                board = self._boards[key]
+                tasks = tuple(t if t.status.is_final else t.moved_to(TaskStatus.ABANDONED) for t in board.tasks)
+                board = board.model_copy(update={"tasks": tasks})
+                self._boards[key] = board
+                settled.append(board)
+            return settled
+
+
+def _check_unique(board: TaskList) -> None:
+    from ravi.kernel.errors import InvalidArgument
+
+    ids = [t.id for t in board.tasks]
+    if len(set(ids)) != len(ids):
+        raise InvalidArgument("task ids on one board must be unique")
+
+
+class GlobalTaskStore:
+    """The process-wide task store.
+
+    ``GlobalTaskStore.get()`` returns one shared store per configuration: in memory by default, or, with the
+    environment variable ``RUNTIME_BACKEND`` naming a backend (``postgres``), that backend's task store found
+    through the registry (its options as JSON in ``RAVI_TASKS_OPTIONS``). No capability is imported by name.
+    """
+
+    _stores: ClassVar[dict[tuple[str, str], TaskStoreProtocol]] = {}
+
+    @classmethod
+    def get(cls) -> TaskStoreProtocol:
+        """The shared store for the current ``RUNTIME_BACKEND``."""
+        name = os.environ.get("RUNTIME_BACKEND", "memory").strip() or "memory"
+        raw = os.environ.get("RAVI_TASKS_OPTIONS", "{}")
+        key = (name, raw)
+        store = cls._stores.get(key)
+        if store is None:
+            store = TaskStore() if name == "memory" else cls._load(name, raw)
+            cls._stores[key] = store
+        return store
+
+    @staticmethod
+    def _load(name: str, raw: str) -> TaskStoreProtocol:
+        from ravi.kernel.registry import load_backend
+
+        try:
+            options: dict[str, Any] = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise ConfigurationError(
+                f"RAVI_TASKS_OPTIONS is not valid JSON: {error.msg}",
+                hint='for example RAVI_TASKS_OPTIONS=\'{"dsn": "postgresql://..."}\'',
+            ) from error
+        if not isinstance(options, dict):
+            raise ConfigurationError("RAVI_TASKS_OPTIONS must be a JSON object")
+        store = load_backend("tasks", name, **options)
+        if not isinstance(store, TaskStoreProtocol):
+            raise ConfigurationError(f"the tasks backend {name!r} does not implement TaskStore")
+        return store
+
+
+__all__ = ["GlobalTaskStore", "TaskStore"]

@@ -1,0 +1,218 @@
+"""``InMemoryVectorStore``: exact cosine search with NumPy, one matrix per collection."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.llm import EmbeddingClient
+from ravi.kernel.storage import Document, Filter, SearchResult, matches
+
+Matrix = npt.NDArray[np.float32]
+
+
+@dataclass
+class _Collection:
+    dimension: int
+    vectors: Matrix  # unit rows, first ``size`` of them in use
+    raw: Matrix  # the embeddings as given (float32), for ``get``
+    docs: list[Document] = field(default_factory=list)  # stored without embeddings
+    rows: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.docs)
+
+    def reserve(self, extra: int) -> None:
+        need = self.size + extra
+        if need <= len(self.vectors):
+            return
+        capacity = max(need, 2 * len(self.vectors), 64)
+        for name in ("vectors", "raw"):
+            grown = np.zeros((capacity, self.dimension), dtype=np.float32)
+            grown[: self.size] = getattr(self, name)[: self.size]
+            setattr(self, name, grown)
+
+
+def _validate_filter(filter: Filter | None) -> None:  # noqa: A002
+    if filter is not None and not hasattr(filter, "items"):
+        raise InvalidArgument(f"filter must be a mapping of metadata keys to values, got {type(filter).__name__}")
+
+
+class InMemoryVectorStore:
+    """Documents per collection, searched by exact cosine similarity (scores in [-1, 1], higher is closer).
+
+    Vectors live in one float32 matrix per collection and a search is one matrix-vector product and a partial
+    sort, so it scales to a few hundred thousand vectors per collection. A collection takes the dimension of its
+    first vector; a vector of another dimension is refused. Embeddings come back from ``get`` as float32 values
+    (as pgvector stores them). Documents without an embedding are embedded with ``embedding_client`` if one was
+    given; otherwise they are refused with ``InvalidArgument`` (a ``ValueError``).
+    """
+
+    def __init__(self, *, embedding_client: EmbeddingClient | None = None) -> None:
+        self._collections: dict[str, _Collection] = {}
+        self._embedder = embedding_client
+
+    async def _vectors(self, documents: Sequence[Document]) -> Matrix:
+        missing = [i for i, d in enumerate(documents) if d.embedding is None]
+        if missing and self._embedder is None:
+            raise InvalidArgument(
+                f"document {documents[missing[0]].id!r} has no embedding and the store has no embedding_client",
+                hint="pass embedding=... or build the store with InMemoryVectorStore(embedding_client=...)",
+            )
+        made: dict[int, list[float]] = {}
+        if missing:
+            assert self._embedder is not None
+            vectors = await self._embedder.embed([documents[i].content for i in missing])
+            made = dict(zip(missing, vectors, strict=True))
+        rows = [d.embedding if d.embedding is not None else made[i] for i, d in enumerate(documents)]
+        dims = {len(r) for r in rows}
+        if len(dims) > 1:
+            raise InvalidArgument(f"documents of one call must share a dimension, got {sorted(dims)}")
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+        if not np.all(np.isfinite(matrix)):
+            raise InvalidArgument("embeddings must be finite numbers")
+        if matrix.shape[1] == 0:
+            raise InvalidArgument("embeddings must not be empty")
+        return matrix
+
+    def _check_collection(self, collection: str) -> None:
+        if not isinstance(collection, str) or not collection:
+            raise InvalidArgument("collection must be a non-empty string")
+
+    async def _write(self, documents: Sequence[Document], collection: str, *, replace: bool) -> list[str]:
+        self._check_collection(collection)
+        for d in documents:
+            if not isinstance(d, Document):
+                raise InvalidArgument(f"expected Document objects, got {type(d).__name__}")
+        if not documents:
+            return []
+        matrix = await self._vectors(documents)
+        norms = np.linalg.norm(matrix, axis=1)
+        if np.any(norms == 0):
+            raise InvalidArgument("a zero vector has no direction; cosine similarity is undefined for it")
+        col = self._collections.get(collection)
+        if col is not None and matrix.shape[1] != col.dimension:
+            raise InvalidArgument(
+                f"collection {collection!r} holds vectors of dimension {col.dimension}, got {matrix.shape[1]}"
+            )
+        if col is None:
+            dim = matrix.shape[1]
+            col = _Collection(dim, np.zeros((0, dim), np.float32), np.zeros((0, dim), np.float32))
+            self._collections[collection] = col
+        col.reserve(len(documents))
+        unit = matrix / norms[:, None]
+        for i, doc in enumerate(documents):
+            row = col.rows.get(doc.id)
+            if row is not None and not replace:
+                continue
+            stored = doc.model_copy(update={"embedding": None})
+            if row is None:
+                row = col.size
+                col.rows[doc.id] = row
+                col.docs.append(stored)
+            else:
+                col.docs[row] = stored
+            col.vectors[row] = unit[i]
+            col.raw[row] = matrix[i]
+        return [d.id for d in documents]
+
+    async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+        """Insert documents whose id is new to the collection; existing ids are left as they are."""
+        return await self._write(documents, collection, replace=False)
+
+    async def upsert(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+        """Insert or replace documents by id."""
+        return await self._write(documents, collection, replace=True)
+
+    def _full(self, col: _Collection, row: int, score: float | None = None) -> Document:
+        embedding = tuple(float(x) for x in col.raw[row])
+        return col.docs[row].model_copy(update={"embedding": embedding})
+
+    async def search(
+        self,
+        query_embedding: Sequence[float],
+        *,
+        collection: str,
+        limit: int = 10,
+        filter: Filter | None = None,  # noqa: A002
+    ) -> list[SearchResult]:
+        """The ``limit`` most similar documents, best first (ties by id), among those matching ``filter``."""
+        self._check_collection(collection)
+        _validate_filter(filter)
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        col = self._collections.get(collection)
+        if col is None or limit == 0 or col.size == 0:
+            return []
+        query = np.asarray(query_embedding, dtype=np.float32)
+        if query.ndim != 1 or query.shape[0] != col.dimension:
+            raise InvalidArgument(
+                f"collection {collection!r} holds vectors of dimension {col.dimension}, "
+                f"the query has {query.shape[-1] if query.ndim else 0}"
+            )
+        norm = float(np.linalg.norm(query))
+        if norm == 0 or not np.isfinite(norm):
+            raise InvalidArgument("the query vector must be non-zero and finite")
+        scores = col.vectors[: col.size] @ (query / norm)
+        if filter:
+            mask = np.fromiter((matches(d.metadata, filter) for d in col.docs), dtype=bool, count=col.size)
+            candidates = np.flatnonzero(mask)
+            scores = scores[candidates]
+        else:
+            candidates = None
+        k = min(limit, scores.shape[0])
+        if k == 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
+        rows = top if candidates is None else candidates[top]
+        picked = sorted(
+            zip(scores[top].tolist(), rows.tolist(), strict=True), key=lambda sr: (-sr[0], col.docs[sr[1]].id)
+        )
+        return [SearchResult(document=self._full(col, row), score=min(1.0, max(-1.0, s))) for s, row in picked]
+
+    async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
+        """The documents with these ids that exist, in the order asked."""
+        self._check_collection(collection)
+        col = self._collections.get(collection)
+        if col is None:
+            return []
+        return [self._full(col, col.rows[i]) for i in ids if i in col.rows]
+
+    async def delete(self, ids: Sequence[str], *, collection: str) -> int:
+        """Remove documents by id; returns how many existed."""
+        self._check_collection(collection)
+        col = self._collections.get(collection)
+        if col is None:
+            return 0
+        removed = 0
+        for doc_id in dict.fromkeys(ids):
+            row = col.rows.pop(doc_id, None)
+            if row is None:
+                continue
+            last = col.size - 1
+            if row != last:  # move the last row into the hole
+                moved = col.docs[last]
+                col.docs[row] = moved
+                col.vectors[row] = col.vectors[last]
+                col.raw[row] = col.raw[last]
+                col.rows[moved.id] = row
+            col.docs.pop()
+            removed += 1
+        return removed
+
+    async def list_collections(self) -> list[str]:
+        """Collection names, sorted."""
+        return sorted(self._collections)
+
+    async def delete_collection(self, collection: str) -> bool:
+        """Remove a collection; ``False`` if it did not exist."""
+        self._check_collection(collection)
+        return self._collections.pop(collection, None) is not None
+
+
+__all__ = ["InMemoryVectorStore"]

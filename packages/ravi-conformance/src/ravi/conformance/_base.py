@@ -1,0 +1,91 @@
+"""What every contract class shares: declared abilities, helpers, and the guard against silent overrides."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Optional abilities of a backend. ``None`` means: find out by trying.
+
+    Attributes:
+        ttl: Expiry of stored items (long-term memories, blobs). A backend without it raises
+            ``NotImplementedError`` when given a ``ttl``; the TTL contracts are then skipped with that reason.
+        ttl_resolution: Seconds to wait beyond a TTL before an item must be gone (backends that expire
+            lazily or on a timer need slack).
+    """
+
+    ttl: bool | None = None
+    ttl_resolution: float = 1.0
+
+
+def unique(prefix: str) -> str:
+    """A fresh id, so tests never see each other's data even on a shared backend."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within: float, what: str) -> None:
+    """Poll ``check`` until it is true, failing after ``within`` seconds (for time-based behaviour only)."""
+    deadline = time.monotonic() + within
+    while True:
+        if await check():
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {within:.1f} s")
+        await asyncio.sleep(0.05)
+
+
+class ContractBase:
+    """Base of the contract classes. Not collected by itself (its name does not start with ``Test``)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    contract_name: ClassVar[str] = "contract"
+
+    async def test_no_overrides_DO_NOT_OVERRIDE(self) -> None:  # noqa: N802 - the name is the warning
+        """A subclass may not replace or delete a contract test silently: it must mark its override
+        ``@pytest.mark.xfail(reason=...)``, which shows in every report."""
+        contract = next(
+            c
+            for c in type(self).__mro__
+            if c.__dict__.get("contract_name") and c is not ContractBase and c.__module__.startswith("ravi.conformance")
+        )
+        silently_changed = []
+        for name, member in contract.__dict__.items():
+            if not name.startswith("test_") or name == "test_no_overrides_DO_NOT_OVERRIDE":
+                continue
+            mine = inspect.getattr_static(type(self), name, None)
+            if mine is member:
+                continue
+            marks = getattr(mine, "pytestmark", [])
+            if not any(m.name == "xfail" and m.kwargs.get("reason") for m in marks):
+                silently_changed.append(name)
+        assert not silently_changed, (
+            f"{type(self).__name__} overrides contract tests without @pytest.mark.xfail(reason=...): "
+            f"{', '.join(silently_changed)}"
+        )
+
+
+def skip_without(capabilities: Capabilities, ability: str, *, reason: str) -> None:
+    """Skip the test when the backend declares it lacks ``ability``."""
+    if getattr(capabilities, ability) is False:
+        pytest.skip(f"backend lacks {ability}: {reason}")
+
+
+async def call_or_skip_unsupported(coro: Awaitable[Any], ability: str) -> Any:
+    """Await ``coro``; a ``NotImplementedError`` skips the test naming the missing ``ability``."""
+    try:
+        return await coro
+    except NotImplementedError as error:
+        pytest.skip(f"backend lacks {ability}: {error or 'NotImplementedError'}")
+
+
+__all__ = ["Capabilities", "ContractBase", "call_or_skip_unsupported", "eventually", "skip_without", "unique"]

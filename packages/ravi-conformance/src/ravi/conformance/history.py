@@ -1,0 +1,231 @@
+"""``HistoryProviderContract``: what every ``HistoryProvider`` must do."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from ravi.conformance._base import ContractBase, unique
+from ravi.kernel.errors import InvalidArgument, RaviError
+from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
+from ravi.kernel.storage import HistoryProvider
+
+
+def texts(messages: list[ChatMessage]) -> list[str]:
+    return [m.text for m in messages]
+
+
+class HistoryProviderContract(ContractBase):
+    """Subclass and override the ``history`` fixture to yield an empty ``HistoryProvider``.
+
+    Example:
+        >>> class TestMyHistory(HistoryProviderContract):
+        ...     @pytest.fixture
+        ...     def history(self):
+        ...         return MyHistory()
+    """
+
+    contract_name = "HistoryProvider"
+    pytestmark = pytest.mark.asyncio
+
+    @pytest.fixture
+    def history(self) -> HistoryProvider:
+        """Override: an empty backend, fresh for each test."""
+        raise NotImplementedError("override the 'history' fixture to build an empty backend")
+
+    async def test_is_a_history_provider(self, history: HistoryProvider) -> None:
+        assert isinstance(history, HistoryProvider)
+
+    async def test_canary_fixture_gives_an_empty_backend_first(self, history: HistoryProvider) -> None:
+        assert await history.count_messages("canary", session_id="canary") == 0
+        await history.append("canary", ChatMessage.user("left behind"), session_id="canary")
+
+    async def test_canary_fixture_gives_an_empty_backend_second(self, history: HistoryProvider) -> None:
+        assert await history.count_messages("canary", session_id="canary") == 0, "state leaked between tests"
+        await history.append("canary", ChatMessage.user("left behind"), session_id="canary")
+
+    async def test_append_then_read_back_exactly(self, history: HistoryProvider) -> None:
+        call = ToolCallBlock(id="call-1", name="lookup", arguments={"q": "ünïcode", "n": [1, 2.5, None, True]})
+        messages = [
+            ChatMessage.system("rules", name="ops"),
+            ChatMessage(role="user", content=(TextBlock(text="look"), ImageBlock(url="data:image/png;base64,AAAA"))),
+            ChatMessage(
+                role="assistant",
+                content=(ThinkingBlock(thinking="hmm", signature="sig"), call),
+                metadata={"model": "m", "cost": {"in": 3}},
+            ),
+            ChatMessage.tool("call-1", "found", is_error=True),
+        ]
+        a, s = unique("agent"), unique("session")
+        await history.append_many(a, messages, session_id=s)
+        got = await history.get_messages(a, session_id=s)
+        assert got == messages
+        assert all(m.created_at.tzinfo is not None for m in got)
+
+    async def test_order_is_kept_across_appends(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        await history.append(a, ChatMessage.user("1"), session_id=s)
+        await history.append_many(a, [ChatMessage.user("2"), ChatMessage.user("3")], session_id=s)
+        await history.append(a, ChatMessage.user("4"), session_id=s)
+        # created_at does not decide the order: append order does
+        await history.append(a, ChatMessage.user("5", created_at=datetime(2000, 1, 1, tzinfo=UTC)), session_id=s)
+        assert texts(await history.get_messages(a, session_id=s)) == ["1", "2", "3", "4", "5"]
+
+    @pytest.mark.parametrize(
+        ("limit", "offset", "expected"),
+        [
+            (None, 0, "01234"),
+            (2, 0, "01"),
+            (2, 3, "34"),
+            (10, 3, "34"),
+            (0, 0, ""),
+            (None, 5, ""),
+            (None, 9, ""),
+            (1, 4, "4"),
+            (None, 2, "234"),
+        ],
+    )
+    async def test_limit_and_offset(
+        self, history: HistoryProvider, limit: int | None, offset: int, expected: str
+    ) -> None:
+        a, s = unique("agent"), unique("session")
+        await history.append_many(a, [ChatMessage.user(str(i)) for i in range(5)], session_id=s)
+        got = await history.get_messages(a, session_id=s, limit=limit, offset=offset)
+        assert "".join(texts(got)) == expected
+
+    async def test_count_messages(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        assert await history.count_messages(a, session_id=s) == 0
+        await history.append_many(a, [ChatMessage.user(str(i)) for i in range(7)], session_id=s)
+        assert await history.count_messages(a, session_id=s) == 7
+
+    async def test_agents_are_isolated(self, history: HistoryProvider) -> None:
+        s = unique("session")
+        a, b = unique("agent"), unique("agent")
+        await history.append(a, ChatMessage.user("for a"), session_id=s)
+        await history.append(b, ChatMessage.user("for b"), session_id=s)
+        assert texts(await history.get_messages(a, session_id=s)) == ["for a"]
+        await history.clear(a, session_id=s)
+        assert texts(await history.get_messages(b, session_id=s)) == ["for b"]
+
+    async def test_sessions_are_isolated(self, history: HistoryProvider) -> None:
+        a = unique("agent")
+        s1, s2 = unique("session"), unique("session")
+        await history.append(a, ChatMessage.user("one"), session_id=s1)
+        await history.append(a, ChatMessage.user("two"), session_id=s2)
+        assert texts(await history.get_messages(a, session_id=s1)) == ["one"]
+        assert await history.count_messages(a, session_id=s2) == 1
+
+    async def test_clear_removes_the_session_only(self, history: HistoryProvider) -> None:
+        a, s, other = unique("agent"), unique("session"), unique("session")
+        await history.append_many(a, [ChatMessage.user("x"), ChatMessage.user("y")], session_id=s)
+        await history.append(a, ChatMessage.user("z"), session_id=other)
+        assert await history.clear(a, session_id=s) == 2
+        assert await history.get_messages(a, session_id=s) == []
+        assert await history.clear(a, session_id=s) == 0  # idempotent
+        assert texts(await history.get_messages(a, session_id=other)) == ["z"]
+
+    async def test_clear_run_removes_exactly_that_run(self, history: HistoryProvider) -> None:
+        a, s, other = unique("agent"), unique("session"), unique("session")
+        await history.append(a, ChatMessage.user("r1-a"), session_id=s, run_id="r1")
+        await history.append(a, ChatMessage.user("r2-a"), session_id=s, run_id="r2")
+        await history.append(a, ChatMessage.user("r1-b"), session_id=s, run_id="r1")
+        await history.append(a, ChatMessage.user("untagged"), session_id=s)
+        await history.append(a, ChatMessage.user("r1-other-session"), session_id=other, run_id="r1")
+        assert await history.clear_run(a, session_id=s, run_id="r1") == 2
+        assert texts(await history.get_messages(a, session_id=s)) == ["r2-a", "untagged"]
+        assert texts(await history.get_messages(a, session_id=other)) == ["r1-other-session"]
+        assert await history.clear_run(a, session_id=s, run_id="r1") == 0
+        assert await history.clear_run(a, session_id=s, run_id="never-ran") == 0
+
+    async def test_append_is_idempotent_by_message_id(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        message = ChatMessage.user("once")
+        await history.append(a, message, session_id=s)
+        await history.append(a, message, session_id=s)  # a retried append
+        await history.append_many(a, [message, ChatMessage.user("two"), message], session_id=s)
+        assert texts(await history.get_messages(a, session_id=s)) == ["once", "two"]
+
+    async def test_the_same_message_id_may_live_in_two_sessions(self, history: HistoryProvider) -> None:
+        a, s1, s2 = unique("agent"), unique("session"), unique("session")
+        message = ChatMessage.user("shared")
+        await history.append(a, message, session_id=s1)
+        await history.append(a, message, session_id=s2)
+        assert await history.count_messages(a, session_id=s2) == 1
+
+    async def test_concurrent_writers_all_land_once_in_their_order(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        writers, each = 50, 8
+
+        async def writer(w: int) -> None:
+            for i in range(each):
+                if i % 2:
+                    await history.append(a, ChatMessage.user(f"{w}:{i}"), session_id=s, run_id=f"w{w}")
+                else:
+                    await history.append_many(a, [ChatMessage.user(f"{w}:{i}")], session_id=s, run_id=f"w{w}")
+
+        await asyncio.gather(*(writer(w) for w in range(writers)))
+        got = texts(await history.get_messages(a, session_id=s))
+        assert len(got) == writers * each, "messages were lost or duplicated"
+        assert len(set(got)) == len(got), "a message was stored twice"
+        for w in range(writers):
+            mine = [int(t.split(":")[1]) for t in got if t.startswith(f"{w}:")]
+            assert mine == list(range(each)), f"writer {w}'s order was not kept"
+        assert await history.count_messages(a, session_id=s) == writers * each
+
+    async def test_large_and_unicode_payloads_round_trip(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        big = "ä漢🚀'\"\\$$;--\r\n" * 100_000
+        messages = [ChatMessage.user(big), ChatMessage.assistant("emoji 🧠 and RTL עברית")]
+        await history.append_many(a, messages, session_id=s)
+        assert await history.get_messages(a, session_id=s) == messages
+
+    async def test_nul_characters_round_trip_or_are_refused(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        message = ChatMessage.user("before\x00after")
+        try:
+            await history.append(a, message, session_id=s)
+        except InvalidArgument:
+            assert await history.count_messages(a, session_id=s) == 0
+            return
+        assert await history.get_messages(a, session_id=s) == [message]
+
+    async def test_hostile_scope_ids_round_trip(self, history: HistoryProvider) -> None:
+        for agent, session, run in [("a'; DROP TABLE x; --", 's"\\', "r%_*"), ("ünï 漢 🚀", "s" * 300, "r\n\t")]:
+            await history.append(agent, ChatMessage.user("hi"), session_id=session, run_id=run)
+            assert texts(await history.get_messages(agent, session_id=session)) == ["hi"]
+            assert await history.clear_run(agent, session_id=session, run_id=run) == 1
+
+    async def test_bad_input_raises_typed_errors_and_loses_nothing(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        await history.append(a, ChatMessage.user("kept"), session_id=s)
+        bad_calls: list[Any] = [
+            history.get_messages(a, session_id=s, limit=-1),
+            history.get_messages(a, session_id=s, offset=-3),
+            history.append(a, {"role": "user", "content": "a dict"}, session_id=s),  # type: ignore[arg-type]
+            history.append("", ChatMessage.user("no agent"), session_id=s),
+        ]
+        for call in bad_calls:
+            with pytest.raises(InvalidArgument):
+                await call
+        assert texts(await history.get_messages(a, session_id=s)) == ["kept"]
+
+    async def test_append_many_is_all_or_nothing(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        with pytest.raises(RaviError):
+            await history.append_many(a, [ChatMessage.user("first"), "not a message"], session_id=s)  # type: ignore[list-item]
+        assert await history.count_messages(a, session_id=s) == 0
+        await history.append_many(a, [], session_id=s)
+        assert await history.count_messages(a, session_id=s) == 0
+
+    async def test_readers_cannot_change_the_store(self, history: HistoryProvider) -> None:
+        a, s = unique("agent"), unique("session")
+        await history.append(a, ChatMessage.user("original", metadata={"k": "v"}), session_id=s)
+        got = await history.get_messages(a, session_id=s)
+        got.append(ChatMessage.user("sneaked in"))
+        with pytest.raises(TypeError):
+            got[0].metadata["k"] = "changed"
+        assert texts(await history.get_messages(a, session_id=s)) == ["original"]

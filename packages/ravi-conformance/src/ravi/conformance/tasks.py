@@ -1,0 +1,176 @@
+"""``TaskStoreContract``: what every task store must do."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ravi.conformance._base import ContractBase, unique
+from ravi.kernel.errors import InvalidTransition, NotFound
+from ravi.kernel.storage import Task, TaskStatus, TaskStore
+
+S = TaskStatus
+
+
+class TaskStoreContract(ContractBase):
+    """Subclass and override the ``task_store`` fixture to yield an empty ``TaskStore``."""
+
+    contract_name = "TaskStore"
+    pytestmark = pytest.mark.asyncio
+
+    @pytest.fixture
+    def task_store(self) -> TaskStore:
+        """Override: an empty backend, fresh for each test."""
+        raise NotImplementedError("override the 'task_store' fixture to build an empty backend")
+
+    async def board(self, store: TaskStore, *titles: str) -> tuple[str, str, list[str]]:
+        conv, agent = unique("conv"), unique("agent")
+        board = await store.create_task_list(conv, agent, list(titles or ("one", "two")))
+        return conv, agent, [t.id for t in board.tasks]
+
+    async def test_is_a_task_store(self, task_store: TaskStore) -> None:
+        assert isinstance(task_store, TaskStore)
+
+    async def test_canary_fixture_gives_an_empty_backend_first(self, task_store: TaskStore) -> None:
+        assert await task_store.get_task_list("canary", "canary") is None
+        await task_store.create_task_list("canary", "canary", ["left behind"])
+
+    async def test_canary_fixture_gives_an_empty_backend_second(self, task_store: TaskStore) -> None:
+        assert await task_store.get_task_list("canary", "canary") is None, "state leaked between tests"
+        await task_store.create_task_list("canary", "canary", ["left behind"])
+
+    async def test_create_and_get(self, task_store: TaskStore) -> None:
+        conv, agent = unique("conv"), unique("agent")
+        task = Task(title="explicit", description="with a description", max_retries=5, metadata={"p": 1})
+        board = await task_store.create_task_list(conv, agent, ["by title", task])
+        got = await task_store.get_task_list(conv, agent)
+        assert got == board
+        assert [t.title for t in got.tasks] == ["by title", "explicit"]
+        assert got.tasks[1].id == task.id and got.tasks[1].max_retries == 5 and got.tasks[1].metadata == {"p": 1}
+        assert all(t.status is S.PLANNED for t in got.tasks)
+
+    async def test_create_replaces_the_board(self, task_store: TaskStore) -> None:
+        conv, agent, _ = await self.board(task_store)
+        await task_store.create_task_list(conv, agent, ["fresh"])
+        got = await task_store.get_task_list(conv, agent)
+        assert got is not None and [t.title for t in got.tasks] == ["fresh"]
+
+    async def test_add_tasks_appends_or_creates(self, task_store: TaskStore) -> None:
+        conv, agent, _ = await self.board(task_store, "a")
+        board = await task_store.add_tasks(conv, agent, ["b", "c"])
+        assert [t.title for t in board.tasks] == ["a", "b", "c"]
+        new_conv = unique("conv")
+        created = await task_store.add_tasks(new_conv, agent, ["only"])
+        assert [t.title for t in created.tasks] == ["only"]
+
+    async def test_lifecycle_to_success_with_a_result(self, task_store: TaskStore) -> None:
+        conv, agent, [first, _] = await self.board(task_store)
+        await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
+        done = await task_store.update_status(conv, agent, first, S.SUCCEEDED, result="all green")
+        assert done.status is S.SUCCEEDED and done.result == "all green"
+        board = await task_store.get_task_list(conv, agent)
+        assert board is not None and board.task(first) == done
+
+    async def test_illegal_transitions_raise_and_change_nothing(self, task_store: TaskStore) -> None:
+        conv, agent, [first, second] = await self.board(task_store)
+        with pytest.raises(InvalidTransition):
+            await task_store.update_status(conv, agent, first, S.SUCCEEDED)  # planned cannot succeed at once
+        await task_store.update_status(conv, agent, second, S.ABANDONED)
+        with pytest.raises(InvalidTransition):
+            await task_store.update_status(conv, agent, second, S.IN_PROGRESS)  # final
+        board = await task_store.get_task_list(conv, agent)
+        assert board is not None
+        assert [t.status for t in board.tasks] == [S.PLANNED, S.ABANDONED]
+
+    async def test_moving_to_the_same_status_is_refused(self, task_store: TaskStore) -> None:
+        conv, agent, [first, _] = await self.board(task_store)
+        await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
+        with pytest.raises(InvalidTransition):
+            await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
+
+    async def test_unknown_task_or_board_is_not_found(self, task_store: TaskStore) -> None:
+        conv, agent, _ = await self.board(task_store)
+        with pytest.raises(NotFound):
+            await task_store.update_status(conv, agent, unique("task"), S.IN_PROGRESS)
+        with pytest.raises(NotFound):
+            await task_store.increment_retry(unique("conv"), agent, "x")
+
+    async def test_retry_until_abandoned(self, task_store: TaskStore) -> None:
+        conv, agent = unique("conv"), unique("agent")
+        task = Task(title="flaky", max_retries=2)
+        await task_store.create_task_list(conv, agent, [task])
+        for expected in (S.PLANNED, S.ABANDONED):
+            await task_store.update_status(conv, agent, task.id, S.IN_PROGRESS)
+            await task_store.update_status(conv, agent, task.id, S.FAILED)
+            retried = await task_store.increment_retry(conv, agent, task.id)
+            assert retried.status is expected
+        assert retried.retries == 2
+
+    async def test_only_failed_tasks_are_retried(self, task_store: TaskStore) -> None:
+        conv, agent, [first, _] = await self.board(task_store)
+        with pytest.raises(InvalidTransition):
+            await task_store.increment_retry(conv, agent, first)
+
+    async def test_force_retry_resets_the_count(self, task_store: TaskStore) -> None:
+        conv, agent = unique("conv"), unique("agent")
+        task = Task(title="stuck", max_retries=1)
+        await task_store.create_task_list(conv, agent, [task])
+        await task_store.update_status(conv, agent, task.id, S.IN_PROGRESS)
+        await task_store.update_status(conv, agent, task.id, S.FAILED)
+        abandoned = await task_store.increment_retry(conv, agent, task.id)
+        assert abandoned.status is S.ABANDONED
+        again = await task_store.force_retry(conv, agent, task.id)
+        assert again.status is S.PLANNED and again.retries == 0
+
+    async def test_settle_conversation(self, task_store: TaskStore) -> None:
+        conv = unique("conv")
+        a1, a2 = "agent-a", "agent-b"
+        b1 = await task_store.create_task_list(conv, a1, ["done", "open"])
+        b2 = await task_store.create_task_list(conv, a2, ["blocked"])
+        other_conv, other_agent, _ = await self.board(task_store)
+        done = b1.tasks[0].id
+        await task_store.update_status(conv, a1, done, S.IN_PROGRESS)
+        await task_store.update_status(conv, a1, done, S.SUCCEEDED)
+        await task_store.update_status(conv, a2, b2.tasks[0].id, S.BLOCKED)
+        settled = await task_store.settle_conversation(conv)
+        statuses = {b.agent_id: [t.status for t in b.tasks] for b in settled}
+        assert statuses == {a1: [S.SUCCEEDED, S.ABANDONED], a2: [S.ABANDONED]}
+        assert [b.agent_id for b in settled] == sorted(statuses)
+        other = await task_store.get_task_list(other_conv, other_agent)
+        assert other is not None and [t.status for t in other.tasks] == [S.PLANNED, S.PLANNED]
+        assert await task_store.settle_conversation(unique("conv")) == []
+
+    async def test_boards_are_isolated(self, task_store: TaskStore) -> None:
+        conv, agent, [first, _] = await self.board(task_store)
+        other_agent = unique("agent")
+        await task_store.create_task_list(conv, other_agent, ["theirs"])
+        await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
+        theirs = await task_store.get_task_list(conv, other_agent)
+        assert theirs is not None and [t.status for t in theirs.tasks] == [S.PLANNED]
+        assert await task_store.get_task_list(unique("conv"), agent) is None
+
+    async def test_racing_workers_cannot_both_claim_a_task(self, task_store: TaskStore) -> None:
+        conv, agent, [first, _] = await self.board(task_store)
+
+        async def claim() -> bool:
+            try:
+                await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
+            except InvalidTransition:
+                return False
+            return True
+
+        wins = await asyncio.gather(*(claim() for _ in range(20)))
+        assert wins.count(True) == 1
+
+    async def test_concurrent_changes_to_different_tasks_all_land(self, task_store: TaskStore) -> None:
+        conv, agent = unique("conv"), unique("agent")
+        board = await task_store.create_task_list(conv, agent, [f"t{i}" for i in range(20)])
+        await asyncio.gather(*(task_store.update_status(conv, agent, t.id, S.IN_PROGRESS) for t in board.tasks))
+        got = await task_store.get_task_list(conv, agent)
+        assert got is not None and all(t.status is S.IN_PROGRESS for t in got.tasks)
+
+    async def test_unicode_titles_round_trip(self, task_store: TaskStore) -> None:
+        conv, agent = "conv 'ü' 🚀", 'agent "漢"'
+        board = await task_store.create_task_list(conv, agent, ["Überprüfen 🚀 'quotes' \"$$\""])
+        assert await task_store.get_task_list(conv, agent) == board

@@ -1,0 +1,122 @@
+"""The suite must catch real bugs: each broken backend fails, and fails in the contract that names its defect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+# Imported here so the in-process runs below share it: pytester forgets modules a run imported, and NumPy
+# (under the in-memory stores) refuses to be imported twice in one process.
+import ravi.agents.storage  # noqa: F401
+
+BROKEN = Path(__file__).with_name("broken.py").read_text()
+
+CASES = [
+    # (broken class, contract, fixture, a test that must fail)
+    (
+        "DropsUnderConcurrency",
+        "HistoryProviderContract",
+        "history",
+        "test_concurrent_writers_all_land_once_in_their_order",
+    ),
+    ("ReversesOrder", "HistoryProviderContract", "history", "test_order_is_kept_across_appends"),
+    ("LeaksAcrossSessions", "HistoryProviderContract", "history", "test_sessions_are_isolated"),
+    ("IgnoresRunId", "HistoryProviderContract", "history", "test_clear_run_removes_exactly_that_run"),
+    ("StoresDuplicates", "HistoryProviderContract", "history", "test_append_is_idempotent_by_message_id"),
+    (
+        "ScoresByDistance",
+        "VectorStoreContract",
+        "vector_store",
+        "test_search_ranks_by_cosine_similarity_higher_is_closer",
+    ),
+    ("ReplacesOnAdd", "VectorStoreContract", "vector_store", "test_add_is_insert_if_absent"),
+    ("ForgetsMemoryTtl", "LongTermMemoryContract", "memory_store", "test_expired_memories_are_never_returned"),
+    ("IgnoresNamespaces", "LongTermMemoryContract", "memory_store", "test_namespaces_are_isolated"),
+    ("LosesConcurrentUpdates", "ShortTermMemoryContract", "state_store", "test_concurrent_updates_lose_no_key"),
+    ("ForgetsBlobTtl", "BlobStoreContract", "blob_store", "test_expired_blobs_are_gone"),
+    ("AcceptsAnyKey", "BlobStoreContract", "blob_store", "test_invalid_keys_are_refused"),
+    (
+        "KeepsRelationshipsOfDeletedEntities",
+        "GraphStoreContract",
+        "graph_store",
+        "test_delete_entity_detaches_its_relationships",
+    ),
+    ("AllowsAnyTransition", "TaskStoreContract", "task_store", "test_illegal_transitions_raise_and_change_nothing"),
+]
+
+
+@pytest.mark.parametrize(("broken", "contract", "fixture", "must_fail"), CASES, ids=[c[0] for c in CASES])
+def test_suite_fails_the_broken_backend(
+    pytester: pytest.Pytester, broken: str, contract: str, fixture: str, must_fail: str
+) -> None:
+    pytester.makepyfile(broken=BROKEN)
+    pytester.makepyfile(
+        test_backend=f"""
+import pytest
+from ravi.conformance import {contract}
+from broken import {broken}
+
+class TestBroken({contract}):
+    @pytest.fixture
+    def {fixture}(self):
+        return {broken}()
+"""
+    )
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-o", "asyncio_mode=strict", "-o", "asyncio_default_fixture_loop_scope=function"
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1, result.stdout.str()
+    failed = {line.split("::")[-1].split(" ")[0].split("[")[0] for line in result.outlines if line.startswith("FAILED")}
+    assert must_fail in failed, f"{must_fail} did not fail; failed: {sorted(failed)}"
+
+
+def test_silent_overrides_are_caught(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_backend="""
+import pytest
+from ravi.agents.context.history import InMemoryHistoryProvider
+from ravi.conformance import HistoryProviderContract
+
+class TestCheating(HistoryProviderContract):
+    @pytest.fixture
+    def history(self):
+        return InMemoryHistoryProvider()
+
+    async def test_clear_run_removes_exactly_that_run(self, history):
+        pass  # "fixed" by deleting the check
+
+    @pytest.mark.xfail(reason="documented limitation: no concurrent writers")
+    async def test_concurrent_writers_all_land_once_in_their_order(self, history):
+        raise AssertionError("not supported")
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "DO_NOT_OVERRIDE or concurrent")
+    result.assert_outcomes(failed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["*overrides contract tests without*test_clear_run_removes_exactly_that_run*"])
+
+
+def test_plugin_runs_the_contract_against_a_registered_backend(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "--ravi-backend",
+        "history=memory",
+        "--ravi-backend",
+        "tasks=memory",
+        "--pyargs",
+        "ravi.conformance.run",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0, result.stdout.str()
+    assert outcomes["passed"] > 30
+    assert outcomes.get("deselected", 0) > 0  # the other kinds are not run
+
+
+def test_plugin_refuses_a_malformed_choice(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--ravi-backend", "histroy=memory", "--pyargs", "ravi.conformance.run"
+    )
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--ravi-backend expects KIND=NAME*"])
