@@ -42,7 +42,7 @@ bench: setup ## Print the performance figures (not tests)
 	@$(BIN)/python benchmarks/run.py
 
 docs: setup ## Build the documentation site strictly into site/
-	@$(BIN)/mkdocs build --strict --quiet
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 lock: $(UV) ## Re-resolve dependencies and rewrite requirements/dev.txt (uv.lock stays local)
 	@$(UV) lock --quiet

@@ -12,6 +12,12 @@ import ravi.agents.storage  # noqa: F401
 
 BROKEN = Path(__file__).with_name("broken.py").read_text()
 
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """Run pytest in-process in the pytester directory, as a third party's project would."""
+    return pytester.runpytest("-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function", *args)
+
+
 CASES = [
     # (broken class, contract, fixture, a test that must fail)
     (
@@ -92,7 +98,7 @@ class TestCheating(HistoryProviderContract):
         raise AssertionError("not supported")
 """
     )
-    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "DO_NOT_OVERRIDE or concurrent")
+    result = run(pytester, "-k", "DO_NOT_OVERRIDE or concurrent")
     result.assert_outcomes(failed=1, xfailed=1)
     result.stdout.fnmatch_lines(["*overrides contract tests without*test_clear_run_removes_exactly_that_run*"])
 

@@ -18,8 +18,10 @@ Matrix = npt.NDArray[np.float32]
 @dataclass
 class _Collection:
     dimension: int
-    vectors: Matrix  # unit rows, first ``size`` of them in use
-    raw: Matrix  # the embeddings as given (float32), for ``get``
+    # Unit vectors as the columns of a (dimension x capacity) matrix: a search reads it once, and this layout
+    # makes NumPy's matrix-vector product measurably faster than the row-major one (it is memory-bound).
+    vectors: Matrix
+    raw: Matrix  # the embeddings as given (float32, one per row), for ``get``
     docs: list[Document] = field(default_factory=list)  # stored without embeddings
     rows: dict[str, int] = field(default_factory=dict)
 
@@ -29,13 +31,14 @@ class _Collection:
 
     def reserve(self, extra: int) -> None:
         need = self.size + extra
-        if need <= len(self.vectors):
+        if need <= len(self.raw):
             return
-        capacity = max(need, 2 * len(self.vectors), 64)
-        for name in ("vectors", "raw"):
-            grown = np.zeros((capacity, self.dimension), dtype=np.float32)
-            grown[: self.size] = getattr(self, name)[: self.size]
-            setattr(self, name, grown)
+        capacity = max(need, 2 * len(self.raw), 64)
+        raw = np.zeros((capacity, self.dimension), dtype=np.float32)
+        raw[: self.size] = self.raw[: self.size]
+        vectors = np.zeros((self.dimension, capacity), dtype=np.float32)
+        vectors[:, : self.size] = self.vectors[:, : self.size]
+        self.raw, self.vectors = raw, vectors
 
 
 def _validate_filter(filter: Filter | None) -> None:  # noqa: A002
@@ -102,7 +105,7 @@ class InMemoryVectorStore:
             )
         if col is None:
             dim = matrix.shape[1]
-            col = _Collection(dim, np.zeros((0, dim), np.float32), np.zeros((0, dim), np.float32))
+            col = _Collection(dim, np.zeros((dim, 0), np.float32), np.zeros((0, dim), np.float32))
             self._collections[collection] = col
         col.reserve(len(documents))
         unit = matrix / norms[:, None]
@@ -117,7 +120,7 @@ class InMemoryVectorStore:
                 col.docs.append(stored)
             else:
                 col.docs[row] = stored
-            col.vectors[row] = unit[i]
+            col.vectors[:, row] = unit[i]
             col.raw[row] = matrix[i]
         return [d.id for d in documents]
 
@@ -129,9 +132,8 @@ class InMemoryVectorStore:
         """Insert or replace documents by id."""
         return await self._write(documents, collection, replace=True)
 
-    def _full(self, col: _Collection, row: int, score: float | None = None) -> Document:
-        embedding = tuple(float(x) for x in col.raw[row])
-        return col.docs[row].model_copy(update={"embedding": embedding})
+    def _full(self, col: _Collection, row: int) -> Document:
+        return col.docs[row].model_copy(update={"embedding": tuple(col.raw[row].tolist())})
 
     async def search(
         self,
@@ -158,7 +160,7 @@ class InMemoryVectorStore:
         norm = float(np.linalg.norm(query))
         if norm == 0 or not np.isfinite(norm):
             raise InvalidArgument("the query vector must be non-zero and finite")
-        scores = col.vectors[: col.size] @ (query / norm)
+        scores = (query / norm) @ col.vectors[:, : col.size]
         if filter:
             mask = np.fromiter((matches(d.metadata, filter) for d in col.docs), dtype=bool, count=col.size)
             candidates = np.flatnonzero(mask)
@@ -198,7 +200,7 @@ class InMemoryVectorStore:
             if row != last:  # move the last row into the hole
                 moved = col.docs[last]
                 col.docs[row] = moved
-                col.vectors[row] = col.vectors[last]
+                col.vectors[:, row] = col.vectors[:, last]
                 col.raw[row] = col.raw[last]
                 col.rows[moved.id] = row
             col.docs.pop()

@@ -1,0 +1,40 @@
+"""Run the benchmarks and print their figures: ``make bench`` (or ``python benchmarks/run.py [NAME ...]``).
+
+These are measurements, not tests: they print what this machine does and whether each issue's target is met.
+"""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _table import console
+
+BENCHMARKS = {
+    "assembly": "Context assembly vs trim_messages (issue 3)",
+    "stores": "In-memory vector search and graph neighbourhoods (issue 4)",
+}
+
+
+def main(argv: list[str]) -> int:
+    chosen = argv or list(BENCHMARKS)
+    unknown = [name for name in chosen if name not in BENCHMARKS]
+    if unknown:
+        console.print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        return 2
+    console.print(
+        f"[bold]Ravi benchmarks[/] on {platform.machine()}, Python {platform.python_version()}, "
+        f"{platform.processor() or 'unknown CPU'}\n"
+    )
+    for name in chosen:
+        console.rule(BENCHMARKS[name])
+        importlib.import_module(name).main()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
