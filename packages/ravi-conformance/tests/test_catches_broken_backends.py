@@ -69,9 +69,7 @@ class TestBroken({contract}):
         return {broken}()
 """
     )
-    result = pytester.runpytest(
-        "-p", "no:cacheprovider", "-o", "asyncio_mode=strict", "-o", "asyncio_default_fixture_loop_scope=function"
-    )
+    result = run(pytester, "-o", "asyncio_mode=strict")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1, result.stdout.str()
     failed = {line.split("::")[-1].split(" ")[0].split("[")[0] for line in result.outlines if line.startswith("FAILED")}
@@ -104,9 +102,8 @@ class TestCheating(HistoryProviderContract):
 
 
 def test_plugin_runs_the_contract_against_a_registered_backend(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest(
-        "-p",
-        "no:cacheprovider",
+    result = run(
+        pytester,
         "--ravi-backend",
         "history=memory",
         "--ravi-backend",
@@ -121,8 +118,6 @@ def test_plugin_runs_the_contract_against_a_registered_backend(pytester: pytest.
 
 
 def test_plugin_refuses_a_malformed_choice(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest(
-        "-p", "no:cacheprovider", "--ravi-backend", "histroy=memory", "--pyargs", "ravi.conformance.run"
-    )
+    result = run(pytester, "--ravi-backend", "histroy=memory", "--pyargs", "ravi.conformance.run")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*--ravi-backend expects KIND=NAME*"])
