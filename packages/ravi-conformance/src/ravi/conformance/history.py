@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -202,15 +203,15 @@ class HistoryProviderContract(ContractBase):
     async def test_bad_input_raises_typed_errors_and_loses_nothing(self, history: HistoryProvider) -> None:
         a, s = unique("agent"), unique("session")
         await history.append(a, ChatMessage.user("kept"), session_id=s)
-        bad_calls: list[Any] = [
-            history.get_messages(a, session_id=s, limit=-1),
-            history.get_messages(a, session_id=s, offset=-3),
-            history.append(a, {"role": "user", "content": "a dict"}, session_id=s),  # type: ignore[arg-type]
-            history.append("", ChatMessage.user("no agent"), session_id=s),
+        bad_calls: list[Callable[[], Awaitable[Any]]] = [
+            lambda: history.get_messages(a, session_id=s, limit=-1),
+            lambda: history.get_messages(a, session_id=s, offset=-3),
+            lambda: history.append(a, {"role": "user", "content": "a dict"}, session_id=s),  # type: ignore[arg-type]
+            lambda: history.append("", ChatMessage.user("no agent"), session_id=s),
         ]
         for call in bad_calls:
             with pytest.raises(InvalidArgument):
-                await call
+                await call()
         assert texts(await history.get_messages(a, session_id=s)) == ["kept"]
 
     async def test_append_many_is_all_or_nothing(self, history: HistoryProvider) -> None:
