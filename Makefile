@@ -32,7 +32,7 @@ test: setup ## Run every test: unit, property-based, conformance, integration (s
 lint: setup ## ruff, mypy (strict for ravi-kernel) and the import-linter layer contracts
 	@$(BIN)/ruff check .
 	@$(BIN)/ruff format --check .
-	@$(BIN)/mypy packages/ravi-kernel/src packages/ravi-agents/src packages/ravi-conformance/src
+	@$(BIN)/mypy $(wildcard packages/*/src)
 	@$(BIN)/lint-imports
 
 format: setup ## Apply ruff's fixes and formatting

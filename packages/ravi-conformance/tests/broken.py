@@ -88,7 +88,7 @@ class ScoresByDistance(InMemoryVectorStore):
         *,
         collection: str,
         limit: int = 10,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        filter: Mapping[str, Any] | None = None,
     ) -> list[SearchResult]:
         hits = await super().search(query_embedding, collection=collection, limit=limit, filter=filter)
         return [h.model_copy(update={"score": 1.0 - h.score}) for h in hits]

@@ -198,7 +198,7 @@ class VectorStore(Protocol):
         *,
         collection: str,
         limit: int = 10,
-        filter: Filter | None = None,  # noqa: A002 - the design's name
+        filter: Filter | None = None,
     ) -> list[SearchResult]:
         """The ``limit`` documents most similar to ``query_embedding``, best first, matching ``filter``."""
         ...
@@ -562,7 +562,7 @@ def check_blob_key(key: object) -> str:
     return key
 
 
-def matches(metadata: Mapping[str, JSON], filter: Filter | None) -> bool:  # noqa: A002
+def matches(metadata: Mapping[str, JSON], filter: Filter | None) -> bool:
     """Whether ``metadata`` satisfies ``filter``: each key equal to the value, or to one of a list's values."""
     if not filter:
         return True

@@ -41,7 +41,7 @@ class _Collection:
         self.raw, self.vectors = raw, vectors
 
 
-def _validate_filter(filter: Filter | None) -> None:  # noqa: A002
+def _validate_filter(filter: Filter | None) -> None:
     if filter is not None and not hasattr(filter, "items"):
         raise InvalidArgument(f"filter must be a mapping of metadata keys to values, got {type(filter).__name__}")
 
@@ -141,7 +141,7 @@ class InMemoryVectorStore:
         *,
         collection: str,
         limit: int = 10,
-        filter: Filter | None = None,  # noqa: A002
+        filter: Filter | None = None,
     ) -> list[SearchResult]:
         """The ``limit`` most similar documents, best first (ties by id), among those matching ``filter``."""
         self._check_collection(collection)

@@ -1,7 +1,20 @@
-"""PostgreSQL backends for Ravi: durable history, session state, pgvector search, long-term memory, task boards.
+"""PostgreSQL backends for Ravi, registered under the name ``postgres``.
 
-Not implemented yet: this package registers no backend, so ``load_backend(..., "postgres")`` says so clearly.
-Planned: PostgresHistoryProvider, PostgresMemoryStore, PgVectorStore, PgTaskStore.
+* :class:`PostgresHistoryProvider` (``history``): durable, ordered, idempotent conversation history.
+* :class:`PostgresMemoryStore` (``state``): session state as jsonb, merged atomically.
+* :class:`PgVectorStore` (``vector``): documents searched with pgvector's HNSW index.
+* :class:`PgLongTermMemory` (``longterm``): an agent's memories, found again by similarity, with TTL.
+* :class:`PgTaskStore` (``tasks``): task boards with the kernel's lifecycle under row locks.
+* :class:`~ravi.capabilities.postgres.local.LocalPostgres`: a throwaway server from the ``[local]`` extra.
+
+Every store takes a ``dsn``, a ``schema`` (default ``ravi``), a ``table_prefix`` and pool sizes, creates and
+migrates its tables on first use, and raises only the kernel's typed errors.
 """
 
-__all__: list[str] = []
+from ravi.capabilities.postgres.history import PostgresHistoryProvider
+from ravi.capabilities.postgres.longterm import PgLongTermMemory
+from ravi.capabilities.postgres.state import PostgresMemoryStore
+from ravi.capabilities.postgres.tasks import PgTaskStore
+from ravi.capabilities.postgres.vector import PgVectorStore
+
+__all__ = ["PgLongTermMemory", "PgTaskStore", "PgVectorStore", "PostgresHistoryProvider", "PostgresMemoryStore"]

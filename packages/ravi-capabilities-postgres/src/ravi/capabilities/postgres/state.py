@@ -1,0 +1,97 @@
+"""``PostgresMemoryStore``: session state (``ShortTermMemory``) as jsonb on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ravi.agents.context.history import check_scope
+from ravi.agents.storage.state import json_copy
+from ravi.capabilities.postgres._db import Database, Migration
+
+MIGRATIONS = [
+    Migration(
+        1,
+        "session state",
+        """
+CREATE TABLE {schema}."{prefix}session_state" (
+    session_id text PRIMARY KEY,
+    state      jsonb NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+""",
+    ),
+]
+
+
+class PostgresMemoryStore:
+    """One jsonb object per session. ``update_state`` merges top-level keys in a single atomic statement
+    (``state || updates``), so concurrent updaters never lose each other's keys.
+
+    Args: as :class:`~ravi.capabilities.postgres.PostgresHistoryProvider` (``dsn``, ``schema``,
+    ``table_prefix``, pool sizes).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "ravi",
+        table_prefix: str = "",
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 30.0,
+    ) -> None:
+        self.db = Database(
+            dsn,
+            schema=schema,
+            table_prefix=table_prefix,
+            min_size=min_size,
+            max_size=max_size,
+            command_timeout=command_timeout,
+        )
+        self.db.add_migrations("state", MIGRATIONS)
+        self._table = self.db.table("session_state")
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.db.close()
+
+    async def get_state(self, session_id: str) -> dict[str, Any]:
+        """The session's state; ``{}`` when none was set."""
+        check_scope(session_id=session_id)
+        raw = await self.db.fetchval(f"SELECT state::text FROM {self._table} WHERE session_id = $1", session_id)
+        return {} if raw is None else dict(json.loads(raw))
+
+    async def set_state(self, session_id: str, state: Mapping[str, Any]) -> None:
+        """Replace the session's state."""
+        check_scope(session_id=session_id)
+        body = json.dumps(json_copy(state))
+        await self.db.execute(
+            f"INSERT INTO {self._table} (session_id, state) VALUES ($1, $2::jsonb) "
+            "ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, updated_at = now()",
+            session_id,
+            body,
+        )
+
+    async def update_state(self, session_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``updates`` into the top level of the state atomically; returns the merged state."""
+        check_scope(session_id=session_id)
+        body = json.dumps(json_copy(updates, "updates"))
+        raw = await self.db.fetchval(
+            f"INSERT INTO {self._table} AS t (session_id, state) VALUES ($1, $2::jsonb) "
+            "ON CONFLICT (session_id) DO UPDATE SET state = t.state || EXCLUDED.state, updated_at = now() "
+            "RETURNING state::text",
+            session_id,
+            body,
+        )
+        return dict(json.loads(raw))
+
+    async def clear(self, session_id: str) -> None:
+        """Forget the session's state."""
+        check_scope(session_id=session_id)
+        await self.db.execute(f"DELETE FROM {self._table} WHERE session_id = $1", session_id)
+
+
+__all__ = ["PostgresMemoryStore"]

@@ -1,0 +1,255 @@
+"""``PgTaskStore``: task boards in PostgreSQL, changed under row locks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+import asyncpg
+
+from ravi.agents.context.history import check_scope
+from ravi.capabilities.postgres._db import Database, Migration
+from ravi.kernel.errors import InvalidArgument, NotFound
+from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
+
+MIGRATIONS = [
+    Migration(
+        1,
+        "task boards",
+        """
+CREATE TABLE {schema}."{prefix}tasks" (
+    conversation_id text NOT NULL,
+    agent_id        text NOT NULL,
+    position        int  NOT NULL,
+    id              text NOT NULL,
+    title           text NOT NULL,
+    description     text NOT NULL,
+    status          text NOT NULL,
+    retries         int  NOT NULL,
+    max_retries     int  NOT NULL,
+    result          text,
+    metadata        jsonb NOT NULL,
+    updated_at      timestamptz NOT NULL,
+    PRIMARY KEY (conversation_id, agent_id, id),
+    UNIQUE (conversation_id, agent_id, position)
+);
+CREATE TABLE {schema}."{prefix}task_boards" (
+    conversation_id text NOT NULL,
+    agent_id        text NOT NULL,
+    PRIMARY KEY (conversation_id, agent_id)
+);
+""",
+    ),
+]
+
+_COLUMNS = "id, title, description, status, retries, max_retries, result, metadata::text AS metadata, updated_at"
+
+
+def _task(row: asyncpg.Record) -> Task:
+    return Task(
+        id=row["id"],
+        title=row["title"],
+        description=row["description"],
+        status=TaskStatus(row["status"]),
+        retries=row["retries"],
+        max_retries=row["max_retries"],
+        result=row["result"],
+        metadata=json.loads(row["metadata"]),
+        updated_at=row["updated_at"],
+    )
+
+
+class PgTaskStore:
+    """The ``TaskStore`` contract on PostgreSQL.
+
+    Every change reads the task with ``SELECT ... FOR UPDATE`` inside a transaction and applies the kernel's
+    lifecycle (:class:`~ravi.kernel.storage.TaskStatus`) before writing, so two workers racing on one task
+    cannot both move it: the second waits, then sees the first one's move.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "ravi",
+        table_prefix: str = "",
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 30.0,
+    ) -> None:
+        self.db = Database(
+            dsn,
+            schema=schema,
+            table_prefix=table_prefix,
+            min_size=min_size,
+            max_size=max_size,
+            command_timeout=command_timeout,
+        )
+        self.db.add_migrations("tasks", MIGRATIONS)
+        self._tasks = self.db.table("tasks")
+        self._boards = self.db.table("task_boards")
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.db.close()
+
+    async def _insert(
+        self, connection: asyncpg.Connection, conversation_id: str, agent_id: str, start: int, tasks: Sequence[Task]
+    ) -> None:
+        if len({t.id for t in tasks}) != len(tasks):
+            raise InvalidArgument("task ids on one board must be unique")
+        await connection.executemany(
+            f"INSERT INTO {self._tasks} (conversation_id, agent_id, position, id, title, description, status, "
+            "retries, max_retries, result, metadata, updated_at) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12)",
+            [
+                (
+                    conversation_id,
+                    agent_id,
+                    start + i,
+                    t.id,
+                    t.title,
+                    t.description,
+                    t.status.value,
+                    t.retries,
+                    t.max_retries,
+                    t.result,
+                    json.dumps(dict(t.metadata)),
+                    t.updated_at,
+                )
+                for i, t in enumerate(tasks)
+            ],
+        )
+
+    async def _board(self, connection: asyncpg.Connection, conversation_id: str, agent_id: str) -> TaskList | None:
+        exists = await connection.fetchval(
+            f"SELECT true FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2", conversation_id, agent_id
+        )
+        if not exists:
+            return None
+        rows = await connection.fetch(
+            f"SELECT {_COLUMNS} FROM {self._tasks} WHERE conversation_id = $1 AND agent_id = $2 ORDER BY position",
+            conversation_id,
+            agent_id,
+        )
+        return TaskList(conversation_id=conversation_id, agent_id=agent_id, tasks=tuple(_task(r) for r in rows))
+
+    async def create_task_list(self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]) -> TaskList:
+        """Start a board (replacing any existing one)."""
+        check_scope(conversation_id=conversation_id, agent_id=agent_id)
+        new = as_tasks(tasks)
+        async with self.db.connection() as connection, connection.transaction():
+            await connection.execute(
+                f"INSERT INTO {self._boards} VALUES ($1, $2) ON CONFLICT DO NOTHING", conversation_id, agent_id
+            )
+            await connection.execute(
+                f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR UPDATE",
+                conversation_id,
+                agent_id,
+            )
+            await connection.execute(
+                f"DELETE FROM {self._tasks} WHERE conversation_id = $1 AND agent_id = $2", conversation_id, agent_id
+            )
+            await self._insert(connection, conversation_id, agent_id, 0, new)
+            board = await self._board(connection, conversation_id, agent_id)
+        assert board is not None
+        return board
+
+    async def get_task_list(self, conversation_id: str, agent_id: str) -> TaskList | None:
+        """The board, or ``None``."""
+        check_scope(conversation_id=conversation_id, agent_id=agent_id)
+        async with self.db.connection() as connection, connection.transaction(isolation="repeatable_read"):
+            return await self._board(connection, conversation_id, agent_id)
+
+    async def add_tasks(self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]) -> TaskList:
+        """Append tasks to the board (created if missing)."""
+        check_scope(conversation_id=conversation_id, agent_id=agent_id)
+        new = as_tasks(tasks)
+        async with self.db.connection() as connection, connection.transaction():
+            await connection.execute(
+                f"INSERT INTO {self._boards} VALUES ($1, $2) ON CONFLICT DO NOTHING", conversation_id, agent_id
+            )
+            await connection.execute(
+                f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR UPDATE",
+                conversation_id,
+                agent_id,
+            )
+            existing = await connection.fetch(
+                f"SELECT id, position FROM {self._tasks} WHERE conversation_id = $1 AND agent_id = $2",
+                conversation_id,
+                agent_id,
+            )
+            if {r["id"] for r in existing} & {t.id for t in new}:
+                raise InvalidArgument("task ids on one board must be unique")
+            start = max((r["position"] for r in existing), default=-1) + 1
+            await self._insert(connection, conversation_id, agent_id, start, new)
+            board = await self._board(connection, conversation_id, agent_id)
+        assert board is not None
+        return board
+
+    async def _change(self, conversation_id: str, agent_id: str, task_id: str, how: Callable[[Task], Task]) -> Task:
+        check_scope(conversation_id=conversation_id, agent_id=agent_id, task_id=task_id)
+        async with self.db.connection() as connection, connection.transaction():
+            row = await connection.fetchrow(
+                f"SELECT {_COLUMNS} FROM {self._tasks} WHERE conversation_id = $1 AND agent_id = $2 AND id = $3 "
+                "FOR UPDATE",
+                conversation_id,
+                agent_id,
+                task_id,
+            )
+            if row is None:
+                raise NotFound(f"no task {task_id!r} on the board of ({conversation_id!r}, {agent_id!r})")
+            changed = how(_task(row))
+            await connection.execute(
+                f"UPDATE {self._tasks} SET status = $4, retries = $5, result = $6, updated_at = $7 "
+                "WHERE conversation_id = $1 AND agent_id = $2 AND id = $3",
+                conversation_id,
+                agent_id,
+                task_id,
+                changed.status.value,
+                changed.retries,
+                changed.result,
+                changed.updated_at,
+            )
+        return changed
+
+    async def update_status(
+        self, conversation_id: str, agent_id: str, task_id: str, status: TaskStatus, *, result: str | None = None
+    ) -> Task:
+        """Move a task along its lifecycle."""
+        target = TaskStatus(status)
+        return await self._change(conversation_id, agent_id, task_id, lambda t: t.moved_to(target, result=result))
+
+    async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
+        """Retry a failed task (``abandoned`` once it reaches ``max_retries``)."""
+        return await self._change(conversation_id, agent_id, task_id, Task.retried)
+
+    async def force_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
+        """Human override: plan the task again with its retry count reset."""
+        return await self._change(conversation_id, agent_id, task_id, Task.force_retried)
+
+    async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
+        """Abandon every task of the conversation that is not final; returns its boards, by agent id."""
+        check_scope(conversation_id=conversation_id)
+        final = [s.value for s in TaskStatus if s.is_final]
+        async with self.db.connection() as connection, connection.transaction():
+            agents = [
+                r["agent_id"]
+                for r in await connection.fetch(
+                    f'SELECT agent_id FROM {self._boards} WHERE conversation_id = $1 ORDER BY agent_id COLLATE "C" '
+                    "FOR UPDATE",
+                    conversation_id,
+                )
+            ]
+            await connection.execute(
+                f"UPDATE {self._tasks} SET status = $2, updated_at = now() "
+                "WHERE conversation_id = $1 AND NOT (status = ANY($3::text[]))",
+                conversation_id,
+                TaskStatus.ABANDONED.value,
+                final,
+            )
+            boards = [await self._board(connection, conversation_id, a) for a in agents]
+        return [b for b in boards if b is not None]
+
+
+__all__ = ["PgTaskStore"]

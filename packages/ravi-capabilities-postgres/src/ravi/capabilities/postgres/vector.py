@@ -1,0 +1,299 @@
+"""``PgVectorStore``: documents with embeddings in PostgreSQL, searched with pgvector's HNSW index."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+import numpy as np
+from pgvector.asyncpg import register_vector
+
+from ravi.capabilities.postgres._db import Database, Migration
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.llm import EmbeddingClient
+from ravi.kernel.storage import Document, Filter, SearchResult
+
+MIGRATIONS = [
+    Migration(
+        1,
+        "pgvector and the collection catalogue",
+        """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE {schema}."{prefix}collections" (
+    name       text PRIMARY KEY,
+    table_name text NOT NULL UNIQUE,
+    dimension  int  NOT NULL CHECK (dimension > 0)
+);
+""",
+    ),
+]
+
+
+async def register_vector_codec(connection: asyncpg.Connection) -> None:
+    """Teach a connection pgvector's binary format (a pool ``init`` hook)."""
+    await register_vector(connection)
+
+
+def filter_sql(filter: Filter | None, first: int) -> tuple[str, list[Any]]:
+    """SQL conditions for a metadata filter on the jsonb column ``metadata``, with their parameters.
+
+    Each key must equal its value; a list value means any of its items. Keys and values travel as
+    parameters.
+    """
+    if not filter:
+        return "", []
+    if not isinstance(filter, Mapping):
+        raise InvalidArgument(f"filter must be a mapping of metadata keys to values, got {type(filter).__name__}")
+    clauses, params = [], []
+    n = first
+    for key, wanted in filter.items():
+        if isinstance(wanted, list):
+            clauses.append(f"metadata -> ${n} = ANY(${n + 1}::jsonb[])")
+            params += [str(key), [json.dumps(v) for v in wanted]]
+        else:
+            clauses.append(f"metadata -> ${n} = ${n + 1}::jsonb")
+            params += [str(key), json.dumps(wanted)]
+        n += 2
+    return " AND " + " AND ".join(clauses), params
+
+
+class PgVectorStore:
+    """The ``VectorStore`` contract on PostgreSQL with pgvector.
+
+    Each collection is a table of its own with a ``vector(dimension)`` column and an HNSW index for cosine
+    distance, so collections never mix and each keeps its own dimension. Metadata is jsonb and filters run in
+    SQL (with pgvector's iterative index scans, so a filter does not starve the top ``limit``). Scores are
+    cosine similarities: higher is closer.
+
+    Args:
+        dsn, schema, table_prefix, min_size, max_size: as the other Postgres stores.
+        embedding_client: Embeds documents that come without an embedding.
+        ef_search: HNSW search breadth; higher gives better recall for a little more time.
+        hnsw_m, hnsw_ef_construction: HNSW build parameters of new collections.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "ravi",
+        table_prefix: str = "",
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 60.0,
+        embedding_client: EmbeddingClient | None = None,
+        ef_search: int = 100,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+    ) -> None:
+        self.db = Database(
+            dsn,
+            schema=schema,
+            table_prefix=table_prefix,
+            min_size=min_size,
+            max_size=max_size,
+            command_timeout=command_timeout,
+            init=register_vector_codec,
+        )
+        self.db.add_migrations("vector", MIGRATIONS)
+        self._catalogue = self.db.table("collections")
+        self._embedder = embedding_client
+        self.ef_search = int(ef_search)
+        self._hnsw = (int(hnsw_m), int(hnsw_ef_construction))
+        self._tables: dict[str, tuple[str, int]] = {}
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.db.close()
+
+    @staticmethod
+    def _check_collection(collection: str) -> None:
+        if not isinstance(collection, str) or not collection:
+            raise InvalidArgument("collection must be a non-empty string")
+
+    async def _collection(self, collection: str, *, create_dimension: int | None = None) -> tuple[str, int] | None:
+        self._check_collection(collection)
+        known = self._tables.get(collection)
+        if known is not None:
+            return known
+        row = await self.db.fetchrow(f"SELECT table_name, dimension FROM {self._catalogue} WHERE name = $1", collection)
+        if row is None and create_dimension is not None:
+            digest = hashlib.sha256(collection.encode()).hexdigest()[:24]
+            table = f"{self.db.prefix}vec_{digest}"
+            qualified = f'"{self.db.schema}"."{table}"'
+            m, ef = self._hnsw
+            async with self.db.connection() as connection, connection.transaction():
+                inserted = await connection.fetchval(
+                    f"INSERT INTO {self._catalogue} (name, table_name, dimension) VALUES ($1, $2, $3) "
+                    "ON CONFLICT (name) DO NOTHING RETURNING table_name",
+                    collection,
+                    table,
+                    create_dimension,
+                )
+                if inserted is not None:
+                    await connection.execute(
+                        f"CREATE TABLE {qualified} (id text PRIMARY KEY, content text NOT NULL, "
+                        f"metadata jsonb NOT NULL, embedding vector({create_dimension}) NOT NULL)"
+                    )
+                    await connection.execute(
+                        f'CREATE INDEX "{table}_hnsw" ON {qualified} USING hnsw (embedding vector_cosine_ops) '
+                        f"WITH (m = {m}, ef_construction = {ef})"
+                    )
+            row = await self.db.fetchrow(
+                f"SELECT table_name, dimension FROM {self._catalogue} WHERE name = $1", collection
+            )
+        if row is None:
+            return None
+        found = (f'"{self.db.schema}"."{row["table_name"]}"', int(row["dimension"]))
+        self._tables[collection] = found
+        return found
+
+    async def _vectors(self, documents: Sequence[Document]) -> list[np.ndarray]:
+        missing = [i for i, d in enumerate(documents) if d.embedding is None]
+        if missing and self._embedder is None:
+            raise InvalidArgument(
+                f"document {documents[missing[0]].id!r} has no embedding and the store has no embedding_client",
+                hint="pass embedding=... or build the store with embedding_client=...",
+            )
+        made: dict[int, list[float]] = {}
+        if missing:
+            assert self._embedder is not None
+            made = dict(zip(missing, await self._embedder.embed([documents[i].content for i in missing]), strict=True))
+        vectors = []
+        for i, d in enumerate(documents):
+            v = np.asarray(d.embedding if d.embedding is not None else made[i], dtype=np.float32)
+            if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
+                raise InvalidArgument(f"document {d.id!r}: embeddings must be non-empty, finite numbers")
+            if not np.any(v):
+                raise InvalidArgument(f"document {d.id!r}: a zero vector has no direction")
+            vectors.append(v)
+        if len({v.size for v in vectors}) > 1:
+            raise InvalidArgument("documents of one call must share a dimension")
+        return vectors
+
+    async def _write(self, documents: Sequence[Document], collection: str, *, replace: bool) -> list[str]:
+        self._check_collection(collection)
+        for d in documents:
+            if not isinstance(d, Document):
+                raise InvalidArgument(f"expected Document objects, got {type(d).__name__}")
+        if not documents:
+            return []
+        vectors = await self._vectors(documents)
+        found = await self._collection(collection, create_dimension=vectors[0].size)
+        assert found is not None
+        table, dimension = found
+        if vectors[0].size != dimension:
+            raise InvalidArgument(
+                f"collection {collection!r} holds vectors of dimension {dimension}, got {vectors[0].size}"
+            )
+        conflict = (
+            ("DO UPDATE SET content = EXCLUDED.content, metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding")
+            if replace
+            else "DO NOTHING"
+        )
+        rows = [(d.id, d.content, json.dumps(dict(d.metadata)), v) for d, v in zip(documents, vectors, strict=True)]
+        async with self.db.connection() as connection, connection.transaction():
+            await connection.executemany(
+                f"INSERT INTO {table} (id, content, metadata, embedding) VALUES ($1, $2, $3::jsonb, $4) "
+                f"ON CONFLICT (id) {conflict}",
+                rows,
+            )
+        return [d.id for d in documents]
+
+    async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+        """Insert documents whose id is new to the collection; existing ids are left as they are."""
+        return await self._write(documents, collection, replace=False)
+
+    async def upsert(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+        """Insert or replace documents by id."""
+        return await self._write(documents, collection, replace=True)
+
+    @staticmethod
+    def _document(row: asyncpg.Record) -> Document:
+        return Document(
+            id=row["id"],
+            content=row["content"],
+            metadata=json.loads(row["metadata"]),
+            embedding=tuple(float(x) for x in row["embedding"].to_list()),
+        )
+
+    async def search(
+        self, query_embedding: Sequence[float], *, collection: str, limit: int = 10, filter: Filter | None = None
+    ) -> list[SearchResult]:
+        """The ``limit`` most similar documents, best first, among those matching ``filter``."""
+        self._check_collection(collection)
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        where, params = filter_sql(filter, 3)
+        found = await self._collection(collection)
+        if found is None or limit == 0:
+            return []
+        table, dimension = found
+        query = np.asarray(query_embedding, dtype=np.float32)
+        if query.ndim != 1 or query.size != dimension:
+            raise InvalidArgument(
+                f"collection {collection!r} holds vectors of dimension {dimension}, the query has {query.size}"
+            )
+        if not np.all(np.isfinite(query)) or not np.any(query):
+            raise InvalidArgument("the query vector must be non-zero and finite")
+        async with self.db.connection() as connection, connection.transaction():
+            await connection.execute(f"SET LOCAL hnsw.ef_search = {self.ef_search}")
+            if where:
+                await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            rows = await connection.fetch(
+                f"SELECT id, content, metadata::text AS metadata, embedding, embedding <=> $1 AS distance "
+                f"FROM {table} WHERE true{where} ORDER BY embedding <=> $1 LIMIT $2",
+                query,
+                limit,
+                *params,
+            )
+        return [
+            SearchResult(document=self._document(r), score=max(-1.0, min(1.0, 1.0 - float(r["distance"]))))
+            for r in rows
+            if not math.isnan(float(r["distance"]))
+        ]
+
+    async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
+        """The documents with these ids that exist, in the order asked."""
+        found = await self._collection(collection)
+        if found is None or not ids:
+            return []
+        rows = await self.db.fetch(
+            f"SELECT id, content, metadata::text AS metadata, embedding FROM {found[0]} WHERE id = ANY($1::text[])",
+            list(ids),
+        )
+        by_id = {r["id"]: self._document(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def delete(self, ids: Sequence[str], *, collection: str) -> int:
+        """Remove documents by id; returns how many existed."""
+        found = await self._collection(collection)
+        if found is None or not ids:
+            return 0
+        status = await self.db.execute(f"DELETE FROM {found[0]} WHERE id = ANY($1::text[])", list(set(ids)))
+        return int(status.split()[-1])
+
+    async def list_collections(self) -> list[str]:
+        """Collection names, sorted."""
+        rows = await self.db.fetch(f'SELECT name FROM {self._catalogue} ORDER BY name COLLATE "C"')
+        return sorted(r["name"] for r in rows)
+
+    async def delete_collection(self, collection: str) -> bool:
+        """Remove a collection and its table; ``False`` if it did not exist."""
+        self._check_collection(collection)
+        self._tables.pop(collection, None)
+        async with self.db.connection() as connection, connection.transaction():
+            table = await connection.fetchval(
+                f"DELETE FROM {self._catalogue} WHERE name = $1 RETURNING table_name", collection
+            )
+            if table is None:
+                return False
+            await connection.execute(f'DROP TABLE IF EXISTS "{self.db.schema}"."{table}"')
+        return True
+
+
+__all__ = ["PgVectorStore", "filter_sql", "register_vector_codec"]

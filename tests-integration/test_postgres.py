@@ -1,0 +1,221 @@
+"""The Postgres backends against a real PostgreSQL server with pgvector: every contract, plus what only a
+server can show (restarts, concurrent migrations, hostile strings, one-round-trip appends)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from servers import Server
+
+from ravi.capabilities.postgres import (
+    PgLongTermMemory,
+    PgTaskStore,
+    PgVectorStore,
+    PostgresHistoryProvider,
+    PostgresMemoryStore,
+)
+from ravi.conformance import (
+    HistoryProviderContract,
+    LongTermMemoryContract,
+    ShortTermMemoryContract,
+    TaskStoreContract,
+    VectorStoreContract,
+)
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.registry import load_backend
+
+
+async def closing(store: Any) -> AsyncIterator[Any]:
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+class TestPostgresHistory(HistoryProviderContract):
+    @pytest_asyncio.fixture
+    async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+class TestPostgresHistoryUncached(HistoryProviderContract):
+    """The same contract with the read cache off: every read goes to the server."""
+
+    @pytest_asyncio.fixture
+    async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(
+            PostgresHistoryProvider(postgres_server.address, schema=pg_schema, cache_sessions=0)
+        ):
+            yield store
+
+
+class TestPostgresState(ShortTermMemoryContract):
+    @pytest_asyncio.fixture
+    async def state_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresMemoryStore]:
+        async for store in closing(PostgresMemoryStore(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+class TestPgVector(VectorStoreContract):
+    @pytest_asyncio.fixture
+    async def vector_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgVectorStore]:
+        async for store in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+class TestPgLongTermMemory(LongTermMemoryContract):
+    @pytest_asyncio.fixture
+    async def memory_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgLongTermMemory]:
+        async for store in closing(PgLongTermMemory(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+class TestPgTasks(TaskStoreContract):
+    @pytest_asyncio.fixture
+    async def task_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgTaskStore]:
+        async for store in closing(PgTaskStore(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+async def test_two_providers_share_one_session(postgres_server: Server, pg_schema: str) -> None:
+    """Two processes' worth of providers on one session: each sees the other's appends and clears."""
+    a = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    b = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    try:
+        await a.append("agent", ChatMessage.user("from a"), session_id="s")
+        assert [m.text for m in await b.get_messages("agent", session_id="s")] == ["from a"]
+        await b.append("agent", ChatMessage.user("from b"), session_id="s", run_id="r")
+        assert [m.text for m in await a.get_messages("agent", session_id="s")] == ["from a", "from b"]
+        await b.clear_run("agent", session_id="s", run_id="r")
+        assert [m.text for m in await a.get_messages("agent", session_id="s")] == ["from a"]
+        await b.clear("agent", session_id="s")
+        assert await a.get_messages("agent", session_id="s") == []
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_concurrent_writers_from_separate_pools(postgres_server: Server, pg_schema: str) -> None:
+    providers = [PostgresHistoryProvider(postgres_server.address, schema=pg_schema, max_size=2) for _ in range(5)]
+    try:
+
+        async def writer(i: int) -> None:
+            p = providers[i % 5]
+            for j in range(10):
+                await p.append_many("agent", [ChatMessage.user(f"{i}:{j}")], session_id="s")
+
+        await asyncio.gather(*(writer(i) for i in range(50)))
+        rows = await providers[0].db.fetch(
+            f"SELECT seq FROM {providers[0]._messages} WHERE session_id = 's' ORDER BY seq"
+        )
+        assert [r["seq"] for r in rows] == list(range(500)), "sequence numbers must have no gaps or duplicates"
+        texts = [m.text for m in await providers[1].get_messages("agent", session_id="s")]
+        for i in range(50):
+            assert [t for t in texts if t.startswith(f"{i}:")] == [f"{i}:{j}" for j in range(10)]
+    finally:
+        for p in providers:
+            await p.close()
+
+
+async def test_migrations_are_safe_when_processes_start_together(postgres_server: Server, pg_schema: str) -> None:
+    stores = [PostgresHistoryProvider(postgres_server.address, schema=pg_schema) for _ in range(6)]
+    try:
+        await asyncio.gather(*(s.count_messages("agent", session_id="s") for s in stores))
+        applied = await stores[0].db.fetchval(f'SELECT count(*) FROM "{pg_schema}"."migrations"')
+        assert applied == 1
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_a_restart_surfaces_backend_unavailable_then_recovers(postgres_server: Server, pg_schema: str) -> None:
+    if postgres_server.process is None:
+        pytest.skip(f"the server comes from {postgres_server.origin}; only a harness-started one can be restarted")
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema, cache_sessions=0)
+    try:
+        await history.append("agent", ChatMessage.user("before"), session_id="s")
+        postgres_server.stop()
+        try:
+            with pytest.raises(BackendUnavailable):
+                await history.append("agent", ChatMessage.user("during"), session_id="s")
+            with pytest.raises(BackendUnavailable):
+                await history.get_messages("agent", session_id="s")
+        finally:
+            postgres_server.start()
+        await history.append("agent", ChatMessage.user("after"), session_id="s")
+        assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["before", "after"]
+    finally:
+        await history.close()
+
+
+async def test_unreachable_server_is_backend_unavailable() -> None:
+    history = PostgresHistoryProvider("postgresql://postgres@127.0.0.1:1/postgres")
+    with pytest.raises(BackendUnavailable):
+        await history.count_messages("agent", session_id="s")
+
+
+@pytest.mark.parametrize("value", ["nul\x00inside", "x" * 300_000])
+async def test_hostile_ids_are_stored_exactly_or_refused(postgres_server: Server, pg_schema: str, value: str) -> None:
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    state = PostgresMemoryStore(postgres_server.address, schema=pg_schema)
+    try:
+        await history.append("agent", ChatMessage.user("kept"), session_id="s")
+        for call in (
+            lambda: history.append(value, ChatMessage.user("x"), session_id="s"),
+            lambda: history.append("agent", ChatMessage.user("x"), session_id=value),
+            lambda: history.append("agent", ChatMessage.user("x"), session_id="s", run_id=value),
+        ):
+            try:
+                await call()
+            except InvalidArgument:
+                continue
+        got = [m.text for m in await history.get_messages("agent", session_id="s")]
+        assert got[0] == "kept"
+        try:
+            await state.set_state("s", {"text": value})
+        except InvalidArgument:
+            assert await state.get_state("s") == {}
+        else:
+            assert await state.get_state("s") == {"text": value}
+    finally:
+        await history.close()
+        await state.close()
+
+
+def test_identifiers_are_validated() -> None:
+    with pytest.raises(ConfigurationError, match="schema"):
+        PostgresHistoryProvider("postgresql://localhost/db", schema='x"; DROP TABLE y; --')
+    with pytest.raises(ConfigurationError, match="table_prefix"):
+        PgTaskStore("postgresql://localhost/db", table_prefix="Bad-Prefix")
+    with pytest.raises(ConfigurationError, match="DSN"):
+        PostgresMemoryStore("mysql://localhost/db")
+
+
+async def test_registered_under_postgres(postgres_server: Server, pg_schema: str) -> None:
+    for kind, cls in [
+        ("history", PostgresHistoryProvider),
+        ("state", PostgresMemoryStore),
+        ("vector", PgVectorStore),
+        ("longterm", PgLongTermMemory),
+        ("tasks", PgTaskStore),
+    ]:
+        store = load_backend(kind, "postgres", dsn=postgres_server.address, schema=pg_schema)
+        assert isinstance(store, cls)
+        await store.close()
+
+
+async def test_table_prefixes_let_apps_share_a_schema(postgres_server: Server, pg_schema: str) -> None:
+    one = PostgresHistoryProvider(postgres_server.address, schema=pg_schema, table_prefix="app1_")
+    two = PostgresHistoryProvider(postgres_server.address, schema=pg_schema, table_prefix="app2_")
+    try:
+        await one.append("agent", ChatMessage.user("one"), session_id="s")
+        assert await two.count_messages("agent", session_id="s") == 0
+    finally:
+        await one.close()
+        await two.close()
