@@ -17,6 +17,7 @@ from _table import console
 BENCHMARKS = {
     "assembly": "Context assembly vs trim_messages (issue 3)",
     "stores": "In-memory vector search and graph neighbourhoods (issue 4)",
+    "postgres": "Postgres history and pgvector on a real server (issue 5)",
 }
 
 

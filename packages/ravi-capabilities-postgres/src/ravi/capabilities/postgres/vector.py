@@ -218,7 +218,7 @@ class PgVectorStore:
             id=row["id"],
             content=row["content"],
             metadata=json.loads(row["metadata"]),
-            embedding=tuple(float(x) for x in row["embedding"].to_list()),
+            embedding=tuple(np.asarray(row["embedding"], dtype=np.float32).tolist()),
         )
 
     async def search(
