@@ -18,6 +18,7 @@ BENCHMARKS = {
     "assembly": "Context assembly vs trim_messages (issue 3)",
     "stores": "In-memory vector search and graph neighbourhoods (issue 4)",
     "postgres": "Postgres history and pgvector on a real server (issue 5)",
+    "redis_tier": "Redis history beside langchain-community on a real server (issue 6)",
 }
 
 

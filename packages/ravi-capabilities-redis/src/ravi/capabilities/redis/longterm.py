@@ -1,0 +1,183 @@
+"""``RedisLongTermMemory``: an agent's memories in Redis, expiring by key TTL, searched by similarity."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ravi.agents.context.history import check_scope
+from ravi.agents.storage.embeddings import HashingEmbeddingClient
+from ravi.agents.storage.state import json_copy
+from ravi.capabilities.redis._client import RedisConnection, mapped_errors, part
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.llm import EmbeddingClient
+from ravi.kernel.storage import Memory, ttl_seconds
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisLongTermMemory:
+    """The ``LongTermMemory`` contract on plain Redis.
+
+    Each memory is one key holding its content, metadata and float32 embedding, with the key's own expiry as its
+    TTL; a set per ``(agent_id, namespace)`` indexes them. A search reads the namespace's embeddings and ranks
+    them by cosine similarity in the client (NumPy). That is the right tool up to some ten thousand memories per
+    agent and namespace (a few megabytes moved per search); beyond, use pgvector (``PgLongTermMemory``), whose
+    HNSW index does not read them all.
+
+    A separate class from :class:`RedisSessionStore`: ``LongTermMemory.clear(agent_id, namespace=...)`` and
+    ``ShortTermMemory.clear(session_id)`` share a name with different meanings, so one object cannot be both.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "ravi",
+        embedding_client: EmbeddingClient | None = None,
+        socket_timeout: float = 10.0,
+    ) -> None:
+        self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
+        self._embedder = embedding_client or HashingEmbeddingClient()
+
+    def _index(self, agent_id: str, namespace: str) -> str:
+        return self.redis.key("mem", agent_id, namespace, tail="index")
+
+    def _memory_key(self, agent_id: str, namespace: str, memory_id: str) -> str:
+        return self.redis.key("mem", agent_id, namespace, tail=part(memory_id))
+
+    def _namespaces(self, agent_id: str) -> str:
+        return self.redis.key("memns", agent_id)
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self.redis.close()
+
+    async def save(
+        self,
+        agent_id: str,
+        content: str,
+        *,
+        namespace: str = "default",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Store a memory; returns its id."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        if not isinstance(content, str):
+            raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
+        seconds = ttl_seconds(ttl)
+        meta = json_copy(metadata or {}, "metadata")
+        [vector] = await self._embedder.embed([content])
+        now = datetime.now(UTC)
+        memory_id = uuid.uuid4().hex
+        record = {
+            "content": content,
+            "metadata": meta,
+            "created_at": now.isoformat(),
+            "expires_at": None if seconds is None else (now + timedelta(seconds=seconds)).isoformat(),
+            "embedding": np.asarray(vector, dtype=np.float32).tobytes().hex(),
+        }
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                pipe.set(
+                    self._memory_key(agent_id, namespace, memory_id),
+                    json.dumps(record),
+                    px=None if seconds is None else max(1, int(seconds * 1000)),
+                )
+                pipe.sadd(self._index(agent_id, namespace), memory_id)
+                await pipe.execute()
+            await self.redis.client.sadd(self._namespaces(agent_id), namespace)
+        return memory_id
+
+    def _memory(
+        self, agent_id: str, namespace: str, memory_id: str, record: dict[str, Any], score: float | None = None
+    ) -> Memory:
+        expires = record["expires_at"]
+        return Memory(
+            id=memory_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            content=record["content"],
+            metadata=record["metadata"],
+            created_at=datetime.fromisoformat(record["created_at"]),
+            expires_at=None if expires is None else datetime.fromisoformat(expires),
+            score=score,
+        )
+
+    async def _live(self, agent_id: str, namespace: str) -> list[tuple[str, dict[str, Any]]]:
+        index = self._index(agent_id, namespace)
+        with mapped_errors():
+            ids = sorted(_text(m) for m in await self.redis.client.smembers(index))
+            if not ids:
+                return []
+            raw = await self.redis.client.mget([self._memory_key(agent_id, namespace, i) for i in ids])
+            gone = [i for i, r in zip(ids, raw, strict=True) if r is None]
+            if gone:  # expired keys leave their index entry behind: tidy up
+                await self.redis.client.srem(index, *gone)
+        return [(i, json.loads(r)) for i, r in zip(ids, raw, strict=True) if r is not None]
+
+    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
+        """The closest live memories, best first, each with its cosine ``score``."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        if limit == 0:
+            return []
+        live = await self._live(agent_id, namespace)
+        if not live:
+            return []
+        [vector] = await self._embedder.embed([query])
+        q = np.asarray(vector, dtype=np.float32)
+        q /= float(np.linalg.norm(q)) or 1.0
+        matrix = np.stack([np.frombuffer(bytes.fromhex(r["embedding"]), dtype=np.float32) for _, r in live])
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        scores = (matrix @ q) / norms
+        order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0]))[:limit]
+        return [self._memory(agent_id, namespace, live[i][0], live[i][1], float(scores[i])) for i in order]
+
+    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+        """One live memory by id, or ``None``."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        with mapped_errors():
+            raw = await self.redis.client.get(self._memory_key(agent_id, namespace, memory_id))
+        return None if raw is None else self._memory(agent_id, namespace, memory_id, json.loads(raw))
+
+    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+        """Remove one memory; ``False`` if it was not there (or had expired)."""
+        check_scope(agent_id=agent_id, namespace=namespace)
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                pipe.delete(self._memory_key(agent_id, namespace, memory_id))
+                pipe.srem(self._index(agent_id, namespace), memory_id)
+                deleted, _ = await pipe.execute()
+        return bool(deleted)
+
+    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+        """Remove the agent's memories in ``namespace`` (every namespace when ``None``); returns the live ones."""
+        check_scope(agent_id=agent_id)
+        with mapped_errors():
+            if namespace is None:
+                namespaces = sorted(_text(n) for n in await self.redis.client.smembers(self._namespaces(agent_id)))
+            else:
+                namespaces = [namespace]
+            removed = 0
+            for ns in namespaces:
+                index = self._index(agent_id, ns)
+                ids = [_text(m) for m in await self.redis.client.smembers(index)]
+                if ids:
+                    removed += int(await self.redis.client.delete(*[self._memory_key(agent_id, ns, i) for i in ids]))
+                await self.redis.client.delete(index)
+                await self.redis.client.srem(self._namespaces(agent_id), ns)
+        return removed
+
+
+__all__ = ["RedisLongTermMemory"]

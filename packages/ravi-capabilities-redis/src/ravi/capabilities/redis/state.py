@@ -1,0 +1,84 @@
+"""``RedisSessionStore``: session state (``ShortTermMemory``) as a Redis hash."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from ravi.agents.context.history import check_scope
+from ravi.agents.storage.state import json_copy
+from ravi.capabilities.redis._client import RedisConnection, mapped_errors
+from ravi.kernel.storage import ttl_seconds
+
+
+class RedisSessionStore:
+    """One Redis hash per session: each top-level key a field holding its JSON value.
+
+    ``update_state`` writes the fields and reads the result back in one ``MULTI`` transaction, so concurrent
+    updaters never lose each other's keys. With ``ttl`` a session's state expires after that long without
+    writes.
+    """
+
+    def __init__(
+        self, url: str, *, prefix: str = "ravi", ttl: timedelta | float | None = None, socket_timeout: float = 10.0
+    ) -> None:
+        self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
+        seconds = ttl_seconds(ttl)
+        self._ttl_ms = None if seconds is None else max(1, int(seconds * 1000))
+
+    def _key(self, session_id: str) -> str:
+        return self.redis.key("state", session_id)
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self.redis.close()
+
+    @staticmethod
+    def _decode(raw: Mapping[bytes, bytes]) -> dict[str, Any]:
+        return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+    async def get_state(self, session_id: str) -> dict[str, Any]:
+        """The session's state; ``{}`` when none was set."""
+        check_scope(session_id=session_id)
+        with mapped_errors():
+            return self._decode(await self.redis.client.hgetall(self._key(session_id)))
+
+    async def set_state(self, session_id: str, state: Mapping[str, Any]) -> None:
+        """Replace the session's state."""
+        check_scope(session_id=session_id)
+        fields = {k: json.dumps(v) for k, v in json_copy(state).items()}
+        key = self._key(session_id)
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                pipe.delete(key)
+                if fields:
+                    pipe.hset(key, mapping=fields)  # type: ignore[arg-type]
+                    if self._ttl_ms:
+                        pipe.pexpire(key, self._ttl_ms)
+                await pipe.execute()
+
+    async def update_state(self, session_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``updates`` into the top level of the state atomically; returns the merged state."""
+        check_scope(session_id=session_id)
+        fields = {k: json.dumps(v) for k, v in json_copy(updates, "updates").items()}
+        key = self._key(session_id)
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                if fields:
+                    pipe.hset(key, mapping=fields)  # type: ignore[arg-type]
+                    if self._ttl_ms:
+                        pipe.pexpire(key, self._ttl_ms)
+                pipe.hgetall(key)
+                *_, merged = await pipe.execute()
+        return self._decode(merged)
+
+    async def clear(self, session_id: str) -> None:
+        """Forget the session's state."""
+        check_scope(session_id=session_id)
+        with mapped_errors():
+            await self.redis.client.delete(self._key(session_id))
+
+
+__all__ = ["RedisSessionStore"]

@@ -1,0 +1,174 @@
+"""The Redis backends against a real Redis server: every contract, restarts, TTL, concurrency, and the
+Redis-hot / Postgres-cold hybrid end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from servers import Server
+
+from ravi.agents.context import AgentContext, HybridContext
+from ravi.capabilities.postgres import PostgresHistoryProvider
+from ravi.capabilities.redis import RedisHistoryProvider, RedisLongTermMemory, RedisSessionStore
+from ravi.conformance import HistoryProviderContract, LongTermMemoryContract, ShortTermMemoryContract
+from ravi.conformance._base import eventually
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.registry import load_backend
+
+
+async def closing(store: Any) -> AsyncIterator[Any]:
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+class TestRedisHistory(HistoryProviderContract):
+    @pytest_asyncio.fixture
+    async def history(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+            yield store
+
+
+class TestRedisHistoryUncachedWithTtl(HistoryProviderContract):
+    """The same contract with the read cache off and a (long) session TTL set."""
+
+    @pytest_asyncio.fixture
+    async def history(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(
+            RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=600, cache_sessions=0)
+        ):
+            yield store
+
+
+class TestRedisState(ShortTermMemoryContract):
+    @pytest_asyncio.fixture
+    async def state_store(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisSessionStore]:
+        async for store in closing(RedisSessionStore(redis_server.address, prefix=redis_prefix)):
+            yield store
+
+
+class TestRedisLongTermMemory(LongTermMemoryContract):
+    @pytest_asyncio.fixture
+    async def memory_store(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisLongTermMemory]:
+        async for store in closing(RedisLongTermMemory(redis_server.address, prefix=redis_prefix)):
+            yield store
+
+
+async def test_session_ttl_expires_idle_sessions_and_writes_refresh_it(redis_server: Server, redis_prefix: str) -> None:
+    history = RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=0.5)
+    try:
+        await history.append("agent", ChatMessage.user("one"), session_id="s")
+        start = time.monotonic()
+        while time.monotonic() - start < 0.8:  # keep writing past the TTL: each write refreshes it
+            await history.append("agent", ChatMessage.user("again"), session_id="s")
+            await asyncio.sleep(0.1)
+        assert await history.count_messages("agent", session_id="s") > 1
+
+        async def expired() -> bool:
+            return await history.count_messages("agent", session_id="s") == 0
+
+        await eventually(expired, within=5, what="session expiry")
+        assert await history.get_messages("agent", session_id="s") == []
+    finally:
+        await history.close()
+
+
+async def test_a_restart_surfaces_backend_unavailable_then_recovers_without_duplicates(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    if redis_server.process is None:
+        pytest.skip(f"the server comes from {redis_server.origin}; only a harness-started one can be restarted")
+    history = RedisHistoryProvider(redis_server.address, prefix=redis_prefix, socket_timeout=2)
+    try:
+        first, second = ChatMessage.user("before"), ChatMessage.user("during")
+        await history.append("agent", first, session_id="s")
+        redis_server.stop()
+        try:
+            with pytest.raises(BackendUnavailable):
+                await history.append("agent", second, session_id="s")
+        finally:
+            redis_server.start()
+        # the agent retries both: nothing is stored twice
+        await history.append_many("agent", [first, second], session_id="s")
+        assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["before", "during"]
+    finally:
+        await history.close()
+
+
+async def test_fifty_writers_on_one_session(redis_server: Server, redis_prefix: str) -> None:
+    providers = [RedisHistoryProvider(redis_server.address, prefix=redis_prefix) for _ in range(5)]
+    try:
+
+        async def writer(i: int) -> None:
+            for j in range(10):
+                await providers[i % 5].append("agent", ChatMessage.user(f"{i}:{j}"), session_id="s")
+
+        await asyncio.gather(*(writer(i) for i in range(50)))
+        texts = [m.text for m in await providers[0].get_messages("agent", session_id="s")]
+        assert len(texts) == len(set(texts)) == 500
+        for i in range(50):
+            assert [t for t in texts if t.startswith(f"{i}:")] == [f"{i}:{j}" for j in range(10)]
+    finally:
+        for p in providers:
+            await p.close()
+
+
+async def test_prefixes_keep_apps_apart(redis_server: Server, redis_prefix: str) -> None:
+    one = RedisHistoryProvider(redis_server.address, prefix=redis_prefix + "a")
+    two = RedisHistoryProvider(redis_server.address, prefix=redis_prefix + "b")
+    try:
+        await one.append("agent", ChatMessage.user("one"), session_id="s")
+        assert await two.count_messages("agent", session_id="s") == 0
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def test_unreachable_server_and_bad_configuration() -> None:
+    history = RedisHistoryProvider("redis://127.0.0.1:1/0", socket_timeout=1)
+    with pytest.raises(BackendUnavailable):
+        await history.count_messages("agent", session_id="s")
+    await history.close()
+    with pytest.raises(ConfigurationError):
+        RedisHistoryProvider("http://localhost:6379")
+    with pytest.raises(ConfigurationError):
+        RedisSessionStore("redis://localhost:6379", prefix="bad prefix with spaces")
+
+
+async def test_registered_under_redis(redis_server: Server, redis_prefix: str) -> None:
+    for kind, cls in [
+        ("history", RedisHistoryProvider),
+        ("state", RedisSessionStore),
+        ("longterm", RedisLongTermMemory),
+    ]:
+        store = load_backend(kind, "redis", url=redis_server.address, prefix=redis_prefix)
+        assert isinstance(store, cls)
+        await store.close()
+
+
+async def test_hybrid_context_redis_hot_postgres_cold(
+    redis_server: Server, redis_prefix: str, postgres_server: Server, pg_schema: str
+) -> None:
+    """Writes go to both tiers; the window takes recent turns from Redis and older ones from Postgres."""
+    hot = RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=3600)
+    cold = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    try:
+        context = AgentContext(HybridContext(hot, cold, recent_n=4, max_total=10))
+        turns = [ChatMessage.user(f"turn {i}") for i in range(30)]
+        await context.add_messages("s", turns)
+        assert await hot.count_messages("agent", session_id="s") == 30
+        assert await cold.count_messages("agent", session_id="s") == 30
+        await hot.clear("agent", session_id="s")  # the hot tier expired or was flushed
+        await context.add_messages("s", [ChatMessage.user("turn 30"), ChatMessage.user("turn 31")])
+        window = await context.get_prompt_window("s")
+        assert [m.text for m in window] == [f"turn {i}" for i in range(22, 32)]
+    finally:
+        await hot.close()
+        await cold.close()
