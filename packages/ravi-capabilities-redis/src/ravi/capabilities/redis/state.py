@@ -36,8 +36,8 @@ class RedisSessionStore:
         await self.redis.close()
 
     @staticmethod
-    def _decode(raw: Mapping[bytes, bytes]) -> dict[str, Any]:
-        return {k.decode(): json.loads(v) for k, v in raw.items()}
+    def _decode(raw: Mapping[Any, Any]) -> dict[str, Any]:
+        return {(k.decode() if isinstance(k, bytes) else k): json.loads(v) for k, v in raw.items()}
 
     async def get_state(self, session_id: str) -> dict[str, Any]:
         """The session's state; ``{}`` when none was set."""
