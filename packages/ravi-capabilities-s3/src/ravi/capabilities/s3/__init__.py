@@ -1,7 +1,9 @@
-"""S3 blob store for Ravi: tool outputs and files on AWS S3, MinIO or any S3-compatible store.
+"""S3 blob store for Ravi, registered under the name ``s3``: :class:`S3FileStore`.
 
-Not implemented yet: this package registers no backend, so ``load_backend(..., "s3")`` says so clearly.
-Planned: S3FileStore.
+Runs on AWS S3, MinIO, SeaweedFS or any S3-compatible store; :class:`~ravi.capabilities.s3.local.LocalS3`
+starts a throwaway SeaweedFS from the ``[local]`` extra.
 """
 
-__all__: list[str] = []
+from ravi.capabilities.s3.store import S3FileStore
+
+__all__ = ["S3FileStore"]

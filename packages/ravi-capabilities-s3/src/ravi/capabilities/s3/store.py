@@ -1,0 +1,313 @@
+"""``S3FileStore``: blobs on AWS S3, MinIO, SeaweedFS or any S3-compatible store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, TypeVar
+
+import boto3
+import botocore.exceptions as bce
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+
+from ravi.kernel.errors import (
+    BackendUnavailable,
+    ConfigurationError,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    RaviError,
+)
+from ravi.kernel.storage import Blob, check_blob_key, ttl_seconds
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+EXPIRES_KEY = "ravi-expires-at"
+"""User-metadata key that records a blob's expiry (seconds since the epoch)."""
+TTL_TAG = "ravi-ttl-days"
+"""Object tag that the bucket's lifecycle rules match, so expired objects are also removed by the store."""
+
+_NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
+_DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden"}
+_NO_BUCKET = {"NoSuchBucket"}
+
+
+@contextlib.contextmanager
+def mapped_errors(what: str) -> Iterator[None]:
+    """Turn boto3/botocore errors into the kernel's typed errors."""
+    try:
+        yield
+    except RaviError:
+        raise
+    except bce.ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if code in _NOT_FOUND:
+            raise NotFound(f"{what}: not found") from error
+        if code in _DENIED:
+            raise PermissionDenied(f"{what}: the store refused the credentials or the request ({code})") from error
+        if code in _NO_BUCKET:
+            raise ConfigurationError(
+                f"{what}: the bucket does not exist", hint="create it, or pass create_bucket=True"
+            ) from error
+        raise RaviError(f"{what}: S3 error {code}: {error}") from error
+    except (
+        bce.EndpointConnectionError,
+        bce.ConnectionClosedError,
+        bce.ReadTimeoutError,
+        bce.ConnectTimeoutError,
+        bce.ConnectionError,
+        ConnectionError,
+        TimeoutError,
+    ) as error:
+        raise BackendUnavailable(f"{what}: the S3 endpoint is unreachable: {error}") from error
+    except bce.NoCredentialsError as error:
+        raise ConfigurationError(
+            f"{what}: no S3 credentials found",
+            hint="pass access_key and secret_key, or configure the AWS credential chain",
+        ) from error
+    except bce.BotoCoreError as error:
+        raise RaviError(f"{what}: {error}") from error
+
+
+class S3FileStore:
+    """The ``BlobStore`` contract on S3.
+
+    boto3 underneath: one client, reused, its blocking calls run in a worker thread so the event loop never
+    waits on the network. Blobs larger than ``multipart_threshold`` go up in multipart uploads.
+
+    A blob uploaded with a ``ttl`` records its expiry in its metadata: it is never returned after that time
+    (whatever the store's clock says). Where the store supports bucket lifecycle rules, the object is also tagged
+    so a rule removes it once the whole days have passed.
+
+    Args:
+        bucket: The bucket; created on :meth:`connect` when ``create_bucket`` is true, else it must exist.
+        endpoint_url: For MinIO, SeaweedFS and other compatible stores (``None`` for AWS).
+        region: The region name.
+        access_key, secret_key: Credentials (``None`` uses boto3's usual credential chain).
+        addressing_style: ``"path"``, ``"virtual"`` or ``"auto"``.
+        key_prefix: Prepended to every key (``"app1/"``).
+        multipart_threshold: Bytes above which uploads are multipart.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        endpoint_url: str | None = None,
+        region: str = "us-east-1",
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        addressing_style: str = "auto",
+        key_prefix: str = "",
+        create_bucket: bool = False,
+        multipart_threshold: int = 8 * 1024 * 1024,
+        timeout: float = 30.0,
+        lifecycle_rules: bool = True,
+    ) -> None:
+        if not isinstance(bucket, str) or not bucket:
+            raise ConfigurationError("bucket must be a non-empty string")
+        if addressing_style not in ("path", "virtual", "auto"):
+            raise ConfigurationError(f"addressing_style must be path, virtual or auto, got {addressing_style!r}")
+        self.bucket = bucket
+        self.key_prefix = key_prefix
+        self.create_bucket = create_bucket
+        self._lifecycle = lifecycle_rules
+        self._rules: set[int] = set()
+        self._transfer = TransferConfig(
+            multipart_threshold=multipart_threshold, multipart_chunksize=max(5 * 1024 * 1024, multipart_threshold)
+        )
+        self._client_options: dict[str, Any] = {
+            "endpoint_url": endpoint_url,
+            "region_name": region,
+            "aws_access_key_id": access_key,
+            "aws_secret_access_key": secret_key,
+            "config": Config(
+                signature_version="s3v4",
+                s3={"addressing_style": addressing_style},
+                connect_timeout=timeout,
+                read_timeout=timeout,
+                retries={"max_attempts": 2},
+            ),
+        }
+        self._client: Any = None
+
+    async def __aenter__(self) -> S3FileStore:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        await self.disconnect()
+
+    async def _call(self, what: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._client is None:
+            await self.connect()
+        with mapped_errors(what):
+            return await asyncio.to_thread(function, *args, **kwargs)
+
+    async def connect(self) -> None:
+        """Create the client and check the bucket (creating it when configured to). Safe to call again."""
+        if self._client is not None:
+            return
+        with mapped_errors("connect"):
+            client = await asyncio.to_thread(boto3.session.Session().client, "s3", **self._client_options)
+        self._client = client
+        try:
+            await self._call(f"bucket {self.bucket!r}", client.head_bucket, Bucket=self.bucket)
+        except NotFound:
+            if not self.create_bucket:
+                self._client = None
+                raise ConfigurationError(
+                    f"bucket {self.bucket!r} does not exist", hint="create it, or pass create_bucket=True"
+                ) from None
+            await self._call(f"create bucket {self.bucket!r}", client.create_bucket, Bucket=self.bucket)
+        except RaviError:
+            self._client = None
+            raise
+
+    async def disconnect(self) -> None:
+        """Close the client's connections."""
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(client.close)
+
+    def _key(self, key: str) -> str:
+        return self.key_prefix + check_blob_key(key)
+
+    async def _ensure_rule(self, days: int) -> None:
+        """A lifecycle rule deleting objects tagged with ``days``, added once, where the store supports it."""
+        if not self._lifecycle or days in self._rules:
+            return
+        self._rules.add(days)
+        client = self._client
+        try:
+            try:
+                current = await self._call("lifecycle", client.get_bucket_lifecycle_configuration, Bucket=self.bucket)
+                rules = list(current.get("Rules", []))
+            except (NotFound, RaviError):
+                rules = []
+            rule_id = f"ravi-ttl-{days}d"
+            if any(r.get("ID") == rule_id for r in rules):
+                return
+            rules.append(
+                {
+                    "ID": rule_id,
+                    "Status": "Enabled",
+                    "Expiration": {"Days": days},
+                    "Filter": {"Tag": {"Key": TTL_TAG, "Value": str(days)}},
+                }
+            )
+            await self._call(
+                "lifecycle",
+                client.put_bucket_lifecycle_configuration,
+                Bucket=self.bucket,
+                LifecycleConfiguration={"Rules": rules},
+            )
+        except RaviError as error:  # the store has no lifecycle rules: expiry by metadata still holds
+            _log.info("bucket %s: no lifecycle rule for %s days (%s)", self.bucket, days, error)
+
+    async def upload(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        content_type: str = "application/octet-stream",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> str:
+        """Store ``data`` under ``key`` (multipart above the threshold); returns the key."""
+        full = self._key(key)
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise InvalidArgument(f"data must be bytes, got {type(data).__name__}")
+        seconds = ttl_seconds(ttl)
+        meta = {str(k): str(v) for k, v in (metadata or {}).items()}
+        if EXPIRES_KEY in meta:
+            raise InvalidArgument(f"metadata key {EXPIRES_KEY!r} is reserved")
+        extra: dict[str, Any] = {"ContentType": content_type}
+        if seconds is not None:
+            meta[EXPIRES_KEY] = repr(time.time() + seconds)
+            days = max(1, math.ceil(seconds / 86_400))
+            await self._ensure_rule(days)
+            extra["Tagging"] = f"{TTL_TAG}={days}"
+        extra["Metadata"] = meta
+        client = self._client or await self._connected()
+        await self._call(
+            f"upload {key!r}",
+            client.upload_fileobj,
+            io.BytesIO(bytes(data)),
+            self.bucket,
+            full,
+            ExtraArgs=extra,
+            Config=self._transfer,
+        )
+        return key
+
+    async def _connected(self) -> Any:
+        await self.connect()
+        return self._client
+
+    @staticmethod
+    def _expired(meta: Mapping[str, str]) -> bool:
+        expires = meta.get(EXPIRES_KEY)
+        return expires is not None and time.time() >= float(expires)
+
+    async def download(self, key: str) -> Blob:
+        """The blob under ``key``; ``NotFound`` if it is missing or expired."""
+        full = self._key(key)
+        client = self._client or await self._connected()
+        response = await self._call(f"download {key!r}", client.get_object, Bucket=self.bucket, Key=full)
+        meta = dict(response.get("Metadata", {}))
+        if self._expired(meta):
+            with contextlib.suppress(RaviError):
+                await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=full)
+            raise NotFound(f"download {key!r}: not found (expired)")
+        body = await self._call(f"download {key!r}", response["Body"].read)
+        meta.pop(EXPIRES_KEY, None)
+        return Blob(
+            key=key, data=body, content_type=response.get("ContentType", "application/octet-stream"), metadata=meta
+        )
+
+    async def _head(self, key: str) -> dict[str, Any] | None:
+        full = self._key(key)
+        client = self._client or await self._connected()
+        try:
+            head = await self._call(f"head {key!r}", client.head_object, Bucket=self.bucket, Key=full)
+        except NotFound:
+            return None
+        return None if self._expired(head.get("Metadata", {})) else dict(head)
+
+    async def delete(self, key: str) -> bool:
+        """Remove the blob; ``False`` if it was not there (or had expired)."""
+        present = await self._head(key) is not None
+        client = self._client
+        await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=self._key(key))
+        return present
+
+    async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
+        """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS)."""
+        seconds = ttl_seconds(expires_in)
+        assert seconds is not None
+        if await self._head(key) is None:
+            raise NotFound(f"presign {key!r}: not found")
+        client = self._client
+        return str(
+            await self._call(
+                f"presign {key!r}",
+                client.generate_presigned_url,
+                "get_object",
+                Params={"Bucket": self.bucket, "Key": self._key(key)},
+                ExpiresIn=max(1, int(seconds)),
+            )
+        )
+
+
+__all__ = ["EXPIRES_KEY", "TTL_TAG", "S3FileStore"]
