@@ -72,7 +72,7 @@ def mapped_errors(what: str) -> Iterator[None]:
     except bce.NoCredentialsError as error:
         raise ConfigurationError(
             f"{what}: no S3 credentials found",
-            hint="pass access_key and secret_key, or configure the AWS credential chain",
+            hint="pass access_key and secret_key, or set up the boto3 credential chain",
         ) from error
     except bce.BotoCoreError as error:
         raise RaviError(f"{what}: {error}") from error
