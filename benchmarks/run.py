@@ -19,6 +19,7 @@ BENCHMARKS = {
     "stores": "In-memory vector search and graph neighbourhoods (issue 4)",
     "postgres": "Postgres history and pgvector on a real server (issue 5)",
     "redis_tier": "Redis history beside langchain-community on a real server (issue 6)",
+    "s3_age": "S3 blob throughput and AGE neighbourhoods on real servers (issue 7)",
 }
 
 

@@ -86,3 +86,17 @@ def s3_server() -> Iterator[Server]:
 def s3_bucket() -> str:
     """A bucket name of its own for one test."""
     return f"t-{uuid.uuid4().hex[:20]}"
+
+
+@pytest.fixture
+def age_graph() -> str:
+    """A graph name of its own for one test."""
+    return f"g_{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture(scope="session")
+def age_dsn(postgres_server: Server) -> str:
+    """A PostgreSQL with Apache AGE: ``RAVI_TEST_AGE_DSN``, or the session's server if it has the extension."""
+    import os
+
+    return os.environ.get("RAVI_TEST_AGE_DSN") or postgres_server.address

@@ -1,7 +1,6 @@
-"""Apache AGE graph store for Ravi: knowledge graphs with openCypher on PostgreSQL.
+"""Apache AGE graph store for Ravi, registered under the name ``age``: :class:`AGEGraphStore`, a
+``GraphStore`` that is also ``CypherCapable``."""
 
-Not implemented yet: this package registers no backend, so ``load_backend(..., "age")`` says so clearly.
-Planned: AGEGraphStore.
-"""
+from ravi.capabilities.age.store import AGEGraphStore
 
-__all__: list[str] = []
+__all__ = ["AGEGraphStore"]

@@ -1,0 +1,72 @@
+"""What a Cypher query returns, read from its text: the columns of its final ``RETURN``.
+
+AGE needs the column list of a ``cypher()`` call spelled out (``AS (a agtype, b agtype)``), so the query's last
+top-level ``RETURN`` clause is split into its items, respecting strings, backticks and brackets.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STOP = {"ORDER", "SKIP", "LIMIT", "UNION"}
+
+
+def _tokens(query: str) -> list[tuple[int, str]]:
+    """Top-level words and commas with their positions (skipping strings and nested brackets)."""
+    out: list[tuple[int, str]] = []
+    depth = 0
+    i, n = 0, len(query)
+    while i < n:
+        ch = query[i]
+        if ch in "'\"`":
+            end = i + 1
+            while end < n and query[end] != ch:
+                end += 2 if query[end] == "\\" else 1
+            i = end + 1
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0:
+            if ch == ",":
+                out.append((i, ","))
+            else:
+                m = _WORD.match(query, i)
+                if m and (i == 0 or not (query[i - 1].isalnum() or query[i - 1] in "_$.")):
+                    out.append((i, m.group().upper()))
+                    i = m.end()
+                    continue
+        i += 1
+    return out
+
+
+def return_columns(query: str) -> list[str]:
+    """The names of the columns ``query`` returns (its ``AS`` aliases, else the expressions' text); ``[]`` when
+    it returns nothing."""
+    tokens = _tokens(query)
+    starts = [k for k, (_, word) in enumerate(tokens) if word == "RETURN"]
+    if not starts:
+        return []
+    k = starts[-1]
+    begin = tokens[k][0] + len("RETURN")
+    end = len(query)
+    for pos, word in tokens[k + 1 :]:
+        if word in _STOP:
+            end = pos
+            break
+    commas = [pos for pos, word in tokens[k + 1 :] if word == "," and pos < end]
+    bounds = [begin, *[c + 1 for c in commas]]
+    stops = [*commas, end]
+    items = [query[a:b].strip() for a, b in zip(bounds, stops, strict=True)]
+    if items and items[0].upper().startswith("DISTINCT "):
+        items[0] = items[0][9:].strip()
+    names = []
+    for item in items:
+        alias = re.search(r"\s+AS\s+`?([^`]+?)`?\s*$", item, re.IGNORECASE)
+        names.append(alias.group(1) if alias else item)
+    return names
+
+
+__all__ = ["return_columns"]

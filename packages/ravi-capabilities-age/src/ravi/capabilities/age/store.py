@@ -1,0 +1,351 @@
+"""``AGEGraphStore``: a knowledge graph in PostgreSQL with Apache AGE, with openCypher for everything else."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import asyncpg
+
+from ravi.capabilities.age.agtype import parse
+from ravi.capabilities.age.cypher import return_columns
+from ravi.kernel.errors import (
+    BackendUnavailable,
+    ConfigurationError,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    RaviError,
+)
+from ravi.kernel.storage import Entity, Relationship, SubGraph
+
+_GRAPH = re.compile(r"^[a-z_][a-z0-9_]{2,62}$")
+_LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_QUOTE = "$ravi_cypher$"
+
+
+def _label(value: str, what: str) -> str:
+    if not _LABEL.match(value):
+        raise InvalidArgument(
+            f"{what} {value!r} is not valid in AGE",
+            hint="use letters, digits and underscores, starting with a letter or underscore",
+        )
+    return value
+
+
+@contextlib.contextmanager
+def mapped_errors(store: AGEGraphStore | None = None) -> Iterator[None]:
+    """Turn asyncpg errors into the kernel's typed errors."""
+    try:
+        yield
+    except RaviError:
+        raise
+    except (asyncpg.exceptions.InvalidPasswordError, asyncpg.exceptions.InsufficientPrivilegeError) as error:
+        raise PermissionDenied(f"Postgres refused: {error}") from error
+    except asyncpg.exceptions.UndefinedFileError as error:
+        raise ConfigurationError(
+            f"Apache AGE is not installed on the server: {error}",
+            hint="install the age extension (docker-compose.yml has an image with it)",
+        ) from error
+    except (asyncpg.exceptions.DataError, asyncpg.exceptions.UntranslatableCharacterError) as error:
+        raise InvalidArgument(f"AGE cannot store this value: {error}") from error
+    except asyncpg.exceptions.SyntaxOrAccessError as error:
+        raise InvalidArgument(f"the Cypher query was refused: {error}") from error
+    except (
+        asyncpg.exceptions.PostgresConnectionError,
+        asyncpg.exceptions.InterfaceError,
+        asyncpg.exceptions.CannotConnectNowError,
+        asyncpg.exceptions.AdminShutdownError,
+        OSError,
+        TimeoutError,
+    ) as error:
+        if store is not None and store._pool is not None:
+            store._pool.terminate()
+            store._pool = None
+        raise BackendUnavailable(f"Postgres is unreachable: {type(error).__name__}: {error}") from error
+    except asyncpg.exceptions.PostgresError as error:
+        raise RaviError(f"AGE error: {type(error).__name__}: {error}") from error
+
+
+_SETTINGS = {"search_path": 'ag_catalog, "$user", public'}
+
+
+async def _setup(connection: asyncpg.Connection) -> None:
+    await connection.execute("LOAD 'age'")
+    await connection.execute('SET search_path = ag_catalog, "$user", public')
+    await connection.set_type_codec("agtype", schema="ag_catalog", encoder=str, decoder=str, format="text")
+
+
+class AGEGraphStore:
+    """The ``GraphStore`` and ``CypherCapable`` contracts on PostgreSQL with Apache AGE.
+
+    Entities are vertices labelled with ``Entity.label``, relationships edges typed with
+    ``Relationship.type``; each keeps Ravi's id in its ``id`` property (so ``id`` is reserved in properties),
+    and labels must be plain identifiers. The graph is created on first use; every pooled connection loads AGE
+    and sets its search path. Every value travels as a parameter (an agtype map bound to the statement), never
+    in the query text, and results come back as plain Python values.
+
+    Args:
+        dsn: ``postgresql://...`` of a server with the ``age`` extension.
+        graph: The graph's name (created if missing).
+        min_size, max_size: Connection pool size.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        graph: str = "ravi_graph",
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 60.0,
+    ) -> None:
+        if not isinstance(dsn, str) or not dsn.startswith(("postgres://", "postgresql://")):
+            raise ConfigurationError("a Postgres DSN must start with postgresql://")
+        if not _GRAPH.match(graph):
+            raise ConfigurationError(
+                f"graph name {graph!r} is not valid", hint="3-63 lower-case letters, digits and underscores"
+            )
+        self.dsn, self.graph = dsn, graph
+        self._options = {"min_size": min_size, "max_size": max_size, "command_timeout": command_timeout}
+        self._pool: asyncpg.Pool | None = None
+        self._lock = asyncio.Lock()
+        self._indexed: set[tuple[str, str]] = set()
+
+    async def __aenter__(self) -> AGEGraphStore:
+        await self._get_pool()
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(pool.close(), timeout=5)
+
+    async def _get_pool(self) -> asyncpg.Pool:
+        if self._pool is not None:
+            return self._pool
+        async with self._lock:
+            if self._pool is None:
+                with mapped_errors(self):
+                    connection = await asyncpg.connect(self.dsn, timeout=10)
+                    try:
+                        async with connection.transaction():
+                            await connection.execute("SELECT pg_advisory_xact_lock(hashtext('ravi-age'))")
+                            await connection.execute("CREATE EXTENSION IF NOT EXISTS age")
+                            await _setup(connection)
+                            exists = await connection.fetchval(
+                                "SELECT true FROM ag_catalog.ag_graph WHERE name = $1", self.graph
+                            )
+                            if not exists:
+                                await connection.execute("SELECT ag_catalog.create_graph($1)", self.graph)
+                    finally:
+                        await connection.close()
+                    # search_path as a startup setting: the pool's RESET ALL on release keeps it
+                    self._pool = await asyncpg.create_pool(
+                        self.dsn, init=_setup, server_settings=_SETTINGS, **self._options
+                    )
+        assert self._pool is not None
+        return self._pool
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        with mapped_errors(self):
+            pool = await self._get_pool()
+            async with pool.acquire() as connection:
+                yield connection
+
+    def _sql(self, query: str, columns: int, with_params: bool) -> str:
+        if _QUOTE in query:
+            raise InvalidArgument(f"a Cypher query must not contain {_QUOTE}")
+        cols = ", ".join(f"c{i} ag_catalog.agtype" for i in range(max(1, columns)))
+        params = ", $1" if with_params else ""
+        return f"SELECT * FROM ag_catalog.cypher('{self.graph}', {_QUOTE} {query} {_QUOTE}{params}) AS ({cols})"
+
+    async def _run(
+        self, connection: asyncpg.Connection, query: str, params: Mapping[str, Any] | None, columns: int = 1
+    ) -> list[list[Any]]:
+        sql = self._sql(query, columns, params is not None)
+        args = [json.dumps(params, ensure_ascii=False)] if params is not None else []
+        rows = await connection.fetch(sql, *args)
+        return [[parse(r[i]) for i in range(max(1, columns))] for r in rows]
+
+    async def _ensure_index(self, connection: asyncpg.Connection, label: str, kind: str) -> None:
+        """Indexes AGE does not make itself: a vertex label's ``id`` property (for ``n.id = ...`` lookups) and
+        an edge label's endpoints (for walking from a vertex), so a neighbourhood query does not scan."""
+        if (label, kind) in self._indexed:
+            return
+        table = f'"{self.graph}"."{label}"'
+        if kind == "vertex":
+            await connection.execute(
+                f'CREATE INDEX IF NOT EXISTS "{label}_ravi_id" ON {table} '
+                "(ag_catalog.agtype_access_operator(properties, '\"id\"'::ag_catalog.agtype))"
+            )
+        else:
+            await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_start" ON {table} (start_id)')
+            await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_end" ON {table} (end_id)')
+        self._indexed.add((label, kind))
+
+    # -- GraphStore ---------------------------------------------------------------------------------------
+
+    async def add_entities(self, entities: Sequence[Entity]) -> None:
+        """Insert or replace entities by id (an entity keeps its label and its relationships)."""
+        by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for e in entities:
+            if not isinstance(e, Entity):
+                raise InvalidArgument(f"expected Entity objects, got {type(e).__name__}")
+            if "id" in e.properties:
+                raise InvalidArgument(f"entity {e.id!r}: the property name 'id' is reserved for the entity id")
+            by_label[_label(e.label, "label")].append({**dict(e.properties), "id": e.id})
+        if not by_label:
+            return
+        async with self._connection() as connection, connection.transaction():
+            ids = [e.id for e in entities]
+            rows = await self._run(connection, "MATCH (n) WHERE n.id IN $ids RETURN n", {"ids": ids})
+            for [vertex] in rows:
+                wanted = next(e.label for e in entities if e.id == vertex["id"])
+                if vertex["label"] != wanted:
+                    raise InvalidArgument(
+                        f"entity {vertex['id']!r} is a {vertex['label']}; AGE cannot relabel it",
+                        hint="delete the entity first, then add it with its new label",
+                    )
+            for label, items in by_label.items():
+                await self._run(
+                    connection, f"UNWIND $rows AS row MERGE (n:{label} {{id: row.id}}) SET n = row", {"rows": items}
+                )
+                await self._ensure_index(connection, label, "vertex")
+
+    async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
+        """Insert or replace relationships by id; both ends must exist (``NotFound``, nothing added)."""
+        by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in relationships:
+            if not isinstance(r, Relationship):
+                raise InvalidArgument(f"expected Relationship objects, got {type(r).__name__}")
+            if {"id", "__s", "__t"} & set(r.properties):
+                raise InvalidArgument(f"relationship {r.id!r}: 'id', '__s' and '__t' are reserved property names")
+            by_type[_label(r.type, "relationship type")].append(
+                {**dict(r.properties), "id": r.id, "__s": r.source_id, "__t": r.target_id}
+            )
+        if not by_type:
+            return
+        ends = sorted({x for r in relationships for x in (r.source_id, r.target_id)})
+        async with self._connection() as connection, connection.transaction():
+            found = {
+                row[0] for row in await self._run(connection, "MATCH (n) WHERE n.id IN $ids RETURN n.id", {"ids": ends})
+            }
+            missing = [x for x in ends if x not in found]
+            if missing:
+                raise NotFound(
+                    f"relationships refer to unknown entities: {', '.join(map(repr, missing[:5]))}",
+                    hint="add the entities first",
+                )
+            await self._run(
+                connection, "MATCH ()-[r]->() WHERE r.id IN $ids DELETE r", {"ids": [r.id for r in relationships]}
+            )
+            for rel_type, items in by_type.items():
+                await self._run(
+                    connection,
+                    f"UNWIND $rows AS row MATCH (a), (b) WHERE a.id = row.__s AND b.id = row.__t "
+                    f"CREATE (a)-[r:{rel_type}]->(b) SET r = row REMOVE r.__s, r.__t",
+                    {"rows": items},
+                )
+                await self._ensure_index(connection, rel_type, "edge")
+
+    async def get_entity(self, entity_id: str) -> Entity | None:
+        """One entity by id, or ``None``."""
+        async with self._connection() as connection:
+            rows = await self._run(connection, "MATCH (n) WHERE n.id = $id RETURN n", {"id": entity_id})
+        return self._entity(rows[0][0]) if rows else None
+
+    @staticmethod
+    def _entity(vertex: Mapping[str, Any]) -> Entity:
+        return Entity(id=vertex["id"], label=vertex["label"], properties=vertex["properties"])
+
+    async def get_neighbors(
+        self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
+    ) -> SubGraph:
+        """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier."""
+        if not isinstance(depth, int) or depth < 0:
+            raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
+        types = None if relationship_types is None else [_label(t, "relationship type") for t in relationship_types]
+        async with self._connection() as connection:
+            start = await self._run(connection, "MATCH (n) WHERE n.id = $id RETURN n", {"id": entity_id})
+            if not start:
+                raise NotFound(f"no entity {entity_id!r}")
+            entities = {entity_id: self._entity(start[0][0])}
+            order = [entity_id]
+            walked: dict[str, Relationship] = {}
+            frontier = [entity_id]
+            type_filter = " AND label(r) IN $types" if types is not None else ""
+            for _ in range(depth):
+                if not frontier:
+                    break
+                rows = await self._run(
+                    connection,
+                    f"MATCH (s)-[r]->(t) WHERE (s.id IN $ids OR t.id IN $ids){type_filter} RETURN s, r, t",
+                    {"ids": frontier, "types": types or []},
+                    columns=3,
+                )
+                following = []
+                for s, r, t in rows:
+                    walked[r["id"]] = Relationship(
+                        id=r["id"], source_id=s["id"], target_id=t["id"], type=r["type"], properties=r["properties"]
+                    )
+                    for vertex in (s, t):
+                        if vertex["id"] not in entities:
+                            entities[vertex["id"]] = self._entity(vertex)
+                            order.append(vertex["id"])
+                            following.append(vertex["id"])
+                frontier = following
+        return SubGraph(
+            entities=tuple(entities[i] for i in order), relationships=tuple(walked[k] for k in sorted(walked))
+        )
+
+    async def delete_entity(self, entity_id: str) -> bool:
+        """Remove an entity and every relationship touching it (``DETACH DELETE``)."""
+        async with self._connection() as connection:
+            rows = await self._run(connection, "MATCH (n) WHERE n.id = $id DETACH DELETE n RETURN 1", {"id": entity_id})
+        return bool(rows)
+
+    async def delete_relationship(self, relationship_id: str) -> bool:
+        """Remove one relationship."""
+        async with self._connection() as connection:
+            rows = await self._run(
+                connection, "MATCH ()-[r]->() WHERE r.id = $id DELETE r RETURN 1", {"id": relationship_id}
+            )
+        return bool(rows)
+
+    # -- CypherCapable --------------------------------------------------------------------------------------
+
+    async def query_cypher(self, query: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run an openCypher query on the graph with ``params`` bound as an agtype map (never pasted into the
+        text); rows as dicts of plain Python values keyed by the ``RETURN`` aliases.
+
+        Raises:
+            InvalidArgument: the query is refused by AGE, or uses ``RETURN *`` (name the columns instead).
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArgument("query must be a non-empty string")
+        names = return_columns(query)
+        if names == ["*"]:
+            raise InvalidArgument("RETURN * is not supported: AGE needs the columns named")
+        if params is not None and not isinstance(params, Mapping):
+            raise InvalidArgument("params must be a mapping")
+        async with self._connection() as connection:
+            rows = await self._run(connection, query, dict(params) if params is not None else None, columns=len(names))
+        if not names:
+            return []
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+__all__ = ["AGEGraphStore"]

@@ -1,0 +1,100 @@
+"""The AGE graph store against PostgreSQL with Apache AGE: the graph and Cypher contracts, parameter safety,
+agtype parsing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from ravi.capabilities.age import AGEGraphStore
+from ravi.capabilities.age.cypher import return_columns
+from ravi.conformance import CypherCapableContract, GraphStoreContract
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.registry import load_backend
+from ravi.kernel.storage import Entity, Relationship
+
+
+@pytest_asyncio.fixture
+async def age_store(age_dsn: str, age_graph: str) -> AsyncIterator[AGEGraphStore]:
+    store = AGEGraphStore(age_dsn, graph=age_graph)
+    try:
+        await store.get_entity("probe")
+    except ConfigurationError as error:
+        pytest.skip(f"this PostgreSQL has no Apache AGE ({error}); set RAVI_TEST_AGE_DSN")
+    try:
+        yield store
+    finally:
+        try:
+            async with store._connection() as connection:
+                await connection.execute("SELECT ag_catalog.drop_graph($1, true)", age_graph)
+        finally:
+            await store.close()
+
+
+class TestAGEGraph(GraphStoreContract):
+    @pytest.fixture
+    def graph_store(self, age_store: AGEGraphStore) -> AGEGraphStore:
+        return age_store
+
+
+class TestAGECypher(CypherCapableContract):
+    @pytest.fixture
+    def graph_store(self, age_store: AGEGraphStore) -> AGEGraphStore:
+        return age_store
+
+
+async def test_a_hostile_value_cannot_change_the_query(age_store: AGEGraphStore) -> None:
+    await age_store.add_entities([Entity(id="victim", label="Person", properties={"name": "v"})])
+    hostile = "x'}) MATCH (n) DETACH DELETE n RETURN 1 // $$ \\ \n"
+    rows = await age_store.query_cypher("MATCH (n:Person {id: $id}) RETURN n.name AS name", {"id": hostile})
+    assert rows == []
+    assert await age_store.get_entity("victim") is not None
+    await age_store.add_entities([Entity(id=hostile, label="Person", properties={"name": hostile})])
+    assert (await age_store.get_entity(hostile)) == Entity(id=hostile, label="Person", properties={"name": hostile})
+    assert await age_store.get_entity("victim") is not None
+
+
+async def test_vertices_edges_and_paths_come_back_as_plain_values(age_store: AGEGraphStore) -> None:
+    await age_store.add_entities([Entity(id="a", label="Person", properties={"n": 1}), Entity(id="b", label="City")])
+    await age_store.add_relationships(
+        [Relationship(id="r", source_id="a", target_id="b", type="LIVES_IN", properties={"since": 2020})]
+    )
+    [row] = await age_store.query_cypher("MATCH p = (a:Person)-[r]->(b) RETURN a, r, p, b.id AS city")
+    assert row["a"]["kind"] == "vertex" and row["a"]["id"] == "a" and row["a"]["properties"] == {"n": 1}
+    assert row["r"]["kind"] == "edge" and row["r"]["type"] == "LIVES_IN" and row["r"]["properties"] == {"since": 2020}
+    assert [part["kind"] for part in row["p"]] == ["vertex", "edge", "vertex"]
+    assert row["city"] == "b"
+
+
+async def test_labels_and_reserved_names_are_refused(age_store: AGEGraphStore) -> None:
+    with pytest.raises(InvalidArgument):
+        await age_store.add_entities([Entity(id="x", label="Not A Label")])
+    with pytest.raises(InvalidArgument, match="reserved"):
+        await age_store.add_entities([Entity(id="x", properties={"id": "other"})])
+    with pytest.raises(InvalidArgument):
+        await age_store.query_cypher("MATCH (n) RETURN *")
+    with pytest.raises(InvalidArgument):
+        await age_store.query_cypher("THIS IS NOT CYPHER")
+
+
+def test_return_columns_are_read_from_the_query() -> None:
+    assert return_columns("MATCH (n) RETURN n.name AS name, count(*) AS c ORDER BY c LIMIT 3") == ["name", "c"]
+    assert return_columns("MATCH (n) WHERE n.x = 'RETURN a, b' RETURN n") == ["n"]
+    assert return_columns("RETURN [1, 2] AS l, {a: 1, b: 2} AS m") == ["l", "m"]
+    assert return_columns("CREATE (n:Thing)") == []
+    assert return_columns("MATCH (n) RETURN DISTINCT n.kind") == ["n.kind"]
+
+
+async def test_registered_under_age(age_dsn: str, age_graph: str) -> None:
+    store = load_backend("graph", "age", dsn=age_dsn, graph=age_graph)
+    assert isinstance(store, AGEGraphStore)
+    await store.close()
+    with pytest.raises(ConfigurationError):
+        AGEGraphStore(age_dsn, graph="Bad-Name")
+
+
+def test_a_dsn_that_is_not_postgres_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="DSN"):
+        AGEGraphStore("mysql://x")
