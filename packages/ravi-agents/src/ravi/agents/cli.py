@@ -7,9 +7,13 @@ the command behaves like the CLIs people already know.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -27,10 +31,12 @@ from ravi.agents.context import (
     ToolResultCompactionStrategy,
 )
 from ravi.agents.demo import model_calls
+from ravi.agents.settings import build_store, load_settings
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionStrategy
-from ravi.kernel.errors import RaviError
-from ravi.kernel.registry import GROUPS, KNOWN_BACKENDS, PROTOCOLS, available, install_hint
+from ravi.kernel.errors import ConfigurationError, RaviError
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.registry import GROUPS, KNOWN_BACKENDS, PROTOCOLS, available, install_hint, load_backend, local_server
 
 app = typer.Typer(help="Ravi: memory for LLM agents.", no_args_is_help=True, add_completion=False)
 console = Console()
@@ -54,14 +60,16 @@ class TurnRow:
     assembly_ms: float = 0.0
 
 
-async def _replay(requests: int, budget: int, seed: int, progress: Progress | None) -> list[TurnRow]:
-    pipeline: list[CompactionStrategy] = [
+def _demo_pipeline(budget: int) -> list[CompactionStrategy]:
+    return [
         ToolResultCompactionStrategy(max_chars=500),
         SelectiveToolCallCompactionStrategy(keep_recent_groups=5),
         TokenBudgetComposedStrategy([], token_budget=budget),
     ]
-    history = InMemoryHistoryProvider()
-    context = AgentContext(ContextConfig(history, pipeline), agent_id="demo-agent")
+
+
+async def _replay(config: ContextConfig, requests: int, seed: int, progress: Progress | None) -> list[TurnRow]:
+    context = AgentContext(config, agent_id="demo-agent")
     fired: list[str] = []
 
     def on_event(event: CompactionEvent) -> None:
@@ -73,33 +81,59 @@ async def _replay(requests: int, budget: int, seed: int, progress: Progress | No
     task = progress.add_task("replaying", total=len(calls)) if progress else None
     rows: list[TurnRow] = []
     stored_tokens = 0
-    session = "demo-session"
-    async with context.run(session, "demo-run") as run:
-        for turn, batch in enumerate(calls, start=1):
-            *arrived, reply = batch
-            await run.add(*arrived)
-            stored_tokens += DEFAULT_COUNTER.count_messages(arrived)
-            fired.clear()
-            start = time.perf_counter()
-            window = await run.window()
-            elapsed = (time.perf_counter() - start) * 1000
-            stored = await history.count_messages("demo-agent", session_id=session)
-            rows.append(
-                TurnRow(
-                    turn,
-                    stored,
-                    stored_tokens,
-                    len(window),
-                    DEFAULT_COUNTER.count_messages(window),
-                    list(fired),
-                    round(elapsed, 3),
+    session = f"demo-{uuid.uuid4().hex[:8]}"
+    history = config.history
+    try:
+        async with context.run(session, "demo-run") as run:
+            for turn, batch in enumerate(calls, start=1):
+                *arrived, reply = batch
+                await run.add(*arrived)
+                stored_tokens += DEFAULT_COUNTER.count_messages(arrived)
+                fired.clear()
+                start = time.perf_counter()
+                window = await run.window()
+                elapsed = (time.perf_counter() - start) * 1000
+                stored = await history.count_messages("demo-agent", session_id=session)
+                rows.append(
+                    TurnRow(
+                        turn,
+                        stored,
+                        stored_tokens,
+                        len(window),
+                        DEFAULT_COUNTER.count_messages(window),
+                        list(fired),
+                        round(elapsed, 3),
+                    )
                 )
-            )
-            await run.add(reply)  # the model's answer joins the transcript
-            stored_tokens += DEFAULT_COUNTER.count_message(reply)
-            if progress and task is not None:
-                progress.advance(task)
+                await run.add(reply)  # the model's answer joins the transcript
+                stored_tokens += DEFAULT_COUNTER.count_message(reply)
+                if progress and task is not None:
+                    progress.advance(task)
+    finally:
+        closer = getattr(history, "close", None)
+        if closer is not None:
+            await closer()
     return rows
+
+
+@contextlib.contextmanager
+def _demo_config(backend: str, config_path: Path | None, budget: int) -> Iterator[tuple[ContextConfig, str]]:
+    """The configuration the demo runs on, and a line saying where its history lives."""
+    if config_path is not None:
+        settings = load_settings(config_path)
+        yield ContextConfig.from_settings(settings), f"history: {settings.history.backend} (from {config_path})"
+        return
+    if backend == "memory":
+        yield ContextConfig(InMemoryHistoryProvider(), _demo_pipeline(budget)), "history: in memory"
+        return
+    server = local_server(backend)
+    Console(stderr=True).print(f"starting a local {backend} server for the demo ...", style="dim")
+    server.start()
+    try:
+        history = load_backend("history", backend, **server.backend_options())
+        yield ContextConfig(history, _demo_pipeline(budget)), f"history: {backend} (a local server, removed after)"
+    finally:
+        server.stop()
 
 
 @app.command()
@@ -107,19 +141,29 @@ def demo(
     requests: Annotated[int, typer.Option(min=1, help="User requests in the replayed conversation.")] = 24,
     budget: Annotated[int, typer.Option(min=100, help="Token budget of each window.")] = 2_000,
     seed: Annotated[int, typer.Option(help="Seed of the generated conversation.")] = 7,
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="Where history lives: memory, or a backend with a local server (postgres, redis) started on the fly."
+        ),
+    ] = "memory",
+    config: Annotated[Path | None, typer.Option("--config", help="Run on what this ravi.toml names instead.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
-    """Replay a bundled agent conversation through Ravi, turn by turn, on the in-memory default.
+    """Replay a bundled agent conversation through Ravi, turn by turn.
 
     Every turn is stored, and before each model call the window is assembled by
-    [ToolResultCompaction, SelectiveToolCallCompaction, TokenBudgetComposed].
+    [ToolResultCompaction, SelectiveToolCallCompaction, TokenBudgetComposed] (or the pipeline --config names).
     """
-    with Progress(console=console, transient=True, disable=as_json) as progress:
-        rows = asyncio.run(_replay(requests, budget, seed, progress))
+    with (
+        _demo_config(backend, config, budget) as (context_config, where),
+        Progress(console=console, transient=True, disable=as_json) as progress,
+    ):
+        rows = asyncio.run(_replay(context_config, requests, seed, progress))
     if as_json:
         typer.echo(json.dumps([asdict(r) for r in rows], indent=2))
         return
-    table = Table(title=f"Ravi demo: {len(rows)} model calls, window budget {budget:,} tokens")
+    table = Table(title=f"Ravi demo: {len(rows)} model calls, window budget {budget:,} tokens, {where}")
     for name in ("turn", "stored msgs", "stored tokens", "window msgs", "window tokens", "strategies fired", "ms"):
         table.add_column(name, justify="left" if name == "strategies fired" else "right")
     for r in rows:
@@ -172,12 +216,206 @@ def backends(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
     console.print(table)
 
 
+history_app = typer.Typer(help="Inspect a stored session (from the configured history backend).", no_args_is_help=True)
+app.add_typer(history_app, name="history")
+
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="ravi.toml to read (default: ./ravi.toml).")]
+AgentOption = Annotated[str | None, typer.Option("--agent", help="Agent id (default: [context] agent_id).")]
+
+
+async def _stored(session: str, config: Path | None, agent: str | None) -> tuple[list[ChatMessage], str]:
+    settings = load_settings(config)
+    history = build_store("history", settings)
+    agent_id = agent or settings.context.agent_id
+    try:
+        return await history.get_messages(agent_id, session_id=session), agent_id
+    finally:
+        closer = getattr(history, "close", None)
+        if closer is not None:
+            await closer()
+
+
+def _preview(message: ChatMessage, width: int = 70) -> str:
+    if message.role == "tool" and message.tool_result is not None:
+        text = ("ERROR " if message.tool_result.is_error else "") + message.tool_result.content
+    else:
+        text = message.text or " ".join(f"{c.name}({json.dumps(dict(c.arguments))})" for c in message.tool_calls)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@history_app.command("list")
+def history_list(
+    session: str,
+    config: ConfigOption = None,
+    agent: AgentOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """One line per stored message: position, role, tokens, a preview."""
+    messages, agent_id = asyncio.run(_stored(session, config, agent))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [
+                    {"index": i, "id": m.id, "role": m.role, "tokens": DEFAULT_COUNTER.count_message(m)}
+                    for i, m in enumerate(messages)
+                ],
+                indent=2,
+            )
+        )
+        return
+    table = Table(
+        title=f"session {session!r} of agent {agent_id!r}: {len(messages)} messages, "
+        f"{DEFAULT_COUNTER.count_messages(messages):,} tokens"
+    )
+    for name in ("#", "role", "tokens", "content"):
+        table.add_column(name, justify="right" if name in ("#", "tokens") else "left")
+    for i, m in enumerate(messages):
+        table.add_row(str(i), m.role, str(DEFAULT_COUNTER.count_message(m)), _preview(m))
+    console.print(table)
+
+
+@history_app.command("show")
+def history_show(session: str, config: ConfigOption = None, agent: AgentOption = None) -> None:
+    """Every stored message in full."""
+    messages, _ = asyncio.run(_stored(session, config, agent))
+    for i, m in enumerate(messages):
+        console.rule(f"#{i} {m.role} ({m.id})")
+        console.print(json.dumps(m.to_openai(extras=False), indent=2, ensure_ascii=False), markup=False)
+
+
+@history_app.command("export")
+def history_export(session: str, config: ConfigOption = None, agent: AgentOption = None) -> None:
+    """The session as JSON lines of OpenAI-style dicts (lossless: ids, metadata, timestamps included)."""
+    messages, _ = asyncio.run(_stored(session, config, agent))
+    for m in messages:
+        typer.echo(json.dumps(m.to_openai(), ensure_ascii=False))
+
+
+@app.command()
+def window(
+    session: str,
+    budget: Annotated[int | None, typer.Option(help="Assemble within this many tokens.")] = None,
+    model: Annotated[str | None, typer.Option(help="Assemble for this model's window (from the model table).")] = None,
+    config: ConfigOption = None,
+    agent: AgentOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """The window Ravi would send for SESSION now, with token counts (--budget or --model override the
+    configured pipeline)."""
+    if budget is not None and model is not None:
+        raise ConfigurationError("give --budget or --model, not both")
+    settings = load_settings(config)
+    if budget is not None:
+        settings.context.pipeline = None
+        settings.context.model, settings.context.token_budget = None, budget
+    elif model is not None:
+        settings.context.pipeline = None
+        settings.context.model, settings.context.token_budget = model, None
+    context_config = ContextConfig.from_settings(settings)
+    agent_id = agent or settings.context.agent_id
+
+    async def assemble() -> tuple[list[ChatMessage], list[ChatMessage]]:
+        try:
+            stored = await context_config.history.get_messages(agent_id, session_id=session)
+            return stored, await context_config.pipeline.compact(stored)
+        finally:
+            closer = getattr(context_config.history, "close", None)
+            if closer is not None:
+                await closer()
+
+    stored, window_messages = asyncio.run(assemble())
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "stored_messages": len(stored),
+                    "stored_tokens": DEFAULT_COUNTER.count_messages(stored),
+                    "window_tokens": DEFAULT_COUNTER.count_messages(window_messages),
+                    "window": [m.to_openai(extras=False) for m in window_messages],
+                },
+                indent=2,
+            )
+        )
+        return
+    table = Table(
+        title=f"window for {session!r}: {len(window_messages)} of {len(stored)} messages, "
+        f"{DEFAULT_COUNTER.count_messages(window_messages):,} of "
+        f"{DEFAULT_COUNTER.count_messages(stored):,} tokens"
+    )
+    for name in ("role", "tokens", "content"):
+        table.add_column(name, justify="right" if name == "tokens" else "left")
+    for m in window_messages:
+        table.add_row(m.role, str(DEFAULT_COUNTER.count_message(m)), _preview(m))
+    console.print(table)
+
+
+@app.command()
+def conformance(
+    specs: Annotated[list[str], typer.Argument(help="KIND=NAME, for example history=postgres (repeatable).")],
+    isolate: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="KIND=OPTION: a fresh value of that option for every test, e.g. history=schema (repeatable)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Run the conformance suite against registered backends and print a contract-by-contract report.
+
+    Backend options come from RAVI_<KIND>_OPTIONS as a JSON object (RAVI_HISTORY_OPTIONS='{"dsn": "..."}').
+    A persistent backend needs --isolate so each test starts empty (postgres: schema, redis: prefix,
+    s3: key_prefix, age: graph).
+    """
+    try:
+        import pytest
+    except ImportError:
+        raise ConfigurationError(
+            "the conformance suite is not installed", hint="pip install ravi-conformance"
+        ) from None
+    results: list[dict[str, str]] = []
+
+    class Collect:
+        def pytest_runtest_logreport(self, report: Any) -> None:
+            if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+                parts = report.nodeid.split("::")
+                contract = parts[-2] if len(parts) >= 2 else "?"
+                test = parts[-1]
+                reason = ""
+                if report.skipped and isinstance(report.longrepr, tuple):
+                    reason = str(report.longrepr[2])
+                elif report.failed:
+                    reason = str(getattr(report.longrepr, "reprcrash", "") or report.longrepr).splitlines()[-1][:160]
+                results.append({"contract": contract, "test": test, "outcome": report.outcome, "reason": reason})
+
+    args = ["-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function"]
+    for spec in specs:
+        args += ["--ravi-backend", spec]
+    for spec in isolate or []:
+        args += ["--ravi-isolate", spec]
+    code = pytest.main([*args, "--pyargs", "ravi.conformance.run", "-p", "no:terminal"], plugins=[Collect()])
+    if as_json:
+        typer.echo(json.dumps(results, indent=2))
+    else:
+        table = Table(title=f"conformance: {', '.join(specs)}")
+        for name in ("contract", "test", "outcome", "reason"):
+            table.add_column(name)
+        style = {"passed": "green", "failed": "red", "skipped": "yellow"}
+        for r in results:
+            table.add_row(r["contract"], r["test"], f"[{style.get(r['outcome'], '')}]{r['outcome']}[/]", r["reason"])
+        console.print(table)
+        counts = {k: sum(1 for r in results if r["outcome"] == k) for k in ("passed", "failed", "skipped")}
+        console.print(", ".join(f"{v} {k}" for k, v in counts.items()))
+    if code not in (0, 5) or any(r["outcome"] == "failed" for r in results):
+        raise typer.Exit(1)
+
+
 def main() -> None:
     """Entry point of the ``ravi`` command: Ravi errors print one line and exit with status 1."""
     try:
         app()
     except RaviError as error:
-        Console(stderr=True).print(f"[bold red]error:[/] {error}")
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {error}")
         raise SystemExit(1) from None
 
 

@@ -28,6 +28,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the conformance contract of KIND against the backend registered as NAME "
         f"(kinds: {', '.join(GROUPS)}); repeatable",
     )
+    group.addoption(
+        "--ravi-isolate",
+        action="append",
+        default=[],
+        metavar="KIND=OPTION",
+        help="give the backend option OPTION (a schema, a key prefix, a bucket) a fresh value for every test, "
+        "so a persistent backend starts empty each time; repeatable",
+    )
 
 
 def selected_backends(config: pytest.Config) -> dict[str, str]:
@@ -43,8 +51,20 @@ def selected_backends(config: pytest.Config) -> dict[str, str]:
     return chosen
 
 
-def backend_options(kind: str) -> dict[str, Any]:
-    """Options for the backend of ``kind`` from ``RAVI_<KIND>_OPTIONS`` (a JSON object)."""
+def isolated_options(config: pytest.Config) -> dict[str, str]:
+    """``kind -> option`` from ``--ravi-isolate`` options."""
+    chosen: dict[str, str] = {}
+    for spec in config.getoption("ravi_isolate") or []:
+        kind, sep, option = spec.partition("=")
+        if not sep or kind not in GROUPS or not option:
+            raise pytest.UsageError(f"--ravi-isolate expects KIND=OPTION, got {spec!r}")
+        chosen[kind] = option
+    return chosen
+
+
+def backend_options(kind: str, *, isolate: str | None = None) -> dict[str, Any]:
+    """Options for the backend of ``kind`` from ``RAVI_<KIND>_OPTIONS`` (a JSON object); with ``isolate``,
+    that option gets a fresh value (its configured value, or ``ravi``, plus a random suffix)."""
     variable = f"RAVI_{kind.upper()}_OPTIONS"
     raw = os.environ.get(variable, "{}")
     try:
@@ -53,6 +73,10 @@ def backend_options(kind: str) -> dict[str, Any]:
         raise ConfigurationError(f"{variable} is not valid JSON: {error.msg}") from error
     if not isinstance(options, dict):
         raise ConfigurationError(f"{variable} must be a JSON object")
+    if isolate:
+        import uuid
+
+        options[isolate] = f"{options.get(isolate) or 'ravi'}_{uuid.uuid4().hex[:12]}"
     return options
 
 

@@ -23,7 +23,7 @@ from ravi.conformance import (
     TaskStoreContract,
     VectorStoreContract,
 )
-from ravi.conformance.plugin import backend_options, selected_backends
+from ravi.conformance.plugin import backend_options, isolated_options, selected_backends
 from ravi.kernel.registry import load_backend
 
 
@@ -31,7 +31,8 @@ async def _build(request: pytest.FixtureRequest, kind: str) -> AsyncIterator[Any
     name = selected_backends(request.config).get(kind)
     if name is None:
         pytest.skip(f"no --ravi-backend {kind}=NAME given")
-    backend = load_backend(kind, name, **backend_options(kind))
+    isolate = isolated_options(request.config).get(kind)
+    backend = load_backend(kind, name, **backend_options(kind, isolate=isolate))
     if kind == "blob":
         await backend.connect()
     try:

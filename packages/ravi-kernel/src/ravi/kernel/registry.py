@@ -130,6 +130,36 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
     return factory  # type: ignore[no-any-return]
 
 
+LOCAL_SERVERS = "ravi.local"
+"""Entry-point group of throwaway servers that capabilities offer for demos and tests (``postgres``, ...).
+
+Each names a class whose instances have ``start()``, ``stop()`` and ``backend_options()`` (the options that
+point that capability's backends at the running server)."""
+
+
+def local_server(name: str) -> Any:
+    """A new, not yet started, throwaway server registered as ``name`` in :data:`LOCAL_SERVERS`.
+
+    Raises:
+        ConfigurationError: none is registered under that name (the message says what to install).
+    """
+    eps = {ep.name: ep for ep in entry_points(group=LOCAL_SERVERS)}
+    ep = eps.get(name)
+    if ep is None:
+        dist = KNOWN_BACKENDS.get(name, (None,))[0]
+        hint = f"pip install '{dist}[local]'" if dist and dist != "ravi-agents" else "choose one of the installed"
+        raise ConfigurationError(
+            f"no local {name} server is installed (installed: {', '.join(sorted(eps)) or 'none'})", hint=hint
+        )
+    try:
+        return ep.load()()
+    except ImportError as error:
+        raise ConfigurationError(
+            f"the local {name} server failed to import: {error}",
+            hint=f"pip install '{KNOWN_BACKENDS.get(name, ('?',))[0]}[local]'",
+        ) from error
+
+
 def load_backend(kind: str, name: str, **options: Any) -> Any:
     """Build backend ``name`` of ``kind`` with ``options`` (for example ``dsn=...``).
 

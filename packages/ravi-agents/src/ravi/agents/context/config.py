@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
 from ravi.agents.context.history import InMemoryHistoryProvider
@@ -12,6 +14,9 @@ from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.storage import HistoryProvider
+
+if TYPE_CHECKING:
+    from ravi.agents.settings import RaviSettings
 
 
 def default_pipeline() -> CompactionPipeline:
@@ -52,6 +57,23 @@ class ContextConfig:
         self.pipeline = as_pipeline(pipeline, default=default_pipeline)
         self.retention = retention
         self.counter = counter or DEFAULT_COUNTER
+
+    @classmethod
+    def from_settings(cls, settings: RaviSettings | None = None, *, path: str | Path | None = None) -> ContextConfig:
+        """A configuration built from settings: ``ravi.toml`` (or ``path``) and ``RAVI_*`` variables.
+
+        The ``[history]`` section names the backend and its options, ``[context]`` the pipeline and the
+        retention policy. With no configuration at all, history is in memory with the default sliding window.
+
+        Raises:
+            ConfigurationError: unknown backend, missing or malformed option; the message names the key.
+        """
+        from ravi.agents.settings import build_pipeline, build_store, load_settings, retention_of
+
+        settings = settings or load_settings(path)
+        return cls(
+            build_store("history", settings), build_pipeline(settings.context), retention=retention_of(settings.context)
+        )
 
     @classmethod
     def default(cls) -> ContextConfig:

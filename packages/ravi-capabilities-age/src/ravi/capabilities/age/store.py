@@ -196,6 +196,12 @@ class AGEGraphStore:
             await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_end" ON {table} (end_id)')
         self._indexed.add((label, kind))
 
+    async def _analyze_if_large(self, connection: asyncpg.Connection, label: str, rows: int) -> None:
+        """Refresh the planner's statistics after a bulk write, so the indexes are used at once rather than
+        after autovacuum gets round to it."""
+        if rows >= 1_000:
+            await connection.execute(f'ANALYZE "{self.graph}"."{label}"')
+
     # -- GraphStore ---------------------------------------------------------------------------------------
 
     async def add_entities(self, entities: Sequence[Entity]) -> None:
@@ -292,7 +298,9 @@ class AGEGraphStore:
                     break
                 rows = await self._run(
                     connection,
-                    f"MATCH (s)-[r]->(t) WHERE (s.id IN $ids OR t.id IN $ids){type_filter} RETURN s, r, t",
+                    # one arm per direction, each served by the id and endpoint indexes
+                    f"MATCH (s)-[r]->(t) WHERE s.id IN $ids{type_filter} RETURN s, r, t UNION "
+                    f"MATCH (s)-[r]->(t) WHERE t.id IN $ids{type_filter} RETURN s, r, t",
                     {"ids": frontier, "types": types or []},
                     columns=3,
                 )

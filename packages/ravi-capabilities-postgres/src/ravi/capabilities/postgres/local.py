@@ -168,6 +168,10 @@ class LocalPostgres:
         self.stop(keep_data=True)
         self.start()
 
+    def backend_options(self) -> dict[str, object]:
+        """Options that point this capability's backends at the running server."""
+        return {"dsn": self.dsn}
+
     def __enter__(self) -> LocalPostgres:
         self.start()
         return self

@@ -103,6 +103,10 @@ class LocalRedis:
         self.stop(keep_data=True)
         self.start()
 
+    def backend_options(self) -> dict[str, object]:
+        """Options that point this capability's backends at the running server."""
+        return {"url": self.url}
+
     def __enter__(self) -> LocalRedis:
         self.start()
         return self

@@ -132,6 +132,17 @@ class LocalS3:
             self.process = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def backend_options(self) -> dict[str, object]:
+        """Options that point this capability's backends at the running server."""
+        return {
+            "bucket": "ravi",
+            "endpoint_url": self.endpoint,
+            "access_key": ACCESS_KEY,
+            "secret_key": SECRET_KEY,
+            "addressing_style": "path",
+            "create_bucket": True,
+        }
+
     def __enter__(self) -> LocalS3:
         self.start()
         return self

@@ -1,0 +1,274 @@
+"""Settings: which backend each store uses, with what options, and how windows are assembled.
+
+Read from ``ravi.toml`` (in the working directory, or the path given, or ``RAVI_CONFIG``) and from ``RAVI_*``
+environment variables, which win (``RAVI_HISTORY__BACKEND=postgres``, ``RAVI_HISTORY__DSN=...``,
+``RAVI_CONTEXT__MODEL=gpt-4o``). Built on pydantic-settings, the standard for typed settings from files and the
+environment. With no configuration at all, everything is in memory.
+
+Example ``ravi.toml``::
+
+    [history]
+    backend = "postgres"
+    dsn = "postgresql://ravi@localhost/app"
+
+    [context]
+    model = "gpt-4o"          # TokenBudgetComposedStrategy.from_model(...)
+    retention = "permanent"
+
+    [[context.pipeline]]      # optional: the strategies, in order
+    strategy = "tool_result"
+    max_chars = 800
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from ravi.kernel.agent import CompactionStrategy, HistoryRetention
+from ravi.kernel.errors import ConfigurationError, RaviError
+from ravi.kernel.registry import GROUPS, load_backend
+
+CONFIG_FILE = "ravi.toml"
+
+StrategyName = Literal[
+    "sliding_window", "tool_result", "selective_tool_call", "summarization", "truncation", "token_budget"
+]
+
+
+class StoreSettings(BaseModel):
+    """One store: ``backend`` (an entry-point name) and any options, passed to the backend as they are."""
+
+    model_config = ConfigDict(extra="allow")
+    backend: str = "memory"
+
+    def options(self) -> dict[str, Any]:
+        """The backend's options (every key but ``backend``)."""
+        return dict(self.model_extra or {})
+
+
+class StrategySettings(BaseModel):
+    """One strategy of the pipeline: its name and its parameters (``children`` for ``token_budget``)."""
+
+    model_config = ConfigDict(extra="allow")
+    strategy: StrategyName
+    children: list[StrategySettings] = Field(default_factory=list)
+
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class ContextSettings(BaseModel):
+    """How windows are assembled. ``pipeline`` lists the strategies; without it, ``model`` or ``token_budget``
+    gives [tool_result, selective_tool_call, token_budget], and with neither, one sliding window."""
+
+    model_config = ConfigDict(extra="forbid")
+    agent_id: str = Field("agent", min_length=1)
+    retention: Literal["permanent", "run", "none"] = "permanent"
+    model: str | None = None
+    token_budget: int | None = Field(None, gt=0)
+    trigger_ratio: float = Field(0.8, gt=0, le=1)
+    pipeline: list[StrategySettings] | None = None
+
+
+class RaviSettings(BaseSettings):
+    """Everything Ravi can be configured with. Build it with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAVI_", env_nested_delimiter="__", extra="forbid", env_ignore_empty=True
+    )
+    toml_path: ClassVar[Path | None] = None
+
+    history: StoreSettings = Field(default_factory=StoreSettings)
+    state: StoreSettings = Field(default_factory=StoreSettings)
+    longterm: StoreSettings = Field(default_factory=StoreSettings)
+    vector: StoreSettings = Field(default_factory=StoreSettings)
+    graph: StoreSettings = Field(default_factory=StoreSettings)
+    blob: StoreSettings = Field(default_factory=StoreSettings)
+    tasks: StoreSettings = Field(default_factory=StoreSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if cls.toml_path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=cls.toml_path))
+        return tuple(sources)
+
+    def store(self, kind: str) -> StoreSettings:
+        """The settings of one store kind."""
+        return getattr(self, kind)  # type: ignore[no-any-return]
+
+
+def _config_path(path: str | Path | None) -> Path | None:
+    if path is not None:
+        chosen = Path(path)
+        if not chosen.is_file():
+            raise ConfigurationError(f"configuration file {str(chosen)!r} does not exist")
+        return chosen
+    env = os.environ.get("RAVI_CONFIG")
+    if env:
+        return _config_path(env)
+    default = Path.cwd() / CONFIG_FILE
+    return default if default.is_file() else None
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> RaviSettings:
+    """Settings from ``path`` (else ``RAVI_CONFIG``, else ``./ravi.toml`` if present) and the environment.
+
+    Raises:
+        ConfigurationError: the file is missing or not valid TOML, or a value is malformed; the message names
+            the key (``context.trigger_ratio``) and what is expected.
+    """
+    toml = _config_path(path)
+    if toml is not None:
+        try:
+            tomllib.loads(toml.read_text())
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigurationError(f"{toml} is not valid TOML: {error}") from error
+    settings_cls = type("RaviSettingsFromFile", (RaviSettings,), {"toml_path": toml})
+    try:
+        return settings_cls(**overrides)  # type: ignore[no-any-return]
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors(include_url=False)
+        )
+        source = f"{toml} or RAVI_* variables" if toml else "RAVI_* variables"
+        raise ConfigurationError(
+            f"invalid settings in {source}: {problems}", hint="see docs/configuration.md for every key"
+        ) from None
+
+
+def build_store(kind: str, settings: RaviSettings | None = None) -> Any:
+    """The store of ``kind`` that ``settings`` name, built with its options.
+
+    Raises:
+        ConfigurationError: naming the ``[kind]`` section, for an unknown backend or options it rejects.
+    """
+    if kind not in GROUPS:
+        raise ConfigurationError(f"unknown store kind {kind!r}", hint=f"one of: {', '.join(GROUPS)}")
+    chosen = (settings or load_settings()).store(kind)
+    try:
+        return load_backend(kind, chosen.backend, **chosen.options())
+    except RaviError as error:
+        hint = error.hint
+        missing = re.findall(r"'(\w+)'", str(error.__cause__)) if "missing" in str(error.__cause__) else []
+        if missing:
+            keys = ", ".join(f"{k} (or RAVI_{kind.upper()}__{k.upper()})" for k in missing)
+            hint = f"set {keys} in the [{kind}] section of {CONFIG_FILE}"
+        raise ConfigurationError(f"[{kind}] backend = {chosen.backend!r}: {error.message}", hint=hint) from error
+
+
+def build_strategy(spec: StrategySettings, *, default_model: str | None = None) -> CompactionStrategy:
+    """One strategy from its settings; unknown parameters are a ``ConfigurationError`` naming them."""
+    from ravi.agents.context.compaction import (
+        SelectiveToolCallCompactionStrategy,
+        SlidingWindowCompaction,
+        SummarizationCompaction,
+        TokenBudgetComposedStrategy,
+        ToolResultCompactionStrategy,
+        TruncationStrategy,
+    )
+
+    params = spec.params()
+    where = f"context.pipeline strategy {spec.strategy!r}"
+    try:
+        if spec.strategy == "token_budget":
+            children = [build_strategy(c, default_model=default_model) for c in spec.children]
+            model = params.pop("model", None)
+            if "token_budget" in params:
+                return TokenBudgetComposedStrategy(children, int(params.pop("token_budget")), **params)
+            model = model or default_model
+            if model is None:
+                raise ConfigurationError(f"{where} needs token_budget or model")
+            return TokenBudgetComposedStrategy.from_model(model, children, **params)
+        if spec.strategy == "summarization":
+            llm = None
+            llm_model = params.pop("llm_model", None)
+            if llm_model:
+                from ravi.agents.llm.openai import OpenAICompatibleClient
+
+                llm = OpenAICompatibleClient(llm_model, base_url=params.pop("llm_base_url", None))
+            return SummarizationCompaction(llm, **params)
+        factories: dict[str, Callable[..., CompactionStrategy]] = {
+            "sliding_window": SlidingWindowCompaction,
+            "tool_result": ToolResultCompactionStrategy,
+            "selective_tool_call": SelectiveToolCallCompactionStrategy,
+            "truncation": TruncationStrategy,
+        }
+        return factories[spec.strategy](**params)
+    except TypeError as error:
+        raise ConfigurationError(f"{where}: {error}", hint="check the parameter names in docs/strategies.md") from error
+
+
+def build_pipeline(context: ContextSettings) -> list[CompactionStrategy] | None:
+    """The strategies ``context`` settings describe (``None`` means the default sliding window)."""
+    from ravi.agents.context.compaction import (
+        SelectiveToolCallCompactionStrategy,
+        TokenBudgetComposedStrategy,
+        ToolResultCompactionStrategy,
+    )
+
+    if context.pipeline is not None:
+        return [build_strategy(s, default_model=context.model) for s in context.pipeline]
+    if context.model is None and context.token_budget is None:
+        return None
+    head: list[CompactionStrategy] = [ToolResultCompactionStrategy(), SelectiveToolCallCompactionStrategy()]
+    if context.token_budget is not None:
+        return [*head, TokenBudgetComposedStrategy([], context.token_budget)]
+    assert context.model is not None
+    return [*head, TokenBudgetComposedStrategy.from_model(context.model, trigger_ratio=context.trigger_ratio)]
+
+
+def retention_of(context: ContextSettings) -> HistoryRetention:
+    """The retention policy the settings name."""
+    return HistoryRetention(context.retention)
+
+
+@dataclass
+class Stores:
+    """Every store an agent leans on, built from settings. Each is built when first asked for."""
+
+    settings: RaviSettings
+
+    @classmethod
+    def from_settings(cls, settings: RaviSettings | None = None, *, path: str | Path | None = None) -> Stores:
+        """Stores as ``settings`` (or the configuration at ``path``) describe them."""
+        return cls(settings or load_settings(path))
+
+    def __getattr__(self, kind: str) -> Any:
+        if kind not in GROUPS:
+            raise AttributeError(kind)
+        store = build_store(kind, self.settings)
+        object.__setattr__(self, kind, store)
+        return store
+
+
+__all__ = [
+    "CONFIG_FILE",
+    "ContextSettings",
+    "RaviSettings",
+    "StoreSettings",
+    "Stores",
+    "StrategySettings",
+    "build_pipeline",
+    "build_store",
+    "build_strategy",
+    "load_settings",
+    "retention_of",
+]

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ravi.agents.context import (
+    ContextConfig,
+    InMemoryHistoryProvider,
+    SelectiveToolCallCompactionStrategy,
+    SlidingWindowCompaction,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+)
+from ravi.agents.settings import Stores, load_settings
+from ravi.agents.storage import InMemoryFileStore, InMemoryVectorStore, TaskStore
+from ravi.kernel.agent import HistoryRetention
+from ravi.kernel.errors import ConfigurationError
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("RAVI_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_no_configuration_means_everything_in_memory() -> None:
+    config = ContextConfig.from_settings()
+    assert isinstance(config.history, InMemoryHistoryProvider)
+    assert [type(s) for s in config.pipeline.strategies] == [SlidingWindowCompaction]
+    assert config.retention is HistoryRetention.PERMANENT
+    stores = Stores.from_settings()
+    assert isinstance(stores.vector, InMemoryVectorStore)
+    assert isinstance(stores.blob, InMemoryFileStore)
+    assert isinstance(stores.tasks, TaskStore)
+    assert stores.vector is stores.vector  # built once
+
+
+def test_ravi_toml_in_the_working_directory_is_read(tmp_path: Path) -> None:
+    (tmp_path / "ravi.toml").write_text(
+        '[context]\nretention = "run"\nagent_id = "bot"\n\n'
+        '[[context.pipeline]]\nstrategy = "tool_result"\nmax_chars = 50\n\n'
+        '[[context.pipeline]]\nstrategy = "token_budget"\ntoken_budget = 900\n'
+        '[[context.pipeline.children]]\nstrategy = "selective_tool_call"\nkeep_recent_groups = 1\n'
+    )
+    settings = load_settings()
+    assert settings.context.agent_id == "bot"
+    config = ContextConfig.from_settings(settings)
+    first, budget = config.pipeline.strategies
+    assert isinstance(first, ToolResultCompactionStrategy) and first.max_chars == 50
+    assert isinstance(budget, TokenBudgetComposedStrategy) and budget.token_budget == 900
+    assert isinstance(budget.strategies[0], SelectiveToolCallCompactionStrategy)
+    assert config.retention is HistoryRetention.RUN
+
+
+def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ravi.toml").write_text('[context]\nmodel = "gpt-4o"\n')
+    monkeypatch.setenv("RAVI_CONTEXT__MODEL", "claude-sonnet-4")
+    config = ContextConfig.from_settings()
+    budget = config.pipeline.strategies[-1]
+    assert isinstance(budget, TokenBudgetComposedStrategy)
+    assert budget.token_budget == int((200_000 - 64_000 - 1_024) * 0.8)
+
+
+def test_a_given_path_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        load_settings(tmp_path / "missing.toml")
+
+
+def test_unknown_backend_names_the_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAVI_HISTORY__BACKEND", "postgress")
+    with pytest.raises(ConfigurationError) as info:
+        ContextConfig.from_settings()
+    assert "[history] backend = 'postgress'" in str(info.value)
+    assert "installed: memory" in str(info.value)
+
+
+def test_missing_option_names_the_key_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ravi.capabilities.postgres")
+    monkeypatch.setenv("RAVI_HISTORY__BACKEND", "postgres")
+    with pytest.raises(ConfigurationError) as info:
+        ContextConfig.from_settings()
+    assert "dsn (or RAVI_HISTORY__DSN)" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ("[context]\ntrigger_ratio = 1.5\n", "context.trigger_ratio"),
+        ('[context]\nretention = "forever"\n', "context.retention"),
+        ('[contxt]\nmodel = "gpt-4o"\n', "contxt"),
+        ('[[context.pipeline]]\nstrategy = "magic"\n', "context.pipeline.0.strategy"),
+    ],
+)
+def test_malformed_values_name_the_key(tmp_path: Path, toml: str, key: str) -> None:
+    (tmp_path / "ravi.toml").write_text(toml)
+    with pytest.raises(ConfigurationError) as info:
+        load_settings()
+    assert key in str(info.value)
+
+
+def test_invalid_toml_says_so(tmp_path: Path) -> None:
+    (tmp_path / "ravi.toml").write_text("[context\n")
+    with pytest.raises(ConfigurationError, match="not valid TOML"):
+        load_settings()
+
+
+def test_unknown_strategy_parameters_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "ravi.toml").write_text('[[context.pipeline]]\nstrategy = "sliding_window"\nmax_msgs = 3\n')
+    with pytest.raises(ConfigurationError, match="sliding_window"):
+        ContextConfig.from_settings()

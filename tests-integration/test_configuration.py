@@ -1,0 +1,58 @@
+"""The promise of configuration: the same agent code runs on memory and on Postgres, only ravi.toml changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from servers import Server
+
+from ravi.agents.context import AgentContext, ContextConfig
+from ravi.agents.demo import model_calls
+from ravi.kernel.messages import ChatMessage
+
+
+async def agent_code(config_path: Path) -> tuple[list[list[str]], type]:
+    """An agent loop that knows nothing of backends: it reads its configuration and runs."""
+    config = ContextConfig.from_settings(path=config_path)
+    context = AgentContext(config, agent_id="support")
+    windows = []
+    async with context.run("session-1", "run-1") as run:
+        for batch in list(model_calls(3, requests=3)):
+            *arrived, reply = batch
+            await run.add(*arrived)
+            windows.append([m.id for m in await run.window()])
+            await run.add(reply)
+    await run.add(ChatMessage.user("after the run"))
+    kind = type(config.history)
+    closer = getattr(config.history, "close", None)
+    if closer is not None:
+        await closer()
+    return windows, kind
+
+
+async def test_same_code_on_memory_and_on_postgres(tmp_path: Path, postgres_server: Server, pg_schema: str) -> None:
+    pipeline = "[context]\ntoken_budget = 1500\n"
+    memory = tmp_path / "memory.toml"
+    memory.write_text(pipeline)
+    postgres = tmp_path / "postgres.toml"
+    postgres.write_text(
+        f'[history]\nbackend = "postgres"\ndsn = "{postgres_server.address}"\nschema = "{pg_schema}"\n\n{pipeline}'
+    )
+    on_memory, memory_kind = await agent_code(memory)
+    on_postgres, postgres_kind = await agent_code(postgres)
+    assert memory_kind.__name__ == "InMemoryHistoryProvider"
+    assert postgres_kind.__name__ == "PostgresHistoryProvider"
+    assert on_memory == on_postgres  # the same windows, message for message
+    assert len(on_memory) > 5
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_the_demo_runs_on_a_server_started_on_the_fly(backend: str) -> None:
+    from typer.testing import CliRunner
+
+    from ravi.agents.cli import app
+
+    result = CliRunner().invoke(app, ["demo", "--requests", "2", "--backend", backend, "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"turn": 1' in result.output
