@@ -196,11 +196,15 @@ class AGEGraphStore:
             await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_end" ON {table} (end_id)')
         self._indexed.add((label, kind))
 
-    async def _analyze_if_large(self, connection: asyncpg.Connection, label: str, rows: int) -> None:
+    async def _analyze_if_large(
+        self, connection: asyncpg.Connection, labels: list[str], parent: str, rows: int
+    ) -> None:
         """Refresh the planner's statistics after a bulk write, so the indexes are used at once rather than
-        after autovacuum gets round to it."""
+        after autovacuum gets round to it. AGE plans a label-less MATCH over the parent table: without its
+        statistics a neighbourhood query scans, some 20 times slower."""
         if rows >= 1_000:
-            await connection.execute(f'ANALYZE "{self.graph}"."{label}"')
+            tables = ", ".join(f'"{self.graph}"."{t}"' for t in [*labels, parent])
+            await connection.execute(f"ANALYZE {tables}")
 
     # -- GraphStore ---------------------------------------------------------------------------------------
 
