@@ -20,6 +20,7 @@ BENCHMARKS = {
     "postgres": "Postgres history and pgvector on a real server (issue 5)",
     "redis_tier": "Redis history beside langchain-community on a real server (issue 6)",
     "s3_age": "S3 blob throughput and AGE neighbourhoods on real servers (issue 7)",
+    "recall.bench": "Relevant recall versus recency on long sessions (issue 9)",
 }
 
 

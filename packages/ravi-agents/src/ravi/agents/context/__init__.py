@@ -7,6 +7,7 @@ Example:
 
 from ravi.agents.context.agent_context import AgentContext, Run
 from ravi.agents.context.compaction import (
+    RelevantRecallStrategy,
     SelectiveToolCallCompactionStrategy,
     SlidingWindowCompaction,
     SummarizationCompaction,
@@ -53,6 +54,7 @@ __all__ = [
     "HybridContext",
     "HybridHistoryProvider",
     "InMemoryHistoryProvider",
+    "RelevantRecallStrategy",
     "Run",
     "SelectiveToolCallCompactionStrategy",
     "SlidingWindowCompaction",

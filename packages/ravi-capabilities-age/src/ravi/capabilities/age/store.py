@@ -202,9 +202,10 @@ class AGEGraphStore:
         """Refresh the planner's statistics after a bulk write, so the indexes are used at once rather than
         after autovacuum gets round to it. AGE plans a label-less MATCH over the parent table: without its
         statistics a neighbourhood query scans, some 20 times slower."""
-        if rows >= 1_000:
+        if rows >= 1_000:  # after the commit: statistics taken inside the writing transaction do not stick
             tables = ", ".join(f'"{self.graph}"."{t}"' for t in [*labels, parent])
-            await connection.execute(f"ANALYZE {tables}")
+            async with self._connection() as connection:
+                await connection.execute(f"ANALYZE {tables}")
 
     # -- GraphStore ---------------------------------------------------------------------------------------
 

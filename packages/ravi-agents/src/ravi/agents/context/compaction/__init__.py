@@ -1,6 +1,7 @@
 """The compaction strategies. Each keeps the invariants: source untouched, system messages kept, order kept,
 tool calls and results together, same input same output."""
 
+from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
 from ravi.agents.context.compaction.selective_tool_call import SelectiveToolCallCompactionStrategy
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
 from ravi.agents.context.compaction.summarization import SummarizationCompaction
@@ -9,6 +10,7 @@ from ravi.agents.context.compaction.tool_result import ToolResultCompactionStrat
 from ravi.agents.context.compaction.truncation import TruncationStrategy
 
 __all__ = [
+    "RelevantRecallStrategy",
     "SelectiveToolCallCompactionStrategy",
     "SlidingWindowCompaction",
     "SummarizationCompaction",
