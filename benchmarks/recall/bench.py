@@ -17,18 +17,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _table import console, table, verdict  # noqa: E402
+from _table import console, table, verdict
 
-from ravi.agents.context import (  # noqa: E402
+from ravi.agents.context import (
     CompactionPipeline,
     RelevantRecallStrategy,
     SlidingWindowCompaction,
     SummarizationCompaction,
     TokenBudgetComposedStrategy,
 )
-from ravi.agents.context.recall_index import message_text  # noqa: E402
-from ravi.kernel.agent import CompactionStrategy  # noqa: E402
-from ravi.kernel.messages import ChatMessage  # noqa: E402
+from ravi.agents.context.recall_index import message_text
+from ravi.kernel.agent import CompactionStrategy
+from ravi.kernel.messages import ChatMessage
 
 try:
     from recall.dataset import build
