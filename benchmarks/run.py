@@ -21,6 +21,7 @@ BENCHMARKS = {
     "redis_tier": "Redis history beside langchain-community on a real server (issue 6)",
     "s3_age": "S3 blob throughput and AGE neighbourhoods on real servers (issue 7)",
     "recall.bench": "Relevant recall versus recency on long sessions (issue 9)",
+    "cache": "Cache-stable windows with watermarks (issue 9)",
 }
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ravi.agents.context import (
     CompactionPipeline,
+    RelevantRecallStrategy,
     SelectiveToolCallCompactionStrategy,
     SlidingWindowCompaction,
     SummarizationCompaction,
@@ -44,6 +45,11 @@ FACTORIES: dict[str, Callable[[int], CompactionStrategy]] = {
         ]
     ),
     "empty_pipeline": lambda n: CompactionPipeline([]),
+    "sliding_watermark": lambda n: SlidingWindowCompaction(max_messages=n, low_watermark=0.5),
+    "budget_watermark": lambda n: TokenBudgetComposedStrategy(
+        [ToolResultCompactionStrategy(200)], token_budget=n * 60, low_watermark=0.6
+    ),
+    "relevant_recall": lambda n: RelevantRecallStrategy(token_budget=n * 60, recall_share=0.5),
 }
 
 sizes = st.integers(0, 30)
@@ -68,7 +74,7 @@ def test_invariants(name: str, history: list[ChatMessage], n: int) -> None:
     assert [m.model_dump() for m in again] == [m.model_dump() for m in window], "not deterministic"
 
 
-@pytest.mark.parametrize("name", ["budget", "budget_composed"])
+@pytest.mark.parametrize("name", ["budget", "budget_composed", "budget_watermark"])
 @settings(max_examples=60, deadline=None)
 @given(history=transcripts, n=sizes)
 def test_budget_met_whenever_system_messages_fit(name: str, history: list[ChatMessage], n: int) -> None:
@@ -76,7 +82,7 @@ def test_budget_met_whenever_system_messages_fit(name: str, history: list[ChatMe
     assert isinstance(strategy, TokenBudgetComposedStrategy)
     window = run(strategy, history)
     total = DEFAULT_COUNTER.count_messages(history)
-    if total <= strategy.token_budget:
+    if total <= strategy.token_budget and strategy.low_watermark is None and not strategy.strategies:
         assert window == history, "a window that fits must be returned as it is"
     system_tokens = DEFAULT_COUNTER.count_messages([m for m in history if m.role == "system"])
     if system_tokens <= strategy.token_budget:
@@ -127,3 +133,33 @@ def test_the_checker_catches_broken_windows() -> None:
         with pytest.raises(AssertionError, match=reason):
             check_window(source, window)
     check_window(source, source)
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=transcripts, n=sizes)
+def test_relevant_recall_meets_its_budget(history: list[ChatMessage], n: int) -> None:
+    strategy = RelevantRecallStrategy(token_budget=n * 60, recall_share=0.5)
+    window = run(strategy, history)
+    if DEFAULT_COUNTER.count_messages([m for m in history if m.role == "system"]) <= strategy.token_budget:
+        assert DEFAULT_COUNTER.count_messages(window) <= strategy.token_budget
+    if DEFAULT_COUNTER.count_messages(history) <= strategy.token_budget:
+        assert window == history
+
+
+@pytest.mark.parametrize("name", ["sliding_watermark", "budget_watermark"])
+@settings(max_examples=40, deadline=None)
+@given(history=transcripts, n=st.integers(1, 30), data=st.data())
+def test_watermarked_windows_keep_their_prefix_between_crossings(
+    name: str, history: list[ChatMessage], n: int, data: st.DataObject
+) -> None:
+    """As a session grows, a watermarked window either starts as the previous one did, or it crossed the high
+    watermark and dropped to the low one; it never exceeds the high watermark."""
+    strategy = FACTORIES[name](n)
+    previous: list[ChatMessage] | None = None
+    for end in range(1, len(history) + 1):
+        window = run(strategy, history[:end])
+        check_window(history[:end], window)
+        crossed = previous is not None and window[: len(previous)] != previous
+        if crossed and isinstance(strategy, SlidingWindowCompaction):
+            assert sum(1 for m in window if m.role != "system") <= n
+        previous = window

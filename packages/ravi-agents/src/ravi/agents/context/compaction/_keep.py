@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from ravi.agents.context.units import units_backward
 from ravi.kernel.messages import ChatMessage
 
 
-def keep_newest(
-    messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int
-) -> list[ChatMessage]:
-    """System messages, in place, plus the newest whole units whose non-system cost fits in ``allowance``.
-
-    ``cost`` prices one message; system messages are free here because they are always kept (the caller takes
-    their cost out of ``allowance`` first). Returns a new list even when everything fits.
-    """
+def newest_cut(messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int) -> int:
+    """Where the newest whole units whose non-system cost fits in ``allowance`` begin."""
     cut = len(messages)
     spent = 0
     for start, end in units_backward(messages):
@@ -28,6 +23,11 @@ def keep_newest(
             break
         spent += unit_cost
         cut = start
+    return cut
+
+
+def from_cut(messages: Sequence[ChatMessage], cut: int) -> list[ChatMessage]:
+    """The system messages before ``cut``, then everything from ``cut`` on."""
     if cut == 0:
         return list(messages)
     head = [m for m in messages[:cut] if m.role == "system"]
@@ -35,9 +35,60 @@ def keep_newest(
     return head
 
 
+def keep_newest(
+    messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int
+) -> list[ChatMessage]:
+    """System messages, in place, plus the newest whole units whose non-system cost fits in ``allowance``.
+
+    ``cost`` prices one message; system messages are free here because they are always kept (the caller takes
+    their cost out of ``allowance`` first). Returns a new list even when everything fits.
+    """
+    return from_cut(messages, newest_cut(messages, cost, allowance))
+
+
+class Anchors:
+    """Per session, where the window starts (the id of its first non-system message), so a watermarked
+    strategy can keep serving the same prefix until the window crosses its high watermark again."""
+
+    def __init__(self, sessions: int = 128) -> None:
+        self._anchors: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        self._size = sessions
+
+    def cut(self, messages: Sequence[ChatMessage]) -> int | None:
+        """The remembered start of ``messages``' session, if its message is still there."""
+        if not messages:
+            return None
+        entry = self._anchors.get(messages[0].id)
+        if entry is None:
+            return None
+        anchor_id, index = entry
+        if index < len(messages) and messages[index].id == anchor_id:
+            return index
+        for i, m in enumerate(messages):  # the history changed before the anchor: find it again
+            if m.id == anchor_id:
+                return i
+        return None
+
+    def remember(self, messages: Sequence[ChatMessage], cut: int) -> None:
+        """Start ``messages``' session's windows at ``cut`` until told otherwise.
+
+        The cut is moved past system messages (kept anyway): a system message after a tool group starts a unit
+        only until more results arrive, while the first non-system message of a unit stays its start.
+        """
+        while cut < len(messages) and messages[cut].role == "system":
+            cut += 1
+        if not messages or cut >= len(messages):
+            return
+        key = messages[0].id
+        self._anchors[key] = (messages[cut].id, cut)
+        self._anchors.move_to_end(key)
+        while len(self._anchors) > self._size:
+            self._anchors.popitem(last=False)
+
+
 def system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """The system messages of ``messages``, in order."""
     return [m for m in messages if m.role == "system"]
 
 
-__all__ = ["keep_newest", "system_messages"]
+__all__ = ["Anchors", "from_cut", "keep_newest", "newest_cut", "system_messages"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.compaction._keep import keep_newest
+from ravi.agents.context.compaction._keep import Anchors, from_cut, keep_newest, newest_cut
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
@@ -27,17 +27,35 @@ class SlidingWindowCompaction:
         ['be brief', '8', '9']
     """
 
-    def __init__(self, max_messages: int = 100) -> None:
+    def __init__(self, max_messages: int = 100, *, low_watermark: float | None = None) -> None:
         if max_messages < 0:
             raise InvalidArgument(f"max_messages must be >= 0, got {max_messages}")
+        if low_watermark is not None and not 0 < low_watermark <= 1:
+            raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
         self.max_messages = max_messages
+        self.low_watermark = low_watermark
+        self._anchors = Anchors()
 
     async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
-        """The window: system messages and the newest whole units within ``max_messages``."""
-        return keep_newest(history, _one, self.max_messages)
+        """The window: system messages and the newest whole units within ``max_messages``.
+
+        With ``low_watermark`` (a share of ``max_messages``), the window keeps its start until it would exceed
+        ``max_messages``, then drops down to ``low_watermark * max_messages`` in one step: its prefix stays the
+        same between crossings, which is what prompt caches reward.
+        """
+        if self.low_watermark is None:
+            return keep_newest(history, _one, self.max_messages)
+        anchor = self._anchors.cut(history)
+        start = anchor or 0
+        if sum(1 for m in history[start:] if m.role != "system") <= self.max_messages:
+            return from_cut(history, start)
+        cut = newest_cut(history, _one, int(self.max_messages * self.low_watermark))
+        self._anchors.remember(history, cut)
+        return from_cut(history, cut)
 
     def __repr__(self) -> str:
-        return f"SlidingWindowCompaction(max_messages={self.max_messages})"
+        mark = f", low_watermark={self.low_watermark}" if self.low_watermark is not None else ""
+        return f"SlidingWindowCompaction(max_messages={self.max_messages}{mark})"
 
 
 __all__ = ["SlidingWindowCompaction"]

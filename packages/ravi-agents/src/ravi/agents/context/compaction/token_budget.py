@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.compaction._keep import keep_newest, system_messages
+from ravi.agents.context.compaction._keep import Anchors, from_cut, keep_newest, newest_cut, system_messages
 from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.models import SAFETY_MARGIN, input_budget, model_info
 from ravi.agents.tokens import DEFAULT_COUNTER
@@ -33,6 +33,12 @@ class TokenBudgetComposedStrategy:
     that fit are kept beside every system message, so the budget is always met when the system messages alone
     fit (when they do not, only they are returned and a ``budget_unmet`` event is emitted).
 
+    With ``low_watermark`` (a share of the budget, say 0.6) the window becomes cache-stable: nothing is dropped
+    until it would exceed ``token_budget`` (the high watermark); then it is cut down to ``low_watermark`` of the
+    budget in one step, and later windows keep that start, so the prompt's prefix stays byte-identical (and
+    cheap, for providers that cache prompt prefixes) until the next crossing. Children should then be
+    prefix-stable themselves (``ToolResultCompactionStrategy`` is; summaries and selective folding are not).
+
     Cost: checking the budget reads from the newest end and stops as soon as the budget is passed.
 
     Example:
@@ -45,9 +51,14 @@ class TokenBudgetComposedStrategy:
         token_budget: int = 100_000,
         *,
         counter: TokenCounter | None = None,
+        low_watermark: float | None = None,
     ) -> None:
         if token_budget < 0:
             raise InvalidArgument(f"token_budget must be >= 0, got {token_budget}")
+        if low_watermark is not None and not 0 < low_watermark <= 1:
+            raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
+        self.low_watermark = low_watermark
+        self._anchors = Anchors()
         self.strategies = list(strategies)
         self.token_budget = token_budget
         self.counter = counter or DEFAULT_COUNTER
@@ -67,6 +78,7 @@ class TokenBudgetComposedStrategy:
         model_info: ModelInfo | None = None,
         safety_margin: int = SAFETY_MARGIN,
         counter: TokenCounter | None = None,
+        low_watermark: float | None = None,
     ) -> TokenBudgetComposedStrategy:
         """A strategy sized for a model: ``trigger_ratio`` of (window - output reserve - safety margin).
 
@@ -77,7 +89,7 @@ class TokenBudgetComposedStrategy:
             raise InvalidArgument(f"trigger_ratio must be in (0, 1], got {trigger_ratio}")
         info = model_info or _lookup(model_name)
         budget = int(input_budget(info, safety_margin=safety_margin) * trigger_ratio)
-        return cls(strategies, budget, counter=counter)
+        return cls(strategies, budget, counter=counter, low_watermark=low_watermark)
 
     def fits(self, messages: Sequence[ChatMessage]) -> bool:
         """Whether ``messages`` fit the budget."""
@@ -85,6 +97,8 @@ class TokenBudgetComposedStrategy:
 
     async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
         """The window within ``token_budget`` tokens."""
+        if self.low_watermark is not None:
+            return await self._watermarked(history)
         if self.fits(history):
             return list(history)
         window = list(history)
@@ -109,8 +123,31 @@ class TokenBudgetComposedStrategy:
             return systems
         return keep_newest(window, count, self.token_budget - system_tokens)
 
+    async def _watermarked(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+        window: Sequence[ChatMessage] = history
+        for child in self.strategies:
+            window = await child.compact(window)
+        anchor = self._anchors.cut(window)
+        if anchor is not None:
+            anchored = from_cut(window, anchor)
+            if self.fits(anchored):
+                return anchored  # below the high watermark: the same start as before
+        elif self.fits(window):
+            return list(window)
+        count = self.counter.count_message
+        systems = system_messages(window)
+        system_tokens = sum(map(count, systems))
+        if system_tokens > self.token_budget:
+            return systems
+        assert self.low_watermark is not None
+        target = max(0, int(self.token_budget * self.low_watermark) - system_tokens)
+        cut = newest_cut(window, count, target)
+        self._anchors.remember(window, cut)
+        return from_cut(window, cut)
+
     def __repr__(self) -> str:
-        return f"TokenBudgetComposedStrategy({self.strategies!r}, token_budget={self.token_budget})"
+        mark = f", low_watermark={self.low_watermark}" if self.low_watermark is not None else ""
+        return f"TokenBudgetComposedStrategy({self.strategies!r}, token_budget={self.token_budget}{mark})"
 
 
 def _lookup(name: str) -> ModelInfo:
