@@ -56,3 +56,39 @@ def test_the_demo_runs_on_a_server_started_on_the_fly(backend: str) -> None:
     result = CliRunner().invoke(app, ["demo", "--requests", "2", "--backend", backend, "--json"])
     assert result.exit_code == 0, result.output
     assert '"turn": 1' in result.output
+
+
+def test_window_and_history_commands_read_the_configured_postgres(
+    tmp_path: Path, postgres_server: Server, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from ravi.agents.cli import app
+    from ravi.capabilities.postgres import PostgresHistoryProvider
+
+    import asyncio
+
+    messages = [ChatMessage.user(f"turn {i} " + "x" * 200) for i in range(10)]
+
+    async def store() -> None:  # the CLI runs its own event loop, so this test has none
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+        await history.append_many("bot", messages, session_id="s")
+        await history.close()
+
+    asyncio.run(store())
+    (tmp_path / "ravi.toml").write_text(
+        f'[history]\nbackend = "postgres"\ndsn = "{postgres_server.address}"\nschema = "{pg_schema}"\n\n'
+        '[context]\nagent_id = "bot"\ntoken_budget = 300\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(app, ["window", "s", "--explain", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert [e["message_id"] for e in payload["manifest"]] == [m.id for m in messages]
+    assert {e["status"] for e in payload["manifest"]} == {"kept", "dropped"}
+    assert payload["window_tokens"] <= 300
+    exported = runner.invoke(app, ["history", "export", "s"])
+    assert [json.loads(line)["id"] for line in exported.output.splitlines()] == [m.id for m in messages]

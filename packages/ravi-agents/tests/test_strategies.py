@@ -212,3 +212,45 @@ async def test_empty_pipeline_is_a_no_op_and_a_single_strategy_needs_none() -> N
     history = long_chat(3)
     assert await CompactionPipeline().compact(history) == history
     assert len(await SlidingWindowCompaction(2).compact(history)) == 3
+
+
+async def test_the_manifest_says_what_happened_to_every_message() -> None:
+    llm = RecordingLLM()
+    history = long_chat(10)
+    history += group("big", "z" * 2_000) + group("err", "E" * 2_000, error=True)
+    pipeline = CompactionPipeline(
+        [
+            ToolResultCompactionStrategy(max_chars=100),
+            SummarizationCompaction(llm, recent_token_budget=600, min_old_tokens=100),
+            TokenBudgetComposedStrategy([], token_budget=5_000),
+        ]
+    )
+    explained = await pipeline.explain(history)
+    assert explained.messages == await pipeline.compact(history)
+    by_id = {e.message_id: e for e in explained.manifest}
+    assert [e.message_id for e in explained.manifest] == [m.id for m in history]
+    assert by_id[history[0].id].status == "kept"  # the system message
+    big_result = history[-3]
+    assert by_id[big_result.id].status == "truncated"
+    assert by_id[big_result.id].strategy == "ToolResultCompactionStrategy"
+    assert by_id[big_result.id].chars_removed == 2_000 - 100 - len("\n[1900 chars truncated]")
+    assert by_id[history[-1].id].status == "kept"  # the error result is whole
+    summary = next(m for m in explained.messages if is_summary(m))
+    summarised = [e for e in explained.manifest if e.status == "summarised"]
+    assert summarised and all(e.summary_id == summary.id for e in summarised)
+    assert all(e.strategy == "SummarizationCompaction" for e in summarised)
+    assert explained.counts()["summarised"] == len(summarised)
+
+
+async def test_the_manifest_names_recalled_and_dropped_messages() -> None:
+    from ravi.agents.context import RelevantRecallStrategy
+
+    history = [ChatMessage.system("rules"), ChatMessage.user("My locker code is QUARTZ-4411, remember it.")]
+    history += [ChatMessage.user(f"filler turn {i} " + "w" * 300) for i in range(20)]
+    history.append(ChatMessage.user("What is my locker code?"))
+    explained = await CompactionPipeline([RelevantRecallStrategy(token_budget=600)]).explain(history)
+    by_id = {e.message_id: e for e in explained.manifest}
+    assert by_id[history[1].id].status == "recalled"
+    assert by_id[history[2].id].status == "dropped"
+    assert by_id[history[2].id].strategy == "RelevantRecallStrategy"
+    assert by_id[history[-1].id].status == "kept"

@@ -29,6 +29,7 @@ from ravi.agents.context import (
     SelectiveToolCallCompactionStrategy,
     TokenBudgetComposedStrategy,
     ToolResultCompactionStrategy,
+    Window,
 )
 from ravi.agents.demo import model_calls
 from ravi.agents.settings import build_store, load_settings
@@ -299,6 +300,7 @@ def window(
     model: Annotated[str | None, typer.Option(help="Assemble for this model's window (from the model table).")] = None,
     config: ConfigOption = None,
     agent: AgentOption = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Say what happened to every stored message.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The window Ravi would send for SESSION now, with token counts (--budget or --model override the
@@ -315,37 +317,56 @@ def window(
     context_config = ContextConfig.from_settings(settings)
     agent_id = agent or settings.context.agent_id
 
-    async def assemble() -> tuple[list[ChatMessage], list[ChatMessage]]:
+    async def assemble() -> tuple[list[ChatMessage], Window]:
         try:
             stored = await context_config.history.get_messages(agent_id, session_id=session)
-            return stored, await context_config.pipeline.compact(stored)
+            return stored, await context_config.pipeline.explain(stored)
         finally:
             closer = getattr(context_config.history, "close", None)
             if closer is not None:
                 await closer()
 
-    stored, window_messages = asyncio.run(assemble())
+    stored, explained = asyncio.run(assemble())
+    messages = explained.messages
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "stored_messages": len(stored),
-                    "stored_tokens": DEFAULT_COUNTER.count_messages(stored),
-                    "window_tokens": DEFAULT_COUNTER.count_messages(window_messages),
-                    "window": [m.to_openai(extras=False) for m in window_messages],
-                },
-                indent=2,
+        payload: dict[str, Any] = {
+            "stored_messages": len(stored),
+            "stored_tokens": DEFAULT_COUNTER.count_messages(stored),
+            "window_tokens": DEFAULT_COUNTER.count_messages(messages),
+            "window": [m.to_openai(extras=False) for m in messages],
+        }
+        if explain:
+            payload["manifest"] = [asdict(e) for e in explained.manifest]
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    if explain:
+        by_id = {m.id: m for m in stored}
+        counts = ", ".join(f"{v} {k}" for k, v in explained.counts().items())
+        table = Table(title=f"manifest of {session!r}: {counts}")
+        for name in ("#", "role", "status", "by", "detail", "content"):
+            table.add_column(name)
+        style = {"kept": "green", "truncated": "yellow", "summarised": "cyan", "recalled": "magenta", "dropped": "red"}
+        for i, e in enumerate(explained.manifest):
+            detail = (f"-{e.chars_removed:,} chars" if e.chars_removed else "") + (
+                f" into {e.summary_id}" if e.summary_id else ""
             )
-        )
+            table.add_row(
+                str(i),
+                by_id[e.message_id].role,
+                f"[{style[e.status]}]{e.status}[/]",
+                e.strategy or "",
+                detail.strip(),
+                _preview(by_id[e.message_id], 40),
+            )
+        console.print(table)
         return
     table = Table(
-        title=f"window for {session!r}: {len(window_messages)} of {len(stored)} messages, "
-        f"{DEFAULT_COUNTER.count_messages(window_messages):,} of "
-        f"{DEFAULT_COUNTER.count_messages(stored):,} tokens"
+        title=f"window for {session!r}: {len(messages)} of {len(stored)} messages, "
+        f"{DEFAULT_COUNTER.count_messages(messages):,} of {DEFAULT_COUNTER.count_messages(stored):,} tokens"
     )
     for name in ("role", "tokens", "content"):
         table.add_column(name, justify="right" if name == "tokens" else "left")
-    for m in window_messages:
+    for m in messages:
         table.add_row(m.role, str(DEFAULT_COUNTER.count_message(m)), _preview(m))
     console.print(table)
 

@@ -28,6 +28,7 @@ from ravi.agents.context.functional import (
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.hybrid import HybridHistoryProvider
 from ravi.agents.context.manager import ContextManager, mount
+from ravi.agents.context.manifest import ManifestEntry, Window
 from ravi.agents.context.model_context import (
     HybridContext,
     SlidingWindowContext,
@@ -54,6 +55,7 @@ __all__ = [
     "HybridContext",
     "HybridHistoryProvider",
     "InMemoryHistoryProvider",
+    "ManifestEntry",
     "RelevantRecallStrategy",
     "Run",
     "SelectiveToolCallCompactionStrategy",
@@ -66,6 +68,7 @@ __all__ = [
     "ToolResultCompactionStrategy",
     "TruncationStrategy",
     "UnboundedContext",
+    "Window",
     "compact",
     "estimate_context_tokens",
     "find_cut_point",

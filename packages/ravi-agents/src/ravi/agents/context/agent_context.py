@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.history import check_scope
+from ravi.agents.context.manifest import Window
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.messages import ChatMessage
 
@@ -45,6 +46,14 @@ class AgentContext:
         for turns in self._unsaved.get(session_id, {}).values():
             history.extend(turns)
         return await self.config.pipeline.compact(history)
+
+    async def explain(self, session_id: str) -> Window:
+        """The window for ``session_id`` with its manifest (what happened to each stored message, and why)."""
+        check_scope(session_id=session_id)
+        history = await self.config.history.get_messages(self.agent_id, session_id=session_id)
+        for turns in self._unsaved.get(session_id, {}).values():
+            history.extend(turns)
+        return await self.config.pipeline.explain(history)
 
     async def add_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
         """Record new turns of ``run_id`` in ``session_id``."""

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ravi.agents.context.events import CompactionEvent, EventBus, Listener
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionStrategy
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
+
+if TYPE_CHECKING:
+    from ravi.agents.context.manifest import Window
 
 
 class CompactionPipeline:
@@ -55,6 +59,20 @@ class CompactionPipeline:
         if events:
             events.emit(CompactionEvent("post_compact", window, counter=self.counter))
         return window
+
+    async def explain(self, history: Sequence[ChatMessage]) -> Window:
+        """The window and its manifest: for each source message, kept, truncated (how much), summarised (into
+        which summary), recalled or dropped, and by which strategy. Costs a pass per strategy: ask only when
+        you need the explanation."""
+        from ravi.agents.context.manifest import ManifestBuilder
+
+        builder = ManifestBuilder(history)
+        window = list(history)
+        for strategy in self.strategies:
+            out = await strategy.compact(window)
+            builder.stage(strategy, window, out)
+            window = out
+        return builder.build(window)
 
     def __repr__(self) -> str:
         return f"CompactionPipeline({self.strategies!r})"

@@ -196,13 +196,11 @@ class AGEGraphStore:
             await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_end" ON {table} (end_id)')
         self._indexed.add((label, kind))
 
-    async def _analyze_if_large(
-        self, connection: asyncpg.Connection, labels: list[str], parent: str, rows: int
-    ) -> None:
+    async def _analyze_if_large(self, labels: list[str], parent: str, rows: int) -> None:
         """Refresh the planner's statistics after a bulk write, so the indexes are used at once rather than
         after autovacuum gets round to it. AGE plans a label-less MATCH over the parent table: without its
         statistics a neighbourhood query scans, some 20 times slower."""
-        if rows >= 1_000:  # after the commit: statistics taken inside the writing transaction do not stick
+        if rows >= 1_000:
             tables = ", ".join(f'"{self.graph}"."{t}"' for t in [*labels, parent])
             async with self._connection() as connection:
                 await connection.execute(f"ANALYZE {tables}")
@@ -235,6 +233,7 @@ class AGEGraphStore:
                     connection, f"UNWIND $rows AS row MERGE (n:{label} {{id: row.id}}) SET n = row", {"rows": items}
                 )
                 await self._ensure_index(connection, label, "vertex")
+        await self._analyze_if_large(list(by_label), "_ag_label_vertex", len(entities))
 
     async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
         """Insert or replace relationships by id; both ends must exist (``NotFound``, nothing added)."""
@@ -271,6 +270,7 @@ class AGEGraphStore:
                     {"rows": items},
                 )
                 await self._ensure_index(connection, rel_type, "edge")
+        await self._analyze_if_large(list(by_type), "_ag_label_edge", len(relationships))
 
     async def get_entity(self, entity_id: str) -> Entity | None:
         """One entity by id, or ``None``."""
