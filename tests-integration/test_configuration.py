@@ -61,14 +61,13 @@ def test_the_demo_runs_on_a_server_started_on_the_fly(backend: str) -> None:
 def test_window_and_history_commands_read_the_configured_postgres(
     tmp_path: Path, postgres_server: Server, pg_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import asyncio
     import json
 
     from typer.testing import CliRunner
 
     from ravi.agents.cli import app
     from ravi.capabilities.postgres import PostgresHistoryProvider
-
-    import asyncio
 
     messages = [ChatMessage.user(f"turn {i} " + "x" * 200) for i in range(10)]
 
