@@ -17,11 +17,13 @@ from ravi.capabilities.postgres import (
     PgVectorStore,
     PostgresHistoryProvider,
     PostgresMemoryStore,
+    PostgresSummaryStore,
 )
 from ravi.conformance import (
     HistoryProviderContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
+    SummaryStoreContract,
     TaskStoreContract,
     VectorStoreContract,
 )
@@ -219,3 +221,42 @@ async def test_table_prefixes_let_apps_share_a_schema(postgres_server: Server, p
     finally:
         await one.close()
         await two.close()
+
+
+class TestPostgresSummaries(SummaryStoreContract):
+    @pytest_asyncio.fixture
+    async def summary_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresSummaryStore]:
+        async for store in closing(PostgresSummaryStore(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+async def test_a_span_is_summarised_once_across_processes(postgres_server: Server, pg_schema: str) -> None:
+    """Two processes' summarisers sharing the Postgres summary store: the second reads, it does not call."""
+    from collections.abc import Sequence
+
+    from ravi.agents.context import SummarizationCompaction
+
+    calls: list[int] = []
+
+    class CountingLLM:
+        async def complete(self, messages: Sequence[ChatMessage], **kwargs: object) -> str:
+            calls.append(1)
+            return "the user asked about invoices"
+
+    history = [ChatMessage.user(f"question {i} " + "q" * 300) for i in range(12)]
+    stores = [PostgresSummaryStore(postgres_server.address, schema=pg_schema) for _ in range(2)]
+    try:
+        first, second = (
+            SummarizationCompaction(CountingLLM(), recent_token_budget=200, min_old_tokens=10, store=s) for s in stores
+        )
+        one = await first.compact(history)
+        two = await second.compact(history)
+        assert one == two
+        assert len(calls) == 1
+        assert history == [
+            ChatMessage.user(f"question {i} " + "q" * 300, id=m.id, created_at=m.created_at)
+            for i, m in enumerate(history)
+        ]  # the transcript is untouched
+    finally:
+        for s in stores:
+            await s.close()

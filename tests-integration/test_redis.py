@@ -14,8 +14,13 @@ from servers import Server
 
 from ravi.agents.context import AgentContext, HybridContext
 from ravi.capabilities.postgres import PostgresHistoryProvider
-from ravi.capabilities.redis import RedisHistoryProvider, RedisLongTermMemory, RedisSessionStore
-from ravi.conformance import HistoryProviderContract, LongTermMemoryContract, ShortTermMemoryContract
+from ravi.capabilities.redis import RedisHistoryProvider, RedisLongTermMemory, RedisSessionStore, RedisSummaryStore
+from ravi.conformance import (
+    HistoryProviderContract,
+    LongTermMemoryContract,
+    ShortTermMemoryContract,
+    SummaryStoreContract,
+)
 from ravi.conformance._base import eventually
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError
 from ravi.kernel.messages import ChatMessage
@@ -172,3 +177,10 @@ async def test_hybrid_context_redis_hot_postgres_cold(
     finally:
         await hot.close()
         await cold.close()
+
+
+class TestRedisSummaries(SummaryStoreContract):
+    @pytest_asyncio.fixture
+    async def summary_store(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisSummaryStore]:
+        async for store in closing(RedisSummaryStore(redis_server.address, prefix=redis_prefix)):
+            yield store

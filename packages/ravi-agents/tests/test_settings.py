@@ -113,3 +113,17 @@ def test_unknown_strategy_parameters_are_refused(tmp_path: Path) -> None:
     (tmp_path / "ravi.toml").write_text('[[context.pipeline]]\nstrategy = "sliding_window"\nmax_msgs = 3\n')
     with pytest.raises(ConfigurationError, match="sliding_window"):
         ContextConfig.from_settings()
+
+
+def test_summaries_live_beside_the_history_unless_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ravi.agents.settings import build_store
+    from ravi.agents.storage import InMemorySummaryStore
+
+    assert isinstance(build_store("summaries", load_settings()), InMemorySummaryStore)
+    pytest.importorskip("ravi.capabilities.postgres")
+    monkeypatch.setenv("RAVI_HISTORY__BACKEND", "postgres")
+    monkeypatch.setenv("RAVI_HISTORY__DSN", "postgresql://nowhere.invalid/db")
+    store = build_store("summaries", load_settings())  # built, not connected
+    assert type(store).__name__ == "PostgresSummaryStore"
+    monkeypatch.setenv("RAVI_SUMMARIES__BACKEND", "memory")
+    assert isinstance(build_store("summaries", load_settings()), InMemorySummaryStore)

@@ -10,6 +10,7 @@ from ravi.agents.storage import (
     InMemoryGraphStore,
     InMemoryLongTermMemory,
     InMemoryStateStore,
+    InMemorySummaryStore,
     InMemoryVectorStore,
     TaskStore,
 )
@@ -20,6 +21,7 @@ from ravi.conformance import (
     HistoryProviderContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
+    SummaryStoreContract,
     TaskStoreContract,
     VectorStoreContract,
 )
@@ -73,3 +75,9 @@ class TestInMemoryTasks(TaskStoreContract):
     @pytest.fixture
     def task_store(self) -> TaskStore:
         return TaskStore()
+
+
+class TestInMemorySummaries(SummaryStoreContract):
+    @pytest.fixture
+    def summary_store(self) -> InMemorySummaryStore:
+        return InMemorySummaryStore()

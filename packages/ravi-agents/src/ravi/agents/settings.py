@@ -94,6 +94,7 @@ class RaviSettings(BaseSettings):
     graph: StoreSettings = Field(default_factory=StoreSettings)
     blob: StoreSettings = Field(default_factory=StoreSettings)
     tasks: StoreSettings = Field(default_factory=StoreSettings)
+    summaries: StoreSettings | None = None
     context: ContextSettings = Field(default_factory=ContextSettings)
 
     @classmethod
@@ -111,7 +112,13 @@ class RaviSettings(BaseSettings):
         return tuple(sources)
 
     def store(self, kind: str) -> StoreSettings:
-        """The settings of one store kind."""
+        """The settings of one store kind. Summaries live beside the history unless configured: the history's
+        backend and options when that backend keeps summaries, else in memory."""
+        if kind == "summaries" and self.summaries is None:
+            from ravi.kernel.registry import available
+
+            beside = self.history.backend in available("summaries")
+            return self.history if beside else StoreSettings()
         return getattr(self, kind)  # type: ignore[no-any-return]
 
 
@@ -174,7 +181,9 @@ def build_store(kind: str, settings: RaviSettings | None = None) -> Any:
         raise ConfigurationError(f"[{kind}] backend = {chosen.backend!r}: {error.message}", hint=hint) from error
 
 
-def build_strategy(spec: StrategySettings, *, default_model: str | None = None) -> CompactionStrategy:
+def build_strategy(
+    spec: StrategySettings, *, default_model: str | None = None, summaries: Any = None
+) -> CompactionStrategy:
     """One strategy from its settings; unknown parameters are a ``ConfigurationError`` naming them."""
     from ravi.agents.context.compaction import (
         SelectiveToolCallCompactionStrategy,
@@ -189,7 +198,7 @@ def build_strategy(spec: StrategySettings, *, default_model: str | None = None) 
     where = f"context.pipeline strategy {spec.strategy!r}"
     try:
         if spec.strategy == "token_budget":
-            children = [build_strategy(c, default_model=default_model) for c in spec.children]
+            children = [build_strategy(c, default_model=default_model, summaries=summaries) for c in spec.children]
             model = params.pop("model", None)
             if "token_budget" in params:
                 return TokenBudgetComposedStrategy(children, int(params.pop("token_budget")), **params)
@@ -204,7 +213,7 @@ def build_strategy(spec: StrategySettings, *, default_model: str | None = None) 
                 from ravi.agents.llm.openai import OpenAICompatibleClient
 
                 llm = OpenAICompatibleClient(llm_model, base_url=params.pop("llm_base_url", None))
-            return SummarizationCompaction(llm, **params)
+            return SummarizationCompaction(llm, store=summaries, **params)
         factories: dict[str, Callable[..., CompactionStrategy]] = {
             "sliding_window": SlidingWindowCompaction,
             "tool_result": ToolResultCompactionStrategy,
@@ -216,8 +225,9 @@ def build_strategy(spec: StrategySettings, *, default_model: str | None = None) 
         raise ConfigurationError(f"{where}: {error}", hint="check the parameter names in docs/strategies.md") from error
 
 
-def build_pipeline(context: ContextSettings) -> list[CompactionStrategy] | None:
-    """The strategies ``context`` settings describe (``None`` means the default sliding window)."""
+def build_pipeline(context: ContextSettings, *, summaries: Any = None) -> list[CompactionStrategy] | None:
+    """The strategies ``context`` settings describe (``None`` means the default sliding window); summarising
+    strategies keep their summaries in ``summaries``."""
     from ravi.agents.context.compaction import (
         SelectiveToolCallCompactionStrategy,
         TokenBudgetComposedStrategy,
@@ -225,7 +235,7 @@ def build_pipeline(context: ContextSettings) -> list[CompactionStrategy] | None:
     )
 
     if context.pipeline is not None:
-        return [build_strategy(s, default_model=context.model) for s in context.pipeline]
+        return [build_strategy(s, default_model=context.model, summaries=summaries) for s in context.pipeline]
     if context.model is None and context.token_budget is None:
         return None
     head: list[CompactionStrategy] = [ToolResultCompactionStrategy(), SelectiveToolCallCompactionStrategy()]

@@ -22,6 +22,7 @@ pytest.register_assert_rewrite(
     "ravi.conformance.history",
     "ravi.conformance.longterm",
     "ravi.conformance.state",
+    "ravi.conformance.summaries",
     "ravi.conformance.tasks",
     "ravi.conformance.vector",
 )
@@ -32,6 +33,7 @@ from ravi.conformance.graph import CypherCapableContract, GraphStoreContract  # 
 from ravi.conformance.history import HistoryProviderContract  # noqa: E402
 from ravi.conformance.longterm import LongTermMemoryContract  # noqa: E402
 from ravi.conformance.state import ShortTermMemoryContract  # noqa: E402
+from ravi.conformance.summaries import SummaryStoreContract  # noqa: E402
 from ravi.conformance.tasks import TaskStoreContract  # noqa: E402
 from ravi.conformance.vector import VectorStoreContract  # noqa: E402
 
@@ -43,6 +45,7 @@ CONTRACTS: dict[str, type[ContractBase]] = {
     "graph": GraphStoreContract,
     "blob": BlobStoreContract,
     "tasks": TaskStoreContract,
+    "summaries": SummaryStoreContract,
 }
 """The contract of each store kind (``graph`` backends that are ``CypherCapable`` also run that contract)."""
 
@@ -56,6 +59,7 @@ __all__ = [
     "HistoryProviderContract",
     "LongTermMemoryContract",
     "ShortTermMemoryContract",
+    "SummaryStoreContract",
     "TaskStoreContract",
     "VectorStoreContract",
 ]

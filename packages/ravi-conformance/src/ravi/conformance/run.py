@@ -20,6 +20,7 @@ from ravi.conformance import (
     HistoryProviderContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
+    SummaryStoreContract,
     TaskStoreContract,
     VectorStoreContract,
 )
@@ -106,4 +107,12 @@ class TestTasks(TaskStoreContract):
     @pytest_asyncio.fixture
     async def task_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
         async for backend in _build(request, "tasks"):
+            yield backend
+
+
+@pytest.mark.ravi_kind("summaries")
+class TestSummaries(SummaryStoreContract):
+    @pytest_asyncio.fixture
+    async def summary_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+        async for backend in _build(request, "summaries"):
             yield backend

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ravi.kernel.errors import ConfigurationError
 
-Kind = Literal["history", "state", "longterm", "vector", "graph", "blob", "tasks"]
+Kind = Literal["history", "state", "longterm", "vector", "graph", "blob", "tasks", "summaries"]
 
 GROUPS: Mapping[str, str] = {
     "history": "ravi.history",
@@ -32,6 +32,7 @@ GROUPS: Mapping[str, str] = {
     "graph": "ravi.graph",
     "blob": "ravi.blob",
     "tasks": "ravi.tasks",
+    "summaries": "ravi.summaries",
 }
 """Store kind to entry-point group."""
 
@@ -43,13 +44,17 @@ PROTOCOLS: Mapping[str, str] = {
     "graph": "GraphStore",
     "blob": "BlobStore",
     "tasks": "TaskStore",
+    "summaries": "SummaryStore",
 }
 """Store kind to the name of its Protocol in ``ravi.kernel.storage``."""
 
 KNOWN_BACKENDS: Mapping[str, tuple[str, frozenset[str]]] = {
     "memory": ("ravi-agents", frozenset(GROUPS)),
-    "postgres": ("ravi-capabilities-postgres", frozenset({"history", "state", "longterm", "vector", "tasks"})),
-    "redis": ("ravi-capabilities-redis", frozenset({"history", "state", "longterm"})),
+    "postgres": (
+        "ravi-capabilities-postgres",
+        frozenset({"history", "state", "longterm", "vector", "tasks", "summaries"}),
+    ),
+    "redis": ("ravi-capabilities-redis", frozenset({"history", "state", "longterm", "summaries"})),
     "s3": ("ravi-capabilities-s3", frozenset({"blob"})),
     "age": ("ravi-capabilities-age", frozenset({"graph"})),
 }

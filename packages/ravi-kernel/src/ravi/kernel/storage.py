@@ -299,6 +299,26 @@ class CypherCapable(Protocol):
         ...
 
 
+# -- derived records -----------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class SummaryStore(Protocol):
+    """Summaries kept as derived records, keyed by the span of message ids they cover.
+
+    The transcript is never changed; a summary is a record beside it, so the same span is summarised once
+    across calls and processes. The first text stored for a span is kept.
+    """
+
+    async def get_summary(self, span_id: str) -> str | None:
+        """The summary of the span, or ``None``."""
+        ...
+
+    async def put_summary(self, span_id: str, text: str) -> None:
+        """Keep ``text`` as the span's summary (a span already summarised keeps its first text)."""
+        ...
+
+
 # -- blobs --------------------------------------------------------------------------------------------
 
 
@@ -527,6 +547,7 @@ __all__ = [
     "SearchResult",
     "ShortTermMemory",
     "SubGraph",
+    "SummaryStore",
     "Task",
     "TaskList",
     "TaskStatus",

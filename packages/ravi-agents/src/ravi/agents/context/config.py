@@ -71,8 +71,15 @@ class ContextConfig:
         from ravi.agents.settings import build_pipeline, build_store, load_settings, retention_of
 
         settings = settings or load_settings(path)
+        pipeline = settings.context.pipeline or []
+        summarising = any(
+            s.strategy == "summarization" or any(c.strategy == "summarization" for c in s.children) for s in pipeline
+        )
+        summaries = build_store("summaries", settings) if summarising else None
         return cls(
-            build_store("history", settings), build_pipeline(settings.context), retention=retention_of(settings.context)
+            build_store("history", settings),
+            build_pipeline(settings.context, summaries=summaries),
+            retention=retention_of(settings.context),
         )
 
     @classmethod

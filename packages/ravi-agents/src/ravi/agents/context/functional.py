@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ravi.agents.context.compaction.summarization import INSTRUCTIONS, SummaryCache, is_summary, write_summary
+from ravi.agents.context.compaction.summarization import INSTRUCTIONS, is_summary, write_summary
 from ravi.agents.context.units import units_backward
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.cancel import CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import SummaryStore
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ async def summarize(
     max_tokens: int = 800,
     instructions: str = INSTRUCTIONS,
     cancel: CancelToken | None = None,
-    cache: SummaryCache | None = None,
+    store: SummaryStore | None = None,
 ) -> ChatMessage:
     """One summary message of ``messages``; summaries among them are folded in, system messages skipped."""
     from ravi.agents.llm.extractive import ExtractiveSummarizer
@@ -98,7 +99,7 @@ async def summarize(
         instructions=instructions,
         max_tokens=max_tokens,
         cancel=cancel,
-        cache=cache,
+        store=store,
     )
 
 
@@ -108,7 +109,7 @@ async def compact(
     policy: CompactionPolicy = CompactionPolicy(),
     *,
     cancel: CancelToken | None = None,
-    cache: SummaryCache | None = None,
+    store: SummaryStore | None = None,
 ) -> list[ChatMessage]:
     """``(summary, *tail)``: everything before :func:`find_cut_point` becomes one summary.
 
@@ -119,7 +120,7 @@ async def compact(
     old = messages[:cut]
     if not any(m.role != "system" for m in old):
         return list(messages)
-    summary = await summarize(old, llm, cancel=cancel, cache=cache)
+    summary = await summarize(old, llm, cancel=cancel, store=store)
     return [*(m for m in old if m.role == "system"), summary, *messages[cut:]]
 
 

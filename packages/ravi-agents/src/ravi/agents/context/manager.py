@@ -17,6 +17,7 @@ from ravi.agents.context.compaction.token_budget import fits
 from ravi.agents.context.functional import CompactionPolicy, compact, should_compact
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.models import SAFETY_MARGIN
+from ravi.agents.storage.summaries import InMemorySummaryStore
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.errors import ConfigurationError, InvalidMessage
 from ravi.kernel.llm import LLMClient, TokenCounter
@@ -91,7 +92,7 @@ class ContextManager:
         self.policy = policy or CompactionPolicy()
         self.counter = counter or DEFAULT_COUNTER
         self.token_budget = token_budget
-        self._summaries: dict[str, str] = {}
+        self._summaries = InMemorySummaryStore()
 
     async def add_message(self, message: ChatMessage | Mapping[str, Any]) -> None:
         """Append one message (a ``ChatMessage`` or an OpenAI-style dict)."""
@@ -127,7 +128,7 @@ class ContextManager:
         if budget is None:
             budget = self.token_budget
         if budget is not None and should_compact(window, budget, self.policy, counter=self.counter):
-            window = await compact(window, self.llm, self.policy, cache=self._summaries)
+            window = await compact(window, self.llm, self.policy, store=self._summaries)
             if not fits(window, budget, self.counter):
                 count = self.counter.count_message
                 allowance = budget - sum(map(count, system_messages(window)))

@@ -16,6 +16,7 @@ from ravi.agents.storage.embeddings import CallableEmbeddingClient, HashingEmbed
 from ravi.agents.storage.graph import InMemoryGraphStore
 from ravi.agents.storage.longterm import InMemoryLongTermMemory
 from ravi.agents.storage.state import InMemoryStateStore
+from ravi.agents.storage.summaries import InMemorySummaryStore
 from ravi.agents.storage.tasks import GlobalTaskStore, TaskStore
 from ravi.agents.storage.vector import InMemoryVectorStore
 
@@ -28,6 +29,7 @@ __all__ = [
     "InMemoryHistoryProvider",
     "InMemoryLongTermMemory",
     "InMemoryStateStore",
+    "InMemorySummaryStore",
     "InMemoryVectorStore",
     "TaskStore",
     "current_agent_id",

@@ -14,7 +14,15 @@ migrates its tables on first use, and raises only the kernel's typed errors.
 from ravi.capabilities.postgres.history import PostgresHistoryProvider
 from ravi.capabilities.postgres.longterm import PgLongTermMemory
 from ravi.capabilities.postgres.state import PostgresMemoryStore
+from ravi.capabilities.postgres.summaries import PostgresSummaryStore
 from ravi.capabilities.postgres.tasks import PgTaskStore
 from ravi.capabilities.postgres.vector import PgVectorStore
 
-__all__ = ["PgLongTermMemory", "PgTaskStore", "PgVectorStore", "PostgresHistoryProvider", "PostgresMemoryStore"]
+__all__ = [
+    "PostgresSummaryStore",
+    "PgLongTermMemory",
+    "PgTaskStore",
+    "PgVectorStore",
+    "PostgresHistoryProvider",
+    "PostgresMemoryStore",
+]

@@ -11,5 +11,6 @@ kernel's typed errors.
 from ravi.capabilities.redis.history import RedisHistoryProvider
 from ravi.capabilities.redis.longterm import RedisLongTermMemory
 from ravi.capabilities.redis.state import RedisSessionStore
+from ravi.capabilities.redis.summaries import RedisSummaryStore
 
-__all__ = ["RedisHistoryProvider", "RedisLongTermMemory", "RedisSessionStore"]
+__all__ = ["RedisSummaryStore", "RedisHistoryProvider", "RedisLongTermMemory", "RedisSessionStore"]

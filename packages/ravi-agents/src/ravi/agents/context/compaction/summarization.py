@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.units import units_backward
@@ -15,6 +14,7 @@ from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.storage import SummaryStore
 
 SUMMARY_KEY = "ravi.summary"
 """Metadata key that marks a summary message; its value says what the summary covers."""
@@ -55,14 +55,6 @@ def render_transcript(messages: Sequence[ChatMessage], *, max_result_chars: int 
     return "\n".join(lines)
 
 
-class SummaryCache(Protocol):
-    """Where :func:`write_summary` looks up and keeps summary texts by span id."""
-
-    def get(self, key: str) -> str | None: ...
-
-    def __setitem__(self, key: str, text: str) -> None: ...
-
-
 def span_id(covered: Sequence[str]) -> str:
     """The id of the summary of the messages with ids ``covered``: the same span always gives the same id."""
     return "summary-" + hashlib.sha256("\x1f".join(covered).encode()).hexdigest()[:24]
@@ -88,7 +80,7 @@ async def write_summary(
     instructions: str = INSTRUCTIONS,
     max_tokens: int = 800,
     cancel: CancelToken | None = None,
-    cache: SummaryCache | None = None,
+    store: SummaryStore | None = None,
 ) -> ChatMessage:
     """One summary message covering the ``previous`` summaries and the ``fresh`` messages after them.
 
@@ -96,11 +88,11 @@ async def write_summary(
     """
     covered = [m.id for m in previous] + [m.id for m in fresh]
     key = span_id(covered)
-    text = cache.get(key) if cache is not None else None
+    text = await store.get_summary(key) if store is not None else None
     if text is None:
         text = await llm.complete(summary_prompt(previous, fresh, instructions), max_tokens=max_tokens, cancel=cancel)
-        if cache is not None:
-            cache[key] = text
+        if store is not None:
+            await store.put_summary(key, text)
     covers: dict[str, Any] = {
         "first": fresh[0].id if fresh else None,
         "last": fresh[-1].id if fresh else None,
@@ -141,7 +133,7 @@ class SummarizationCompaction:
         counter: TokenCounter | None = None,
         cancel_token: CancelToken | None = None,
         instructions: str = INSTRUCTIONS,
-        cache_size: int = 256,
+        store: SummaryStore | None = None,
     ) -> None:
         if recent_token_budget < 0 or min_old_tokens < 0 or max_summary_tokens <= 0:
             raise InvalidArgument("recent_token_budget and min_old_tokens must be >= 0, max_summary_tokens > 0")
@@ -157,8 +149,11 @@ class SummarizationCompaction:
         self.cancel_token = cancel_token
         self.instructions = instructions
         self.events = EventBus()
-        self._cache: OrderedDict[str, str] = OrderedDict()
-        self._cache_size = cache_size
+        if store is None:
+            from ravi.agents.storage.summaries import InMemorySummaryStore
+
+            store = InMemorySummaryStore()
+        self.store = store
 
     def _cut(self, history: Sequence[ChatMessage]) -> int:
         count = self.counter.count_message
@@ -190,7 +185,7 @@ class SummarizationCompaction:
                 instructions=self.instructions,
                 max_tokens=self.max_summary_tokens,
                 cancel=token,
-                cache=self,
+                store=self.store,
             )
         except CancelledByToken:
             raise
@@ -205,18 +200,6 @@ class SummarizationCompaction:
         head = [m for m in old if m.role == "system"]
         return [*head, summary, *history[cut:]]
 
-    def get(self, key: str) -> str | None:
-        """A cached summary text by span id (the cache protocol :func:`write_summary` uses)."""
-        return self._cache.get(key)
-
-    def __setitem__(self, key: str, text: str) -> None:
-        self._remember(key, text)
-
-    def _remember(self, key: str, text: str) -> None:
-        self._cache[key] = text
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-
     def __repr__(self) -> str:
         return (
             f"SummarizationCompaction(recent_token_budget={self.recent_token_budget}, "
@@ -228,7 +211,6 @@ __all__ = [
     "INSTRUCTIONS",
     "SUMMARY_KEY",
     "SummarizationCompaction",
-    "SummaryCache",
     "is_summary",
     "render_transcript",
     "span_id",

@@ -1,0 +1,44 @@
+"""``RedisSummaryStore``: summaries as derived records in Redis, optionally expiring."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ravi.agents.storage.summaries import check_span
+from ravi.capabilities.redis._client import RedisConnection, mapped_errors
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.storage import ttl_seconds
+
+
+class RedisSummaryStore:
+    """The ``SummaryStore`` contract on Redis: one key per span, written with ``SET NX`` so the first text
+    wins; with ``ttl``, summaries expire with the hot tier."""
+
+    def __init__(
+        self, url: str, *, prefix: str = "ravi", ttl: timedelta | float | None = None, socket_timeout: float = 10.0
+    ) -> None:
+        self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
+        seconds = ttl_seconds(ttl)
+        self._ttl_ms = None if seconds is None else max(1, int(seconds * 1000))
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self.redis.close()
+
+    async def get_summary(self, span_id: str) -> str | None:
+        """The summary of the span, or ``None``."""
+        check_span(span_id)
+        with mapped_errors():
+            value = await self.redis.client.get(self.redis.key("summary", span_id))
+        return None if value is None else value.decode() if isinstance(value, bytes) else str(value)
+
+    async def put_summary(self, span_id: str, text: str) -> None:
+        """Keep ``text`` as the span's summary unless it has one."""
+        check_span(span_id)
+        if not isinstance(text, str):
+            raise InvalidArgument("a summary must be a string")
+        with mapped_errors():
+            await self.redis.client.set(self.redis.key("summary", span_id), text, nx=True, px=self._ttl_ms)
+
+
+__all__ = ["RedisSummaryStore"]
