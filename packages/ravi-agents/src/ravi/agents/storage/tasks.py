@@ -14,7 +14,33 @@ from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
 from ravi.kernel.storage import TaskStore as TaskStoreProtocol
 
 
-class TaskStore:
+class TaskLifecycle:
+    """The lifecycle moves of a task store, written once on top of one atomic ``_change``.
+
+    A store implements ``_change(conversation_id, agent_id, task_id, how)``: under its lock (or row lock), read
+    the task, apply ``how`` (the kernel's :class:`~ravi.kernel.storage.Task` transition) and write the result.
+    """
+
+    async def _change(self, conversation_id: str, agent_id: str, task_id: str, how: Callable[[Task], Task]) -> Task:
+        raise NotImplementedError
+
+    async def update_status(
+        self, conversation_id: str, agent_id: str, task_id: str, status: TaskStatus, *, result: str | None = None
+    ) -> Task:
+        """Move a task along its lifecycle."""
+        target = TaskStatus(status)
+        return await self._change(conversation_id, agent_id, task_id, lambda t: t.moved_to(target, result=result))
+
+    async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
+        """Retry a failed task (``abandoned`` once it reaches ``max_retries``)."""
+        return await self._change(conversation_id, agent_id, task_id, Task.retried)
+
+    async def force_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
+        """Human override: plan the task again with its retry count reset."""
+        return await self._change(conversation_id, agent_id, task_id, Task.force_retried)
+
+
+class TaskStore(TaskLifecycle):
     """Task boards keyed by ``(conversation_id, agent_id)``, guarded by one ``asyncio.Lock``.
 
     Every change goes through the lifecycle of :class:`~ravi.kernel.storage.TaskStatus`: an illegal move
@@ -70,21 +96,6 @@ class TaskStore:
             tasks = tuple(changed if t.id == task_id else t for t in board.tasks)
             self._boards[(conversation_id, agent_id)] = board.model_copy(update={"tasks": tasks})
             return changed
-
-    async def update_status(
-        self, conversation_id: str, agent_id: str, task_id: str, status: TaskStatus, *, result: str | None = None
-    ) -> Task:
-        """Move a task along its lifecycle."""
-        target = TaskStatus(status)
-        return await self._change(conversation_id, agent_id, task_id, lambda t: t.moved_to(target, result=result))
-
-    async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
-        """Retry a failed task (``abandoned`` once it reaches ``max_retries``)."""
-        return await self._change(conversation_id, agent_id, task_id, Task.retried)
-
-    async def force_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
-        """Human override: plan the task again with its retry count reset."""
-        return await self._change(conversation_id, agent_id, task_id, Task.force_retried)
 
     async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
         """Abandon every task of the conversation that is not final; returns its boards, by agent id."""

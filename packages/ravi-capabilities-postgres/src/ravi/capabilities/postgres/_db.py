@@ -207,6 +207,47 @@ class Database:
                 await asyncio.wait_for(pool.close(), timeout=5)
 
 
+class PostgresStore:
+    """What every Postgres store shares: a :class:`Database` for its component's migrations, and ``close``.
+
+    Args:
+        dsn: ``postgresql://user:password@host:port/database``.
+        schema: The schema of the tables (created and migrated on first use).
+        table_prefix: Prefix of the table names, so several apps can share one schema.
+        min_size, max_size: Connection pool size.
+        command_timeout: Seconds before a statement is abandoned (``BackendUnavailable``).
+    """
+
+    component: str
+    migrations: Sequence[Migration]
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "ravi",
+        table_prefix: str = "",
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 30.0,
+        init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    ) -> None:
+        self.db = Database(
+            dsn,
+            schema=schema,
+            table_prefix=table_prefix,
+            min_size=min_size,
+            max_size=max_size,
+            command_timeout=command_timeout,
+            init=init,
+        )
+        self.db.add_migrations(self.component, self.migrations)
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.db.close()
+
+
 @contextlib.contextmanager
 def mapped_errors(database: Database | None = None) -> Any:
     """Turn asyncpg and socket errors into the kernel's typed errors."""
@@ -239,4 +280,4 @@ def mapped_errors(database: Database | None = None) -> Any:
         raise RaviError(f"Postgres error: {type(error).__name__}: {error}") from error
 
 
-__all__ = ["Database", "Migration", "identifier", "mapped_errors"]
+__all__ = ["Database", "Migration", "PostgresStore", "identifier", "mapped_errors"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from ravi.agents.context.history import check_page, check_scope
-from ravi.capabilities.postgres._db import Database, Migration
+from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
@@ -77,7 +77,7 @@ class _Cached:
     messages: list[ChatMessage] = field(default_factory=list)
 
 
-class PostgresHistoryProvider:
+class PostgresHistoryProvider(PostgresStore):
     """The ``HistoryProvider`` contract on PostgreSQL (asyncpg, a connection pool).
 
     * Each session's messages are numbered in a strict order with no gaps or duplicates, even with many
@@ -100,6 +100,9 @@ class PostgresHistoryProvider:
         >>> await history.append("agent", ChatMessage.user("hi"), session_id="s1")  # doctest: +SKIP
     """
 
+    component = "history"
+    migrations = MIGRATIONS
+
     def __init__(
         self,
         dsn: str,
@@ -111,7 +114,7 @@ class PostgresHistoryProvider:
         command_timeout: float = 30.0,
         cache_sessions: int = 64,
     ) -> None:
-        self.db = Database(
+        super().__init__(
             dsn,
             schema=schema,
             table_prefix=table_prefix,
@@ -119,7 +122,6 @@ class PostgresHistoryProvider:
             max_size=max_size,
             command_timeout=command_timeout,
         )
-        self.db.add_migrations("history", MIGRATIONS)
         self._messages = self.db.table("messages")
         self._sessions = self.db.table("sessions")
         self._append = f'"{self.db.schema}"."{self.db.prefix}append_messages"'
@@ -132,10 +134,6 @@ class PostgresHistoryProvider:
 
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         await self.close()
-
-    async def close(self) -> None:
-        """Close the connection pool."""
-        await self.db.close()
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""

@@ -14,7 +14,7 @@ import numpy as np
 from ravi.agents.context.history import check_scope
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.agents.storage.state import json_copy
-from ravi.capabilities.postgres._db import Database, Migration
+from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.capabilities.postgres.vector import register_vector_codec
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
@@ -46,7 +46,7 @@ CREATE INDEX "{{prefix}}memories_hnsw" ON {{schema}}."{{prefix}}memories" USING 
     ]
 
 
-class PgLongTermMemory:
+class PgLongTermMemory(PostgresStore):
     """The ``LongTermMemory`` contract on PostgreSQL with pgvector.
 
     Memories are rows keyed by ``(agent_id, namespace)`` with an embedding from ``embedding_client``
@@ -58,6 +58,8 @@ class PgLongTermMemory:
     A separate class from :class:`~ravi.capabilities.postgres.PgVectorStore`: the two Protocols use the same
     method names (``search``, ``get``, ``delete``) with different meanings, so one object cannot be both.
     """
+
+    component = "longterm"
 
     def __init__(
         self,
@@ -71,7 +73,8 @@ class PgLongTermMemory:
         embedding_client: EmbeddingClient | None = None,
     ) -> None:
         self._embedder = embedding_client or HashingEmbeddingClient()
-        self.db = Database(
+        self.migrations = _migrations(self._embedder.dimension)
+        super().__init__(
             dsn,
             schema=schema,
             table_prefix=table_prefix,
@@ -80,12 +83,7 @@ class PgLongTermMemory:
             command_timeout=command_timeout,
             init=register_vector_codec,
         )
-        self.db.add_migrations("longterm", _migrations(self._embedder.dimension))
         self._table = self.db.table("memories")
-
-    async def close(self) -> None:
-        """Close the connection pool."""
-        await self.db.close()
 
     async def _embed(self, text: str) -> np.ndarray:
         [vector] = await self._embedder.embed([text])

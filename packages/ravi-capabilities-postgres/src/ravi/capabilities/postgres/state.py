@@ -8,7 +8,7 @@ from typing import Any
 
 from ravi.agents.context.history import check_scope
 from ravi.agents.storage.state import json_copy
-from ravi.capabilities.postgres._db import Database, Migration
+from ravi.capabilities.postgres._db import Migration, PostgresStore
 
 MIGRATIONS = [
     Migration(
@@ -25,7 +25,7 @@ CREATE TABLE {schema}."{prefix}session_state" (
 ]
 
 
-class PostgresMemoryStore:
+class PostgresMemoryStore(PostgresStore):
     """One jsonb object per session. ``update_state`` merges top-level keys in a single atomic statement
     (``state || updates``), so concurrent updaters never lose each other's keys.
 
@@ -33,30 +33,12 @@ class PostgresMemoryStore:
     ``table_prefix``, pool sizes).
     """
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        schema: str = "ravi",
-        table_prefix: str = "",
-        min_size: int = 1,
-        max_size: int = 10,
-        command_timeout: float = 30.0,
-    ) -> None:
-        self.db = Database(
-            dsn,
-            schema=schema,
-            table_prefix=table_prefix,
-            min_size=min_size,
-            max_size=max_size,
-            command_timeout=command_timeout,
-        )
-        self.db.add_migrations("state", MIGRATIONS)
-        self._table = self.db.table("session_state")
+    component = "state"
+    migrations = MIGRATIONS
 
-    async def close(self) -> None:
-        """Close the connection pool."""
-        await self.db.close()
+    @property
+    def _table(self) -> str:
+        return self.db.table("session_state")
 
     async def get_state(self, session_id: str) -> dict[str, Any]:
         """The session's state; ``{}`` when none was set."""

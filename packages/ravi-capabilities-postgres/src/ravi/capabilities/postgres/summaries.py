@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ravi.agents.storage.summaries import check_span
-from ravi.capabilities.postgres._db import Database, Migration
+from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 
 MIGRATIONS = [
@@ -21,34 +21,16 @@ CREATE TABLE {schema}."{prefix}summaries" (
 ]
 
 
-class PostgresSummaryStore:
+class PostgresSummaryStore(PostgresStore):
     """The ``SummaryStore`` contract on PostgreSQL: one row per span, the first text kept
     (``ON CONFLICT DO NOTHING``), shared by every process that reads the same schema."""
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        schema: str = "ravi",
-        table_prefix: str = "",
-        min_size: int = 1,
-        max_size: int = 5,
-        command_timeout: float = 30.0,
-    ) -> None:
-        self.db = Database(
-            dsn,
-            schema=schema,
-            table_prefix=table_prefix,
-            min_size=min_size,
-            max_size=max_size,
-            command_timeout=command_timeout,
-        )
-        self.db.add_migrations("summaries", MIGRATIONS)
-        self._table = self.db.table("summaries")
+    component = "summaries"
+    migrations = MIGRATIONS
 
-    async def close(self) -> None:
-        """Close the connection pool."""
-        await self.db.close()
+    @property
+    def _table(self) -> str:
+        return self.db.table("summaries")
 
     async def get_summary(self, span_id: str) -> str | None:
         """The summary of the span, or ``None``."""

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 import asyncpg
 
 from ravi.agents.context.history import check_scope
-from ravi.capabilities.postgres._db import Database, Migration
+from ravi.agents.storage.tasks import TaskLifecycle
+from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
 
@@ -59,7 +60,7 @@ def _task(row: asyncpg.Record) -> Task:
     )
 
 
-class PgTaskStore:
+class PgTaskStore(PostgresStore, TaskLifecycle):
     """The ``TaskStore`` contract on PostgreSQL.
 
     Every change reads the task with ``SELECT ... FOR UPDATE`` inside a transaction and applies the kernel's
@@ -67,31 +68,16 @@ class PgTaskStore:
     cannot both move it: the second waits, then sees the first one's move.
     """
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        schema: str = "ravi",
-        table_prefix: str = "",
-        min_size: int = 1,
-        max_size: int = 10,
-        command_timeout: float = 30.0,
-    ) -> None:
-        self.db = Database(
-            dsn,
-            schema=schema,
-            table_prefix=table_prefix,
-            min_size=min_size,
-            max_size=max_size,
-            command_timeout=command_timeout,
-        )
-        self.db.add_migrations("tasks", MIGRATIONS)
-        self._tasks = self.db.table("tasks")
-        self._boards = self.db.table("task_boards")
+    component = "tasks"
+    migrations = MIGRATIONS
 
-    async def close(self) -> None:
-        """Close the connection pool."""
-        await self.db.close()
+    @property
+    def _tasks(self) -> str:
+        return self.db.table("tasks")
+
+    @property
+    def _boards(self) -> str:
+        return self.db.table("task_boards")
 
     async def _insert(
         self, connection: asyncpg.Connection, conversation_id: str, agent_id: str, start: int, tasks: Sequence[Task]
@@ -212,21 +198,6 @@ class PgTaskStore:
                 changed.updated_at,
             )
         return changed
-
-    async def update_status(
-        self, conversation_id: str, agent_id: str, task_id: str, status: TaskStatus, *, result: str | None = None
-    ) -> Task:
-        """Move a task along its lifecycle."""
-        target = TaskStatus(status)
-        return await self._change(conversation_id, agent_id, task_id, lambda t: t.moved_to(target, result=result))
-
-    async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
-        """Retry a failed task (``abandoned`` once it reaches ``max_retries``)."""
-        return await self._change(conversation_id, agent_id, task_id, Task.retried)
-
-    async def force_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
-        """Human override: plan the task again with its retry count reset."""
-        return await self._change(conversation_id, agent_id, task_id, Task.force_retried)
 
     async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
         """Abandon every task of the conversation that is not final; returns its boards, by agent id."""

@@ -12,7 +12,7 @@ import asyncpg
 import numpy as np
 from pgvector.asyncpg import register_vector
 
-from ravi.capabilities.postgres._db import Database, Migration
+from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult
@@ -61,7 +61,7 @@ def filter_sql(filter: Filter | None, first: int) -> tuple[str, list[Any]]:
     return " AND " + " AND ".join(clauses), params
 
 
-class PgVectorStore:
+class PgVectorStore(PostgresStore):
     """The ``VectorStore`` contract on PostgreSQL with pgvector.
 
     Each collection is a table of its own with a ``vector(dimension)`` column and an HNSW index for cosine
@@ -75,6 +75,9 @@ class PgVectorStore:
         ef_search: HNSW search breadth; higher gives better recall for a little more time.
         hnsw_m, hnsw_ef_construction: HNSW build parameters of new collections.
     """
+
+    component = "vector"
+    migrations = MIGRATIONS
 
     def __init__(
         self,
@@ -90,7 +93,7 @@ class PgVectorStore:
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
     ) -> None:
-        self.db = Database(
+        super().__init__(
             dsn,
             schema=schema,
             table_prefix=table_prefix,
@@ -99,16 +102,11 @@ class PgVectorStore:
             command_timeout=command_timeout,
             init=register_vector_codec,
         )
-        self.db.add_migrations("vector", MIGRATIONS)
         self._catalogue = self.db.table("collections")
         self._embedder = embedding_client
         self.ef_search = int(ef_search)
         self._hnsw = (int(hnsw_m), int(hnsw_ef_construction))
         self._tables: dict[str, tuple[str, int]] = {}
-
-    async def close(self) -> None:
-        """Close the connection pool."""
-        await self.db.close()
 
     @staticmethod
     def _check_collection(collection: str) -> None:
