@@ -18,6 +18,21 @@ from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, ttl_seconds
 
 
+def check_memory(
+    agent_id: str, content: str, namespace: str, ttl: timedelta | float | None, metadata: Mapping[str, Any] | None
+) -> tuple[float | None, dict[str, Any]]:
+    """Validate what ``LongTermMemory.save`` was given: ``(ttl in seconds or None, metadata as JSON)``.
+
+    Raises:
+        InvalidArgument: an empty scope, content that is not a string, a ttl that is not positive, or metadata
+            that is not JSON.
+    """
+    check_scope(agent_id=agent_id, namespace=namespace)
+    if not isinstance(content, str):
+        raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
+    return ttl_seconds(ttl), json_copy(metadata or {}, "metadata")
+
+
 class InMemoryLongTermMemory:
     """Long-term memory in process memory, searched by cosine similarity of embeddings.
 
@@ -46,11 +61,7 @@ class InMemoryLongTermMemory:
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """Store a memory; returns its id."""
-        check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(content, str):
-            raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
-        seconds = ttl_seconds(ttl)
-        meta = json_copy(metadata or {}, "metadata")
+        seconds, meta = check_memory(agent_id, content, namespace, ttl, metadata)
         [vector] = await self._embedder.embed([content])
         array = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(array))
@@ -108,4 +119,4 @@ class InMemoryLongTermMemory:
         return removed
 
 
-__all__ = ["InMemoryLongTermMemory"]
+__all__ = ["InMemoryLongTermMemory", "check_memory"]

@@ -13,12 +13,12 @@ import numpy as np
 
 from ravi.agents.context.history import check_scope
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
-from ravi.agents.storage.state import json_copy
+from ravi.agents.storage.longterm import check_memory
 from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.capabilities.postgres.vector import register_vector_codec
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.storage import Memory, ttl_seconds
+from ravi.kernel.storage import Memory
 
 
 def _migrations(dimension: int) -> list[Migration]:
@@ -117,11 +117,8 @@ class PgLongTermMemory(PostgresStore):
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """Store a memory; returns its id."""
-        check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(content, str):
-            raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
-        seconds = ttl_seconds(ttl)
-        meta = json.dumps(json_copy(metadata or {}, "metadata"))
+        seconds, checked = check_memory(agent_id, content, namespace, ttl, metadata)
+        meta = json.dumps(checked)
         vector = await self._embed(content)
         memory_id = uuid.uuid4().hex
         async with self.db.connection() as connection:

@@ -12,11 +12,11 @@ import numpy as np
 
 from ravi.agents.context.history import check_scope
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
-from ravi.agents.storage.state import json_copy
+from ravi.agents.storage.longterm import check_memory
 from ravi.capabilities.redis._client import RedisConnection, mapped_errors, part
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.storage import Memory, ttl_seconds
+from ravi.kernel.storage import Memory
 
 
 def _text(value: bytes | str) -> str:
@@ -70,11 +70,7 @@ class RedisLongTermMemory:
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """Store a memory; returns its id."""
-        check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(content, str):
-            raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
-        seconds = ttl_seconds(ttl)
-        meta = json_copy(metadata or {}, "metadata")
+        seconds, meta = check_memory(agent_id, content, namespace, ttl, metadata)
         [vector] = await self._embedder.embed([content])
         now = datetime.now(UTC)
         memory_id = uuid.uuid4().hex
