@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ravi.agents.llm import ExtractiveSummarizer, OpenAICompatibleClient
+from ravi.agents.storage import GlobalTaskStore, TaskStore
+from ravi.kernel.cancel import CancelledByToken, CancelToken
+from ravi.kernel.errors import BackendUnavailable, PermissionDenied
+from ravi.kernel.messages import ChatMessage
+
+
+class ChatEndpoint(BaseHTTPRequestHandler):
+    """A local server speaking the chat-completions protocol, recording what it was sent."""
+
+    received: list[dict] = []  # noqa: RUF012 - shared with the test, on purpose
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server naming
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        ChatEndpoint.received.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        if self.headers.get("Authorization") != "Bearer good-key":
+            self.send_response(401)
+            self.end_headers()
+            return
+        reply = {"choices": [{"message": {"role": "assistant", "content": "a summary"}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ChatEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    ChatEndpoint.received.clear()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+async def test_openai_compatible_client_sends_the_chat_and_reads_the_reply(endpoint: str) -> None:
+    client = OpenAICompatibleClient("small-model", base_url=endpoint, api_key="good-key")
+    try:
+        reply = await client.complete([ChatMessage.system("be brief"), ChatMessage.user("hi")], max_tokens=50)
+    finally:
+        await client.aclose()
+    assert reply == "a summary"
+    [request] = ChatEndpoint.received
+    assert request["path"] == "/v1/chat/completions"
+    assert request["body"] == {
+        "model": "small-model",
+        "max_tokens": 50,
+        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+    }
+
+
+async def test_openai_compatible_client_errors_are_typed(endpoint: str) -> None:
+    refused = OpenAICompatibleClient("m", base_url=endpoint, api_key="wrong")
+    with pytest.raises(PermissionDenied):
+        await refused.complete([ChatMessage.user("hi")])
+    await refused.aclose()
+    unreachable = OpenAICompatibleClient("m", base_url="http://127.0.0.1:1/v1", api_key="k")
+    with pytest.raises(BackendUnavailable):
+        await unreachable.complete([ChatMessage.user("hi")])
+    await unreachable.aclose()
+    token = CancelToken()
+    token.cancel("stop")
+    cancelled = OpenAICompatibleClient("m", base_url=endpoint, api_key="good-key")
+    with pytest.raises(CancelledByToken):
+        await cancelled.complete([ChatMessage.user("hi")], cancel=token)
+    await cancelled.aclose()
+    assert len(ChatEndpoint.received) == 1  # the cancelled call never went out
+
+
+async def test_extractive_summary_keeps_requests_and_errors_within_budget() -> None:
+    transcript = "\n".join(
+        [
+            "user: please fix the build",
+            "assistant: looking",
+            "tool error: exit status 1",
+            *[f"assistant: filler line {i} " + "x" * 80 for i in range(50)],
+        ]
+    )
+    text = await ExtractiveSummarizer().complete([ChatMessage.user(transcript)], max_tokens=60)
+    assert "user: please fix the build" in text and "tool error: exit status 1" in text
+    assert len(text) <= 4 * 60
+
+
+def test_global_task_store_is_process_wide_and_follows_runtime_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RUNTIME_BACKEND", raising=False)
+    assert GlobalTaskStore.get() is GlobalTaskStore.get()
+    assert isinstance(GlobalTaskStore.get(), TaskStore)
+    pytest.importorskip("ravi.capabilities.postgres")
+    monkeypatch.setenv("RUNTIME_BACKEND", "postgres")
+    monkeypatch.setenv("RAVI_TASKS_OPTIONS", '{"dsn": "postgresql://nowhere.invalid/db"}')
+    store = GlobalTaskStore.get()  # found through the registry; built, not connected
+    assert type(store).__name__ == "PgTaskStore"
+    assert GlobalTaskStore.get() is store
