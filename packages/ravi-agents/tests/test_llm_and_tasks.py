@@ -19,7 +19,7 @@ class ChatEndpoint(BaseHTTPRequestHandler):
 
     received: list[dict] = []  # noqa: RUF012 - shared with the test, on purpose
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server naming
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         ChatEndpoint.received.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
         if self.headers.get("Authorization") != "Bearer good-key":
