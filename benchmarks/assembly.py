@@ -15,6 +15,7 @@ import asyncio
 import statistics
 import time
 
+from _history import pipeline
 from _table import median_ms, table, verdict
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, trim_messages
 
@@ -22,9 +23,6 @@ from ravi.agents.context import (
     AgentContext,
     ContextConfig,
     InMemoryHistoryProvider,
-    SelectiveToolCallCompactionStrategy,
-    TokenBudgetComposedStrategy,
-    ToolResultCompactionStrategy,
 )
 from ravi.agents.demo import agentic_transcript
 from ravi.kernel.messages import ChatMessage
@@ -52,12 +50,7 @@ def to_langchain(messages: list[ChatMessage]) -> list[BaseMessage]:
 def context_for(messages: list[ChatMessage]) -> AgentContext:
     history = InMemoryHistoryProvider()
     asyncio.run(history.append_many("agent", messages, session_id="s"))
-    pipeline = [
-        ToolResultCompactionStrategy(),
-        SelectiveToolCallCompactionStrategy(),
-        TokenBudgetComposedStrategy([], token_budget=BUDGET),
-    ]
-    return AgentContext(ContextConfig(history, pipeline))
+    return AgentContext(ContextConfig(history, pipeline()))  # its token budget is BUDGET
 
 
 def forget_counts(messages: list[ChatMessage]) -> None:

@@ -17,11 +17,10 @@ import uuid
 import warnings
 from collections.abc import Iterator
 
+from _history import history_figures
 from _table import console, table, verdict
 from assembly import to_langchain
-from postgres import pipeline
 
-from ravi.agents.context import AgentContext, ContextConfig
 from ravi.agents.demo import agentic_transcript
 from ravi.capabilities.redis import RedisHistoryProvider
 from ravi.kernel.messages import ChatMessage
@@ -41,27 +40,7 @@ def server() -> Iterator[str]:
 
 async def ravi(url: str, messages: list[ChatMessage]) -> dict[str, float]:
     prefix = f"bench{uuid.uuid4().hex[:8]}"
-    history = RedisHistoryProvider(url, prefix=prefix)
-    await history.count_messages("warmup", session_id="s")
-    start = time.perf_counter()
-    for i in range(0, len(messages), 100):
-        await history.append_many("agent", messages[i : i + 100], session_id="s")
-    append = len(messages) / (time.perf_counter() - start)
-    cold = RedisHistoryProvider(url, prefix=prefix)
-    t0 = time.perf_counter()
-    await cold.get_messages("agent", session_id="s")
-    cold_read = (time.perf_counter() - t0) * 1000
-    await cold.close()
-    context = AgentContext(ContextConfig(history, pipeline()))
-    await context.get_prompt_window("s")
-    warm = []
-    for i in range(100):
-        await context.add_message("s", ChatMessage.user(f"follow-up {i}"))
-        t0 = time.perf_counter()
-        await context.get_prompt_window("s")
-        warm.append(time.perf_counter() - t0)
-    await history.close()
-    return {"append": append, "cold_read": cold_read, "window": statistics.median(warm) * 1000}
+    return await history_figures(lambda: RedisHistoryProvider(url, prefix=prefix), messages)
 
 
 def langchain(url: str, messages: list[ChatMessage]) -> dict[str, float]:

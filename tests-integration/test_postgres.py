@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import pytest_asyncio
-from servers import Server
+from servers import Server, closing
 
 from ravi.capabilities.postgres import (
     PgLongTermMemory,
@@ -30,13 +29,6 @@ from ravi.conformance import (
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import load_backend
-
-
-async def closing(store: Any) -> AsyncIterator[Any]:
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 class TestPostgresHistory(HistoryProviderContract):

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import pytest_asyncio
-from servers import Server
+from servers import Server, closing
 
 from ravi.agents.context import AgentContext, HybridContext
 from ravi.capabilities.postgres import PostgresHistoryProvider
@@ -25,13 +24,6 @@ from ravi.conformance._base import eventually
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import load_backend
-
-
-async def closing(store: Any) -> AsyncIterator[Any]:
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 class TestRedisHistory(HistoryProviderContract):

@@ -19,7 +19,8 @@ from ravi.kernel.registry import load_backend
 
 
 def store_for(server: Server, bucket: str, **options: Any) -> S3FileStore:
-    access, secret = server.credentials  # type: ignore[attr-defined]
+    assert server.credentials is not None
+    access, secret = server.credentials
     options.setdefault("create_bucket", True)
     return S3FileStore(
         bucket, endpoint_url=server.address, access_key=access, secret_key=secret, addressing_style="path", **options
@@ -110,7 +111,8 @@ async def test_ttl_installs_a_lifecycle_rule_where_supported(s3_server: Server, 
 
 
 async def test_registered_under_s3(s3_server: Server, s3_bucket: str) -> None:
-    access, secret = s3_server.credentials  # type: ignore[attr-defined]
+    assert s3_server.credentials is not None
+    access, secret = s3_server.credentials
     store = load_backend(
         "blob",
         "s3",

@@ -7,7 +7,6 @@ time for the new messages only.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,11 +111,6 @@ class ExactTokenCounter(_CachedCounter):
 
 DEFAULT_COUNTER = HeuristicTokenCounter()
 """The counter used wherever none is given."""
-
-
-def ceil_div(a: int, b: int) -> int:
-    """``ceil(a / b)`` for non-negative integers."""
-    return math.ceil(a / b)
 
 
 __all__ = ["DEFAULT_COUNTER", "MESSAGE_OVERHEAD", "ExactTokenCounter", "HeuristicTokenCounter"]

@@ -34,7 +34,8 @@ class PrefixMemo(Generic[S]):
             return None
         previous, state = entry
         n = len(previous)
-        if len(history) < n or list(history[:n]) != previous:
+        prefix = history[:n]
+        if len(history) < n or (prefix if isinstance(prefix, list) else list(prefix)) != previous:
             return None
         self._entries.move_to_end(history[0].id)
         return n, state

@@ -202,7 +202,7 @@ class PostgresHistoryProvider(PostgresStore):
         self._cache.move_to_end(key)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-        return list(cached.messages)
+        return cached.messages  # never changed in place (appends build a new list): callers get slices of it
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Remove the session; returns how many messages it held."""

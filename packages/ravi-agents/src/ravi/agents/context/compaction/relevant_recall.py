@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ravi.agents.context.compaction._keep import system_messages
+from ravi.agents.context.compaction._keep import newest_cut, system_messages
 from ravi.agents.context.compaction.token_budget import fits
 from ravi.agents.context.recall_index import BM25Index, RecallIndex
-from ravi.agents.context.units import units, units_backward
+from ravi.agents.context.units import units
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import TokenCounter
@@ -60,13 +60,8 @@ class RelevantRecallStrategy:
         if allowance < 0:
             return systems
         recent_allowance = int(allowance * (1 - self.recall_share))
-        cut, spent = len(history), 0
-        for start, end in units_backward(history):
-            cost = sum(count(history[i]) for i in range(start, end) if history[i].role != "system")
-            if spent + cost > recent_allowance:
-                break
-            spent += cost
-            cut = start
+        cut = newest_cut(history, count, recent_allowance)
+        spent = sum(count(m) for m in history[cut:] if m.role != "system")
         query = next((m.text for m in reversed(history) if m.role == "user" and m.text), "")
         chosen: set[int] = set()
         if query and cut > 0:

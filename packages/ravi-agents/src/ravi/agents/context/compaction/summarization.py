@@ -7,8 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ravi.agents.context.compaction._keep import newest_cut
 from ravi.agents.context.events import CompactionEvent, EventBus
-from ravi.agents.context.units import units_backward
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import InvalidArgument
@@ -155,20 +155,9 @@ class SummarizationCompaction:
             store = InMemorySummaryStore()
         self.store = store
 
-    def _cut(self, history: Sequence[ChatMessage]) -> int:
-        count = self.counter.count_message
-        spent, cut = 0, len(history)
-        for start, end in units_backward(history):
-            cost = sum(count(history[i]) for i in range(start, end) if history[i].role != "system")
-            if spent + cost > self.recent_token_budget:
-                break
-            spent += cost
-            cut = start
-        return cut
-
     async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
         """The window with its older part replaced by one summary (or ``history`` itself if too little is old)."""
-        cut = self._cut(history)
+        cut = newest_cut(history, self.counter.count_message, self.recent_token_budget)
         old = history[:cut]
         previous = [m for m in old if is_summary(m)]
         fresh = [m for m in old if m.role != "system" and not is_summary(m)]
