@@ -26,11 +26,15 @@ def newest_cut(messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], in
     return cut
 
 
-def from_cut(messages: Sequence[ChatMessage], cut: int) -> list[ChatMessage]:
-    """The system messages before ``cut``, then everything from ``cut`` on."""
+def from_cut(messages: Sequence[ChatMessage], cut: int, systems_at: Sequence[int] | None = None) -> list[ChatMessage]:
+    """The system messages before ``cut``, then everything from ``cut`` on (``systems_at``: the positions of the
+    system messages, when the caller already has them, to save a scan)."""
     if cut == 0:
         return list(messages)
-    head = [m for m in messages[:cut] if m.role == "system"]
+    if systems_at is None:
+        head = [m for m in messages[:cut] if m.role == "system"]
+    else:
+        head = [messages[i] for i in systems_at if i < cut]
     head.extend(messages[cut:])
     return head
 
@@ -86,9 +90,14 @@ class Anchors:
             self._anchors.popitem(last=False)
 
 
+def system_positions(messages: Sequence[ChatMessage]) -> list[int]:
+    """The positions of the system messages of ``messages``."""
+    return [i for i, m in enumerate(messages) if m.role == "system"]
+
+
 def system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """The system messages of ``messages``, in order."""
     return [m for m in messages if m.role == "system"]
 
 
-__all__ = ["Anchors", "from_cut", "keep_newest", "newest_cut", "system_messages"]
+__all__ = ["Anchors", "from_cut", "keep_newest", "newest_cut", "system_messages", "system_positions"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.compaction._keep import Anchors, from_cut, keep_newest, newest_cut, system_messages
+from ravi.agents.context.compaction._keep import Anchors, from_cut, newest_cut, system_positions
 from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.models import SAFETY_MARGIN, input_budget, model_info
 from ravi.agents.tokens import DEFAULT_COUNTER
@@ -106,10 +106,16 @@ class TokenBudgetComposedStrategy:
             window = await child.compact(window)
             if self.fits(window):
                 return window
+        return self._trim(window, 1.0, remember=False)
+
+    def _trim(self, window: Sequence[ChatMessage], share: float, *, remember: bool) -> list[ChatMessage]:
+        """System messages and the newest whole units within ``share`` of the budget (one scan for the system
+        messages); if the system messages alone pass the budget, only they, and a ``budget_unmet`` event."""
         count = self.counter.count_message
-        systems = system_messages(window)
-        system_tokens = sum(map(count, systems))
+        systems_at = system_positions(window)
+        system_tokens = sum(count(window[i]) for i in systems_at)
         if system_tokens > self.token_budget:
+            systems = [window[i] for i in systems_at]
             if self.events:
                 self.events.emit(
                     CompactionEvent(
@@ -121,7 +127,10 @@ class TokenBudgetComposedStrategy:
                     )
                 )
             return systems
-        return keep_newest(window, count, self.token_budget - system_tokens)
+        cut = newest_cut(window, count, max(0, int(self.token_budget * share) - system_tokens))
+        if remember:
+            self._anchors.remember(window, cut)
+        return from_cut(window, cut, systems_at)
 
     async def _watermarked(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
         window: Sequence[ChatMessage] = history
@@ -134,16 +143,8 @@ class TokenBudgetComposedStrategy:
                 return anchored  # below the high watermark: the same start as before
         elif self.fits(window):
             return list(window)
-        count = self.counter.count_message
-        systems = system_messages(window)
-        system_tokens = sum(map(count, systems))
-        if system_tokens > self.token_budget:
-            return systems
         assert self.low_watermark is not None
-        target = max(0, int(self.token_budget * self.low_watermark) - system_tokens)
-        cut = newest_cut(window, count, target)
-        self._anchors.remember(window, cut)
-        return from_cut(window, cut)
+        return self._trim(window, self.low_watermark, remember=True)  # crossed the high watermark: down to the low one
 
     def __repr__(self) -> str:
         mark = f", low_watermark={self.low_watermark}" if self.low_watermark is not None else ""
