@@ -252,3 +252,21 @@ async def test_a_span_is_summarised_once_across_processes(postgres_server: Serve
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_relevant_recall_with_the_sessions_pgvector_store(postgres_server: Server, pg_schema: str) -> None:
+    from ravi.agents.context import RelevantRecallStrategy
+    from ravi.agents.context.recall_index import EmbeddingIndex
+    from ravi.agents.storage import HashingEmbeddingClient
+
+    store = PgVectorStore(postgres_server.address, schema=pg_schema)
+    try:
+        strategy = RelevantRecallStrategy(600, index=EmbeddingIndex(HashingEmbeddingClient(), store))
+        history = [ChatMessage.user("My locker code is QUARTZ-4411.")]
+        history += [ChatMessage.user(f"filler turn {i} " + "w" * 300) for i in range(20)]
+        history.append(ChatMessage.user("What is my locker code?"))
+        window = await strategy.compact(history)
+        assert history[0] in window and history[1] not in window
+        assert len(await store.list_collections()) == 1  # the session's vectors live in Postgres
+    finally:
+        await store.close()

@@ -254,3 +254,35 @@ async def test_the_manifest_names_recalled_and_dropped_messages() -> None:
     assert by_id[history[2].id].status == "dropped"
     assert by_id[history[2].id].strategy == "RelevantRecallStrategy"
     assert by_id[history[-1].id].status == "kept"
+
+
+async def test_relevant_recall_by_embeddings_in_a_vector_store() -> None:
+    from ravi.agents.context import RelevantRecallStrategy
+    from ravi.agents.context.recall_index import EmbeddingIndex
+    from ravi.agents.storage import HashingEmbeddingClient, InMemoryVectorStore
+
+    store = InMemoryVectorStore()
+    index = EmbeddingIndex(HashingEmbeddingClient(), store)
+    strategy = RelevantRecallStrategy(token_budget=600, index=index)
+    history = [ChatMessage.system("rules"), ChatMessage.user("The staging database lives on host db-staging-3.")]
+    history += [ChatMessage.user(f"filler turn {i} " + "w" * 300) for i in range(20)]
+    history.append(ChatMessage.user("Which host is the staging database on?"))
+    window = await strategy.compact(history)
+    assert history[1] in window and history[2] not in window
+    assert strategy.recalled(history) == {history[1].id}
+    [collection] = await store.list_collections()
+    assert len(await store.get([m.id for m in history], collection=collection)) == len(history)
+    # the session grows: only the new message is embedded and stored
+    grown = [*history, ChatMessage.user("And the staging database host again?")]
+    await strategy.compact(grown)
+    assert len(await store.get([m.id for m in grown], collection=collection)) == len(grown)
+
+
+async def test_an_owned_embedding_index_keeps_only_recent_sessions() -> None:
+    from ravi.agents.context.recall_index import EmbeddingIndex
+    from ravi.agents.storage import HashingEmbeddingClient
+
+    index = EmbeddingIndex(HashingEmbeddingClient(), sessions=2)
+    for s in range(5):
+        await index.scores([ChatMessage.user(f"session {s} fact")], "fact")
+    assert len(await index.store.list_collections()) == 2

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-
 from ravi.agents.context.memo import PrefixMemo
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.storage import Document, VectorStore
 
 _WORD = re.compile(r"[0-9a-zà-ÿ_]+(?:[-.][0-9a-zà-ÿ_]+)*", re.IGNORECASE)
 STOPWORDS = frozenset(
@@ -104,41 +103,83 @@ class BM25Index:
 
 
 @dataclass
-class _Vectors:
-    size: int = 0
-    rows: list[np.ndarray] = field(default_factory=list)
+class _Indexed:
+    size: int = 0  # messages of the session already embedded and stored
 
 
 class EmbeddingIndex:
-    """Cosine similarity of message embeddings to the query's, from any :class:`EmbeddingClient`.
+    """Relevance by meaning: message embeddings from any :class:`EmbeddingClient`, kept in a
+    :class:`~ravi.kernel.storage.VectorStore` (the session's store, or one in memory by default).
 
-    Embeddings are computed once per message, as the session grows. Pair it with a real embedding model when
-    the request and the answer share meaning but not words.
+    Each session gets its own collection (``collection_prefix`` plus the session's first message id); each
+    message is embedded and stored once, as the session grows (messages without text are skipped), and a query
+    asks the store for the ``limit`` closest. Pair it with a real embedding model when the request and the answer
+    share meaning but not words.
+
+    Example:
+        >>> index = EmbeddingIndex(HashingEmbeddingClient(), PgVectorStore(dsn))  # doctest: +SKIP
     """
 
-    def __init__(self, embedding_client: EmbeddingClient, *, sessions: int = 32, min_score: float = 0.1) -> None:
+    def __init__(
+        self,
+        embedding_client: EmbeddingClient,
+        vector_store: VectorStore | None = None,
+        *,
+        collection_prefix: str = "ravi-recall",
+        limit: int = 50,
+        min_score: float = 0.1,
+        sessions: int = 32,
+    ) -> None:
+        # A store of its own is only a cache: it keeps the collections of the last ``sessions`` sessions.
+        self._owned = vector_store is None
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        if vector_store is None:
+            from ravi.agents.storage.vector import InMemoryVectorStore
+
+            vector_store = InMemoryVectorStore()
         self.client = embedding_client
+        self.store = vector_store
+        self.collection_prefix = collection_prefix
+        self.limit = limit
         self.min_score = min_score
-        self._memo: PrefixMemo[_Vectors] = PrefixMemo(sessions)
+        self._sessions = sessions
+        self._memo: PrefixMemo[_Indexed] = PrefixMemo(sessions)
+
+    def _collection(self, history: Sequence[ChatMessage]) -> str:
+        return f"{self.collection_prefix}-{history[0].id}"
 
     async def scores(self, history: Sequence[ChatMessage], query: str) -> dict[int, float]:
-        """Cosine similarity of each message to ``query`` (those above ``min_score``)."""
-        hit = self._memo.lookup(history)
-        state = hit[1] if hit is not None else _Vectors()
-        if state.size < len(history):
-            new = await self.client.embed([message_text(m) for m in history[state.size :]])
-            for vector in new:
-                v = np.asarray(vector, dtype=np.float32)
-                state.rows.append(v / (float(np.linalg.norm(v)) or 1.0))
-            state.size = len(history)
-        self._memo.store(history, state)
-        if not state.rows:
+        """Cosine similarity to ``query`` of the ``limit`` closest messages (those above ``min_score``)."""
+        if not history:
             return {}
+        collection = self._collection(history)
+        hit = self._memo.lookup(history)
+        if hit is None:  # a new session, or one that changed before its end: index it again from scratch
+            await self.store.delete_collection(collection)
+            state = _Indexed()
+        else:
+            state = hit[1]
+        new = [(i, message_text(history[i])) for i in range(state.size, len(history))]
+        new = [(i, text) for i, text in new if text.strip()]
+        if new:
+            vectors = await self.client.embed([text for _, text in new])
+            await self.store.upsert(
+                [
+                    Document(id=history[i].id, embedding=tuple(v), metadata={"position": i})
+                    for (i, _), v in zip(new, vectors, strict=True)
+                ],
+                collection=collection,
+            )
+        state.size = len(history)
+        self._memo.store(history, state)
+        self._recent[collection] = None
+        self._recent.move_to_end(collection)
+        while self._owned and len(self._recent) > self._sessions:
+            old, _ = self._recent.popitem(last=False)
+            await self.store.delete_collection(old)
         [q] = await self.client.embed([query])
-        qv = np.asarray(q, dtype=np.float32)
-        qv /= float(np.linalg.norm(qv)) or 1.0
-        sims = np.stack(state.rows) @ qv
-        return {i: float(s) for i, s in enumerate(sims) if s > self.min_score}
+        hits = await self.store.search(q, collection=collection, limit=self.limit)
+        return {int(h.document.metadata["position"]): h.score for h in hits if h.score > self.min_score}
 
 
 __all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "message_text", "terms"]
