@@ -127,3 +127,26 @@ def test_summaries_live_beside_the_history_unless_configured(monkeypatch: pytest
     assert type(store).__name__ == "PostgresSummaryStore"
     monkeypatch.setenv("RAVI_SUMMARIES__BACKEND", "memory")
     assert isinstance(build_store("summaries", load_settings()), InMemorySummaryStore)
+
+
+def test_nested_summarisation_gets_the_configured_summary_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ravi.agents.context import SummarizationCompaction
+
+    pytest.importorskip("ravi.capabilities.postgres")
+    monkeypatch.setenv("RAVI_SUMMARIES__BACKEND", "postgres")
+    monkeypatch.setenv("RAVI_SUMMARIES__DSN", "postgresql://nowhere.invalid/db")  # built, never connected
+    (tmp_path / "ravi.toml").write_text(
+        '[[context.pipeline]]\nstrategy = "token_budget"\ntoken_budget = 900\n'
+        '[[context.pipeline.children]]\nstrategy = "token_budget"\ntoken_budget = 1200\n'
+        '[[context.pipeline.children.children]]\nstrategy = "summarization"\n'
+    )
+    config = ContextConfig.from_settings()
+    outer = config.pipeline.strategies[0]
+    assert isinstance(outer, TokenBudgetComposedStrategy)
+    inner = outer.strategies[0]
+    assert isinstance(inner, TokenBudgetComposedStrategy)
+    summariser = inner.strategies[0]
+    assert isinstance(summariser, SummarizationCompaction)
+    assert type(summariser.store).__name__ == "PostgresSummaryStore"  # the configured one, two levels down

@@ -245,6 +245,15 @@ def build_pipeline(context: ContextSettings, *, summaries: Any = None) -> list[C
     return [*head, TokenBudgetComposedStrategy.from_model(context.model, trigger_ratio=context.trigger_ratio)]
 
 
+def uses_strategy(context: ContextSettings, name: str) -> bool:
+    """Whether the configured pipeline has strategy ``name`` anywhere, children of children included."""
+
+    def inside(specs: list[StrategySettings]) -> bool:
+        return any(s.strategy == name or inside(s.children) for s in specs)
+
+    return inside(context.pipeline or [])
+
+
 def retention_of(context: ContextSettings) -> HistoryRetention:
     """The retention policy the settings name."""
     return HistoryRetention(context.retention)
@@ -281,4 +290,5 @@ __all__ = [
     "build_strategy",
     "load_settings",
     "retention_of",
+    "uses_strategy",
 ]

@@ -68,14 +68,10 @@ class ContextConfig:
         Raises:
             ConfigurationError: unknown backend, missing or malformed option; the message names the key.
         """
-        from ravi.agents.settings import build_pipeline, build_store, load_settings, retention_of
+        from ravi.agents.settings import build_pipeline, build_store, load_settings, retention_of, uses_strategy
 
         settings = settings or load_settings(path)
-        pipeline = settings.context.pipeline or []
-        summarising = any(
-            s.strategy == "summarization" or any(c.strategy == "summarization" for c in s.children) for s in pipeline
-        )
-        summaries = build_store("summaries", settings) if summarising else None
+        summaries = build_store("summaries", settings) if uses_strategy(settings.context, "summarization") else None
         return cls(
             build_store("history", settings),
             build_pipeline(settings.context, summaries=summaries),
