@@ -77,6 +77,26 @@ async def test_session_ttl_expires_idle_sessions_and_writes_refresh_it(redis_ser
         await history.close()
 
 
+async def test_a_cached_reader_does_not_keep_a_session_that_expired_between_reads(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    """An expired session is gone for a reader that cached it: a new session under its id is read whole."""
+    history = RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=0.3)
+    try:
+        await history.append_many("agent", [ChatMessage.user("old-1"), ChatMessage.user("old-2")], session_id="s")
+        await history.get_messages("agent", session_id="s")  # cached, then the session expires unseen
+
+        async def expired() -> bool:
+            return await history.count_messages("agent", session_id="s") == 0
+
+        await eventually(expired, within=5, what="session expiry")
+        fresh = [ChatMessage.user("new-1"), ChatMessage.user("new-2"), ChatMessage.user("new-3")]
+        await history.append_many("agent", fresh, session_id="s")
+        assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["new-1", "new-2", "new-3"]
+    finally:
+        await history.close()
+
+
 async def test_a_restart_surfaces_backend_unavailable_then_recovers_without_duplicates(
     redis_server: Server, redis_prefix: str
 ) -> None:

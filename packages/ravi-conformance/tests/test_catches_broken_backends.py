@@ -96,7 +96,7 @@ class TestCheating(HistoryProviderContract):
         raise AssertionError("not supported")
 """
     )
-    result = run(pytester, "-k", "DO_NOT_OVERRIDE or concurrent")
+    result = run(pytester, "-k", "DO_NOT_OVERRIDE or concurrent_writers")
     result.assert_outcomes(failed=1, xfailed=1)
     result.stdout.fnmatch_lines(["*overrides contract tests without*test_clear_run_removes_exactly_that_run*"])
 

@@ -177,6 +177,27 @@ class HistoryProviderContract(ContractBase):
             assert mine == list(range(each)), f"writer {w}'s order was not kept"
         assert await history.count_messages(a, session_id=s) == writers * each
 
+    async def test_concurrent_readers_during_appends_see_each_message_once(self, history: HistoryProvider) -> None:
+        """Readers racing appends (and each other) each see a prefix of the transcript: no message twice, none
+        skipped, none out of order; and what a later reader sees is the whole transcript."""
+        a, s = unique("agent"), unique("session")
+        await history.append(a, ChatMessage.user("0"), session_id=s)
+        await history.get_messages(a, session_id=s)  # fills a read cache, if the backend keeps one
+        expected = ["0"]
+        for step in range(1, 16):
+            batch = [ChatMessage.user(f"{step}.{i}") for i in range(3)]
+            expected += texts(batch)
+            reads = [history.get_messages(a, session_id=s) for _ in range(4)]
+            _, *seen = await asyncio.gather(history.append_many(a, batch, session_id=s), *reads)
+            for got in seen:
+                got_texts = texts(got)
+                assert len(got_texts) == len(set(got_texts)), f"a reader saw a message twice: {got_texts}"
+                assert got_texts == expected[: len(got_texts)], "a reader skipped a message or saw one out of order"
+            after = [history.get_messages(a, session_id=s) for _ in range(3)]
+            for got in await asyncio.gather(*after):
+                assert texts(got) == expected, "a read after the append did not return the whole transcript"
+        assert await history.count_messages(a, session_id=s) == len(expected)
+
     async def test_large_and_unicode_payloads_round_trip(self, history: HistoryProvider) -> None:
         a, s = unique("agent"), unique("session")
         big = "ä漢🚀'\"\\$$;--\r\n" * 100_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 
 from ravi.agents.context.history import check_page, check_scope
@@ -70,11 +70,13 @@ $fn$;
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Cached:
+    """A session as read at one moment: replaced, never changed."""
+
     epoch: int
     next_seq: int
-    messages: list[ChatMessage] = field(default_factory=list)
+    messages: list[ChatMessage]
 
 
 class PostgresHistoryProvider(PostgresStore):
@@ -175,9 +177,10 @@ class PostgresHistoryProvider(PostgresStore):
 
     async def _refresh(self, agent_id: str, session_id: str) -> list[ChatMessage]:
         key = (agent_id, session_id)
-        cached = self._cache.get(key)
-        since = cached.next_seq if cached else -1
-        # One query: the session's epoch and next number, and every message appended since the cached copy.
+        # A snapshot: the copy is never changed in place, so concurrent readers that start from the same copy
+        # each build their own newer one from it, and none can add the same rows twice.
+        base = self._cache.get(key)
+        # One query: the session's epoch and next number, and every message appended since the copy was made.
         rows = await self.db.fetch(
             f"SELECT s.epoch, s.next_seq, m.seq, m.body FROM {self._sessions} s "
             f"LEFT JOIN {self._messages} m ON m.agent_id = s.agent_id AND m.session_id = s.session_id "
@@ -185,24 +188,26 @@ class PostgresHistoryProvider(PostgresStore):
             "WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq",
             agent_id,
             session_id,
-            cached.epoch if cached else -1,
-            max(since, 0),
+            base.epoch if base else -1,
+            base.next_seq if base else 0,
         )
         if not rows:
             self._cache.pop(key, None)
             return []
         epoch, next_seq = rows[0]["epoch"], rows[0]["next_seq"]
         fresh = [ChatMessage.model_validate_json(r["body"]) for r in rows if r["body"] is not None]
-        if cached is not None and cached.epoch == epoch:
-            cached.messages = cached.messages + fresh
-            cached.next_seq = next_seq
+        if base is not None and base.epoch == epoch:
+            copy = _Cached(epoch, next_seq, base.messages + fresh if fresh else base.messages)
         else:
-            cached = _Cached(epoch, next_seq, fresh)
-        self._cache[key] = cached
-        self._cache.move_to_end(key)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return cached.messages  # never changed in place (appends build a new list): callers get slices of it
+            copy = _Cached(epoch, next_seq, fresh)
+        current = self._cache.get(key)
+        # Keep whichever copy is newer: a slower reader must not put back an older one (or one of a cleared epoch).
+        if current is None or current is base or (current.epoch, current.next_seq) <= (copy.epoch, copy.next_seq):
+            self._cache[key] = copy
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return copy.messages  # never changed in place: callers get slices of it
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Remove the session; returns how many messages it held."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 from ravi.agents.context.history import check_page, check_scope
@@ -14,10 +15,13 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import ttl_seconds
 
 # KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> 1), epoch
-# ARGV: ttl in ms (0 = none), then triples of (message id, run id, body)
+# ARGV: ttl in ms (0 = none), a fresh epoch token, then triples of (message id, run id, body)
+# The epoch names one life of the session: set when the session is created, replaced by clear_run, gone with the
+# session (clear or expiry). A cached copy is good only while its epoch is the session's.
 _APPEND = """
+redis.call('SET', KEYS[4], ARGV[2], 'NX')
 local added = 0
-for i = 2, #ARGV, 3 do
+for i = 3, #ARGV, 3 do
   if redis.call('HSETNX', KEYS[3], ARGV[i], 1) == 1 then
     redis.call('RPUSH', KEYS[1], ARGV[i + 2])
     redis.call('RPUSH', KEYS[2], ARGV[i + 1])
@@ -49,7 +53,7 @@ for i = 1, #runs do
     redis.call('HSET', KEYS[3], id, 1)
   end
 end
-redis.call('INCR', KEYS[4])
+redis.call('SET', KEYS[4], ARGV[3])
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then
   for k = 1, 4 do if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ttl) end end
@@ -58,10 +62,12 @@ return removed
 """
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Cached:
-    epoch: int
-    messages: list[ChatMessage] = field(default_factory=list)
+    """A session as read at one moment, in one life (``epoch``): replaced, never changed."""
+
+    epoch: bytes
+    messages: list[ChatMessage]
 
 
 class RedisHistoryProvider:
@@ -71,8 +77,8 @@ class RedisHistoryProvider:
       that share one hash tag, so it works on Redis Cluster too.
     * ``append_many`` is one server-side script: atomic, one round trip, and idempotent by message id.
     * ``get_messages`` is one round trip (``LRANGE``); the provider keeps the sessions it read last
-      (``cache_sessions``) and fetches only what was appended since, checked against an epoch that every
-      ``clear`` or ``clear_run`` bumps.
+      (``cache_sessions``) and fetches only what was appended since, checked against the session's epoch: a token
+      that names one life of the session, replaced by ``clear_run`` and gone with a ``clear`` or an expiry.
     * ``clear_run`` runs on the server: the session is never read into the client.
     * ``ttl`` (seconds or a timedelta) expires a whole session after that long without writes: every write
       refreshes it.
@@ -123,7 +129,7 @@ class RedisHistoryProvider:
                 raise InvalidArgument(f"messages[{i}] is a {type(message).__name__}, not a ChatMessage")
         if not messages:
             return
-        args: list[str | int] = [self._ttl_ms]
+        args: list[str | int] = [self._ttl_ms, uuid.uuid4().hex]
         for m in messages:
             args += [m.id, run_id, m.model_dump_json()]
         with mapped_errors():
@@ -144,29 +150,38 @@ class RedisHistoryProvider:
                 raw = await self.redis.client.lrange(keys[0], offset, end)
             return [ChatMessage.model_validate_json(b) for b in raw]
         cache_key = (agent_id, session_id)
-        cached = self._cache.get(cache_key)
-        have = len(cached.messages) if cached else 0
+        # A snapshot: copies are never changed in place, so concurrent readers each build their own from it.
+        base = self._cache.get(cache_key)
+        have = len(base.messages) if base else 0
+        epoch, length, raw = await self._read(keys, have)
+        if base is not None and base.epoch == epoch and length == have + len(raw):
+            messages = base.messages + [ChatMessage.model_validate_json(b) for b in raw] if raw else base.messages
+        else:  # no copy, or the session was cleared, expired or rewritten since it was made: read it whole
+            if have:
+                epoch, length, raw = await self._read(keys, 0)
+            messages = [ChatMessage.model_validate_json(b) for b in raw]
+        if epoch is None:  # no session (or one written before epochs existed): nothing to keep
+            self._cache.pop(cache_key, None)
+        else:
+            copy = _Cached(epoch, messages)
+            current = self._cache.get(cache_key)
+            if current is None or current is base or current.epoch != epoch or len(current.messages) <= len(messages):
+                self._cache[cache_key] = copy
+                self._cache.move_to_end(cache_key)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        end_index = None if limit is None else offset + limit
+        return messages[offset:end_index]
+
+    async def _read(self, keys: list[str], start: int) -> tuple[bytes | None, int, list[bytes]]:
+        """The session's epoch, length and messages from ``start``, read atomically in one round trip."""
         with mapped_errors():
             async with self.redis.client.pipeline(transaction=True) as pipe:
                 pipe.get(keys[3])
                 pipe.llen(keys[0])
-                pipe.lrange(keys[0], have, -1)
-                epoch_raw, length, fresh_raw = await pipe.execute()
-        epoch = int(epoch_raw or 0)
-        # The copy is good only if nothing was cleared (epoch) and nothing expired (length) since it was made.
-        if cached is None or cached.epoch != epoch or length != have + len(fresh_raw):
-            if cached is not None:  # the session changed since the copy was made: read it whole
-                with mapped_errors():
-                    fresh_raw = await self.redis.client.lrange(keys[0], 0, -1)
-            cached = _Cached(epoch, [ChatMessage.model_validate_json(b) for b in fresh_raw])
-        else:
-            cached.messages = cached.messages + [ChatMessage.model_validate_json(b) for b in fresh_raw]
-        self._cache[cache_key] = cached
-        self._cache.move_to_end(cache_key)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        end_index = None if limit is None else offset + limit
-        return cached.messages[offset:end_index]
+                pipe.lrange(keys[0], start, -1)
+                epoch, length, raw = await pipe.execute()
+        return epoch, int(length), list(raw)
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Remove the session; returns how many messages it held."""
@@ -175,11 +190,8 @@ class RedisHistoryProvider:
         with mapped_errors():
             async with self.redis.client.pipeline(transaction=True) as pipe:
                 pipe.llen(keys[0])
-                pipe.delete(*keys[:3])
-                pipe.incr(keys[3])
-                if self._ttl_ms:
-                    pipe.pexpire(keys[3], self._ttl_ms)
-                count, *_ = await pipe.execute()
+                pipe.delete(*keys)  # the epoch goes too: the session's next life gets a new one
+                count, _ = await pipe.execute()
         self._cache.pop((agent_id, session_id), None)
         return int(count)
 
@@ -187,7 +199,11 @@ class RedisHistoryProvider:
         """Remove exactly the messages ``run_id`` wrote to the session, on the server; returns how many."""
         check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
         with mapped_errors():
-            removed = int(await self._clear_run(keys=self._keys(agent_id, session_id), args=[run_id, self._ttl_ms]))
+            removed = int(
+                await self._clear_run(
+                    keys=self._keys(agent_id, session_id), args=[run_id, self._ttl_ms, uuid.uuid4().hex]
+                )
+            )
         if removed:
             self._cache.pop((agent_id, session_id), None)
         return removed
