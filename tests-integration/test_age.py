@@ -98,3 +98,22 @@ async def test_registered_under_age(age_dsn: str, age_graph: str) -> None:
 def test_a_dsn_that_is_not_postgres_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="DSN"):
         AGEGraphStore("mysql://x")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("label", ["_ag_label_vertex", "_ag_label_edge", "_AG_LABEL_VERTEX", "_ag_anything"])
+async def test_labels_named_after_ages_own_tables_are_refused(age_store: AGEGraphStore, label: str) -> None:
+    """A label such as ``_ag_label_vertex`` would write into AGE's own tables and break every later read."""
+    with pytest.raises(InvalidArgument, match="reserved"):
+        await age_store.add_entities([Entity(id="e1", label=label)])
+    await age_store.add_entities([Entity(id="a"), Entity(id="b")])
+    with pytest.raises(InvalidArgument, match="reserved"):
+        await age_store.add_relationships([Relationship(id="r", source_id="a", target_id="b", type=label)])
+    assert [e.id for e in (await age_store.get_neighbors("a", depth=1)).entities] == ["a"]
+
+
+@pytest.mark.asyncio
+async def test_a_nul_in_a_query_is_the_callers_error(age_store: AGEGraphStore) -> None:
+    with pytest.raises(InvalidArgument, match="NUL"):
+        await age_store.query_cypher("RETURN 'a\x00b' AS x")
+    assert await age_store.query_cypher("RETURN 1 AS one") == [{"one": 1}]

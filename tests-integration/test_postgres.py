@@ -270,3 +270,34 @@ async def test_relevant_recall_with_the_sessions_pgvector_store(postgres_server:
         assert len(await store.list_collections()) == 1  # the session's vectors live in Postgres
     finally:
         await store.close()
+
+
+async def test_a_bad_statement_is_the_callers_error(postgres_server: Server, pg_schema: str) -> None:
+    """A statement Postgres cannot take (a NUL in its text) is InvalidArgument, and the other connections of
+    the pool, busy or idle, carry on."""
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema, min_size=2, max_size=4)
+    try:
+        await history.append("agent", ChatMessage.user("kept"), session_id="s")
+        async with history.db.connection() as held:
+            with pytest.raises(InvalidArgument):
+                await history.db.fetchval("SELECT 'a\x00b'")
+            assert await held.fetchval("SELECT 'still here'") == "still here"
+        assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["kept"]
+    finally:
+        await history.close()
+
+
+async def test_a_timeout_fails_that_call_only(postgres_server: Server, pg_schema: str) -> None:
+    """A statement past ``command_timeout`` fails alone: the pool and its other connections carry on."""
+    history = PostgresHistoryProvider(
+        postgres_server.address, schema=pg_schema, min_size=2, max_size=4, command_timeout=0.5
+    )
+    try:
+        await history.append("agent", ChatMessage.user("kept"), session_id="s")
+        async with history.db.connection() as held:
+            with pytest.raises(BackendUnavailable, match="timed out"):
+                await history.db.fetchval("SELECT pg_sleep(5)")
+            assert await held.fetchval("SELECT 'still here'") == "still here"
+        assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["kept"]
+    finally:
+        await history.close()

@@ -141,6 +141,45 @@ class BlobStoreContract(ContractBase):
         with pytest.raises(NotFound):
             await blob_store.download(key)
 
+    async def test_keys_never_alias_each_other(self, blob_store: BlobStore) -> None:
+        """Every key the store accepts names its own blob: ``/x``, ``a//b``, ``./x`` and ``x/`` may be refused
+        with InvalidArgument, but never overwrite or stand for ``x`` or ``a/b``."""
+        p = unique("alias")
+        plain = {f"{p}/x": b"x", f"{p}/a/b": b"a/b"}
+        for key, data in plain.items():
+            await blob_store.upload(key, data)
+        for odd in [f"/{p}/x", f"{p}//x", f"{p}/a//b", f"{p}/./x", f"{p}/a/../x", f"{p}/x/", "..", "."]:
+            try:
+                await blob_store.upload(odd, b"odd")
+            except InvalidArgument:
+                continue
+            assert (await blob_store.download(odd)).data == b"odd", f"{odd!r} was acknowledged but not stored"
+            for key, data in plain.items():
+                assert (await blob_store.download(key)).data == data, f"{odd!r} overwrote {key!r}"
+            await blob_store.delete(odd)
+            for key, data in plain.items():
+                assert (await blob_store.download(key)).data == data, f"deleting {odd!r} deleted {key!r}"
+
+    async def test_metadata_comes_back_exactly_or_is_refused(self, blob_store: BlobStore) -> None:
+        """User metadata is stored exactly (keys keep their case, empty values stay) or refused up front."""
+        for metadata in [{"Owner": "ada"}, {"empty": ""}, {"note": "Grüße"}, {"k": "v" * 3_000}]:
+            key = unique("meta")
+            try:
+                await blob_store.upload(key, b"x", metadata=metadata)
+            except InvalidArgument:
+                with pytest.raises(NotFound):
+                    await blob_store.download(key)
+                continue
+            assert dict((await blob_store.download(key)).metadata) == metadata
+
+    async def test_ttls_no_server_can_hold_are_refused(self, blob_store: BlobStore) -> None:
+        key = unique("k")
+        for ttl in (float("inf"), 1e17, float("nan")):
+            with pytest.raises(InvalidArgument):
+                await blob_store.upload(key, b"x", ttl=ttl)
+        with pytest.raises(NotFound):
+            await blob_store.download(key)
+
     async def test_connect_and_disconnect_can_repeat(self, blob_store: BlobStore) -> None:
         await blob_store.connect()
         key = unique("k")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,6 +135,45 @@ class GraphStoreContract(ContractBase):
         with pytest.raises(InvalidArgument):
             await graph_store.get_neighbors(ids["a"], depth=-1)
 
+    async def test_a_bare_string_is_not_a_list_of_relationship_types(self, graph_store: GraphStore) -> None:
+        """``relationship_types="KNOWS"`` must not mean the types ``K``, ``N``, ``O``, ...: it is refused."""
+        ids = await self.build(graph_store)
+        with pytest.raises(InvalidArgument):
+            await graph_store.get_neighbors(ids["a"], relationship_types="KNOWS")  # type: ignore[arg-type]
+
+    async def test_an_id_names_one_entity_and_one_relationship_even_under_concurrent_writers(
+        self, graph_store: GraphStore
+    ) -> None:
+        """Concurrent inserts of one id keep one entity (one relationship): insert-or-replace, never duplicate."""
+        e, f, r = unique("e"), unique("f"), unique("r")
+        await asyncio.gather(
+            *(graph_store.add_entities([Entity(id=e, properties={"n": i})]) for i in range(12)),
+            graph_store.add_entities([Entity(id=f)]),
+        )
+        await asyncio.gather(
+            *(
+                graph_store.add_relationships(
+                    [Relationship(id=r, source_id=e, target_id=f, type="R", properties={"n": i})]
+                )
+                for i in range(12)
+            )
+        )
+        around = await graph_store.get_neighbors(e, depth=1)
+        assert sorted(x.id for x in around.entities) == sorted([e, f]), "an id names more than one entity"
+        assert [x.id for x in around.relationships] == [r], "an id names more than one relationship"
+
+    async def test_one_call_giving_an_id_twice_keeps_one_entity(self, graph_store: GraphStore) -> None:
+        """Two entities with one id in one call: the store keeps one (the last) or refuses the call."""
+        e = unique("e")
+        try:
+            await graph_store.add_entities([Entity(id=e, label="A"), Entity(id=e, label="B", properties={"last": 1})])
+        except InvalidArgument:
+            assert await graph_store.get_entity(e) is None
+            return
+        assert (await graph_store.get_neighbors(e, depth=0)).entities == (
+            Entity(id=e, label="B", properties={"last": 1}),
+        )
+
     async def test_properties_round_trip(self, graph_store: GraphStore) -> None:
         props: Mapping[str, Any] = {
             "name": "Zoë 漢字 🚀",
@@ -197,3 +237,9 @@ class CypherCapableContract(ContractBase):
     async def test_scalars_and_lists_come_back_as_python_values(self, cypher: CypherCapable) -> None:
         rows = await cypher.query_cypher("RETURN 1 AS i, 2.5 AS f, true AS b, null AS z, [1, 'a'] AS l", None)
         assert rows == [{"i": 1, "f": 2.5, "b": True, "z": None, "l": [1, "a"]}]
+
+    async def test_params_that_are_not_json_are_refused(self, cypher: CypherCapable) -> None:
+        """Parameters are JSON values: a set, bytes or NaN is refused with InvalidArgument."""
+        for params in ({"s": {1, 2}}, {"b": b"x"}, {"n": float("nan")}, {"t": "lone \ud800"}):
+            with pytest.raises(InvalidArgument):
+                await cypher.query_cypher("RETURN 1 AS one", params)

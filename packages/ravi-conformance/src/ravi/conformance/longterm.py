@@ -132,6 +132,24 @@ class LongTermMemoryContract(ContractBase):
             await memory_store.search(a, "q", limit=-1)
         assert await memory_store.get(a, kept) is not None
 
+    async def test_values_no_store_can_keep_are_refused_and_nothing_is_stored(
+        self, memory_store: LongTermMemory
+    ) -> None:
+        """TTLs no server can hold (infinite, 1e17 s), NaN in metadata and lone surrogates are refused with
+        InvalidArgument before anything is written."""
+        a = unique("agent")
+        bad_calls = [
+            lambda: memory_store.save(a, "forever", ttl=float("inf")),
+            lambda: memory_store.save(a, "too long", ttl=1e17),
+            lambda: memory_store.save(a, "nan", metadata={"n": float("nan")}),
+            lambda: memory_store.save(a, "lone \ud800 surrogate"),
+            lambda: memory_store.save(a, "bad key", metadata={"k\udfff": 1}),
+        ]
+        for call in bad_calls:
+            with pytest.raises(InvalidArgument):
+                await call()
+        assert await memory_store.search(a, "forever too long nan lone bad key", limit=10) == []
+
     async def test_unicode_and_long_content(self, memory_store: LongTermMemory) -> None:
         a = unique("agent")
         text = "Grüße aus 東京 🚀 " * 2_000

@@ -103,6 +103,21 @@ class ShortTermMemoryContract(ContractBase):
             await state_store.get_state("")
         assert await state_store.get_state(s) == {"kept": 1}
 
+    async def test_values_no_store_can_keep_are_refused_and_nothing_is_lost(self, state_store: ShortTermMemory) -> None:
+        """A value is stored exactly or refused with InvalidArgument: NaN, infinities, lone surrogates and JSON
+        nested thousands deep are refused (never a bare ValueError or RecursionError), and the state is kept."""
+        s = unique("session")
+        await state_store.set_state(s, {"kept": 1})
+        deep: dict[str, object] = {}
+        for _ in range(5_000):
+            deep = {"a": deep}
+        for bad in [{"n": float("nan")}, {"n": float("inf")}, {"t": "lone \ud800"}, {"k\udfff": 1}, {"deep": deep}]:
+            with pytest.raises(InvalidArgument):
+                await state_store.set_state(s, bad)
+            with pytest.raises(InvalidArgument):
+                await state_store.update_state(s, bad)
+        assert await state_store.get_state(s) == {"kept": 1}
+
     async def test_returned_state_is_a_copy(self, state_store: ShortTermMemory) -> None:
         s = unique("session")
         await state_store.set_state(s, {"list": [1]})

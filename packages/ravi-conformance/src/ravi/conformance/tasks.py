@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from ravi.conformance._base import ContractBase, unique
-from ravi.kernel.errors import InvalidTransition, NotFound
+from ravi.kernel.errors import InvalidArgument, InvalidTransition, NotFound
 from ravi.kernel.storage import Task, TaskStatus, TaskStore
 
 S = TaskStatus
@@ -169,6 +169,19 @@ class TaskStoreContract(ContractBase):
         await asyncio.gather(*(task_store.update_status(conv, agent, t.id, S.IN_PROGRESS) for t in board.tasks))
         got = await task_store.get_task_list(conv, agent)
         assert got is not None and all(t.status is S.IN_PROGRESS for t in got.tasks)
+
+    async def test_bad_input_raises_typed_errors_and_changes_nothing(self, task_store: TaskStore) -> None:
+        """A bare string is not a list of tasks (``"abc"`` is not three tasks), and an unknown status is refused
+        with InvalidArgument, not a bare ValueError."""
+        conv, agent, ids = await self.board(task_store, "one")
+        with pytest.raises(InvalidArgument):
+            await task_store.create_task_list(conv, agent, "abc")  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await task_store.add_tasks(conv, agent, "abc")  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await task_store.update_status(conv, agent, ids[0], "bogus")  # type: ignore[arg-type]
+        board = await task_store.get_task_list(conv, agent)
+        assert board is not None and [(t.title, t.status) for t in board.tasks] == [("one", S.PLANNED)]
 
     async def test_unicode_titles_round_trip(self, task_store: TaskStore) -> None:
         conv, agent = "conv 'ü' 🚀", 'agent "漢"'

@@ -155,6 +155,22 @@ class VectorStoreContract(ContractBase):
             await vector_store.add([Document(id="no-vector", content="text only")], collection=c)
         assert await vector_store.get(["no-vector"], collection=c) == []
 
+    async def test_a_bare_string_is_not_a_list_of_ids(self, vector_store: VectorStore) -> None:
+        """``delete("v1")`` must not delete ``"v"`` and ``"1"``: a string where ids are expected is refused."""
+        collection = unique("col")
+        await vector_store.add([doc("v", AXES["x"]), doc("1", AXES["y"]), doc("v1", AXES["z"])], collection=collection)
+        with pytest.raises(InvalidArgument):
+            await vector_store.delete("v1", collection=collection)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await vector_store.get("v1", collection=collection)  # type: ignore[arg-type]
+        assert [d.id for d in await vector_store.get(["v", "1", "v1"], collection=collection)] == ["v", "1", "v1"]
+
+    async def test_a_query_that_is_not_numbers_is_refused(self, vector_store: VectorStore) -> None:
+        collection = await self.fill(vector_store)
+        for query in (["a", "b", "c"], "abc", [1.0, float("nan"), 0.0]):
+            with pytest.raises(InvalidArgument):
+                await vector_store.search(query, collection=collection)  # type: ignore[arg-type]
+
     async def test_unicode_ids_and_metadata_round_trip(self, vector_store: VectorStore) -> None:
         c = unique("col")
         metadata = {"tag": "ünï 漢 🚀", "quote": "'\"\\", "nested": {"n": [1, 2]}}

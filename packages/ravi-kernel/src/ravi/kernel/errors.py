@@ -33,7 +33,16 @@ class RaviError(Exception):
 
 
 class InvalidArgument(RaviError, ValueError):
-    """A caller passed a value the operation cannot accept (bad key, wrong dimension, bad limit)."""
+    """A caller passed a value the operation cannot accept (bad key, wrong dimension, bad limit).
+
+    ``field``, when known, names the offending field or path (``"metadata.a"``, ``"ids[2]"``); the message then
+    starts with it.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, hint: str | None = None) -> None:
+        super().__init__(f"{field}: {message}" if field else message, hint=hint)
+        self.field = field
+        self.reason = message
 
 
 class InvalidMessage(InvalidArgument):
@@ -42,9 +51,10 @@ class InvalidMessage(InvalidArgument):
     ``field`` names the offending field (``"role"``, ``"tool_call_id"``, ``"tool_calls[0].arguments"``).
     """
 
+    field: str
+
     def __init__(self, message: str, *, field: str, hint: str | None = None) -> None:
-        super().__init__(f"{field}: {message}", hint=hint)
-        self.field = field
+        super().__init__(message, field=field, hint=hint)
 
 
 class InvalidTransition(RaviError, ValueError):

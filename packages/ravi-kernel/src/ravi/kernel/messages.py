@@ -21,7 +21,8 @@ from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ravi.kernel.errors import InvalidMessage
+from ravi.kernel.errors import InvalidArgument, InvalidMessage
+from ravi.kernel.values import check_model
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -58,10 +59,27 @@ class FrozenDict(dict[str, Any]):
 
 ReadOnlyDict = Annotated[dict[str, Any], AfterValidator(FrozenDict)]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_FROZEN = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
-class TextBlock(BaseModel):
+class _Part(BaseModel):
+    """Base of the message model: bad input raises ``InvalidMessage`` naming the field, never pydantic's error,
+    and text that no store can keep (lone surrogates, NaN, JSON nested too deep) is refused when built."""
+
+    model_config = _FROZEN
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            _raise_invalid(error)
+        try:
+            check_model(self)
+        except InvalidArgument as error:
+            raise InvalidMessage(error.reason, field=error.field or "message", hint=error.hint) from error
+
+
+class TextBlock(_Part):
     """Plain text."""
 
     model_config = _FROZEN
@@ -69,7 +87,7 @@ class TextBlock(BaseModel):
     text: str
 
 
-class ImageBlock(BaseModel):
+class ImageBlock(_Part):
     """An image, by URL or as a ``data:`` URL carrying base64 bytes."""
 
     model_config = _FROZEN
@@ -78,7 +96,7 @@ class ImageBlock(BaseModel):
     detail: Literal["auto", "low", "high"] | None = None
 
 
-class DocumentBlock(BaseModel):
+class DocumentBlock(_Part):
     """A document (PDF, text file) sent inline as base64 ``data`` or referenced by ``url``."""
 
     model_config = _FROZEN
@@ -95,7 +113,7 @@ class DocumentBlock(BaseModel):
         return self
 
 
-class ThinkingBlock(BaseModel):
+class ThinkingBlock(_Part):
     """Model reasoning that some providers return and expect back verbatim (with its ``signature``)."""
 
     model_config = _FROZEN
@@ -104,7 +122,7 @@ class ThinkingBlock(BaseModel):
     signature: str | None = None
 
 
-class ToolCallBlock(BaseModel):
+class ToolCallBlock(_Part):
     """A call the assistant asks the runtime to make; ``id`` pairs it with its ``ToolResultBlock``."""
 
     model_config = _FROZEN
@@ -114,7 +132,7 @@ class ToolCallBlock(BaseModel):
     arguments: ReadOnlyDict = Field(default_factory=FrozenDict)
 
 
-class ToolResultBlock(BaseModel):
+class ToolResultBlock(_Part):
     """The answer to one tool call. ``is_error`` marks a failed call, which compaction never shortens."""
 
     model_config = _FROZEN
@@ -148,7 +166,7 @@ def _raise_invalid(error: ValidationError) -> NoReturn:
     raise InvalidMessage(first["msg"], field=_field_of(error)) from error
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(_Part):
     """One turn of a conversation: who said it (``role``) and what (``content`` blocks).
 
     ``id`` is stable for the message's life and is what stores de-duplicate on; ``created_at`` is UTC.
@@ -168,12 +186,6 @@ class ChatMessage(BaseModel):
     name: str | None = None
     metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
     created_at: datetime = Field(default_factory=_now)
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as error:
-            _raise_invalid(error)
 
     @model_validator(mode="after")
     def _blocks_fit_role(self) -> ChatMessage:

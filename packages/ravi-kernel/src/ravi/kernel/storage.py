@@ -16,12 +16,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from ravi.kernel.errors import InvalidTransition
+from ravi.kernel.errors import InvalidArgument, InvalidTransition
 from ravi.kernel.messages import ChatMessage, FrozenDict, ReadOnlyDict
+from ravi.kernel.values import Value, ttl_seconds
 
-_FROZEN = ConfigDict(frozen=True)
+_FROZEN = ConfigDict(frozen=True, allow_inf_nan=False)
 
 JSON = Any
 """A JSON-compatible value: dict, list, str, int, float, bool or None."""
@@ -109,7 +110,7 @@ class ShortTermMemory(Protocol):
 # -- long-term memory ---------------------------------------------------------------------------------
 
 
-class Memory(BaseModel):
+class Memory(Value):
     """A fact an agent keeps across sessions. ``score`` is set on search results (higher is closer)."""
 
     model_config = _FROZEN
@@ -160,7 +161,7 @@ class LongTermMemory(Protocol):
 # -- vectors ------------------------------------------------------------------------------------------
 
 
-class Document(BaseModel):
+class Document(Value):
     """A piece of content with its embedding and metadata, stored by ``(collection, id)``."""
 
     model_config = _FROZEN
@@ -171,7 +172,7 @@ class Document(BaseModel):
     metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
 
 
-class SearchResult(BaseModel):
+class SearchResult(Value):
     """A search hit. ``score`` is a similarity: higher is closer (cosine similarity, in [-1, 1])."""
 
     model_config = _FROZEN
@@ -223,7 +224,7 @@ class VectorStore(Protocol):
 # -- graph --------------------------------------------------------------------------------------------
 
 
-class Entity(BaseModel):
+class Entity(Value):
     """A node of the knowledge graph."""
 
     model_config = _FROZEN
@@ -233,7 +234,7 @@ class Entity(BaseModel):
     properties: ReadOnlyDict = Field(default_factory=FrozenDict)
 
 
-class Relationship(BaseModel):
+class Relationship(Value):
     """A directed, typed edge between two entities."""
 
     model_config = _FROZEN
@@ -245,7 +246,7 @@ class Relationship(BaseModel):
     properties: ReadOnlyDict = Field(default_factory=FrozenDict)
 
 
-class SubGraph(BaseModel):
+class SubGraph(Value):
     """A part of the graph: entities and the relationships among them."""
 
     model_config = _FROZEN
@@ -322,7 +323,7 @@ class SummaryStore(Protocol):
 # -- blobs --------------------------------------------------------------------------------------------
 
 
-class Blob(BaseModel):
+class Blob(Value):
     """Bytes downloaded from a blob store, with their content type and user metadata."""
 
     model_config = _FROZEN
@@ -406,7 +407,7 @@ TRANSITIONS: Mapping[TaskStatus, frozenset[TaskStatus]] = {
 """The lifecycle. A failed task goes back to ``planned`` only through ``increment_retry`` or ``force_retry``."""
 
 
-class Task(BaseModel):
+class Task(Value):
     """One step of an agent's plan. Frozen: change it with ``model_copy(update=...)``."""
 
     model_config = _FROZEN
@@ -458,7 +459,7 @@ def _transition_hint(status: TaskStatus) -> str:
     return f"from {status.value} it may move to: {', '.join(allowed) or 'nothing (final)'}"
 
 
-class TaskList(BaseModel):
+class TaskList(Value):
     """The task board of one agent in one conversation. Frozen."""
 
     model_config = _FROZEN
@@ -513,20 +514,37 @@ class TaskStore(Protocol):
 
 
 def as_tasks(items: Sequence[Task | str]) -> list[Task]:
-    """Tasks from a mix of ``Task`` objects and titles."""
-    return [t if isinstance(t, Task) else Task(title=t) for t in items]
+    """Tasks from a mix of ``Task`` objects and titles; a bare string (not a list of titles) is refused."""
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise InvalidArgument(
+            f"tasks must be a list of Task objects or titles, got {type(items).__name__}",
+            hint=f"pass [{items!r}] for one task" if isinstance(items, str) else None,
+        )
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, Task):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(Task(title=item))
+        else:
+            raise InvalidArgument(f"tasks[{i}] must be a Task or a title, got {type(item).__name__}")
+    return out
 
 
-def ttl_seconds(ttl: timedelta | float | None) -> float | None:
-    """A TTL in seconds (``None`` stays ``None``); ``InvalidArgument`` unless it is positive."""
-    from ravi.kernel.errors import InvalidArgument
-
-    if ttl is None:
+def check_relationship_types(types: Sequence[str] | None) -> list[str] | None:
+    """``relationship_types`` as a list (``None`` stays ``None``); a bare string is refused, not split."""
+    if types is None:
         return None
-    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
-    if not seconds > 0:
-        raise InvalidArgument(f"ttl must be positive, got {ttl!r}")
-    return seconds
+    if isinstance(types, str | bytes) or not isinstance(types, Sequence | set | frozenset):
+        raise InvalidArgument(
+            f"relationship_types must be a list of type names, got {type(types).__name__}",
+            hint=f"pass [{types!r}]" if isinstance(types, str) else None,
+        )
+    out = list(types)
+    for i, item in enumerate(out):
+        if not isinstance(item, str) or not item:
+            raise InvalidArgument(f"relationship_types[{i}] must be a non-empty string, got {item!r}")
+    return out
 
 
 __all__ = [
@@ -555,6 +573,7 @@ __all__ = [
     "VectorStore",
     "MAX_KEY_BYTES",
     "as_tasks",
+    "check_relationship_types",
     "check_blob_key",
     "matches",
     "ttl_seconds",

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from ravi.agents.context.config import ContextConfig
-from ravi.agents.context.history import check_scope
 from ravi.agents.context.manifest import Window
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.values import check_scope
 
 
 class AgentContext:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.values import check_page, check_scope
 
 
 @dataclass
@@ -14,23 +15,6 @@ class _Session:
     messages: list[ChatMessage] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
-
-
-def check_scope(**values: object) -> None:
-    """Raise ``InvalidArgument`` unless every value is a non-empty string (``run_id`` may be empty)."""
-    for name, value in values.items():
-        if not isinstance(value, str):
-            raise InvalidArgument(f"{name} must be a string, got {type(value).__name__}")
-        if not value and name != "run_id":
-            raise InvalidArgument(f"{name} must not be empty")
-
-
-def check_page(limit: int | None, offset: int) -> None:
-    """Raise ``InvalidArgument`` unless ``limit`` is ``None`` or >= 0 and ``offset`` >= 0 (both integers)."""
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
-        raise InvalidArgument(f"limit must be None or an integer >= 0, got {limit!r}")
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
 
 
 class InMemoryHistoryProvider:

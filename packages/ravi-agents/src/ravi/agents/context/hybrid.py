@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.history import check_page
 from ravi.agents.context.units import drop_orphan_results
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.values import check_page
 
 
 class HybridHistoryProvider:

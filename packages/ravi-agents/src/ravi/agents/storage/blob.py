@@ -8,7 +8,8 @@ from types import TracebackType
 
 from ravi.agents.storage._clock import Clock, system_clock
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import Blob, check_blob_key, ttl_seconds
+from ravi.kernel.storage import Blob, check_blob_key
+from ravi.kernel.values import ttl_seconds
 
 
 class InMemoryFileStore:

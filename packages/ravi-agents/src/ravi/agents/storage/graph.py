@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import Entity, Relationship, SubGraph
+from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
 
 
 class InMemoryGraphStore:
@@ -61,7 +61,8 @@ class InMemoryGraphStore:
             raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
         if entity_id not in self._entities:
             raise NotFound(f"no entity {entity_id!r}")
-        types = None if relationship_types is None else set(relationship_types)
+        checked = check_relationship_types(relationship_types)
+        types = None if checked is None else set(checked)
         seen = {entity_id}
         order = [entity_id]
         walked: dict[str, Relationship] = {}

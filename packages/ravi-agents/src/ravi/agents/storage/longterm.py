@@ -9,13 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from ravi.agents.context.history import check_scope
 from ravi.agents.storage._clock import Clock, system_clock
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
-from ravi.agents.storage.state import json_copy
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.storage import Memory, ttl_seconds
+from ravi.kernel.storage import Memory
+from ravi.kernel.values import check_scope, json_copy, ttl_seconds
 
 
 def check_memory(

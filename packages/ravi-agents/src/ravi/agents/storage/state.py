@@ -6,21 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ravi.agents.context.history import check_scope
-from ravi.kernel.errors import InvalidArgument
-
-
-def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
-    """A deep copy of ``value`` through JSON, so it holds exactly what a database would give back."""
-    if not isinstance(value, Mapping):
-        raise InvalidArgument(f"{what} must be a mapping, got {type(value).__name__}")
-    try:
-        copied = json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError) as error:
-        raise InvalidArgument(f"{what} must be JSON-serialisable: {error}") from error
-    if not isinstance(copied, dict):  # pragma: no cover - a mapping always dumps to an object
-        raise InvalidArgument(f"{what} must be a JSON object")
-    return copied
+from ravi.kernel.values import check_scope, json_copy
 
 
 class InMemoryStateStore:

@@ -8,10 +8,10 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ravi.agents.context.history import check_scope
-from ravi.kernel.errors import ConfigurationError, NotFound
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
 from ravi.kernel.storage import TaskStore as TaskStoreProtocol
+from ravi.kernel.values import check_scope
 
 
 class TaskLifecycle:
@@ -28,7 +28,12 @@ class TaskLifecycle:
         self, conversation_id: str, agent_id: str, task_id: str, status: TaskStatus, *, result: str | None = None
     ) -> Task:
         """Move a task along its lifecycle."""
-        target = TaskStatus(status)
+        try:
+            target = TaskStatus(status)
+        except ValueError:
+            raise InvalidArgument(
+                f"unknown task status {status!r}", hint=f"one of: {', '.join(s.value for s in TaskStatus)}"
+            ) from None
         return await self._change(conversation_id, agent_id, task_id, lambda t: t.moved_to(target, result=result))
 
     async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:

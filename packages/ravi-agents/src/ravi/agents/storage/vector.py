@@ -11,6 +11,7 @@ import numpy.typing as npt
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult, matches
+from ravi.kernel.values import check_ids, check_vector
 
 Matrix = npt.NDArray[np.float32]
 
@@ -145,13 +146,14 @@ class InMemoryVectorStore:
     ) -> list[SearchResult]:
         """The ``limit`` most similar documents, best first (ties by id), among those matching ``filter``."""
         self._check_collection(collection)
+        vector = check_vector(query_embedding)
         _validate_filter(filter)
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
         col = self._collections.get(collection)
         if col is None or limit == 0 or col.size == 0:
             return []
-        query = np.asarray(query_embedding, dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
         if query.ndim != 1 or query.shape[0] != col.dimension:
             raise InvalidArgument(
                 f"collection {collection!r} holds vectors of dimension {col.dimension}, "
@@ -179,6 +181,7 @@ class InMemoryVectorStore:
 
     async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
+        ids = check_ids(ids)
         self._check_collection(collection)
         col = self._collections.get(collection)
         if col is None:
@@ -187,6 +190,7 @@ class InMemoryVectorStore:
 
     async def delete(self, ids: Sequence[str], *, collection: str) -> int:
         """Remove documents by id; returns how many existed."""
+        ids = check_ids(ids)
         self._check_collection(collection)
         col = self._collections.get(collection)
         if col is None:

@@ -23,7 +23,8 @@ from ravi.kernel.errors import (
     PermissionDenied,
     RaviError,
 )
-from ravi.kernel.storage import Entity, Relationship, SubGraph
+from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
+from ravi.kernel.values import check_json
 
 _GRAPH = re.compile(r"^[a-z_][a-z0-9_]{2,62}$")
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -31,11 +32,13 @@ _QUOTE = "$ravi_cypher$"
 
 
 def _label(value: str, what: str) -> str:
-    if not _LABEL.match(value):
+    if not isinstance(value, str) or not _LABEL.match(value):
         raise InvalidArgument(
             f"{what} {value!r} is not valid in AGE",
             hint="use letters, digits and underscores, starting with a letter or underscore",
         )
+    if value.lower().startswith("_ag_"):
+        raise InvalidArgument(f"{what} {value!r} is reserved: AGE names its own tables _ag_...")
     return value
 
 
@@ -57,18 +60,30 @@ def mapped_errors(store: AGEGraphStore | None = None) -> Iterator[None]:
         raise InvalidArgument(f"AGE cannot store this value: {error}") from error
     except asyncpg.exceptions.SyntaxOrAccessError as error:
         raise InvalidArgument(f"the Cypher query was refused: {error}") from error
+    except TimeoutError as error:  # command_timeout: asyncpg cancels the statement, the connection lives on
+        raise BackendUnavailable(
+            "Postgres timed out: the statement ran past command_timeout and was cancelled",
+            hint="raise command_timeout, or look for locks or slow queries on the server",
+        ) from error
     except (
-        asyncpg.exceptions.PostgresConnectionError,
-        asyncpg.exceptions.InterfaceError,
+        asyncpg.exceptions.ConnectionDoesNotExistError,
+        asyncpg.exceptions.ConnectionFailureError,
         asyncpg.exceptions.CannotConnectNowError,
         asyncpg.exceptions.AdminShutdownError,
+        asyncpg.exceptions.CrashShutdownError,
         OSError,
-        TimeoutError,
     ) as error:
         if store is not None and store._pool is not None:
             store._pool.terminate()
             store._pool = None
         raise BackendUnavailable(f"Postgres is unreachable: {type(error).__name__}: {error}") from error
+    except (
+        asyncpg.exceptions.TooManyConnectionsError,
+        asyncpg.exceptions.PostgresConnectionError,
+        asyncpg.exceptions.InterfaceError,
+        asyncpg.exceptions.InternalClientError,
+    ) as error:
+        raise BackendUnavailable(f"Postgres could not serve the call: {type(error).__name__}: {error}") from error
     except asyncpg.exceptions.PostgresError as error:
         raise RaviError(f"AGE error: {type(error).__name__}: {error}") from error
 
@@ -168,6 +183,8 @@ class AGEGraphStore:
     def _sql(self, query: str, columns: int, with_params: bool) -> str:
         if _QUOTE in query:
             raise InvalidArgument(f"a Cypher query must not contain {_QUOTE}")
+        if "\x00" in query:
+            raise InvalidArgument("a Cypher query cannot contain a NUL character")
         cols = ", ".join(f"c{i} ag_catalog.agtype" for i in range(max(1, columns)))
         params = ", $1" if with_params else ""
         return f"SELECT * FROM ag_catalog.cypher('{self.graph}', {_QUOTE} {query} {_QUOTE}{params}) AS ({cols})"
@@ -179,6 +196,17 @@ class AGEGraphStore:
         args = [json.dumps(params, ensure_ascii=False)] if params is not None else []
         rows = await connection.fetch(sql, *args)
         return [[parse(r[i]) for i in range(max(1, columns))] for r in rows]
+
+    async def _lock_ids(self, connection: asyncpg.Connection, kind: str, ids: Sequence[str]) -> None:
+        """Serialise writers of the same ids until this transaction ends, so concurrent inserts of one id make
+        one vertex (edge), not several: AGE has no unique constraint across labels. Locks are taken in one
+        order, so two writers of overlapping batches cannot deadlock."""
+        await connection.execute(
+            "SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended($1 || x, 0) AS k "
+            "FROM unnest($2::text[]) AS x ORDER BY k) AS keys",
+            f"ravi-age:{self.graph}:{kind}:",
+            list(ids),
+        )
 
     async def _ensure_index(self, connection: asyncpg.Connection, label: str, kind: str) -> None:
         """Indexes AGE does not make itself: a vertex label's ``id`` property (for ``n.id = ...`` lookups) and
@@ -209,10 +237,15 @@ class AGEGraphStore:
 
     async def add_entities(self, entities: Sequence[Entity]) -> None:
         """Insert or replace entities by id (an entity keeps its label and its relationships)."""
-        by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        latest: dict[str, Entity] = {}
         for e in entities:
             if not isinstance(e, Entity):
                 raise InvalidArgument(f"expected Entity objects, got {type(e).__name__}")
+            latest.pop(e.id, None)
+            latest[e.id] = e  # an id given twice: the last one wins, as if added one after the other
+        entities = list(latest.values())
+        by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for e in entities:
             if "id" in e.properties:
                 raise InvalidArgument(f"entity {e.id!r}: the property name 'id' is reserved for the entity id")
             by_label[_label(e.label, "label")].append({**dict(e.properties), "id": e.id})
@@ -220,6 +253,7 @@ class AGEGraphStore:
             return
         async with self._connection() as connection, connection.transaction():
             ids = [e.id for e in entities]
+            await self._lock_ids(connection, "v", ids)
             rows = await self._run(connection, "MATCH (n) WHERE n.id IN $ids RETURN n", {"ids": ids})
             for [vertex] in rows:
                 wanted = next(e.label for e in entities if e.id == vertex["id"])
@@ -237,10 +271,15 @@ class AGEGraphStore:
 
     async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
         """Insert or replace relationships by id; both ends must exist (``NotFound``, nothing added)."""
-        by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        latest: dict[str, Relationship] = {}
         for r in relationships:
             if not isinstance(r, Relationship):
                 raise InvalidArgument(f"expected Relationship objects, got {type(r).__name__}")
+            latest.pop(r.id, None)
+            latest[r.id] = r  # an id given twice: the last one wins
+        relationships = list(latest.values())
+        by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in relationships:
             if {"id", "__s", "__t"} & set(r.properties):
                 raise InvalidArgument(f"relationship {r.id!r}: 'id', '__s' and '__t' are reserved property names")
             by_type[_label(r.type, "relationship type")].append(
@@ -250,6 +289,7 @@ class AGEGraphStore:
             return
         ends = sorted({x for r in relationships for x in (r.source_id, r.target_id)})
         async with self._connection() as connection, connection.transaction():
+            await self._lock_ids(connection, "e", [r.id for r in relationships])
             found = {
                 row[0] for row in await self._run(connection, "MATCH (n) WHERE n.id IN $ids RETURN n.id", {"ids": ends})
             }
@@ -288,7 +328,8 @@ class AGEGraphStore:
         """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier."""
         if not isinstance(depth, int) or depth < 0:
             raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
-        types = None if relationship_types is None else [_label(t, "relationship type") for t in relationship_types]
+        checked = check_relationship_types(relationship_types)
+        types = None if checked is None else [_label(t, "relationship type") for t in checked]
         async with self._connection() as connection:
             start = await self._run(connection, "MATCH (n) WHERE n.id = $id RETURN n", {"id": entity_id})
             if not start:
@@ -354,6 +395,8 @@ class AGEGraphStore:
             raise InvalidArgument("RETURN * is not supported: AGE needs the columns named")
         if params is not None and not isinstance(params, Mapping):
             raise InvalidArgument("params must be a mapping")
+        if params is not None:
+            check_json(params, "params")
         async with self._connection() as connection:
             rows = await self._run(connection, query, dict(params) if params is not None else None, columns=len(names))
         if not names:

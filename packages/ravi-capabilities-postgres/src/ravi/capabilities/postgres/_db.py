@@ -51,17 +51,22 @@ class Migration:
     sql: str
 
 
-_UNAVAILABLE: tuple[type[BaseException], ...] = (
-    asyncpg.exceptions.PostgresConnectionError,
+# The server or the network is gone: every pooled connection is suspect, so the pool is dropped and rebuilt.
+_CONNECTION_LOST: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.ConnectionFailureError,
     asyncpg.exceptions.CannotConnectNowError,
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.CrashShutdownError,
-    asyncpg.exceptions.TooManyConnectionsError,
-    asyncpg.exceptions.InterfaceError,
-    asyncpg.exceptions.InternalClientError,
     ConnectionError,
     OSError,
-    TimeoutError,
+)
+# The server is there but cannot serve this call now: the call fails, the pool stays.
+_BUSY: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
 )
 _PERMISSION = (
     asyncpg.exceptions.InvalidPasswordError,
@@ -84,7 +89,7 @@ class Database:
         schema: The schema holding Ravi's tables (created if missing).
         table_prefix: Prepended to every table name, so several apps can share one schema.
         min_size, max_size: Pool size.
-        command_timeout: Seconds before a statement is abandoned (``BackendUnavailable``).
+        command_timeout: Seconds before a statement is cancelled (that call raises ``BackendUnavailable``).
     """
 
     def __init__(
@@ -182,22 +187,22 @@ class Database:
     async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         """Rows of one statement."""
         async with self.connection() as connection:
-            return list(await connection.fetch(query, *args))
+            return list(await connection.fetch(check_statement(query), *args))
 
     async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
         """The first row of one statement."""
         async with self.connection() as connection:
-            return await connection.fetchrow(query, *args)
+            return await connection.fetchrow(check_statement(query), *args)
 
     async def fetchval(self, query: str, *args: Any) -> Any:
         """The first value of one statement."""
         async with self.connection() as connection:
-            return await connection.fetchval(query, *args)
+            return await connection.fetchval(check_statement(query), *args)
 
     async def execute(self, query: str, *args: Any) -> str:
         """Run one statement; returns its status tag (``"DELETE 3"``)."""
         async with self.connection() as connection:
-            return str(await connection.execute(query, *args))
+            return str(await connection.execute(check_statement(query), *args))
 
     async def close(self) -> None:
         """Close the pool; the next call opens a new one."""
@@ -215,7 +220,7 @@ class PostgresStore:
         schema: The schema of the tables (created and migrated on first use).
         table_prefix: Prefix of the table names, so several apps can share one schema.
         min_size, max_size: Connection pool size.
-        command_timeout: Seconds before a statement is abandoned (``BackendUnavailable``).
+        command_timeout: Seconds before a statement is cancelled (that call raises ``BackendUnavailable``).
     """
 
     component: str
@@ -268,16 +273,30 @@ def mapped_errors(database: Database | None = None) -> Any:
         ) from error
     except _BAD_INPUT as error:
         raise InvalidArgument(f"Postgres cannot store this value: {error}") from error
-    except _UNAVAILABLE as error:
+    except TimeoutError as error:  # command_timeout: asyncpg cancels the statement, the connection lives on
+        raise BackendUnavailable(
+            "Postgres timed out: the statement ran past command_timeout and was cancelled",
+            hint="raise command_timeout, or look for locks or slow queries on the server",
+        ) from error
+    except _CONNECTION_LOST as error:
         if database is not None and database._pool is not None:
             database._pool.terminate()
             database._pool = None
         raise BackendUnavailable(
             f"Postgres is unreachable: {type(error).__name__}: {error}",
-            hint="the next call reconnects once the server is back",
+            hint="check the host and port in the DSN; once the server is back the next call reconnects",
         ) from error
+    except _BUSY as error:
+        raise BackendUnavailable(f"Postgres could not serve the call: {type(error).__name__}: {error}") from error
     except asyncpg.exceptions.PostgresError as error:
         raise RaviError(f"Postgres error: {type(error).__name__}: {error}") from error
 
 
-__all__ = ["Database", "Migration", "PostgresStore", "identifier", "mapped_errors"]
+def check_statement(query: str) -> str:
+    """``query`` unless it holds a NUL, which the wire protocol cannot carry (``InvalidArgument``)."""
+    if "\x00" in query:
+        raise InvalidArgument("a SQL statement cannot contain a NUL character")
+    return query
+
+
+__all__ = ["Database", "Migration", "PostgresStore", "check_statement", "identifier", "mapped_errors"]

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from ravi.agents.context.history import check_page, check_scope
 from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.values import check_page, check_scope
 
 MIGRATIONS = [
     Migration(

@@ -6,9 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ravi.agents.context.history import check_scope
-from ravi.agents.storage.state import json_copy
 from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.kernel.values import check_scope, json_copy
 
 MIGRATIONS = [
     Migration(

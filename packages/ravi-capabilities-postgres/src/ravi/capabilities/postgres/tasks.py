@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 
 import asyncpg
 
-from ravi.agents.context.history import check_scope
 from ravi.agents.storage.tasks import TaskLifecycle
 from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
+from ravi.kernel.values import check_scope
 
 MIGRATIONS = [
     Migration(

@@ -16,6 +16,7 @@ from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult
+from ravi.kernel.values import check_ids, check_vector
 
 MIGRATIONS = [
     Migration(
@@ -224,6 +225,7 @@ class PgVectorStore(PostgresStore):
     ) -> list[SearchResult]:
         """The ``limit`` most similar documents, best first, among those matching ``filter``."""
         self._check_collection(collection)
+        vector = check_vector(query_embedding)
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
         where, params = filter_sql(filter, 3)
@@ -231,7 +233,7 @@ class PgVectorStore(PostgresStore):
         if found is None or limit == 0:
             return []
         table, dimension = found
-        query = np.asarray(query_embedding, dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
         if query.ndim != 1 or query.size != dimension:
             raise InvalidArgument(
                 f"collection {collection!r} holds vectors of dimension {dimension}, the query has {query.size}"
@@ -257,6 +259,7 @@ class PgVectorStore(PostgresStore):
 
     async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
+        ids = check_ids(ids)
         found = await self._collection(collection)
         if found is None or not ids:
             return []
@@ -269,6 +272,7 @@ class PgVectorStore(PostgresStore):
 
     async def delete(self, ids: Sequence[str], *, collection: str) -> int:
         """Remove documents by id; returns how many existed."""
+        ids = check_ids(ids)
         found = await self._collection(collection)
         if found is None or not ids:
             return 0

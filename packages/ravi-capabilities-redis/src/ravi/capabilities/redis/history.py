@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from ravi.agents.context.history import check_page, check_scope
 from ravi.capabilities.redis._client import RedisConnection, mapped_errors
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import ttl_seconds
+from ravi.kernel.values import check_page, check_scope, ttl_seconds
 
 # KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> 1), epoch
 # ARGV: ttl in ms (0 = none), a fresh epoch token, then triples of (message id, run id, body)

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from ravi.agents.context.history import check_scope
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.agents.storage.longterm import check_memory
 from ravi.capabilities.redis._client import RedisConnection, mapped_errors, part
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory
+from ravi.kernel.values import check_scope
 
 
 def _text(value: bytes | str) -> str:

@@ -7,10 +7,8 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from ravi.agents.context.history import check_scope
-from ravi.agents.storage.state import json_copy
 from ravi.capabilities.redis._client import RedisConnection, mapped_errors
-from ravi.kernel.storage import ttl_seconds
+from ravi.kernel.values import check_scope, json_copy, ttl_seconds
 
 
 class RedisSessionStore:

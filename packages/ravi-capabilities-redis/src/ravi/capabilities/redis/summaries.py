@@ -7,7 +7,7 @@ from datetime import timedelta
 from ravi.agents.storage.summaries import check_span
 from ravi.capabilities.redis._client import RedisConnection, mapped_errors
 from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.storage import ttl_seconds
+from ravi.kernel.values import ttl_seconds
 
 
 class RedisSummaryStore:

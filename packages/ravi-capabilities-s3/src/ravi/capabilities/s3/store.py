@@ -26,7 +26,8 @@ from ravi.kernel.errors import (
     PermissionDenied,
     RaviError,
 )
-from ravi.kernel.storage import Blob, check_blob_key, ttl_seconds
+from ravi.kernel.storage import Blob, check_blob_key
+from ravi.kernel.values import ttl_seconds
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,0 +1,218 @@
+"""The checks every store applies to what it is given, so a value is stored exactly or refused.
+
+A backend that stores JSON, text or numbers must give back exactly what it was given. These checks refuse, up
+front and with :class:`~ravi.kernel.errors.InvalidArgument`, every value some backend would change or choke on:
+
+* text that is not valid Unicode (lone surrogates cannot be encoded as UTF-8, so no server can keep them);
+* ``NaN`` and infinities (JSON has no spelling for them);
+* JSON nested deeper than :data:`MAX_DEPTH` (parsers refuse deep documents when reading them back, so a
+  deep value would be accepted and then make its whole record unreadable);
+* mapping keys that are not strings, and values that are not JSON (sets, bytes, objects);
+* a bare string where a sequence of ids or titles is expected (``delete("v1")`` must not mean ``"v", "1"``);
+* TTLs that are not positive, not finite, or longer than :data:`MAX_TTL_SECONDS`.
+
+Example:
+    >>> check_json({"a": [1, 2.5, None]}, "metadata")
+    >>> check_json({"a": float("nan")}, "metadata")
+    Traceback (most recent call last):
+    ...
+    ravi.kernel.errors.InvalidArgument: metadata.a: NaN and infinities cannot be stored (JSON has no spelling for them)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ravi.kernel.errors import InvalidArgument
+
+MAX_DEPTH = 64
+"""How deeply JSON values (metadata, state, properties, tool arguments) may nest."""
+
+MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
+"""The longest TTL any store accepts (about 100 years); longer ones cannot be held by every server."""
+
+
+def check_text(value: str, where: str) -> None:
+    """``InvalidArgument`` unless ``value`` is valid Unicode text (no lone surrogates)."""
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidArgument(
+            f"text holds a lone surrogate at position {error.start}, which no store can keep",
+            field=where,
+            hint="decode bytes with errors='replace' (or fix the producer) before storing",
+        ) from None
+
+
+def check_json(value: Any, where: str, *, depth: int = 0) -> None:
+    """``InvalidArgument`` unless ``value`` is JSON that every store keeps exactly (see the module docs)."""
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, str):
+        check_text(value, where)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidArgument("NaN and infinities cannot be stored (JSON has no spelling for them)", field=where)
+    elif isinstance(value, Mapping):
+        if depth >= MAX_DEPTH:
+            raise InvalidArgument(f"nested deeper than {MAX_DEPTH} levels", field=where, hint="flatten the value")
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidArgument(f"keys must be strings, got {type(key).__name__} {key!r}", field=where)
+            check_text(key, f"{where} key")
+            check_json(item, f"{where}.{key}", depth=depth + 1)
+    elif isinstance(value, list | tuple):
+        if depth >= MAX_DEPTH:
+            raise InvalidArgument(f"nested deeper than {MAX_DEPTH} levels", field=where, hint="flatten the value")
+        for i, item in enumerate(value):
+            check_json(item, f"{where}[{i}]", depth=depth + 1)
+    else:
+        raise InvalidArgument(f"{type(value).__name__} is not a JSON value", field=where)
+
+
+def check_model(model: BaseModel, where: str = "") -> None:
+    """Check every text and JSON value a pydantic model holds (its own fields and nested models')."""
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        path = f"{where}.{name}" if where else name
+        if isinstance(value, str):
+            check_text(value, path)
+        elif isinstance(value, BaseModel):
+            check_model(value, path)
+        elif isinstance(value, Mapping):
+            check_json(value, path)
+        elif isinstance(value, tuple) and value and isinstance(value[0], BaseModel):
+            for i, item in enumerate(value):
+                check_model(item, f"{path}[{i}]")
+
+
+class Value(BaseModel):
+    """Base of the kernel's frozen value types (documents, entities, tasks, ...).
+
+    Building one with bad input raises :class:`~ravi.kernel.errors.InvalidArgument` naming the field, never a
+    pydantic ``ValidationError``; text and JSON fields are checked with :func:`check_model`.
+    """
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise invalid(error, type(self).__name__) from error
+        check_model(self, type(self).__name__)
+
+
+def invalid(error: ValidationError, owner: str) -> InvalidArgument:
+    """The first problem of a pydantic ``ValidationError`` as an ``InvalidArgument`` naming its field."""
+    first = error.errors()[0]
+    path = ".".join(str(part) for part in first["loc"])
+    return InvalidArgument(first["msg"], field=f"{owner}.{path}" if path else owner)
+
+
+def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
+    """A checked deep copy of a JSON object, holding exactly what a database gives back (tuples become lists)."""
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(f"{what} must be a mapping, got {type(value).__name__}")
+    check_json(value, what)
+    copied = json.loads(json.dumps(value, allow_nan=False))
+    if not isinstance(copied, dict):  # pragma: no cover - a mapping always dumps to an object
+        raise InvalidArgument(f"{what} must be a JSON object")
+    return copied
+
+
+def check_scope(**values: object) -> None:
+    """``InvalidArgument`` unless every value is a non-empty string of valid text (``run_id`` may be empty)."""
+    for name, value in values.items():
+        if not isinstance(value, str):
+            raise InvalidArgument(f"{name} must be a string, got {type(value).__name__}")
+        if not value and name != "run_id":
+            raise InvalidArgument(f"{name} must not be empty")
+        check_text(value, name)
+
+
+def check_page(limit: int | None, offset: int) -> None:
+    """``InvalidArgument`` unless ``limit`` is ``None`` or >= 0 and ``offset`` >= 0 (both integers)."""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise InvalidArgument(f"limit must be None or an integer >= 0, got {limit!r}")
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
+
+
+def check_ids(ids: object, what: str = "ids") -> list[str]:
+    """``ids`` as a list of non-empty strings; a bare string is refused (it is not a list of ids)."""
+    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence | set | frozenset):
+        raise InvalidArgument(
+            f"{what} must be a sequence of strings, got {type(ids).__name__}",
+            hint=f"pass a list, for example [{ids!r}]" if isinstance(ids, str) else None,
+        )
+    out = list(ids)
+    for i, item in enumerate(out):
+        if not isinstance(item, str) or not item:
+            raise InvalidArgument(f"{what}[{i}] must be a non-empty string, got {item!r}")
+        check_text(item, f"{what}[{i}]")
+    return out
+
+
+def check_vector(values: object, what: str = "query_embedding") -> list[float]:
+    """``values`` as a list of finite floats; a string, a non-number or NaN is refused with ``InvalidArgument``."""
+    if isinstance(values, str | bytes) or (not isinstance(values, Sequence) and not hasattr(values, "tolist")):
+        raise InvalidArgument(f"{what} must be a sequence of numbers, got {type(values).__name__}")
+    items = values.tolist() if hasattr(values, "tolist") else list(values)  # numpy arrays too
+    if not isinstance(items, list):
+        raise InvalidArgument(f"{what} must be a one-dimensional sequence of numbers")
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, int | float):
+            raise InvalidArgument(f"must be a number, got {type(item).__name__}", field=f"{what}[{i}]")
+        number = float(item) if abs(item) < 2**1000 else math.inf
+        if not math.isfinite(number):
+            raise InvalidArgument("must be finite", field=f"{what}[{i}]")
+        out.append(number)
+    return out
+
+
+def ttl_seconds(ttl: timedelta | float | None) -> float | None:
+    """A TTL in seconds (``None`` stays ``None``); ``InvalidArgument`` unless positive, finite and at most
+    :data:`MAX_TTL_SECONDS`. Checked before any write, so a store never commits data it then cannot expire."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        seconds = ttl.total_seconds()
+    elif isinstance(ttl, int | float) and not isinstance(ttl, bool):
+        seconds = float(ttl) if abs(ttl) < 2**1000 else math.inf
+    else:
+        raise InvalidArgument(f"ttl must be seconds (a number) or a timedelta, got {type(ttl).__name__}")
+    if not math.isfinite(seconds) or not seconds > 0:
+        raise InvalidArgument(f"ttl must be positive and finite, got {ttl!r:.40}")
+    if seconds > MAX_TTL_SECONDS:
+        raise InvalidArgument(
+            f"ttl must be at most {MAX_TTL_SECONDS} seconds (about 100 years), got {ttl!r:.40}",
+            hint="pass ttl=None to keep the value until it is deleted",
+        )
+    return seconds
+
+
+__all__ = [
+    "MAX_DEPTH",
+    "Value",
+    "invalid",
+    "MAX_TTL_SECONDS",
+    "check_ids",
+    "check_json",
+    "check_model",
+    "check_page",
+    "check_scope",
+    "check_text",
+    "check_vector",
+    "json_copy",
+    "ttl_seconds",
+]

@@ -1,0 +1,115 @@
+"""A value is stored exactly or refused: the kernel's checks, and the errors its value types raise."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ravi.kernel.errors import InvalidArgument, InvalidMessage
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.storage import Document, Entity, Relationship, Task
+from ravi.kernel.values import MAX_DEPTH, check_ids, check_json, json_copy, ttl_seconds
+
+
+def nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(), json_values, max_size=5))
+def test_every_accepted_json_object_comes_back_exactly(value: dict[str, Any]) -> None:
+    check_json(value, "value")
+    assert json.loads(json.dumps(value)) == value
+    assert json_copy(value) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        ({"k": float("nan")}, "metadata.k"),
+        ({"k": [1, float("inf")]}, "metadata.k[1]"),
+        ({"k": "lone \ud800 surrogate"}, "metadata.k"),
+        ({"k\udfff": 1}, "metadata key"),
+        ({"k": {1, 2}}, "metadata.k"),
+        ({"k": b"bytes"}, "metadata.k"),
+        ({"k": {1: "int key"}}, "metadata.k"),
+    ],
+)
+def test_values_no_store_can_keep_are_refused_naming_the_field(value: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        check_json(value, "metadata")
+    assert caught.value.field == field
+
+
+def test_depth_is_bounded_and_deep_values_are_refused_not_crashed() -> None:
+    check_json(nested(MAX_DEPTH), "state")
+    with pytest.raises(InvalidArgument, match="nested deeper"):
+        check_json(nested(MAX_DEPTH + 1), "state")
+    with pytest.raises(InvalidArgument, match="nested deeper"):  # not a RecursionError
+        json_copy(nested(5_000))
+
+
+def test_messages_refuse_what_a_store_would_change_or_choke_on() -> None:
+    """A message with metadata nested ~200 deep used to be accepted, then made every read of its session fail."""
+    with pytest.raises(InvalidMessage):
+        ChatMessage.user("hi", metadata=nested(200))
+    with pytest.raises(InvalidMessage):
+        ChatMessage.user("lone \ud800")
+    with pytest.raises(InvalidMessage):
+        ChatMessage.user("hi", metadata={"n": float("nan")})
+    with pytest.raises(InvalidMessage):
+        ChatMessage.user("hi", id="id-\udc80")
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: ToolCallBlock(id="", name="x"),
+        lambda: Document(id=""),
+        lambda: Document(embedding=(1.0, float("nan"))),
+        lambda: Entity(id=""),
+        lambda: Entity(id="e", properties={"x": float("inf")}),
+        lambda: Relationship(source_id="a", target_id="", type="R"),
+        lambda: Task(title="t", status="bogus"),
+        lambda: Task(title="lone \ud800"),
+    ],
+)
+def test_value_types_raise_invalid_argument_never_pydantic_errors(build: Any) -> None:
+    with pytest.raises(InvalidArgument):
+        build()
+
+
+@pytest.mark.parametrize("ttl", [0, -1, float("inf"), float("nan"), 1e17, 10**400, -(10**400), "60", True])
+def test_ttls_no_server_can_hold_are_refused_up_front(ttl: Any) -> None:
+    with pytest.raises(InvalidArgument):
+        ttl_seconds(ttl)
+
+
+def test_ttls_in_range_are_kept() -> None:
+    assert ttl_seconds(None) is None
+    assert ttl_seconds(1.5) == 1.5
+    assert ttl_seconds(timedelta(days=365)) == 365 * 24 * 3600
+    assert math.isclose(ttl_seconds(100 * 365 * 24 * 3600) or 0, 100 * 365 * 24 * 3600)
+
+
+def test_a_bare_string_is_not_a_list_of_ids() -> None:
+    with pytest.raises(InvalidArgument, match="sequence of strings"):
+        check_ids("v1")
+    with pytest.raises(InvalidArgument):
+        check_ids(["ok", ""])
+    assert check_ids(("a", "b")) == ["a", "b"]
