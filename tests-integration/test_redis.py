@@ -12,6 +12,7 @@ import pytest_asyncio
 from servers import Server, closing
 
 from ravi.agents.context import AgentContext, HybridContext
+from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.capabilities.postgres import PostgresHistoryProvider
 from ravi.capabilities.redis import RedisHistoryProvider, RedisLongTermMemory, RedisSessionStore, RedisSummaryStore
 from ravi.conformance import (
@@ -21,7 +22,7 @@ from ravi.conformance import (
     SummaryStoreContract,
 )
 from ravi.conformance._base import eventually
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import load_backend
 
@@ -196,3 +197,49 @@ class TestRedisSummaries(SummaryStoreContract):
     async def summary_store(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisSummaryStore]:
         async for store in closing(RedisSummaryStore(redis_server.address, prefix=redis_prefix)):
             yield store
+
+
+async def test_one_store_serves_many_more_concurrent_calls_than_it_has_connections(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    """Calls past max_connections wait for a connection; they used to fail with MaxConnectionsError."""
+    history = RedisHistoryProvider(redis_server.address, prefix=redis_prefix)
+    try:
+        await asyncio.gather(
+            *(history.append("agent", ChatMessage.user(f"m{i}"), session_id=f"s{i % 7}") for i in range(300))
+        )
+        counts = await asyncio.gather(*(history.count_messages("agent", session_id=f"s{i}") for i in range(7)))
+        assert sum(counts) == 300
+    finally:
+        await history.close()
+
+
+async def test_a_memory_id_can_never_name_the_namespace_index(redis_server: Server, redis_prefix: str) -> None:
+    """``get(agent, "index")`` used to read the namespace's index (WRONGTYPE), and ``delete`` to wipe it."""
+    memory = RedisLongTermMemory(redis_server.address, prefix=redis_prefix)
+    try:
+        kept = await memory.save("agent", "the deploy window is Tuesday")
+        for reserved in ("index", "dim", "m/index"):
+            assert await memory.get("agent", reserved) is None
+            assert await memory.delete("agent", reserved) is False
+        assert [m.id for m in await memory.search("agent", "deploy window")] == [kept]
+    finally:
+        await memory.close()
+
+
+async def test_a_namespace_keeps_one_embedding_dimension(redis_server: Server, redis_prefix: str) -> None:
+    """A second embedding size in one namespace is refused up front, so the namespace stays searchable."""
+    small = RedisLongTermMemory(redis_server.address, prefix=redis_prefix, embedding_client=HashingEmbeddingClient(8))
+    large = RedisLongTermMemory(redis_server.address, prefix=redis_prefix, embedding_client=HashingEmbeddingClient(16))
+    try:
+        kept = await small.save("agent", "invoices are due monthly")
+        with pytest.raises(InvalidArgument, match="dimension"):
+            await large.save("agent", "a second model")
+        with pytest.raises(InvalidArgument, match="dimension"):
+            await large.search("agent", "invoices")
+        assert [m.id for m in await small.search("agent", "invoices")] == [kept]
+        await small.clear("agent")
+        await large.save("agent", "after a clear, any model")
+    finally:
+        await small.close()
+        await large.close()

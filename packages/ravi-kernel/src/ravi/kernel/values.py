@@ -139,6 +139,22 @@ def check_scope(**values: object) -> None:
         check_text(value, name)
 
 
+def check_memory(
+    agent_id: str, content: str, namespace: str, ttl: timedelta | float | None, metadata: Mapping[str, Any] | None
+) -> tuple[float | None, dict[str, Any]]:
+    """Check what ``LongTermMemory.save`` was given: ``(ttl in seconds or None, metadata as JSON)``.
+
+    Raises:
+        InvalidArgument: an empty scope, content that is not valid text, a ttl no store can hold, or metadata
+            that is not JSON.
+    """
+    check_scope(agent_id=agent_id, namespace=namespace)
+    if not isinstance(content, str):
+        raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
+    check_text(content, "content")
+    return ttl_seconds(ttl), json_copy(metadata or {}, "metadata")
+
+
 def check_page(limit: int | None, offset: int) -> None:
     """``InvalidArgument`` unless ``limit`` is ``None`` or >= 0 and ``offset`` >= 0 (both integers)."""
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
@@ -208,6 +224,7 @@ __all__ = [
     "MAX_TTL_SECONDS",
     "check_ids",
     "check_json",
+    "check_memory",
     "check_model",
     "check_page",
     "check_scope",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
 import re
@@ -11,6 +12,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from ravi.kernel.errors import InvalidArgument
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_LONGEST_WORD = 64  # pieces are taken from the first 64 characters of a longer "word" (a hash, base64, ...)
+_INLINE_CHARS = 4_096  # texts up to this size are embedded on the event loop; larger ones in a worker thread
 
 
 class HashingEmbeddingClient:
@@ -21,6 +24,10 @@ class HashingEmbeddingClient:
     It captures lexical overlap, not meaning: right for tests, demos and small deployments; plug a real model in
     through :class:`CallableEmbeddingClient` when paraphrases must match.
 
+    Its cost is bounded, like a real model's input: it reads the first ``max_chars`` characters of a text
+    (default 32,768) and at most 64 characters of any one word, so a multi-megabyte tool output costs about
+    what a page does. Texts beyond 4,096 characters are embedded in a worker thread, off the event loop.
+
     Example:
         >>> import asyncio
         >>> [vector] = asyncio.run(HashingEmbeddingClient(dimension=8).embed(["hello"]))
@@ -28,10 +35,13 @@ class HashingEmbeddingClient:
         8
     """
 
-    def __init__(self, dimension: int = 384) -> None:
-        if dimension < 1:
-            raise InvalidArgument(f"dimension must be >= 1, got {dimension}")
+    def __init__(self, dimension: int = 384, *, max_chars: int = 32_768) -> None:
+        if not isinstance(dimension, int) or dimension < 1:
+            raise InvalidArgument(f"dimension must be an integer >= 1, got {dimension!r}")
+        if not isinstance(max_chars, int) or max_chars < 1:
+            raise InvalidArgument(f"max_chars must be an integer >= 1, got {max_chars!r}")
         self._dimension = dimension
+        self._max_chars = max_chars
 
     @property
     def dimension(self) -> int:
@@ -40,16 +50,19 @@ class HashingEmbeddingClient:
 
     def embed_one(self, text: str) -> list[float]:
         """The embedding of one text (synchronous)."""
+        if not isinstance(text, str):
+            raise InvalidArgument(f"texts to embed must be strings, got {type(text).__name__}")
         vector = [0.0] * self._dimension
-        for word in _WORD.findall(text.lower()):
-            features = [word]
-            padded = f"<{word}>"
+        dimension = self._dimension
+        for match in _WORD.finditer(text, 0, self._max_chars):
+            word = match.group().lower()
+            h = zlib.crc32(word.encode("utf-8", "replace"))
+            vector[h % dimension] += 2.0 if (h >> 31) & 1 else -2.0
+            padded = f"<{word[:_LONGEST_WORD]}>"
             for n in (3, 4, 5):
-                features.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
-            for j, feature in enumerate(features):
-                h = zlib.crc32(feature.encode())
-                weight = 2.0 if j == 0 else 1.0
-                vector[h % self._dimension] += weight if (h >> 31) & 1 else -weight
+                for i in range(len(padded) - n + 1):
+                    h = zlib.crc32(padded[i : i + n].encode("utf-8", "replace"))
+                    vector[h % dimension] += 1.0 if (h >> 31) & 1 else -1.0
         norm = math.sqrt(sum(x * x for x in vector))
         if norm == 0:
             vector[0] = 1.0  # empty text: a fixed unit vector, never a zero one
@@ -57,8 +70,12 @@ class HashingEmbeddingClient:
         return [x / norm for x in vector]
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order."""
-        return [self.embed_one(t) for t in texts]
+        """One vector per text, in order; large texts are embedded in a worker thread."""
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise InvalidArgument(f"texts must be a list of strings, got {type(texts).__name__}")
+        if sum(min(len(t), self._max_chars) if isinstance(t, str) else 0 for t in texts) <= _INLINE_CHARS:
+            return [self.embed_one(t) for t in texts]
+        return await asyncio.to_thread(lambda: [self.embed_one(t) for t in texts])
 
 
 class CallableEmbeddingClient:

@@ -14,22 +14,7 @@ from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory
-from ravi.kernel.values import check_scope, json_copy, ttl_seconds
-
-
-def check_memory(
-    agent_id: str, content: str, namespace: str, ttl: timedelta | float | None, metadata: Mapping[str, Any] | None
-) -> tuple[float | None, dict[str, Any]]:
-    """Validate what ``LongTermMemory.save`` was given: ``(ttl in seconds or None, metadata as JSON)``.
-
-    Raises:
-        InvalidArgument: an empty scope, content that is not a string, a ttl that is not positive, or metadata
-            that is not JSON.
-    """
-    check_scope(agent_id=agent_id, namespace=namespace)
-    if not isinstance(content, str):
-        raise InvalidArgument(f"content must be a string, got {type(content).__name__}")
-    return ttl_seconds(ttl), json_copy(metadata or {}, "metadata")
+from ravi.kernel.values import check_memory, check_scope
 
 
 class InMemoryLongTermMemory:

@@ -12,13 +12,12 @@ import asyncpg
 import numpy as np
 
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
-from ravi.agents.storage.longterm import check_memory
 from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.capabilities.postgres.vector import register_vector_codec
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory
-from ravi.kernel.values import check_scope
+from ravi.kernel.values import check_memory, check_scope
 
 
 def _migrations(dimension: int) -> list[Migration]:

@@ -26,7 +26,9 @@ class RedisConnection:
     Args:
         url: ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS, ``unix://`` for a socket).
         prefix: Prepended to every key, so several apps can share one Redis.
-        socket_timeout: Seconds before a command is abandoned (``BackendUnavailable``).
+        socket_timeout: Seconds before a command is abandoned (``BackendUnavailable``); also how long a call
+            waits for a free connection when all ``max_connections`` are busy.
+        max_connections: Connections kept open at most; further concurrent calls wait for one.
     """
 
     def __init__(
@@ -42,14 +44,18 @@ class RedisConnection:
                 f"key prefix {prefix!r} is not valid", hint="use 1-64 letters, digits, '_', '.' or '-'"
             )
         self.prefix = prefix
-        self.client = aioredis.Redis.from_url(
+        # A blocking pool: a call past max_connections waits (up to socket_timeout) for a free connection
+        # instead of failing while the server is healthy.
+        pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            max_connections=max_connections,
+            timeout=socket_timeout,
             socket_timeout=socket_timeout,
             socket_connect_timeout=socket_timeout,
-            max_connections=max_connections,
             decode_responses=False,
             health_check_interval=30,
         )
+        self.client = aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes both
 
     def key(self, kind: str, *scope: str, tail: str = "") -> str:
         """``prefix:kind:{scope}:tail``; the scope in a hash tag keeps one scope's keys on one cluster slot."""

@@ -11,12 +11,11 @@ from typing import Any
 import numpy as np
 
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
-from ravi.agents.storage.longterm import check_memory
 from ravi.capabilities.redis._client import RedisConnection, mapped_errors, part
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory
-from ravi.kernel.values import check_scope
+from ravi.kernel.values import check_memory, check_scope
 
 
 def _text(value: bytes | str) -> str:
@@ -51,7 +50,11 @@ class RedisLongTermMemory:
         return self.redis.key("mem", agent_id, namespace, tail="index")
 
     def _memory_key(self, agent_id: str, namespace: str, memory_id: str) -> str:
-        return self.redis.key("mem", agent_id, namespace, tail=part(memory_id))
+        # "m/" keeps memory keys apart from the namespace's own keys ("index", "dim"), whatever the id
+        return self.redis.key("mem", agent_id, namespace, tail="m/" + part(memory_id))
+
+    def _dimension_key(self, agent_id: str, namespace: str) -> str:
+        return self.redis.key("mem", agent_id, namespace, tail="dim")
 
     def _namespaces(self, agent_id: str) -> str:
         return self.redis.key("memns", agent_id)
@@ -72,6 +75,17 @@ class RedisLongTermMemory:
         """Store a memory; returns its id."""
         seconds, meta = check_memory(agent_id, content, namespace, ttl, metadata)
         [vector] = await self._embedder.embed([content])
+        # One dimension per namespace, fixed by its first memory: vectors of two sizes cannot be ranked together.
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                pipe.set(self._dimension_key(agent_id, namespace), len(vector), nx=True)
+                pipe.get(self._dimension_key(agent_id, namespace))
+                _, held = await pipe.execute()
+        if int(held) != len(vector):
+            raise InvalidArgument(
+                f"namespace {namespace!r} holds embeddings of dimension {int(held)}, this one has {len(vector)}",
+                hint="use one embedding model per namespace, or clear the namespace first",
+            )
         now = datetime.now(UTC)
         memory_id = uuid.uuid4().hex
         record = {
@@ -132,6 +146,12 @@ class RedisLongTermMemory:
             return []
         [vector] = await self._embedder.embed([query])
         q = np.asarray(vector, dtype=np.float32)
+        sizes = {len(r["embedding"]) // 8 for _, r in live}  # hex of float32: 8 characters a number
+        if sizes != {q.size}:
+            raise InvalidArgument(
+                f"namespace {namespace!r} holds embeddings of dimension {sorted(sizes)}, the query has {q.size}",
+                hint="search with the embedding model the namespace was written with",
+            )
         q /= float(np.linalg.norm(q)) or 1.0
         matrix = np.stack([np.frombuffer(bytes.fromhex(r["embedding"]), dtype=np.float32) for _, r in live])
         norms = np.linalg.norm(matrix, axis=1)
@@ -171,7 +191,7 @@ class RedisLongTermMemory:
                 ids = [_text(m) for m in await self.redis.client.smembers(index)]
                 if ids:
                     removed += int(await self.redis.client.delete(*[self._memory_key(agent_id, ns, i) for i in ids]))
-                await self.redis.client.delete(index)
+                await self.redis.client.delete(index, self._dimension_key(agent_id, ns))
                 await self.redis.client.srem(self._namespaces(agent_id), ns)
         return removed
 
