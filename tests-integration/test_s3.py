@@ -3,6 +3,7 @@ multipart uploads and the mapping of every failure to a typed error."""
 
 from __future__ import annotations
 
+import asyncio
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
@@ -14,7 +15,7 @@ from servers import Server
 
 from ravi.capabilities.s3 import S3FileStore
 from ravi.conformance import BlobStoreContract
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError, NotFound, PermissionDenied
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, NotFound, PermissionDenied
 from ravi.kernel.registry import load_backend
 
 
@@ -125,3 +126,59 @@ async def test_registered_under_s3(s3_server: Server, s3_bucket: str) -> None:
     assert isinstance(store, S3FileStore)
     await store.connect()
     await store.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("forged", [{"Ravi-Expires-At": "0"}, {"ravi-expires-at": "0"}, {"ravi-expires-at": "soon"}])
+async def test_caller_metadata_cannot_forge_ravis_expiry_record(
+    s3_server: Server, s3_bucket: str, forged: dict[str, str]
+) -> None:
+    """S3 lower-cases metadata keys, so ``Ravi-Expires-At`` used to become Ravi's own expiry record."""
+    async with store_for(s3_server, s3_bucket) as store:
+        with pytest.raises(InvalidArgument):
+            await store.upload("k", b"data", metadata=forged)
+        with pytest.raises(NotFound):
+            await store.download("k")
+
+
+@pytest.mark.asyncio
+async def test_many_metadata_entries_are_refused_before_the_upload(s3_server: Server, s3_bucket: str) -> None:
+    """90 entries used to upload, then make every download fail with an outage error."""
+    async with store_for(s3_server, s3_bucket) as store:
+        with pytest.raises(InvalidArgument, match="at most"):
+            await store.upload("k", b"data", metadata={f"k{i}": "v" for i in range(90)})
+        with pytest.raises(NotFound):
+            await store.download("k")
+        await store.upload("k", b"data", metadata={f"k{i}": "v" for i in range(60)})
+        assert len((await store.download("k")).metadata) == 60
+
+
+@pytest.mark.asyncio
+async def test_concurrent_deletes_of_one_key_report_true_once(s3_server: Server, s3_bucket: str) -> None:
+    async with store_for(s3_server, s3_bucket) as store:
+        await store.upload("k", b"data")
+        results = await asyncio.gather(*(store.delete("k") for _ in range(20)))
+        assert results.count(True) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_silent_endpoint_is_asked_once_per_call(s3_bucket: str) -> None:
+    """The timeout bounds a call: with the default max_attempts=1 a silent server sees one request, not three."""
+    connections = 0
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await reader.read(65536)  # read the request and never answer
+        await asyncio.Event().wait()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = S3FileStore(s3_bucket, endpoint_url=f"http://127.0.0.1:{port}", access_key="a", secret_key="b", timeout=0.5)
+    try:
+        with pytest.raises(BackendUnavailable):
+            await store.connect()
+        assert connections == 1
+    finally:
+        await store.disconnect()
+        server.close()

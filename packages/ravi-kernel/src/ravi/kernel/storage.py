@@ -11,6 +11,7 @@ methods (not whether it keeps the contract: ``ravi-conformance`` tells that).
 from __future__ import annotations
 
 import enum
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -574,7 +575,11 @@ __all__ = [
     "MAX_KEY_BYTES",
     "as_tasks",
     "check_relationship_types",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_ENTRIES",
     "check_blob_key",
+    "check_blob_metadata",
+    "check_content_type",
     "matches",
     "ttl_seconds",
 ]
@@ -585,10 +590,13 @@ MAX_KEY_BYTES = 1024
 
 
 def check_blob_key(key: object) -> str:
-    """``key`` if it is a valid blob key, else ``InvalidArgument``: a non-empty string of at most
-    :data:`MAX_KEY_BYTES` UTF-8 bytes without control characters (unicode is welcome)."""
-    from ravi.kernel.errors import InvalidArgument
+    """``key`` if it is a valid blob key, else ``InvalidArgument``.
 
+    A key is a non-empty string of at most :data:`MAX_KEY_BYTES` UTF-8 bytes without control characters
+    (unicode is welcome), made of ``/``-separated segments: no leading or trailing ``/``, no empty segment
+    (``a//b``) and no ``.`` or ``..`` segment. Object stores and their gateways normalise such keys, so ``/x``
+    or ``a/./b`` would alias ``x`` and ``a/b``; refusing them keeps one key, one blob, on every backend.
+    """
     if not isinstance(key, str):
         raise InvalidArgument(f"a blob key must be a string, got {type(key).__name__}")
     if not key:
@@ -599,7 +607,68 @@ def check_blob_key(key: object) -> str:
     bad = next((c for c in key if ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF), None)
     if bad is not None:
         raise InvalidArgument(f"a blob key must not contain control characters or lone surrogates ({bad!r})")
+    if any(segment in ("", ".", "..") for segment in key.split("/")):
+        raise InvalidArgument(
+            f"blob key {key!r} has an empty, '.' or '..' segment, or a leading or trailing '/'",
+            hint="use segments separated by single slashes, such as 'reports/2024/q1.pdf'",
+        )
     return key
+
+
+MAX_METADATA_BYTES = 2048
+"""The most user metadata a blob may carry, keys and values in UTF-8 bytes together (S3's limit)."""
+
+MAX_METADATA_ENTRIES = 64
+"""The most user metadata entries a blob may carry (each is an HTTP header on S3)."""
+
+_METADATA_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
+
+
+def check_blob_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+    """Blob metadata that every store keeps exactly, else ``InvalidArgument``.
+
+    S3 sends metadata as HTTP headers: it lower-cases keys, drops empty values and re-encodes anything beyond
+    printable ASCII. So keys are lower-case letters, digits, ``-`` and ``_``; values are non-empty printable
+    ASCII (percent-encode anything else); keys starting with ``ravi-`` are Ravi's own; and the whole fits in
+    :data:`MAX_METADATA_ENTRIES` entries and :data:`MAX_METADATA_BYTES` bytes.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidArgument(f"metadata must be a mapping of strings, got {type(metadata).__name__}")
+    if len(metadata) > MAX_METADATA_ENTRIES:
+        raise InvalidArgument(f"a blob may carry at most {MAX_METADATA_ENTRIES} metadata entries, got {len(metadata)}")
+    size = 0
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _METADATA_KEY.match(key):
+            raise InvalidArgument(
+                f"metadata key {key!r} is not valid",
+                hint="use lower-case ASCII letters, digits, '-' and '_' (S3 lower-cases keys)",
+            )
+        if key.startswith("ravi-"):
+            raise InvalidArgument(f"metadata key {key!r} is reserved: keys starting with 'ravi-' are Ravi's own")
+        if not isinstance(value, str) or not value or not value.isascii() or not value.isprintable():
+            raise InvalidArgument(
+                f"metadata value of {key!r} must be a non-empty string of printable ASCII, got {value!r:.60}",
+                hint="percent-encode other text (urllib.parse.quote)",
+            )
+        size += len(key) + len(value)
+    if size > MAX_METADATA_BYTES:
+        raise InvalidArgument(f"blob metadata may hold at most {MAX_METADATA_BYTES} bytes, this has {size}")
+    return dict(metadata)
+
+
+def check_content_type(content_type: object) -> str:
+    """``content_type`` if it is a non-empty string of printable ASCII (an HTTP header value), else
+    ``InvalidArgument``."""
+    if (
+        not isinstance(content_type, str)
+        or not content_type
+        or not content_type.isascii()
+        or not content_type.isprintable()
+    ):
+        raise InvalidArgument(f"content_type must be a non-empty printable ASCII string, got {content_type!r:.60}")
+    return content_type
 
 
 def matches(metadata: Mapping[str, JSON], filter: Filter | None) -> bool:

@@ -8,7 +8,7 @@ from types import TracebackType
 
 from ravi.agents.storage._clock import Clock, system_clock
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import Blob, check_blob_key
+from ravi.kernel.storage import Blob, check_blob_key, check_blob_metadata, check_content_type
 from ravi.kernel.values import ttl_seconds
 
 
@@ -60,7 +60,8 @@ class InMemoryFileStore:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise InvalidArgument(f"data must be bytes, got {type(data).__name__}")
         seconds = ttl_seconds(ttl)
-        blob = Blob(key=key, data=bytes(data), content_type=content_type, metadata=dict(metadata or {}))
+        meta = check_blob_metadata(metadata)
+        blob = Blob(key=key, data=bytes(data), content_type=check_content_type(content_type), metadata=meta)
         self._blobs[key] = (blob, None if seconds is None else self._clock() + seconds)
         return key
 

@@ -26,7 +26,7 @@ from ravi.kernel.errors import (
     PermissionDenied,
     RaviError,
 )
-from ravi.kernel.storage import Blob, check_blob_key
+from ravi.kernel.storage import Blob, check_blob_key, check_blob_metadata, check_content_type
 from ravi.kernel.values import ttl_seconds
 
 _log = logging.getLogger(__name__)
@@ -97,6 +97,15 @@ class S3FileStore:
         addressing_style: ``"path"``, ``"virtual"`` or ``"auto"``.
         key_prefix: Prepended to every key (``"app1/"``).
         multipart_threshold: Bytes above which uploads are multipart.
+        timeout: Seconds to wait to connect, and for each answer, before the call fails with
+            ``BackendUnavailable``.
+        max_attempts: Tries per call (1, the default, means no retry, so ``timeout`` bounds the wait; with
+            more, throttled or failed requests are retried and a call may wait ``max_attempts`` times as long).
+        lifecycle_rules: Tag expiring blobs and add bucket lifecycle rules that remove them.
+
+    Keys follow :func:`~ravi.kernel.storage.check_blob_key` (no empty, ``.`` or ``..`` segment, which S3
+    gateways normalise into other keys), and metadata :func:`~ravi.kernel.storage.check_blob_metadata`
+    (lower-case keys, printable ASCII values, at most 2 KiB), so a blob comes back exactly as it was stored.
     """
 
     def __init__(
@@ -112,10 +121,13 @@ class S3FileStore:
         create_bucket: bool = False,
         multipart_threshold: int = 8 * 1024 * 1024,
         timeout: float = 30.0,
+        max_attempts: int = 1,
         lifecycle_rules: bool = True,
     ) -> None:
         if not isinstance(bucket, str) or not bucket:
             raise ConfigurationError("bucket must be a non-empty string")
+        if not isinstance(max_attempts, int) or max_attempts < 1:
+            raise ConfigurationError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
         if addressing_style not in ("path", "virtual", "auto"):
             raise ConfigurationError(f"addressing_style must be path, virtual or auto, got {addressing_style!r}")
         self.bucket = bucket
@@ -136,10 +148,11 @@ class S3FileStore:
                 s3={"addressing_style": addressing_style},
                 connect_timeout=timeout,
                 read_timeout=timeout,
-                retries={"max_attempts": 2},
+                retries={"mode": "standard", "total_max_attempts": max_attempts},
             ),
         }
         self._client: Any = None
+        self._deleting: dict[str, asyncio.Lock] = {}
 
     async def __aenter__(self) -> S3FileStore:
         await self.connect()
@@ -230,10 +243,8 @@ class S3FileStore:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise InvalidArgument(f"data must be bytes, got {type(data).__name__}")
         seconds = ttl_seconds(ttl)
-        meta = {str(k): str(v) for k, v in (metadata or {}).items()}
-        if EXPIRES_KEY in meta:
-            raise InvalidArgument(f"metadata key {EXPIRES_KEY!r} is reserved")
-        extra: dict[str, Any] = {"ContentType": content_type}
+        meta = check_blob_metadata(metadata)  # lower-case keys, "ravi-" reserved: nothing can forge the expiry
+        extra: dict[str, Any] = {"ContentType": check_content_type(content_type)}
         if seconds is not None:
             meta[EXPIRES_KEY] = repr(time.time() + seconds)
             days = max(1, math.ceil(seconds / 86_400))
@@ -259,7 +270,14 @@ class S3FileStore:
     @staticmethod
     def _expired(meta: Mapping[str, str]) -> bool:
         expires = meta.get(EXPIRES_KEY)
-        return expires is not None and time.time() >= float(expires)
+        if expires is None:
+            return False
+        try:
+            deadline = float(expires)
+        except ValueError:  # written by something other than Ravi: not an expiry Ravi can honour
+            _log.warning("ignoring a malformed %s metadata value %r", EXPIRES_KEY, expires)
+            return False
+        return time.time() >= deadline
 
     async def download(self, key: str) -> Blob:
         """The blob under ``key``; ``NotFound`` if it is missing or expired."""
@@ -272,7 +290,7 @@ class S3FileStore:
                 await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=full)
             raise NotFound(f"download {key!r}: not found (expired)")
         body = await self._call(f"download {key!r}", response["Body"].read)
-        meta.pop(EXPIRES_KEY, None)
+        meta = {k: v for k, v in meta.items() if not k.startswith("ravi-")}  # Ravi's own records stay inside
         return Blob(
             key=key, data=body, content_type=response.get("ContentType", "application/octet-stream"), metadata=meta
         )
@@ -287,11 +305,21 @@ class S3FileStore:
         return None if self._expired(head.get("Metadata", {})) else dict(head)
 
     async def delete(self, key: str) -> bool:
-        """Remove the blob; ``False`` if it was not there (or had expired)."""
-        present = await self._head(key) is not None
-        client = self._client
-        await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=self._key(key))
-        return present
+        """Remove the blob; ``False`` if it was not there (or had expired).
+
+        Concurrent deletes of one key through this store report ``True`` once. S3 has no conditional delete, so
+        between separate processes two deletes racing on one key may both report ``True``.
+        """
+        lock = self._deleting.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                present = await self._head(key) is not None
+                client = self._client  # deleted either way: an expired blob goes too
+                await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=self._key(key))
+                return present
+        finally:
+            if not lock.locked() and self._deleting.get(key) is lock:
+                del self._deleting[key]
 
     async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
         """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS)."""
