@@ -301,3 +301,25 @@ async def test_a_timeout_fails_that_call_only(postgres_server: Server, pg_schema
         assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["kept"]
     finally:
         await history.close()
+
+
+async def test_local_postgres_offers_a_durable_mode() -> None:
+    """The throwaway server trades durability for speed by default; ``durable=True`` keeps crash safety."""
+    import asyncpg
+
+    from ravi.capabilities.postgres.local import LocalPostgres
+
+    try:
+        server = LocalPostgres(durable=True)
+        server.start()
+    except (ConfigurationError, RuntimeError, OSError) as error:
+        pytest.skip(f"no local PostgreSQL could be started: {error}")
+    try:
+        connection = await asyncpg.connect(server.dsn)
+        try:
+            settings = [await connection.fetchval(f"SHOW {name}") for name in ("fsync", "synchronous_commit")]
+        finally:
+            await connection.close()
+        assert settings == ["on", "on"]
+    finally:
+        server.stop()

@@ -243,3 +243,42 @@ async def test_a_namespace_keeps_one_embedding_dimension(redis_server: Server, r
     finally:
         await small.close()
         await large.close()
+
+
+async def test_clear_run_rewrites_in_chunks_and_keeps_appends_made_meanwhile(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    """clear_run works a chunk at a time (it used to block Redis for 3.4 s on a 200,000-message session); the
+    messages appended while it runs are kept, and readers never see a half-rewritten session."""
+    history = RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=600, clear_run_chunk=7)
+    try:
+        await history.append_many("agent", [ChatMessage.user(f"{i}") for i in range(200)], session_id="s", run_id="old")
+        await history.append_many(
+            "agent", [ChatMessage.user(f"gone{i}") for i in range(100)], session_id="s", run_id="bad"
+        )
+        await history.append_many(
+            "agent", [ChatMessage.user(f"{i}") for i in range(200, 300)], session_id="s", run_id="old"
+        )
+        seen: list[list[str]] = []
+
+        async def meanwhile() -> None:
+            for i in range(20):
+                await history.append("agent", ChatMessage.user(f"new{i}"), session_id="s", run_id="new")
+                seen.append([m.text for m in await history.get_messages("agent", session_id="s")])
+
+        removed, _ = await asyncio.gather(history.clear_run("agent", session_id="s", run_id="bad"), meanwhile())
+        assert removed == 100
+        texts = [m.text for m in await history.get_messages("agent", session_id="s")]
+        assert texts == [f"{i}" for i in range(300)] + [f"new{i}" for i in range(20)]
+        for snapshot in seen:  # before the swap every "gone" message, after it none
+            gone = [t for t in snapshot if t.startswith("gone")]
+            assert len(gone) in (0, 100)
+        again = ChatMessage.user("again")
+        await history.append("agent", again, session_id="s")
+        await history.append("agent", again, session_id="s")
+        assert await history.count_messages("agent", session_id="s") == 321
+        assert await history.redis.client.ttl(history._keys("agent", "s")[0]) > 0
+        leftovers = [k async for k in history.redis.client.scan_iter(match=f"{redis_prefix}:*rewrite*")]
+        assert leftovers == []
+    finally:
+        await history.close()

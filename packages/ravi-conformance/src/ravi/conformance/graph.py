@@ -174,6 +174,18 @@ class GraphStoreContract(ContractBase):
             Entity(id=e, label="B", properties={"last": 1}),
         )
 
+    async def test_ids_that_are_not_text_are_refused(self, graph_store: GraphStore) -> None:
+        """An id with a lone surrogate, or not a string, is InvalidArgument on every call, not a crash."""
+        for bad in ("e\ud800", 42, ""):
+            with pytest.raises(InvalidArgument):
+                await graph_store.get_entity(bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await graph_store.get_neighbors(bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await graph_store.delete_entity(bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await graph_store.delete_relationship(bad)  # type: ignore[arg-type]
+
     async def test_properties_round_trip(self, graph_store: GraphStore) -> None:
         props: Mapping[str, Any] = {
             "name": "Zoë 漢字 🚀",

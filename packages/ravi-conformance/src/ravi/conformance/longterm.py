@@ -150,6 +150,17 @@ class LongTermMemoryContract(ContractBase):
                 await call()
         assert await memory_store.search(a, "forever too long nan lone bad key", limit=10) == []
 
+    async def test_ids_that_are_not_text_are_refused(self, memory_store: LongTermMemory) -> None:
+        """A memory id with a lone surrogate, or not a string, is InvalidArgument on every call, not a crash."""
+        a = unique("agent")
+        for bad in ("m\ud800", 42):
+            with pytest.raises(InvalidArgument):
+                await memory_store.get(a, bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await memory_store.delete(a, bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await memory_store.search(a, "q", namespace="n\udfff")
+
     async def test_unicode_and_long_content(self, memory_store: LongTermMemory) -> None:
         a = unique("agent")
         text = "Grüße aus 東京 🚀 " * 2_000

@@ -183,6 +183,19 @@ class TaskStoreContract(ContractBase):
         board = await task_store.get_task_list(conv, agent)
         assert board is not None and [(t.title, t.status) for t in board.tasks] == [("one", S.PLANNED)]
 
+    async def test_ids_that_are_not_text_are_refused(self, task_store: TaskStore) -> None:
+        """A conversation, agent or task id with a lone surrogate, or not a string, is InvalidArgument."""
+        conv, agent, ids = await self.board(task_store, "one")
+        for bad in ("t\ud800", 42):
+            with pytest.raises(InvalidArgument):
+                await task_store.update_status(conv, agent, bad, S.IN_PROGRESS)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await task_store.get_task_list(bad, agent)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await task_store.create_task_list(conv, bad, ["x"])  # type: ignore[arg-type]
+        board = await task_store.get_task_list(conv, agent)
+        assert board is not None and [t.id for t in board.tasks] == ids
+
     async def test_unicode_titles_round_trip(self, task_store: TaskStore) -> None:
         conv, agent = "conv 'ü' 🚀", 'agent "漢"'
         board = await task_store.create_task_list(conv, agent, ["Überprüfen 🚀 'quotes' \"$$\""])

@@ -171,6 +171,19 @@ class VectorStoreContract(ContractBase):
             with pytest.raises(InvalidArgument):
                 await vector_store.search(query, collection=collection)  # type: ignore[arg-type]
 
+    async def test_names_and_ids_that_are_not_text_are_refused(self, vector_store: VectorStore) -> None:
+        """A collection or id with a lone surrogate is InvalidArgument on every call, not a crash."""
+        collection = await self.fill(vector_store)
+        with pytest.raises(InvalidArgument):
+            await vector_store.get(["x\ud800"], collection=collection)
+        with pytest.raises(InvalidArgument):
+            await vector_store.delete(["x\ud800"], collection=collection)
+        with pytest.raises(InvalidArgument):
+            await vector_store.search(AXES["x"], collection="c\ud800")
+        with pytest.raises(InvalidArgument):
+            await vector_store.upsert([doc("y", AXES["y"])], collection="c\ud800")
+        assert len(await vector_store.get(list(AXES), collection=collection)) == len(AXES)
+
     async def test_unicode_ids_and_metadata_round_trip(self, vector_store: VectorStore) -> None:
         c = unique("col")
         metadata = {"tag": "ünï 漢 🚀", "quote": "'\"\\", "nested": {"n": [1, 2]}}

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
+from ravi.kernel.values import check_scope
 
 
 class InMemoryGraphStore:
@@ -51,12 +52,14 @@ class InMemoryGraphStore:
 
     async def get_entity(self, entity_id: str) -> Entity | None:
         """One entity by id, or ``None``."""
+        check_scope(entity_id=entity_id)
         return self._entities.get(entity_id)
 
     async def get_neighbors(
         self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
     ) -> SubGraph:
         """Breadth-first, both directions, up to ``depth`` hops; ``NotFound`` for an unknown entity."""
+        check_scope(entity_id=entity_id)
         if not isinstance(depth, int) or depth < 0:
             raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
         if entity_id not in self._entities:
@@ -89,6 +92,7 @@ class InMemoryGraphStore:
 
     async def delete_entity(self, entity_id: str) -> bool:
         """Remove an entity and every relationship touching it."""
+        check_scope(entity_id=entity_id)
         if self._entities.pop(entity_id, None) is None:
             return False
         for rel_id in self._adjacent.pop(entity_id, set()):
@@ -99,6 +103,7 @@ class InMemoryGraphStore:
 
     async def delete_relationship(self, relationship_id: str) -> bool:
         """Remove one relationship."""
+        check_scope(relationship_id=relationship_id)
         rel = self._relationships.pop(relationship_id, None)
         if rel is None:
             return False

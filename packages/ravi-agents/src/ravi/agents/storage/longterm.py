@@ -80,7 +80,7 @@ class InMemoryLongTermMemory:
 
     async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
         """One live memory by id, or ``None``."""
-        check_scope(agent_id=agent_id, namespace=namespace)
+        check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         entry = self._spaces.get((agent_id, namespace), {}).get(memory_id)
         if entry is None or not self._alive(entry[0], self._now()):
             return None
@@ -88,7 +88,7 @@ class InMemoryLongTermMemory:
 
     async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
         """Remove one memory; ``False`` if it was not there (or had expired)."""
-        check_scope(agent_id=agent_id, namespace=namespace)
+        check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         entry = self._spaces.get((agent_id, namespace), {}).pop(memory_id, None)
         return entry is not None and self._alive(entry[0], self._now())
 

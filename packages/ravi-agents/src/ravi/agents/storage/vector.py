@@ -11,7 +11,7 @@ import numpy.typing as npt
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult, matches
-from ravi.kernel.values import check_ids, check_vector
+from ravi.kernel.values import check_ids, check_scope, check_vector
 
 Matrix = npt.NDArray[np.float32]
 
@@ -85,8 +85,7 @@ class InMemoryVectorStore:
         return matrix
 
     def _check_collection(self, collection: str) -> None:
-        if not isinstance(collection, str) or not collection:
-            raise InvalidArgument("collection must be a non-empty string")
+        check_scope(collection=collection)
 
     async def _write(self, documents: Sequence[Document], collection: str, *, replace: bool) -> list[str]:
         self._check_collection(collection)

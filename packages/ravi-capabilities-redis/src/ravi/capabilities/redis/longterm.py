@@ -162,14 +162,14 @@ class RedisLongTermMemory:
 
     async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
         """One live memory by id, or ``None``."""
-        check_scope(agent_id=agent_id, namespace=namespace)
+        check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         with mapped_errors():
             raw = await self.redis.client.get(self._memory_key(agent_id, namespace, memory_id))
         return None if raw is None else self._memory(agent_id, namespace, memory_id, json.loads(raw))
 
     async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
         """Remove one memory; ``False`` if it was not there (or had expired)."""
-        check_scope(agent_id=agent_id, namespace=namespace)
+        check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         with mapped_errors():
             async with self.redis.client.pipeline(transaction=True) as pipe:
                 pipe.delete(self._memory_key(agent_id, namespace, memory_id))
