@@ -117,3 +117,18 @@ async def test_a_nul_in_a_query_is_the_callers_error(age_store: AGEGraphStore) -
     with pytest.raises(InvalidArgument, match="NUL"):
         await age_store.query_cypher("RETURN 'a\x00b' AS x")
     assert await age_store.query_cypher("RETURN 1 AS one") == [{"one": 1}]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "query",
+    [
+        "CREATE (n)-[:R]-(m) RETURN n AS n",  # AGE: FeatureNotSupported
+        "RETURN 1 AS x, 2 AS x",  # two columns, one name: a row would lose one
+        "MATCH (n) WITH n RETURN m AS m",
+        "RETURN 1 / 0 AS x",
+    ],
+)
+async def test_queries_age_refuses_are_the_callers_error(age_store: AGEGraphStore, query: str) -> None:
+    with pytest.raises(InvalidArgument):
+        await age_store.query_cypher(query)

@@ -57,8 +57,8 @@ def mapped_errors(store: AGEGraphStore | None = None) -> Iterator[None]:
             hint="install the age extension (docker-compose.yml has an image with it)",
         ) from error
     except (asyncpg.exceptions.DataError, asyncpg.exceptions.UntranslatableCharacterError) as error:
-        raise InvalidArgument(f"AGE cannot store this value: {error}") from error
-    except asyncpg.exceptions.SyntaxOrAccessError as error:
+        raise InvalidArgument(f"AGE refused a value: {error}") from error
+    except (asyncpg.exceptions.SyntaxOrAccessError, asyncpg.exceptions.FeatureNotSupportedError) as error:
         raise InvalidArgument(f"the Cypher query was refused: {error}") from error
     except TimeoutError as error:  # command_timeout: asyncpg cancels the statement, the connection lives on
         raise BackendUnavailable(
@@ -397,6 +397,10 @@ class AGEGraphStore:
         names = return_columns(query)
         if names == ["*"]:
             raise InvalidArgument("RETURN * is not supported: AGE needs the columns named")
+        if len(set(names)) != len(names):
+            raise InvalidArgument(
+                f"the query returns two columns with one name ({', '.join(names)})", hint="give each column an alias"
+            )
         if params is not None and not isinstance(params, Mapping):
             raise InvalidArgument("params must be a mapping")
         if params is not None:
