@@ -323,3 +323,41 @@ async def test_local_postgres_offers_a_durable_mode() -> None:
         assert settings == ["on", "on"]
     finally:
         server.stop()
+
+
+async def test_stores_on_one_server_share_one_pool_which_closes_with_the_last(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Stores built with the same DSN and options use one pool, not one each; it closes once, with the last."""
+    dsn = postgres_server.address
+    history = PostgresHistoryProvider(dsn, schema=pg_schema)
+    state = PostgresMemoryStore(dsn, schema=pg_schema)
+    tasks = PgTaskStore(dsn, schema=pg_schema)
+    async with history, state, tasks:
+        await history.append("agent", ChatMessage.user("hi"), session_id="s")
+        await state.set_state("s", {"k": 1})
+        await tasks.create_task_list("c", "agent", ["one"])
+        pools = {await store.db.pool() for store in (history, state, tasks)}
+        assert len(pools) == 1
+        [pool] = pools
+        await history.aclose()
+        assert not pool.is_closing()
+        assert await state.get_state("s") == {"k": 1}  # the others keep working
+        await history.aclose()  # closing twice is harmless
+    assert pool.is_closing()
+
+
+def test_a_store_works_from_a_second_event_loop(postgres_server: Server, pg_schema: str) -> None:
+    """An asyncpg pool belongs to one event loop; a store used from another loop gets a pool of its own there
+    (it used to fail with a misleading BackendUnavailable)."""
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+    async def append_and_count(text: str) -> int:
+        await history.append("agent", ChatMessage.user(text), session_id="s")
+        return await history.count_messages("agent", session_id="s")
+
+    try:
+        assert asyncio.run(append_and_count("first loop")) == 1
+        assert asyncio.run(append_and_count("second loop")) == 2
+    finally:
+        asyncio.run(history.aclose())

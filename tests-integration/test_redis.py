@@ -282,3 +282,31 @@ async def test_clear_run_rewrites_in_chunks_and_keeps_appends_made_meanwhile(
         assert leftovers == []
     finally:
         await history.close()
+
+
+async def test_stores_on_one_server_share_one_client_which_closes_with_the_last(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    history = RedisHistoryProvider(redis_server.address, prefix=redis_prefix)
+    state = RedisSessionStore(redis_server.address, prefix=redis_prefix)
+    async with history, state:
+        await history.append("agent", ChatMessage.user("hi"), session_id="s")
+        await state.set_state("s", {"k": 1})
+        assert history.redis.client is state.redis.client
+        await history.aclose()
+        await history.aclose()  # closing twice is harmless
+        assert await state.get_state("s") == {"k": 1}  # the other store keeps working
+
+
+def test_a_redis_store_works_from_a_second_event_loop(redis_server: Server, redis_prefix: str) -> None:
+    history = RedisHistoryProvider(redis_server.address, prefix=redis_prefix)
+
+    async def append_and_count(text: str) -> int:
+        await history.append("agent", ChatMessage.user(text), session_id="s")
+        return len(await history.get_messages("agent", session_id="s"))
+
+    try:
+        assert asyncio.run(append_and_count("first loop")) == 1
+        assert asyncio.run(append_and_count("second loop")) == 2
+    finally:
+        asyncio.run(history.aclose())

@@ -188,7 +188,9 @@ class HistoryProviderContract(ContractBase):
             batch = [ChatMessage.user(f"{step}.{i}") for i in range(3)]
             expected += texts(batch)
             reads = [history.get_messages(a, session_id=s) for _ in range(4)]
-            _, *seen = await asyncio.gather(history.append_many(a, batch, session_id=s), *reads)
+            append = asyncio.ensure_future(history.append_many(a, batch, session_id=s))
+            seen = await asyncio.gather(*reads)  # racing the append, which was scheduled first
+            await append
             for got in seen:
                 got_texts = texts(got)
                 assert len(got_texts) == len(set(got_texts)), f"a reader saw a message twice: {got_texts}"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import pytest
 
 from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, skip_without, unique
@@ -138,7 +141,7 @@ class LongTermMemoryContract(ContractBase):
         """TTLs no server can hold (infinite, 1e17 s), NaN in metadata and lone surrogates are refused with
         InvalidArgument before anything is written."""
         a = unique("agent")
-        bad_calls = [
+        bad_calls: list[Callable[[], Awaitable[Any]]] = [
             lambda: memory_store.save(a, "forever", ttl=float("inf")),
             lambda: memory_store.save(a, "too long", ttl=1e17),
             lambda: memory_store.save(a, "nan", metadata={"n": float("nan")}),

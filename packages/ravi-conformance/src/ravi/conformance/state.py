@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -111,7 +112,14 @@ class ShortTermMemoryContract(ContractBase):
         deep: dict[str, object] = {}
         for _ in range(5_000):
             deep = {"a": deep}
-        for bad in [{"n": float("nan")}, {"n": float("inf")}, {"t": "lone \ud800"}, {"k\udfff": 1}, {"deep": deep}]:
+        bad_states: list[dict[str, Any]] = [
+            {"n": float("nan")},
+            {"n": float("inf")},
+            {"t": "lone \ud800"},
+            {"k\udfff": 1},
+            {"deep": deep},
+        ]
+        for bad in bad_states:
             with pytest.raises(InvalidArgument):
                 await state_store.set_state(s, bad)
             with pytest.raises(InvalidArgument):

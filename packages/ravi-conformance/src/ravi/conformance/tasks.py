@@ -175,9 +175,9 @@ class TaskStoreContract(ContractBase):
         with InvalidArgument, not a bare ValueError."""
         conv, agent, ids = await self.board(task_store, "one")
         with pytest.raises(InvalidArgument):
-            await task_store.create_task_list(conv, agent, "abc")  # type: ignore[arg-type]
+            await task_store.create_task_list(conv, agent, "abc")
         with pytest.raises(InvalidArgument):
-            await task_store.add_tasks(conv, agent, "abc")  # type: ignore[arg-type]
+            await task_store.add_tasks(conv, agent, "abc")
         with pytest.raises(InvalidArgument):
             await task_store.update_status(conv, agent, ids[0], "bogus")  # type: ignore[arg-type]
         board = await task_store.get_task_list(conv, agent)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -160,16 +161,17 @@ class VectorStoreContract(ContractBase):
         collection = unique("col")
         await vector_store.add([doc("v", AXES["x"]), doc("1", AXES["y"]), doc("v1", AXES["z"])], collection=collection)
         with pytest.raises(InvalidArgument):
-            await vector_store.delete("v1", collection=collection)  # type: ignore[arg-type]
+            await vector_store.delete("v1", collection=collection)
         with pytest.raises(InvalidArgument):
-            await vector_store.get("v1", collection=collection)  # type: ignore[arg-type]
+            await vector_store.get("v1", collection=collection)
         assert [d.id for d in await vector_store.get(["v", "1", "v1"], collection=collection)] == ["v", "1", "v1"]
 
     async def test_a_query_that_is_not_numbers_is_refused(self, vector_store: VectorStore) -> None:
         collection = await self.fill(vector_store)
-        for query in (["a", "b", "c"], "abc", [1.0, float("nan"), 0.0]):
+        queries: list[Any] = [["a", "b", "c"], "abc", [1.0, float("nan"), 0.0]]
+        for query in queries:
             with pytest.raises(InvalidArgument):
-                await vector_store.search(query, collection=collection)  # type: ignore[arg-type]
+                await vector_store.search(query, collection=collection)
 
     async def test_names_and_ids_that_are_not_text_are_refused(self, vector_store: VectorStore) -> None:
         """A collection or id with a lone surrogate is InvalidArgument on every call, not a crash."""

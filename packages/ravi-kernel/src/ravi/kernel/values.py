@@ -182,7 +182,7 @@ def check_vector(values: object, what: str = "query_embedding") -> list[float]:
     """``values`` as a list of finite floats; a string, a non-number or NaN is refused with ``InvalidArgument``."""
     if isinstance(values, str | bytes) or (not isinstance(values, Sequence) and not hasattr(values, "tolist")):
         raise InvalidArgument(f"{what} must be a sequence of numbers, got {type(values).__name__}")
-    items = values.tolist() if hasattr(values, "tolist") else list(values)  # numpy arrays too
+    items = values.tolist() if hasattr(values, "tolist") else list(values)  # type: ignore[call-overload]
     if not isinstance(items, list):
         raise InvalidArgument(f"{what} must be a one-dimensional sequence of numbers")
     out = []

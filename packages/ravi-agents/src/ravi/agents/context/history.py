@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_page, check_scope
@@ -17,7 +18,7 @@ class _Session:
     ids: set[str] = field(default_factory=set)
 
 
-class InMemoryHistoryProvider:
+class InMemoryHistoryProvider(Closeable):
     """Transcripts in a dict, keyed by ``(agent_id, session_id)``; each message tagged with its ``run_id``.
 
     Messages are immutable, so readers get the stored objects in a fresh list: changing the list changes

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ravi.agents.context.units import drop_orphan_results
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
 from ravi.kernel.values import check_page
 
 
-class HybridHistoryProvider:
+class HybridHistoryProvider(Closeable):
     """Writes go to both tiers; reads take the newest ``recent_n`` messages from ``hot`` and fill up to
     ``max_total`` with older ones from ``cold``, de-duplicated by message id.
 

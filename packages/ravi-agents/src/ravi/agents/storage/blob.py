@@ -36,6 +36,9 @@ class InMemoryFileStore:
     async def disconnect(self) -> None:
         """Nothing to close."""
 
+    async def aclose(self) -> None:
+        """Nothing to release; safe to call again."""
+
     def _live(self, key: str) -> Blob | None:
         entry = self._blobs.get(key)
         if entry is None:

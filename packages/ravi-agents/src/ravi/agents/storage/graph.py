@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
 from ravi.kernel.values import check_scope
 
 
-class InMemoryGraphStore:
+class InMemoryGraphStore(Closeable):
     """A knowledge graph in process memory.
 
     Each entity keeps the ids of the relationships that touch it, so ``get_neighbors`` walks only the edges of

@@ -11,13 +11,14 @@ import numpy as np
 
 from ravi.agents.storage._clock import Clock, system_clock
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory
 from ravi.kernel.values import check_memory, check_scope
 
 
-class InMemoryLongTermMemory:
+class InMemoryLongTermMemory(Closeable):
     """Long-term memory in process memory, searched by cosine similarity of embeddings.
 
     The embeddings come from ``embedding_client`` (by default :class:`HashingEmbeddingClient`, offline). A memory

@@ -6,10 +6,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ravi.kernel.closing import Closeable
 from ravi.kernel.values import check_scope, json_copy
 
 
-class InMemoryStateStore:
+class InMemoryStateStore(Closeable):
     """One JSON object per session. Values are copied in and out through JSON, so what comes back is what
     a database backend would return (tuples become lists) and no caller can change another's copy.
     ``update_state`` never awaits, so concurrent updaters on the event loop never lose each other's keys."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
 
 
@@ -14,7 +15,7 @@ def check_span(span_id: object) -> str:
     return span_id
 
 
-class InMemorySummaryStore:
+class InMemorySummaryStore(Closeable):
     """Up to ``max_entries`` summaries, the least recently used dropped first; the first text of a span wins."""
 
     def __init__(self, max_entries: int = 10_000) -> None:

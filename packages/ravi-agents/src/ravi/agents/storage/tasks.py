@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
 from ravi.kernel.storage import TaskStore as TaskStoreProtocol
@@ -45,7 +46,7 @@ class TaskLifecycle:
         return await self._change(conversation_id, agent_id, task_id, Task.force_retried)
 
 
-class TaskStore(TaskLifecycle):
+class TaskStore(TaskLifecycle, Closeable):
     """Task boards keyed by ``(conversation_id, agent_id)``, guarded by one ``asyncio.Lock``.
 
     Every change goes through the lifecycle of :class:`~ravi.kernel.storage.TaskStatus`: an illegal move

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult, matches
@@ -47,7 +48,7 @@ def _validate_filter(filter: Filter | None) -> None:
         raise InvalidArgument(f"filter must be a mapping of metadata keys to values, got {type(filter).__name__}")
 
 
-class InMemoryVectorStore:
+class InMemoryVectorStore(Closeable):
     """Documents per collection, searched by exact cosine similarity (scores in [-1, 1], higher is closer).
 
     Vectors live in one float32 matrix per collection and a search is one matrix-vector product and a partial

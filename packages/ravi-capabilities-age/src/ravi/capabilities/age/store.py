@@ -140,6 +140,10 @@ class AGEGraphStore:
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         await self.close()
 
+    async def aclose(self) -> None:
+        """The same as :meth:`close`; safe to call again."""
+        await self.close()
+
     async def close(self) -> None:
         """Close the connection pool."""
         pool, self._pool = self._pool, None

@@ -14,7 +14,7 @@ import re
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self, TypedDict, Unpack
 
 import asyncpg
 
@@ -81,8 +81,67 @@ _BAD_INPUT = (
 )
 
 
+class _SharedPool:
+    """One asyncpg pool per (event loop, DSN, pool options), shared by every store that asks for it.
+
+    Stores built from one settings file talk to one server through one pool instead of one pool each. Each store
+    adds its connection hook (pgvector's codec, say); the pool runs every hook on each new connection, and
+    connections opened before a hook was added are replaced. The pool closes when its last store closes.
+    """
+
+    def __init__(self, key: tuple[Any, ...], dsn: str, options: dict[str, Any]) -> None:
+        self.key, self.dsn, self.options = key, dsn, options
+        self.hooks: list[Callable[[asyncpg.Connection], Awaitable[None]]] = []
+        self.pool: asyncpg.Pool | None = None
+        self.users = 0
+        self.lock = asyncio.Lock()
+
+    async def _init(self, connection: asyncpg.Connection) -> None:
+        for hook in list(self.hooks):
+            await hook(connection)
+
+    def add_hook(self, hook: Callable[[asyncpg.Connection], Awaitable[None]] | None) -> None:
+        if hook is not None and hook not in self.hooks:
+            self.hooks.append(hook)
+            if self.pool is not None:
+                self.pool.expire_connections()  # reopened with the new hook on their next acquire
+
+    async def get(self) -> asyncpg.Pool:
+        if self.pool is None:
+            async with self.lock:
+                if self.pool is None:
+                    self.pool = await asyncpg.create_pool(self.dsn, init=self._init, **self.options)
+        return self.pool
+
+    def lost(self) -> None:
+        """The server is gone: drop every connection; the next call opens a new pool."""
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.terminate()
+
+    async def release(self) -> None:
+        self.users -= 1
+        if self.users > 0:
+            return
+        _SHARED.pop(self.key, None)
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return
+        with contextlib.suppress(Exception):
+            if self.key[0] is asyncio.get_running_loop():
+                await asyncio.wait_for(pool.close(), timeout=5)
+            else:  # a pool of another (perhaps finished) event loop cannot be awaited from this one
+                pool.terminate()
+
+
+_SHARED: dict[tuple[Any, ...], _SharedPool] = {}
+
+
 class Database:
-    """An asyncpg pool for one schema, opened lazily, migrated once, closed explicitly.
+    """The tables of one schema on one server: migrated once, reached through a pool shared per server.
+
+    Every ``Database`` with the same DSN and pool options in one event loop uses one asyncpg pool; each event
+    loop gets its own (asyncpg pools cannot cross loops), so a store also works from a second loop.
 
     Args:
         dsn: ``postgresql://user:password@host:port/database``.
@@ -90,6 +149,8 @@ class Database:
         table_prefix: Prepended to every table name, so several apps can share one schema.
         min_size, max_size: Pool size.
         command_timeout: Seconds before a statement is cancelled (that call raises ``BackendUnavailable``).
+        connect_timeout: Seconds to wait for a new connection.
+        statement_cache_size: Prepared statements kept per connection (0 behind a pooler that cannot keep them).
     """
 
     def __init__(
@@ -102,6 +163,7 @@ class Database:
         max_size: int = 10,
         command_timeout: float = 30.0,
         connect_timeout: float = 10.0,
+        statement_cache_size: int = 100,
         init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
     ) -> None:
         if not isinstance(dsn, str) or not dsn.startswith(("postgres://", "postgresql://")):
@@ -110,6 +172,9 @@ class Database:
             )
         if min_size < 0 or max_size < 1 or min_size > max_size:
             raise ConfigurationError(f"pool sizes must satisfy 0 <= min_size <= max_size, got {min_size}, {max_size}")
+        for name, value in (("command_timeout", command_timeout), ("connect_timeout", connect_timeout)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r}")
         self.dsn = dsn
         self.schema = identifier(schema, "schema")
         self.prefix = identifier(table_prefix, "table_prefix", allow_empty=True)
@@ -118,10 +183,12 @@ class Database:
             "max_size": max_size,
             "command_timeout": command_timeout,
             "timeout": connect_timeout,
+            "statement_cache_size": statement_cache_size,
         }
         self._init = init
-        self._pool: asyncpg.Pool | None = None
-        self._lock = asyncio.Lock()
+        self._shared: dict[asyncio.AbstractEventLoop, _SharedPool] = {}
+        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._migrated = False
         self._migrations: dict[str, Sequence[Migration]] = {}
 
     def table(self, name: str) -> str:
@@ -133,20 +200,37 @@ class Database:
         self._migrations[component] = migrations
 
     async def pool(self) -> asyncpg.Pool:
-        """The pool, opened and migrated on first use."""
-        if self._pool is not None:
-            return self._pool
-        async with self._lock:
-            if self._pool is None:
-                with mapped_errors(self):
-                    connection = await asyncpg.connect(self.dsn, timeout=self._pool_options["timeout"])
-                    try:
-                        await self._migrate(connection)
-                    finally:
-                        await connection.close()
-                    self._pool = await asyncpg.create_pool(self.dsn, init=self._init, **self._pool_options)
-        assert self._pool is not None
-        return self._pool
+        """This event loop's pool, opened (and the schema migrated) on first use."""
+        loop = asyncio.get_running_loop()
+        shared = self._shared.get(loop)
+        if shared is None:
+            async with self._locks.setdefault(loop, asyncio.Lock()):
+                shared = self._shared.get(loop)
+                if shared is None:
+                    with mapped_errors(self):
+                        if not self._migrated:
+                            connection = await asyncpg.connect(self.dsn, timeout=self._pool_options["timeout"])
+                            try:
+                                await self._migrate(connection)
+                            finally:
+                                await connection.close()
+                            self._migrated = True
+                    key = (loop, self.dsn, tuple(sorted(self._pool_options.items())))
+                    shared = _SHARED.get(key)
+                    if shared is None:
+                        shared = _SHARED[key] = _SharedPool(key, self.dsn, dict(self._pool_options))
+                    shared.users += 1
+                    shared.add_hook(self._init)
+                    self._shared[loop] = shared
+        with mapped_errors(self):
+            return await shared.get()
+
+    def lost(self) -> None:
+        """The server is gone: drop this loop's pool (shared with other stores), so the next call reconnects."""
+        with contextlib.suppress(RuntimeError):
+            shared = self._shared.get(asyncio.get_running_loop())
+            if shared is not None:
+                shared.lost()
 
     async def _migrate(self, connection: asyncpg.Connection) -> None:
         migrations_table = self.table("migrations")
@@ -205,15 +289,28 @@ class Database:
             return str(await connection.execute(check_statement(query), *args))
 
     async def close(self) -> None:
-        """Close the pool; the next call opens a new one."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(pool.close(), timeout=5)
+        """Stop using the shared pools (each closes with its last user); the next call opens one again."""
+        shared, self._shared = self._shared, {}
+        self._locks = {}
+        for entry in shared.values():
+            await entry.release()
+
+
+class PoolOptions(TypedDict, total=False):
+    """The connection options every Postgres store takes (see :class:`Database` for each)."""
+
+    schema: str
+    table_prefix: str
+    min_size: int
+    max_size: int
+    command_timeout: float
+    connect_timeout: float
+    statement_cache_size: int
 
 
 class PostgresStore:
-    """What every Postgres store shares: a :class:`Database` for its component's migrations, and ``close``.
+    """What every Postgres store shares: a :class:`Database` for its component's migrations, reached through a
+    pool shared with the other stores on the same server; an async context manager, closed with ``aclose``.
 
     Args:
         dsn: ``postgresql://user:password@host:port/database``.
@@ -221,36 +318,37 @@ class PostgresStore:
         table_prefix: Prefix of the table names, so several apps can share one schema.
         min_size, max_size: Connection pool size.
         command_timeout: Seconds before a statement is cancelled (that call raises ``BackendUnavailable``).
+        connect_timeout: Seconds to wait for a new connection.
+        statement_cache_size: Prepared statements kept per connection; 0 behind PgBouncer older than 1.21 or
+            without ``max_prepared_statements``.
     """
 
     component: str
     migrations: Sequence[Migration]
+    init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None
+    """A hook run on each new pooled connection (pgvector's codec, say)."""
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        schema: str = "ravi",
-        table_prefix: str = "",
-        min_size: int = 1,
-        max_size: int = 10,
-        command_timeout: float = 30.0,
-        init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
-    ) -> None:
-        self.db = Database(
-            dsn,
-            schema=schema,
-            table_prefix=table_prefix,
-            min_size=min_size,
-            max_size=max_size,
-            command_timeout=command_timeout,
-            init=init,
-        )
+    def __init__(self, dsn: str, **options: Unpack[PoolOptions]) -> None:
+        unknown = set(options) - set(PoolOptions.__annotations__)
+        if unknown:
+            raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
+        self.db = Database(dsn, init=self.init, **options)
         self.db.add_migrations(self.component, self.migrations)
 
-    async def close(self) -> None:
-        """Close the connection pool."""
+    async def __aenter__(self) -> Self:
+        await self.db.pool()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the connection pool (closed once its last store lets go); safe to call again."""
         await self.db.close()
+
+    async def close(self) -> None:
+        """The same as :meth:`aclose`."""
+        await self.aclose()
 
 
 @contextlib.contextmanager
@@ -279,9 +377,8 @@ def mapped_errors(database: Database | None = None) -> Any:
             hint="raise command_timeout, or look for locks or slow queries on the server",
         ) from error
     except _CONNECTION_LOST as error:
-        if database is not None and database._pool is not None:
-            database._pool.terminate()
-            database._pool = None
+        if database is not None:
+            database.lost()
         raise BackendUnavailable(
             f"Postgres is unreachable: {type(error).__name__}: {error}",
             hint="check the host and port in the DSN; once the server is back the next call reconnects",
@@ -299,4 +396,4 @@ def check_statement(query: str) -> str:
     return query
 
 
-__all__ = ["Database", "Migration", "PostgresStore", "check_statement", "identifier", "mapped_errors"]
+__all__ = ["Database", "Migration", "PoolOptions", "PostgresStore", "check_statement", "identifier", "mapped_errors"]

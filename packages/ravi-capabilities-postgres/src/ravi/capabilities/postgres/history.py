@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
+from typing import Unpack
 
-from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_page, check_scope
@@ -105,37 +105,13 @@ class PostgresHistoryProvider(PostgresStore):
     component = "history"
     migrations = MIGRATIONS
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        schema: str = "ravi",
-        table_prefix: str = "",
-        min_size: int = 1,
-        max_size: int = 10,
-        command_timeout: float = 30.0,
-        cache_sessions: int = 64,
-    ) -> None:
-        super().__init__(
-            dsn,
-            schema=schema,
-            table_prefix=table_prefix,
-            min_size=min_size,
-            max_size=max_size,
-            command_timeout=command_timeout,
-        )
+    def __init__(self, dsn: str, *, cache_sessions: int = 64, **options: Unpack[PoolOptions]) -> None:
+        super().__init__(dsn, **options)
         self._messages = self.db.table("messages")
         self._sessions = self.db.table("sessions")
         self._append = f'"{self.db.schema}"."{self.db.prefix}append_messages"'
         self._cache: OrderedDict[tuple[str, str], _Cached] = OrderedDict()
         self._cache_size = cache_sessions
-
-    async def __aenter__(self) -> PostgresHistoryProvider:
-        await self.db.pool()
-        return self
-
-    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        await self.close()
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""

@@ -6,13 +6,13 @@ import json
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Unpack
 
 import asyncpg
 import numpy as np
 
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
-from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres.vector import register_vector_codec
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
@@ -60,28 +60,14 @@ class PgLongTermMemory(PostgresStore):
 
     component = "longterm"
 
+    init = staticmethod(register_vector_codec)
+
     def __init__(
-        self,
-        dsn: str,
-        *,
-        schema: str = "ravi",
-        table_prefix: str = "",
-        min_size: int = 1,
-        max_size: int = 10,
-        command_timeout: float = 30.0,
-        embedding_client: EmbeddingClient | None = None,
+        self, dsn: str, *, embedding_client: EmbeddingClient | None = None, **options: Unpack[PoolOptions]
     ) -> None:
         self._embedder = embedding_client or HashingEmbeddingClient()
         self.migrations = _migrations(self._embedder.dimension)
-        super().__init__(
-            dsn,
-            schema=schema,
-            table_prefix=table_prefix,
-            min_size=min_size,
-            max_size=max_size,
-            command_timeout=command_timeout,
-            init=register_vector_codec,
-        )
+        super().__init__(dsn, **options)
         self._table = self.db.table("memories")
 
     async def _embed(self, text: str) -> np.ndarray:

@@ -6,13 +6,13 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import asyncpg
 import numpy as np
 from pgvector.asyncpg import register_vector
 
-from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult
@@ -80,29 +80,20 @@ class PgVectorStore(PostgresStore):
     component = "vector"
     migrations = MIGRATIONS
 
+    init = staticmethod(register_vector_codec)
+
     def __init__(
         self,
         dsn: str,
         *,
-        schema: str = "ravi",
-        table_prefix: str = "",
-        min_size: int = 1,
-        max_size: int = 10,
-        command_timeout: float = 60.0,
         embedding_client: EmbeddingClient | None = None,
         ef_search: int = 100,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
+        **options: Unpack[PoolOptions],
     ) -> None:
-        super().__init__(
-            dsn,
-            schema=schema,
-            table_prefix=table_prefix,
-            min_size=min_size,
-            max_size=max_size,
-            command_timeout=command_timeout,
-            init=register_vector_codec,
-        )
+        options.setdefault("command_timeout", 60.0)
+        super().__init__(dsn, **options)
         self._catalogue = self.db.table("collections")
         self._embedder = embedding_client
         self.ef_search = int(ef_search)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import Iterator
+from typing import Any, Self, TypedDict, Unpack, cast
 from urllib.parse import quote
 
 import redis.asyncio as aioredis
 import redis.exceptions as rex
+from redis.commands.core import AsyncScript
 
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied, RaviError
 
@@ -20,30 +23,30 @@ def part(value: str) -> str:
     return quote(value, safe="")
 
 
-class RedisConnection:
-    """A redis-py asyncio client for one URL, with Ravi's key prefix.
-
-    Args:
-        url: ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS, ``unix://`` for a socket).
-        prefix: Prepended to every key, so several apps can share one Redis.
-        socket_timeout: Seconds before a command is abandoned (``BackendUnavailable``); also how long a call
-            waits for a free connection when all ``max_connections`` are busy.
-        max_connections: Connections kept open at most; further concurrent calls wait for one.
-    """
+class _SharedClient:
+    """One redis-py client (and its blocking connection pool) per (event loop, URL, options), shared by every
+    store that asks for it; closed when its last store closes."""
 
     def __init__(
-        self, url: str, *, prefix: str = "ravi", socket_timeout: float = 10.0, max_connections: int = 50
+        self, key: tuple[Any, ...], url: str, socket_timeout: float, max_connections: int, cluster: bool
     ) -> None:
-        if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigurationError(
-                "a Redis URL must start with redis://, rediss:// or unix://",
-                hint="for example redis://localhost:6379/0",
+        self.key = key
+        self.scripts: dict[str, AsyncScript] = {}
+        self.loading = asyncio.Lock()
+        self.users = 0
+        self.client: aioredis.Redis
+        if cluster:  # one client for the whole cluster: it finds every node from this one
+            self.client = cast(
+                aioredis.Redis,
+                aioredis.RedisCluster.from_url(
+                    url,
+                    max_connections=max_connections,
+                    socket_timeout=socket_timeout,
+                    socket_connect_timeout=socket_timeout,
+                    decode_responses=False,
+                ),
             )
-        if not isinstance(prefix, str) or not _PREFIX.match(prefix):
-            raise ConfigurationError(
-                f"key prefix {prefix!r} is not valid", hint="use 1-64 letters, digits, '_', '.' or '-'"
-            )
-        self.prefix = prefix
+            return
         # A blocking pool: a call past max_connections waits (up to socket_timeout) for a free connection
         # instead of failing while the server is healthy.
         pool = aioredis.BlockingConnectionPool.from_url(
@@ -57,14 +60,142 @@ class RedisConnection:
         )
         self.client = aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes both
 
+    async def release(self) -> None:
+        self.users -= 1
+        if self.users > 0:
+            return
+        _SHARED.pop(self.key, None)
+        if self.key[0] is asyncio.get_running_loop():
+            with contextlib.suppress(Exception):
+                await self.client.aclose()
+        # a client of another (perhaps finished) event loop cannot be awaited here: its sockets go with it
+
+
+_SHARED: dict[tuple[Any, ...], _SharedClient] = {}
+
+
+class RedisConnection:
+    """Ravi's key naming and a redis-py asyncio client for one URL, shared per server and event loop.
+
+    Every store with the same URL and options in one event loop uses one client and one connection pool; each
+    event loop gets its own (redis-py connections belong to the loop that opened them).
+
+    Args:
+        url: ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS, ``unix://`` for a socket).
+        prefix: Prepended to every key, so several apps can share one Redis.
+        socket_timeout: Seconds before a command is abandoned (``BackendUnavailable``); also how long a call
+            waits for a free connection when all ``max_connections`` are busy.
+        max_connections: Connections kept open at most; further concurrent calls wait for one.
+        cluster: ``url`` is a node of a Redis Cluster: talk to the whole cluster through it. Each session's (or
+            scope's) keys share one hash tag, so every script and transaction stays on one slot.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "ravi",
+        socket_timeout: float = 10.0,
+        max_connections: int = 50,
+        cluster: bool = False,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigurationError(
+                "a Redis URL must start with redis://, rediss:// or unix://",
+                hint="for example redis://localhost:6379/0",
+            )
+        if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+            raise ConfigurationError(
+                f"key prefix {prefix!r} is not valid", hint="use 1-64 letters, digits, '_', '.' or '-'"
+            )
+        if isinstance(socket_timeout, bool) or not isinstance(socket_timeout, int | float) or not socket_timeout > 0:
+            raise ConfigurationError(f"socket_timeout must be a positive number of seconds, got {socket_timeout!r}")
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+            raise ConfigurationError(f"max_connections must be an integer >= 1, got {max_connections!r}")
+        self.prefix = prefix
+        self._options = (url, float(socket_timeout), max_connections, bool(cluster))
+        self._mine: dict[asyncio.AbstractEventLoop, _SharedClient] = {}
+
+    def _shared(self) -> _SharedClient:
+        loop = asyncio.get_running_loop()
+        shared = self._mine.get(loop)
+        if shared is None:
+            key = (loop, *self._options)
+            shared = _SHARED.get(key)
+            if shared is None:
+                shared = _SHARED[key] = _SharedClient(key, *self._options)
+            shared.users += 1
+            self._mine[loop] = shared
+        return shared
+
+    @property
+    def client(self) -> aioredis.Redis:
+        """This event loop's client (created on first use)."""
+        return self._shared().client
+
+    async def run_script(self, text: str, keys: list[str], args: list[Any]) -> Any:
+        """Run the Lua script ``text`` (by ``EVALSHA``), loaded once per client before its first use, so many
+        concurrent first callers do not race to load it (which a cluster client does not survive)."""
+        shared = self._shared()
+        script = shared.scripts.get(text)
+        if script is None:
+            async with shared.loading:
+                script = shared.scripts.get(text)
+                if script is None:
+                    script = shared.client.register_script(text)
+                    await shared.client.script_load(text)
+                    shared.scripts[text] = script
+        return await script(keys=keys, args=args)
+
     def key(self, kind: str, *scope: str, tail: str = "") -> str:
         """``prefix:kind:{scope}:tail``; the scope in a hash tag keeps one scope's keys on one cluster slot."""
         tag = "|".join(part(s) for s in scope)
         return f"{self.prefix}:{kind}:{{{tag}}}" + (f":{tail}" if tail else "")
 
     async def close(self) -> None:
-        """Close the connections."""
-        await self.client.aclose()
+        """Stop using the shared clients (each closes with its last user); safe to call again."""
+        mine, self._mine = self._mine, {}
+        for shared in mine.values():
+            await shared.release()
+
+
+class RedisOptions(TypedDict, total=False):
+    """The connection options every Redis store takes (see :class:`RedisStore`)."""
+
+    prefix: str
+    socket_timeout: float
+    max_connections: int
+    cluster: bool
+
+
+class RedisStore:
+    """What every Redis store shares: a :class:`RedisConnection`, and being an async context manager closed
+    with ``aclose``.
+
+    Args:
+        url: ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS, ``unix://`` for a socket).
+        prefix: Key prefix (default ``ravi``) so several apps can share one Redis.
+        socket_timeout: Seconds before a command is abandoned (``BackendUnavailable``).
+        max_connections: Connections kept open at most; further concurrent calls wait for one.
+        cluster: ``url`` names a node of a Redis Cluster (see :class:`RedisConnection`).
+    """
+
+    def __init__(self, url: str, **options: Unpack[RedisOptions]) -> None:
+        self.redis = RedisConnection(url, **options)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the connections (the shared client closes with its last store); safe to call again."""
+        await self.redis.close()
+
+    async def close(self) -> None:
+        """The same as :meth:`aclose`."""
+        await self.aclose()
 
 
 @contextlib.contextmanager
@@ -91,4 +222,4 @@ def mapped_errors() -> Iterator[None]:
         raise RaviError(f"Redis error: {type(error).__name__}: {error}") from error
 
 
-__all__ = ["RedisConnection", "mapped_errors", "part"]
+__all__ = ["RedisConnection", "RedisOptions", "RedisStore", "mapped_errors", "part"]

@@ -8,8 +8,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Unpack
 
-from ravi.capabilities.redis._client import RedisConnection, mapped_errors
+from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_page, check_scope, ttl_seconds
@@ -88,7 +89,7 @@ class _Cached:
     messages: list[ChatMessage]
 
 
-class RedisHistoryProvider:
+class RedisHistoryProvider(RedisStore):
     """The ``HistoryProvider`` contract on Redis: the fast, expiring tier.
 
     * A session is a list of messages (plus a parallel list of run ids and a hash of message ids) under keys
@@ -114,19 +115,16 @@ class RedisHistoryProvider:
         self,
         url: str,
         *,
-        prefix: str = "ravi",
         ttl: timedelta | float | None = None,
         cache_sessions: int = 64,
-        socket_timeout: float = 10.0,
         clear_run_chunk: int = 1_000,
+        **options: Unpack[RedisOptions],
     ) -> None:
         if not isinstance(clear_run_chunk, int) or clear_run_chunk < 1:
             raise ConfigurationError(f"clear_run_chunk must be an integer >= 1, got {clear_run_chunk!r}")
-        self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
+        super().__init__(url, **options)
         seconds = ttl_seconds(ttl)
         self._ttl_ms = 0 if seconds is None else max(1, int(seconds * 1000))
-        self._append = self.redis.client.register_script(_APPEND)
-        self._clear_run = self.redis.client.register_script(_CLEAR_RUN)
         self._cache: OrderedDict[tuple[str, str], _Cached] = OrderedDict()
         self._cache_size = cache_sessions
         self.clear_run_chunk = clear_run_chunk
@@ -134,10 +132,6 @@ class RedisHistoryProvider:
     def _keys(self, agent_id: str, session_id: str) -> list[str]:
         key = self.redis.key
         return [key("h", agent_id, session_id, tail=t) for t in ("messages", "runs", "ids", "epoch")]
-
-    async def close(self) -> None:
-        """Close the connections."""
-        await self.redis.close()
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""
@@ -157,7 +151,7 @@ class RedisHistoryProvider:
         for m in messages:
             args += [m.id, run_id, m.model_dump_json()]
         with mapped_errors():
-            await self._append(keys=self._keys(agent_id, session_id), args=args)
+            await self.redis.run_script(_APPEND, self._keys(agent_id, session_id), args)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -171,8 +165,8 @@ class RedisHistoryProvider:
                 return []
             end = -1 if limit is None else offset + limit - 1
             with mapped_errors():
-                raw = await self.redis.client.lrange(keys[0], offset, end)
-            return [ChatMessage.model_validate_json(b) for b in raw]
+                rows = await self.redis.client.lrange(keys[0], offset, end)
+            return [ChatMessage.model_validate_json(b) for b in rows]
         cache_key = (agent_id, session_id)
         # A snapshot: copies are never changed in place, so concurrent readers each build their own from it.
         base = self._cache.get(cache_key)
@@ -241,9 +235,10 @@ class RedisHistoryProvider:
             try:
                 while state == 0:
                     with mapped_errors():
-                        state, value = await self._clear_run(
-                            keys=[*keys, *scratch],
-                            args=[epoch, start, self.clear_run_chunk, run_id, uuid.uuid4().hex, self._ttl_ms],
+                        state, value = await self.redis.run_script(
+                            _CLEAR_RUN,
+                            [*keys, *scratch],
+                            [epoch, start, self.clear_run_chunk, run_id, uuid.uuid4().hex, self._ttl_ms],
                         )
                     start = removed = int(value)
             finally:

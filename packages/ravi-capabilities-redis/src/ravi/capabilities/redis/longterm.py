@@ -6,12 +6,12 @@ import json
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
-from ravi.capabilities.redis._client import RedisConnection, mapped_errors, part
+from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory
@@ -22,7 +22,7 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class RedisLongTermMemory:
+class RedisLongTermMemory(RedisStore):
     """The ``LongTermMemory`` contract on plain Redis.
 
     Each memory is one key holding its content, metadata and float32 embedding, with the key's own expiry as its
@@ -36,14 +36,9 @@ class RedisLongTermMemory:
     """
 
     def __init__(
-        self,
-        url: str,
-        *,
-        prefix: str = "ravi",
-        embedding_client: EmbeddingClient | None = None,
-        socket_timeout: float = 10.0,
+        self, url: str, *, embedding_client: EmbeddingClient | None = None, **options: Unpack[RedisOptions]
     ) -> None:
-        self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
+        super().__init__(url, **options)
         self._embedder = embedding_client or HashingEmbeddingClient()
 
     def _index(self, agent_id: str, namespace: str) -> str:
@@ -58,10 +53,6 @@ class RedisLongTermMemory:
 
     def _namespaces(self, agent_id: str) -> str:
         return self.redis.key("memns", agent_id)
-
-    async def close(self) -> None:
-        """Close the connections."""
-        await self.redis.close()
 
     async def save(
         self,

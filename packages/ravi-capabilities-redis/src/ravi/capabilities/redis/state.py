@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Unpack
 
-from ravi.capabilities.redis._client import RedisConnection, mapped_errors
+from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors
 from ravi.kernel.values import check_scope, json_copy, ttl_seconds
 
 
-class RedisSessionStore:
+class RedisSessionStore(RedisStore):
     """One Redis hash per session: each top-level key a field holding its JSON value.
 
     ``update_state`` writes the fields and reads the result back in one ``MULTI`` transaction, so concurrent
@@ -19,19 +19,13 @@ class RedisSessionStore:
     writes.
     """
 
-    def __init__(
-        self, url: str, *, prefix: str = "ravi", ttl: timedelta | float | None = None, socket_timeout: float = 10.0
-    ) -> None:
-        self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
+    def __init__(self, url: str, *, ttl: timedelta | float | None = None, **options: Unpack[RedisOptions]) -> None:
+        super().__init__(url, **options)
         seconds = ttl_seconds(ttl)
         self._ttl_ms = None if seconds is None else max(1, int(seconds * 1000))
 
     def _key(self, session_id: str) -> str:
         return self.redis.key("state", session_id)
-
-    async def close(self) -> None:
-        """Close the connections."""
-        await self.redis.close()
 
     @staticmethod
     def _decode(raw: Mapping[Any, Any]) -> dict[str, Any]:

@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Unpack
 
 from ravi.agents.storage.summaries import check_span
-from ravi.capabilities.redis._client import RedisConnection, mapped_errors
+from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.values import ttl_seconds
 
 
-class RedisSummaryStore:
+class RedisSummaryStore(RedisStore):
     """The ``SummaryStore`` contract on Redis: one key per span, written with ``SET NX`` so the first text
     wins; with ``ttl``, summaries expire with the hot tier."""
 
-    def __init__(
-        self, url: str, *, prefix: str = "ravi", ttl: timedelta | float | None = None, socket_timeout: float = 10.0
-    ) -> None:
-        self.redis = RedisConnection(url, prefix=prefix, socket_timeout=socket_timeout)
+    def __init__(self, url: str, *, ttl: timedelta | float | None = None, **options: Unpack[RedisOptions]) -> None:
+        super().__init__(url, **options)
         seconds = ttl_seconds(ttl)
         self._ttl_ms = None if seconds is None else max(1, int(seconds * 1000))
-
-    async def close(self) -> None:
-        """Close the connections."""
-        await self.redis.close()
 
     async def get_summary(self, span_id: str) -> str | None:
         """The summary of the span, or ``None``."""

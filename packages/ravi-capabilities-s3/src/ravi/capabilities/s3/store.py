@@ -187,6 +187,10 @@ class S3FileStore:
             self._client = None
             raise
 
+    async def aclose(self) -> None:
+        """The same as :meth:`disconnect`: close the client's connections; safe to call again."""
+        await self.disconnect()
+
     async def disconnect(self) -> None:
         """Close the client's connections."""
         client, self._client = self._client, None
