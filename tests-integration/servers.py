@@ -107,6 +107,91 @@ def redis() -> Iterator[Server]:
 
 
 @contextmanager
+def pgbouncer(upstream: Server) -> Iterator[Server]:
+    """PgBouncer in transaction pooling mode in front of ``upstream``, on a database of its own.
+
+    ``RAVI_TEST_PGBOUNCER_DSN`` names one; else Debian's ``pgbouncer`` is started on a free port. The database
+    loads AGE and sets its search path itself (session settings do not survive transaction pooling).
+    """
+    dsn = os.environ.get("RAVI_TEST_PGBOUNCER_DSN")
+    if dsn:
+        yield Server(dsn, "RAVI_TEST_PGBOUNCER_DSN")
+        return
+    import asyncio
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+    import time
+    from pathlib import Path
+    from urllib.parse import urlsplit
+
+    import asyncpg
+
+    binary = shutil.which("pgbouncer", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/usr/local/sbin")
+    if binary is None:
+        raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
+    database = "ravi_bouncer"
+
+    async def prepare() -> None:
+        connection = await asyncpg.connect(upstream.address)
+        try:
+            if not await connection.fetchval("SELECT true FROM pg_database WHERE datname = $1", database):
+                await connection.execute(f"CREATE DATABASE {database}")
+            has_age = await connection.fetchval("SELECT true FROM pg_available_extensions WHERE name = 'age'")
+            if has_age:
+                await connection.execute(f"ALTER DATABASE {database} SET session_preload_libraries = 'age'")
+            await connection.execute(f'ALTER DATABASE {database} SET search_path = ag_catalog, "$user", public')
+        finally:
+            await connection.close()
+
+    asyncio.run(prepare())
+    up = urlsplit(upstream.address)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    folder = Path(tempfile.mkdtemp(prefix="ravi-pgbouncer-"))
+    folder.chmod(0o777)
+    password = f" password={up.password}" if up.password else ""
+    (folder / "pgbouncer.ini").write_text(
+        f"""[databases]
+{database} = host={up.hostname} port={up.port or 5432} dbname={database} user={up.username or "postgres"}{password}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 40
+ignore_startup_parameters = search_path, extra_float_digits
+logfile = {folder / "pgbouncer.log"}
+pidfile = {folder / "pgbouncer.pid"}
+"""
+    )
+    command = [binary, str(folder / "pgbouncer.ini")]
+    if os.geteuid() == 0:
+        command[1:1] = ["-u", "nobody"]  # PgBouncer refuses to run as root
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # readiness: PgBouncer accepts connections
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log = (folder / "pgbouncer.log").read_text() if (folder / "pgbouncer.log").exists() else ""
+                    raise RuntimeError(f"pgbouncer did not start: {log[-500:]}") from None
+                time.sleep(0.02)
+        yield Server(f"postgresql://postgres@127.0.0.1:{port}/{database}", "a local PgBouncer (transaction pooling)")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
 def redis_cluster() -> Iterator[Server]:
     """A Redis Cluster of three primaries: ``RAVI_TEST_REDIS_CLUSTER_URL`` (any node), else a local one."""
     url = os.environ.get("RAVI_TEST_REDIS_CLUSTER_URL")

@@ -110,6 +110,14 @@ class AGEGraphStore:
         dsn: ``postgresql://...`` of a server with the ``age`` extension.
         graph: The graph's name (created if missing).
         min_size, max_size: Connection pool size.
+        command_timeout: Seconds before a statement is cancelled (that call raises ``BackendUnavailable``).
+        statement_cache_size: Prepared statements kept per connection; 0 behind PgBouncer in transaction mode.
+
+    Behind PgBouncer in transaction mode, a connection's session settings do not follow it from one
+    transaction to the next, so the database must load AGE and set the search path itself:
+    ``ALTER DATABASE db SET session_preload_libraries = 'age'`` and
+    ``ALTER DATABASE db SET search_path = ag_catalog, "$user", public``, with ``ignore_startup_parameters =
+    search_path`` in PgBouncer's configuration.
     """
 
     def __init__(
@@ -120,6 +128,7 @@ class AGEGraphStore:
         min_size: int = 1,
         max_size: int = 10,
         command_timeout: float = 60.0,
+        statement_cache_size: int = 100,
     ) -> None:
         if not isinstance(dsn, str) or not dsn.startswith(("postgres://", "postgresql://")):
             raise ConfigurationError("a Postgres DSN must start with postgresql://")
@@ -128,7 +137,12 @@ class AGEGraphStore:
                 f"graph name {graph!r} is not valid", hint="3-63 lower-case letters, digits and underscores"
             )
         self.dsn, self.graph = dsn, graph
-        self._options = {"min_size": min_size, "max_size": max_size, "command_timeout": command_timeout}
+        self._options = {
+            "min_size": min_size,
+            "max_size": max_size,
+            "command_timeout": command_timeout,
+            "statement_cache_size": statement_cache_size,
+        }
         self._pool: asyncpg.Pool | None = None
         self._lock = asyncio.Lock()
         self._indexed: set[tuple[str, str]] = set()
@@ -157,7 +171,9 @@ class AGEGraphStore:
         async with self._lock:
             if self._pool is None:
                 with mapped_errors(self):
-                    connection = await asyncpg.connect(self.dsn, timeout=10)
+                    connection = await asyncpg.connect(
+                        self.dsn, timeout=10, statement_cache_size=self._options["statement_cache_size"]
+                    )
                     try:
                         async with connection.transaction():
                             await connection.execute("SELECT pg_advisory_xact_lock(hashtext('ravi-age'))")

@@ -209,7 +209,11 @@ class Database:
                 if shared is None:
                     with mapped_errors(self):
                         if not self._migrated:
-                            connection = await asyncpg.connect(self.dsn, timeout=self._pool_options["timeout"])
+                            connection = await asyncpg.connect(
+                                self.dsn,
+                                timeout=self._pool_options["timeout"],
+                                statement_cache_size=self._pool_options["statement_cache_size"],
+                            )
                             try:
                                 await self._migrate(connection)
                             finally:

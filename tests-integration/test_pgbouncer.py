@@ -1,0 +1,128 @@
+"""The Postgres and AGE backends through PgBouncer in transaction pooling mode, the usual production front of
+PostgreSQL: every conformance contract, with asyncpg's statement cache off (prepared statements do not follow
+a client from one server connection to the next)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+import pytest_asyncio
+from servers import Server, closing
+
+from ravi.capabilities.age import AGEGraphStore
+from ravi.capabilities.postgres import (
+    PgLongTermMemory,
+    PgTaskStore,
+    PgVectorStore,
+    PostgresHistoryProvider,
+    PostgresMemoryStore,
+    PostgresSummaryStore,
+)
+from ravi.conformance import (
+    CypherCapableContract,
+    GraphStoreContract,
+    HistoryProviderContract,
+    LongTermMemoryContract,
+    ShortTermMemoryContract,
+    SummaryStoreContract,
+    TaskStoreContract,
+    VectorStoreContract,
+)
+from ravi.kernel.errors import ConfigurationError
+
+BOUNCED = {"statement_cache_size": 0}
+
+
+@pytest_asyncio.fixture
+async def bouncer_schema(pgbouncer_server: Server) -> AsyncIterator[str]:
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    yield schema
+    connection = await asyncpg.connect(pgbouncer_server.address, statement_cache_size=0)
+    try:
+        await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await connection.close()
+
+
+class TestBouncedHistory(HistoryProviderContract):
+    @pytest_asyncio.fixture
+    async def history(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
+
+class TestBouncedHistoryUncached(HistoryProviderContract):
+    @pytest_asyncio.fixture
+    async def history(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(
+            PostgresHistoryProvider(pgbouncer_server.address, schema=bouncer_schema, cache_sessions=0, **BOUNCED)
+        ):
+            yield store
+
+
+class TestBouncedState(ShortTermMemoryContract):
+    @pytest_asyncio.fixture
+    async def state_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresMemoryStore]:
+        async for store in closing(PostgresMemoryStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
+
+class TestBouncedVector(VectorStoreContract):
+    @pytest_asyncio.fixture
+    async def vector_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgVectorStore]:
+        async for store in closing(PgVectorStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
+
+class TestBouncedLongTermMemory(LongTermMemoryContract):
+    @pytest_asyncio.fixture
+    async def memory_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgLongTermMemory]:
+        async for store in closing(PgLongTermMemory(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
+
+class TestBouncedTasks(TaskStoreContract):
+    @pytest_asyncio.fixture
+    async def task_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgTaskStore]:
+        async for store in closing(PgTaskStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
+
+class TestBouncedSummaries(SummaryStoreContract):
+    @pytest_asyncio.fixture
+    async def summary_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresSummaryStore]:
+        async for store in closing(PostgresSummaryStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
+
+@pytest_asyncio.fixture
+async def bounced_age(pgbouncer_server: Server) -> AsyncIterator[AGEGraphStore]:
+    graph = f"g_{uuid.uuid4().hex[:16]}"
+    store = AGEGraphStore(pgbouncer_server.address, graph=graph, **BOUNCED)
+    try:
+        await store.get_entity("probe")
+    except ConfigurationError as error:
+        pytest.skip(f"the PostgreSQL behind PgBouncer has no Apache AGE ({error})")
+    try:
+        yield store
+    finally:
+        try:
+            async with store._connection() as connection:
+                await connection.execute("SELECT ag_catalog.drop_graph($1, true)", graph)
+        finally:
+            await store.close()
+
+
+class TestBouncedAGEGraph(GraphStoreContract):
+    @pytest.fixture
+    def graph_store(self, bounced_age: AGEGraphStore) -> AGEGraphStore:
+        return bounced_age
+
+
+class TestBouncedAGECypher(CypherCapableContract):
+    @pytest.fixture
+    def graph_store(self, bounced_age: AGEGraphStore) -> AGEGraphStore:
+        return bounced_age
