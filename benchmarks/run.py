@@ -22,6 +22,7 @@ BENCHMARKS = {
     "s3_age": "S3 blob throughput and AGE neighbourhoods on real servers (issue 7)",
     "recall.bench": "Relevant recall versus recency on long sessions (issue 9)",
     "cache": "Cache-stable windows with watermarks (issue 9)",
+    "load": "Eight worker processes on one Postgres and one Redis, checked exactly (issue 16)",
 }
 
 
