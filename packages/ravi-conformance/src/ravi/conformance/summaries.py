@@ -72,3 +72,7 @@ class SummaryStoreContract(ContractBase):
             await summary_store.get_summary("")
         with pytest.raises(InvalidArgument):
             await summary_store.put_summary(unique("summary"), 42)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):  # lone surrogates: no store can keep them
+            await summary_store.put_summary(unique("summary"), "text \ud800")
+        with pytest.raises(InvalidArgument):
+            await summary_store.put_summary(unique("summary") + "\udfff", "text")

@@ -155,6 +155,22 @@ def check_memory(
     return ttl_seconds(ttl), json_copy(metadata or {}, "metadata")
 
 
+def check_span(span_id: object) -> str:
+    """``span_id`` (a summary's key) if it is a non-empty string of valid text, else ``InvalidArgument``."""
+    if not isinstance(span_id, str) or not span_id:
+        raise InvalidArgument("span_id must be a non-empty string")
+    check_text(span_id, "span_id")
+    return span_id
+
+
+def check_summary(text: object) -> str:
+    """``text`` if it is a string of valid text (a summary to keep), else ``InvalidArgument``."""
+    if not isinstance(text, str):
+        raise InvalidArgument(f"a summary must be a string, got {type(text).__name__}")
+    check_text(text, "summary")
+    return text
+
+
 def check_page(limit: int | None, offset: int) -> None:
     """``InvalidArgument`` unless ``limit`` is ``None`` or >= 0 and ``offset`` >= 0 (both integers)."""
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
@@ -228,6 +244,8 @@ __all__ = [
     "check_model",
     "check_page",
     "check_scope",
+    "check_span",
+    "check_summary",
     "check_text",
     "check_vector",
     "json_copy",

@@ -5,14 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ravi.kernel.closing import Closeable
-from ravi.kernel.errors import InvalidArgument
-
-
-def check_span(span_id: object) -> str:
-    """``span_id`` if it is a non-empty string, else ``InvalidArgument``."""
-    if not isinstance(span_id, str) or not span_id:
-        raise InvalidArgument("span_id must be a non-empty string")
-    return span_id
+from ravi.kernel.values import check_span, check_summary
 
 
 class InMemorySummaryStore(Closeable):
@@ -33,8 +26,7 @@ class InMemorySummaryStore(Closeable):
     async def put_summary(self, span_id: str, text: str) -> None:
         """Keep ``text`` as the span's summary unless it has one."""
         check_span(span_id)
-        if not isinstance(text, str):
-            raise InvalidArgument("a summary must be a string")
+        check_summary(text)
         self._texts.setdefault(span_id, text)
         self._texts.move_to_end(span_id)
         while len(self._texts) > self._max:

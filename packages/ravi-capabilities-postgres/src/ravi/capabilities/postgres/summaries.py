@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ravi.agents.storage.summaries import check_span
 from ravi.capabilities.postgres._db import Migration, PostgresStore
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.values import check_span, check_summary
 
 MIGRATIONS = [
     Migration(
@@ -41,8 +40,7 @@ class PostgresSummaryStore(PostgresStore):
     async def put_summary(self, span_id: str, text: str) -> None:
         """Keep ``text`` as the span's summary unless it has one."""
         check_span(span_id)
-        if not isinstance(text, str):
-            raise InvalidArgument("a summary must be a string")
+        check_summary(text)
         await self.db.execute(
             f"INSERT INTO {self._table} (span_id, text) VALUES ($1, $2) ON CONFLICT (span_id) DO NOTHING", span_id, text
         )

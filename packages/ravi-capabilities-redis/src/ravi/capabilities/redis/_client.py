@@ -23,6 +23,27 @@ def part(value: str) -> str:
     return quote(value, safe="")
 
 
+class _Cluster(aioredis.RedisCluster):
+    """redis-py's cluster client, initialised once, under a lock, before the first command runs.
+
+    redis-py works out a command's slot before it initialises the client, so many concurrent first callers (a
+    server starting up under load) race on half-made connections; one initialisation first avoids that.
+    """
+
+    _ravi_ready = False
+    _ravi_lock: asyncio.Lock | None = None
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._ravi_ready:
+            if self._ravi_lock is None:
+                self._ravi_lock = asyncio.Lock()
+            async with self._ravi_lock:
+                if not self._ravi_ready:
+                    await self.initialize()
+                    self._ravi_ready = True
+        return await super().execute_command(*args, **kwargs)
+
+
 class _SharedClient:
     """One redis-py client (and its blocking connection pool) per (event loop, URL, options), shared by every
     store that asks for it; closed when its last store closes."""
@@ -38,7 +59,7 @@ class _SharedClient:
         if cluster:  # one client for the whole cluster: it finds every node from this one
             self.client = cast(
                 aioredis.Redis,
-                aioredis.RedisCluster.from_url(
+                _Cluster.from_url(
                     url,
                     max_connections=max_connections,
                     socket_timeout=socket_timeout,

@@ -5,10 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Unpack
 
-from ravi.agents.storage.summaries import check_span
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors
-from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.values import ttl_seconds
+from ravi.kernel.values import check_span, check_summary, ttl_seconds
 
 
 class RedisSummaryStore(RedisStore):
@@ -30,8 +28,7 @@ class RedisSummaryStore(RedisStore):
     async def put_summary(self, span_id: str, text: str) -> None:
         """Keep ``text`` as the span's summary unless it has one."""
         check_span(span_id)
-        if not isinstance(text, str):
-            raise InvalidArgument("a summary must be a string")
+        check_summary(text)
         with mapped_errors():
             await self.redis.client.set(self.redis.key("summary", span_id), text, nx=True, px=self._ttl_ms)
 
