@@ -74,6 +74,10 @@ def test_messages_refuse_what_a_store_would_change_or_choke_on() -> None:
         ChatMessage.user("hi", metadata={"n": float("nan")})
     with pytest.raises(InvalidMessage):
         ChatMessage.user("hi", id="id-\udc80")
+    with pytest.raises(InvalidMessage):  # from a dict too, not only through the constructor
+        ChatMessage.model_validate({"role": "user", "metadata": nested(200)})
+    with pytest.raises(InvalidArgument):
+        Entity.model_validate({"id": "e", "properties": {"n": float("nan")}})
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal, NoReturn, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -77,6 +77,19 @@ class _Part(BaseModel):
             check_model(self)
         except InvalidArgument as error:
             raise InvalidMessage(error.reason, field=error.field or "message", hint=error.hint) from error
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Self:
+        """Build from a dict (or object) with the same checks and errors as the constructor."""
+        try:
+            model = super().model_validate(obj, **options)
+        except ValidationError as error:
+            _raise_invalid(error)
+        try:
+            check_model(model)
+        except InvalidArgument as error:
+            raise InvalidMessage(error.reason, field=error.field or "message", hint=error.hint) from error
+        return model
 
 
 class TextBlock(_Part):

@@ -25,7 +25,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -109,6 +109,16 @@ class Value(BaseModel):
         except ValidationError as error:
             raise invalid(error, type(self).__name__) from error
         check_model(self, type(self).__name__)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Self:
+        """Build from a dict (or object) with the same checks and errors as the constructor."""
+        try:
+            model = super().model_validate(obj, **options)
+        except ValidationError as error:
+            raise invalid(error, cls.__name__) from error
+        check_model(model, cls.__name__)
+        return model
 
 
 def invalid(error: ValidationError, owner: str) -> InvalidArgument:
