@@ -282,7 +282,9 @@ async def test_an_owned_embedding_index_keeps_only_recent_sessions() -> None:
     from ravi.agents.context.recall_index import EmbeddingIndex
     from ravi.agents.storage import HashingEmbeddingClient
 
+    from ravi.kernel.agent import SessionContext
+
     index = EmbeddingIndex(HashingEmbeddingClient(), sessions=2)
     for s in range(5):
-        await index.scores([ChatMessage.user(f"session {s} fact")], "fact")
+        await index.scores([ChatMessage.user(f"session {s} fact")], "fact", session=SessionContext("agent", f"s{s}"))
     assert len(await index.store.list_collections()) == 2

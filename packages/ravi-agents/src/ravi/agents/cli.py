@@ -320,7 +320,7 @@ def window(
     async def assemble() -> tuple[list[ChatMessage], Window]:
         try:
             stored = await context_config.history.get_messages(agent_id, session_id=session)
-            return stored, await context_config.pipeline.explain(stored)
+            return stored, await AgentContext(context_config, agent_id=agent_id).explain(session)
         finally:
             closer = getattr(context_config.history, "close", None)
             if closer is not None:

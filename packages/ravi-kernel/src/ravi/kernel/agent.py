@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import HistoryProvider
+
+T = TypeVar("T")
 
 
 class HistoryRetention(enum.Enum):
@@ -22,12 +27,51 @@ class HistoryRetention(enum.Enum):
     NONE = "none"
 
 
+@dataclass(eq=False)
+class SessionContext:
+    """The session a window is assembled for; it travels with every window through the pipeline.
+
+    Strategies that accept it (``compact(history, session=None)``) keep what they learn about a session, such
+    as a watermark's anchor or a recall index, in ``state``, never in themselves: state belongs to its session,
+    identified by ``(agent_id, session_id)``, never inferred from the messages (two sessions may share a message).
+
+    Attributes:
+        agent_id, session_id: Whose session it is.
+        counter: How the pipeline counts tokens; a strategy that names no counter of its own counts with it.
+        history: The ``HistoryProvider`` the session lives in, when known.
+        state: The session's own state, by owner (a strategy, an index). The engine keeps one per session,
+            bounded, and drops the least recently used.
+    """
+
+    agent_id: str
+    session_id: str
+    counter: TokenCounter | None = None
+    history: HistoryProvider | None = None
+    state: dict[object, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(agent_id, session_id)``."""
+        return (self.agent_id, self.session_id)
+
+    def state_for(self, owner: object, factory: Callable[[], T]) -> T:
+        """``owner``'s state for this session, made by ``factory()`` the first time it is asked for."""
+        try:
+            value: T = self.state[owner]
+        except KeyError:
+            value = self.state[owner] = factory()
+        return value
+
+
 @runtime_checkable
 class CompactionStrategy(Protocol):
     """Turns a history into a smaller window.
 
     A strategy is a view: it never mutates ``history`` or its messages, keeps every system message, keeps the
     order, keeps each tool call together with its results, and gives the same output for the same input.
+
+    A strategy may also accept the session (``compact(history, session=None)``, a :class:`SessionContext`); the
+    pipeline passes it to those that do, and calls plain ``compact(history)`` on the others.
     """
 
     async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -52,4 +96,4 @@ class AgentContextProtocol(Protocol):
         ...
 
 
-__all__ = ["AgentContextProtocol", "CompactionStrategy", "HistoryRetention"]
+__all__ = ["AgentContextProtocol", "CompactionStrategy", "HistoryRetention", "SessionContext"]

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.manifest import Window
-from ravi.kernel.agent import HistoryRetention
+from ravi.kernel.agent import HistoryRetention, SessionContext
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
 
@@ -45,7 +45,7 @@ class AgentContext:
         history = await self.config.history.get_messages(self.agent_id, session_id=session_id)
         for turns in self._unsaved.get(session_id, {}).values():
             history.extend(turns)
-        return await self.config.pipeline.compact(history)
+        return await self.config.pipeline.compact(history, self.session(session_id))
 
     async def explain(self, session_id: str) -> Window:
         """The window for ``session_id`` with its manifest (what happened to each stored message, and why)."""
@@ -53,7 +53,12 @@ class AgentContext:
         history = await self.config.history.get_messages(self.agent_id, session_id=session_id)
         for turns in self._unsaved.get(session_id, {}).values():
             history.extend(turns)
-        return await self.config.pipeline.explain(history)
+        return await self.config.pipeline.explain(history, self.session(session_id))
+
+    def session(self, session_id: str) -> SessionContext:
+        """The context ``session_id``'s windows are assembled in: this agent, the configured counter and
+        history, and the state the pipeline keeps for the session."""
+        return self.config.pipeline.session(self.agent_id, session_id, history=self.config.history)
 
     async def add_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
         """Record new turns of ``run_id`` in ``session_id``."""

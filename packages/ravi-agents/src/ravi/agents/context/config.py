@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.pipeline import CompactionPipeline, as_pipeline
-from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import TokenCounter
@@ -32,7 +31,7 @@ class ContextConfig:
         pipeline: A ``CompactionPipeline``, one strategy or a list of them; ``None`` means one default sliding
             window (``SlidingWindowCompaction(max_messages=100)``).
         retention: What happens to a run's turns when it ends (``PERMANENT`` keeps them).
-        counter: How tokens are counted in events and budgets.
+        counter: How tokens are counted: in events, and by every strategy that names no counter of its own.
 
     Example:
         >>> config = ContextConfig(InMemoryHistoryProvider(), [ToolResultCompactionStrategy()])
@@ -55,8 +54,10 @@ class ContextConfig:
             raise ConfigurationError(f"retention must be a HistoryRetention, got {retention!r}")
         self.history = history
         self.pipeline = as_pipeline(pipeline, default=default_pipeline)
+        if counter is not None:  # the counter of every strategy that names none of its own
+            self.pipeline.counter = counter
         self.retention = retention
-        self.counter = counter or DEFAULT_COUNTER
+        self.counter = self.pipeline.counter
 
     @classmethod
     def from_settings(cls, settings: RaviSettings | None = None, *, path: str | Path | None = None) -> ContextConfig:

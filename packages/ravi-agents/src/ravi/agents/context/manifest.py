@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
+from ravi.agents.context.session import accepts_session
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolResultBlock
 
 Status = Literal["kept", "truncated", "summarised", "recalled", "dropped"]
@@ -57,8 +59,14 @@ class ManifestBuilder:
         self.entries: dict[str, ManifestEntry] = {i: ManifestEntry(i, "kept") for i in self.order}
         self.current: dict[str, ChatMessage] = dict(self.source)
 
-    def stage(self, strategy: object, before: Sequence[ChatMessage], after: Sequence[ChatMessage]) -> None:
-        """Record what one strategy did between its input and its output."""
+    def stage(
+        self,
+        strategy: object,
+        before: Sequence[ChatMessage],
+        after: Sequence[ChatMessage],
+        session: SessionContext | None = None,
+    ) -> None:
+        """Record what one strategy did between its input and its output (for ``session``)."""
         name = type(strategy).__name__
         out = {m.id: m for m in after}
         position = {m.id: i for i, m in enumerate(before)}
@@ -85,7 +93,7 @@ class ManifestBuilder:
                 self.current[mid] = out[mid]
         recalled = getattr(strategy, "recalled", None)
         if callable(recalled) and before:
-            for mid in recalled(before):
+            for mid in recalled(before, session) if accepts_session(recalled) else recalled(before):
                 if mid in self.current:
                     self.entries[mid] = ManifestEntry(mid, "recalled", name)
 

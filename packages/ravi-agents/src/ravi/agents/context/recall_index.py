@@ -6,6 +6,7 @@ previous one (a history that changed in the middle, a cleared run, is indexed ag
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter, OrderedDict, defaultdict
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ravi.agents.context.memo import PrefixMemo
+from ravi.agents.context.session import own_session
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.storage import Document, VectorStore
@@ -48,8 +51,12 @@ def terms(text: str) -> list[str]:
 class RecallIndex(Protocol):
     """Scores the messages of a history against a query."""
 
-    async def scores(self, history: Sequence[ChatMessage], query: str) -> dict[int, float]:
-        """Message position to relevance (positive; absent means irrelevant), for the whole ``history``."""
+    async def scores(
+        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
+    ) -> dict[int, float]:
+        """Message position to relevance (positive; absent means irrelevant), for the whole ``history``.
+
+        What the index keeps about a session lives in ``session``'s state (see ``SessionContext``)."""
         ...
 
 
@@ -67,12 +74,12 @@ class BM25Index:
         >>> index = BM25Index()
     """
 
-    def __init__(self, *, k1: float = 1.2, b: float = 0.75, sessions: int = 128) -> None:
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self._memo: PrefixMemo[_Postings] = PrefixMemo(sessions)
 
-    def _index(self, history: Sequence[ChatMessage]) -> _Postings:
-        hit = self._memo.lookup(history)
+    def _index(self, history: Sequence[ChatMessage], session: SessionContext | None) -> _Postings:
+        memo: PrefixMemo[_Postings] = own_session(self, session).state_for(self, PrefixMemo)
+        hit = memo.lookup(history)
         state = hit[1] if hit is not None else _Postings()
         for i in range(state.size, len(history)):
             words = Counter(terms(message_text(history[i])))
@@ -80,12 +87,14 @@ class BM25Index:
             for word, tf in words.items():
                 state.postings[word][i] = tf
         state.size = len(history)
-        self._memo.store(history, state)
+        memo.store(history, state)
         return state
 
-    async def scores(self, history: Sequence[ChatMessage], query: str) -> dict[int, float]:
+    async def scores(
+        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
+    ) -> dict[int, float]:
         """BM25 score of each message that shares a term with ``query``."""
-        state = self._index(history)
+        state = self._index(history, session)
         if not state.size:
             return {}
         n = state.size
@@ -111,9 +120,9 @@ class EmbeddingIndex:
     """Relevance by meaning: message embeddings from any :class:`EmbeddingClient`, kept in a
     :class:`~ravi.kernel.storage.VectorStore` (the session's store, or one in memory by default).
 
-    Each session gets its own collection (``collection_prefix`` plus the session's first message id); each
-    message is embedded and stored once, as the session grows (messages without text are skipped), and a query
-    asks the store for the ``limit`` closest. Pair it with a real embedding model when the request and the answer
+    Each session gets its own collection (``collection_prefix`` plus a digest of ``(agent_id, session_id)``);
+    each message is embedded and stored once, as the session grows (messages without text are skipped), and a
+    query asks the store for the ``limit`` closest. Pair it with a real embedding model when the request and the answer
     share meaning but not words.
 
     Example:
@@ -143,17 +152,21 @@ class EmbeddingIndex:
         self.limit = limit
         self.min_score = min_score
         self._sessions = sessions
-        self._memo: PrefixMemo[_Indexed] = PrefixMemo(sessions)
 
-    def _collection(self, history: Sequence[ChatMessage]) -> str:
-        return f"{self.collection_prefix}-{history[0].id}"
+    def _collection(self, session: SessionContext) -> str:
+        digest = hashlib.sha256(f"{session.agent_id}\x00{session.session_id}".encode()).hexdigest()[:24]
+        return f"{self.collection_prefix}-{digest}"
 
-    async def scores(self, history: Sequence[ChatMessage], query: str) -> dict[int, float]:
+    async def scores(
+        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
+    ) -> dict[int, float]:
         """Cosine similarity to ``query`` of the ``limit`` closest messages (those above ``min_score``)."""
         if not history:
             return {}
-        collection = self._collection(history)
-        hit = self._memo.lookup(history)
+        scope = own_session(self, session)
+        collection = self._collection(scope)
+        memo: PrefixMemo[_Indexed] = scope.state_for(self, PrefixMemo)
+        hit = memo.lookup(history)
         if hit is None:  # a new session, or one that changed before its end: index it again from scratch
             await self.store.delete_collection(collection)
             state = _Indexed()
@@ -171,7 +184,7 @@ class EmbeddingIndex:
                 collection=collection,
             )
         state.size = len(history)
-        self._memo.store(history, state)
+        memo.store(history, state)
         self._recent[collection] = None
         self._recent.move_to_end(collection)
         while self._owned and len(self._recent) > self._sessions:

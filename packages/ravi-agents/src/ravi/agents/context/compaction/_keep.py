@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from ravi.agents.context.units import units_backward
@@ -50,22 +49,19 @@ def keep_newest(
     return from_cut(messages, newest_cut(messages, cost, allowance))
 
 
-class Anchors:
-    """Per session, where the window starts (the id of its first non-system message), so a watermarked
-    strategy can keep serving the same prefix until the window crosses its high watermark again."""
+class Anchor:
+    """Where one session's window starts (the id of its first non-system message), so a watermarked strategy
+    can keep serving the same prefix until the window crosses its high watermark again. Kept in the session's
+    state."""
 
-    def __init__(self, sessions: int = 128) -> None:
-        self._anchors: OrderedDict[str, tuple[str, int]] = OrderedDict()
-        self._size = sessions
+    def __init__(self) -> None:
+        self._anchor: tuple[str, int] | None = None
 
     def cut(self, messages: Sequence[ChatMessage]) -> int | None:
-        """The remembered start of ``messages``' session, if its message is still there."""
-        if not messages:
+        """The remembered start, if its message is still there."""
+        if self._anchor is None or not messages:
             return None
-        entry = self._anchors.get(messages[0].id)
-        if entry is None:
-            return None
-        anchor_id, index = entry
+        anchor_id, index = self._anchor
         if index < len(messages) and messages[index].id == anchor_id:
             return index
         for i, m in enumerate(messages):  # the history changed before the anchor: find it again
@@ -74,20 +70,15 @@ class Anchors:
         return None
 
     def remember(self, messages: Sequence[ChatMessage], cut: int) -> None:
-        """Start ``messages``' session's windows at ``cut`` until told otherwise.
+        """Start the session's windows at ``cut`` until told otherwise.
 
         The cut is moved past system messages (kept anyway): a system message after a tool group starts a unit
         only until more results arrive, while the first non-system message of a unit stays its start.
         """
         while cut < len(messages) and messages[cut].role == "system":
             cut += 1
-        if not messages or cut >= len(messages):
-            return
-        key = messages[0].id
-        self._anchors[key] = (messages[cut].id, cut)
-        self._anchors.move_to_end(key)
-        while len(self._anchors) > self._size:
-            self._anchors.popitem(last=False)
+        if cut < len(messages):
+            self._anchor = (messages[cut].id, cut)
 
 
 def system_positions(messages: Sequence[ChatMessage]) -> list[int]:
@@ -100,4 +91,4 @@ def system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     return [m for m in messages if m.role == "system"]
 
 
-__all__ = ["Anchors", "from_cut", "keep_newest", "newest_cut", "system_messages", "system_positions"]
+__all__ = ["Anchor", "from_cut", "keep_newest", "newest_cut", "system_messages", "system_positions"]

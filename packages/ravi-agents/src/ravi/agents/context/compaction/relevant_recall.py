@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from ravi.agents.context.compaction._keep import newest_cut, system_messages
 from ravi.agents.context.compaction.token_budget import fits
 from ravi.agents.context.recall_index import BM25Index, RecallIndex
+from ravi.agents.context.session import accepts_session, counter_of, own_session
 from ravi.agents.context.units import units
 from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
@@ -43,18 +44,19 @@ class RelevantRecallStrategy:
         self.token_budget = token_budget
         self.recall_share = recall_share
         self.index: RecallIndex = index or BM25Index()
-        self.counter = counter or DEFAULT_COUNTER
-        self._recalled: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self.own_counter = counter
 
-    def recalled(self, history: Sequence[ChatMessage]) -> frozenset[str]:
-        """The ids this strategy recalled in its last window of ``history``'s session."""
-        return self._recalled.get(history[0].id, frozenset()) if history else frozenset()
+    def recalled(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> frozenset[str]:
+        """The ids this strategy recalled in its last window of the session."""
+        chosen: frozenset[str] = own_session(self, session).state.get((self, "recalled"), frozenset())
+        return chosen
 
-    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: system messages, recalled older units, and the newest units, within the budget."""
-        if fits(history, self.token_budget, self.counter):
+        counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
+        if fits(history, self.token_budget, counter):
             return list(history)
-        count = self.counter.count_message
+        count = counter.count_message
         systems = system_messages(history)
         allowance = self.token_budget - sum(map(count, systems))
         if allowance < 0:
@@ -65,7 +67,10 @@ class RelevantRecallStrategy:
         query = next((m.text for m in reversed(history) if m.role == "user" and m.text), "")
         chosen: set[int] = set()
         if query and cut > 0:
-            scores = await self.index.scores(history, query)
+            if accepts_session(self.index.scores):
+                scores = await self.index.scores(history, query, session=own_session(self, session))
+            else:
+                scores = await self.index.scores(history, query)
             ranked = []
             for start, end in units(history, 0, cut):
                 score = max((scores.get(i, 0.0) for i in range(start, end)), default=0.0)
@@ -79,11 +84,7 @@ class RelevantRecallStrategy:
                     left -= cost
         window = [m for i, m in enumerate(history[:cut]) if m.role == "system" or i in chosen]
         window.extend(history[cut:])
-        if history:
-            self._recalled[history[0].id] = frozenset(history[i].id for i in chosen)
-            self._recalled.move_to_end(history[0].id)
-            while len(self._recalled) > 128:
-                self._recalled.popitem(last=False)
+        own_session(self, session).state[(self, "recalled")] = frozenset(history[i].id for i in chosen)
         return window
 
     def __repr__(self) -> str:

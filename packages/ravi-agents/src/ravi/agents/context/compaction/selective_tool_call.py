@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ravi.agents.context.memo import PrefixMemo
+from ravi.agents.context.session import own_session
 from ravi.agents.context.units import is_group, units, units_backward
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
@@ -31,7 +33,6 @@ class SelectiveToolCallCompactionStrategy:
         if keep_recent_groups < 0:
             raise InvalidArgument(f"keep_recent_groups must be >= 0, got {keep_recent_groups}")
         self.keep_recent_groups = keep_recent_groups
-        self._memo: PrefixMemo[_State] = PrefixMemo()
 
     def _cut(self, history: Sequence[ChatMessage]) -> int:
         """Start of the oldest group still kept whole (0 when there are too few groups to fold any)."""
@@ -58,17 +59,18 @@ class SelectiveToolCallCompactionStrategy:
             out.extend(m for m in history[a + 1 : b] if m.role == "system")
         return out
 
-    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history`` with every tool group older than the newest ``keep_recent_groups`` folded away."""
+        memo: PrefixMemo[_State] = own_session(self, session).state_for(self, PrefixMemo)
         cut = self._cut(history)
-        hit = self._memo.lookup(history)
+        hit = memo.lookup(history)
         if hit is not None and hit[1].cut <= cut and self.keep_recent_groups > 0:
             # unit starts never move as a history grows, so the old cut is still a unit boundary
             state = hit[1]
             folded = state.folded + self._fold(history, state.cut, cut)
         else:
             folded = self._fold(history, 0, cut)
-        self._memo.store(history, _State(cut, folded))
+        memo.store(history, _State(cut, folded))
         return folded + list(history[cut:])
 
     def __repr__(self) -> str:

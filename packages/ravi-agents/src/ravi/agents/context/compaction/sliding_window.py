@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.compaction._keep import Anchors, from_cut, keep_newest, newest_cut
+from ravi.agents.context.compaction._keep import Anchor, from_cut, keep_newest, newest_cut
+from ravi.agents.context.session import own_session
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
@@ -34,9 +36,8 @@ class SlidingWindowCompaction:
             raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
         self.max_messages = max_messages
         self.low_watermark = low_watermark
-        self._anchors = Anchors()
 
-    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: system messages and the newest whole units within ``max_messages``.
 
         With ``low_watermark`` (a share of ``max_messages``), the window keeps its start until it would exceed
@@ -45,12 +46,13 @@ class SlidingWindowCompaction:
         """
         if self.low_watermark is None:
             return keep_newest(history, _one, self.max_messages)
-        anchor = self._anchors.cut(history)
+        anchors: Anchor = own_session(self, session).state_for(self, Anchor)
+        anchor = anchors.cut(history)
         start = anchor or 0
         if sum(1 for m in history[start:] if m.role != "system") <= self.max_messages:
             return from_cut(history, start)
         cut = newest_cut(history, _one, int(self.max_messages * self.low_watermark))
-        self._anchors.remember(history, cut)
+        anchors.remember(history, cut)
         return from_cut(history, cut)
 
     def __repr__(self) -> str:

@@ -9,7 +9,9 @@ from typing import Any
 
 from ravi.agents.context.compaction._keep import newest_cut
 from ravi.agents.context.events import CompactionEvent, EventBus
+from ravi.agents.context.session import counter_of
 from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
@@ -145,7 +147,7 @@ class SummarizationCompaction:
         self.recent_token_budget = recent_token_budget
         self.min_old_tokens = min_old_tokens
         self.max_summary_tokens = max_summary_tokens
-        self.counter = counter or DEFAULT_COUNTER
+        self.own_counter = counter
         self.cancel_token = cancel_token
         self.instructions = instructions
         self.events = EventBus()
@@ -155,13 +157,19 @@ class SummarizationCompaction:
             store = InMemorySummaryStore()
         self.store = store
 
-    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    @property
+    def counter(self) -> TokenCounter:
+        """The counter named at construction (the default one when none was)."""
+        return self.own_counter or DEFAULT_COUNTER
+
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window with its older part replaced by one summary (or ``history`` itself if too little is old)."""
-        cut = newest_cut(history, self.counter.count_message, self.recent_token_budget)
+        counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
+        cut = newest_cut(history, counter.count_message, self.recent_token_budget)
         old = history[:cut]
         previous = [m for m in old if is_summary(m)]
         fresh = [m for m in old if m.role != "system" and not is_summary(m)]
-        if not fresh or self.counter.count_messages(fresh) < self.min_old_tokens:
+        if not fresh or counter.count_messages(fresh) < self.min_old_tokens:
             return list(history)
         token = self.cancel_token
         if token is not None:
@@ -182,7 +190,7 @@ class SummarizationCompaction:
             if self.events:
                 self.events.emit(
                     CompactionEvent(
-                        "summarization_failed", list(history), strategy=repr(self), error=error, counter=self.counter
+                        "summarization_failed", list(history), strategy=repr(self), error=error, counter=counter
                     )
                 )
             return list(history)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.compaction._keep import Anchors, from_cut, newest_cut, system_positions
+from ravi.agents.context.compaction._keep import Anchor, from_cut, newest_cut, system_positions
 from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.models import SAFETY_MARGIN, input_budget, model_info
+from ravi.agents.context.session import counter_of, own_session, run_strategy
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.agent import CompactionStrategy
+from ravi.kernel.agent import CompactionStrategy, SessionContext
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import ModelInfo, TokenCounter
 from ravi.kernel.messages import ChatMessage
@@ -39,6 +40,8 @@ class TokenBudgetComposedStrategy:
     cheap, for providers that cache prompt prefixes) until the next crossing. Children should then be
     prefix-stable themselves (``ToolResultCompactionStrategy`` is; summaries and selective folding are not).
 
+    Tokens are counted with ``counter`` when given, else with the pipeline's (``ContextConfig.counter``).
+
     Cost: checking the budget reads from the newest end and stops as soon as the budget is passed.
 
     Example:
@@ -58,10 +61,9 @@ class TokenBudgetComposedStrategy:
         if low_watermark is not None and not 0 < low_watermark <= 1:
             raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
         self.low_watermark = low_watermark
-        self._anchors = Anchors()
         self.strategies = list(strategies)
         self.token_budget = token_budget
-        self.counter = counter or DEFAULT_COUNTER
+        self.own_counter = counter
         self.events = EventBus()
         for child in self.strategies:
             child_events = getattr(child, "events", None)
@@ -91,27 +93,35 @@ class TokenBudgetComposedStrategy:
         budget = int(input_budget(info, safety_margin=safety_margin) * trigger_ratio)
         return cls(strategies, budget, counter=counter, low_watermark=low_watermark)
 
-    def fits(self, messages: Sequence[ChatMessage]) -> bool:
-        """Whether ``messages`` fit the budget."""
-        return fits(messages, self.token_budget, self.counter)
+    @property
+    def counter(self) -> TokenCounter:
+        """The counter named at construction (the default one when none was)."""
+        return self.own_counter or DEFAULT_COUNTER
 
-    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    def fits(self, messages: Sequence[ChatMessage], session: SessionContext | None = None) -> bool:
+        """Whether ``messages`` fit the budget."""
+        return fits(messages, self.token_budget, counter_of(self.own_counter, session, DEFAULT_COUNTER))
+
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window within ``token_budget`` tokens."""
         if self.low_watermark is not None:
-            return await self._watermarked(history)
-        if self.fits(history):
+            return await self._watermarked(history, session)
+        if self.fits(history, session):
             return list(history)
         window = list(history)
         for child in self.strategies:
-            window = await child.compact(window)
-            if self.fits(window):
+            window = await run_strategy(child, window, session)
+            if self.fits(window, session):
                 return window
-        return self._trim(window, 1.0, remember=False)
+        return self._trim(window, 1.0, session, remember=False)
 
-    def _trim(self, window: Sequence[ChatMessage], share: float, *, remember: bool) -> list[ChatMessage]:
+    def _trim(
+        self, window: Sequence[ChatMessage], share: float, session: SessionContext | None, *, remember: bool
+    ) -> list[ChatMessage]:
         """System messages and the newest whole units within ``share`` of the budget (one scan for the system
         messages); if the system messages alone pass the budget, only they, and a ``budget_unmet`` event."""
-        count = self.counter.count_message
+        counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
+        count = counter.count_message
         systems_at = system_positions(window)
         system_tokens = sum(count(window[i]) for i in systems_at)
         if system_tokens > self.token_budget:
@@ -122,29 +132,29 @@ class TokenBudgetComposedStrategy:
                         "budget_unmet",
                         systems,
                         strategy=repr(self),
-                        counter=self.counter,
+                        counter=counter,
                         detail={"budget": self.token_budget, "system_tokens": system_tokens},
                     )
                 )
             return systems
         cut = newest_cut(window, count, max(0, int(self.token_budget * share) - system_tokens))
         if remember:
-            self._anchors.remember(window, cut)
+            own_session(self, session).state_for(self, Anchor).remember(window, cut)
         return from_cut(window, cut, systems_at)
 
-    async def _watermarked(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    async def _watermarked(self, history: Sequence[ChatMessage], session: SessionContext | None) -> list[ChatMessage]:
         window: Sequence[ChatMessage] = history
         for child in self.strategies:
-            window = await child.compact(window)
-        anchor = self._anchors.cut(window)
+            window = await run_strategy(child, window, session)
+        anchor = own_session(self, session).state_for(self, Anchor).cut(window)
         if anchor is not None:
             anchored = from_cut(window, anchor)
-            if self.fits(anchored):
+            if self.fits(anchored, session):
                 return anchored  # below the high watermark: the same start as before
-        elif self.fits(window):
+        elif self.fits(window, session):
             return list(window)
         assert self.low_watermark is not None
-        return self._trim(window, self.low_watermark, remember=True)  # crossed the high watermark: down to the low one
+        return self._trim(window, self.low_watermark, session, remember=True)  # crossed: down to the low mark
 
     def __repr__(self) -> str:
         mark = f", low_watermark={self.low_watermark}" if self.low_watermark is not None else ""

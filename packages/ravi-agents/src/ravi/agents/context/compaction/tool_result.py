@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ravi.agents.context.memo import PrefixMemo
+from ravi.agents.context.session import own_session
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolResultBlock
 
@@ -23,7 +25,6 @@ class ToolResultCompactionStrategy:
             raise InvalidArgument(f"max_chars must be >= 0, got {max_chars}")
         self.max_chars = max_chars
         self._key = f"ravi.tool_result:{max_chars}"
-        self._memo: PrefixMemo[list[ChatMessage]] = PrefixMemo()
 
     def shorten(self, message: ChatMessage) -> ChatMessage:
         """``message`` with its tool result cut to ``max_chars``, or ``message`` itself if nothing to cut."""
@@ -45,15 +46,16 @@ class ToolResultCompactionStrategy:
         memo[self._key] = out
         return out
 
-    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history`` with long successful tool results shortened."""
-        hit = self._memo.lookup(history)
+        memo: PrefixMemo[list[ChatMessage]] = own_session(self, session).state_for(self, PrefixMemo)
+        hit = memo.lookup(history)
         if hit is None:
             out = [self.shorten(m) for m in history]
         else:
             n, previous = hit
             out = previous + [self.shorten(m) for m in history[n:]]
-        self._memo.store(history, out)
+        memo.store(history, out)
         return list(out)
 
     def __repr__(self) -> str:

@@ -1,0 +1,148 @@
+"""State belongs to its session: what a strategy keeps is keyed by (agent_id, session_id), bounded, in one place,
+and never inferred from the messages (two sessions may share a message)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from ravi.agents.context import (
+    AgentContext,
+    CompactionPipeline,
+    ContextConfig,
+    InMemoryHistoryProvider,
+    RelevantRecallStrategy,
+    SlidingWindowCompaction,
+    TokenBudgetComposedStrategy,
+)
+from ravi.agents.context.recall_index import EmbeddingIndex
+from ravi.agents.context.session import SessionStates
+from ravi.agents.storage import HashingEmbeddingClient
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ChatMessage
+
+SYSTEM = ChatMessage.system("You are the support agent. " * 5)  # one module-level prompt, shared by every session
+
+
+def turn(session: str, i: int) -> list[ChatMessage]:
+    return [ChatMessage.user(f"{session} question {i} " + "detail " * 12), ChatMessage.assistant(f"answer {i}")]
+
+
+async def prefix_kept(sessions: list[str], turns: int, strategy_factory: object) -> dict[str, int]:
+    """Run ``sessions`` interleaved through one AgentContext; per session, on how many turns the window's start
+    stayed where it was the turn before (the prompt prefix a provider cache can reuse)."""
+    context = AgentContext(ContextConfig(InMemoryHistoryProvider(), [strategy_factory()]))  # type: ignore[operator]
+    kept = dict.fromkeys(sessions, 0)
+    previous: dict[str, str] = {}
+    for s in sessions:
+        await context.add_message(s, SYSTEM)
+    for i in range(turns):
+        for s in sessions:
+            await context.add_messages(s, turn(s, i))
+            window = await context.get_prompt_window(s)
+            first = next(m.id for m in window if m.role != "system")
+            kept[s] += previous.get(s) == first
+            previous[s] = first
+    return kept
+
+
+async def test_sessions_sharing_their_first_message_keep_their_own_watermarks() -> None:
+    """Two sessions that start with the same system prompt used to share one watermark anchor: interleaved, the
+    prefix was kept on 8 of 39 turns, against 33 of 39 for one session alone."""
+
+    def strategy() -> TokenBudgetComposedStrategy:
+        return TokenBudgetComposedStrategy(token_budget=300, low_watermark=0.5)
+
+    alone = await prefix_kept(["a"], 40, strategy)
+    together = await prefix_kept(["a", "b"], 40, strategy)
+    assert together == {"a": alone["a"], "b": alone["a"]}
+    assert alone["a"] >= 30
+
+
+async def test_sliding_window_watermarks_are_per_session_too() -> None:
+    def strategy() -> SlidingWindowCompaction:
+        return SlidingWindowCompaction(max_messages=10, low_watermark=0.5)
+
+    alone = await prefix_kept(["a"], 30, strategy)
+    together = await prefix_kept(["a", "b", "c"], 30, strategy)
+    assert together == {"a": alone["a"], "b": alone["a"], "c": alone["a"]}
+
+
+async def test_an_embedding_index_embeds_each_message_once_per_session() -> None:
+    """``EmbeddingIndex`` embedded 2,750 texts instead of 202 for 2 sessions of 50 turns."""
+    embedded = 0
+
+    class Counting(HashingEmbeddingClient):
+        async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            nonlocal embedded
+            embedded += len(texts)
+            return await super().embed(texts)
+
+    index = EmbeddingIndex(Counting(dimension=32))
+    context = AgentContext(
+        ContextConfig(InMemoryHistoryProvider(), [RelevantRecallStrategy(token_budget=200, index=index)])
+    )
+    for s in ("a", "b"):
+        await context.add_message(s, SYSTEM)
+    queries = 0
+    for i in range(50):
+        for s in ("a", "b"):
+            await context.add_messages(s, turn(s, i))
+            before = embedded
+            await context.get_prompt_window(s)
+            queries += embedded > before
+    stored = 2 * (1 + 2 * 50)  # every message of both sessions, once
+    assert embedded <= stored + queries
+
+
+async def test_the_configured_counter_is_every_strategys_counter() -> None:
+    """``ContextConfig(counter=...)`` used to be stored and never read: strategies kept the heuristic counter."""
+
+    class Thousand:
+        def count_text(self, text: str) -> int:
+            return 1_000
+
+        def count_message(self, message: ChatMessage) -> int:
+            return 1_000
+
+        def count_messages(self, messages: Sequence[ChatMessage]) -> int:
+            return 1_000 * len(messages)
+
+    history = InMemoryHistoryProvider()
+    plain = AgentContext(ContextConfig(history, [TokenBudgetComposedStrategy(token_budget=3_000)]))
+    counted = AgentContext(ContextConfig(history, [TokenBudgetComposedStrategy(token_budget=3_000)], counter=Thousand()))
+    await plain.add_messages("s", [ChatMessage.user(f"short {i}") for i in range(10)])
+    assert len(await plain.get_prompt_window("s")) == 10
+    assert len(await counted.get_prompt_window("s")) == 3
+
+
+async def test_a_strategy_with_the_plain_signature_keeps_working() -> None:
+    class KeepLastTwo:
+        async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+            return list(history[-2:])
+
+    pipeline = CompactionPipeline([KeepLastTwo(), SlidingWindowCompaction(max_messages=1)])
+    context = AgentContext(ContextConfig(InMemoryHistoryProvider(), pipeline))
+    await context.add_messages("s", [ChatMessage.user(str(i)) for i in range(5)])
+    assert [m.text for m in await context.get_prompt_window("s")] == ["4"]
+
+
+def test_session_state_is_bounded_least_recently_used_first() -> None:
+    states = SessionStates(max_sessions=2)
+    a = states.get("agent", "a")
+    a["x"] = 1
+    states.get("agent", "b")
+    assert states.get("agent", "a") is a  # used again: now the most recent
+    states.get("agent", "c")
+    assert len(states) == 2
+    assert states.get("agent", "a") is a
+    assert states.get("agent", "b") == {}  # dropped, made anew
+    with pytest.raises(InvalidArgument):
+        SessionStates(max_sessions=0)
+
+
+def test_agents_with_the_same_session_id_do_not_share_state() -> None:
+    pipeline = CompactionPipeline([])
+    assert pipeline.session("a", "s").state is not pipeline.session("b", "s").state
+    assert pipeline.session("a", "s").state is pipeline.session("a", "s").state
