@@ -111,7 +111,9 @@ async def test_the_configured_counter_is_every_strategys_counter() -> None:
 
     history = InMemoryHistoryProvider()
     plain = AgentContext(ContextConfig(history, [TokenBudgetComposedStrategy(token_budget=3_000)]))
-    counted = AgentContext(ContextConfig(history, [TokenBudgetComposedStrategy(token_budget=3_000)], counter=Thousand()))
+    counted = AgentContext(
+        ContextConfig(history, [TokenBudgetComposedStrategy(token_budget=3_000)], counter=Thousand())
+    )
     await plain.add_messages("s", [ChatMessage.user(f"short {i}") for i in range(10)])
     assert len(await plain.get_prompt_window("s")) == 10
     assert len(await counted.get_prompt_window("s")) == 3
@@ -146,3 +148,26 @@ def test_agents_with_the_same_session_id_do_not_share_state() -> None:
     pipeline = CompactionPipeline([])
     assert pipeline.session("a", "s").state is not pipeline.session("b", "s").state
     assert pipeline.session("a", "s").state is pipeline.session("a", "s").state
+
+
+@pytest.mark.parametrize(
+    ("fact", "question"),
+    [
+        ("Der Server steht in der Straße am Hafen, Gebäude 7.", "In welcher Strasse steht der Server?"),
+        ("Le café du déploiement ouvre à neuf heures.", "Quand ouvre le cafe du deploiement?"),
+        ("Η βάση δεδομένων βρίσκεται στον διακομιστή Άλφα.", "Πού βρίσκεται η βάση δεδομένων;"),
+        ("База данных находится на сервере Альфа.", "Где находится база данных?"),
+        ("数据库部署在北京的服务器上。", "数据库在哪里?"),
+        ("データベースは東京のサーバーにあります。", "データベースはどこですか?"),
+        ("데이터베이스는 서울 서버에 있습니다.", "데이터베이스는 어디에 있습니까?"),
+    ],
+)
+async def test_relevant_recall_reads_any_script(fact: str, question: str) -> None:
+    """Its tokenizer used to yield nothing for Greek, only an id for Russian and Chinese, and split "Straße"."""
+    history = [SYSTEM, ChatMessage.user(fact)]
+    history += [ChatMessage.user(f"filler {i} " + "lorem ipsum dolor " * 20) for i in range(15)]
+    history.append(ChatMessage.user(question))
+    strategy = RelevantRecallStrategy(token_budget=300)
+    window = await strategy.compact(history)
+    assert history[1] in window, "the fact in the question's own language was not recalled"
+    assert history[2] not in window

@@ -281,7 +281,6 @@ async def test_relevant_recall_by_embeddings_in_a_vector_store() -> None:
 async def test_an_owned_embedding_index_keeps_only_recent_sessions() -> None:
     from ravi.agents.context.recall_index import EmbeddingIndex
     from ravi.agents.storage import HashingEmbeddingClient
-
     from ravi.kernel.agent import SessionContext
 
     index = EmbeddingIndex(HashingEmbeddingClient(), sessions=2)

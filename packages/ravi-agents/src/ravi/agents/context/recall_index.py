@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import unicodedata
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,9 @@ from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.storage import Document, VectorStore
 
-_WORD = re.compile(r"[0-9a-zà-ÿ_]+(?:[-.][0-9a-zà-ÿ_]+)*", re.IGNORECASE)
+_WORD = re.compile(r"\w+(?:[-.]\w+)*")
+# Scripts written without spaces between words: kana, CJK ideographs, Thai, Lao, Myanmar, Khmer.
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]+")
 STOPWORDS = frozenset(
     "a an and are as at be but by can could did do does for from had has have how i if in into is it its me my "
     "no not of on or our please so than that the their them then there these they this to us was we were what "
@@ -42,9 +45,34 @@ def message_text(message: ChatMessage, *, limit: int = 4_000) -> str:
     return " ".join(parts)
 
 
+def fold(text: str) -> str:
+    """``text`` case-folded (``Straße`` becomes ``strasse``) and without the accents of Latin, Greek and Cyrillic
+    letters (``café`` becomes ``cafe``), so a query matches however either side was typed."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    kept = []
+    previous = ""
+    for char in decomposed:
+        if unicodedata.combining(char) and previous < "\u0530":  # a mark on a Latin, Greek or Cyrillic letter
+            continue
+        kept.append(char)
+        previous = char
+    return unicodedata.normalize("NFKC", "".join(kept))
+
+
 def terms(text: str) -> list[str]:
-    """Lower-cased words without stop words; identifiers such as ``db-staging-3`` stay whole."""
-    return [t for t in (w.lower() for w in _WORD.findall(text)) if t not in STOPWORDS]
+    """The searchable terms of ``text``, in any script.
+
+    Words (letters and digits of any script) are folded (:func:`fold`) and English stop words dropped;
+    identifiers such as ``db-staging-3`` stay whole. Runs of scripts written without spaces (Chinese,
+    Japanese, Thai, ...) become overlapping character pairs, the usual unit for searching them.
+    """
+    folded = fold(text)
+    out: list[str] = []
+    for run in _UNSPACED.findall(folded):
+        out.extend(run[i : i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
+    words = _WORD.findall(_UNSPACED.sub(" ", folded))
+    out.extend(w for w in words if w not in STOPWORDS)
+    return out
 
 
 @runtime_checkable
@@ -195,4 +223,4 @@ class EmbeddingIndex:
         return {int(h.document.metadata["position"]): h.score for h in hits if h.score > self.min_score}
 
 
-__all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "message_text", "terms"]
+__all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "fold", "message_text", "terms"]
