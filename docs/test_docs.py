@@ -25,3 +25,75 @@ def blocks() -> list[tuple[str, str]]:
 def test_example_compiles(where: str, code: str) -> None:
     # examples use top-level await as in an async REPL or notebook
     compile(code, where, "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+INCLUDE = re.compile(r'--8<--\s*"([^"]+)"')
+
+
+def _text_of(html: str) -> str:
+    """The visible text of a rendered page (tags dropped, entities decoded)."""
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts: list[str] = []
+
+        def handle_data(self, data: str) -> None:
+            self.parts.append(data)
+
+    parser = Text()
+    parser.feed(html)
+    return "".join(parser.parts)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documentation site, built strictly, as a reader gets it."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("site")
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+        cwd=DOCS.parent,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    return out
+
+
+def includes() -> list[tuple[str, str]]:
+    return [
+        (str(page.relative_to(DOCS)), target)
+        for page in sorted(DOCS.rglob("*.md"))
+        for target in INCLUDE.findall(page.read_text())
+    ]
+
+
+def test_the_pages_that_show_examples_include_them() -> None:
+    assert {page for page, _ in includes()} >= {"quickstart.md", "conformance.md"}
+
+
+@pytest.mark.parametrize(("page", "target"), includes())
+def test_every_included_example_appears_on_its_rendered_page(site: Path, page: str, target: str) -> None:
+    """An include the build does not resolve shows as literal text (it once read ``--8 < --"docs/..."``)."""
+    html = (site / page.removesuffix(".md") / "index.html").read_text()
+    text = _text_of(html)
+    assert "--8<--" not in text and "--8 < --" not in text, f"{page}: an include directive survived"
+    for line in (DOCS.parent / target).read_text().splitlines():
+        if line.strip():
+            assert line.strip() in text, f"{page}: {target} is not shown whole (missing {line.strip()!r})"
+
+
+def test_no_include_directive_survives_anywhere(site: Path) -> None:
+    for html in site.rglob("*.html"):
+        text = _text_of(html.read_text())
+        assert "--8<--" not in text and "--8 < --" not in text, f"{html.relative_to(site)}"
+
+
+def test_the_test_module_is_not_published(site: Path) -> None:
+    assert not list(site.rglob("test_docs.py"))
