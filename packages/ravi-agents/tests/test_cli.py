@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -29,3 +30,27 @@ def test_backends_lists_memory_history() -> None:
         for kind in kinds:
             row = report[kind]
             assert name in row["installed"] or row["install"].get(name) == dist
+
+
+def test_help_shows_bracketed_names() -> None:
+    """Rich markup used to eat "[context]" from every --agent help line."""
+    result = runner.invoke(app, ["history", "list", "--help"])
+    assert result.exit_code == 0
+    assert "[context] agent_id" in result.output
+
+
+def test_errors_keep_their_bracketed_names(tmp_path: Path) -> None:
+    """``error:  backend = 'postgress'`` used to lose its "[history]" to rich markup."""
+    import subprocess
+    import sys
+
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "postgress"\n')
+    done = subprocess.run(
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", "history", "list", "s"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "[history] backend = 'postgress'" in done.stderr, done.stderr

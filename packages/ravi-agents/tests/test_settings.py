@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from ravi.agents.context import (
+    AgentContext,
     ContextConfig,
     InMemoryHistoryProvider,
     SelectiveToolCallCompactionStrategy,
@@ -16,6 +17,7 @@ from ravi.agents.settings import Stores, load_settings
 from ravi.agents.storage import InMemoryFileStore, InMemoryVectorStore, TaskStore
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.messages import ChatMessage
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +57,18 @@ def test_ravi_toml_in_the_working_directory_is_read(tmp_path: Path) -> None:
     assert isinstance(budget, TokenBudgetComposedStrategy) and budget.token_budget == 900
     assert isinstance(budget.strategies[0], SelectiveToolCallCompactionStrategy)
     assert config.retention is HistoryRetention.RUN
+
+
+async def test_the_configured_agent_id_is_the_one_the_context_stores_under(tmp_path: Path) -> None:
+    """``AgentContext(ContextConfig.from_settings())`` used to store under "agent" whatever ``[context] agent_id``
+    said, so ``ravi history list`` (which reads the configured agent) showed nothing."""
+    (tmp_path / "ravi.toml").write_text('[context]\nagent_id = "support"\n')
+    config = ContextConfig.from_settings(path=tmp_path / "ravi.toml")
+    context = AgentContext(config)
+    assert context.agent_id == "support"
+    await context.add_message("session-42", ChatMessage.user("hello"))
+    assert await config.history.count_messages("support", session_id="session-42") == 1
+    assert AgentContext(config, agent_id="other").agent_id == "other"  # an explicit agent id still wins
 
 
 def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -39,7 +40,10 @@ from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import GROUPS, KNOWN_BACKENDS, PROTOCOLS, available, install_hint, load_backend, local_server
 
-app = typer.Typer(help="Ravi: memory for LLM agents.", no_args_is_help=True, add_completion=False)
+# Help texts are plain text: rich markup would eat bracketed names such as "[context] agent_id".
+app = typer.Typer(
+    help="Ravi: memory for LLM agents.", no_args_is_help=True, add_completion=False, rich_markup_mode=None
+)
 console = Console()
 
 
@@ -217,7 +221,9 @@ def backends(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
     console.print(table)
 
 
-history_app = typer.Typer(help="Inspect a stored session (from the configured history backend).", no_args_is_help=True)
+history_app = typer.Typer(
+    help="Inspect a stored session (from the configured history backend).", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(history_app, name="history")
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="ravi.toml to read (default: ./ravi.toml).")]
@@ -436,7 +442,7 @@ def main() -> None:
     try:
         app()
     except RaviError as error:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {error}")
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(error))}")
         raise SystemExit(1) from None
 
 

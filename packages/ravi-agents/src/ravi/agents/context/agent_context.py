@@ -32,10 +32,10 @@ class AgentContext:
         ['What is 2 + 2?']
     """
 
-    def __init__(self, config: ContextConfig | None = None, *, agent_id: str = "agent") -> None:
-        check_scope(agent_id=agent_id)
+    def __init__(self, config: ContextConfig | None = None, *, agent_id: str | None = None) -> None:
         self.config = config or ContextConfig.default()
-        self.agent_id = agent_id
+        self.agent_id = self.config.agent_id if agent_id is None else agent_id
+        check_scope(agent_id=self.agent_id)
         self._unsaved: dict[str, dict[str, list[ChatMessage]]] = {}  # session -> run -> turns (retention NONE)
 
     async def get_prompt_window(self, session_id: str) -> list[ChatMessage]:

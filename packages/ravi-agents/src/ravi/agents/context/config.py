@@ -13,6 +13,7 @@ from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.values import check_scope
 
 if TYPE_CHECKING:
     from ravi.agents.settings import RaviSettings
@@ -32,6 +33,7 @@ class ContextConfig:
             window (``SlidingWindowCompaction(max_messages=100)``).
         retention: What happens to a run's turns when it ends (``PERMANENT`` keeps them).
         counter: How tokens are counted: in events, and by every strategy that names no counter of its own.
+        agent_id: The agent whose sessions these are (``[context] agent_id``), unless ``AgentContext`` names one.
 
     Example:
         >>> config = ContextConfig(InMemoryHistoryProvider(), [ToolResultCompactionStrategy()])
@@ -44,6 +46,7 @@ class ContextConfig:
         *,
         retention: HistoryRetention = HistoryRetention.PERMANENT,
         counter: TokenCounter | None = None,
+        agent_id: str = "agent",
     ) -> None:
         if not isinstance(history, HistoryProvider):
             raise ConfigurationError(
@@ -52,6 +55,8 @@ class ContextConfig:
             )
         if not isinstance(retention, HistoryRetention):
             raise ConfigurationError(f"retention must be a HistoryRetention, got {retention!r}")
+        check_scope(agent_id=agent_id)
+        self.agent_id = agent_id
         self.history = history
         self.pipeline = as_pipeline(pipeline, default=default_pipeline)
         if counter is not None:  # the counter of every strategy that names none of its own
@@ -77,6 +82,7 @@ class ContextConfig:
             build_store("history", settings),
             build_pipeline(settings.context, summaries=summaries),
             retention=retention_of(settings.context),
+            agent_id=settings.context.agent_id,
         )
 
     @classmethod
@@ -87,7 +93,7 @@ class ContextConfig:
     def __repr__(self) -> str:
         return (
             f"ContextConfig(history={type(self.history).__name__}, pipeline={self.pipeline!r}, "
-            f"retention={self.retention.name})"
+            f"retention={self.retention.name}, agent_id={self.agent_id!r})"
         )
 
 
