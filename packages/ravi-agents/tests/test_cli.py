@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -42,7 +44,6 @@ def test_help_shows_bracketed_names() -> None:
 def test_errors_keep_their_bracketed_names(tmp_path: Path) -> None:
     """``error:  backend = 'postgress'`` used to lose its "[history]" to rich markup."""
     import subprocess
-    import sys
 
     (tmp_path / "ravi.toml").write_text('[history]\nbackend = "postgress"\n')
     done = subprocess.run(
@@ -54,3 +55,32 @@ def test_errors_keep_their_bracketed_names(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "[history] backend = 'postgress'" in done.stderr, done.stderr
+
+
+def run_ravi(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_conformance_runs_inside_a_project_with_its_own_pytest_settings(tmp_path: Path) -> None:
+    """A project whose pytest config has ``addopts`` used to make it fail ("unrecognized arguments: -ra"), print
+    an empty table and exit 0."""
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-ra --strict-markers -x"\n')
+    done = run_ravi(tmp_path, "conformance", "history=memory", "--json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert results and all(r["outcome"] != "failed" for r in results)
+    assert sum(r["outcome"] == "passed" for r in results) > 20
+
+
+def test_conformance_that_runs_nothing_is_an_error(tmp_path: Path) -> None:
+    done = run_ravi(tmp_path, "conformance", "nothing=memory")
+    assert done.returncode == 1
+    assert "error:" in done.stderr, done.stdout

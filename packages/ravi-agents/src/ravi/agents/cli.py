@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -415,12 +416,21 @@ def conformance(
                     reason = str(getattr(report.longrepr, "reprcrash", "") or report.longrepr).splitlines()[-1][:160]
                 results.append({"contract": contract, "test": test, "outcome": report.outcome, "reason": reason})
 
-    args = ["-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function"]
-    for spec in specs:
-        args += ["--ravi-backend", spec]
-    for spec in isolate or []:
-        args += ["--ravi-isolate", spec]
-    code = pytest.main([*args, "--pyargs", "ravi.conformance.run", "-p", "no:terminal"], plugins=[Collect()])
+    with tempfile.TemporaryDirectory(prefix="ravi-conformance-") as root:
+        # A configuration of its own: the project's pytest settings (addopts, plugins) are not the suite's.
+        ini = Path(root) / "pytest.ini"
+        ini.write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+        args = ["-c", str(ini), "--rootdir", root, "-p", "no:cacheprovider", "-p", "no:terminal"]
+        for spec in specs:
+            args += ["--ravi-backend", spec]
+        for spec in isolate or []:
+            args += ["--ravi-isolate", spec]
+        code = pytest.main([*args, "--pyargs", "ravi.conformance.run"], plugins=[Collect()])
+    if code not in (0, 1) or not results:
+        raise ConfigurationError(
+            f"the conformance suite did not run (pytest exit code {int(code)}): no contract test was executed",
+            hint="check the KIND=NAME arguments and RAVI_<KIND>_OPTIONS; `ravi backends` lists what is installed",
+        )
     if as_json:
         typer.echo(json.dumps(results, indent=2))
     else:
