@@ -84,3 +84,13 @@ def test_conformance_that_runs_nothing_is_an_error(tmp_path: Path) -> None:
     done = run_ravi(tmp_path, "conformance", "nothing=memory")
     assert done.returncode == 1
     assert "error:" in done.stderr, done.stdout
+
+
+def test_demo_with_a_config_honours_the_budget_and_says_where_it_stored(tmp_path: Path) -> None:
+    """``--config ravi.toml --budget 300`` used to ignore the budget while its title said 300."""
+    (tmp_path / "ravi.toml").write_text('[context]\nmodel = "gpt-4o"\n')
+    done = run_ravi(tmp_path, "demo", "--requests", "4", "--config", "ravi.toml", "--budget", "300", "--json")
+    assert done.returncode == 0, done.stderr
+    assert all(row["window_tokens"] <= 300 for row in json.loads(done.stdout))
+    shown = run_ravi(tmp_path, "demo", "--requests", "2", "--config", "ravi.toml")
+    assert "ravi history show demo-" in shown.stdout

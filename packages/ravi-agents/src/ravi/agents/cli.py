@@ -74,8 +74,13 @@ def _demo_pipeline(budget: int) -> list[CompactionStrategy]:
     ]
 
 
-async def _replay(config: ContextConfig, requests: int, seed: int, progress: Progress | None) -> list[TurnRow]:
-    context = AgentContext(config, agent_id="demo-agent")
+DEMO_AGENT = "demo-agent"
+
+
+async def _replay(
+    config: ContextConfig, requests: int, seed: int, progress: Progress | None, session: str
+) -> list[TurnRow]:
+    context = AgentContext(config, agent_id=DEMO_AGENT)
     fired: list[str] = []
 
     def on_event(event: CompactionEvent) -> None:
@@ -87,7 +92,6 @@ async def _replay(config: ContextConfig, requests: int, seed: int, progress: Pro
     task = progress.add_task("replaying", total=len(calls)) if progress else None
     rows: list[TurnRow] = []
     stored_tokens = 0
-    session = f"demo-{uuid.uuid4().hex[:8]}"
     history = config.history
     try:
         async with context.run(session, "demo-run") as run:
@@ -99,7 +103,7 @@ async def _replay(config: ContextConfig, requests: int, seed: int, progress: Pro
                 start = time.perf_counter()
                 window = await run.window()
                 elapsed = (time.perf_counter() - start) * 1000
-                stored = await history.count_messages("demo-agent", session_id=session)
+                stored = await history.count_messages(DEMO_AGENT, session_id=session)
                 rows.append(
                     TurnRow(
                         turn,
@@ -123,21 +127,33 @@ async def _replay(config: ContextConfig, requests: int, seed: int, progress: Pro
 
 
 @contextlib.contextmanager
-def _demo_config(backend: str, config_path: Path | None, budget: int) -> Iterator[tuple[ContextConfig, str]]:
-    """The configuration the demo runs on, and a line saying where its history lives."""
+def _demo_config(backend: str, config_path: Path | None, budget: int | None) -> Iterator[tuple[ContextConfig, str]]:
+    """The configuration the demo runs on, and a line saying where its history lives and what the window is."""
     if config_path is not None:
         settings = load_settings(config_path)
-        yield ContextConfig.from_settings(settings), f"history: {settings.history.backend} (from {config_path})"
+        if budget is not None:  # --budget replaces the configured pipeline, as for `ravi window`
+            settings.context.pipeline = None
+            settings.context.model, settings.context.token_budget = None, budget
+            window = f"window budget {budget:,} tokens"
+        else:
+            window = f"the pipeline {config_path} names"
+        where = f"history: {settings.history.backend} (from {config_path})"
+        yield ContextConfig.from_settings(settings), f"{window}, {where}"
         return
+    budget = 2_000 if budget is None else budget
     if backend == "memory":
-        yield ContextConfig(InMemoryHistoryProvider(), _demo_pipeline(budget)), "history: in memory"
+        yield (
+            ContextConfig(InMemoryHistoryProvider(), _demo_pipeline(budget)),
+            f"window budget {budget:,} tokens, history: in memory",
+        )
         return
     server = local_server(backend)
     Console(stderr=True).print(f"starting a local {backend} server for the demo ...", style="dim")
     server.start()
     try:
         history = load_backend("history", backend, **server.backend_options())
-        yield ContextConfig(history, _demo_pipeline(budget)), f"history: {backend} (a local server, removed after)"
+        where = f"window budget {budget:,} tokens, history: {backend} (a local server, removed after)"
+        yield ContextConfig(history, _demo_pipeline(budget)), where
     finally:
         server.stop()
 
@@ -145,7 +161,12 @@ def _demo_config(backend: str, config_path: Path | None, budget: int) -> Iterato
 @app.command()
 def demo(
     requests: Annotated[int, typer.Option(min=1, help="User requests in the replayed conversation.")] = 24,
-    budget: Annotated[int, typer.Option(min=100, help="Token budget of each window.")] = 2_000,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            min=100, help="Token budget of each window (default 2,000; with --config, replaces its pipeline)."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the generated conversation.")] = 7,
     backend: Annotated[
         str,
@@ -165,11 +186,12 @@ def demo(
         _demo_config(backend, config, budget) as (context_config, where),
         Progress(console=console, transient=True, disable=as_json) as progress,
     ):
-        rows = asyncio.run(_replay(context_config, requests, seed, progress))
+        session = f"demo-{uuid.uuid4().hex[:8]}"
+        rows = asyncio.run(_replay(context_config, requests, seed, progress, session))
     if as_json:
         typer.echo(json.dumps([asdict(r) for r in rows], indent=2))
         return
-    table = Table(title=f"Ravi demo: {len(rows)} model calls, window budget {budget:,} tokens, {where}")
+    table = Table(title=f"Ravi demo: {len(rows)} model calls, {where}")
     for name in ("turn", "stored msgs", "stored tokens", "window msgs", "window tokens", "strategies fired", "ms"):
         table.add_column(name, justify="left" if name == "strategies fired" else "right")
     for r in rows:
@@ -192,6 +214,18 @@ def demo(
         f"assembly took {sum(r.assembly_ms for r in rows):.1f} ms in all. The stored transcript is untouched: "
         f"{rows[-1].stored_messages + 1} messages."
     )
+    if config is not None:
+        console.print(
+            f"Stored as session {session} of agent {DEMO_AGENT}; inspect it with:\n"
+            f"  ravi history show {session} --agent {DEMO_AGENT} --config {config}",
+            markup=False,
+        )
+    else:
+        console.print(
+            f"Session {session} lived in {'memory' if backend == 'memory' else 'a server removed after the demo'}; "
+            "run with --config ravi.toml to keep it and inspect it with `ravi history`.",
+            markup=False,
+        )
 
 
 @app.command()
