@@ -233,7 +233,7 @@ def mapped_errors() -> Iterator[None]:
     except (rex.ConnectionError, rex.TimeoutError, ConnectionError, OSError, TimeoutError) as error:
         raise BackendUnavailable(
             f"Redis is unreachable: {type(error).__name__}: {error}",
-            hint="the next call reconnects once the server is back",
+            hint="check the host and port in the URL; once the server is back the next call reconnects",
         ) from error
     except rex.DataError as error:
         raise InvalidArgument(f"Redis cannot store this value: {error}") from error
