@@ -9,6 +9,7 @@ Example:
     >>> token = CancelToken()
     >>> child = token.child()
     >>> token.cancel("user pressed stop")
+    True
     >>> child.cancelled, child.reason
     (True, 'user pressed stop')
 """

@@ -36,6 +36,7 @@ class ContextConfig:
         agent_id: The agent whose sessions these are (``[context] agent_id``), unless ``AgentContext`` names one.
 
     Example:
+        >>> from ravi.agents.context import InMemoryHistoryProvider, ToolResultCompactionStrategy
         >>> config = ContextConfig(InMemoryHistoryProvider(), [ToolResultCompactionStrategy()])
     """
 

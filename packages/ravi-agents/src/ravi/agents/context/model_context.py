@@ -3,6 +3,7 @@
 Each is a thin face over the strategies, not a second implementation: the classes only choose a pipeline.
 
 Example:
+    >>> from ravi.agents.context import AgentContext
     >>> context = AgentContext(SlidingWindowContext(20))
 """
 

@@ -29,6 +29,7 @@ class CompactionPipeline:
     its own. Called without a session, the pipeline treats all such calls as one anonymous session.
 
     Example:
+        >>> from ravi.agents.context import SlidingWindowCompaction, ToolResultCompactionStrategy
         >>> pipeline = CompactionPipeline([ToolResultCompactionStrategy(), SlidingWindowCompaction(50)])
         >>> dispose = pipeline.subscribe(lambda event: print(event.kind, event.message_count))
     """

@@ -45,6 +45,7 @@ class TokenBudgetComposedStrategy:
     Cost: checking the budget reads from the newest end and stops as soon as the budget is passed.
 
     Example:
+        >>> from ravi.agents.context import ToolResultCompactionStrategy
         >>> strategy = TokenBudgetComposedStrategy([ToolResultCompactionStrategy()], token_budget=8_000)
     """
 
