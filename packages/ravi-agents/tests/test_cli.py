@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ravi.agents.cli import app
@@ -94,3 +95,22 @@ def test_demo_with_a_config_honours_the_budget_and_says_where_it_stored(tmp_path
     assert all(row["window_tokens"] <= 300 for row in json.loads(done.stdout))
     shown = run_ravi(tmp_path, "demo", "--requests", "2", "--config", "ravi.toml")
     assert "ravi history show demo-" in shown.stdout
+
+
+def test_a_misspelt_demo_backend_gets_the_right_choices(tmp_path: Path) -> None:
+    """``--backend postgress`` used to offer s3 (not a history backend), and ``--backend s3`` started SeaweedFS
+    and then failed."""
+    for wrong in ("postgress", "s3"):
+        done = run_ravi(tmp_path, "demo", "--backend", wrong)
+        assert done.returncode == 1
+        assert "not a history backend" in done.stderr and "s3" not in done.stderr.split("choose one of:")[1]
+    assert "did you mean 'postgres'" in run_ravi(tmp_path, "demo", "--backend", "postgress").stderr
+
+
+def test_malformed_backend_options_are_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Malformed RAVI_HISTORY_OPTIONS used to give one cut-off failure per contract test."""
+    monkeypatch.setenv("RAVI_HISTORY_OPTIONS", "{not json")
+    done = run_ravi(tmp_path, "conformance", "history=memory")
+    assert done.returncode == 1
+    assert "RAVI_HISTORY_OPTIONS is not valid JSON" in done.stderr
+    assert "failed" not in done.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import json
 import tempfile
 import time
@@ -126,6 +127,15 @@ async def _replay(
     return rows
 
 
+def _local_servers() -> set[str]:
+    """The names of the throwaway servers the installed capabilities offer."""
+    from importlib.metadata import entry_points
+
+    from ravi.kernel.registry import LOCAL_SERVERS
+
+    return {ep.name for ep in entry_points(group=LOCAL_SERVERS)}
+
+
 @contextlib.contextmanager
 def _demo_config(backend: str, config_path: Path | None, budget: int | None) -> Iterator[tuple[ContextConfig, str]]:
     """The configuration the demo runs on, and a line saying where its history lives and what the window is."""
@@ -141,6 +151,14 @@ def _demo_config(backend: str, config_path: Path | None, budget: int | None) -> 
         yield ContextConfig.from_settings(settings), f"{window}, {where}"
         return
     budget = 2_000 if budget is None else budget
+    choices = ["memory", *sorted(set(available("history")) & _local_servers() - {"memory"})]
+    if backend not in choices:
+        close = difflib.get_close_matches(backend, choices, n=1)
+        raise ConfigurationError(
+            f"--backend {backend!r} is not a history backend the demo can start",
+            hint=(f"did you mean {close[0]!r}? " if close else "")
+            + f"choose one of: {', '.join(choices)}, or run on a ravi.toml with --config",
+        )
     if backend == "memory":
         yield (
             ContextConfig(InMemoryHistoryProvider(), _demo_pipeline(budget)),
@@ -435,6 +453,10 @@ def conformance(
         raise ConfigurationError(
             "the conformance suite is not installed", hint="pip install ravi-conformance"
         ) from None
+    from ravi.conformance.plugin import backend_options
+
+    for spec in specs:  # one clear error for malformed options, before any test runs
+        backend_options(spec.split("=", 1)[0])
     results: list[dict[str, str]] = []
 
     class Collect:

@@ -82,6 +82,11 @@ def backend_options(kind: str, *, isolate: str | None = None) -> dict[str, Any]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ravi_kind(kind): the store kind a conformance test class checks")
+    for kind in selected_backends(config):  # malformed options: one usage error, not a failure per test
+        try:
+            backend_options(kind)
+        except ConfigurationError as error:
+            raise pytest.UsageError(str(error)) from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
