@@ -114,3 +114,26 @@ def test_malformed_backend_options_are_one_clear_error(tmp_path: Path, monkeypat
     assert done.returncode == 1
     assert "RAVI_HISTORY_OPTIONS is not valid JSON" in done.stderr
     assert "failed" not in done.stdout
+
+
+def test_the_demo_reads_well_at_80_columns(tmp_path: Path) -> None:
+    """The strategy column used to read ``tool-resu…`` at 80 columns, and one run printed 216 lines."""
+    import os
+
+    env = {**os.environ, "COLUMNS": "80"}
+    run = lambda *extra: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", "demo", *extra],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    done = run()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) < 40
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in done.stdout
+    assert "tool,fold,budget" in done.stdout
+    assert len(run("--verbose").stdout.splitlines()) > 80  # every call

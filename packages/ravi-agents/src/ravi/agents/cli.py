@@ -49,11 +49,31 @@ app = typer.Typer(
 console = Console()
 
 
-_SHORT = {
-    "ToolResultCompactionStrategy": "tool-result",
-    "SelectiveToolCallCompactionStrategy": "selective",
+_SHORT = {  # short enough for an 80-column terminal
+    "ToolResultCompactionStrategy": "tool",
+    "SelectiveToolCallCompactionStrategy": "fold",
     "TokenBudgetComposedStrategy": "budget",
+    "SlidingWindowCompaction": "window",
+    "SummarizationCompaction": "summary",
+    "RelevantRecallStrategy": "recall",
+    "TruncationStrategy": "trunc",
 }
+
+
+def _shown(rows: list[TurnRow], verbose: bool) -> list[TurnRow | None]:
+    """The rows to print: all with ``verbose``; else the first and last three and every call where the set of
+    strategies that fired changed, with ``None`` standing for the calls left out."""
+    if verbose or len(rows) <= 12:
+        return list(rows)
+    keep = {0, 1, 2, len(rows) - 3, len(rows) - 2, len(rows) - 1}
+    keep |= {i for i in range(1, len(rows)) if rows[i].fired != rows[i - 1].fired}
+    out: list[TurnRow | None] = []
+    for i, row in enumerate(rows):
+        if i in keep:
+            out.append(row)
+        elif out and out[-1] is not None:
+            out.append(None)
+    return out
 
 
 @dataclass
@@ -194,11 +214,13 @@ def demo(
     ] = "memory",
     config: Annotated[Path | None, typer.Option("--config", help="Run on what this ravi.toml names instead.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Print every model call, not a summary.")] = False,
 ) -> None:
     """Replay a bundled agent conversation through Ravi, turn by turn.
 
-    Every turn is stored, and before each model call the window is assembled by
-    [ToolResultCompaction, SelectiveToolCallCompaction, TokenBudgetComposed] (or the pipeline --config names).
+    Every turn is stored, and before each model call the window is assembled by ToolResultCompaction (tool),
+    SelectiveToolCallCompaction (fold) and TokenBudgetComposed (budget), or the pipeline --config names. The
+    table shows, per call, the stored messages and tokens, the window's, and the strategies that changed it.
     """
     with (
         _demo_config(backend, config, budget) as (context_config, where),
@@ -209,17 +231,24 @@ def demo(
     if as_json:
         typer.echo(json.dumps([asdict(r) for r in rows], indent=2))
         return
-    table = Table(title=f"Ravi demo: {len(rows)} model calls, {where}")
-    for name in ("turn", "stored msgs", "stored tokens", "window msgs", "window tokens", "strategies fired", "ms"):
-        table.add_column(name, justify="left" if name == "strategies fired" else "right")
-    for r in rows:
+    shown = _shown(rows, verbose)
+    table = Table(
+        title=f"Ravi demo: {len(rows)} model calls, {where}",
+        caption="... marks calls like their neighbours; --verbose shows every call" if None in shown else None,
+    )
+    for name in ("call", "stored", "tokens", "window", "tokens", "fired", "ms"):
+        table.add_column(name, justify="left" if name == "fired" else "right", no_wrap=True)
+    for r in shown:
+        if r is None:
+            table.add_row("...", "", "", "", "", "", "")
+            continue
         table.add_row(
             str(r.turn),
             str(r.stored_messages),
             f"{r.stored_tokens:,}",
             str(r.window_messages),
             f"{r.window_tokens:,}",
-            ", ".join(r.fired) or "-",
+            ",".join(r.fired) or "-",
             f"{r.assembly_ms:.2f}",
         )
     console.print(table)
