@@ -16,10 +16,10 @@ LOCAL = {
     "ravi-kernel": [],
     "ravi-agents": ["ravi-kernel"],
     "ravi-conformance": ["ravi-kernel"],
-    "ravi-capabilities-redis": ["ravi-kernel", "ravi-agents"],
-    "ravi-capabilities-postgres": ["ravi-kernel", "ravi-agents"],
-    "ravi-capabilities-s3": ["ravi-kernel", "ravi-agents"],
-    "ravi-capabilities-age": ["ravi-kernel", "ravi-agents"],
+    "ravi-capabilities-redis": ["ravi-kernel"],
+    "ravi-capabilities-postgres": ["ravi-kernel"],
+    "ravi-capabilities-s3": ["ravi-kernel"],
+    "ravi-capabilities-age": ["ravi-kernel"],
 }
 IMPORTS = {
     "ravi-kernel": "ravi.kernel",
@@ -63,3 +63,15 @@ def test_the_kernel_needs_only_pydantic(tmp_path: Path) -> None:
         "typing-extensions",
         "typing-inspection",
     }, names
+
+
+@pytest.mark.parametrize("dist", [d for d in LOCAL if d.startswith("ravi-capabilities-")])
+def test_a_capability_brings_the_kernel_and_its_driver_only(tmp_path: Path, dist: str) -> None:
+    """A capability used to bring typer, rich and pydantic-settings through ravi-agents."""
+    python = install(tmp_path, dist)
+    listed = subprocess.run(
+        [UV, "pip", "list", "--python", str(python), "--format", "freeze"], capture_output=True, text=True, check=True
+    ).stdout
+    names = {line.split("==")[0].lower() for line in listed.splitlines() if line}
+    assert not names & {"ravi-agents", "typer", "rich", "pydantic-settings", "click"}, names
+    assert "ravi-kernel" in names

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ravi.agents.storage._clock import Clock, system_clock
-from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.kernel.closing import Closeable
+from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory

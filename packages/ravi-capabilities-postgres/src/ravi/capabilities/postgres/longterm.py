@@ -11,9 +11,9 @@ from typing import Any, Unpack
 import asyncpg
 import numpy as np
 
-from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres.vector import register_vector_codec
+from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory

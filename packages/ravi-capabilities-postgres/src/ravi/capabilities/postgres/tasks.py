@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 
 import asyncpg
 
-from ravi.agents.storage.tasks import TaskLifecycle
 from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
+from ravi.kernel.tasks import TaskLifecycle
 from ravi.kernel.values import check_scope
 
 MIGRATIONS = [

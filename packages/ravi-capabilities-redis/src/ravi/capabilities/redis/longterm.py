@@ -10,8 +10,8 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
+from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory

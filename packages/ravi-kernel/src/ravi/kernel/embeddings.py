@@ -1,0 +1,114 @@
+"""Embedding clients: an offline default and a hook for real models (standard library only, so every store can
+use them)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import re
+import zlib
+from collections.abc import Awaitable, Callable, Sequence
+
+from ravi.kernel.errors import InvalidArgument
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_LONGEST_WORD = 64  # pieces are taken from the first 64 characters of a longer "word" (a hash, base64, ...)
+_INLINE_CHARS = 4_096  # texts up to this size are embedded on the event loop; larger ones in a worker thread
+
+
+class HashingEmbeddingClient:
+    """Embeddings from hashed word and character n-grams: offline, deterministic, no model download.
+
+    Each text becomes a signed bag of its words and their 3- to 5-character pieces, hashed into ``dimension``
+    buckets and normalised, so texts that share words and word pieces (``"refund"``, ``"refunds"``) land close.
+    It captures lexical overlap, not meaning: right for tests, demos and small deployments; plug a real model in
+    through :class:`CallableEmbeddingClient` when paraphrases must match.
+
+    Its cost is bounded, like a real model's input: it reads the first ``max_chars`` characters of a text
+    (default 32,768) and at most 64 characters of any one word, so a multi-megabyte tool output costs about
+    what a page does. Texts beyond 4,096 characters are embedded in a worker thread, off the event loop.
+
+    Example:
+        >>> import asyncio
+        >>> [vector] = asyncio.run(HashingEmbeddingClient(dimension=8).embed(["hello"]))
+        >>> len(vector)
+        8
+    """
+
+    def __init__(self, dimension: int = 384, *, max_chars: int = 32_768) -> None:
+        if not isinstance(dimension, int) or dimension < 1:
+            raise InvalidArgument(f"dimension must be an integer >= 1, got {dimension!r}")
+        if not isinstance(max_chars, int) or max_chars < 1:
+            raise InvalidArgument(f"max_chars must be an integer >= 1, got {max_chars!r}")
+        self._dimension = dimension
+        self._max_chars = max_chars
+
+    @property
+    def dimension(self) -> int:
+        """The vector length."""
+        return self._dimension
+
+    def embed_one(self, text: str) -> list[float]:
+        """The embedding of one text (synchronous)."""
+        if not isinstance(text, str):
+            raise InvalidArgument(f"texts to embed must be strings, got {type(text).__name__}")
+        vector = [0.0] * self._dimension
+        dimension = self._dimension
+        for match in _WORD.finditer(text, 0, self._max_chars):
+            word = match.group().lower()
+            h = zlib.crc32(word.encode("utf-8", "replace"))
+            vector[h % dimension] += 2.0 if (h >> 31) & 1 else -2.0
+            padded = f"<{word[:_LONGEST_WORD]}>"
+            for n in (3, 4, 5):
+                for i in range(len(padded) - n + 1):
+                    h = zlib.crc32(padded[i : i + n].encode("utf-8", "replace"))
+                    vector[h % dimension] += 1.0 if (h >> 31) & 1 else -1.0
+        norm = math.sqrt(sum(x * x for x in vector))
+        if norm == 0:
+            vector[0] = 1.0  # empty text: a fixed unit vector, never a zero one
+            return vector
+        return [x / norm for x in vector]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; large texts are embedded in a worker thread."""
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise InvalidArgument(f"texts must be a list of strings, got {type(texts).__name__}")
+        if sum(min(len(t), self._max_chars) if isinstance(t, str) else 0 for t in texts) <= _INLINE_CHARS:
+            return [self.embed_one(t) for t in texts]
+        return await asyncio.to_thread(lambda: [self.embed_one(t) for t in texts])
+
+
+class CallableEmbeddingClient:
+    """Wrap any embedding function, sync or async, as an :class:`~ravi.kernel.llm.EmbeddingClient`.
+
+    Example:
+        >>> from sentence_transformers import SentenceTransformer  # doctest: +SKIP
+        >>> model = SentenceTransformer("all-MiniLM-L6-v2")  # doctest: +SKIP
+        >>> client = CallableEmbeddingClient(lambda texts: model.encode(list(texts)).tolist(), 384)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        function: Callable[[Sequence[str]], list[list[float]] | Awaitable[list[list[float]]]],
+        dimension: int,
+    ) -> None:
+        self._function = function
+        self._dimension = dimension
+
+    @property
+    def dimension(self) -> int:
+        """The vector length the function returns."""
+        return self._dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text; ``InvalidArgument`` if the function returns vectors of another length."""
+        result = self._function(texts)
+        vectors = await result if inspect.isawaitable(result) else result
+        vectors = [list(map(float, v)) for v in vectors]
+        if len(vectors) != len(texts) or any(len(v) != self._dimension for v in vectors):
+            raise InvalidArgument(f"the embedding function must return {len(texts)} vectors of {self._dimension}")
+        return vectors
+
+
+__all__ = ["CallableEmbeddingClient", "HashingEmbeddingClient"]
