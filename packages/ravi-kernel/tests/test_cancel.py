@@ -17,8 +17,8 @@ def test_cancel_once_with_first_reason() -> None:
 def test_listeners_fire_exactly_once_and_can_be_disposed() -> None:
     token = CancelToken()
     seen: list[str] = []
-    token.add_callback(lambda t: seen.append("a"))
-    dispose = token.add_callback(lambda t: seen.append("b"))
+    token.add_callback(lambda: seen.append("a"))
+    dispose = token.add_callback(lambda: seen.append("b"))
     dispose()
     token.cancel()
     token.cancel()
@@ -29,7 +29,7 @@ def test_listener_on_cancelled_token_fires_at_once() -> None:
     token = CancelToken()
     token.cancel("done")
     seen: list[str | None] = []
-    token.add_callback(lambda t: seen.append(t.reason))
+    token.add_callback(lambda: seen.append(token.reason))
     assert seen == ["done"]
 
 
@@ -37,12 +37,12 @@ def test_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFixt
     token = CancelToken()
     seen: list[int] = []
 
-    def boom(_: CancelToken) -> None:
+    def boom() -> None:
         raise RuntimeError("listener bug")
 
-    token.add_callback(lambda t: seen.append(1))
+    token.add_callback(lambda: seen.append(1))
     token.add_callback(boom)
-    token.add_callback(lambda t: seen.append(3))
+    token.add_callback(lambda: seen.append(3))
     token.cancel()
     assert seen == [1, 3]
     assert "listener bug" in caplog.text
@@ -77,7 +77,7 @@ def _race_once() -> None:
     lock = threading.Lock()
     for i in range(20):
 
-        def listener(_: CancelToken, n: int = i) -> None:
+        def listener(n: int = i) -> None:
             with lock:
                 fired.append(n)
 
@@ -111,7 +111,7 @@ def _add_while_cancelling() -> None:
     def adder() -> None:
         barrier.wait()
         for i in range(200):
-            token.add_callback(lambda t, i=i: fired.append(i))
+            token.add_callback(lambda i=i: fired.append(i))
 
     thread = threading.Thread(target=adder)
     thread.start()
@@ -124,3 +124,12 @@ def _add_while_cancelling() -> None:
 def test_adding_listeners_while_another_thread_cancels_never_loses_one() -> None:
     for _ in range(50):
         _add_while_cancelling()
+
+
+def test_the_design_documents_example_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """002: ``stop = token.add_callback(lambda: print("aborting work"))``: listeners take no argument."""
+    token = CancelToken()
+    stop = token.add_callback(lambda: print("aborting work"))
+    token.cancel("user pressed stop")
+    assert capsys.readouterr().out == "aborting work\n"
+    stop()  # a disposer after the fact does nothing

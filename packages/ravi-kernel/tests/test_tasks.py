@@ -20,20 +20,25 @@ def test_final_states_admit_no_transition(final: TaskStatus) -> None:
                 task.moved_to(target)
 
 
-def test_failed_task_needs_a_retry_to_plan_again() -> None:
+def test_failed_task_needs_a_retry_to_run_again() -> None:
+    """004: "failed --> in_progress : increment_retry() retry_count < max_retries; failed --> abandoned :
+    increment_retry() retry_count >= max_retries"."""
     task = Task(title="t", status=TaskStatus.FAILED, max_retries=2)
     with pytest.raises(InvalidTransition, match="increment_retry"):
         task.moved_to(TaskStatus.PLANNED)
     once = task.retried()
-    assert once.status is TaskStatus.PLANNED and once.retries == 1
-    twice = once.moved_to(TaskStatus.IN_PROGRESS).moved_to(TaskStatus.FAILED).retried()
-    assert twice.status is TaskStatus.ABANDONED and twice.retries == 2
+    assert once.status is TaskStatus.IN_PROGRESS and once.retry_count == 1
+    twice = once.moved_to(TaskStatus.FAILED).retried()
+    assert twice.status is TaskStatus.IN_PROGRESS and twice.retry_count == 2
+    thrice = twice.moved_to(TaskStatus.FAILED).retried()
+    assert thrice.status is TaskStatus.ABANDONED and thrice.retry_count == 2
 
 
 def test_force_retry_resets_the_count_but_not_success() -> None:
-    task = Task(title="t", status=TaskStatus.ABANDONED, retries=3)
+    """004: "abandoned --> in_progress : force_retry() user override" (resets retry_count to 0)."""
+    task = Task(title="t", status=TaskStatus.ABANDONED, retry_count=3)
     again = task.force_retried()
-    assert again.status is TaskStatus.PLANNED and again.retries == 0
+    assert again.status is TaskStatus.IN_PROGRESS and again.retry_count == 0
     with pytest.raises(InvalidTransition):
         Task(title="t", status=TaskStatus.SUCCEEDED).force_retried()
 

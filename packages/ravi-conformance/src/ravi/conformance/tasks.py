@@ -97,15 +97,16 @@ class TaskStoreContract(ContractBase):
             await task_store.increment_retry(unique("conv"), agent, "x")
 
     async def test_retry_until_abandoned(self, task_store: TaskStore) -> None:
+        """004: "failed --> in_progress : increment_retry() retry_count < max_retries; failed --> abandoned :
+        increment_retry() retry_count >= max_retries"."""
         conv, agent = unique("conv"), unique("agent")
         task = Task(title="flaky", max_retries=2)
         await task_store.create_task_list(conv, agent, [task])
-        for expected in (S.PLANNED, S.ABANDONED):
-            await task_store.update_status(conv, agent, task.id, S.IN_PROGRESS)
+        await task_store.update_status(conv, agent, task.id, S.IN_PROGRESS)
+        for expected, count in ((S.IN_PROGRESS, 1), (S.IN_PROGRESS, 2), (S.ABANDONED, 2)):
             await task_store.update_status(conv, agent, task.id, S.FAILED)
             retried = await task_store.increment_retry(conv, agent, task.id)
-            assert retried.status is expected
-        assert retried.retries == 2
+            assert (retried.status, retried.retry_count) == (expected, count)
 
     async def test_only_failed_tasks_are_retried(self, task_store: TaskStore) -> None:
         conv, agent, [first, _] = await self.board(task_store)
@@ -118,27 +119,35 @@ class TaskStoreContract(ContractBase):
         await task_store.create_task_list(conv, agent, [task])
         await task_store.update_status(conv, agent, task.id, S.IN_PROGRESS)
         await task_store.update_status(conv, agent, task.id, S.FAILED)
+        retried = await task_store.increment_retry(conv, agent, task.id)
+        assert retried.status is S.IN_PROGRESS and retried.retry_count == 1
+        await task_store.update_status(conv, agent, task.id, S.FAILED)
         abandoned = await task_store.increment_retry(conv, agent, task.id)
         assert abandoned.status is S.ABANDONED
-        again = await task_store.force_retry(conv, agent, task.id)
-        assert again.status is S.PLANNED and again.retries == 0
+        again = await task_store.force_retry(conv, agent, task.id)  # 004: "abandoned --> in_progress : force_retry()"
+        assert again.status is S.IN_PROGRESS and again.retry_count == 0
 
     async def test_settle_conversation(self, task_store: TaskStore) -> None:
+        """004: "settle_conversation(conversation_id) — flips all in_progress tasks to succeeded when a run ends
+        normally"; the other tasks stay as they are."""
         conv = unique("conv")
         a1, a2 = "agent-a", "agent-b"
-        b1 = await task_store.create_task_list(conv, a1, ["done", "open"])
-        b2 = await task_store.create_task_list(conv, a2, ["blocked"])
-        other_conv, other_agent, _ = await self.board(task_store)
-        done = b1.tasks[0].id
+        b1 = await task_store.create_task_list(conv, a1, ["done", "running", "open"])
+        b2 = await task_store.create_task_list(conv, a2, ["blocked", "running"])
+        other_conv, other_agent, other_ids = await self.board(task_store)
+        done, running = b1.tasks[0].id, b1.tasks[1].id
         await task_store.update_status(conv, a1, done, S.IN_PROGRESS)
         await task_store.update_status(conv, a1, done, S.SUCCEEDED)
+        await task_store.update_status(conv, a1, running, S.IN_PROGRESS)
         await task_store.update_status(conv, a2, b2.tasks[0].id, S.BLOCKED)
+        await task_store.update_status(conv, a2, b2.tasks[1].id, S.IN_PROGRESS)
+        await task_store.update_status(other_conv, other_agent, other_ids[0], S.IN_PROGRESS)
         settled = await task_store.settle_conversation(conv)
         statuses = {b.agent_id: [t.status for t in b.tasks] for b in settled}
-        assert statuses == {a1: [S.SUCCEEDED, S.ABANDONED], a2: [S.ABANDONED]}
+        assert statuses == {a1: [S.SUCCEEDED, S.SUCCEEDED, S.PLANNED], a2: [S.BLOCKED, S.SUCCEEDED]}
         assert [b.agent_id for b in settled] == sorted(statuses)
         other = await task_store.get_task_list(other_conv, other_agent)
-        assert other is not None and [t.status for t in other.tasks] == [S.PLANNED, S.PLANNED]
+        assert other is not None and [t.status for t in other.tasks] == [S.IN_PROGRESS, S.PLANNED]
         assert await task_store.settle_conversation(unique("conv")) == []
 
     async def test_boards_are_isolated(self, task_store: TaskStore) -> None:

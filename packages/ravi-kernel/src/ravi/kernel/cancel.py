@@ -22,7 +22,8 @@ from collections.abc import Callable
 
 _log = logging.getLogger(__name__)
 
-Listener = Callable[["CancelToken"], object]
+Listener = Callable[[], object]
+"""A cancellation listener takes no argument (read the token's ``reason`` from where you registered it)."""
 
 
 class CancelledByToken(Exception):
@@ -74,7 +75,7 @@ class CancelToken:
         return True
 
     def add_callback(self, callback: Listener) -> Callable[[], None]:
-        """Call ``callback(token)`` on cancellation; returns a function that removes it again.
+        """Call ``callback()`` on cancellation; returns a function that removes it again.
 
         If the token is already cancelled, the callback runs at once (in the caller's thread).
         """
@@ -96,8 +97,8 @@ class CancelToken:
     def child(self) -> CancelToken:
         """A new token that is cancelled when this one is (with the same reason), and not the other way."""
         child = CancelToken()
-        dispose = self.add_callback(lambda parent: child.cancel(parent.reason))
-        child.add_callback(lambda _: dispose())
+        dispose = self.add_callback(lambda: child.cancel(self.reason))
+        child.add_callback(dispose)
         return child
 
     def raise_if_cancelled(self) -> None:
@@ -107,7 +108,7 @@ class CancelToken:
 
     def _fire(self, callback: Listener) -> None:
         try:
-            callback(self)
+            callback()
         except Exception:
             _log.exception("a CancelToken listener failed; the other listeners still run")
 

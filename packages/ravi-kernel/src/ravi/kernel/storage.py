@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field
 
 from ravi.kernel.errors import InvalidArgument, InvalidTransition
 from ravi.kernel.messages import ChatMessage, FrozenDict, ReadOnlyDict
@@ -405,11 +405,14 @@ TRANSITIONS: Mapping[TaskStatus, frozenset[TaskStatus]] = {
     TaskStatus.SUCCEEDED: frozenset(),
     TaskStatus.ABANDONED: frozenset(),
 }
-"""The lifecycle. A failed task goes back to ``planned`` only through ``increment_retry`` or ``force_retry``."""
+"""The lifecycle. A failed task runs again only through ``increment_retry`` or ``force_retry``."""
 
 
 class Task(Value):
-    """One step of an agent's plan. Frozen: change it with ``model_copy(update=...)``."""
+    """One step of an agent's plan. Frozen: change it with ``model_copy(update=...)``.
+
+    ``retry_count`` counts the retries so far (``retries`` is accepted as its older name).
+    """
 
     model_config = _FROZEN
 
@@ -417,7 +420,7 @@ class Task(Value):
     title: str
     description: str = ""
     status: TaskStatus = TaskStatus.PLANNED
-    retries: int = Field(default=0, ge=0)
+    retry_count: int = Field(default=0, ge=0, validation_alias=AliasChoices("retry_count", "retries"))
     max_retries: int = Field(default=3, ge=0)
     result: str | None = None
     metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
@@ -438,19 +441,34 @@ class Task(Value):
             update["result"] = result
         return self.model_copy(update=update)
 
+    @property
+    def retries(self) -> int:
+        """The older name of :attr:`retry_count`."""
+        return self.retry_count
+
     def retried(self) -> Task:
-        """A failed task sent back to ``planned`` with one more retry, or ``abandoned`` at ``max_retries``."""
+        """A failed task retried: back ``in_progress`` with one more retry while ``retry_count < max_retries``,
+        else ``abandoned`` (004: ``failed --> in_progress : increment_retry()``)."""
         if self.status is not TaskStatus.FAILED:
             raise InvalidTransition(f"only a failed task can be retried; {self.id!r} is {self.status.value}")
-        retries = self.retries + 1
-        status = TaskStatus.ABANDONED if retries >= self.max_retries else TaskStatus.PLANNED
-        return self.model_copy(update={"status": status, "retries": retries, "updated_at": _now()})
+        if self.retry_count >= self.max_retries:
+            return self.model_copy(update={"status": TaskStatus.ABANDONED, "updated_at": _now()})
+        return self.model_copy(
+            update={"status": TaskStatus.IN_PROGRESS, "retry_count": self.retry_count + 1, "updated_at": _now()}
+        )
 
     def force_retried(self) -> Task:
-        """A human override: any task not yet succeeded goes back to ``planned`` with its retry count reset."""
+        """A human override: any task not yet succeeded (a failed or abandoned one, typically) goes back
+        ``in_progress`` with its retry count reset (004: ``force_retry() user override``)."""
         if self.status is TaskStatus.SUCCEEDED:
             raise InvalidTransition(f"task {self.id!r} already succeeded; there is nothing to retry")
-        return self.model_copy(update={"status": TaskStatus.PLANNED, "retries": 0, "updated_at": _now()})
+        return self.model_copy(update={"status": TaskStatus.IN_PROGRESS, "retry_count": 0, "updated_at": _now()})
+
+    def settled(self) -> Task:
+        """The task when its run ends normally: ``in_progress`` becomes ``succeeded``, anything else stays."""
+        if self.status is not TaskStatus.IN_PROGRESS:
+            return self
+        return self.model_copy(update={"status": TaskStatus.SUCCEEDED, "updated_at": _now()})
 
 
 def _transition_hint(status: TaskStatus) -> str:
@@ -502,15 +520,16 @@ class TaskStore(Protocol):
         ...
 
     async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
-        """Retry a failed task (``abandoned`` once it reaches ``max_retries``)."""
+        """Retry a failed task: ``in_progress`` again while ``retry_count < max_retries``, else ``abandoned``."""
         ...
 
     async def force_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
-        """Human override: plan the task again with its retry count reset."""
+        """Human override: the task goes ``in_progress`` again with its retry count reset."""
         ...
 
     async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
-        """End a conversation: every task not yet final becomes ``abandoned``; returns the settled boards."""
+        """The run ended normally: every ``in_progress`` task of the conversation becomes ``succeeded`` (so a
+        board stops spinning); returns the conversation's boards."""
         ...
 
 

@@ -17,7 +17,7 @@ from ravi.agents.storage.graph import InMemoryGraphStore
 from ravi.agents.storage.longterm import InMemoryLongTermMemory
 from ravi.agents.storage.state import InMemoryStateStore
 from ravi.agents.storage.summaries import InMemorySummaryStore
-from ravi.agents.storage.tasks import GlobalTaskStore, TaskStore
+from ravi.agents.storage.tasks import GlobalTaskStore, InMemoryTaskStore, TaskStore
 from ravi.agents.storage.vector import InMemoryVectorStore
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "InMemoryLongTermMemory",
     "InMemoryStateStore",
     "InMemorySummaryStore",
+    "InMemoryTaskStore",
     "InMemoryVectorStore",
     "TaskStore",
     "current_agent_id",

@@ -8,9 +8,15 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from ravi.agents.storage.context_vars import (  # 000: the ContextVars live with the task boards
+    current_agent_id,
+    current_agent_label,
+    current_parent_agent_id,
+    current_thread_id,
+)
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound
-from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
+from ravi.kernel.storage import Task, TaskList, as_tasks
 from ravi.kernel.storage import TaskStore as TaskStoreProtocol
 from ravi.kernel.tasks import TaskLifecycle
 from ravi.kernel.values import check_scope
@@ -74,17 +80,21 @@ class TaskStore(TaskLifecycle, Closeable):
             return changed
 
     async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
-        """Abandon every task of the conversation that is not final; returns its boards, by agent id."""
+        """Every ``in_progress`` task of the conversation becomes ``succeeded``; returns its boards, by agent id."""
         check_scope(conversation_id=conversation_id)
         async with self._lock:
             settled = []
             for key in sorted(k for k in self._boards if k[0] == conversation_id):
                 board = self._boards[key]
-                tasks = tuple(t if t.status.is_final else t.moved_to(TaskStatus.ABANDONED) for t in board.tasks)
+                tasks = tuple(t.settled() for t in board.tasks)
                 board = board.model_copy(update={"tasks": tasks})
                 self._boards[key] = board
                 settled.append(board)
             return settled
+
+
+InMemoryTaskStore = TaskStore
+"""The in-memory task store under the name 004 gives it."""
 
 
 def _check_unique(board: TaskList) -> None:
@@ -135,4 +145,12 @@ class GlobalTaskStore:
         return store
 
 
-__all__ = ["GlobalTaskStore", "TaskStore"]
+__all__ = [
+    "GlobalTaskStore",
+    "InMemoryTaskStore",
+    "TaskStore",
+    "current_agent_id",
+    "current_agent_label",
+    "current_parent_agent_id",
+    "current_thread_id",
+]

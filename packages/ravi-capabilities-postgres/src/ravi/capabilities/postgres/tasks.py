@@ -52,7 +52,7 @@ def _task(row: asyncpg.Record) -> Task:
         title=row["title"],
         description=row["description"],
         status=TaskStatus(row["status"]),
-        retries=row["retries"],
+        retry_count=row["retries"],
         max_retries=row["max_retries"],
         result=row["result"],
         metadata=json.loads(row["metadata"]),
@@ -97,7 +97,7 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
                     t.title,
                     t.description,
                     t.status.value,
-                    t.retries,
+                    t.retry_count,
                     t.max_retries,
                     t.result,
                     json.dumps(dict(t.metadata)),
@@ -193,16 +193,15 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
                 agent_id,
                 task_id,
                 changed.status.value,
-                changed.retries,
+                changed.retry_count,
                 changed.result,
                 changed.updated_at,
             )
         return changed
 
     async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
-        """Abandon every task of the conversation that is not final; returns its boards, by agent id."""
+        """Every ``in_progress`` task of the conversation becomes ``succeeded``; returns its boards, by agent id."""
         check_scope(conversation_id=conversation_id)
-        final = [s.value for s in TaskStatus if s.is_final]
         async with self.db.connection() as connection, connection.transaction():
             agents = [
                 r["agent_id"]
@@ -213,11 +212,10 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
                 )
             ]
             await connection.execute(
-                f"UPDATE {self._tasks} SET status = $2, updated_at = now() "
-                "WHERE conversation_id = $1 AND NOT (status = ANY($3::text[]))",
+                f"UPDATE {self._tasks} SET status = $2, updated_at = now() WHERE conversation_id = $1 AND status = $3",
                 conversation_id,
-                TaskStatus.ABANDONED.value,
-                final,
+                TaskStatus.SUCCEEDED.value,
+                TaskStatus.IN_PROGRESS.value,
             )
             boards = [await self._board(connection, conversation_id, a) for a in agents]
         return [b for b in boards if b is not None]
