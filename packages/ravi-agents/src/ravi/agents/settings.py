@@ -22,7 +22,6 @@ Example ``ravi.toml``::
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from ravi.kernel.agent import CompactionStrategy, HistoryRetention
+from ravi.kernel.env import env_name, read_env
 from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.registry import GROUPS, load_backend
 
@@ -83,7 +83,7 @@ class RaviSettings(BaseSettings):
     """Everything Ravi can be configured with. Build it with :func:`load_settings`."""
 
     model_config = SettingsConfigDict(
-        env_prefix="RAVI_", env_nested_delimiter="__", extra="forbid", env_ignore_empty=True
+        env_prefix=env_name(""), env_nested_delimiter="__", extra="forbid", env_ignore_empty=True
     )
     toml_path: ClassVar[Path | None] = None
 
@@ -128,7 +128,7 @@ def _config_path(path: str | Path | None) -> Path | None:
         if not chosen.is_file():
             raise ConfigurationError(f"configuration file {str(chosen)!r} does not exist")
         return chosen
-    env = os.environ.get("RAVI_CONFIG")
+    env = read_env("config")
     if env:
         return _config_path(env)
     default = Path.cwd() / CONFIG_FILE

@@ -9,11 +9,11 @@ Options for the backend come from the environment as a JSON object in ``RAVI_<KI
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
 
+from ravi.kernel.env import env_name, read_env
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.registry import GROUPS
 
@@ -65,8 +65,8 @@ def isolated_options(config: pytest.Config) -> dict[str, str]:
 def backend_options(kind: str, *, isolate: str | None = None) -> dict[str, Any]:
     """Options for the backend of ``kind`` from ``RAVI_<KIND>_OPTIONS`` (a JSON object); with ``isolate``,
     that option gets a fresh value (its configured value, or ``ravi``, plus a random suffix)."""
-    variable = f"RAVI_{kind.upper()}_OPTIONS"
-    raw = os.environ.get(variable, "{}")
+    variable = env_name(f"{kind}-options")
+    raw = read_env(f"{kind}-options") or "{}"
     try:
         options = json.loads(raw)
     except json.JSONDecodeError as error:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from ravi.kernel.cancel import CancelToken
+from ravi.kernel.env import read_raw
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, PermissionDenied, RaviError
 from ravi.kernel.messages import ChatMessage, to_openai
 
@@ -29,12 +29,12 @@ class OpenAICompatibleClient:
             import httpx
         except ImportError as error:  # pragma: no cover - depends on the environment
             raise ImportError("OpenAICompatibleClient needs httpx: pip install 'ravi-agents[openai]'") from error
-        base = base_url or os.environ.get("OPENAI_BASE_URL")
+        base = base_url or read_raw("OPENAI_BASE_URL")
         if not base:
             raise ConfigurationError(
                 "no base_url given and OPENAI_BASE_URL is not set", hint="pass base_url='http://host:port/v1'"
             )
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        key = api_key if api_key is not None else (read_raw("OPENAI_API_KEY") or "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.model = model
         self._client = httpx.AsyncClient(base_url=base.rstrip("/"), headers=headers, timeout=timeout)

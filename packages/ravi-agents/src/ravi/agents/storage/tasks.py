@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -15,6 +14,7 @@ from ravi.agents.storage.context_vars import (  # 000: the ContextVars live with
     current_thread_id,
 )
 from ravi.kernel.closing import Closeable
+from ravi.kernel.env import read_env, read_raw
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, as_tasks
 from ravi.kernel.storage import TaskStore as TaskStoreProtocol
@@ -117,8 +117,8 @@ class GlobalTaskStore:
     @classmethod
     def get(cls) -> TaskStoreProtocol:
         """The shared store for the current ``RUNTIME_BACKEND``."""
-        name = os.environ.get("RUNTIME_BACKEND", "memory").strip() or "memory"
-        raw = os.environ.get("RAVI_TASKS_OPTIONS", "{}")
+        name = (read_raw("RUNTIME_BACKEND") or "memory").strip() or "memory"
+        raw = read_env("tasks-options") or "{}"
         key = (name, raw)
         store = cls._stores.get(key)
         if store is None:
