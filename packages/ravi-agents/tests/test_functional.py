@@ -39,8 +39,11 @@ def test_find_cut_point_never_splits_a_pair() -> None:
         ChatMessage.user("b"),
     ]
     assert find_cut_point(msgs, 1) == 3
-    assert find_cut_point(msgs, 2) == 1  # would cut between call and result: moves back to the call
-    assert find_cut_point(msgs, 10) == 0
+    # 002: "the boundary is then nudged forward (shrinking the tail ...) while the candidate first-kept turn
+    # carries a ToolResultBlock"
+    assert find_cut_point(msgs, 2) == 3
+    assert find_cut_point(msgs, 10) == 0  # "0 means condense nothing"
+    assert find_cut_point(msgs, 0) == 4  # "len means condense everything"
     with pytest.raises(InvalidArgument):
         find_cut_point(msgs, -1)
 
@@ -50,7 +53,7 @@ async def test_compact_returns_summary_then_tail() -> None:
     policy = CompactionPolicy(trigger_ratio=0.5, keep_recent=3)
     assert should_compact(msgs, 1_000, policy)
     assert not should_compact(msgs, 100_000, policy)
-    out = await compact(msgs, policy=policy)
+    out = await compact(msgs, None, policy)
     assert out[0] is msgs[0] and is_summary(out[1]) and out[2:] == msgs[-3:]
     assert "turn 0" in out[1].text
 
@@ -109,3 +112,44 @@ def test_exact_counter_counts_real_tokens_offline() -> None:
     assert counter.count_message(message) == 2 + 4
     assert message.memo[counter.key] == 6  # cached on the message
     assert counter.count_message(message) != HeuristicTokenCounter().count_message(ChatMessage.user("x" * 400))
+
+
+def test_the_documented_estimate() -> None:
+    """002: "sums the character counts of every block, divides by CHARS_PER_TOKEN (4) via math.ceil, and adds
+    TURN_OVERHEAD_TOKENS (4) per turn"."""
+    from ravi.agents.context.functional import CHARS_PER_TOKEN, DEFAULT_POLICY, TURN_OVERHEAD_TOKENS
+
+    assert (CHARS_PER_TOKEN, TURN_OVERHEAD_TOKENS) == (4, 4)
+    assert (DEFAULT_POLICY.trigger_ratio, DEFAULT_POLICY.keep_recent) == (0.8, 8)
+    call = ToolCallBlock(id="c", name="look", arguments={"q": "é"})  # 'look' + '{"q":"é"}': 4 + 9 characters
+    image = ImageBlock(url="data:image/png;base64," + "A" * 400)
+    messages = [ChatMessage.user("abcde"), ChatMessage.assistant(tool_calls=[call])]
+    messages.append(ChatMessage(role="user", content=(image,)))
+    assert estimate_context_tokens(messages) == -(-(5 + 13 + 400) // 4) + 4 * 3
+
+
+def test_should_compact_takes_a_model() -> None:
+    """002: "should_compact(messages, model, cfg=None) returns True when the estimate reaches
+    model.context_window * policy.trigger_ratio ... False for a non-positive context window"."""
+    from ravi.kernel.llm import ModelInfo
+
+    messages = [ChatMessage.user("x" * 396)]  # 99 + 4 = 103 tokens
+    assert estimate_context_tokens(messages) == 103
+    reaches = ModelInfo(name="m", context_window=128, max_output_tokens=10)  # 128 * 0.8 = 102.4
+    assert should_compact(messages, reaches)
+    assert should_compact(messages, 128)  # an int budget is still accepted
+    assert not should_compact(messages, 129 * 2)
+    assert not should_compact(messages, 0) and not should_compact(messages, -5)
+    exactly = CompactionPolicy(trigger_ratio=0.5, keep_recent=1)
+    assert should_compact(messages, 206, exactly)  # 103 >= 206 * 0.5: fires at >=
+    assert should_compact(messages, "gpt-4o") is False
+
+
+async def test_compact_takes_the_documented_arguments() -> None:
+    """002: "new_history = await compact(messages, model, cfg=None, invoke=invoke)"; a summary is a user turn
+    headed [condensed earlier context]."""
+    msgs = [ChatMessage.user(f"turn {i} " + "x" * 300) for i in range(12)]
+    out = await compact(msgs, "gpt-4o", cfg=None, invoke=None)
+    assert is_summary(out[0]) and out[0].role == "user" and out[0].text.startswith("[condensed earlier context]")
+    assert out[1:] == msgs[-8:]  # DEFAULT_POLICY keeps 8
+    assert await compact(msgs[:3], "gpt-4o") == msgs[:3]  # nothing old enough: unchanged

@@ -18,6 +18,9 @@ from ravi.agents.context.compaction import (
 from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.functional import (
+    CHARS_PER_TOKEN,
+    DEFAULT_POLICY,
+    TURN_OVERHEAD_TOKENS,
     CompactionPolicy,
     compact,
     estimate_context_tokens,
@@ -42,6 +45,9 @@ from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.messages import ChatMessage
 
 __all__ = [
+    "CHARS_PER_TOKEN",
+    "DEFAULT_POLICY",
+    "TURN_OVERHEAD_TOKENS",
     "MODELS",
     "AgentContext",
     "ChatMessage",

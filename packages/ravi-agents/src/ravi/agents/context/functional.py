@@ -1,28 +1,41 @@
-"""The functional API: the building blocks other agent runtimes call directly.
+"""The functional API (002's runtime memory engine): the building blocks other agent runtimes call directly.
+
+``estimate_context_tokens`` prices a history, ``should_compact`` decides, ``find_cut_point`` finds the tool-safe
+boundary, ``summarize`` distils the prefix into one user turn headed ``[condensed earlier context]``, and
+``compact`` does all of it: ``(summary, *tail)``.
 
 Example:
     >>> import asyncio
     >>> policy = CompactionPolicy(trigger_ratio=0.8, keep_recent=2)
     >>> history = [ChatMessage.user("x" * 400) for _ in range(6)]
-    >>> should_compact(history, token_budget=500, policy=policy)
+    >>> should_compact(history, 500, policy)
     True
-    >>> summary, *tail = asyncio.run(compact(history, policy=policy))
+    >>> summary, *tail = asyncio.run(compact(history, None, policy))
     >>> len(tail)
     2
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ravi.agents.context.compaction.summarization import INSTRUCTIONS, is_summary, write_summary
-from ravi.agents.context.units import units_backward
-from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.cancel import CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import (
+    ChatMessage,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from ravi.kernel.storage import SummaryStore
 
 
@@ -46,34 +59,102 @@ class CompactionPolicy:
             raise InvalidArgument(f"keep_recent must be >= 0, got {self.keep_recent}")
 
 
+CHARS_PER_TOKEN = 4
+"""Characters per token in :func:`estimate_context_tokens`."""
+
+TURN_OVERHEAD_TOKENS = 4
+"""Tokens added per message for its role and framing in :func:`estimate_context_tokens`."""
+
+DEFAULT_POLICY = CompactionPolicy(trigger_ratio=0.8, keep_recent=8)
+"""Condense at 80% of the window, keep the 8 most recent messages verbatim."""
+
+
+def _payload(url: str) -> int:
+    return len(url.split(",", 1)[1]) if url.startswith("data:") and "," in url else len(url)
+
+
+def _chars(block: object) -> int:
+    if isinstance(block, TextBlock):
+        return len(block.text)
+    if isinstance(block, ThinkingBlock):
+        return len(block.thinking)
+    if isinstance(block, ToolCallBlock):
+        return len(block.name) + len(json.dumps(dict(block.arguments), separators=(",", ":"), ensure_ascii=False))
+    if isinstance(block, ToolResultBlock):
+        return len(block.content)
+    if isinstance(block, ImageBlock):
+        return _payload(block.url)
+    if isinstance(block, DocumentBlock):  # not in 002's list; priced like an image so a PDF is not free
+        return len(block.data) if block.data is not None else _payload(block.url or "")
+    return 0
+
+
 def estimate_context_tokens(messages: Sequence[ChatMessage], *, counter: TokenCounter | None = None) -> int:
-    """Tokens the messages would take in a prompt (heuristic counter unless one is given)."""
-    return (counter or DEFAULT_COUNTER).count_messages(messages)
+    """A coarse token estimate of ``messages`` (002): the characters of every block (text and thinking, a tool
+    call's name and compact JSON arguments, a tool result's output, an image's base64 payload), divided by
+    :data:`CHARS_PER_TOKEN` rounding up, plus :data:`TURN_OVERHEAD_TOKENS` per message. With ``counter``, that
+    counter's count instead."""
+    if counter is not None:
+        return counter.count_messages(messages)
+    chars = sum(_chars(block) for message in messages for block in message.content)
+    return math.ceil(chars / CHARS_PER_TOKEN) + TURN_OVERHEAD_TOKENS * len(messages)
+
+
+def _window(model: Any) -> int:
+    """The context window a ``model`` argument gives: an int, an object with ``context_window``, or a model name."""
+    if isinstance(model, bool):
+        raise InvalidArgument(f"model must be a context window, a model with context_window or a name, got {model!r}")
+    if isinstance(model, int):
+        return model
+    if isinstance(model, str):
+        from ravi.agents.context.models import model_info
+
+        return model_info(model).context_window
+    window = getattr(model, "context_window", None)
+    if isinstance(window, int) and not isinstance(window, bool):
+        return window
+    raise InvalidArgument(
+        f"model must be a context window (int), a model with context_window or a model name, got {model!r}"
+    )
 
 
 def should_compact(
     messages: Sequence[ChatMessage],
-    token_budget: int,
-    policy: CompactionPolicy = CompactionPolicy(),
+    model: Any = None,
+    cfg: CompactionPolicy | None = None,
     *,
+    token_budget: int | None = None,
+    policy: CompactionPolicy | None = None,
     counter: TokenCounter | None = None,
 ) -> bool:
-    """Whether the messages use more than ``policy.trigger_ratio`` of ``token_budget``."""
-    return estimate_context_tokens(messages, counter=counter) > policy.trigger_ratio * token_budget
+    """Whether the estimate reaches ``context_window * trigger_ratio`` (002).
+
+    ``model`` is the window as an int, anything with a ``context_window`` (a ``ModelInfo``), or a model name from
+    the model table; ``cfg`` defaults to :data:`DEFAULT_POLICY`. A non-positive window gives ``False``.
+    (``token_budget=`` and ``policy=`` are the older names of ``model`` and ``cfg``.)
+    """
+    window = _window(token_budget if model is None else model)
+    if window <= 0:
+        return False
+    chosen = cfg or policy or DEFAULT_POLICY
+    return estimate_context_tokens(messages, counter=counter) >= window * chosen.trigger_ratio
 
 
 def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
-    """The index where the kept tail starts: at most ``len - keep_recent``, moved back to a unit boundary so a
-    tool call is never separated from its results. 0 means keep everything."""
-    if keep_recent < 0:
-        raise InvalidArgument(f"keep_recent must be >= 0, got {keep_recent}")
-    target = len(messages) - keep_recent
-    if target <= 0:
+    """The index of the first message that survives verbatim (002).
+
+    The tail nominally starts at ``len - keep_recent``; the boundary then moves forward (shrinking the tail)
+    while the first kept message is a tool result, so a call and its results are never split. 0 means
+    condense nothing; ``len`` means condense everything (``keep_recent=0``).
+    """
+    if not isinstance(keep_recent, int) or keep_recent < 0:
+        raise InvalidArgument(f"keep_recent must be an integer >= 0, got {keep_recent!r}")
+    cut = max(0, len(messages) - keep_recent)
+    if cut == 0:
         return 0
-    for start, _ in units_backward(messages):
-        if start <= target:
-            return start
-    return 0
+    while cut < len(messages) and messages[cut].role == "tool":
+        cut += 1
+    return cut
 
 
 async def summarize(
@@ -105,23 +186,43 @@ async def summarize(
 
 async def compact(
     messages: Sequence[ChatMessage],
-    llm: LLMClient | None = None,
-    policy: CompactionPolicy = CompactionPolicy(),
+    model: Any = None,
+    cfg: CompactionPolicy | None = None,
+    invoke: LLMClient | None = None,
     *,
+    llm: LLMClient | None = None,
+    policy: CompactionPolicy | None = None,
     cancel: CancelToken | None = None,
     store: SummaryStore | None = None,
 ) -> list[ChatMessage]:
-    """``(summary, *tail)``: everything before :func:`find_cut_point` becomes one summary.
+    """``(summary, *tail)`` (002): everything before :func:`find_cut_point` becomes one summary turn.
 
+    ``model`` is accepted for the documented signature and not used; ``cfg`` defaults to :data:`DEFAULT_POLICY`;
+    ``invoke`` is the model client that writes the summary (the offline extractive summariser when none).
     System messages of the summarised part are never summarised away: they come first, before the summary.
-    With nothing old enough to summarise, the messages are returned as they are.
+    When the cut is at 0 the messages are returned as they are, so it is safe to call unconditionally.
+    (``llm=`` and ``policy=`` are the older names of ``invoke`` and ``cfg``.)
     """
-    cut = find_cut_point(messages, policy.keep_recent)
+    if isinstance(model, LLMClient) and invoke is None and llm is None:  # the older order: compact(messages, llm)
+        model, invoke = None, model
+    del model
+    chosen = cfg or policy or DEFAULT_POLICY
+    cut = find_cut_point(messages, chosen.keep_recent)
     old = messages[:cut]
-    if not any(m.role != "system" for m in old):
+    if cut <= 0 or not any(m.role != "system" for m in old):
         return list(messages)
-    summary = await summarize(old, llm, cancel=cancel, store=store)
+    summary = await summarize(old, invoke or llm, cancel=cancel, store=store)
     return [*(m for m in old if m.role == "system"), summary, *messages[cut:]]
 
 
-__all__ = ["CompactionPolicy", "compact", "estimate_context_tokens", "find_cut_point", "should_compact", "summarize"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "DEFAULT_POLICY",
+    "TURN_OVERHEAD_TOKENS",
+    "CompactionPolicy",
+    "compact",
+    "estimate_context_tokens",
+    "find_cut_point",
+    "should_compact",
+    "summarize",
+]

@@ -14,7 +14,7 @@ from typing import Any
 
 from ravi.agents.context.compaction._keep import keep_newest, system_messages
 from ravi.agents.context.compaction.token_budget import fits
-from ravi.agents.context.functional import CompactionPolicy, compact, should_compact
+from ravi.agents.context.functional import CompactionPolicy, compact, find_cut_point, should_compact
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.models import SAFETY_MARGIN
 from ravi.agents.storage.summaries import InMemorySummaryStore
@@ -127,8 +127,12 @@ class ContextManager:
             budget = provider_budget(provider)
         if budget is None:
             budget = self.token_budget
-        if budget is not None and should_compact(window, budget, self.policy, counter=self.counter):
-            window = await compact(window, self.llm, self.policy, store=self._summaries)
+        if (
+            budget is not None
+            and should_compact(window, budget, self.policy, counter=self.counter)
+            and find_cut_point(window, self.policy.keep_recent) > 1  # 002: only when there is something to condense
+        ):
+            window = await compact(window, None, self.policy, self.llm, store=self._summaries)
             if not fits(window, budget, self.counter):
                 count = self.counter.count_message
                 allowance = budget - sum(map(count, system_messages(window)))

@@ -21,7 +21,10 @@ from ravi.kernel.storage import SummaryStore
 SUMMARY_KEY = "ravi.summary"
 """Metadata key that marks a summary message; its value says what the summary covers."""
 
-SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
+SUMMARY_HEADING = "[condensed earlier context]"
+"""002: the heading of every summary turn."""
+
+SUMMARY_PREFIX = SUMMARY_HEADING + "\n"
 
 INSTRUCTIONS = (
     "You condense conversations between a user and an AI agent. Write a summary of the transcript you are given "
@@ -206,6 +209,7 @@ class SummarizationCompaction:
 
 __all__ = [
     "INSTRUCTIONS",
+    "SUMMARY_HEADING",
     "SUMMARY_KEY",
     "SummarizationCompaction",
     "is_summary",
