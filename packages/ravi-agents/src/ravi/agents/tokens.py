@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import (
     ChatMessage,
     DocumentBlock,
@@ -84,6 +85,30 @@ class HeuristicTokenCounter(_CachedCounter):
         return -(-len(text) // 4)
 
 
+class ClientTokenCounter(_CachedCounter):
+    """Counts with a model client's own ``count_tokens(text)`` (003: "Uses model_client.count_tokens() if
+    provided"), cached per message like the other counters.
+
+    Example:
+        >>> class Client:
+        ...     def count_tokens(self, text: str) -> int:
+        ...         return len(text.split())
+        >>> ClientTokenCounter(Client()).count_text("three little words")
+        3
+    """
+
+    def __init__(self, client: Any) -> None:
+        count = getattr(client, "count_tokens", None)
+        if not callable(count):
+            raise ConfigurationError(f"{type(client).__name__} has no count_tokens(text) method")
+        self._count = count
+        self.key = f"tokens:client:{id(client)}"
+
+    def count_text(self, text: str) -> int:
+        """The client's count of ``text``."""
+        return int(self._count(text))
+
+
 class ExactTokenCounter(_CachedCounter):
     """Exact counts with OpenAI's encodings (the ``ravi-agents[exact]`` extra), offline.
 
@@ -113,4 +138,4 @@ DEFAULT_COUNTER = HeuristicTokenCounter()
 """The counter used wherever none is given."""
 
 
-__all__ = ["DEFAULT_COUNTER", "MESSAGE_OVERHEAD", "ExactTokenCounter", "HeuristicTokenCounter"]
+__all__ = ["ClientTokenCounter", "DEFAULT_COUNTER", "MESSAGE_OVERHEAD", "ExactTokenCounter", "HeuristicTokenCounter"]

@@ -34,6 +34,7 @@ from ravi.agents.context.manager import ContextManager, mount
 from ravi.agents.context.manifest import ManifestEntry, Window
 from ravi.agents.context.model_context import (
     HybridContext,
+    ModelContext,
     SlidingWindowContext,
     SummarizingContext,
     TokenBudgetContext,
@@ -62,6 +63,7 @@ __all__ = [
     "HybridHistoryProvider",
     "InMemoryHistoryProvider",
     "ManifestEntry",
+    "ModelContext",
     "RelevantRecallStrategy",
     "Run",
     "SelectiveToolCallCompactionStrategy",

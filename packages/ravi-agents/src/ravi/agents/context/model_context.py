@@ -1,13 +1,22 @@
-"""The model-context family: ready-made ``ContextConfig``s named for what they do.
+"""The model-context family (003): ready-made ``ContextConfig``s named for what they do.
 
-Each is a thin face over the strategies, not a second implementation: the classes only choose a pipeline.
+Each is a :class:`ModelContext`: a thin face over the strategies, not a second implementation. The classes
+only choose a pipeline, and :meth:`ModelContext.build` returns the window of a session through the same
+engine as ``AgentContext``.
 
 Example:
-    >>> from ravi.agents.context import AgentContext
-    >>> context = AgentContext(SlidingWindowContext(20))
+    >>> import asyncio
+    >>> from ravi.agents.context import AgentContext, ChatMessage
+    >>> context = SlidingWindowContext(max_messages=2)
+    >>> asyncio.run(AgentContext(context).add_messages("s", [ChatMessage.user(str(i)) for i in range(5)]))
+    >>> [m.text for m in asyncio.run(context.build("s"))]
+    ['3', '4']
 """
 
 from __future__ import annotations
+
+import abc
+from typing import Any
 
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
 from ravi.agents.context.compaction.summarization import SummarizationCompaction
@@ -16,22 +25,49 @@ from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.hybrid import HybridHistoryProvider
 from ravi.agents.context.models import input_budget, model_info
+from ravi.agents.context.pipeline import CompactionPipeline
+from ravi.agents.tokens import ClientTokenCounter
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import LLMClient, ModelInfo, TokenCounter
+from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
 
 _PERMANENT = HistoryRetention.PERMANENT
 
 
-class UnboundedContext(ContextConfig):
+class ModelContext(ContextConfig, abc.ABC):
+    """What the model sees of a session on each turn (003: ``ModelContext.build()``)."""
+
+    @abc.abstractmethod
+    async def build(
+        self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
+    ) -> list[ChatMessage]:
+        """The window of ``session_id`` for the next model call; ``model_client`` is the agent's model, for
+        contexts that count with it."""
+
+    async def _window(
+        self, session_id: str, agent_id: str | None, config: ContextConfig | None = None
+    ) -> list[ChatMessage]:
+        from ravi.agents.context.agent_context import AgentContext
+
+        return await AgentContext(config or self, agent_id=agent_id).get_prompt_window(session_id)
+
+
+class UnboundedContext(ModelContext):
     """The whole transcript, every time (for short conversations and tests)."""
 
     def __init__(self, history: HistoryProvider | None = None, *, retention: HistoryRetention = _PERMANENT) -> None:
         super().__init__(history or InMemoryHistoryProvider(), [], retention=retention)
 
+    async def build(
+        self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
+    ) -> list[ChatMessage]:
+        """Every stored message of the session."""
+        return await self._window(session_id, agent_id)
 
-class SlidingWindowContext(ContextConfig):
+
+class SlidingWindowContext(ModelContext):
     """System messages plus the newest ``max_messages`` others (``SlidingWindowCompaction``)."""
 
     def __init__(
@@ -45,9 +81,19 @@ class SlidingWindowContext(ContextConfig):
             history or InMemoryHistoryProvider(), [SlidingWindowCompaction(max_messages)], retention=retention
         )
 
+    async def build(
+        self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
+    ) -> list[ChatMessage]:
+        """System messages and the newest ``max_messages`` others."""
+        return await self._window(session_id, agent_id)
 
-class TokenBudgetContext(ContextConfig):
-    """The newest whole units within ``max_tokens`` tokens, system messages always kept."""
+
+class TokenBudgetContext(ModelContext):
+    """The newest whole units within ``max_tokens`` tokens, system messages always kept.
+
+    Tokens are counted with ``counter``, else with the model client's ``count_tokens()`` when one is given
+    (here or to :meth:`build`), else with the 4-characters-per-token heuristic (003).
+    """
 
     def __init__(
         self,
@@ -56,29 +102,67 @@ class TokenBudgetContext(ContextConfig):
         *,
         retention: HistoryRetention = _PERMANENT,
         counter: TokenCounter | None = None,
+        model_client: Any = None,
     ) -> None:
-        strategy = TokenBudgetComposedStrategy([], max_tokens, counter=counter)
+        if counter is None and model_client is not None:
+            counter = ClientTokenCounter(model_client)
+        self.max_tokens = max_tokens
+        strategy = TokenBudgetComposedStrategy([], max_tokens)
         super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
 
+    async def build(
+        self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
+    ) -> list[ChatMessage]:
+        """The newest whole units within ``max_tokens``, counted with ``model_client`` when it can count."""
+        if model_client is not None and callable(getattr(model_client, "count_tokens", None)):
+            counted = ContextConfig(
+                self.history,
+                CompactionPipeline(self.pipeline.strategies),
+                retention=self.retention,
+                counter=ClientTokenCounter(model_client),
+                agent_id=self.agent_id,
+            )
+            return await self._window(session_id, agent_id, counted)
+        return await self._window(session_id, agent_id)
 
-class HybridContext(ContextConfig):
+
+class HybridContext(ModelContext):
     """Recent turns from a fast ``hot`` store, older ones back-filled from a durable ``cold`` store, at most
-    ``max_total`` messages; writes go to both (:class:`HybridHistoryProvider`)."""
+    ``max_total`` messages; writes go to both (:class:`HybridHistoryProvider`).
+
+    Give the two stores, or (003) a ``session_manager`` that holds them as ``hot`` and ``cold`` (or ``redis``
+    and ``postgres``).
+    """
 
     def __init__(
         self,
-        hot: HistoryProvider,
-        cold: HistoryProvider,
+        hot: HistoryProvider | None = None,
+        cold: HistoryProvider | None = None,
         recent_n: int = 20,
         max_total: int = 100,
         *,
+        session_manager: Any = None,
         retention: HistoryRetention = _PERMANENT,
     ) -> None:
+        if session_manager is not None:
+            hot = hot or getattr(session_manager, "hot", None) or getattr(session_manager, "redis", None)
+            cold = cold or getattr(session_manager, "cold", None) or getattr(session_manager, "postgres", None)
+        if hot is None or cold is None:
+            raise ConfigurationError(
+                "HybridContext needs a hot and a cold history store",
+                hint="pass hot=..., cold=..., or a session_manager with .hot and .cold (or .redis and .postgres)",
+            )
         history = HybridHistoryProvider(hot, cold, recent_n=recent_n, max_total=max_total)
         super().__init__(history, [SlidingWindowCompaction(max_total)], retention=retention)
 
+    async def build(
+        self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
+    ) -> list[ChatMessage]:
+        """The newest ``recent_n`` from the hot store, back-filled from the cold one up to ``max_total``."""
+        return await self._window(session_id, agent_id)
 
-class SummarizingContext(ContextConfig):
+
+class SummarizingContext(ModelContext):
     """Once the window passes ``threshold`` of the budget, the older part becomes one summary.
 
     The budget is ``max_tokens``, or the input budget of ``model`` (a name from the model table or a
@@ -92,6 +176,7 @@ class SummarizingContext(ContextConfig):
         llm: LLMClient | None = None,
         threshold: float = 0.8,
         *,
+        model_client: LLMClient | None = None,
         max_tokens: int | None = None,
         model: str | ModelInfo | None = None,
         history: HistoryProvider | None = None,
@@ -100,9 +185,14 @@ class SummarizingContext(ContextConfig):
     ) -> None:
         if not 0 < threshold <= 1:
             raise ConfigurationError(f"threshold must be in (0, 1], got {threshold}")
+        llm = llm or model_client  # 003 names it model_client
         if max_tokens is None:
+            model = model or _model_of(llm)
             if model is None:
-                raise ConfigurationError("SummarizingContext needs max_tokens or model")
+                raise ConfigurationError(
+                    "SummarizingContext needs max_tokens, model, or a model_client that names its model",
+                    hint="for example SummarizingContext(model_client=client, threshold=0.8, model='gpt-4o')",
+                )
             info = model if isinstance(model, ModelInfo) else model_info(model)
             max_tokens = input_budget(info)
         budget = int(max_tokens * threshold)
@@ -116,5 +206,27 @@ class SummarizingContext(ContextConfig):
         strategy = TokenBudgetComposedStrategy([summarizer], budget, counter=counter)
         super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
 
+    async def build(
+        self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
+    ) -> list[ChatMessage]:
+        """The window, its older part summarised once it passes ``threshold`` of the budget."""
+        return await self._window(session_id, agent_id)
 
-__all__ = ["HybridContext", "SlidingWindowContext", "SummarizingContext", "TokenBudgetContext", "UnboundedContext"]
+
+def _model_of(client: Any) -> str | ModelInfo | None:
+    """The model a client says it runs (``.model`` or ``.model_name``), if it says."""
+    for name in ("model_info", "model", "model_name"):
+        value = getattr(client, name, None)
+        if isinstance(value, str | ModelInfo):
+            return value
+    return None
+
+
+__all__ = [
+    "HybridContext",
+    "ModelContext",
+    "SlidingWindowContext",
+    "SummarizingContext",
+    "TokenBudgetContext",
+    "UnboundedContext",
+]

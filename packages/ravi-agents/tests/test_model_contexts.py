@@ -1,0 +1,90 @@
+"""The model contexts as 003 describes them, checked against its words."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from ravi.agents.context import (
+    AgentContext,
+    ChatMessage,
+    HybridContext,
+    InMemoryHistoryProvider,
+    ModelContext,
+    SlidingWindowContext,
+    SummarizingContext,
+    TokenBudgetContext,
+    UnboundedContext,
+)
+from ravi.kernel.errors import ConfigurationError
+
+
+class WordClient:
+    """A model client that counts tokens as words and runs gpt-4o."""
+
+    model = "gpt-4o"
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    async def complete(self, prompt: object, *, max_tokens: int = 256, cancel: object = None) -> str:
+        return "summary"
+
+
+async def fill(context: ModelContext, n: int) -> None:
+    await AgentContext(context).add_messages("s", [ChatMessage.user(f"m{i} " + "word " * 9) for i in range(n)])
+
+
+async def test_every_context_is_a_model_context_with_build() -> None:
+    """003: "ModelContext is the strategy that decides which messages the LLM actually sees"; ``.build()``."""
+    assert inspect.isabstract(ModelContext)
+    contexts = [
+        UnboundedContext(),
+        SlidingWindowContext(max_messages=3),
+        TokenBudgetContext(max_tokens=10_000),
+        HybridContext(InMemoryHistoryProvider(), InMemoryHistoryProvider(), recent_n=2, max_total=4),
+        SummarizingContext(model_client=WordClient(), threshold=0.8),
+    ]
+    for context in contexts:
+        assert isinstance(context, ModelContext)
+        await fill(context, 6)
+        window = await context.build("s")
+        assert window and window[-1].text.startswith("m5")
+    assert len(await contexts[1].build("s")) == 3
+
+
+async def test_token_budget_context_counts_with_the_model_client() -> None:
+    """003: "Uses model_client.count_tokens() if provided, else falls back to the 4-chars-per-token heuristic"."""
+    long_words = [ChatMessage.user(f"m{i} " + "supercalifragilistic " * 4) for i in range(10)]
+    context = TokenBudgetContext(max_tokens=40)
+    await AgentContext(context).add_messages("s", long_words)
+    # by words: 5 words + 4 framing = 9 a message, 4 fit in 40; by characters: 88 / 4 + 4 = 26, only 1 fits
+    assert len(await context.build("s", model_client=WordClient())) == 4
+    assert len(await context.build("s")) == 1
+    counted = TokenBudgetContext(max_tokens=40, model_client=WordClient())
+    await AgentContext(counted).add_messages("s", long_words)
+    assert len(await counted.build("s")) == 4
+
+
+def test_summarizing_context_as_printed() -> None:
+    """003: ``SummarizingContext(model_client=client, threshold=0.8)``, sized from the client's model."""
+    context = SummarizingContext(model_client=WordClient(), threshold=0.8)
+    assert context.pipeline.strategies
+    with pytest.raises(ConfigurationError, match="model_client that names its model"):
+        SummarizingContext(model_client=object(), threshold=0.8)  # type: ignore[arg-type]
+
+
+async def test_hybrid_context_takes_a_session_manager() -> None:
+    """003: ``HybridContext(session_manager=sm, recent_n=20, max_total=40)``."""
+
+    class SessionManager:
+        redis = InMemoryHistoryProvider()
+        postgres = InMemoryHistoryProvider()
+
+    context = HybridContext(session_manager=SessionManager(), recent_n=2, max_total=4)
+    await fill(context, 6)
+    assert await SessionManager.postgres.count_messages("agent", session_id="s") == 6
+    assert len(await context.build("s")) == 4
+    with pytest.raises(ConfigurationError):
+        HybridContext(session_manager=object())
