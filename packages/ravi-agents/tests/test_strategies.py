@@ -57,11 +57,16 @@ async def test_sliding_window_moves_the_cut_to_keep_pairs() -> None:
     assert [m.role for m in out] == ["system", "assistant", "tool", "user"]
 
 
-async def test_truncation_caps_messages_and_length() -> None:
+async def test_truncation_caps_messages_and_window_characters() -> None:
+    """000: "TruncationStrategy — Hard backstop: drops oldest until under max_messages and/or max_chars"."""
     history = [ChatMessage.system("s" * 50), *[ChatMessage.user(f"{i}" * 30) for i in range(5)]]
-    out = await TruncationStrategy(max_messages=2, max_chars=10).compact(history)
-    assert out[0] is history[0]
-    assert [m.text for m in out[1:]] == ["3" * 10 + "\n[20 chars truncated]", "4" * 10 + "\n[20 chars truncated]"]
+    out = await TruncationStrategy(max_messages=2).compact(history)
+    assert out == [history[0], history[4], history[5]]
+    out = await TruncationStrategy(max_chars=50 + 60).compact(history)  # the system message, then two of 30
+    assert out == [history[0], history[4], history[5]]  # whole messages, the oldest dropped, nothing cut
+    out = await TruncationStrategy(max_messages=1, max_chars=1_000).compact(history)
+    assert out == [history[0], history[5]]
+    assert await TruncationStrategy(max_chars=10).compact(history) == [history[0]]
 
 
 async def test_token_budget_applies_children_only_until_it_fits() -> None:

@@ -186,6 +186,21 @@ class VectorStoreContract(ContractBase):
             await vector_store.upsert([doc("y", AXES["y"])], collection="c\ud800")
         assert len(await vector_store.get(list(AXES), collection=collection)) == len(AXES)
 
+    async def test_search_defaults_and_result_fields(self, vector_store: VectorStore) -> None:
+        """000: ``search(self, query_embedding, *, collection="default", limit=5, filter=None)``; 004: a search
+        result has the fields ``id``, ``content``, ``score`` and ``metadata``."""
+        await vector_store.upsert(
+            [doc(f"{unique('d')}", [1.0, float(i), 0.0], n=i) for i in range(8)], collection="default"
+        )
+        results = await vector_store.search([1.0, 0.0, 0.0])
+        assert len(results) == 5
+        best = results[0]
+        assert best.id == best.document.id and best.content == best.document.content
+        assert best.metadata == best.document.metadata and best.score >= results[-1].score
+        await vector_store.delete(
+            [r.id for r in await vector_store.search([1.0, 0.0, 0.0], limit=50)], collection="default"
+        )
+
     async def test_unicode_ids_and_metadata_round_trip(self, vector_store: VectorStore) -> None:
         c = unique("col")
         metadata = {"tag": "ünï 漢 🚀", "quote": "'\"\\", "nested": {"n": [1, 2]}}

@@ -174,12 +174,31 @@ class Document(Value):
 
 
 class SearchResult(Value):
-    """A search hit. ``score`` is a similarity: higher is closer (cosine similarity, in [-1, 1])."""
+    """A search hit. ``score`` is a similarity: higher is closer (cosine similarity, in [-1, 1]).
+
+    004 names its fields ``id``, ``content``, ``score`` and ``metadata``: the first, second and last are the
+    matched document's.
+    """
 
     model_config = _FROZEN
 
     document: Document
     score: float
+
+    @property
+    def id(self) -> str:
+        """The matched document's id."""
+        return self.document.id
+
+    @property
+    def content(self) -> str:
+        """The matched document's content."""
+        return self.document.content
+
+    @property
+    def metadata(self) -> ReadOnlyDict:
+        """The matched document's metadata."""
+        return self.document.metadata
 
 
 @runtime_checkable
@@ -198,8 +217,8 @@ class VectorStore(Protocol):
         self,
         query_embedding: Sequence[float],
         *,
-        collection: str,
-        limit: int = 10,
+        collection: str = "default",
+        limit: int = 5,
         filter: Filter | None = None,
     ) -> list[SearchResult]:
         """The ``limit`` documents most similar to ``query_embedding``, best first, matching ``filter``."""

@@ -140,8 +140,8 @@ class InMemoryVectorStore(Closeable):
         self,
         query_embedding: Sequence[float],
         *,
-        collection: str,
-        limit: int = 10,
+        collection: str = "default",
+        limit: int = 5,
         filter: Filter | None = None,
     ) -> list[SearchResult]:
         """The ``limit`` most similar documents, best first (ties by id), among those matching ``filter``."""

@@ -212,7 +212,12 @@ class PgVectorStore(PostgresStore):
         )
 
     async def search(
-        self, query_embedding: Sequence[float], *, collection: str, limit: int = 10, filter: Filter | None = None
+        self,
+        query_embedding: Sequence[float],
+        *,
+        collection: str = "default",
+        limit: int = 5,
+        filter: Filter | None = None,
     ) -> list[SearchResult]:
         """The ``limit`` most similar documents, best first, among those matching ``filter``."""
         self._check_collection(collection)
