@@ -1,8 +1,8 @@
-"""Assembly contracts: compaction strategies, retention policies and the agent context."""
+"""Assembly contracts (000: ``kernel/agent/context.py``): ``CompactionStrategy``, ``AgentContextProtocol``, and the
+``SessionContext`` that travels with every window."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -12,19 +12,6 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
 
 T = TypeVar("T")
-
-
-class HistoryRetention(enum.Enum):
-    """What happens to a run's turns when the run ends.
-
-    * ``PERMANENT``: kept (the default).
-    * ``RUN``: kept while the run lasts, removed when it ends (``clear_run``).
-    * ``NONE``: never written to the history store.
-    """
-
-    PERMANENT = "permanent"
-    RUN = "run"
-    NONE = "none"
 
 
 @dataclass(eq=False)
@@ -96,4 +83,4 @@ class AgentContextProtocol(Protocol):
         ...
 
 
-__all__ = ["AgentContextProtocol", "CompactionStrategy", "HistoryRetention", "SessionContext"]
+__all__ = ["AgentContextProtocol", "CompactionStrategy", "SessionContext"]

@@ -1,0 +1,73 @@
+"""The storage Protocols and their value types.
+
+Every method is ``async``. Scope keys follow the design: history by ``(agent_id, session_id)`` with each message
+tagged by ``run_id``; session state by ``session_id``; long-term memory by ``(agent_id, namespace)``; vectors by
+``(collection, id)``; task boards by ``(conversation_id, agent_id)``.
+
+The Protocols are runtime-checkable, so ``isinstance(store, HistoryProvider)`` tells whether an object has the
+methods (not whether it keeps the contract: ``ravi-conformance`` tells that).
+"""
+
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage._common import JSON, Filter
+from ravi.kernel.storage.blob import (
+    MAX_KEY_BYTES,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_ENTRIES,
+    Blob,
+    BlobStore,
+    check_blob_key,
+    check_blob_metadata,
+    check_content_type,
+)
+from ravi.kernel.storage.graph import (
+    CypherCapable,
+    Entity,
+    GraphStore,
+    Relationship,
+    SubGraph,
+    check_relationship_types,
+)
+from ravi.kernel.storage.history import HistoryProvider
+from ravi.kernel.storage.memory import LongTermMemory, Memory, ShortTermMemory
+from ravi.kernel.storage.summaries import SummaryStore
+from ravi.kernel.storage.tasks import TRANSITIONS, Task, TaskLifecycle, TaskList, TaskStatus, TaskStore, as_tasks
+from ravi.kernel.storage.vector import Document, SearchResult, VectorStore, matches
+from ravi.kernel.values import ttl_seconds
+
+__all__ = [
+    "JSON",
+    "TRANSITIONS",
+    "Blob",
+    "BlobStore",
+    "ChatMessage",
+    "CypherCapable",
+    "Document",
+    "Entity",
+    "Filter",
+    "GraphStore",
+    "HistoryProvider",
+    "LongTermMemory",
+    "Memory",
+    "Relationship",
+    "SearchResult",
+    "ShortTermMemory",
+    "SubGraph",
+    "SummaryStore",
+    "Task",
+    "TaskList",
+    "TaskStatus",
+    "TaskLifecycle",
+    "TaskStore",
+    "VectorStore",
+    "MAX_KEY_BYTES",
+    "as_tasks",
+    "check_relationship_types",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_ENTRIES",
+    "check_blob_key",
+    "check_blob_metadata",
+    "check_content_type",
+    "matches",
+    "ttl_seconds",
+]

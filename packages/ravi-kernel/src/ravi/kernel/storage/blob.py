@@ -1,0 +1,161 @@
+"""Blobs (004): ``Blob``, the ``BlobStore`` Protocol, and the key and metadata rules every blob store keeps."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Protocol, runtime_checkable
+
+from pydantic import Field
+
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import FrozenDict, ReadOnlyDict
+from ravi.kernel.storage._common import _FROZEN
+from ravi.kernel.values import Value
+
+
+class Blob(Value):
+    """Bytes downloaded from a blob store, with their content type and user metadata."""
+
+    model_config = _FROZEN
+
+    key: str
+    data: bytes
+    content_type: str = "application/octet-stream"
+    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """Bytes by key (tool outputs, files, images), with optional expiry and shareable URLs."""
+
+    async def connect(self) -> None:
+        """Open connections; stores are also async context managers that connect and disconnect."""
+        ...
+
+    async def disconnect(self) -> None:
+        """Close connections."""
+        ...
+
+    async def upload(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        content_type: str = "application/octet-stream",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> str:
+        """Store ``data`` under ``key`` (replacing it); returns the key. After ``ttl`` it is gone."""
+        ...
+
+    async def download(self, key: str) -> Blob:
+        """The blob under ``key``; ``NotFound`` if it is missing or expired."""
+        ...
+
+    async def delete(self, key: str) -> bool:
+        """Remove the blob; ``False`` if it was not there."""
+        ...
+
+    async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
+        """A URL that fetches the blob without credentials until ``expires_in`` passes."""
+        ...
+
+
+MAX_KEY_BYTES = 1024
+"""The longest blob key, in UTF-8 bytes (S3's limit)."""
+
+
+def check_blob_key(key: object) -> str:
+    """``key`` if it is a valid blob key, else ``InvalidArgument``.
+
+    A key is a non-empty string of at most :data:`MAX_KEY_BYTES` UTF-8 bytes without control characters
+    (unicode is welcome), made of ``/``-separated segments: no leading or trailing ``/``, no empty segment
+    (``a//b``) and no ``.`` or ``..`` segment. Object stores and their gateways normalise such keys, so ``/x``
+    or ``a/./b`` would alias ``x`` and ``a/b``; refusing them keeps one key, one blob, on every backend.
+    """
+    if not isinstance(key, str):
+        raise InvalidArgument(f"a blob key must be a string, got {type(key).__name__}")
+    if not key:
+        raise InvalidArgument("a blob key must not be empty")
+    size = len(key.encode("utf-8", "surrogatepass"))
+    if size > MAX_KEY_BYTES:
+        raise InvalidArgument(f"a blob key may hold at most {MAX_KEY_BYTES} UTF-8 bytes, this one has {size}")
+    bad = next((c for c in key if ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None:
+        raise InvalidArgument(f"a blob key must not contain control characters or lone surrogates ({bad!r})")
+    if any(segment in ("", ".", "..") for segment in key.split("/")):
+        raise InvalidArgument(
+            f"blob key {key!r} has an empty, '.' or '..' segment, or a leading or trailing '/'",
+            hint="use segments separated by single slashes, such as 'reports/2024/q1.pdf'",
+        )
+    return key
+
+
+MAX_METADATA_BYTES = 2048
+"""The most user metadata a blob may carry, keys and values in UTF-8 bytes together (S3's limit)."""
+
+MAX_METADATA_ENTRIES = 64
+"""The most user metadata entries a blob may carry (each is an HTTP header on S3)."""
+
+_METADATA_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
+
+
+def check_blob_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+    """Blob metadata that every store keeps exactly, else ``InvalidArgument``.
+
+    S3 sends metadata as HTTP headers: it lower-cases keys, drops empty values and re-encodes anything beyond
+    printable ASCII. So keys are lower-case letters, digits, ``-`` and ``_``; values are non-empty printable
+    ASCII (percent-encode anything else); keys starting with ``ravi-`` are Ravi's own; and the whole fits in
+    :data:`MAX_METADATA_ENTRIES` entries and :data:`MAX_METADATA_BYTES` bytes.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidArgument(f"metadata must be a mapping of strings, got {type(metadata).__name__}")
+    if len(metadata) > MAX_METADATA_ENTRIES:
+        raise InvalidArgument(f"a blob may carry at most {MAX_METADATA_ENTRIES} metadata entries, got {len(metadata)}")
+    size = 0
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _METADATA_KEY.match(key):
+            raise InvalidArgument(
+                f"metadata key {key!r} is not valid",
+                hint="use lower-case ASCII letters, digits, '-' and '_' (S3 lower-cases keys)",
+            )
+        if key.startswith("ravi-"):
+            raise InvalidArgument(f"metadata key {key!r} is reserved: keys starting with 'ravi-' are Ravi's own")
+        if not isinstance(value, str) or not value or not value.isascii() or not value.isprintable():
+            raise InvalidArgument(
+                f"metadata value of {key!r} must be a non-empty string of printable ASCII, got {value!r:.60}",
+                hint="percent-encode other text (urllib.parse.quote)",
+            )
+        size += len(key) + len(value)
+    if size > MAX_METADATA_BYTES:
+        raise InvalidArgument(f"blob metadata may hold at most {MAX_METADATA_BYTES} bytes, this has {size}")
+    return dict(metadata)
+
+
+def check_content_type(content_type: object) -> str:
+    """``content_type`` if it is a non-empty string of printable ASCII (an HTTP header value), else
+    ``InvalidArgument``."""
+    if (
+        not isinstance(content_type, str)
+        or not content_type
+        or not content_type.isascii()
+        or not content_type.isprintable()
+    ):
+        raise InvalidArgument(f"content_type must be a non-empty printable ASCII string, got {content_type!r:.60}")
+    return content_type
+
+
+__all__ = [
+    "MAX_KEY_BYTES",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_ENTRIES",
+    "Blob",
+    "BlobStore",
+    "check_blob_key",
+    "check_blob_metadata",
+    "check_content_type",
+]

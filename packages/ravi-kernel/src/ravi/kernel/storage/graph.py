@@ -1,0 +1,108 @@
+"""The knowledge graph (004): ``Entity``, ``Relationship``, ``SubGraph``, ``GraphStore`` and ``CypherCapable``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import FrozenDict, ReadOnlyDict
+from ravi.kernel.storage._common import _FROZEN, JSON, _new_id
+from ravi.kernel.values import Value
+
+
+class Entity(Value):
+    """A node of the knowledge graph."""
+
+    model_config = _FROZEN
+
+    id: str = Field(min_length=1)
+    label: str = Field(default="Entity", min_length=1)
+    properties: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+
+class Relationship(Value):
+    """A directed, typed edge between two entities."""
+
+    model_config = _FROZEN
+
+    id: str = Field(default_factory=_new_id, min_length=1)
+    source_id: str = Field(min_length=1)
+    target_id: str = Field(min_length=1)
+    type: str = Field(min_length=1)
+    properties: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+
+class SubGraph(Value):
+    """A part of the graph: entities and the relationships among them."""
+
+    model_config = _FROZEN
+
+    entities: tuple[Entity, ...] = ()
+    relationships: tuple[Relationship, ...] = ()
+
+    def entity_ids(self) -> set[str]:
+        """The ids of the entities."""
+        return {e.id for e in self.entities}
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Entities and relationships, explored by neighbourhood."""
+
+    async def add_entities(self, entities: Sequence[Entity]) -> None:
+        """Insert or replace entities by id."""
+        ...
+
+    async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
+        """Insert or replace relationships by id; both ends must exist (``NotFound`` otherwise)."""
+        ...
+
+    async def get_entity(self, entity_id: str) -> Entity | None:
+        """One entity by id, or ``None``."""
+        ...
+
+    async def get_neighbors(
+        self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
+    ) -> SubGraph:
+        """The entities within ``depth`` hops of ``entity_id`` (either direction), itself included, and the
+        relationships walked to reach them; only relationships of ``relationship_types`` when given."""
+        ...
+
+    async def delete_entity(self, entity_id: str) -> bool:
+        """Remove an entity and every relationship touching it; ``False`` if it did not exist."""
+        ...
+
+    async def delete_relationship(self, relationship_id: str) -> bool:
+        """Remove one relationship; ``False`` if it did not exist."""
+        ...
+
+
+@runtime_checkable
+class CypherCapable(Protocol):
+    """A graph store that also runs openCypher queries."""
+
+    async def query_cypher(self, query: str, params: Mapping[str, JSON] | None = None) -> list[dict[str, Any]]:
+        """Run ``query`` with ``params`` bound (never pasted into the text); rows as plain Python values."""
+        ...
+
+
+def check_relationship_types(types: Sequence[str] | None) -> list[str] | None:
+    """``relationship_types`` as a list (``None`` stays ``None``); a bare string is refused, not split."""
+    if types is None:
+        return None
+    if isinstance(types, str | bytes) or not isinstance(types, Sequence | set | frozenset):
+        raise InvalidArgument(
+            f"relationship_types must be a list of type names, got {type(types).__name__}",
+            hint=f"pass [{types!r}]" if isinstance(types, str) else None,
+        )
+    out = list(types)
+    for i, item in enumerate(out):
+        if not isinstance(item, str) or not item:
+            raise InvalidArgument(f"relationship_types[{i}] must be a non-empty string, got {item!r}")
+    return out
+
+
+__all__ = ["CypherCapable", "Entity", "GraphStore", "Relationship", "SubGraph", "check_relationship_types"]

@@ -1,0 +1,49 @@
+"""The history Protocol (004): the full transcript of every session, append-only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ravi.kernel.messages import ChatMessage
+
+
+@runtime_checkable
+class HistoryProvider(Protocol):
+    """The full transcript of every session: append-only, ordered, never compacted.
+
+    Messages are kept per ``(agent_id, session_id)`` in the order they were appended, each tagged with the
+    ``run_id`` that wrote it. Appending a message whose ``id`` the session already holds does nothing, so a
+    retried append is stored once.
+    """
+
+    async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
+        """Add one message at the end of the session."""
+        ...
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        """Add messages at the end of the session, all or none, keeping their order."""
+        ...
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        """The session's messages, oldest first, skipping the first ``offset`` and at most ``limit`` of them."""
+        ...
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        """Remove the whole session; returns how many messages were removed."""
+        ...
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        """Remove exactly the messages one run wrote to the session; returns how many."""
+        ...
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        """How many messages the session holds."""
+        ...
+
+
+__all__ = ["HistoryProvider"]

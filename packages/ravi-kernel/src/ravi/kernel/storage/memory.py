@@ -1,0 +1,88 @@
+"""Session state and long-term memory (004): ``ShortTermMemory``, ``Memory``, ``LongTermMemory``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+from pydantic import Field
+
+from ravi.kernel.messages import FrozenDict, ReadOnlyDict
+from ravi.kernel.storage._common import _FROZEN, JSON, _now
+from ravi.kernel.values import Value
+
+
+@runtime_checkable
+class ShortTermMemory(Protocol):
+    """A JSON object of state per session (scratchpad, flags, counters)."""
+
+    async def get_state(self, session_id: str) -> dict[str, JSON]:
+        """The session's state; ``{}`` when none was set."""
+        ...
+
+    async def set_state(self, session_id: str, state: Mapping[str, JSON]) -> None:
+        """Replace the session's state."""
+        ...
+
+    async def update_state(self, session_id: str, updates: Mapping[str, JSON]) -> dict[str, JSON]:
+        """Merge ``updates`` into the state atomically (top-level keys); returns the merged state.
+
+        Concurrent updaters never lose each other's keys.
+        """
+        ...
+
+    async def clear(self, session_id: str) -> None:
+        """Forget the session's state."""
+        ...
+
+
+class Memory(Value):
+    """A fact an agent keeps across sessions. ``score`` is set on search results (higher is closer)."""
+
+    model_config = _FROZEN
+
+    id: str
+    agent_id: str
+    namespace: str
+    content: str
+    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
+    created_at: datetime = Field(default_factory=_now)
+    expires_at: datetime | None = None
+    score: float | None = None
+
+
+@runtime_checkable
+class LongTermMemory(Protocol):
+    """Facts kept per ``(agent_id, namespace)``, found again by meaning."""
+
+    async def save(
+        self,
+        agent_id: str,
+        content: str,
+        *,
+        namespace: str = "default",
+        ttl: timedelta | float | None = None,
+        metadata: Mapping[str, JSON] | None = None,
+    ) -> str:
+        """Store a memory; returns its id. With ``ttl`` (seconds or a timedelta) it is gone after that time."""
+        ...
+
+    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
+        """The memories closest in meaning to ``query``, closest first, each with its ``score``."""
+        ...
+
+    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+        """One memory by id, or ``None`` (also when expired)."""
+        ...
+
+    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+        """Remove one memory; ``False`` if it was not there."""
+        ...
+
+    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+        """Remove the agent's memories in ``namespace`` (all namespaces when ``None``); returns how many."""
+        ...
+
+
+__all__ = ["LongTermMemory", "Memory", "ShortTermMemory"]
