@@ -1,0 +1,145 @@
+"""``ReActAgent``: a small reason-and-act loop with its memory in an :class:`AgentContext` (000).
+
+Each step sends the model Ravi's window (never the whole transcript), records the model's reply, runs the tools
+it calls and records their results, until the model answers without calling a tool or ``max_steps`` is reached.
+Every turn goes through the context, so the retention policy applies when the run ends.
+
+Example:
+    >>> import asyncio
+    >>> from ravi.agents.context import ContextConfig, InMemoryHistoryProvider
+    >>> from ravi.kernel.messages import ToolCallBlock
+    >>> model = ScriptedModel([
+    ...     ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c1", name="add", arguments={"a": 2, "b": 3})]),
+    ...     ChatMessage.assistant("2 + 3 = 5"),
+    ... ])
+    >>> add = Tool("add", "Add two numbers.", lambda a, b: a + b)
+    >>> agent = ReActAgent("bot", model=model, context=ContextConfig(InMemoryHistoryProvider()), tools=[add])
+    >>> asyncio.run(agent.run("session-1", "What is 2 + 3?")).text
+    '2 + 3 = 5'
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ravi.agents.context.agent_context import AgentContext
+from ravi.agents.context.config import ContextConfig
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model may call: ``name``, a ``description`` for the model, the JSON Schema of its
+    ``parameters``, and the ``function`` (sync or async) called with the call's arguments as keywords."""
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def schema(self) -> dict[str, Any]:
+        """The tool as an OpenAI-style function definition."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+        }
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A model that answers a window with an assistant message, which may call tools."""
+
+    async def respond(self, messages: Sequence[ChatMessage], *, tools: Sequence[Tool]) -> ChatMessage:
+        """The assistant's next message for ``messages``."""
+        ...
+
+
+class ScriptedModel:
+    """A model that answers from a script, for tests and demos: each reply is a message, or a function of the
+    window it is given. It records every window it was sent (``seen``)."""
+
+    def __init__(self, replies: Iterable[ChatMessage | Callable[[Sequence[ChatMessage]], ChatMessage]]) -> None:
+        self._replies = list(replies)
+        self.seen: list[list[ChatMessage]] = []
+
+    async def respond(self, messages: Sequence[ChatMessage], *, tools: Sequence[Tool]) -> ChatMessage:
+        """The next scripted reply."""
+        self.seen.append(list(messages))
+        if not self._replies:
+            raise InvalidArgument("the scripted model has no reply left")
+        reply = self._replies.pop(0)
+        return reply(messages) if callable(reply) else reply
+
+
+class ReActAgent:
+    """An agent that reasons and acts in a loop, remembering through an :class:`AgentContext`.
+
+    Args:
+        name: The agent's id: its sessions are stored under it.
+        model: The :class:`ChatModel` it calls.
+        context: A ``ContextConfig`` (a ``ModelContext`` too) or an ``AgentContext``: where turns are stored and
+            how the window is assembled.
+        tools: The tools the model may call.
+        max_steps: Model calls per run at most.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        model: ChatModel,
+        context: ContextConfig | AgentContext | None = None,
+        tools: Sequence[Tool] = (),
+        max_steps: int = 8,
+    ) -> None:
+        if not callable(getattr(model, "respond", None)):
+            raise ConfigurationError(f"model must have respond(messages, tools=...), got {type(model).__name__}")
+        if not isinstance(max_steps, int) or max_steps < 1:
+            raise InvalidArgument(f"max_steps must be an integer >= 1, got {max_steps!r}")
+        self.name = name
+        self.model = model
+        if isinstance(context, AgentContext):
+            self.context = context
+        else:
+            self.context = AgentContext(context or ContextConfig.default(), agent_id=name)
+        self.tools = {tool.name: tool for tool in tools}
+        self.max_steps = max_steps
+
+    async def run(self, session_id: str, user_input: str | ChatMessage, *, run_id: str | None = None) -> ChatMessage:
+        """Answer ``user_input`` in ``session_id``: the model's final message (one that calls no tool).
+
+        Raises:
+            InvalidArgument: the model still calls tools after ``max_steps`` calls.
+        """
+        message = user_input if isinstance(user_input, ChatMessage) else ChatMessage.user(user_input)
+        async with self.context.run(session_id, run_id) as run:
+            await run.add(message)
+            for _ in range(self.max_steps):
+                reply = await self.model.respond(await run.window(), tools=list(self.tools.values()))
+                await run.add(reply)
+                if not reply.tool_calls:
+                    return reply
+                await run.add(*[await self._call(call) for call in reply.tool_calls])
+        raise InvalidArgument(f"the model was still calling tools after {self.max_steps} steps")
+
+    async def _call(self, call: ToolCallBlock) -> ChatMessage:
+        """The tool message answering ``call``: its result, or the error, marked as one, for the model to see."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return ChatMessage.tool(call.id, f"unknown tool {call.name!r}", is_error=True)
+        try:
+            result = tool.function(**dict(call.arguments))
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as error:  # the model sees the failure and can recover
+            return ChatMessage.tool(call.id, f"{type(error).__name__}: {error}", is_error=True)
+        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+        return ChatMessage.tool(call.id, text)
+
+
+__all__ = ["ChatModel", "ReActAgent", "ScriptedModel", "Tool"]

@@ -1,0 +1,80 @@
+"""The ReAct loop of 000 (``ReActAgent("bot", model=client, context=ctx)``) on a scripted model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from ravi.agents.context import (
+    ContextConfig,
+    InMemoryHistoryProvider,
+    SlidingWindowCompaction,
+    ToolResultCompactionStrategy,
+)
+from ravi.agents.react import ReActAgent, ScriptedModel, Tool
+from ravi.kernel.agent import HistoryRetention
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+
+
+def call(call_id: str, name: str, **arguments: object) -> ChatMessage:
+    return ChatMessage.assistant(tool_calls=[ToolCallBlock(id=call_id, name=name, arguments=arguments)])
+
+
+def lookup(invoice: str) -> str:
+    if invoice == "broken":
+        raise ValueError("no such invoice")
+    return f"{invoice}: 120.00 EUR " + "line item " * 200
+
+
+async def test_the_documented_agent_runs_tools_and_records_every_turn() -> None:
+    history = InMemoryHistoryProvider()
+    ctx = ContextConfig(history, [ToolResultCompactionStrategy(max_chars=100), SlidingWindowCompaction(40)])
+    model = ScriptedModel(
+        [
+            call("c1", "lookup", invoice="broken"),
+            call("c2", "lookup", invoice="INV-2291"),
+            ChatMessage.assistant("INV-2291 is 120.00 EUR."),
+        ]
+    )
+    agent = ReActAgent("bot", model=model, context=ctx, tools=[Tool("lookup", "Find an invoice.", lookup)])
+    answer = await agent.run("s", "How much is INV-2291?")
+    assert answer.text == "INV-2291 is 120.00 EUR."
+    stored = await history.get_messages("bot", session_id="s")
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert stored[2].tool_result is not None and stored[2].tool_result.is_error  # the failure, for the model
+    assert len(stored[4].tool_result.content) > 1_000  # type: ignore[union-attr]  # stored whole
+    sent = model.seen[-1][-1]
+    assert sent.tool_result is not None and len(sent.tool_result.content) < 200  # the model saw the window
+
+
+async def test_retention_applies_when_the_run_ends() -> None:
+    history = InMemoryHistoryProvider()
+    model = ScriptedModel([ChatMessage.assistant("done")])
+    agent = ReActAgent("bot", model=model, context=ContextConfig(history, retention=HistoryRetention.RUN))
+    await agent.run("s", "hello")
+    assert await history.count_messages("bot", session_id="s") == 0
+
+
+async def test_an_unknown_tool_is_an_error_result_and_steps_are_bounded() -> None:
+    model = ScriptedModel([call("c1", "nope"), *[call(f"c{i}", "nope") for i in range(2, 10)]])
+    agent = ReActAgent("bot", model=model, max_steps=3)
+    with pytest.raises(InvalidArgument, match="after 3 steps"):
+        await agent.run("s", "loop")
+    stored = await agent.context.config.history.get_messages("bot", session_id="s")
+    assert all(m.tool_result.is_error for m in stored if m.tool_result is not None)
+
+
+async def test_async_tools_and_windowed_model_calls() -> None:
+    async def weather(city: str) -> dict[str, object]:
+        return {"city": city, "celsius": 21}
+
+    def answer(window: Sequence[ChatMessage]) -> ChatMessage:
+        return ChatMessage.assistant(f"saw {len(window)} messages")
+
+    model = ScriptedModel([call("c1", "weather", city="Oslo"), answer])
+    agent = ReActAgent("bot", model=model, tools=[Tool("weather", "Weather now.", weather)])
+    reply = await agent.run("s", "Weather in Oslo?")
+    assert reply.text == "saw 3 messages"
+    assert '"celsius": 21' in model.seen[-1][-1].text or "21" in str(model.seen[-1][-1].tool_result)
