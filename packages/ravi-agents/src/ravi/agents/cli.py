@@ -13,7 +13,7 @@ import json
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,6 +35,7 @@ from ravi.agents.context import (
     Window,
 )
 from ravi.agents.demo import model_calls
+from ravi.agents.react import ReActAgent, ScriptedModel, Tool
 from ravi.agents.settings import build_store, load_settings
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionStrategy
@@ -98,50 +99,92 @@ def _demo_pipeline(budget: int) -> list[CompactionStrategy]:
 DEMO_AGENT = "demo-agent"
 
 
+class _ToolFailure(Exception):
+    """A scripted tool's failure: the transcript's error output."""
+
+
+def _scripted_agent(
+    context: AgentContext, batches: list[list[ChatMessage]], on_call: Callable[[Sequence[ChatMessage]], Any]
+) -> tuple[ReActAgent, list[ChatMessage]]:
+    """A ReActAgent on a scripted model that replays ``batches`` (the generated conversation): the model gives
+    the transcript's replies, the tools its outputs. Returns the agent and the user turns to send it."""
+    replies = [batch[-1] for batch in batches]
+    arrived = [m for batch in batches for m in batch[:-1]]
+    users = [m for m in arrived if m.role in ("system", "user")]
+    outputs: dict[str, list[ChatMessage]] = {}
+    calls = {c.id: c.name for reply in replies for c in reply.tool_calls}
+    for m in arrived:
+        if m.tool_result is not None:
+            outputs.setdefault(calls[m.tool_result.tool_call_id], []).append(m)
+
+    def tool(name: str) -> Tool:
+        def run(**_: Any) -> str:
+            result = outputs[name].pop(0).tool_result
+            assert result is not None
+            if result.is_error:
+                raise _ToolFailure(result.content)
+            return result.content
+
+        return Tool(name, f"the demo's {name}", run)
+
+    class Model(ScriptedModel):
+        async def respond(self, messages: Sequence[ChatMessage], *, tools: Sequence[Tool]) -> ChatMessage:
+            await on_call(messages)
+            return await super().respond(messages, tools=tools)
+
+    agent = ReActAgent(DEMO_AGENT, model=Model(replies), context=context, tools=[tool(n) for n in outputs])
+    return agent, users
+
+
 async def _replay(
     config: ContextConfig, requests: int, seed: int, progress: Progress | None, session: str
 ) -> list[TurnRow]:
+    """Run the demo conversation through a ReActAgent (a scripted model and scripted tools), one row per model
+    call: what was stored, what the model was sent, which strategies changed the window, how long assembly took."""
     context = AgentContext(config, agent_id=DEMO_AGENT)
     fired: list[str] = []
+    timing: list[float] = [0.0, 0.0]
 
     def on_event(event: CompactionEvent) -> None:
-        if event.kind == "strategy_applied" and event.changed and event.strategy:
+        if event.kind == "pre_compact":
+            fired.clear()
+            timing[0] = time.perf_counter()
+        elif event.kind == "post_compact":
+            timing[1] = time.perf_counter()
+        elif event.kind == "strategy_applied" and event.changed and event.strategy:
             fired.append(_SHORT.get(event.strategy, event.strategy))
 
     context.config.pipeline.subscribe(on_event)
-    calls = list(model_calls(seed, requests=requests))
-    task = progress.add_task("replaying", total=len(calls)) if progress else None
+    batches = list(model_calls(seed, requests=requests))
+    task = progress.add_task("replaying", total=len(batches)) if progress else None
     rows: list[TurnRow] = []
-    stored_tokens = 0
     history = config.history
+
+    async def on_call(window: Sequence[ChatMessage]) -> None:
+        stored = await history.get_messages(DEMO_AGENT, session_id=session)
+        rows.append(
+            TurnRow(
+                len(rows) + 1,
+                len(stored),
+                DEFAULT_COUNTER.count_messages(stored),
+                len(window),
+                DEFAULT_COUNTER.count_messages(window),
+                list(fired),
+                round((timing[1] - timing[0]) * 1000, 3),
+            )
+        )
+        if progress and task is not None:
+            progress.advance(task)
+
+    agent, turns = _scripted_agent(context, batches, on_call)
     try:
-        async with context.run(session, "demo-run") as run:
-            for turn, batch in enumerate(calls, start=1):
-                *arrived, reply = batch
-                await run.add(*arrived)
-                stored_tokens += DEFAULT_COUNTER.count_messages(arrived)
-                fired.clear()
-                start = time.perf_counter()
-                window = await run.window()
-                elapsed = (time.perf_counter() - start) * 1000
-                stored = await history.count_messages(DEMO_AGENT, session_id=session)
-                rows.append(
-                    TurnRow(
-                        turn,
-                        stored,
-                        stored_tokens,
-                        len(window),
-                        DEFAULT_COUNTER.count_messages(window),
-                        list(fired),
-                        round(elapsed, 3),
-                    )
-                )
-                await run.add(reply)  # the model's answer joins the transcript
-                stored_tokens += DEFAULT_COUNTER.count_message(reply)
-                if progress and task is not None:
-                    progress.advance(task)
+        for turn in turns:
+            if turn.role == "system":
+                await context.add_message(session, turn, run_id="demo-run")
+            else:
+                await agent.run(session, turn, run_id="demo-run")
     finally:
-        closer = getattr(history, "close", None)
+        closer = getattr(history, "aclose", None)
         if closer is not None:
             await closer()
     return rows
@@ -216,7 +259,7 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="Print every model call, not a summary.")] = False,
 ) -> None:
-    """Replay a bundled agent conversation through Ravi, turn by turn.
+    """Replay a bundled agent conversation through Ravi: a ReActAgent on a scripted model and scripted tools.
 
     Every turn is stored, and before each model call the window is assembled by ToolResultCompaction (tool),
     SelectiveToolCallCompaction (fold) and TokenBudgetComposed (budget), or the pipeline --config names. The
