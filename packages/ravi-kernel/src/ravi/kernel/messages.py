@@ -73,10 +73,7 @@ class _Part(BaseModel):
             super().__init__(**data)
         except ValidationError as error:
             _raise_invalid(error)
-        try:
-            check_model(self)
-        except InvalidArgument as error:
-            raise InvalidMessage(error.reason, field=error.field or "message", hint=error.hint) from error
+        self._check()
 
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Self:
@@ -85,11 +82,14 @@ class _Part(BaseModel):
             model = super().model_validate(obj, **options)
         except ValidationError as error:
             _raise_invalid(error)
+        model._check()
+        return model
+
+    def _check(self) -> None:
         try:
-            check_model(model)
+            check_model(self)
         except InvalidArgument as error:
             raise InvalidMessage(error.reason, field=error.field or "message", hint=error.hint) from error
-        return model
 
 
 class TextBlock(_Part):

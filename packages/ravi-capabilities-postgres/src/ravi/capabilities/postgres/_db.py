@@ -18,6 +18,7 @@ from typing import Any, Self, TypedDict, Unpack
 
 import asyncpg
 
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -312,7 +313,7 @@ class PoolOptions(TypedDict, total=False):
     statement_cache_size: int
 
 
-class PostgresStore:
+class PostgresStore(Closeable):
     """What every Postgres store shares: a :class:`Database` for its component's migrations, reached through a
     pool shared with the other stores on the same server; an async context manager, closed with ``aclose``.
 
@@ -340,11 +341,8 @@ class PostgresStore:
         self.db.add_migrations(self.component, self.migrations)
 
     async def __aenter__(self) -> Self:
-        await self.db.pool()
+        await self.db.pool()  # entering opens (and migrates) at once, so a bad DSN fails here
         return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Release the connection pool (closed once its last store lets go); safe to call again."""

@@ -6,13 +6,14 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import Any, Self, TypedDict, Unpack, cast
+from typing import Any, TypedDict, Unpack, cast
 from urllib.parse import quote
 
 import redis.asyncio as aioredis
 import redis.exceptions as rex
 from redis.commands.core import AsyncScript
 
+from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied, RaviError
 
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -189,7 +190,7 @@ class RedisOptions(TypedDict, total=False):
     cluster: bool
 
 
-class RedisStore:
+class RedisStore(Closeable):
     """What every Redis store shares: a :class:`RedisConnection`, and being an async context manager closed
     with ``aclose``.
 
@@ -203,12 +204,6 @@ class RedisStore:
 
     def __init__(self, url: str, **options: Unpack[RedisOptions]) -> None:
         self.redis = RedisConnection(url, **options)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Release the connections (the shared client closes with its last store); safe to call again."""

@@ -7,10 +7,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import FrozenDict, ReadOnlyDict
 from ravi.kernel.storage._common import _FROZEN, JSON, _new_id
-from ravi.kernel.values import Value
+from ravi.kernel.values import Value, check_ids
 
 
 class Entity(Value):
@@ -91,18 +90,7 @@ class CypherCapable(Protocol):
 
 def check_relationship_types(types: Sequence[str] | None) -> list[str] | None:
     """``relationship_types`` as a list (``None`` stays ``None``); a bare string is refused, not split."""
-    if types is None:
-        return None
-    if isinstance(types, str | bytes) or not isinstance(types, Sequence | set | frozenset):
-        raise InvalidArgument(
-            f"relationship_types must be a list of type names, got {type(types).__name__}",
-            hint=f"pass [{types!r}]" if isinstance(types, str) else None,
-        )
-    out = list(types)
-    for i, item in enumerate(out):
-        if not isinstance(item, str) or not item:
-            raise InvalidArgument(f"relationship_types[{i}] must be a non-empty string, got {item!r}")
-    return out
+    return None if types is None else check_ids(types, "relationship_types")
 
 
 __all__ = ["CypherCapable", "Entity", "GraphStore", "Relationship", "SubGraph", "check_relationship_types"]
