@@ -9,6 +9,7 @@ from servers import Server
 
 from ravi.agents.context import AgentContext, ContextConfig
 from ravi.agents.demo import model_calls
+from ravi.kernel.errors import NotFound
 from ravi.kernel.messages import ChatMessage
 
 
@@ -91,3 +92,6 @@ def test_window_and_history_commands_read_the_configured_postgres(
     assert payload["window_tokens"] <= 300
     exported = runner.invoke(app, ["history", "export", "s"])
     assert [json.loads(line)["id"] for line in exported.output.splitlines()] == [m.id for m in messages]
+    unknown = runner.invoke(app, ["history", "list", "nope"])  # a typo: exit 1, naming the sessions there are
+    assert unknown.exit_code != 0
+    assert isinstance(unknown.exception, NotFound) and "its sessions: s" in str(unknown.exception)

@@ -137,3 +137,12 @@ def test_the_demo_reads_well_at_80_columns(tmp_path: Path) -> None:
     assert "…" not in done.stdout
     assert "tool,fold,budget" in done.stdout
     assert len(run("--verbose").stdout.splitlines()) > 80  # every call
+
+
+def test_an_unknown_session_is_an_error_that_lists_the_sessions_there_are(tmp_path: Path) -> None:
+    """An unknown session used to print an empty table and exit 0."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = run_ravi(tmp_path, "history", "list", "nope")
+    assert done.returncode == 1
+    assert "agent 'agent' has no session 'nope'" in done.stderr
+    assert "has no sessions here" in done.stderr  # a fresh in-memory store: nothing to list

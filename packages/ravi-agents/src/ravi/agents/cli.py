@@ -39,7 +39,7 @@ from ravi.agents.react import ReActAgent, ScriptedModel, Tool
 from ravi.agents.settings import build_store, load_settings
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionStrategy
-from ravi.kernel.errors import ConfigurationError, RaviError
+from ravi.kernel.errors import ConfigurationError, NotFound, RaviError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import GROUPS, KNOWN_BACKENDS, PROTOCOLS, available, install_hint, load_backend, local_server
 
@@ -360,11 +360,31 @@ async def _stored(session: str, config: Path | None, agent: str | None) -> tuple
     history = build_store("history", settings)
     agent_id = agent or settings.context.agent_id
     try:
-        return await history.get_messages(agent_id, session_id=session), agent_id
+        messages = await history.get_messages(agent_id, session_id=session)
+        if not messages:
+            raise NotFound(
+                f"agent {agent_id!r} has no session {session!r}", hint=await _known_sessions(history, agent_id)
+            )
+        return messages, agent_id
     finally:
         closer = getattr(history, "close", None)
         if closer is not None:
             await closer()
+
+
+async def _known_sessions(history: Any, agent_id: str) -> str:
+    """What to say about the sessions that do exist."""
+    lister = getattr(history, "list_sessions", None)
+    if lister is None:
+        return "check the session id, and --agent (default: [context] agent_id)"
+    try:
+        known = await lister(agent_id, limit=21)
+    except NotImplementedError:
+        return "check the session id, and --agent (default: [context] agent_id)"
+    if not known:
+        return f"agent {agent_id!r} has no sessions here; check --agent (default: [context] agent_id) and --config"
+    more = ", ..." if len(known) > 20 else ""
+    return f"its sessions: {', '.join(known[:20])}{more}"
 
 
 def _preview(message: ChatMessage, width: int = 70) -> str:

@@ -12,7 +12,7 @@ import pytest
 from ravi.conformance._base import ContractBase, unique
 from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
-from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.storage import HistoryProvider, SessionLister
 
 
 def texts(messages: list[ChatMessage]) -> list[str]:
@@ -199,6 +199,23 @@ class HistoryProviderContract(ContractBase):
             for got in await asyncio.gather(*after):
                 assert texts(got) == expected, "a read after the append did not return the whole transcript"
         assert await history.count_messages(a, session_id=s) == len(expected)
+
+    async def test_a_provider_that_lists_sessions_lists_exactly_those_with_messages(
+        self, history: HistoryProvider
+    ) -> None:
+        """``list_sessions`` is optional (``SessionLister``); a provider that has it lists the agent's sessions
+        that hold messages, sorted, and no other agent's."""
+        if not isinstance(history, SessionLister):
+            pytest.skip(f"backend lacks list_sessions: {type(history).__name__} is not a SessionLister")
+        a, other = unique("agent"), unique("agent")
+        for s in ("s-b", "s-a", "s-c"):
+            await history.append(a, ChatMessage.user(s), session_id=s)
+        await history.append(other, ChatMessage.user("x"), session_id="s-z")
+        await history.clear(a, session_id="s-c")
+        await history.append(a, ChatMessage.user("gone"), session_id="s-d", run_id="r")
+        await history.clear_run(a, session_id="s-d", run_id="r")
+        assert await history.list_sessions(a) == ["s-a", "s-b"]
+        assert await history.list_sessions(a, limit=1) == ["s-a"]
 
     async def test_large_and_unicode_payloads_round_trip(self, history: HistoryProvider) -> None:
         a, s = unique("agent"), unique("session")

@@ -95,6 +95,12 @@ class InMemoryHistoryProvider(Closeable):
             session.ids = {m.id for m in session.messages}
         return removed
 
+    async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
+        """Up to ``limit`` of the agent's session ids that hold messages, sorted."""
+        check_scope(agent_id=agent_id)
+        check_page(limit, 0)
+        return sorted(s for (a, s), session in self._sessions.items() if a == agent_id and session.messages)[:limit]
+
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
         """How many messages the session holds."""
         session = self._session(agent_id, session_id)

@@ -69,6 +69,13 @@ class HybridHistoryProvider(Closeable):
         await self.hot.clear_run(agent_id, session_id=session_id, run_id=run_id)
         return await self.cold.clear_run(agent_id, session_id=session_id, run_id=run_id)
 
+    async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
+        """The cold tier's sessions (it holds every one), when it can list them."""
+        lister = getattr(self.cold, "list_sessions", None)
+        if lister is None:
+            raise NotImplementedError(f"{type(self.cold).__name__} cannot list sessions")
+        return list(await lister(agent_id, limit=limit))
+
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
         """Messages in the cold tier (the full transcript)."""
         return await self.cold.count_messages(agent_id, session_id=session_id)

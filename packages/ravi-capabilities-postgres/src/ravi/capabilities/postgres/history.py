@@ -221,6 +221,19 @@ class PostgresHistoryProvider(PostgresStore):
             self._cache.pop((agent_id, session_id), None)
         return removed
 
+    async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
+        """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""
+        check_scope(agent_id=agent_id)
+        check_page(limit, 0)
+        rows = await self.db.fetch(
+            f"SELECT s.session_id FROM {self._sessions} s WHERE s.agent_id = $1 AND EXISTS ("
+            f"SELECT 1 FROM {self._messages} m WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id) "
+            'ORDER BY s.session_id COLLATE "C" LIMIT $2',
+            agent_id,
+            limit,
+        )
+        return [r["session_id"] for r in rows]
+
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
         """How many messages the session holds (an index-only count)."""
         check_scope(agent_id=agent_id, session_id=session_id)

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Unpack
+from urllib.parse import unquote
 
-from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors
+from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_page, check_scope, ttl_seconds
@@ -251,6 +252,23 @@ class RedisHistoryProvider(RedisStore):
         raise BackendUnavailable(
             "clear_run: the session kept being cleared while its run was being removed", hint="try again"
         )
+
+    async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
+        """Up to ``limit`` of the agent's session ids that hold messages, sorted. Scans the keys (``SCAN``, never
+        ``KEYS``): meant for tools and the CLI, not for the request path."""
+        check_scope(agent_id=agent_id)
+        check_page(limit, 0)
+        # ids are percent-escaped in keys, so no glob character of the agent id survives into the pattern
+        pattern = f"{self.redis.prefix}:h:{{{part(agent_id)}|*}}:messages"
+        found: set[str] = set()
+        with mapped_errors():
+            async for raw in self.redis.client.scan_iter(match=pattern, count=1_000):
+                key = raw.decode() if isinstance(raw, bytes) else raw
+                tag = key[key.index("{") + 1 : key.rindex("}")]
+                owner, _, session = tag.partition("|")
+                if unquote(owner) == agent_id:
+                    found.add(unquote(session))
+        return sorted(found)[:limit]
 
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
         """How many messages the session holds (``LLEN``)."""

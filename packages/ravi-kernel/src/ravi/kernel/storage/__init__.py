@@ -28,7 +28,7 @@ from ravi.kernel.storage.graph import (
     SubGraph,
     check_relationship_types,
 )
-from ravi.kernel.storage.history import HistoryProvider
+from ravi.kernel.storage.history import HistoryProvider, SessionLister
 from ravi.kernel.storage.memory import LongTermMemory, Memory, ShortTermMemory
 from ravi.kernel.storage.summaries import SummaryStore
 from ravi.kernel.storage.tasks import TRANSITIONS, Task, TaskLifecycle, TaskList, TaskStatus, TaskStore, as_tasks
@@ -51,6 +51,7 @@ __all__ = [
     "Memory",
     "Relationship",
     "SearchResult",
+    "SessionLister",
     "ShortTermMemory",
     "SubGraph",
     "SummaryStore",

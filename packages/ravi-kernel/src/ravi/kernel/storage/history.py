@@ -46,4 +46,13 @@ class HistoryProvider(Protocol):
         ...
 
 
-__all__ = ["HistoryProvider"]
+@runtime_checkable
+class SessionLister(Protocol):
+    """An optional ability of a history provider: say which sessions an agent has (for tools and the CLI)."""
+
+    async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
+        """Up to ``limit`` of the agent's session ids that hold messages, sorted."""
+        ...
+
+
+__all__ = ["HistoryProvider", "SessionLister"]
