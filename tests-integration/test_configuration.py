@@ -95,3 +95,4 @@ def test_window_and_history_commands_read_the_configured_postgres(
     unknown = runner.invoke(app, ["history", "list", "nope"])  # a typo: exit 1, naming the sessions there are
     assert unknown.exit_code != 0
     assert isinstance(unknown.exception, NotFound) and "its sessions: s" in str(unknown.exception)
+    assert isinstance(runner.invoke(app, ["window", "nope"]).exception, NotFound)

@@ -471,6 +471,9 @@ def window(
     async def assemble() -> tuple[list[ChatMessage], Window]:
         try:
             stored = await context_config.history.get_messages(agent_id, session_id=session)
+            if not stored:
+                hint = await _known_sessions(context_config.history, agent_id)
+                raise NotFound(f"agent {agent_id!r} has no session {session!r}", hint=hint)
             return stored, await AgentContext(context_config, agent_id=agent_id).explain(session)
         finally:
             closer = getattr(context_config.history, "close", None)
