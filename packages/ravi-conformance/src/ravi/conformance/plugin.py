@@ -51,9 +51,16 @@ def selected_backends(config: pytest.Config) -> dict[str, str]:
     return chosen
 
 
+ISOLATION = {"postgres": "schema", "redis": "prefix", "s3": "key_prefix", "age": "graph"}
+"""The option that gives each test a scope of its own, for Ravi's persistent backends (used when no
+``--ravi-isolate`` names one for the kind)."""
+
+
 def isolated_options(config: pytest.Config) -> dict[str, str]:
-    """``kind -> option`` from ``--ravi-isolate`` options."""
-    chosen: dict[str, str] = {}
+    """``kind -> option`` from ``--ravi-isolate`` options, else the default of Ravi's own persistent backends."""
+    chosen: dict[str, str] = {
+        kind: ISOLATION[name] for kind, name in selected_backends(config).items() if name in ISOLATION
+    }
     for spec in config.getoption("ravi_isolate") or []:
         kind, sep, option = spec.partition("=")
         if not sep or kind not in GROUPS or not option:

@@ -39,6 +39,9 @@ async def _build(request: pytest.FixtureRequest, kind: str) -> AsyncIterator[Any
     try:
         yield backend
     finally:
+        destroy = getattr(backend, "destroy", None)
+        if isolate and destroy is not None:  # the test's own scope: leave nothing behind
+            await destroy()
         closer = getattr(backend, "disconnect" if kind == "blob" else "close", None)
         if closer is not None:
             result = closer()

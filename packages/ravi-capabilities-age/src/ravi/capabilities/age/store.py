@@ -154,6 +154,16 @@ class AGEGraphStore:
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         await self.close()
 
+    async def destroy(self) -> None:
+        """Drop the whole graph and everything in it; the next use creates it again. For tests and throwaway
+        data: the conformance runner calls it after each test."""
+        async with self._connection() as connection:
+            exists = await connection.fetchval("SELECT true FROM ag_catalog.ag_graph WHERE name = $1", self.graph)
+            if exists:
+                await connection.execute("SELECT ag_catalog.drop_graph($1, true)", self.graph)
+        self._indexed.clear()
+        await self.close()
+
     async def aclose(self) -> None:
         """The same as :meth:`close`; safe to call again."""
         await self.close()

@@ -293,6 +293,12 @@ class Database:
         async with self.connection() as connection:
             return str(await connection.execute(check_statement(query), *args))
 
+    async def drop_schema(self) -> None:
+        """Drop the whole schema and everything in it (every component's tables); the next use creates it again."""
+        async with self.connection() as connection:
+            await connection.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+        self._migrated = False
+
     async def close(self) -> None:
         """Stop using the shared pools (each closes with its last user); the next call opens one again."""
         shared, self._shared = self._shared, {}
@@ -351,6 +357,11 @@ class PostgresStore(Closeable):
     async def close(self) -> None:
         """The same as :meth:`aclose`."""
         await self.aclose()
+
+    async def destroy(self) -> None:
+        """Remove everything stored under this store's ``schema`` (the schema itself, with the tables of every
+        Ravi component in it). For tests and throwaway data: the conformance runner calls it after each test."""
+        await self.db.drop_schema()
 
 
 @contextlib.contextmanager

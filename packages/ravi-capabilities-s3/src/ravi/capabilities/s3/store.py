@@ -187,6 +187,19 @@ class S3FileStore:
             self._client = None
             raise
 
+    async def destroy(self) -> None:
+        """Remove every object under this store's ``key_prefix`` (the whole bucket when there is none). For tests
+        and throwaway data: the conformance runner calls it after each test."""
+        client = self._client or await self._connected()
+        paginator = client.get_paginator("list_objects_v2")
+
+        def remove_all() -> None:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.key_prefix):
+                for item in page.get("Contents", []):
+                    client.delete_object(Bucket=self.bucket, Key=item["Key"])
+
+        await self._call("destroy", remove_all)
+
     async def aclose(self) -> None:
         """The same as :meth:`disconnect`: close the client's connections; safe to call again."""
         await self.disconnect()

@@ -1,0 +1,58 @@
+"""``ravi conformance`` against real servers: each test gets a scope of its own and leaves nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import asyncpg
+import redis.asyncio as aioredis
+from servers import Server
+
+
+def conformance(tmp_path: Path, spec: str, variable: str, options: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", "conformance", spec, "--json"],
+        cwd=tmp_path,
+        env={**os.environ, variable: json.dumps(options)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_a_postgres_run_is_isolated_and_leaves_no_schema_behind(tmp_path: Path, postgres_server: Server) -> None:
+    """Each run with --isolate history=schema used to leave 27 ravi_<hex> schemas; without it, the suite wrote
+    into the real "ravi" schema. Isolation is now the default for Ravi's backends, and each scope is dropped."""
+
+    async def schemas() -> set[str]:
+        connection = await asyncpg.connect(postgres_server.address)
+        try:
+            rows = await connection.fetch("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'ravi%'")
+        finally:
+            await connection.close()
+        return {r["nspname"] for r in rows}
+
+    before = asyncio.run(schemas())
+    done = conformance(tmp_path, "history=postgres", "RAVI_HISTORY_OPTIONS", {"dsn": postgres_server.address})
+    assert done.returncode == 0, done.stderr[-2_000:]
+    results = json.loads(done.stdout)
+    assert sum(r["outcome"] == "passed" for r in results) > 20
+    assert asyncio.run(schemas()) == before
+
+
+def test_a_redis_run_leaves_no_key_behind(tmp_path: Path, redis_server: Server) -> None:
+    async def keys() -> int:
+        client = aioredis.Redis.from_url(redis_server.address)
+        try:
+            return len([k async for k in client.scan_iter(match="ravi_*")])
+        finally:
+            await client.aclose()
+
+    done = conformance(tmp_path, "history=redis", "RAVI_HISTORY_OPTIONS", {"url": redis_server.address})
+    assert done.returncode == 0, done.stderr[-2_000:]
+    assert asyncio.run(keys()) == 0
