@@ -164,3 +164,16 @@ def test_nested_summarisation_gets_the_configured_summary_store(
     summariser = inner.strategies[0]
     assert isinstance(summariser, SummarizationCompaction)
     assert type(summariser.store).__name__ == "PostgresSummaryStore"  # the configured one, two levels down
+
+
+def test_relevant_recall_can_be_named_in_the_settings(tmp_path: Path) -> None:
+    """``relevant_recall`` used to be missing from the strategies the settings can name."""
+    from ravi.agents.context import RelevantRecallStrategy
+
+    (tmp_path / "ravi.toml").write_text(
+        '[[context.pipeline]]\nstrategy = "relevant_recall"\ntoken_budget = 4000\nrecall_share = 0.5\n\n'
+        '[[context.pipeline]]\nstrategy = "relevant_recall"\nmodel = "gpt-4o"\n'
+    )
+    fixed, sized = ContextConfig.from_settings(path=tmp_path / "ravi.toml").pipeline.strategies
+    assert isinstance(fixed, RelevantRecallStrategy) and (fixed.token_budget, fixed.recall_share) == (4000, 0.5)
+    assert isinstance(sized, RelevantRecallStrategy) and sized.token_budget > 50_000

@@ -40,7 +40,13 @@ from ravi.kernel.registry import GROUPS, load_backend
 CONFIG_FILE = "ravi.toml"
 
 StrategyName = Literal[
-    "sliding_window", "tool_result", "selective_tool_call", "summarization", "truncation", "token_budget"
+    "sliding_window",
+    "tool_result",
+    "selective_tool_call",
+    "summarization",
+    "truncation",
+    "token_budget",
+    "relevant_recall",
 ]
 
 
@@ -214,6 +220,17 @@ def build_strategy(
 
                 llm = OpenAICompatibleClient(llm_model, base_url=params.pop("llm_base_url", None))
             return SummarizationCompaction(llm, store=summaries, **params)
+        if spec.strategy == "relevant_recall":
+            from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
+
+            if "token_budget" not in params:
+                model = params.pop("model", None) or default_model
+                if model is None:
+                    raise ConfigurationError(f"{where} needs token_budget or model")
+                from ravi.agents.context.models import input_budget, model_info
+
+                params["token_budget"] = int(input_budget(model_info(model)) * float(params.pop("trigger_ratio", 0.8)))
+            return RelevantRecallStrategy(**params)
         factories: dict[str, Callable[..., CompactionStrategy]] = {
             "sliding_window": SlidingWindowCompaction,
             "tool_result": ToolResultCompactionStrategy,
