@@ -49,73 +49,31 @@ async def _build(request: pytest.FixtureRequest, kind: str) -> AsyncIterator[Any
                 await result
 
 
-@pytest.mark.ravi_kind("history")
-class TestHistory(HistoryProviderContract):
-    @pytest_asyncio.fixture
-    async def history(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "history"):
+# One test class per contract, bound to the backend chosen for its kind: (class name, kind, contract, fixture).
+CONTRACTS: list[tuple[str, str, type, str]] = [
+    ("TestHistory", "history", HistoryProviderContract, "history"),
+    ("TestState", "state", ShortTermMemoryContract, "state_store"),
+    ("TestLongTerm", "longterm", LongTermMemoryContract, "memory_store"),
+    ("TestVector", "vector", VectorStoreContract, "vector_store"),
+    ("TestGraph", "graph", GraphStoreContract, "graph_store"),
+    ("TestCypher", "graph", CypherCapableContract, "graph_store"),
+    ("TestBlob", "blob", BlobStoreContract, "blob_store"),
+    ("TestTasks", "tasks", TaskStoreContract, "task_store"),
+    ("TestSummaries", "summaries", SummaryStoreContract, "summary_store"),
+]
+
+
+def _bound(name: str, kind: str, contract: type, fixture: str) -> type:
+    """``contract`` with its backend fixture building the registered backend of ``kind``."""
+
+    async def build(self: Any, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+        async for backend in _build(request, kind):
             yield backend
 
-
-@pytest.mark.ravi_kind("state")
-class TestState(ShortTermMemoryContract):
-    @pytest_asyncio.fixture
-    async def state_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "state"):
-            yield backend
+    build.__name__ = fixture
+    cls = type(name, (contract,), {fixture: pytest_asyncio.fixture(build), "__module__": __name__})
+    return pytest.mark.ravi_kind(kind)(cls)
 
 
-@pytest.mark.ravi_kind("longterm")
-class TestLongTerm(LongTermMemoryContract):
-    @pytest_asyncio.fixture
-    async def memory_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "longterm"):
-            yield backend
-
-
-@pytest.mark.ravi_kind("vector")
-class TestVector(VectorStoreContract):
-    @pytest_asyncio.fixture
-    async def vector_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "vector"):
-            yield backend
-
-
-@pytest.mark.ravi_kind("graph")
-class TestGraph(GraphStoreContract):
-    @pytest_asyncio.fixture
-    async def graph_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "graph"):
-            yield backend
-
-
-@pytest.mark.ravi_kind("graph")
-class TestCypher(CypherCapableContract):
-    @pytest_asyncio.fixture
-    async def graph_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "graph"):
-            yield backend
-
-
-@pytest.mark.ravi_kind("blob")
-class TestBlob(BlobStoreContract):
-    @pytest_asyncio.fixture
-    async def blob_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "blob"):
-            yield backend
-
-
-@pytest.mark.ravi_kind("tasks")
-class TestTasks(TaskStoreContract):
-    @pytest_asyncio.fixture
-    async def task_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "tasks"):
-            yield backend
-
-
-@pytest.mark.ravi_kind("summaries")
-class TestSummaries(SummaryStoreContract):
-    @pytest_asyncio.fixture
-    async def summary_store(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, "summaries"):
-            yield backend
+for _name, _kind, _contract, _fixture in CONTRACTS:
+    globals()[_name] = _bound(_name, _kind, _contract, _fixture)
