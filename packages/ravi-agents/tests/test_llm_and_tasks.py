@@ -10,7 +10,7 @@ import pytest
 from ravi.agents.llm import ExtractiveSummarizer, OpenAICompatibleClient
 from ravi.agents.storage import GlobalTaskStore, TaskStore
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import BackendUnavailable, PermissionDenied
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, PermissionDenied
 from ravi.kernel.messages import ChatMessage
 
 
@@ -102,8 +102,11 @@ def test_global_task_store_is_process_wide_and_follows_runtime_backend(monkeypat
     assert GlobalTaskStore.get() is GlobalTaskStore.get()
     assert isinstance(GlobalTaskStore.get(), TaskStore)
     pytest.importorskip("ravi.capabilities.postgres")
-    monkeypatch.setenv("RUNTIME_BACKEND", "postgres")
-    monkeypatch.setenv("RAVI_TASKS_OPTIONS", '{"dsn": "postgresql://nowhere.invalid/db"}')
+    monkeypatch.setenv("RUNTIME_BACKEND", "postgres")  # 000's switch: the [tasks] backend of the settings
+    monkeypatch.setenv("RAVI_TASKS__DSN", "postgresql://nowhere.invalid/db")  # its options, as for any store
     store = GlobalTaskStore.get()  # found through the registry; built, not connected
     assert type(store).__name__ == "PgTaskStore"
     assert GlobalTaskStore.get() is store
+    monkeypatch.delenv("RAVI_TASKS__DSN")
+    with pytest.raises(ConfigurationError, match=r"\[tasks\] backend = 'postgres'.*dsn"):
+        GlobalTaskStore.get()  # one error format for bad configuration: the key and the fix

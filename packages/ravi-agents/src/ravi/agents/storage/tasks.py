@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ravi.agents.storage.context_vars import (  # 000: the ContextVars live with the task boards
     current_agent_id,
@@ -14,7 +13,7 @@ from ravi.agents.storage.context_vars import (  # 000: the ContextVars live with
     current_thread_id,
 )
 from ravi.kernel.closing import Closeable
-from ravi.kernel.env import read_env, read_raw
+from ravi.kernel.env import read_raw
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, as_tasks
 from ravi.kernel.storage import TaskStore as TaskStoreProtocol
@@ -105,43 +104,32 @@ def _check_unique(board: TaskList) -> None:
 
 
 class GlobalTaskStore:
-    """The process-wide task store.
+    """The process-wide task store (000).
 
-    ``GlobalTaskStore.get()`` returns one shared store per configuration: in memory by default, or, with the
-    environment variable ``RUNTIME_BACKEND`` naming a backend (``postgres``), that backend's task store found
-    through the registry (its options as JSON in ``RAVI_TASKS_OPTIONS``). No capability is imported by name.
+    ``GlobalTaskStore.get()`` returns one shared store per configuration: the ``[tasks]`` store of the settings
+    (``ravi.toml`` and ``RAVI_TASKS__*`` variables), in memory by default. ``RUNTIME_BACKEND=postgres``, the
+    switch 000 names, is the same setting as ``[tasks] backend = "postgres"``: it picks the backend, and its
+    options (``dsn``, ...) come from the ``[tasks]`` section as for any store. No capability is imported by name.
     """
 
-    _stores: ClassVar[dict[tuple[str, str], TaskStoreProtocol]] = {}
+    _stores: ClassVar[dict[str, TaskStoreProtocol]] = {}
 
     @classmethod
     def get(cls) -> TaskStoreProtocol:
-        """The shared store for the current ``RUNTIME_BACKEND``."""
-        name = (read_raw("RUNTIME_BACKEND") or "memory").strip() or "memory"
-        raw = read_env("tasks-options") or "{}"
-        key = (name, raw)
+        """The shared store the current configuration names."""
+        from ravi.agents.settings import build_store, load_settings
+
+        settings = load_settings()
+        runtime = (read_raw("RUNTIME_BACKEND") or "").strip()
+        if runtime:
+            settings.tasks.backend = runtime
+        key = settings.tasks.model_dump_json()
         store = cls._stores.get(key)
         if store is None:
-            store = TaskStore() if name == "memory" else cls._load(name, raw)
+            store = TaskStore() if settings.tasks.backend == "memory" else build_store("tasks", settings)
+            if not isinstance(store, TaskStoreProtocol):
+                raise ConfigurationError(f"the tasks backend {settings.tasks.backend!r} does not implement TaskStore")
             cls._stores[key] = store
-        return store
-
-    @staticmethod
-    def _load(name: str, raw: str) -> TaskStoreProtocol:
-        from ravi.kernel.registry import load_backend
-
-        try:
-            options: dict[str, Any] = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise ConfigurationError(
-                f"RAVI_TASKS_OPTIONS is not valid JSON: {error.msg}",
-                hint='for example RAVI_TASKS_OPTIONS=\'{"dsn": "postgresql://..."}\'',
-            ) from error
-        if not isinstance(options, dict):
-            raise ConfigurationError("RAVI_TASKS_OPTIONS must be a JSON object")
-        store = load_backend("tasks", name, **options)
-        if not isinstance(store, TaskStoreProtocol):
-            raise ConfigurationError(f"the tasks backend {name!r} does not implement TaskStore")
         return store
 
 
