@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ravi.kernel.closing import Closeable
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage.history import check_append
 from ravi.kernel.values import check_page, check_scope
 
 
@@ -49,13 +49,7 @@ class InMemoryHistoryProvider(Closeable):
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
         """Add messages at the end of the session, all or none."""
-        check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
-        for i, message in enumerate(messages):
-            if not isinstance(message, ChatMessage):
-                raise InvalidArgument(
-                    f"messages[{i}] is a {type(message).__name__}, not a ChatMessage",
-                    hint="build it with ChatMessage(...) or ChatMessage.from_openai(...)",
-                )
+        check_append(agent_id, session_id, run_id, messages)
         session = self._sessions.setdefault((agent_id, session_id), _Session())
         for message in messages:
             if message.id in session.ids:

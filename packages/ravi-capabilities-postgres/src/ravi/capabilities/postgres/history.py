@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Unpack
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage.history import check_append
 from ravi.kernel.values import check_page, check_scope
 
 MIGRATIONS = [
@@ -121,10 +121,7 @@ class PostgresHistoryProvider(PostgresStore):
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
         """Add messages at the end of the session in one round trip, all or none."""
-        check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
-        for i, message in enumerate(messages):
-            if not isinstance(message, ChatMessage):
-                raise InvalidArgument(f"messages[{i}] is a {type(message).__name__}, not a ChatMessage")
+        check_append(agent_id, session_id, run_id, messages)
         if not messages:
             return
         ids = [m.id for m in messages]

@@ -12,8 +12,9 @@ from typing import Unpack
 from urllib.parse import unquote
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage.history import check_append
 from ravi.kernel.values import check_page, check_scope, ttl_seconds
 
 # KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> 1), epoch
@@ -142,10 +143,7 @@ class RedisHistoryProvider(RedisStore):
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
         """Add messages at the end of the session: one atomic script, one round trip."""
-        check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
-        for i, message in enumerate(messages):
-            if not isinstance(message, ChatMessage):
-                raise InvalidArgument(f"messages[{i}] is a {type(message).__name__}, not a ChatMessage")
+        check_append(agent_id, session_id, run_id, messages)
         if not messages:
             return
         args: list[str | int] = [self._ttl_ms, uuid.uuid4().hex]

@@ -28,7 +28,7 @@ from ravi.kernel.storage.graph import (
     SubGraph,
     check_relationship_types,
 )
-from ravi.kernel.storage.history import HistoryProvider, SessionLister
+from ravi.kernel.storage.history import HistoryProvider, SessionLister, check_append
 from ravi.kernel.storage.memory import LongTermMemory, Memory, ShortTermMemory
 from ravi.kernel.storage.summaries import SummaryStore
 from ravi.kernel.storage.tasks import TRANSITIONS, Task, TaskLifecycle, TaskList, TaskStatus, TaskStore, as_tasks
@@ -66,6 +66,7 @@ __all__ = [
     "check_relationship_types",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_ENTRIES",
+    "check_append",
     "check_blob_key",
     "check_blob_metadata",
     "check_content_type",

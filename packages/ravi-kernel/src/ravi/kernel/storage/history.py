@@ -46,6 +46,21 @@ class HistoryProvider(Protocol):
         ...
 
 
+def check_append(agent_id: str, session_id: str, run_id: str, messages: Sequence[ChatMessage]) -> None:
+    """What every ``append_many`` checks first: the scope, and that each item is a ``ChatMessage``
+    (``InvalidArgument`` naming the first that is not, so nothing of the batch is stored)."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.values import check_scope
+
+    check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
+    for i, message in enumerate(messages):
+        if not isinstance(message, ChatMessage):
+            raise InvalidArgument(
+                f"messages[{i}] is a {type(message).__name__}, not a ChatMessage",
+                hint="build it with ChatMessage(...) or ChatMessage.from_openai(...)",
+            )
+
+
 @runtime_checkable
 class SessionLister(Protocol):
     """An optional ability of a history provider: say which sessions an agent has (for tools and the CLI)."""
@@ -55,4 +70,4 @@ class SessionLister(Protocol):
         ...
 
 
-__all__ = ["HistoryProvider", "SessionLister"]
+__all__ = ["HistoryProvider", "SessionLister", "check_append"]
