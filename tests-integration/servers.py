@@ -59,6 +59,25 @@ async def closing(store: Any) -> AsyncIterator[Any]:
         await store.close()
 
 
+async def age_graph(dsn: str, graph: str, *, where: str, **options: Any) -> AsyncIterator[Any]:
+    """An ``AGEGraphStore`` on a graph of its own for one test (skipped, saying ``where``, without Apache AGE),
+    destroyed afterwards."""
+    import pytest
+
+    from ravi.capabilities.age import AGEGraphStore
+    from ravi.kernel.errors import ConfigurationError
+
+    store = AGEGraphStore(dsn, graph=graph, **options)
+    try:
+        await store.get_entity("probe")
+    except ConfigurationError as error:
+        pytest.skip(f"{where} has no Apache AGE ({error})")
+    try:
+        yield store
+    finally:
+        await store.destroy()
+
+
 @contextmanager
 def postgres() -> Iterator[Server]:
     """PostgreSQL with pgvector (and Apache AGE when it comes from the local wheel)."""

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+import servers
 
 from ravi.capabilities.age import AGEGraphStore
 from ravi.capabilities.age.cypher import return_columns
@@ -18,19 +19,8 @@ from ravi.kernel.storage import Entity, Relationship
 
 @pytest_asyncio.fixture
 async def age_store(age_dsn: str, age_graph: str) -> AsyncIterator[AGEGraphStore]:
-    store = AGEGraphStore(age_dsn, graph=age_graph)
-    try:
-        await store.get_entity("probe")
-    except ConfigurationError as error:
-        pytest.skip(f"this PostgreSQL has no Apache AGE ({error}); set RAVI_TEST_AGE_DSN")
-    try:
+    async for store in servers.age_graph(age_dsn, age_graph, where="this PostgreSQL (set RAVI_TEST_AGE_DSN)"):
         yield store
-    finally:
-        try:
-            async with store._connection() as connection:
-                await connection.execute("SELECT ag_catalog.drop_graph($1, true)", age_graph)
-        finally:
-            await store.close()
 
 
 class TestAGEGraph(GraphStoreContract):

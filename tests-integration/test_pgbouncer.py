@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 import pytest_asyncio
-from servers import Server, closing
+from servers import Server, age_graph, closing
 
 from ravi.capabilities.age import AGEGraphStore
 from ravi.capabilities.postgres import (
@@ -31,7 +31,6 @@ from ravi.conformance import (
     TaskStoreContract,
     VectorStoreContract,
 )
-from ravi.kernel.errors import ConfigurationError
 
 BOUNCED = {"statement_cache_size": 0}
 
@@ -101,19 +100,8 @@ class TestBouncedSummaries(SummaryStoreContract):
 @pytest_asyncio.fixture
 async def bounced_age(pgbouncer_server: Server) -> AsyncIterator[AGEGraphStore]:
     graph = f"g_{uuid.uuid4().hex[:16]}"
-    store = AGEGraphStore(pgbouncer_server.address, graph=graph, **BOUNCED)
-    try:
-        await store.get_entity("probe")
-    except ConfigurationError as error:
-        pytest.skip(f"the PostgreSQL behind PgBouncer has no Apache AGE ({error})")
-    try:
+    async for store in age_graph(pgbouncer_server.address, graph, where="the PostgreSQL behind PgBouncer", **BOUNCED):
         yield store
-    finally:
-        try:
-            async with store._connection() as connection:
-                await connection.execute("SELECT ag_catalog.drop_graph($1, true)", graph)
-        finally:
-            await store.close()
 
 
 class TestBouncedAGEGraph(GraphStoreContract):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -78,3 +79,5 @@ async def test_async_tools_and_windowed_model_calls() -> None:
     reply = await agent.run("s", "Weather in Oslo?")
     assert reply.text == "saw 3 messages"
     assert '"celsius": 21' in model.seen[-1][-1].text or "21" in str(model.seen[-1][-1].tool_result)
+    result = model.seen[-1][-1].tool_result
+    assert result is not None and json.loads(result.content) == {"city": "Oslo", "celsius": 21}

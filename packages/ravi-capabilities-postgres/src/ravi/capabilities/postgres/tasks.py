@@ -120,19 +120,23 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
         )
         return TaskList(conversation_id=conversation_id, agent_id=agent_id, tasks=tuple(_task(r) for r in rows))
 
+    async def _lock_board(self, connection: asyncpg.Connection, conversation_id: str, agent_id: str) -> None:
+        """Create the board row if missing and lock it until the transaction ends: one writer per board."""
+        await connection.execute(
+            f"INSERT INTO {self._boards} VALUES ($1, $2) ON CONFLICT DO NOTHING", conversation_id, agent_id
+        )
+        await connection.execute(
+            f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR UPDATE",
+            conversation_id,
+            agent_id,
+        )
+
     async def create_task_list(self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]) -> TaskList:
         """Start a board (replacing any existing one)."""
         check_scope(conversation_id=conversation_id, agent_id=agent_id)
         new = as_tasks(tasks)
         async with self.db.connection() as connection, connection.transaction():
-            await connection.execute(
-                f"INSERT INTO {self._boards} VALUES ($1, $2) ON CONFLICT DO NOTHING", conversation_id, agent_id
-            )
-            await connection.execute(
-                f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR UPDATE",
-                conversation_id,
-                agent_id,
-            )
+            await self._lock_board(connection, conversation_id, agent_id)
             await connection.execute(
                 f"DELETE FROM {self._tasks} WHERE conversation_id = $1 AND agent_id = $2", conversation_id, agent_id
             )
@@ -152,14 +156,7 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
         check_scope(conversation_id=conversation_id, agent_id=agent_id)
         new = as_tasks(tasks)
         async with self.db.connection() as connection, connection.transaction():
-            await connection.execute(
-                f"INSERT INTO {self._boards} VALUES ($1, $2) ON CONFLICT DO NOTHING", conversation_id, agent_id
-            )
-            await connection.execute(
-                f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR UPDATE",
-                conversation_id,
-                agent_id,
-            )
+            await self._lock_board(connection, conversation_id, agent_id)
             existing = await connection.fetch(
                 f"SELECT id, position FROM {self._tasks} WHERE conversation_id = $1 AND agent_id = $2",
                 conversation_id,
