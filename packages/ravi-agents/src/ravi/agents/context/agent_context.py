@@ -40,12 +40,11 @@ class AgentContext:
 
     async def get_prompt_window(self, session_id: str) -> list[ChatMessage]:
         """The compacted window for ``session_id``: the stored transcript (plus unsaved turns of runs in
-        progress, under retention ``NONE``) passed through the pipeline."""
+        progress, under retention ``NONE``) passed through the pipeline. When the store can read windows and
+        the pipeline allows it, only the newest part of the session is read (``CompactionPipeline.assemble``)."""
         check_scope(session_id=session_id)
-        history = await self.config.history.get_messages(self.agent_id, session_id=session_id)
-        for turns in self._unsaved.get(session_id, {}).values():
-            history.extend(turns)
-        return await self.config.pipeline.compact(history, self.session(session_id))
+        unsaved = [m for turns in self._unsaved.get(session_id, {}).values() for m in turns]
+        return await self.config.pipeline.assemble(self.config.history, self.session(session_id), unsaved=unsaved)
 
     async def explain(self, session_id: str) -> Window:
         """The window for ``session_id`` with its manifest (what happened to each stored message, and why)."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -67,7 +69,11 @@ class EventBus:
         return bool(self._listeners)
 
     def emit(self, event: CompactionEvent) -> None:
-        """Deliver ``event`` to every subscriber."""
+        """Deliver ``event`` to every subscriber (or hold it back, inside :func:`held_events`)."""
+        held = _HELD.get()
+        if held is not None:
+            held.append((self, event))
+            return
         for listener in list(self._listeners):
             try:
                 listener(event)
@@ -75,4 +81,29 @@ class EventBus:
                 _log.exception("a compaction event listener failed")
 
 
-__all__ = ["CompactionEvent", "EventBus", "EventKind", "Listener"]
+_HELD: ContextVar[list[tuple[EventBus, CompactionEvent]] | None] = ContextVar("ravi_held_events", default=None)
+
+
+@contextmanager
+def held_events() -> Iterator[Callable[[], None]]:
+    """Hold back every event emitted in this task while the block runs; the block gets a function that delivers
+    them (in order) when it exits, and without a call they are dropped. The engine holds the events of an
+    assembly attempt it may redo, so subscribers see each window's events once."""
+    held: list[tuple[EventBus, CompactionEvent]] = []
+    deliver = False
+
+    def release() -> None:
+        nonlocal deliver
+        deliver = True
+
+    token = _HELD.set(held)
+    try:
+        yield release
+    finally:
+        _HELD.reset(token)
+    if deliver:
+        for bus, event in held:
+            bus.emit(event)
+
+
+__all__ = ["CompactionEvent", "EventBus", "EventKind", "Listener", "held_events"]

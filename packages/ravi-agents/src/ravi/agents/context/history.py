@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage.history import check_append
+from ravi.kernel.storage.history import HistoryWindow, check_append
+from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope
 
 
@@ -16,6 +18,16 @@ class _Session:
     messages: list[ChatMessage] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
+    before: list[int] = field(default_factory=lambda: [0])  # stored tokens before each position (and the total)
+    systems: list[int] = field(default_factory=list)  # positions of the system messages
+
+    def add(self, message: ChatMessage, run_id: str) -> None:
+        if message.role == "system":
+            self.systems.append(len(self.messages))
+        self.ids.add(message.id)
+        self.messages.append(message)
+        self.runs.append(run_id)
+        self.before.append(self.before[-1] + stored_tokens(message))
 
 
 class InMemoryHistoryProvider(Closeable):
@@ -52,11 +64,8 @@ class InMemoryHistoryProvider(Closeable):
         check_append(agent_id, session_id, run_id, messages)
         session = self._sessions.setdefault((agent_id, session_id), _Session())
         for message in messages:
-            if message.id in session.ids:
-                continue
-            session.ids.add(message.id)
-            session.messages.append(message)
-            session.runs.append(run_id)
+            if message.id not in session.ids:
+                session.add(message, run_id)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -81,13 +90,30 @@ class InMemoryHistoryProvider(Closeable):
         session = self._session(agent_id, session_id)
         if session is None:
             return 0
-        keep = [(m, r) for m, r in zip(session.messages, session.runs, strict=True) if r != run_id]
-        removed = len(session.messages) - len(keep)
+        removed = session.runs.count(run_id)
         if removed:
-            session.messages = [m for m, _ in keep]
-            session.runs = [r for _, r in keep]
-            session.ids = {m.id for m in session.messages}
+            kept = _Session()
+            for m, r in zip(session.messages, session.runs, strict=True):
+                if r != run_id:
+                    kept.add(m, r)
+            self._sessions[(agent_id, session_id)] = kept
         return removed
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        """The newest messages past ``tokens`` stored tokens and the system messages before them
+        (``WindowReader``): O(log n) to find the start, then O(window)."""
+        check_page(tokens, 0)
+        session = self._session(agent_id, session_id)
+        if session is None:
+            return HistoryWindow([], 0, True)
+        before, messages = session.before, session.messages
+        # the latest start whose tail passes ``tokens``: before[start] < total - tokens
+        start = max(0, bisect_left(before, before[-1] - tokens) - 1)
+        while start > 0 and messages[start].role in ("tool", "system"):
+            start -= 1
+        systems = session.systems[: bisect_left(session.systems, start)]
+        head = [messages[i] for i in systems]
+        return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start)
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted."""

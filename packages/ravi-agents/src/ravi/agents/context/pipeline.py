@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ravi.agents.context.events import CompactionEvent, EventBus, Listener
+from ravi.agents.context.events import CompactionEvent, EventBus, Listener, held_events
 from ravi.agents.context.session import SessionStates, run_strategy
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionStrategy, SessionContext
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.storage import HistoryProvider, WindowReader
 
 if TYPE_CHECKING:
     from ravi.agents.context.manifest import Window
@@ -97,6 +98,60 @@ class CompactionPipeline:
             builder.stage(strategy, window, out, session)
             window = out
         return builder.build(window)
+
+    @property
+    def suffix_determined(self) -> bool:
+        """Whether every strategy is suffix-determined: what it makes of a message depends only on that message,
+        the messages after it and the system messages, never on older ones, and one of them cuts the window
+        (``cuts``). Such a pipeline's window can be assembled from the newest part of a session
+        (:meth:`assemble`)."""
+        strategies = self.strategies
+        return all(getattr(s, "suffix_determined", False) for s in strategies) and any(
+            getattr(s, "cuts", False) for s in strategies
+        )
+
+    def read_hint(self) -> int:
+        """How many stored tokens a windowed read starts with: the largest budget a strategy names (with room for
+        a counter that counts more than the stored heuristic), else 8,192."""
+        hints = [getattr(strategy, "read_hint", None) for strategy in self.strategies]
+        known = [h for h in hints if isinstance(h, int) and h > 0]
+        return max(known) * 3 // 2 if known else 8_192
+
+    async def assemble(
+        self, history: HistoryProvider, session: SessionContext, *, unsaved: Sequence[ChatMessage] = ()
+    ) -> list[ChatMessage]:
+        """The window of ``session`` as stored in ``history`` (plus ``unsaved`` turns at its end).
+
+        When the provider can read windows (``WindowReader``) and the pipeline is :attr:`suffix_determined`,
+        only the newest part of the session is read: enough stored tokens for the pipeline's budget, then four
+        times more, until a strategy cuts the window inside the part read (or the part is the whole session).
+        The window is the one the whole transcript gives; its events are delivered once. Otherwise the session is
+        read whole.
+        """
+        if not (isinstance(history, WindowReader) and self.suffix_determined):
+            messages = await history.get_messages(session.agent_id, session_id=session.session_id)
+            messages.extend(unsaved)
+            return await self.compact(messages, session)
+        tokens = self.read_hint()
+        while True:
+            view = await history.read_window(session.agent_id, session_id=session.session_id, tokens=tokens)
+            messages = [*view.messages, *unsaved]
+            if view.complete:
+                return await self.compact(messages, session)
+            kept = {owner: copy.copy(value) for owner, value in session.state.items()}
+            session.partial, session.bounded, session.older_needed = True, False, False
+            try:
+                with held_events() as deliver:
+                    window = await self.compact(messages, session)
+                    # cut inside the part read: older messages could not have changed the window
+                    if session.bounded and not session.older_needed:
+                        deliver()
+                        return window
+            finally:
+                session.partial = session.bounded = session.older_needed = False
+            session.state.clear()
+            session.state.update(kept)  # the attempt's state changes are undone: it is redone on more history
+            tokens *= 4
 
     def __repr__(self) -> str:
         return f"CompactionPipeline({self.strategies!r})"

@@ -28,6 +28,11 @@ class SessionContext:
         history: The ``HistoryProvider`` the session lives in, when known.
         state: The session's own state, by owner (a strategy, an index). The engine keeps one per session,
             bounded, and drops the least recently used.
+        partial: Whether the history being compacted is only the newest part of the session (with every system
+            message), read through ``WindowReader``. A strategy that cuts the window there calls
+            :meth:`cut_made`; one whose window would depend on older messages calls :meth:`need_older`. The
+            engine keeps a window only when it was cut and nothing needed older messages; otherwise it reads
+            further back.
     """
 
     agent_id: str
@@ -35,6 +40,20 @@ class SessionContext:
     counter: TokenCounter | None = None
     history: HistoryProvider | None = None
     state: dict[object, Any] = field(default_factory=dict)
+    partial: bool = False
+    bounded: bool = False
+    older_needed: bool = False
+
+    def cut_made(self) -> None:
+        """Say that a strategy cut the window inside the part read (dropping a non-system message of its input,
+        or keeping a start it remembered), so older messages could not change it."""
+        self.bounded = True
+
+    def need_older(self) -> None:
+        """Say that this window needs messages older than the part read (a remembered start that is not in it,
+        say); ignored once the window was cut inside the part read."""
+        if not self.bounded:
+            self.older_needed = True
 
     @property
     def key(self) -> tuple[str, str]:

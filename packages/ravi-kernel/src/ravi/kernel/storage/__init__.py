@@ -28,7 +28,15 @@ from ravi.kernel.storage.graph import (
     SubGraph,
     check_relationship_types,
 )
-from ravi.kernel.storage.history import HistoryProvider, SessionLister, check_append
+from ravi.kernel.storage.history import (
+    HistoryProvider,
+    HistoryWindow,
+    SessionLister,
+    WindowReader,
+    check_append,
+    window_of,
+    window_start,
+)
 from ravi.kernel.storage.memory import LongTermMemory, Memory, ShortTermMemory
 from ravi.kernel.storage.summaries import SummaryStore
 from ravi.kernel.storage.tasks import TRANSITIONS, Task, TaskLifecycle, TaskList, TaskStatus, TaskStore, as_tasks
@@ -47,6 +55,7 @@ __all__ = [
     "Filter",
     "GraphStore",
     "HistoryProvider",
+    "HistoryWindow",
     "LongTermMemory",
     "Memory",
     "Relationship",
@@ -61,6 +70,7 @@ __all__ = [
     "TaskLifecycle",
     "TaskStore",
     "VectorStore",
+    "WindowReader",
     "MAX_KEY_BYTES",
     "as_tasks",
     "check_relationship_types",
@@ -71,5 +81,7 @@ __all__ = [
     "check_blob_metadata",
     "check_content_type",
     "matches",
+    "window_of",
+    "window_start",
     "ttl_seconds",
 ]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.tokens import stored_tokens
 
 
 @runtime_checkable
@@ -70,4 +72,75 @@ class SessionLister(Protocol):
         ...
 
 
-__all__ = ["HistoryProvider", "SessionLister", "check_append"]
+@dataclass(frozen=True)
+class HistoryWindow:
+    """What a windowed read returns: the newest part of a session, with every system message before it.
+
+    Attributes:
+        messages: The system messages from before the tail (``head`` of them), then the tail: every message from
+            its first on, in order.
+        head: How many of ``messages`` are the system messages from before the tail.
+        complete: Whether nothing but system messages comes before the tail, so ``messages`` is the whole
+            session.
+    """
+
+    messages: list[ChatMessage]
+    head: int
+    complete: bool
+
+    @property
+    def tail(self) -> list[ChatMessage]:
+        """The newest messages of the session, from the tail's first on."""
+        return self.messages[self.head :]
+
+
+@runtime_checkable
+class WindowReader(Protocol):
+    """An optional ability of a history provider: read only the newest part of a session, in one round trip.
+
+    Stores keep each message's :func:`~ravi.kernel.tokens.stored_tokens` beside it. ``read_window(tokens=N)``
+    returns a tail that holds at least :func:`window_start`'s: the newest messages until their stored counts
+    pass ``N`` (the message that passes it included), moved back so the tail starts with neither a tool result
+    nor a system message (unless it starts the session),
+    together with every system message before it. A store may return more (the whole session, say, for data
+    written before it kept counts) and says so with ``complete``. The assembly engine reads with it when its
+    pipeline allows, and reads further back when the window needs more.
+    """
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        """The session's newest messages past ``tokens`` stored tokens, and the system messages before them."""
+        ...
+
+
+def window_start(messages: Sequence[ChatMessage], tokens: int) -> int:
+    """Where the tail of a windowed read of ``messages`` starts at the latest (the reference rule of
+    :class:`WindowReader`): the newest messages until their stored counts pass ``tokens``, moved back past tool
+    results and system messages."""
+    total = 0
+    start = 0
+    for i in range(len(messages) - 1, -1, -1):
+        total += stored_tokens(messages[i])
+        if total > tokens:
+            start = i
+            break
+    while start > 0 and messages[start].role in ("tool", "system"):
+        start -= 1
+    return start
+
+
+def window_of(messages: Sequence[ChatMessage], tokens: int) -> HistoryWindow:
+    """The windowed read of a whole transcript, by the reference rule (for stores that hold it in memory)."""
+    start = window_start(messages, tokens)
+    head = [m for m in messages[:start] if m.role == "system"]
+    return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start)
+
+
+__all__ = [
+    "HistoryProvider",
+    "HistoryWindow",
+    "SessionLister",
+    "WindowReader",
+    "check_append",
+    "window_of",
+    "window_start",
+]

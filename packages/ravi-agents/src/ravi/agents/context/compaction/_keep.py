@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ravi.agents.context.units import units_backward
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.messages import ChatMessage
 
 
@@ -25,9 +26,17 @@ def newest_cut(messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], in
     return cut
 
 
-def from_cut(messages: Sequence[ChatMessage], cut: int, systems_at: Sequence[int] | None = None) -> list[ChatMessage]:
+def from_cut(
+    messages: Sequence[ChatMessage],
+    cut: int,
+    systems_at: Sequence[int] | None = None,
+    session: SessionContext | None = None,
+) -> list[ChatMessage]:
     """The system messages before ``cut``, then everything from ``cut`` on (``systems_at``: the positions of the
-    system messages, when the caller already has them, to save a scan)."""
+    system messages, when the caller already has them, to save a scan). With the ``session``, a cut that drops
+    a message is recorded on it (see :func:`note_cut`)."""
+    if session is not None and session.partial and cut > 0:
+        note_cut(messages, cut, session)
     if cut == 0:
         return list(messages)
     if systems_at is None:
@@ -38,15 +47,25 @@ def from_cut(messages: Sequence[ChatMessage], cut: int, systems_at: Sequence[int
     return head
 
 
+def note_cut(messages: Sequence[ChatMessage], cut: int, session: SessionContext) -> None:
+    """Tell the session the window was cut inside the part read when a non-system message before ``cut`` is
+    dropped: older messages would have been dropped with it, so they cannot change the window."""
+    if any(m.role != "system" for m in messages[:cut]):
+        session.cut_made()
+
+
 def keep_newest(
-    messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int
+    messages: Sequence[ChatMessage],
+    cost: Callable[[ChatMessage], int],
+    allowance: int,
+    session: SessionContext | None = None,
 ) -> list[ChatMessage]:
     """System messages, in place, plus the newest whole units whose non-system cost fits in ``allowance``.
 
     ``cost`` prices one message; system messages are free here because they are always kept (the caller takes
     their cost out of ``allowance`` first). Returns a new list even when everything fits.
     """
-    return from_cut(messages, newest_cut(messages, cost, allowance))
+    return from_cut(messages, newest_cut(messages, cost, allowance), session=session)
 
 
 class Anchor:
@@ -56,6 +75,11 @@ class Anchor:
 
     def __init__(self) -> None:
         self._anchor: tuple[str, int] | None = None
+
+    @property
+    def is_set(self) -> bool:
+        """Whether a start has been remembered."""
+        return self._anchor is not None
 
     def cut(self, messages: Sequence[ChatMessage]) -> int | None:
         """The remembered start, if its message is still there."""

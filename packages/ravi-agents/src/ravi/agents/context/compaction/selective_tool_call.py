@@ -29,6 +29,10 @@ class SelectiveToolCallCompactionStrategy:
     folded before and reads only the new part.
     """
 
+    suffix_determined = True
+    """What this strategy makes of a message depends only on it, the messages after it and the system messages
+    (so the engine may assemble from the newest part of a session)."""
+
     def __init__(self, keep_recent_groups: int = 5) -> None:
         if keep_recent_groups < 0:
             raise InvalidArgument(f"keep_recent_groups must be >= 0, got {keep_recent_groups}")

@@ -29,6 +29,13 @@ class SlidingWindowCompaction:
         ['be brief', '8', '9']
     """
 
+    cuts = True
+    """This strategy drops the oldest messages (it bounds the window)."""
+
+    suffix_determined = True
+    """What this strategy makes of a message depends only on it, the messages after it and the system messages
+    (so the engine may assemble from the newest part of a session)."""
+
     def __init__(self, max_messages: int = 100, *, low_watermark: float | None = None) -> None:
         if max_messages < 0:
             raise InvalidArgument(f"max_messages must be >= 0, got {max_messages}")
@@ -45,15 +52,19 @@ class SlidingWindowCompaction:
         same between crossings, which is what prompt caches reward.
         """
         if self.low_watermark is None:
-            return keep_newest(history, _one, self.max_messages)
+            return keep_newest(history, _one, self.max_messages, session)
         anchors: Anchor = own_session(self, session).state_for(self, Anchor)
         anchor = anchors.cut(history)
+        if anchor is None and anchors.is_set and session is not None and session.partial:
+            session.need_older()  # the remembered start is older than the part read
         start = anchor or 0
         if sum(1 for m in history[start:] if m.role != "system") <= self.max_messages:
+            if anchor is not None and session is not None and session.partial:
+                session.cut_made()  # the remembered start decides the window, whatever is older
             return from_cut(history, start)
         cut = newest_cut(history, _one, int(self.max_messages * self.low_watermark))
         anchors.remember(history, cut)
-        return from_cut(history, cut)
+        return from_cut(history, cut, session=session)
 
     def __repr__(self) -> str:
         mark = f", low_watermark={self.low_watermark}" if self.low_watermark is not None else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.compaction._keep import Anchor, from_cut, newest_cut, system_positions
+from ravi.agents.context.compaction._keep import Anchor, from_cut, newest_cut, note_cut, system_positions
 from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.models import SAFETY_MARGIN, input_budget, model_info
 from ravi.agents.context.session import counter_of, own_session, run_strategy
@@ -48,6 +48,9 @@ class TokenBudgetComposedStrategy:
         >>> from ravi.agents.context import ToolResultCompactionStrategy
         >>> strategy = TokenBudgetComposedStrategy([ToolResultCompactionStrategy()], token_budget=8_000)
     """
+
+    cuts = True
+    """This strategy drops the oldest messages (it bounds the window)."""
 
     def __init__(
         self,
@@ -95,6 +98,16 @@ class TokenBudgetComposedStrategy:
         return cls(strategies, budget, counter=counter, low_watermark=low_watermark)
 
     @property
+    def suffix_determined(self) -> bool:
+        """Whether every child strategy is suffix-determined (then so is this one)."""
+        return all(getattr(child, "suffix_determined", False) for child in self.strategies)
+
+    @property
+    def read_hint(self) -> int:
+        """The budget: how many tokens of the newest messages a windowed read should fetch first."""
+        return self.token_budget
+
+    @property
     def counter(self) -> TokenCounter:
         """The counter named at construction (the default one when none was)."""
         return self.own_counter or DEFAULT_COUNTER
@@ -137,20 +150,27 @@ class TokenBudgetComposedStrategy:
                         detail={"budget": self.token_budget, "system_tokens": system_tokens},
                     )
                 )
+            if session is not None and session.partial:
+                note_cut(window, len(window), session)
             return systems
         cut = newest_cut(window, count, max(0, int(self.token_budget * share) - system_tokens))
         if remember:
             own_session(self, session).state_for(self, Anchor).remember(window, cut)
-        return from_cut(window, cut, systems_at)
+        return from_cut(window, cut, systems_at, session)
 
     async def _watermarked(self, history: Sequence[ChatMessage], session: SessionContext | None) -> list[ChatMessage]:
         window: Sequence[ChatMessage] = history
         for child in self.strategies:
             window = await run_strategy(child, window, session)
-        anchor = own_session(self, session).state_for(self, Anchor).cut(window)
+        anchors = own_session(self, session).state_for(self, Anchor)
+        anchor = anchors.cut(window)
+        if anchor is None and anchors.is_set and session is not None and session.partial:
+            session.need_older()  # the remembered start is older than the part read
         if anchor is not None:
             anchored = from_cut(window, anchor)
             if self.fits(anchored, session):
+                if session is not None and session.partial:
+                    session.cut_made()  # the remembered start decides the window, whatever is older
                 return anchored  # below the high watermark: the same start as before
         elif self.fits(window, session):
             return list(window)

@@ -20,6 +20,10 @@ class ToolResultCompactionStrategy:
     one pass over new messages; a growing session reuses the previous result.
     """
 
+    suffix_determined = True
+    """What this strategy makes of a message depends only on it, the messages after it and the system messages
+    (so the engine may assemble from the newest part of a session)."""
+
     def __init__(self, max_chars: int = 500) -> None:
         if max_chars < 0:
             raise InvalidArgument(f"max_chars must be >= 0, got {max_chars}")

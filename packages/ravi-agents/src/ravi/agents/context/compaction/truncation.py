@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ravi.agents.context.compaction._keep import keep_newest, system_messages
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
@@ -30,6 +31,13 @@ class TruncationStrategy:
         ['b', 'c']
     """
 
+    cuts = True
+    """This strategy drops the oldest messages (it bounds the window)."""
+
+    suffix_determined = True
+    """What this strategy makes of a message depends only on it, the messages after it and the system messages
+    (so the engine may assemble from the newest part of a session)."""
+
     def __init__(self, max_messages: int | None = None, max_chars: int | None = None) -> None:
         for name, value in (("max_messages", max_messages), ("max_chars", max_chars)):
             if value is not None and (not isinstance(value, int) or value < 0):
@@ -37,13 +45,17 @@ class TruncationStrategy:
         self.max_messages = max_messages
         self.max_chars = max_chars
 
-    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The newest whole units within ``max_messages`` and ``max_chars``, with every system message."""
-        window = list(history) if self.max_messages is None else keep_newest(history, lambda _: 1, self.max_messages)
+        window = (
+            list(history)
+            if self.max_messages is None
+            else keep_newest(history, lambda _: 1, self.max_messages, session)
+        )
         if self.max_chars is None:
             return window
         allowance = self.max_chars - sum(map(message_chars, system_messages(window)))
-        return keep_newest(window, message_chars, max(0, allowance))
+        return keep_newest(window, message_chars, max(0, allowance), session)
 
     def __repr__(self) -> str:
         return f"TruncationStrategy(max_messages={self.max_messages}, max_chars={self.max_chars})"

@@ -1,0 +1,167 @@
+"""The windowed read: a window assembled from the newest part of a session equals the one from the whole session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ravi.agents.context import (
+    CompactionPipeline,
+    InMemoryHistoryProvider,
+    SelectiveToolCallCompactionStrategy,
+    SlidingWindowCompaction,
+    SummarizationCompaction,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+    TruncationStrategy,
+)
+from ravi.agents.context.events import CompactionEvent
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import HistoryWindow, window_of
+from ravi.kernel.tokens import CachedTokenCounter
+
+from .transcripts import transcripts
+
+
+class DoubleCounter(CachedTokenCounter):
+    """Counts twice what the stored heuristic does: windows need more than the first read gives."""
+
+    key = "tokens:test-double"
+
+    def count_text(self, text: str) -> int:
+        return -(-len(text) // 2)
+
+
+class HalfCounter(CachedTokenCounter):
+    """Counts half what the stored heuristic does."""
+
+    key = "tokens:test-half"
+
+    def count_text(self, text: str) -> int:
+        return -(-len(text) // 8)
+
+
+PIPELINES: dict[str, Callable[[int], list[object]]] = {
+    "budget": lambda n: [TokenBudgetComposedStrategy([], token_budget=n * 40)],
+    "budget_composed": lambda n: [
+        TokenBudgetComposedStrategy(
+            [ToolResultCompactionStrategy(100), SelectiveToolCallCompactionStrategy(1)], token_budget=n * 40
+        )
+    ],
+    "budget_watermark": lambda n: [
+        TokenBudgetComposedStrategy([ToolResultCompactionStrategy(100)], token_budget=n * 40, low_watermark=0.5)
+    ],
+    "sliding": lambda n: [SlidingWindowCompaction(max_messages=n)],
+    "sliding_watermark": lambda n: [SlidingWindowCompaction(max_messages=n, low_watermark=0.5)],
+    "truncation": lambda n: [TruncationStrategy(max_messages=n + 3, max_chars=n * 100)],
+    "chain": lambda n: [
+        ToolResultCompactionStrategy(200),
+        SelectiveToolCallCompactionStrategy(2),
+        TokenBudgetComposedStrategy([], token_budget=n * 50),
+    ],
+    "with_summaries": lambda n: [  # not suffix-determined: read whole
+        SummarizationCompaction(recent_token_budget=n * 30, min_old_tokens=0),
+        TokenBudgetComposedStrategy([], token_budget=n * 60),
+    ],
+}
+COUNTERS = {"stored": None, "double": DoubleCounter(), "half": HalfCounter()}
+
+
+class Recording(InMemoryHistoryProvider):
+    """Counts how many messages each kind of read returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.windowed = 0
+        self.whole = 0
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        view = await super().read_window(agent_id, session_id=session_id, tokens=tokens)
+        self.windowed += len(view.messages)
+        return view
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        messages = await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+        self.whole += len(messages)
+        return messages
+
+
+def chunks(messages: Sequence[ChatMessage], k: int) -> list[list[ChatMessage]]:
+    return [list(messages[i : i + k]) for i in range(0, len(messages), k)] or [[]]
+
+
+@pytest.mark.parametrize("counter", COUNTERS)
+@pytest.mark.parametrize("name", PIPELINES)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=transcripts, n=st.integers(0, 12), step=st.integers(1, 9))
+def test_the_window_from_the_newest_part_is_the_window_from_the_whole(
+    name: str, counter: str, history: list[ChatMessage], n: int, step: int
+) -> None:
+    """Appended in chunks (so watermarks move and remembered starts age), every window read through
+    ``read_window`` equals the window of the whole transcript, and each window's events arrive once."""
+
+    async def main() -> None:
+        store = Recording()
+        windowed = CompactionPipeline(PIPELINES[name](n), counter=COUNTERS[counter])  # type: ignore[arg-type]
+        whole = CompactionPipeline(PIPELINES[name](n), counter=COUNTERS[counter])  # type: ignore[arg-type]
+        seen: list[CompactionEvent] = []
+        windowed.subscribe(seen.append)
+        so_far: list[ChatMessage] = []
+        for chunk in chunks(history, step):
+            await store.append_many("a", chunk, session_id="s")
+            so_far += chunk
+            seen.clear()
+            got = await windowed.assemble(store, windowed.session("a", "s"))
+            want = await whole.compact(so_far, whole.session("a", "s"))
+            assert got == want
+            assert [e.kind for e in seen][:1] == ["pre_compact"] and [e.kind for e in seen].count("post_compact") == 1
+
+    asyncio.run(main())
+
+
+def test_a_long_session_is_read_only_near_its_end() -> None:
+    """10,000 messages and a 2,000-token budget: the window is read from the newest part, not the session."""
+
+    async def main() -> tuple[int, int, list[ChatMessage]]:
+        store = Recording()
+        messages = [ChatMessage.system("be brief")] + [
+            ChatMessage.user(f"question {i} " + "x" * 200) if i % 2 else ChatMessage.assistant(f"answer {i}")
+            for i in range(10_000)
+        ]
+        await store.append_many("a", messages, session_id="s")
+        pipeline = CompactionPipeline([TokenBudgetComposedStrategy([], token_budget=2_000)])
+        window = await pipeline.assemble(store, pipeline.session("a", "s"))
+        assert window == await pipeline.compact(messages)
+        return store.windowed, store.whole, window
+
+    windowed, whole, window = asyncio.run(main())
+    assert whole == 0
+    assert len(window) < windowed < 3 * len(window) + 10
+
+
+def test_a_pipeline_that_reads_older_messages_reads_the_whole_session() -> None:
+    async def main() -> tuple[int, int]:
+        store = Recording()
+        await store.append_many("a", [ChatMessage.user(f"m{i}") for i in range(50)], session_id="s")
+        pipeline = CompactionPipeline([SummarizationCompaction(recent_token_budget=20)])
+        await pipeline.assemble(store, pipeline.session("a", "s"))
+        return store.windowed, store.whole
+
+    assert asyncio.run(main()) == (0, 50)
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=transcripts, tokens=st.integers(0, 3_000))
+def test_the_in_memory_read_follows_the_reference_rule(history: list[ChatMessage], tokens: int) -> None:
+    async def main() -> HistoryWindow:
+        store = InMemoryHistoryProvider()
+        await store.append_many("a", history, session_id="s")
+        return await store.read_window("a", session_id="s", tokens=tokens)
+
+    assert asyncio.run(main()) == window_of(history, tokens)
