@@ -24,10 +24,17 @@ from ravi.conformance import (
     SummaryStoreContract,
     TaskStoreContract,
     VectorStoreContract,
+    WindowReaderContract,
 )
 
 
 class TestInMemoryHistory(HistoryProviderContract):
+    @pytest.fixture
+    def history(self) -> InMemoryHistoryProvider:
+        return InMemoryHistoryProvider()
+
+
+class TestInMemoryWindowReader(WindowReaderContract):
     @pytest.fixture
     def history(self) -> InMemoryHistoryProvider:
         return InMemoryHistoryProvider()

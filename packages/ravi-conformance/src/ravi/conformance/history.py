@@ -12,7 +12,8 @@ import pytest
 from ravi.conformance._base import ContractBase, unique
 from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
-from ravi.kernel.storage import HistoryProvider, SessionLister
+from ravi.kernel.storage import HistoryProvider, HistoryWindow, SessionLister, WindowReader, window_start
+from ravi.kernel.tokens import stored_tokens
 
 
 def texts(messages: list[ChatMessage]) -> list[str]:
@@ -270,3 +271,142 @@ class HistoryProviderContract(ContractBase):
         with pytest.raises(TypeError):
             got[0].metadata["k"] = "changed"
         assert texts(await history.get_messages(a, session_id=s)) == ["original"]
+
+
+def _transcript(tag: str = "") -> list[ChatMessage]:
+    """A session with system messages here and there, tool groups, and turns of very different sizes."""
+    out: list[ChatMessage] = [ChatMessage.system(f"rules{tag}")]
+    for i in range(12):
+        out.append(ChatMessage.user(f"q{i}{tag} " + "x" * (i * 37 % 200)))
+        if i % 3 == 1:
+            calls = [ToolCallBlock(id=f"c{i}-{k}{tag}", name="look", arguments={"k": k}) for k in range(2)]
+            out.append(ChatMessage.assistant(None, tool_calls=calls))
+            out.append(ChatMessage.tool(f"c{i}-0{tag}", "r" * (i * 53 % 300)))
+            if i == 4:
+                out.append(ChatMessage.system(f"note{tag}"))  # a system message inside a tool group
+            out.append(ChatMessage.tool(f"c{i}-1{tag}", "done"))
+        if i == 7:
+            out.append(ChatMessage.system(f"later rules{tag}"))
+        out.append(ChatMessage.assistant(f"a{i}{tag} " + "y" * (i * 71 % 150)))
+    return out
+
+
+def check_view(session: list[ChatMessage], view: HistoryWindow, tokens: int) -> None:
+    """``view`` is a windowed read of ``session`` with ``tokens``: a tail that holds at least the reference
+    rule's, with every system message before it, and ``head`` and ``complete`` telling the truth."""
+    tail = view.tail
+    assert tail == session[len(session) - len(tail) :], "the tail is not the newest messages of the session, in order"
+    start = len(session) - len(tail)
+    assert start <= window_start(session, tokens), "the tail is shorter than the stored counts allow"
+    before = [m for m in session[:start] if m.role == "system"]
+    assert view.messages[: view.head] == before, "the system messages before the tail are not all there, in order"
+    assert view.head == len(before)
+    assert view.complete == (len(before) == start), "complete must say whether the read is the whole session"
+
+
+class WindowReaderContract(ContractBase):
+    """The windowed read (``WindowReader``), an optional ability of a history provider. Subclass and override
+    the ``history`` fixture; a provider without it is skipped with the reason."""
+
+    contract_name = "WindowReader"
+    pytestmark = pytest.mark.asyncio
+
+    @pytest.fixture
+    def history(self) -> HistoryProvider:
+        """Override: an empty backend, fresh for each test."""
+        raise NotImplementedError("override the 'history' fixture to build an empty backend")
+
+    @pytest.fixture
+    def reader(self, history: HistoryProvider) -> WindowReader:
+        if not isinstance(history, WindowReader):
+            pytest.skip(f"backend lacks read_window: {type(history).__name__} is not a WindowReader")
+        return history
+
+    async def test_an_empty_session_is_an_empty_complete_read(self, reader: WindowReader) -> None:
+        view = await reader.read_window(unique("agent"), session_id=unique("session"), tokens=100)
+        assert (view.messages, view.head, view.complete) == ([], 0, True)
+
+    async def test_the_read_follows_the_stored_counts(self, history: HistoryProvider, reader: WindowReader) -> None:
+        a, s = unique("agent"), unique("session")
+        session = _transcript()
+        await history.append_many(a, session[:20], session_id=s)
+        await history.append_many(a, session[20:], session_id=s)
+        total = sum(stored_tokens(m) for m in session)
+        for tokens in [0, 1, 10, 40, 75, 120, 200, 333, 500, 800, total - 1, total, total + 50]:
+            check_view(session, await reader.read_window(a, session_id=s, tokens=tokens), tokens)
+        assert (await reader.read_window(a, session_id=s, tokens=total)).complete
+
+    async def test_the_read_returns_the_stored_messages_exactly(
+        self, history: HistoryProvider, reader: WindowReader
+    ) -> None:
+        a, s = unique("agent"), unique("session")
+        session = _transcript("ü漢")
+        await history.append_many(a, session, session_id=s)
+        view = await reader.read_window(a, session_id=s, tokens=10_000_000)
+        assert view.messages == await history.get_messages(a, session_id=s) == session
+
+    async def test_counts_stay_right_after_clear_run(self, history: HistoryProvider, reader: WindowReader) -> None:
+        a, s = unique("agent"), unique("session")
+        session = _transcript()
+        for i, message in enumerate(session):
+            await history.append(a, message, session_id=s, run_id=f"r{i % 3}")
+        await history.clear_run(a, session_id=s, run_id="r1")
+        kept = [m for i, m in enumerate(session) if i % 3 != 1]
+        assert await history.get_messages(a, session_id=s) == kept
+        for tokens in [0, 30, 90, 250, 600]:
+            check_view(kept, await reader.read_window(a, session_id=s, tokens=tokens), tokens)
+        after = ChatMessage.user("after")
+        await history.append(a, after, session_id=s)
+        check_view([*kept, after], await reader.read_window(a, session_id=s, tokens=5), 5)
+
+    async def test_a_cleared_session_reads_empty_and_starts_again(
+        self, history: HistoryProvider, reader: WindowReader
+    ) -> None:
+        a, s = unique("agent"), unique("session")
+        await history.append_many(a, _transcript(), session_id=s)
+        await reader.read_window(a, session_id=s, tokens=50)
+        await history.clear(a, session_id=s)
+        assert (await reader.read_window(a, session_id=s, tokens=50)).messages == []
+        fresh = [ChatMessage.system("new"), ChatMessage.user("x" * 400), ChatMessage.user("last")]
+        await history.append_many(a, fresh, session_id=s)
+        check_view(fresh, await reader.read_window(a, session_id=s, tokens=20), 20)
+
+    async def test_sessions_and_agents_are_isolated(self, history: HistoryProvider, reader: WindowReader) -> None:
+        a, b, s = unique("agent"), unique("agent"), unique("session")
+        await history.append_many(a, [ChatMessage.system("a's"), ChatMessage.user("for a")], session_id=s)
+        await history.append_many(b, [ChatMessage.user("for b")], session_id=s)
+        await history.append_many(a, [ChatMessage.user("other")], session_id=unique("session"))
+        view = await reader.read_window(a, session_id=s, tokens=1_000)
+        assert texts(view.messages) == ["a's", "for a"]
+
+    async def test_bad_arguments_are_refused(self, reader: WindowReader) -> None:
+        with pytest.raises(InvalidArgument):
+            await reader.read_window("agent", session_id="s", tokens=-1)
+        with pytest.raises(InvalidArgument):
+            await reader.read_window("", session_id="s", tokens=10)
+        with pytest.raises(InvalidArgument):
+            await reader.read_window("agent", session_id="s", tokens="10")  # type: ignore[arg-type]
+
+    async def test_reads_racing_appends_see_each_message_once(
+        self, history: HistoryProvider, reader: WindowReader
+    ) -> None:
+        a, s = unique("agent"), unique("session")
+        session: list[ChatMessage] = [ChatMessage.system("rules")]
+        await history.append_many(a, session, session_id=s)
+        for step in range(12):
+            batch = [ChatMessage.user(f"{step}.{i} " + "z" * (step * 13)) for i in range(3)]
+            reads = [reader.read_window(a, session_id=s, tokens=60 * (k + 1)) for k in range(3)]
+            append = asyncio.ensure_future(history.append_many(a, batch, session_id=s))
+            views = await asyncio.gather(*reads)
+            await append
+            for k, view in enumerate(views):
+                seen = texts(view.messages)
+                assert len(seen) == len(set(seen)), f"a read saw a message twice: {seen}"
+                # the read is of the session before or after the append, never in between
+                before_or_after = [session, [*session, *batch]]
+                assert any(
+                    len(view.tail) <= len(whole) and view.tail == whole[len(whole) - len(view.tail) :]
+                    for whole in before_or_after
+                ), f"read {k} raced an append and saw part of it"
+            session += batch
+        check_view(session, await reader.read_window(a, session_id=s, tokens=100), 100)

@@ -18,6 +18,7 @@ from ravi.conformance import (
     CypherCapableContract,
     GraphStoreContract,
     HistoryProviderContract,
+    WindowReaderContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
@@ -52,6 +53,7 @@ async def _build(request: pytest.FixtureRequest, kind: str) -> AsyncIterator[Any
 # One test class per contract, bound to the backend chosen for its kind: (class name, kind, contract, fixture).
 CONTRACTS: list[tuple[str, str, type, str]] = [
     ("TestHistory", "history", HistoryProviderContract, "history"),
+    ("TestWindowReader", "history", WindowReaderContract, "history"),
     ("TestState", "state", ShortTermMemoryContract, "state_store"),
     ("TestLongTerm", "longterm", LongTermMemoryContract, "memory_store"),
     ("TestVector", "vector", VectorStoreContract, "vector_store"),
