@@ -18,12 +18,12 @@ from ravi.conformance import (
     CypherCapableContract,
     GraphStoreContract,
     HistoryProviderContract,
-    WindowReaderContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
     TaskStoreContract,
     VectorStoreContract,
+    WindowReaderContract,
 )
 from ravi.conformance.plugin import backend_options, isolated_options, selected_backends
 from ravi.kernel.registry import load_backend
