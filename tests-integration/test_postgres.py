@@ -25,10 +25,12 @@ from ravi.conformance import (
     SummaryStoreContract,
     TaskStoreContract,
     VectorStoreContract,
+    WindowReaderContract,
 )
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import load_backend
+from ravi.kernel.tokens import stored_tokens
 
 
 class TestPostgresHistory(HistoryProviderContract):
@@ -41,6 +43,22 @@ class TestPostgresHistory(HistoryProviderContract):
 class TestPostgresHistoryUncached(HistoryProviderContract):
     """The same contract with the read cache off: every read goes to the server."""
 
+    @pytest_asyncio.fixture
+    async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(
+            PostgresHistoryProvider(postgres_server.address, schema=pg_schema, cache_sessions=0)
+        ):
+            yield store
+
+
+class TestPostgresWindowReader(WindowReaderContract):
+    @pytest_asyncio.fixture
+    async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+class TestPostgresWindowReaderUncached(WindowReaderContract):
     @pytest_asyncio.fixture
     async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(
@@ -122,7 +140,7 @@ async def test_migrations_are_safe_when_processes_start_together(postgres_server
     try:
         await asyncio.gather(*(s.count_messages("agent", session_id="s") for s in stores))
         applied = await stores[0].db.fetchval(f'SELECT count(*) FROM "{pg_schema}"."migrations"')
-        assert applied == 1
+        assert applied == len(stores[0].migrations)  # each version once
     finally:
         for s in stores:
             await s.close()
@@ -361,3 +379,59 @@ def test_a_store_works_from_a_second_event_loop(postgres_server: Server, pg_sche
         assert asyncio.run(append_and_count("second loop")) == 2
     finally:
         asyncio.run(history.aclose())
+
+
+async def test_sessions_written_before_counts_were_kept_are_counted_on_their_first_windowed_read(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """A schema at version 1 (no counts) with a session in it: the next provider migrates it, and the first
+    windowed read of the session stores its counts, so the reads after it are windowed."""
+    from ravi.capabilities.postgres import history as module
+    from ravi.kernel.storage import window_of
+
+    class Version1(PostgresHistoryProvider):
+        migrations = module.MIGRATIONS[:1]
+
+        async def append_many(self, agent_id, messages, *, session_id, run_id=""):  # type: ignore[no-untyped-def]
+            await self.db.fetchval(
+                f"SELECT {self._append}($1, $2, $3, $4, $5)",
+                agent_id,
+                session_id,
+                run_id,
+                [m.id for m in messages],
+                [m.model_dump_json() for m in messages],
+            )
+
+    messages = [ChatMessage.system("rules")] + [ChatMessage.user(f"turn {i} " + "x" * 80) for i in range(40)]
+    async for old in closing(Version1(postgres_server.address, schema=pg_schema)):
+        await old.append_many("a", messages, session_id="s")
+    async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        assert await store.get_messages("a", session_id="s") == messages
+        first = await store.read_window("a", session_id="s", tokens=100)
+        assert first == window_of(messages, 100)
+        total = await store.db.fetchval(
+            f"SELECT total_tokens FROM {store.db.table('sessions')} WHERE agent_id = 'a' AND session_id = 's'"
+        )
+        assert total == sum(stored_tokens(m) for m in messages)
+        more = ChatMessage.user("new")
+        await store.append("a", more, session_id="s")
+        assert await store.read_window("a", session_id="s", tokens=100) == window_of([*messages, more], 100)
+
+
+async def test_the_engine_reads_only_the_window_from_postgres(postgres_server: Server, pg_schema: str) -> None:
+    """Through ``AgentContext``: the window of a long session equals the window of its whole transcript, and
+    the rows read are about the window, not the session."""
+    from ravi.agents.context import AgentContext, ContextConfig, TokenBudgetComposedStrategy
+
+    async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        messages = [ChatMessage.system("rules")] + [ChatMessage.user(f"turn {i} " + "x" * 40) for i in range(3_000)]
+        for i in range(0, len(messages), 500):
+            await store.append_many("a", messages[i : i + 500], session_id="s")
+        pipeline = [TokenBudgetComposedStrategy([], token_budget=600)]
+        context = AgentContext(ContextConfig(history=store, pipeline=pipeline), agent_id="a")
+        window = await context.get_prompt_window("s")
+        from ravi.agents.context import CompactionPipeline
+
+        assert window == await CompactionPipeline(pipeline).compact(messages)
+        cached = store._windows[("a", "s")]  # what the provider kept: the window it read, not the session
+        assert len(window) <= len(cached.messages) < 3 * len(window)

@@ -20,6 +20,7 @@ from ravi.conformance import (
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
+    WindowReaderContract,
 )
 from ravi.conformance._base import eventually
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
@@ -41,6 +42,17 @@ class TestRedisHistoryUncachedWithTtl(HistoryProviderContract):
     async def history(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
         async for store in closing(
             RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=600, cache_sessions=0)
+        ):
+            yield store
+
+
+class TestRedisWindowReader(WindowReaderContract):
+    """The windowed read, with a TTL and a small clear_run chunk (counts carried across rewrite chunks)."""
+
+    @pytest_asyncio.fixture
+    async def history(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(
+            RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=600, clear_run_chunk=4)
         ):
             yield store
 
@@ -310,3 +322,29 @@ def test_a_redis_store_works_from_a_second_event_loop(redis_server: Server, redi
         assert asyncio.run(append_and_count("second loop")) == 2
     finally:
         asyncio.run(history.aclose())
+
+
+async def test_sessions_written_before_counts_were_kept_are_counted_on_their_first_windowed_read(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    """A session without its counts (as written before they were kept): the first windowed read returns the
+    right window and stores the counts; appends then keep them, so later reads are windowed."""
+    from ravi.kernel.storage import window_of
+
+    async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+        messages = [ChatMessage.system("rules")] + [ChatMessage.user(f"turn {i} " + "x" * 80) for i in range(40)]
+        await store.append_many("a", messages, session_id="s")
+        keys = store._keys("a", "s")
+        await store.redis.client.delete(keys[4], keys[5])
+        more = ChatMessage.user("not counted either")
+        await store.append("a", more, session_id="s")  # a session without counts stays so until read
+        assert await store.redis.client.llen(keys[4]) == 0
+        messages.append(more)
+        assert await store.read_window("a", session_id="s", tokens=100) == window_of(messages, 100)
+        assert await store.redis.client.llen(keys[4]) == len(messages)
+        last = ChatMessage.user("counted")
+        await store.append("a", last, session_id="s")
+        messages.append(last)
+        assert await store.redis.client.llen(keys[4]) == len(messages)
+        for tokens in (0, 50, 300, 10_000):
+            assert await store.read_window("a", session_id="s", tokens=tokens) == window_of(messages, tokens)

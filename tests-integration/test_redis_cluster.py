@@ -15,6 +15,7 @@ from ravi.conformance import (
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
+    WindowReaderContract,
 )
 from ravi.kernel.messages import ChatMessage
 
@@ -36,6 +37,19 @@ class TestClusterHistoryUncachedWithTtl(HistoryProviderContract):
         async for store in closing(
             RedisHistoryProvider(
                 redis_cluster_server.address, prefix=redis_prefix, cluster=True, ttl=600, cache_sessions=0
+            )
+        ):
+            yield store
+
+
+class TestClusterWindowReader(WindowReaderContract):
+    """The windowed read, with a TTL and a small clear_run chunk (counts carried across rewrite chunks)."""
+
+    @pytest_asyncio.fixture
+    async def history(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(
+            RedisHistoryProvider(
+                redis_cluster_server.address, prefix=redis_prefix, cluster=True, clear_run_chunk=3, max_connections=1000
             )
         ):
             yield store

@@ -176,3 +176,15 @@ def test_memo_is_not_part_of_the_value() -> None:
 def test_document_needs_one_source() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         DocumentBlock()
+
+
+def test_equality_ignores_the_memo_even_when_it_refers_to_the_message() -> None:
+    """Two reads of one stored message are equal whatever each has cached (a strategy may cache the message
+    itself, as "nothing to shorten"), and comparing them never recurses."""
+    a = ChatMessage.user("x", id="m1")
+    b = ChatMessage.model_validate_json(a.model_dump_json())
+    a.memo["shortened"] = a
+    b.memo["shortened"] = b
+    b.memo["tokens:other"] = 3
+    assert a == b
+    assert a != ChatMessage.user("y", id="m1", created_at=a.created_at)

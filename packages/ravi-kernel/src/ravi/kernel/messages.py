@@ -213,6 +213,16 @@ class ChatMessage(_Part):
                 raise ValueError("a tool message holds exactly one ToolResultBlock")
         return self
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is: the ``memo`` (a cache) never takes part."""
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        mine, theirs = self.__dict__, other.__dict__
+        return all(mine[name] == theirs[name] for name in _MESSAGE_FIELDS)
+
+
     @functools.cached_property
     def memo(self) -> dict[str, Any]:
         """A per-object cache for values derived from this (immutable) message, such as token counts.
@@ -376,6 +386,9 @@ class ChatMessage(_Part):
             blocks.extend(_call_from_openai(c, i) for i, c in enumerate(calls))
             fields["content"] = tuple(blocks)
         return cls(**fields)
+
+
+_MESSAGE_FIELDS = tuple(ChatMessage.model_fields)
 
 
 def _part_to_openai(block: Any) -> dict[str, Any]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Unpack
+from typing import Any, Unpack
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage.history import check_append
+from ravi.kernel.storage.history import HistoryWindow, check_append, window_of
+from ravi.kernel.tokens import seed_stored_tokens, stored_tokens
 from ravi.kernel.values import check_page, check_scope
 
 MIGRATIONS = [
@@ -67,6 +68,59 @@ END
 $fn$;
 """,
     ),
+    Migration(
+        2,
+        "stored token counts and roles, for windowed reads",
+        """
+-- Each message keeps its stored token count and the running total of its session up to and including it; the
+-- session keeps its total. NULL counts (rows written before this version) are filled in on the first windowed
+-- read of their session.
+ALTER TABLE {schema}."{prefix}messages" ADD COLUMN role text, ADD COLUMN tokens integer, ADD COLUMN cum_tokens bigint;
+UPDATE {schema}."{prefix}messages" SET role = body::jsonb ->> 'role';
+ALTER TABLE {schema}."{prefix}sessions" ADD COLUMN total_tokens bigint;
+UPDATE {schema}."{prefix}sessions" s SET total_tokens = 0 WHERE NOT EXISTS (
+    SELECT 1 FROM {schema}."{prefix}messages" m WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id);
+ALTER TABLE {schema}."{prefix}sessions" ALTER COLUMN total_tokens SET DEFAULT 0;
+CREATE INDEX "{prefix}messages_systems" ON {schema}."{prefix}messages" (agent_id, session_id, seq)
+    WHERE role = 'system';
+DROP FUNCTION {schema}."{prefix}append_messages"(text, text, text, text[], text[]);
+
+CREATE FUNCTION {schema}."{prefix}append_messages"(
+    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
+) RETURNS integer LANGUAGE plpgsql AS $fn$
+DECLARE
+    base bigint;
+    total bigint;
+    added integer;
+BEGIN
+    INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
+        ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
+        RETURNING s.next_seq, s.total_tokens INTO base, total;
+    WITH incoming AS (
+        SELECT t.message_id, t.body, t.role, t.tokens, t.ord
+        FROM unnest(p_ids, p_bodies, p_roles, p_tokens) WITH ORDINALITY AS t(message_id, body, role, tokens, ord)
+    ), firsts AS (
+        SELECT DISTINCT ON (message_id) message_id, body, role, tokens, ord FROM incoming ORDER BY message_id, ord
+    ), fresh AS (
+        SELECT f.* FROM firsts f
+        WHERE NOT EXISTS (SELECT 1 FROM {schema}."{prefix}messages" m
+                          WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.message_id = f.message_id)
+    )
+    INSERT INTO {schema}."{prefix}messages"
+        (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
+    SELECT p_agent, p_session, base + row_number() OVER (ORDER BY ord) - 1, p_run, message_id, body, role, tokens,
+           total + sum(tokens) OVER (ORDER BY ord)
+    FROM fresh;
+    GET DIAGNOSTICS added = ROW_COUNT;
+    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + coalesce((
+            SELECT sum(tokens) FROM {schema}."{prefix}messages"
+            WHERE agent_id = p_agent AND session_id = p_session AND seq >= base), 0)
+        WHERE agent_id = p_agent AND session_id = p_session;
+    RETURN added;
+END
+$fn$;
+""",
+    ),
 ]
 
 
@@ -77,6 +131,17 @@ class _Cached:
     epoch: int
     next_seq: int
     messages: list[ChatMessage]
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The messages of the last window read from a session, by seq, in one life (``epoch``) of the session: its
+    tail (seq ``low`` to ``high``) and the system messages before it."""
+
+    epoch: int
+    low: int
+    high: int
+    messages: dict[int, ChatMessage]
 
 
 class PostgresHistoryProvider(PostgresStore):
@@ -111,7 +176,34 @@ class PostgresHistoryProvider(PostgresStore):
         self._sessions = self.db.table("sessions")
         self._append = f'"{self.db.schema}"."{self.db.prefix}append_messages"'
         self._cache: OrderedDict[tuple[str, str], _Cached] = OrderedDict()
+        self._windows: OrderedDict[tuple[str, str], _Window] = OrderedDict()
         self._cache_size = cache_sessions
+        m, sessions = self._messages, self._sessions
+        scope = "m.agent_id = $1 AND m.session_id = $2"
+        # One statement, one snapshot. The tail starts at the newest message whose running total before it is
+        # below (total - tokens), moved back to a message that is neither a tool result nor a system message;
+        # rows of the last window this process read (same epoch: its tail, seq in [$5, $6], and the system
+        # messages before it) come without their bodies.
+        self._window_query = f"""
+WITH s AS (SELECT epoch, total_tokens AS total FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
+cut AS (SELECT coalesce((SELECT m.seq FROM {m} m WHERE {scope} AND m.cum_tokens - m.tokens < (SELECT total FROM s) - $3
+                         ORDER BY m.seq DESC LIMIT 1), -1) AS seq),
+start AS (SELECT CASE WHEN (SELECT seq FROM cut) < 0 THEN -1 ELSE coalesce((
+              SELECT m.seq FROM {m} m WHERE {scope} AND m.seq <= (SELECT seq FROM cut)
+              AND m.role NOT IN ('tool', 'system') ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
+info AS (SELECT s.epoch, s.total, start.seq AS start, NOT EXISTS (
+              SELECT 1 FROM {m} m WHERE {scope} AND m.seq < start.seq AND m.role <> 'system') AS complete
+         FROM s, start),
+picked AS (
+    SELECT m.seq, m.tokens, m.body, false AS head FROM {m} m WHERE {scope} AND m.seq >= (SELECT start FROM info)
+    UNION ALL
+    SELECT m.seq, m.tokens, m.body, true FROM {m} m
+    WHERE {scope} AND m.role = 'system' AND m.seq < (SELECT start FROM info)
+)
+SELECT info.epoch, info.total, info.start, info.complete, p.seq, p.tokens, p.head,
+       CASE WHEN info.epoch = $4 AND (p.seq BETWEEN $5 AND $6 OR (p.head AND p.seq < $5)) THEN NULL
+            ELSE p.body END AS body
+FROM picked p, info ORDER BY p.seq"""
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""
@@ -126,7 +218,12 @@ class PostgresHistoryProvider(PostgresStore):
             return
         ids = [m.id for m in messages]
         bodies = [m.model_dump_json() for m in messages]
-        await self.db.fetchval(f"SELECT {self._append}($1, $2, $3, $4, $5)", agent_id, session_id, run_id, ids, bodies)
+        roles = [m.role for m in messages]
+        tokens = [stored_tokens(m) for m in messages]
+        await self.db.fetchval(
+            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7)",
+            *(agent_id, session_id, run_id, ids, bodies, roles, tokens),
+        )
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -187,7 +284,8 @@ class PostgresHistoryProvider(PostgresStore):
         check_scope(agent_id=agent_id, session_id=session_id)
         async with self.db.connection() as connection, connection.transaction():
             await connection.execute(
-                f"UPDATE {self._sessions} SET epoch = epoch + 1, next_seq = 0 WHERE agent_id = $1 AND session_id = $2",
+                f"UPDATE {self._sessions} SET epoch = epoch + 1, next_seq = 0, total_tokens = 0 "
+                "WHERE agent_id = $1 AND session_id = $2",
                 agent_id,
                 session_id,
             )
@@ -195,6 +293,7 @@ class PostgresHistoryProvider(PostgresStore):
                 f"DELETE FROM {self._messages} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
             )
         self._cache.pop((agent_id, session_id), None)
+        self._windows.pop((agent_id, session_id), None)
         return int(status.split()[-1])
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
@@ -209,6 +308,7 @@ class PostgresHistoryProvider(PostgresStore):
             )
             removed = int(status.split()[-1])
             if removed:
+                await self._recount_running_totals(connection, agent_id, session_id)
                 await connection.execute(
                     f"UPDATE {self._sessions} SET epoch = epoch + 1 WHERE agent_id = $1 AND session_id = $2",
                     agent_id,
@@ -216,7 +316,99 @@ class PostgresHistoryProvider(PostgresStore):
                 )
         if removed:
             self._cache.pop((agent_id, session_id), None)
+            self._windows.pop((agent_id, session_id), None)
         return removed
+
+    async def _recount_running_totals(self, connection: Any, agent_id: str, session_id: str) -> None:
+        """Recompute the session's running totals and total from its stored counts (the total is NULL while any
+        count is unknown). The caller holds a transaction."""
+        await connection.execute(
+            f"UPDATE {self._messages} m SET cum_tokens = x.cum FROM ("
+            f"SELECT seq, sum(tokens) OVER (ORDER BY seq) AS cum FROM {self._messages} "
+            "WHERE agent_id = $1 AND session_id = $2) x "
+            "WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = x.seq AND m.cum_tokens IS DISTINCT FROM x.cum",
+            agent_id,
+            session_id,
+        )
+        await connection.execute(
+            f"UPDATE {self._sessions} SET total_tokens = (SELECT CASE WHEN count(*) = count(tokens) "
+            f"THEN coalesce(sum(tokens), 0) END FROM {self._messages} WHERE agent_id = $1 AND session_id = $2) "
+            "WHERE agent_id = $1 AND session_id = $2",
+            agent_id,
+            session_id,
+        )
+
+    async def _recount(self, agent_id: str, session_id: str) -> None:
+        """Store the counts of a session written before counts were kept (once; appends wait meanwhile)."""
+        async with self.db.connection() as connection, connection.transaction():
+            await connection.execute(
+                f"SELECT 1 FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2 FOR UPDATE",
+                agent_id,
+                session_id,
+            )
+            rows = await connection.fetch(
+                f"SELECT seq, body FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND tokens IS NULL",
+                agent_id,
+                session_id,
+            )
+            if rows:
+                counted = [stored_tokens(ChatMessage.model_validate_json(r["body"])) for r in rows]
+                await connection.execute(
+                    f"UPDATE {self._messages} m SET tokens = u.tokens FROM unnest($3::bigint[], $4::integer[]) "
+                    "AS u(seq, tokens) WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq",
+                    agent_id,
+                    session_id,
+                    [r["seq"] for r in rows],
+                    counted,
+                )
+            await self._recount_running_totals(connection, agent_id, session_id)
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        """The newest messages past ``tokens`` stored tokens, and the system messages before them
+        (``WindowReader``): one query, served by indexes, reading only the window's rows. Messages of the
+        session's last window read here are kept parsed, so only new rows are parsed again."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_page(tokens, 0)
+        key = (agent_id, session_id)
+        cached = self._windows.get(key)
+        rows = await self.db.fetch(
+            self._window_query,
+            agent_id,
+            session_id,
+            tokens,
+            cached.epoch if cached else -1,
+            cached.low if cached else 0,
+            cached.high if cached else -1,
+        )
+        if not rows:
+            self._windows.pop(key, None)
+            return HistoryWindow([], 0, True)
+        first = rows[0]
+        known = cached.messages if cached is not None and cached.epoch == first["epoch"] else {}
+        parsed: dict[int, ChatMessage] = {}
+        for r in rows:
+            body = r["body"]
+            parsed[r["seq"]] = (
+                known[r["seq"]]
+                if body is None
+                else seed_stored_tokens(ChatMessage.model_validate_json(body), r["tokens"])
+                if r["tokens"] is not None
+                else ChatMessage.model_validate_json(body)
+            )
+        messages = list(parsed.values())
+        if first["total"] is None:  # written before counts were kept: this read was of the whole session
+            await self._recount(agent_id, session_id)
+            view = window_of(messages, tokens)
+        else:
+            head = sum(1 for r in rows if r["head"])
+            view = HistoryWindow(messages, head, bool(first["complete"]))
+        if self._cache_size:
+            low = next((r["seq"] for r in rows if not r["head"]), max(parsed) + 1)
+            self._windows[key] = _Window(first["epoch"], low, max(parsed), parsed)
+            self._windows.move_to_end(key)
+            while len(self._windows) > self._cache_size:
+                self._windows.popitem(last=False)
+        return view
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""

@@ -14,73 +14,187 @@ from urllib.parse import unquote
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage.history import check_append
+from ravi.kernel.storage.history import HistoryWindow, check_append, window_of
+from ravi.kernel.tokens import seed_stored_tokens, stored_tokens
 from ravi.kernel.values import check_page, check_scope, ttl_seconds
 
-# KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> 1), epoch
-# ARGV: ttl in ms (0 = none), a fresh epoch token, then triples of (message id, run id, body)
+# KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> 1), epoch,
+#       tokens (list of "<running total> <stored count> <role letter>", same positions), systems (positions of the
+#       system messages)
+# ARGV: ttl in ms (0 = none), a fresh epoch token, then quadruples of (message id, run id, body, "<count> <role>")
 # The epoch names one life of the session: set when the session is created, replaced by clear_run, gone with the
-# session (clear or expiry). A cached copy is good only while its epoch is the session's.
+# session (clear or expiry). A cached copy is good only while its epoch is the session's. A session written before
+# counts were kept has a shorter tokens list; it gets no counts until a windowed read fills them in.
 _APPEND = """
 redis.call('SET', KEYS[4], ARGV[2], 'NX')
+local n = redis.call('LLEN', KEYS[1])
+local counted = redis.call('LLEN', KEYS[5]) == n
+local total = 0
+if counted and n > 0 then
+  total = tonumber(string.match(redis.call('LINDEX', KEYS[5], -1), '^(%d+)'))
+end
 local added = 0
-for i = 3, #ARGV, 3 do
+for i = 3, #ARGV, 4 do
   if redis.call('HSETNX', KEYS[3], ARGV[i], 1) == 1 then
     redis.call('RPUSH', KEYS[1], ARGV[i + 2])
     redis.call('RPUSH', KEYS[2], ARGV[i + 1])
+    if counted then
+      local tokens, role = string.match(ARGV[i + 3], '^(%d+) (%a)$')
+      total = total + tonumber(tokens)
+      redis.call('RPUSH', KEYS[5], total .. ' ' .. tokens .. ' ' .. role)
+      if role == 's' then redis.call('RPUSH', KEYS[6], n + added) end
+    end
     added = added + 1
   end
 end
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then
-  for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ttl) end
+  for k = 1, 6 do if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ttl) end end
 end
 return added
+"""
+
+# The windowed read: the newest messages past ARGV[1] stored tokens (walking back from the end, a chunk at a time),
+# moved back past tool results and system messages, and the system messages before them.
+# KEYS: messages, tokens, systems. Returns {-1} for a session without counts, else
+# {start, complete, {system bodies before start}, {bodies from start}, {their "<total> <count> <role>"}}.
+_READ_WINDOW = """
+local n = redis.call('LLEN', KEYS[1])
+if n == 0 then return {0, 1, {}, {}, {}} end
+if redis.call('LLEN', KEYS[2]) ~= n then return {-1} end
+local total = tonumber(string.match(redis.call('LINDEX', KEYS[2], -1), '^(%d+)'))
+local limit = total - tonumber(ARGV[1])
+local start = 0
+if limit > 0 then
+  local hi, found, moving = n - 1, nil, false
+  while hi >= 0 do
+    local lo = math.max(0, hi - 255)
+    local entries = redis.call('LRANGE', KEYS[2], lo, hi)
+    for j = #entries, 1, -1 do
+      local cum, tokens, role = string.match(entries[j], '^(%d+) (%d+) (%a)$')
+      local pos = lo + j - 1
+      if not moving then
+        if tonumber(cum) - tonumber(tokens) < limit then moving = true end
+      end
+      if moving and ((role ~= 't' and role ~= 's') or pos == 0) then found = pos break end
+    end
+    if found then break end
+    hi = lo - 1
+  end
+  start = found or 0
+end
+local head = {}
+local systems = redis.call('LRANGE', KEYS[3], 0, -1)
+for _, p in ipairs(systems) do
+  local pos = tonumber(p)
+  if pos < start then head[#head + 1] = redis.call('LINDEX', KEYS[1], pos) end
+end
+local complete = 0
+if #head == start then complete = 1 end
+return {start, complete, head, redis.call('LRANGE', KEYS[1], start, -1), redis.call('LRANGE', KEYS[2], start, -1)}
+"""
+
+# Fills in the counts of a session written before they were kept, if it has not changed since it was read.
+# KEYS: messages, tokens, systems, epoch. ARGV: epoch when read, length when read, then "<count> <role>" per message.
+_RECOUNT = """
+if redis.call('GET', KEYS[4]) ~= ARGV[1] or redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('DEL', KEYS[2], KEYS[3])
+local total = 0
+for i = 3, #ARGV do
+  local tokens, role = string.match(ARGV[i], '^(%d+) (%a)$')
+  total = total + tonumber(tokens)
+  redis.call('RPUSH', KEYS[2], total .. ' ' .. tokens .. ' ' .. role)
+  if role == 's' then redis.call('RPUSH', KEYS[3], i - 3) end
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ttl) end
+end
+return 1
 """
 
 # Rebuilds the session without one run's messages, on the server and a chunk at a time, so a long session never
 # blocks Redis for long. The kept messages go to scratch keys; the last chunk swaps them in atomically (with a
 # new epoch), so readers see the session before or after, never half-rewritten. Appends that land meanwhile go
 # to the session's tail and are taken by a later chunk. A clear (the epoch changes) abandons the rewrite.
-# KEYS: messages, runs, ids, epoch, scratch messages, scratch runs, scratch ids
+# KEYS: messages, runs, ids, epoch, scratch messages, scratch runs, scratch ids, tokens, systems, scratch tokens,
+#       scratch systems
 # ARGV: epoch when the rewrite began, first position of this chunk, chunk size, run id, new epoch, ttl in ms
+# Counts are carried over with their messages (running totals recomputed); a session without counts stays so.
 _CLEAR_RUN = """
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then
-  redis.call('DEL', KEYS[5], KEYS[6], KEYS[7])
+  redis.call('DEL', KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11])
   return {-1, 0}
 end
 local start = tonumber(ARGV[2])
-local runs = redis.call('LRANGE', KEYS[2], start, start + tonumber(ARGV[3]) - 1)
-local bodies = redis.call('LRANGE', KEYS[1], start, start + tonumber(ARGV[3]) - 1)
+local stop = start + tonumber(ARGV[3]) - 1
+local runs = redis.call('LRANGE', KEYS[2], start, stop)
+local bodies = redis.call('LRANGE', KEYS[1], start, stop)
+local total = redis.call('LLEN', KEYS[2])
+local counted = redis.call('LLEN', KEYS[8]) == total
+local entries = {}
+local sum = 0
+if counted then
+  entries = redis.call('LRANGE', KEYS[8], start, stop)
+  local last = redis.call('LINDEX', KEYS[10], -1)
+  if last then sum = tonumber(string.match(last, '^(%d+)')) end
+end
 for i = 1, #runs do
   if runs[i] ~= ARGV[4] then
     redis.call('RPUSH', KEYS[5], bodies[i])
     redis.call('RPUSH', KEYS[6], runs[i])
     redis.call('HSET', KEYS[7], cjson.decode(bodies[i])['id'], 1)
+    if counted then
+      local _, tokens, role = string.match(entries[i], '^(%d+) (%d+) (%a)$')
+      sum = sum + tonumber(tokens)
+      local position = redis.call('RPUSH', KEYS[10], sum .. ' ' .. tokens .. ' ' .. role) - 1
+      if role == 's' then redis.call('RPUSH', KEYS[11], position) end
+    end
   end
 end
-local total = redis.call('LLEN', KEYS[2])
 local done = start + #runs
 if done < total then
-  for k = 5, 7 do redis.call('PEXPIRE', KEYS[k], 3600000) end
+  for _, k in ipairs({5, 6, 7, 10, 11}) do
+    if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], 3600000) end
+  end
   return {0, done}
 end
 local kept = redis.call('LLEN', KEYS[6])
+redis.call('DEL', KEYS[8], KEYS[9])
 if kept == 0 then
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[10], KEYS[11])
 else
   for k = 1, 3 do
     redis.call('RENAME', KEYS[k + 4], KEYS[k])
     redis.call('PERSIST', KEYS[k])
   end
+  if counted then
+    for k = 8, 9 do
+      if redis.call('EXISTS', KEYS[k + 2]) == 1 then
+        redis.call('RENAME', KEYS[k + 2], KEYS[k])
+        redis.call('PERSIST', KEYS[k])
+      end
+    end
+  else
+    redis.call('DEL', KEYS[10], KEYS[11])
+  end
 end
 redis.call('SET', KEYS[4], ARGV[5])
 local ttl = tonumber(ARGV[6])
 if ttl > 0 then
-  for k = 1, 4 do if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ttl) end end
+  for _, k in ipairs({1, 2, 3, 4, 8, 9}) do
+    if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ttl) end
+  end
 end
 return {1, total - kept}
 """
+
+
+def _count(message: ChatMessage) -> str:
+    """A message's stored count and role letter, as the scripts keep them."""
+    role = {"system": "s", "tool": "t"}.get(message.role, "o")
+    return f"{stored_tokens(message)} {role}"
 
 
 @dataclass(frozen=True)
@@ -133,7 +247,8 @@ class RedisHistoryProvider(RedisStore):
 
     def _keys(self, agent_id: str, session_id: str) -> list[str]:
         key = self.redis.key
-        return [key("h", agent_id, session_id, tail=t) for t in ("messages", "runs", "ids", "epoch")]
+        tails = ("messages", "runs", "ids", "epoch", "tokens", "systems")
+        return [key("h", agent_id, session_id, tail=t) for t in tails]
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""
@@ -148,7 +263,7 @@ class RedisHistoryProvider(RedisStore):
             return
         args: list[str | int] = [self._ttl_ms, uuid.uuid4().hex]
         for m in messages:
-            args += [m.id, run_id, m.model_dump_json()]
+            args += [m.id, run_id, m.model_dump_json(), _count(m)]
         with mapped_errors():
             await self.redis.run_script(_APPEND, self._keys(agent_id, session_id), args)
 
@@ -229,14 +344,15 @@ class RedisHistoryProvider(RedisStore):
             if epoch is None or found is None:
                 return 0
             token = uuid.uuid4().hex
-            scratch = [self.redis.key("h", agent_id, session_id, tail=f"rewrite:{token}:{t}") for t in ("m", "r", "i")]
+            key = self.redis.key
+            scratch = [key("h", agent_id, session_id, tail=f"rewrite:{token}:{t}") for t in ("m", "r", "i", "t", "s")]
             start, state, removed = 0, 0, 0
             try:
                 while state == 0:
                     with mapped_errors():
                         state, value = await self.redis.run_script(
                             _CLEAR_RUN,
-                            [*keys, *scratch],
+                            [*keys[:4], *scratch[:3], *keys[4:], *scratch[3:]],
                             [epoch, start, self.clear_run_chunk, run_id, uuid.uuid4().hex, self._ttl_ms],
                         )
                     start = removed = int(value)
@@ -250,6 +366,30 @@ class RedisHistoryProvider(RedisStore):
         raise BackendUnavailable(
             "clear_run: the session kept being cleared while its run was being removed", hint="try again"
         )
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        """The newest messages past ``tokens`` stored tokens, and the system messages before them
+        (``WindowReader``): one script, which walks back from the end of the session only as far as the window."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_page(tokens, 0)
+        keys = self._keys(agent_id, session_id)
+        with mapped_errors():
+            result = await self.redis.run_script(_READ_WINDOW, [keys[0], keys[4], keys[5]], [tokens])
+        if result[0] == -1:  # written before counts were kept: read it whole and store its counts
+            epoch, length, raw = await self._read(keys, 0)
+            messages = [ChatMessage.model_validate_json(b) for b in raw]
+            if epoch is not None:
+                with mapped_errors():
+                    await self.redis.run_script(
+                        _RECOUNT, [keys[0], keys[4], keys[5], keys[3]], [epoch, length, *map(_count, messages)]
+                    )
+            return window_of(messages, tokens)
+        _, complete, head, tail, counts = result
+        messages = [ChatMessage.model_validate_json(b) for b in head]
+        for body, entry in zip(tail, counts, strict=True):
+            message = ChatMessage.model_validate_json(body)
+            messages.append(seed_stored_tokens(message, int(entry.split()[1])))
+        return HistoryWindow(messages, len(head), bool(complete))
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted. Scans the keys (``SCAN``, never
