@@ -222,7 +222,6 @@ class ChatMessage(_Part):
         mine, theirs = self.__dict__, other.__dict__
         return all(mine[name] == theirs[name] for name in _MESSAGE_FIELDS)
 
-
     @functools.cached_property
     def memo(self) -> dict[str, Any]:
         """A per-object cache for values derived from this (immutable) message, such as token counts.
