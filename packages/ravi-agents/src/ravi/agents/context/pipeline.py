@@ -13,6 +13,7 @@ from ravi.kernel.agent import CompactionStrategy, SessionContext
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, WindowReader
+from ravi.kernel.tokens import stored_tokens
 
 if TYPE_CHECKING:
     from ravi.agents.context.manifest import Window
@@ -123,8 +124,9 @@ class CompactionPipeline:
         """The window of ``session`` as stored in ``history`` (plus ``unsaved`` turns at its end).
 
         When the provider can read windows (``WindowReader``) and the pipeline is :attr:`suffix_determined`,
-        only the newest part of the session is read: enough stored tokens for the pipeline's budget, then four
-        times more, until a strategy cuts the window inside the part read (or the part is the whole session).
+        only the newest part of the session is read: as many stored tokens as the session's last window needed
+        (at first, the pipeline's budget), then four times more, until a strategy cuts the window inside the part
+        read (or the part is the whole session).
         The window is the one the whole transcript gives; its events are delivered once. Otherwise the session is
         read whole.
         """
@@ -132,11 +134,14 @@ class CompactionPipeline:
             messages = await history.get_messages(session.agent_id, session_id=session.session_id)
             messages.extend(unsaved)
             return await self.compact(messages, session)
-        tokens = self.read_hint()
+        # start from what this session's last window needed: the pipeline may shrink messages a lot (folded tool
+        # groups, shortened results), so its window can hold many more stored tokens than its budget
+        tokens = max(self.read_hint(), session.state.get(_READ_TOKENS, 0))
         while True:
             view = await history.read_window(session.agent_id, session_id=session.session_id, tokens=tokens)
             messages = [*view.messages, *unsaved]
             if view.complete:
+                session.state[_READ_TOKENS] = tokens
                 return await self.compact(messages, session)
             kept = {owner: copy.copy(value) for owner, value in session.state.items()}
             session.partial, session.bounded, session.older_needed = True, False, False
@@ -146,6 +151,7 @@ class CompactionPipeline:
                     # cut inside the part read: older messages could not have changed the window
                     if session.bounded and not session.older_needed:
                         deliver()
+                        session.state[_READ_TOKENS] = _needed(view.tail, window)
                         return window
             finally:
                 session.partial = session.bounded = session.older_needed = False
@@ -155,6 +161,18 @@ class CompactionPipeline:
 
     def __repr__(self) -> str:
         return f"CompactionPipeline({self.strategies!r})"
+
+
+_READ_TOKENS = "ravi.pipeline:read_tokens"
+
+
+def _needed(tail: Sequence[ChatMessage], window: Sequence[ChatMessage]) -> int:
+    """The stored tokens a read needs for ``window`` next time: those from its oldest source message in
+    ``tail`` to the end, with a quarter more for the window's growth."""
+    kept = {m.id for m in window}
+    first = next((i for i, m in enumerate(tail) if m.id in kept and m.role != "system"), 0)
+    total = sum(stored_tokens(m) for m in tail[first:])
+    return total + total // 4 + 1
 
 
 def as_pipeline(

@@ -19,6 +19,10 @@ class _State:
     folded: list[ChatMessage]
 
 
+_FOLDED = "ravi.selective:folded"
+_UNSET = object()
+
+
 class SelectiveToolCallCompactionStrategy:
     """Keep the newest ``keep_recent_groups`` tool-call groups whole; older groups lose their calls and results.
 
@@ -57,9 +61,12 @@ class SelectiveToolCallCompactionStrategy:
                 out.extend(history[a:b])
                 continue
             call = history[a]
-            kept = tuple(block for block in call.content if not isinstance(block, ToolCallBlock))
-            if kept:
-                out.append(call.model_copy(update={"content": kept}))
+            folded = call.memo.get(_FOLDED, _UNSET)
+            if folded is _UNSET:  # folded once per message, whatever part of the session is being read
+                kept = tuple(block for block in call.content if not isinstance(block, ToolCallBlock))
+                folded = call.memo[_FOLDED] = call.model_copy(update={"content": kept}) if kept else None
+            if folded is not None:
+                out.append(folded)
             out.extend(m for m in history[a + 1 : b] if m.role == "system")
         return out
 

@@ -1,0 +1,258 @@
+"""Windows read from the newest part of a session (issue 12): the cost of a window follows the window, not the
+session.
+
+* In memory, the issue's pipeline ``[ToolResultCompactionStrategy(), TokenBudgetComposedStrategy([], 100_000)]``
+  through ``AgentContext.get_prompt_window``. Warm: append one message, assemble again. Cold: a fresh context and
+  messages without cached counts. References, measured here: a plain-Python suffix over cached counts (the least
+  any window costs: walk back summing counts, slice) and LangChain's ``trim_messages``.
+* Postgres and Redis: a fresh worker's first window (a new provider, empty caches) of a 1,000- and a
+  100,000-message session, beside one round trip that reads the newest rows the window needs and parses them.
+* Memory: what a provider holds after serving the first window of 200 sessions of 2,000 messages each.
+
+Targets: warm flat in the session's length and within 20x of the suffix at each size, >= 100x faster than
+trim_messages at 100,000; cold at 100,000 faster than trim_messages at 10,000; a fresh worker within 2x of one
+read of the newest rows and within 2x between 1,000 and 100,000 messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from _table import console, table, verdict
+from assembly import forget_counts, to_langchain
+from langchain_core.messages import trim_messages
+
+from ravi.agents.context import (
+    AgentContext,
+    ContextConfig,
+    InMemoryHistoryProvider,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+)
+from ravi.agents.demo import agentic_transcript
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.messages import ChatMessage
+
+BUDGET = 100_000
+SIZES = (1_000, 10_000, 100_000)
+
+
+def pipeline() -> list[Any]:
+    return [ToolResultCompactionStrategy(), TokenBudgetComposedStrategy([], token_budget=BUDGET)]
+
+
+def suffix(messages: list[ChatMessage], counts: list[int]) -> list[ChatMessage]:
+    """The reference: the newest messages whose cached counts fit the budget."""
+    total, i = 0, len(counts)
+    while i > 0 and total + counts[i - 1] <= BUDGET:
+        i -= 1
+        total += counts[i]
+    return messages[i:]
+
+
+def median_of(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+async def warm(context: AgentContext, n: int = 100) -> float:
+    await context.get_prompt_window("s")
+    times = []
+    for i in range(n):
+        await context.add_message("s", ChatMessage.user(f"follow-up question {i}"))
+        start = time.perf_counter()
+        await context.get_prompt_window("s")
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def in_memory() -> dict[str, float]:
+    rows, figures = [], {}
+    for size in SIZES:
+        messages = agentic_transcript(size)
+        history = InMemoryHistoryProvider()
+        asyncio.run(history.append_many("agent", messages, session_id="s"))
+        forget_counts(messages)
+        context = AgentContext(ContextConfig(history, pipeline()))
+        start = time.perf_counter()
+        window = asyncio.run(context.get_prompt_window("s"))
+        cold = (time.perf_counter() - start) * 1000
+        warm_ms = asyncio.run(warm(context))
+        counts = [DEFAULT_COUNTER.count_message(m) for m in messages]
+        reference = median_of(lambda messages=messages, counts=counts: suffix(messages, counts), 50)
+        lc = to_langchain(messages)
+        trim = median_of(
+            lambda lc=lc: trim_messages(
+                lc, max_tokens=BUDGET, token_counter="approximate", strategy="last", include_system=True
+            ),
+            3,
+        )
+        figures[size] = (cold, warm_ms, reference, trim)
+        rows.append(
+            (
+                f"{size:,}",
+                len(window),
+                f"{cold:.1f}",
+                f"{warm_ms:.3f}",
+                f"{reference:.3f}",
+                f"{warm_ms / reference:.0f}x",
+                f"{trim:.1f}",
+                f"{trim / warm_ms:.0f}x",
+            )
+        )
+    table(
+        "In memory (ms): get_prompt_window, cold and warm, beside a plain suffix over cached counts and trim_messages",
+        ["messages", "window", "cold", "warm", "suffix", "warm / suffix", "trim_messages", "trim / warm"],
+        rows,
+    )
+    flat = figures[100_000][1] / figures[1_000][1]
+    console.print(
+        f"target: warm within 20x of the suffix at each size: "
+        f"{', '.join(f'{f[1] / f[2]:.0f}x' for f in figures.values())}, "
+        f"{verdict(all(f[1] / f[2] <= 20 for f in figures.values()))}"
+    )
+    console.print(f"target: warm flat in the session's length: 100,000 / 1,000 = {flat:.1f}x, {verdict(flat <= 2)}")
+    speed = figures[100_000][3] / figures[100_000][1]
+    console.print(f"target: >= 100x faster than trim_messages at 100,000: {speed:.0f}x, {verdict(speed >= 100)}")
+    cold, trim10 = figures[100_000][0], figures[10_000][3]
+    console.print(
+        f"target: cold at 100,000 ({cold:.0f} ms) faster than trim_messages at 10,000 ({trim10:.0f} ms): "
+        f"{verdict(cold < trim10)}\n"
+    )
+    return {}
+
+
+def record_reads(provider: Any) -> list[int]:
+    """How many rows each windowed read of ``provider`` returns, in order."""
+    sizes: list[int] = []
+    read = provider.read_window
+
+    async def recorded(*args: Any, **kwargs: Any) -> Any:
+        view = await read(*args, **kwargs)
+        sizes.append(len(view.messages))
+        return view
+
+    provider.read_window = recorded
+    return sizes
+
+
+async def fresh_worker(make: Callable[[], Any], newest: Callable[[Any, int], Any], label: str) -> None:
+    rows, firsts = [], {}
+    for size in (1_000, 100_000):
+        messages = agentic_transcript(size)
+        writer = make()
+        for i in range(0, size, 1_000):
+            await writer.append_many("agent", messages[i : i + 1_000], session_id="s")
+        timings, reference, read = [], [], 0
+        for _ in range(5):
+            provider = make()  # a new worker: empty caches
+            await provider.count_messages("agent", session_id="warmup")  # the pool is up, as in a running worker
+            context = AgentContext(ContextConfig(provider, pipeline()))
+            views = record_reads(provider)
+            start = time.perf_counter()
+            window = await context.get_prompt_window("s")
+            timings.append(time.perf_counter() - start)
+            read = views[-1]  # the rows of the read the window was made from
+            start = time.perf_counter()
+            await newest(provider, read)
+            reference.append(time.perf_counter() - start)
+            await provider.close()
+        first, ref = statistics.median(timings) * 1000, statistics.median(reference) * 1000
+        firsts[size] = (first, ref)
+        rows.append(
+            (f"{size:,}", len(window), f"{read} in {len(views)}", f"{first:.1f}", f"{ref:.1f}", f"{first / ref:.1f}x")
+        )
+        await writer.clear("agent", session_id="s")
+        await writer.close()
+    table(
+        f"{label}: a fresh worker's first window (ms) beside one read of the newest rows it needs",
+        ["messages", "window", "rows in reads", "first window", "newest rows", "ratio"],
+        rows,
+    )
+    ratios = [f / r for f, r in firsts.values()]
+    flat = firsts[100_000][0] / firsts[1_000][0]
+    console.print(
+        f"target: within 2x of reading the newest rows: {', '.join(f'{r:.1f}x' for r in ratios)}, "
+        f"{verdict(all(r <= 2 for r in ratios))}"
+    )
+    console.print(f"target: flat, 100,000 / 1,000 within 2x: {flat:.1f}x, {verdict(flat <= 2)}")
+
+
+async def provider_memory(make: Callable[[], Any], label: str, sessions: int = 200, size: int = 2_000) -> None:
+    messages = agentic_transcript(size)
+    writer = make()
+    for s in range(sessions):
+        await writer.append_many("agent", messages, session_id=f"s{s}")
+    gc.collect()
+    tracemalloc.start()
+    provider = make()
+    for s in range(sessions):
+        await provider.read_window("agent", session_id=f"s{s}", tokens=BUDGET * 3 // 2)
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] / 2**20
+    tracemalloc.stop()
+    console.print(
+        f"{label}: a provider's memory after reading the window of {sessions} sessions of {size:,} messages: "
+        f"{held:.1f} MiB (never whole sessions: at most the last window of cache_sessions of them)\n"
+    )
+    for s in range(sessions):
+        await writer.clear("agent", session_id=f"s{s}")
+    await provider.close()
+    await writer.close()
+
+
+def postgres() -> None:
+    from postgres import server
+
+    from ravi.capabilities.postgres import PostgresHistoryProvider
+
+    async def newest(provider: Any, n: int) -> None:
+        rows = await provider.db.fetch(
+            f"SELECT body FROM {provider.db.table('messages')} WHERE agent_id = 'agent' AND session_id = 's' "
+            "ORDER BY seq DESC LIMIT $1",
+            n,
+        )
+        [ChatMessage.model_validate_json(r["body"]) for r in rows]
+
+    with server() as dsn:
+        schema = f"bench_{uuid.uuid4().hex[:8]}"
+        make = lambda: PostgresHistoryProvider(dsn, schema=schema)  # noqa: E731
+        asyncio.run(fresh_worker(make, newest, "Postgres"))
+        asyncio.run(provider_memory(make, "Postgres"))
+
+
+def redis() -> None:
+    from redis_tier import server
+
+    from ravi.capabilities.redis import RedisHistoryProvider
+
+    async def newest(provider: Any, n: int) -> None:
+        key = provider._keys("agent", "s")[0]
+        [ChatMessage.model_validate_json(b) for b in await provider.redis.client.lrange(key, -n, -1)]
+
+    with server() as url:
+        prefix = f"bench{uuid.uuid4().hex[:8]}"
+        make = lambda: RedisHistoryProvider(url, prefix=prefix)  # noqa: E731
+        asyncio.run(fresh_worker(make, newest, "Redis"))
+        asyncio.run(provider_memory(make, "Redis"))
+
+
+def main() -> None:
+    in_memory()
+    postgres()
+    redis()
+
+
+if __name__ == "__main__":
+    main()
