@@ -23,6 +23,7 @@ BENCHMARKS = {
     "recall.bench": "Relevant recall versus recency on long sessions (issue 9)",
     "cache": "Cache-stable windows with watermarks (issue 9)",
     "load": "Eight worker processes on one Postgres and one Redis, checked exactly (issue 16)",
+    "fit": "Windows that fit the model they are sent to: exact counters, the estimator, margins (issue 15)",
     "window": "Windows read from the newest part of a session, in memory, on Postgres and on Redis (issue 12)",
 }
 

@@ -74,7 +74,9 @@ class StrategySettings(BaseModel):
 
 class ContextSettings(BaseModel):
     """How windows are assembled. ``pipeline`` lists the strategies; without it, ``model`` or ``token_budget``
-    gives [tool_result, selective_tool_call, token_budget], and with neither, one sliding window."""
+    gives [tool_result, selective_tool_call, token_budget], and with neither, one sliding window. With ``model``,
+    the budget is ``trigger_ratio`` of the context window less ``output_reserve`` (default: the model's maximum
+    output), ``tools_reserve`` (tokens of the tool definitions your requests carry) and ``safety_margin``."""
 
     model_config = ConfigDict(extra="forbid")
     agent_id: str = Field("agent", min_length=1)
@@ -82,6 +84,9 @@ class ContextSettings(BaseModel):
     model: str | None = None
     token_budget: int | None = Field(None, gt=0)
     trigger_ratio: float = Field(0.8, gt=0, le=1)
+    output_reserve: int | None = Field(None, ge=0)
+    tools_reserve: int = Field(0, ge=0)
+    safety_margin: int = Field(1_024, ge=0)
     pipeline: list[StrategySettings] | None = None
 
 
@@ -259,7 +264,16 @@ def build_pipeline(context: ContextSettings, *, summaries: Any = None) -> list[C
     if context.token_budget is not None:
         return [*head, TokenBudgetComposedStrategy([], context.token_budget)]
     assert context.model is not None
-    return [*head, TokenBudgetComposedStrategy.from_model(context.model, trigger_ratio=context.trigger_ratio)]
+    return [
+        *head,
+        TokenBudgetComposedStrategy.from_model(
+            context.model,
+            trigger_ratio=context.trigger_ratio,
+            output_reserve=context.output_reserve,
+            reserve=context.tools_reserve,
+            safety_margin=context.safety_margin,
+        ),
+    ]
 
 
 def uses_strategy(context: ContextSettings, name: str) -> bool:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ravi.agents.context.compaction._keep import Anchor, from_cut, newest_cut, note_cut, system_positions
 from ravi.agents.context.events import CompactionEvent, EventBus
-from ravi.agents.context.models import SAFETY_MARGIN, input_budget, model_info
+from ravi.agents.context.models import SAFETY_MARGIN, model_info
 from ravi.agents.context.session import counter_of, own_session, run_strategy
-from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.agents.tokens import DEFAULT_COUNTER, counter_for_model, tool_tokens
 from ravi.kernel.agent import CompactionStrategy, SessionContext
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import ModelInfo, TokenCounter
@@ -85,17 +86,32 @@ class TokenBudgetComposedStrategy:
         safety_margin: int = SAFETY_MARGIN,
         counter: TokenCounter | None = None,
         low_watermark: float | None = None,
+        tools: Sequence[Any] = (),
+        output_reserve: int | None = None,
+        reserve: int = 0,
     ) -> TokenBudgetComposedStrategy:
-        """A strategy sized for a model: ``trigger_ratio`` of (window - output reserve - safety margin).
+        """A strategy sized for a model: ``trigger_ratio`` of the room its messages have, which is the context
+        window less the output reserve (``output_reserve``, else the model's maximum output), the tool
+        definitions the requests carry (``tools``, counted with the counter), ``reserve`` more tokens (for what
+        else the requests carry) and ``safety_margin``.
+
+        Tokens are counted as the model counts them (:func:`~ravi.agents.tokens.counter_for_model`): exactly for
+        OpenAI's models when ``bpe-openai`` is installed, else with the conservative estimate and the family's
+        margin, unless ``counter`` is given.
 
         Raises:
             ConfigurationError: ``model_name`` is not in the model table and no ``model_info`` was given.
         """
         if not 0 < trigger_ratio <= 1:
             raise InvalidArgument(f"trigger_ratio must be in (0, 1], got {trigger_ratio}")
+        for name, value in (("output_reserve", output_reserve), ("reserve", reserve)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise InvalidArgument(f"{name} must be an integer >= 0, got {value!r}")
         info = model_info or _lookup(model_name)
-        budget = int(input_budget(info, safety_margin=safety_margin) * trigger_ratio)
-        return cls(strategies, budget, counter=counter, low_watermark=low_watermark)
+        counter = counter or counter_for_model(model_name)
+        room = info.context_window - (info.max_output_tokens if output_reserve is None else output_reserve)
+        room -= tool_tokens(tools, counter) + reserve + safety_margin
+        return cls(strategies, max(0, int(room * trigger_ratio)), counter=counter, low_watermark=low_watermark)
 
     @property
     def suffix_determined(self) -> bool:

@@ -1,0 +1,136 @@
+"""Windows that fit the model they are sent to: per-model counters, the conservative estimate, reserves."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import sys
+
+import pytest
+
+from ravi.agents.context import TokenBudgetComposedStrategy
+from ravi.agents.context.models import model_info
+from ravi.agents.tokens import (
+    DEFAULT_COUNTER,
+    ConservativeTokenCounter,
+    ExactTokenCounter,
+    counter_for_model,
+    tool_tokens,
+)
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+
+O200K = ExactTokenCounter("o200k_base")
+CL100K = ExactTokenCounter("cl100k_base")
+
+
+def json_tool_session(turns: int, seed: int = 3) -> list[ChatMessage]:
+    """The issue's case: an agent reading JSON tool output, which the heuristic undercounts by almost half."""
+    rng = random.Random(seed)
+    out = [ChatMessage.system("You are an operations agent.")]
+    for i in range(turns):
+        out.append(ChatMessage.user(f"check service {i}"))
+        call = ToolCallBlock(id=f"c{i}", name="describe", arguments={"service": f"svc-{i}"})
+        out.append(ChatMessage.assistant(None, tool_calls=[call]))
+        rows = [
+            {"id": rng.getrandbits(48), "ok": rng.random() < 0.9, "p99_ms": round(rng.random() * 900, 2),
+             "region": rng.choice(["eu-west-1", "us-east-2"]), "tags": [f"t{rng.randint(0, 99)}" for _ in range(3)]}
+            for _ in range(40)
+        ]  # fmt: skip
+        out.append(ChatMessage.tool(f"c{i}", json.dumps(rows)))
+        out.append(ChatMessage.assistant(f"service {i} looks fine"))
+    return out
+
+
+def test_openai_models_count_with_their_own_encoding() -> None:
+    assert counter_for_model("gpt-4o").key == "tokens:exact:o200k_base"
+    assert counter_for_model("openai/gpt-4.1-mini-2025-04-14").key == "tokens:exact:o200k_base"
+    assert counter_for_model("gpt-4-turbo").key == "tokens:exact:cl100k_base"
+
+
+def test_other_families_get_the_estimate_with_their_margin() -> None:
+    assert isinstance(counter_for_model("claude-sonnet-4-5"), ConservativeTokenCounter)
+    assert counter_for_model("claude-sonnet-4-5").scale == 1.30
+    assert counter_for_model("gemini-2.5-pro").scale == 1.10
+    assert counter_for_model("llama-3.1-8b-instruct").scale == 1.05
+    assert counter_for_model("some-new-model").scale == 1.30
+
+
+def test_without_bpe_openai_an_openai_model_is_estimated_and_the_log_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import ravi.agents.tokens as tokens
+
+    monkeypatch.setitem(sys.modules, "bpe_openai", None)  # import fails as if not installed
+    monkeypatch.setattr(tokens, "_WARNED", set())
+    with caplog.at_level(logging.WARNING, logger="ravi.tokens"):
+        counter = counter_for_model("gpt-4o")
+    assert isinstance(counter, ConservativeTokenCounter)
+    assert "pip install 'ravi-agents[exact]'" in caplog.text
+
+
+def test_an_exact_counter_that_cannot_load_raises_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigurationError, match="unknown encoding"):
+        ExactTokenCounter("p50k_nonsense")
+    monkeypatch.setitem(sys.modules, "bpe_openai", None)
+    with pytest.raises(ConfigurationError) as raised:
+        ExactTokenCounter("o200k_base")
+    assert raised.value.hint == "pip install 'ravi-agents[exact]'"
+
+
+def test_from_model_windows_of_json_tool_output_fit_gpt_4o() -> None:
+    """With the heuristic, a gpt-4o window of JSON tool output is over the model's room; with the default
+    counter (gpt-4o's own encoding) it fits, and uses most of the budget."""
+    history = json_tool_session(260)
+    room = model_info("gpt-4o").context_window - model_info("gpt-4o").max_output_tokens
+    before = TokenBudgetComposedStrategy.from_model("gpt-4o", counter=DEFAULT_COUNTER)
+    window = asyncio.run(before.compact(history))
+    assert O200K.count_messages(window) > room  # the heuristic undercounts JSON: the provider would refuse it
+    strategy = TokenBudgetComposedStrategy.from_model("gpt-4o")
+    window = asyncio.run(strategy.compact(history))
+    used = O200K.count_messages(window)
+    assert used <= strategy.token_budget < room
+    assert used >= 0.95 * strategy.token_budget
+
+
+def test_the_estimate_does_not_undercount_whole_windows() -> None:
+    """On JSON, CJK, Cyrillic, code and logs, a window the estimate fits is within both OpenAI encodings."""
+    rng = random.Random(5)
+    texts = [
+        json.dumps({"k": [rng.random() for _ in range(30)], "name": "ünïcode ✓"}),
+        "東京都の天気は晴れ、気温は二十度です。" * 20,
+        "Привет, как дела? Всё хорошо, спасибо. " * 20,
+        "def f(x):\n    return {k: v for k, v in x.items() if v is not None}\n" * 15,
+        "\n".join(f"2026-01-0{i % 9 + 1}T10:00:00Z ERROR [db/pool.py:{i}] timeout after {i * 7}ms" for i in range(30)),
+    ]
+    window = [ChatMessage.user(t) for t in texts for _ in range(3)]
+    estimate = ConservativeTokenCounter()
+    assert estimate.count_messages(window) >= max(O200K.count_messages(window), CL100K.count_messages(window))
+
+
+def test_the_budget_reserves_output_tools_and_margin() -> None:
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "d" * 400}} for i in range(10)]
+    plain = TokenBudgetComposedStrategy.from_model("gpt-4o", trigger_ratio=1.0)
+    counter = counter_for_model("gpt-4o")
+    with_tools = TokenBudgetComposedStrategy.from_model("gpt-4o", trigger_ratio=1.0, tools=tools)
+    assert plain.token_budget - with_tools.token_budget == tool_tokens(tools, counter) > 1_000
+    smaller_output = TokenBudgetComposedStrategy.from_model("gpt-4o", trigger_ratio=1.0, output_reserve=1_000)
+    assert smaller_output.token_budget == 128_000 - 1_000 - 1_024
+    reserved = TokenBudgetComposedStrategy.from_model("gpt-4o", trigger_ratio=1.0, reserve=500, safety_margin=0)
+    assert reserved.token_budget == 128_000 - 16_384 - 500
+    with pytest.raises(InvalidArgument):
+        TokenBudgetComposedStrategy.from_model("gpt-4o", output_reserve=-1)
+    with pytest.raises(InvalidArgument):
+        TokenBudgetComposedStrategy.from_model("gpt-4o", tools=[{"bad": object()}])
+
+
+def test_the_settings_reserve_too(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ravi.agents.settings import build_pipeline, load_settings
+
+    path = tmp_path / "ravi.toml"
+    path.write_text('[context]\nmodel = "gpt-4o"\ntrigger_ratio = 1.0\noutput_reserve = 4000\ntools_reserve = 3000\n')
+    budget = build_pipeline(load_settings(path).context)[-1]  # type: ignore[index]
+    assert budget.token_budget == 128_000 - 4_000 - 3_000 - 1_024
+    assert budget.own_counter.key == "tokens:exact:o200k_base"
