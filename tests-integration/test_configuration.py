@@ -90,6 +90,9 @@ def test_window_and_history_commands_read_the_configured_postgres(
     assert [e["message_id"] for e in payload["manifest"]] == [m.id for m in messages]
     assert {e["status"] for e in payload["manifest"]} == {"kept", "dropped"}
     assert payload["window_tokens"] <= 300
+    assert (payload["counter"], payload["calibration"]) == ("the heuristic (chars / 4)", 1.0)
+    for_model = runner.invoke(app, ["window", "s", "--model", "gpt-4o", "--json"])
+    assert json.loads(for_model.output)["counter"] == "exact o200k_base"  # the model's own encoding
     exported = runner.invoke(app, ["history", "export", "s"])
     assert [json.loads(line)["id"] for line in exported.output.splitlines()] == [m.id for m in messages]
     unknown = runner.invoke(app, ["history", "list", "nope"])  # a typo: exit 1, naming the sessions there are

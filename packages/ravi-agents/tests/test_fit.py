@@ -134,3 +134,47 @@ def test_the_settings_reserve_too(tmp_path) -> None:  # type: ignore[no-untyped-
     budget = build_pipeline(load_settings(path).context)[-1]  # type: ignore[index]
     assert budget.token_budget == 128_000 - 4_000 - 3_000 - 1_024
     assert budget.own_counter.key == "tokens:exact:o200k_base"
+
+
+class HalfCounter:
+    """A counter that reports half of the heuristic: it undercounts, as the heuristic does on JSON."""
+
+    key = "tokens:test-half"
+
+    def count_text(self, text: str) -> int:
+        return DEFAULT_COUNTER.count_text(text) // 2
+
+    def count_message(self, message: ChatMessage) -> int:
+        return DEFAULT_COUNTER.count_message(message) // 2
+
+    def count_messages(self, messages: list[ChatMessage]) -> int:
+        return sum(map(self.count_message, messages))
+
+
+def test_a_window_assembled_after_calibration_fits() -> None:
+    """The counter undercounts by half; once the provider's count of one window is reported, the next window
+    (by the provider's count, here the heuristic) fits the budget, and the correction is kept in the state store."""
+    from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider
+    from ravi.agents.storage import InMemoryStateStore
+
+    async def main() -> None:
+        state = InMemoryStateStore()
+        budget = TokenBudgetComposedStrategy([], token_budget=2_000, counter=HalfCounter())  # type: ignore[arg-type]
+        config = ContextConfig(InMemoryHistoryProvider(), [budget], model="my-model", state=state)
+        context = AgentContext(config)
+        await context.add_messages("s", [ChatMessage.user(f"turn {i} " + "x" * 300) for i in range(100)])
+        window = await context.get_prompt_window("s")
+        reported = DEFAULT_COUNTER.count_messages(window)
+        assert reported > 2_000  # the provider sees more than the budget
+        factor = await context.record_usage("s", reported)
+        assert factor >= 1.9
+        window = await context.get_prompt_window("s")
+        assert DEFAULT_COUNTER.count_messages(window) <= 2_000
+        other = AgentContext(ContextConfig(InMemoryHistoryProvider(), [budget], model="my-model", state=state))
+        assert await other.config.calibration.factor("my-model") == factor  # shared through the store
+        with pytest.raises(InvalidArgument):
+            await other.record_usage("never-assembled", 100)
+        with pytest.raises(InvalidArgument):
+            await context.record_usage("s", 0)
+
+    asyncio.run(main())

@@ -468,25 +468,37 @@ def window(
     context_config = ContextConfig.from_settings(settings)
     agent_id = agent or settings.context.agent_id
 
-    async def assemble() -> tuple[list[ChatMessage], Window]:
+    async def assemble() -> tuple[list[ChatMessage], Window, float]:
         try:
             stored = await context_config.history.get_messages(agent_id, session_id=session)
             if not stored:
                 hint = await _known_sessions(context_config.history, agent_id)
                 raise NotFound(f"agent {agent_id!r} has no session {session!r}", hint=hint)
-            return stored, await AgentContext(context_config, agent_id=agent_id).explain(session)
+            model = context_config.model
+            factor = await context_config.calibration.factor(model) if model else 1.0
+            return stored, await AgentContext(context_config, agent_id=agent_id).explain(session), factor
         finally:
-            closer = getattr(context_config.history, "close", None)
-            if closer is not None:
-                await closer()
+            for store in (context_config.history, context_config.calibration.state):
+                closer = getattr(store, "close", None)
+                if closer is not None:
+                    result = closer()
+                    if asyncio.iscoroutine(result):
+                        await result
 
-    stored, explained = asyncio.run(assemble())
+    stored, explained, factor = asyncio.run(assemble())
     messages = explained.messages
+    counter = context_config.pipeline.window_counter()
+    window_tokens = counter.count_messages(messages)
+    sizes = f"counted with {describe_counter(counter)}: {window_tokens:,} tokens"
+    if factor > 1.0:
+        sizes += f"; the provider reported {factor:.2f}x, about {int(window_tokens * factor):,}"
     if as_json:
         payload: dict[str, Any] = {
             "stored_messages": len(stored),
-            "stored_tokens": DEFAULT_COUNTER.count_messages(stored),
-            "window_tokens": DEFAULT_COUNTER.count_messages(messages),
+            "stored_tokens": counter.count_messages(stored),
+            "window_tokens": window_tokens,
+            "counter": describe_counter(counter),
+            "calibration": factor,
             "window": [m.to_openai(extras=False) for m in messages],
         }
         if explain:
@@ -496,7 +508,7 @@ def window(
     if explain:
         by_id = {m.id: m for m in stored}
         counts = ", ".join(f"{v} {k}" for k, v in explained.counts().items())
-        table = Table(title=f"manifest of {session!r}: {counts}")
+        table = Table(title=f"manifest of {session!r}: {counts}; {sizes}")
         for name in ("#", "role", "status", "by", "detail", "content"):
             table.add_column(name)
         style = {"kept": "green", "truncated": "yellow", "summarised": "cyan", "recalled": "magenta", "dropped": "red"}
@@ -516,13 +528,26 @@ def window(
         return
     table = Table(
         title=f"window for {session!r}: {len(messages)} of {len(stored)} messages, "
-        f"{DEFAULT_COUNTER.count_messages(messages):,} of {DEFAULT_COUNTER.count_messages(stored):,} tokens"
+        f"{window_tokens:,} of {counter.count_messages(stored):,} tokens ({sizes})"
     )
     for name in ("role", "tokens", "content"):
         table.add_column(name, justify="right" if name == "tokens" else "left")
     for m in messages:
-        table.add_row(m.role, str(DEFAULT_COUNTER.count_message(m)), _preview(m))
+        table.add_row(m.role, str(counter.count_message(m)), _preview(m))
     console.print(table)
+
+
+def describe_counter(counter: Any) -> str:
+    """How a counter counts, in a few words."""
+    from ravi.agents.tokens import ConservativeTokenCounter, ExactTokenCounter, HeuristicTokenCounter
+
+    if isinstance(counter, ExactTokenCounter):
+        return f"exact {counter.encoding}"
+    if isinstance(counter, ConservativeTokenCounter):
+        return "the conservative estimate" + (f" x{counter.scale:g}" if counter.scale != 1.0 else "")
+    if isinstance(counter, HeuristicTokenCounter):
+        return "the heuristic (chars / 4)"
+    return type(counter).__name__
 
 
 @app.command()

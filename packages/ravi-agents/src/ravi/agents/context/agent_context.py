@@ -9,8 +9,11 @@ from contextlib import asynccontextmanager
 from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.manifest import Window
 from ravi.kernel.agent import HistoryRetention, SessionContext
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
+
+_WINDOW_TOKENS = "ravi.window_tokens"  # in the session's state: the last window's size, as counted
 
 
 class AgentContext:
@@ -44,7 +47,33 @@ class AgentContext:
         the pipeline allows it, only the newest part of the session is read (``CompactionPipeline.assemble``)."""
         check_scope(session_id=session_id)
         unsaved = [m for turns in self._unsaved.get(session_id, {}).values() for m in turns]
-        return await self.config.pipeline.assemble(self.config.history, self.session(session_id), unsaved=unsaved)
+        session = self.session(session_id)
+        if self.config.model is not None:
+            session.calibration = await self.config.calibration.factor(self.config.model)
+        pipeline = self.config.pipeline
+        window = await pipeline.assemble(self.config.history, session, unsaved=unsaved)
+        session.state[_WINDOW_TOKENS] = pipeline.window_counter().count_messages(window)
+        return window
+
+    async def record_usage(self, session_id: str, prompt_tokens: int) -> float:
+        """Tell Ravi how many prompt tokens the provider reported for the last window of ``session_id``
+        (``usage.prompt_tokens``, or ``input_tokens``): the configured model's next windows are sized with the
+        correction, so they still fit when the counter undercounts. Returns the correction now in force.
+
+        Raises:
+            InvalidArgument: no window was assembled for the session in this process, or the count is not a
+                positive integer.
+        """
+        check_scope(session_id=session_id)
+        counted = self.session(session_id).state.get(_WINDOW_TOKENS)
+        if not counted:
+            raise InvalidArgument(
+                f"no window was assembled for session {session_id!r} here",
+                hint="call get_prompt_window first, then report the usage of the call it was sent in",
+            )
+        return await self.config.calibration.observe(
+            self.config.model or "default", counted=counted, reported=prompt_tokens
+        )
 
     async def explain(self, session_id: str) -> Window:
         """The window for ``session_id`` with its manifest (what happened to each stored message, and why)."""

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ravi.agents.context.calibration import Calibration
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.pipeline import CompactionPipeline, as_pipeline
 from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import TokenCounter
-from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.storage import HistoryProvider, ShortTermMemory
 from ravi.kernel.values import check_scope
 
 if TYPE_CHECKING:
@@ -34,6 +35,10 @@ class ContextConfig:
         retention: What happens to a run's turns when it ends (``PERMANENT`` keeps them).
         counter: How tokens are counted: in events, and by every strategy that names no counter of its own.
         agent_id: The agent whose sessions these are (``[context] agent_id``), unless ``AgentContext`` names one.
+        model: The model the windows are sent to (``[context] model``): the provider's reported prompt sizes
+            (``AgentContext.record_usage``) calibrate its windows.
+        state: A session-state store to keep the calibration in, shared by every process using it (else it is
+            kept in this process).
 
     Example:
         >>> from ravi.agents.context import InMemoryHistoryProvider, ToolResultCompactionStrategy
@@ -48,6 +53,8 @@ class ContextConfig:
         retention: HistoryRetention = HistoryRetention.PERMANENT,
         counter: TokenCounter | None = None,
         agent_id: str = "agent",
+        model: str | None = None,
+        state: ShortTermMemory | None = None,
     ) -> None:
         if not isinstance(history, HistoryProvider):
             raise ConfigurationError(
@@ -64,6 +71,8 @@ class ContextConfig:
             self.pipeline.counter = counter
         self.retention = retention
         self.counter = self.pipeline.counter
+        self.model = model
+        self.calibration = Calibration(state)
 
     @classmethod
     def from_settings(cls, settings: RaviSettings | None = None, *, path: str | Path | None = None) -> ContextConfig:
@@ -84,6 +93,8 @@ class ContextConfig:
             build_pipeline(settings.context, summaries=summaries),
             retention=retention_of(settings.context),
             agent_id=settings.context.agent_id,
+            model=settings.context.model,
+            state=build_store("state", settings) if settings.state.backend != "memory" else None,
         )
 
     @classmethod

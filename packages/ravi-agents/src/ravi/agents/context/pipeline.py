@@ -111,6 +111,15 @@ class CompactionPipeline:
             getattr(s, "cuts", False) for s in strategies
         )
 
+    def window_counter(self) -> TokenCounter:
+        """The counter the window's size is judged by: that of the last strategy naming its own, else the
+        pipeline's."""
+        for strategy in reversed(self.strategies):
+            own = getattr(strategy, "own_counter", None)
+            if own is not None:
+                return own  # type: ignore[no-any-return]
+        return self.counter
+
     def read_hint(self) -> int:
         """How many stored tokens a windowed read starts with: the largest budget a strategy names (with room for
         a counter that counts more than the stored heuristic), else 8,192."""

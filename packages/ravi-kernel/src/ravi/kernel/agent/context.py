@@ -28,6 +28,8 @@ class SessionContext:
         history: The ``HistoryProvider`` the session lives in, when known.
         state: The session's own state, by owner (a strategy, an index). The engine keeps one per session,
             bounded, and drops the least recently used.
+        calibration: How many times more tokens the model's provider reported for this session's windows than
+            were counted (at least 1); budget strategies divide their budget by it.
         partial: Whether the history being compacted is only the newest part of the session (with every system
             message), read through ``WindowReader``. A strategy that cuts the window there calls
             :meth:`cut_made`; one whose window would depend on older messages calls :meth:`need_older`. The
@@ -40,6 +42,7 @@ class SessionContext:
     counter: TokenCounter | None = None
     history: HistoryProvider | None = None
     state: dict[object, Any] = field(default_factory=dict)
+    calibration: float = 1.0
     partial: bool = False
     bounded: bool = False
     older_needed: bool = False

@@ -130,7 +130,14 @@ class TokenBudgetComposedStrategy:
 
     def fits(self, messages: Sequence[ChatMessage], session: SessionContext | None = None) -> bool:
         """Whether ``messages`` fit the budget."""
-        return fits(messages, self.token_budget, counter_of(self.own_counter, session, DEFAULT_COUNTER))
+        return fits(messages, self.budget(session), counter_of(self.own_counter, session, DEFAULT_COUNTER))
+
+    def budget(self, session: SessionContext | None = None) -> int:
+        """``token_budget``, divided by the session's calibration (how much more the provider reported than
+        was counted, for the session's model), so a calibrated window still fits."""
+        if session is None or session.calibration <= 1.0:
+            return self.token_budget
+        return int(self.token_budget / session.calibration)
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window within ``token_budget`` tokens."""
@@ -154,7 +161,8 @@ class TokenBudgetComposedStrategy:
         count = counter.count_message
         systems_at = system_positions(window)
         system_tokens = sum(count(window[i]) for i in systems_at)
-        if system_tokens > self.token_budget:
+        budget = self.budget(session)
+        if system_tokens > budget:
             systems = [window[i] for i in systems_at]
             if self.events:
                 self.events.emit(
@@ -163,13 +171,13 @@ class TokenBudgetComposedStrategy:
                         systems,
                         strategy=repr(self),
                         counter=counter,
-                        detail={"budget": self.token_budget, "system_tokens": system_tokens},
+                        detail={"budget": budget, "system_tokens": system_tokens},
                     )
                 )
             if session is not None and session.partial:
                 note_cut(window, len(window), session)
             return systems
-        cut = newest_cut(window, count, max(0, int(self.token_budget * share) - system_tokens))
+        cut = newest_cut(window, count, max(0, int(budget * share) - system_tokens))
         if remember:
             own_session(self, session).state_for(self, Anchor).remember(window, cut)
         return from_cut(window, cut, systems_at, session)

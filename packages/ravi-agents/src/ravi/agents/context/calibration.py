@@ -1,0 +1,57 @@
+"""Calibration from the provider: the prompt sizes a provider reports correct the counts of the next windows."""
+
+from __future__ import annotations
+
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.storage import ShortTermMemory
+
+SCOPE = "ravi.calibration"
+"""The session id under which a state store keeps the corrections (one key per model)."""
+
+
+class Calibration:
+    """Per-model corrections: the ratios of reported to counted prompt tokens, the last ``keep`` of each model.
+
+    The correction of a model is the largest of its recent ratios (never below 1), so a window assembled after a
+    report still fits even if the counter undercounts that much. With a session-state store (``state``), the
+    ratios are kept there under the session id :data:`SCOPE`, shared by every process that uses the store.
+
+    Example:
+        >>> import asyncio
+        >>> calibration = Calibration()
+        >>> asyncio.run(calibration.observe("gpt-4o", counted=1_000, reported=1_150))
+        1.15
+    """
+
+    def __init__(self, state: ShortTermMemory | None = None, *, keep: int = 20) -> None:
+        if not isinstance(keep, int) or keep < 1:
+            raise InvalidArgument(f"keep must be an integer >= 1, got {keep!r}")
+        self.state = state
+        self.keep = keep
+        self._ratios: dict[str, list[float]] = {}
+
+    async def factor(self, model: str) -> float:
+        """The correction for ``model`` (1.0 when nothing was reported)."""
+        ratios = self._ratios.get(model)
+        if ratios is None and self.state is not None:
+            stored = (await self.state.get_state(SCOPE)).get(model)
+            ratios = [float(r) for r in stored if isinstance(r, (int, float))] if isinstance(stored, list) else []
+            self._ratios[model] = ratios
+        return max([1.0, *(ratios or [])])
+
+    async def observe(self, model: str, *, counted: int, reported: int) -> float:
+        """Record that a window counted as ``counted`` tokens was billed ``reported`` prompt tokens by the
+        provider (``usage.prompt_tokens`` or ``input_tokens``); returns the model's correction from now on."""
+        for name, value in (("counted", counted), ("reported", reported)):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")
+        await self.factor(model)  # loads what the store holds
+        ratios = self._ratios.setdefault(model, [])
+        ratios.append(round(reported / counted, 4))
+        del ratios[: -self.keep]
+        if self.state is not None:
+            await self.state.update_state(SCOPE, {model: list(ratios)})
+        return max([1.0, *ratios])
+
+
+__all__ = ["SCOPE", "Calibration"]
