@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from ravi.agents.context import (
@@ -134,3 +136,23 @@ async def test_hybrid_context_merges_hot_and_cold_without_duplicates() -> None:
 
 def test_in_memory_history_is_registered_as_memory() -> None:
     assert isinstance(load_backend("history", "memory"), InMemoryHistoryProvider)
+
+
+def test_the_hybrid_provider_reads_the_cold_tier_when_the_hot_one_lost_the_session() -> None:
+    """The hot tier expired the session (or was added later): reads and windows come from the cold tier, whole."""
+    from ravi.agents.context import HybridHistoryProvider
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+        hybrid = HybridHistoryProvider(hot, cold)
+        messages = [ChatMessage.system("rules")] + [ChatMessage.user(f"m{i}") for i in range(30)]
+        await hybrid.append_many("a", messages, session_id="s")
+        assert await hybrid.get_messages("a", session_id="s") == messages
+        await hot.clear("a", session_id="s")  # the hot tier forgot it
+        more = ChatMessage.user("after expiry")
+        await hybrid.append("a", more, session_id="s")  # the hot tier now holds only this one
+        assert await hybrid.get_messages("a", session_id="s") == [*messages, more]
+        view = await hybrid.read_window("a", session_id="s", tokens=20)
+        assert view.messages[0].text == "rules" and view.messages[-1] == more
+
+    asyncio.run(main())

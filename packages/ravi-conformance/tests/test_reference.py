@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ravi.agents.context.history import InMemoryHistoryProvider
+from ravi.agents.context.hybrid import HybridHistoryProvider
 from ravi.agents.storage import (
     InMemoryFileStore,
     InMemoryGraphStore,
@@ -38,6 +39,18 @@ class TestInMemoryWindowReader(WindowReaderContract):
     @pytest.fixture
     def history(self) -> InMemoryHistoryProvider:
         return InMemoryHistoryProvider()
+
+
+class TestHybridHistory(HistoryProviderContract):
+    @pytest.fixture
+    def history(self) -> HybridHistoryProvider:
+        return HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
+
+
+class TestHybridWindowReader(WindowReaderContract):
+    @pytest.fixture
+    def history(self) -> HybridHistoryProvider:
+        return HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
 
 
 class TestInMemoryState(ShortTermMemoryContract):

@@ -1,33 +1,38 @@
-"""``HybridHistoryProvider``: a fast hot tier for recent turns over a durable cold tier for everything."""
+"""``HybridHistoryProvider``: a fast hot tier in front of a durable cold tier that holds everything."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.units import drop_orphan_results
 from ravi.kernel.closing import Closeable
-from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider
-from ravi.kernel.values import check_page
+from ravi.kernel.storage import HistoryProvider, HistoryWindow, WindowReader, window_of
+from ravi.kernel.values import check_page, check_scope
 
 
 class HybridHistoryProvider(Closeable):
-    """Writes go to both tiers; reads take the newest ``recent_n`` messages from ``hot`` and fill up to
-    ``max_total`` with older ones from ``cold``, de-duplicated by message id.
+    """Two tiers behind one ``HistoryProvider``: writes go to the cold tier (durable) first, then the hot one;
+    reads return the whole transcript, from the hot tier when it holds the whole session (as many messages as
+    the cold tier), else from the cold tier (a hot tier that expired the session, or that was added later).
 
-    Reads are a bounded view (at most ``max_total`` messages), which is what a window needs; ``cold`` holds the
-    full transcript. Results whose call fell outside the view are left out, so the view never starts with an
-    orphaned tool result.
+    Reads are the transcript, never a bounded view: how much of it a window keeps is the pipeline's business
+    (``HybridContext`` bounds it with a sliding window of ``max_total``). Windowed reads
+    (``read_window``) are served by whichever tier serves the session, when that tier can read windows.
+
+    Example:
+        >>> from ravi.agents.context import InMemoryHistoryProvider
+        >>> history = HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
     """
 
-    def __init__(self, hot: HistoryProvider, cold: HistoryProvider, *, recent_n: int, max_total: int) -> None:
-        if recent_n < 1 or max_total < 1:
-            raise ConfigurationError(f"recent_n and max_total must be >= 1, got {recent_n} and {max_total}")
-        if recent_n > max_total:
-            raise ConfigurationError(f"recent_n ({recent_n}) must not exceed max_total ({max_total})")
+    def __init__(self, hot: HistoryProvider, cold: HistoryProvider) -> None:
         self.hot, self.cold = hot, cold
-        self.recent_n, self.max_total = recent_n, max_total
+
+    async def _tier(self, agent_id: str, session_id: str) -> HistoryProvider:
+        """The hot tier when it holds the whole session, else the cold one."""
+        hot_count = await self.hot.count_messages(agent_id, session_id=session_id)
+        if hot_count and hot_count == await self.cold.count_messages(agent_id, session_id=session_id):
+            return self.hot
+        return self.cold
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Write to the cold tier, then the hot one."""
@@ -43,21 +48,20 @@ class HybridHistoryProvider(Closeable):
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
     ) -> list[ChatMessage]:
-        """The merged view, oldest first, paged by ``offset`` and ``limit``."""
+        """The transcript, oldest first, paged by ``offset`` and ``limit``."""
+        check_scope(agent_id=agent_id, session_id=session_id)
         check_page(limit, offset)
-        hot_count = await self.hot.count_messages(agent_id, session_id=session_id)
-        recent = await self.hot.get_messages(agent_id, session_id=session_id, offset=max(0, hot_count - self.recent_n))
-        need = self.max_total - len(recent)
-        backfill: list[ChatMessage] = []
-        if need > 0:
-            cold_count = await self.cold.count_messages(agent_id, session_id=session_id)
-            start = max(0, cold_count - need - len(recent))
-            seen = {m.id for m in recent}
-            older = await self.cold.get_messages(agent_id, session_id=session_id, offset=start)
-            backfill = [m for m in older if m.id not in seen][-need:]
-        view = drop_orphan_results(backfill + recent)
-        end = None if limit is None else offset + limit
-        return view[offset:end]
+        tier = await self._tier(agent_id, session_id)
+        return await tier.get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        """The windowed read, from the tier that serves the session (``WindowReader``)."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_page(tokens, 0)
+        tier = await self._tier(agent_id, session_id)
+        if isinstance(tier, WindowReader):
+            return await tier.read_window(agent_id, session_id=session_id, tokens=tokens)
+        return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Clear both tiers; returns what the cold tier held."""
@@ -79,6 +83,15 @@ class HybridHistoryProvider(Closeable):
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
         """Messages in the cold tier (the full transcript)."""
         return await self.cold.count_messages(agent_id, session_id=session_id)
+
+    async def aclose(self) -> None:
+        """Close both tiers."""
+        for tier in (self.hot, self.cold):
+            closer = getattr(tier, "aclose", None) or getattr(tier, "close", None)
+            if closer is not None:
+                result = closer()
+                if hasattr(result, "__await__"):
+                    await result
 
 
 __all__ = ["HybridHistoryProvider"]

@@ -152,8 +152,14 @@ class HybridContext(ModelContext):
                 "HybridContext needs a hot and a cold history store",
                 hint="pass hot=..., cold=..., or a session_manager with .hot and .cold (or .redis and .postgres)",
             )
-        history = HybridHistoryProvider(hot, cold, recent_n=recent_n, max_total=max_total)
-        super().__init__(history, [SlidingWindowCompaction(max_total)], retention=retention)
+        if recent_n < 1 or max_total < 1:
+            raise ConfigurationError(f"recent_n and max_total must be >= 1, got {recent_n} and {max_total}")
+        if recent_n > max_total:
+            raise ConfigurationError(f"recent_n ({recent_n}) must not exceed max_total ({max_total})")
+        self.recent_n, self.max_total = recent_n, max_total
+        # the provider reads the transcript (hot when it holds the session); the bound is the pipeline's: the
+        # newest max_total messages, which always include the newest recent_n
+        super().__init__(HybridHistoryProvider(hot, cold), [SlidingWindowCompaction(max_total)], retention=retention)
 
     async def build(
         self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
