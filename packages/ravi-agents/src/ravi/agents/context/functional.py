@@ -215,11 +215,52 @@ async def compact(
     return [*(m for m in old if m.role == "system"), summary, *messages[cut:]]
 
 
+class PolicyCompactionStrategy:
+    """The 002 conductor as a pipeline strategy: when the window reaches ``policy.trigger_ratio`` of
+    ``token_budget`` and the cut is past 1, everything before :func:`find_cut_point` becomes one summary turn
+    (:func:`compact`), kept in ``store`` so the same span is summarised once. ``ContextManager`` runs it before a
+    ``TokenBudgetComposedStrategy``, so its windows get the pipeline's events and manifest.
+
+    Example:
+        >>> strategy = PolicyCompactionStrategy(8_000, CompactionPolicy(keep_recent=6))
+    """
+
+    def __init__(
+        self,
+        token_budget: int,
+        policy: CompactionPolicy | None = None,
+        llm: LLMClient | None = None,
+        *,
+        store: SummaryStore | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        if not isinstance(token_budget, int) or token_budget < 0:
+            raise InvalidArgument(f"token_budget must be an integer >= 0, got {token_budget!r}")
+        self.token_budget = token_budget
+        self.policy = policy or DEFAULT_POLICY
+        self.llm = llm
+        self.store = store
+        self.own_counter = counter
+
+    async def compact(self, history: Sequence[ChatMessage], session: Any = None) -> list[ChatMessage]:
+        """``history``, or its summary and newest turns once it passes the trigger."""
+        counter = self.own_counter or getattr(session, "counter", None)
+        if not should_compact(history, self.token_budget, self.policy, counter=counter):
+            return list(history)
+        if find_cut_point(history, self.policy.keep_recent) <= 1:  # 002: only when there is something to condense
+            return list(history)
+        return await compact(history, None, self.policy, self.llm, store=self.store)
+
+    def __repr__(self) -> str:
+        return f"PolicyCompactionStrategy(token_budget={self.token_budget}, policy={self.policy!r})"
+
+
 __all__ = [
     "CHARS_PER_TOKEN",
     "DEFAULT_POLICY",
     "TURN_OVERHEAD_TOKENS",
     "CompactionPolicy",
+    "PolicyCompactionStrategy",
     "compact",
     "estimate_context_tokens",
     "find_cut_point",

@@ -12,17 +12,19 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ravi.agents.context.compaction._keep import keep_newest, system_messages
-from ravi.agents.context.compaction.token_budget import fits
-from ravi.agents.context.functional import CompactionPolicy, compact, find_cut_point, should_compact
+from ravi.agents.context.compaction.token_budget import TokenBudgetComposedStrategy
+from ravi.agents.context.events import EventBus, Listener
+from ravi.agents.context.functional import CompactionPolicy, PolicyCompactionStrategy
 from ravi.agents.context.history import InMemoryHistoryProvider
+from ravi.agents.context.manifest import Window
 from ravi.agents.context.models import SAFETY_MARGIN
+from ravi.agents.context.pipeline import CompactionPipeline
 from ravi.agents.storage.summaries import InMemorySummaryStore
-from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.errors import ConfigurationError, InvalidMessage
+from ravi.agents.tokens import DEFAULT_COUNTER, tool_tokens
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.storage import HistoryProvider, SummaryStore
 
 
 def _message(item: ChatMessage | Mapping[str, Any]) -> ChatMessage:
@@ -33,8 +35,16 @@ def _message(item: ChatMessage | Mapping[str, Any]) -> ChatMessage:
     raise InvalidMessage(f"expected a ChatMessage or a dict, got {type(item).__name__}", field="message")
 
 
-def provider_budget(provider: Any, *, safety_margin: int = SAFETY_MARGIN) -> int:
-    """The input budget a model provider allows: context window - max output tokens - ``safety_margin``.
+def provider_budget(
+    provider: Any,
+    *,
+    safety_margin: int = SAFETY_MARGIN,
+    tools: Sequence[Any] = (),
+    reserve: int = 0,
+    counter: TokenCounter | None = None,
+) -> int:
+    """The input budget a model provider allows: context window - max output tokens - the tool definitions the
+    requests carry (``tools``, counted with ``counter``) - ``reserve`` - ``safety_margin``.
 
     The provider may expose ``get_info()``, ``info`` or ``model_info``, or carry the two numbers itself, as
     attributes or mapping keys (``context_window``, ``max_output_tokens``).
@@ -62,16 +72,20 @@ def provider_budget(provider: Any, *, safety_margin: int = SAFETY_MARGIN) -> int
             hint="pass token_budget=... to get_messages_for_request",
         )
     output = pick("max_output_tokens", "max_tokens") or 0
-    return max(0, window - output - safety_margin)
+    if not isinstance(reserve, int) or reserve < 0:
+        raise InvalidArgument(f"reserve must be an integer >= 0, got {reserve!r}")
+    return max(0, window - output - tool_tokens(tools, counter or DEFAULT_COUNTER) - reserve - safety_margin)
 
 
 class ContextManager:
     """One conversation behind the context-module contract, stored in a ``HistoryProvider``.
 
     ``get_messages`` returns the raw transcript, never compacted; ``get_messages_for_request`` returns what to
-    send: when the transcript passes ``policy.trigger_ratio`` of the budget, everything but the newest
-    ``policy.keep_recent`` messages becomes one summary (cached, so the same span is summarised once), and the
-    result is trimmed to the budget by whole units if it still does not fit.
+    send, assembled by the engine every face shares (a ``CompactionPipeline``, with its events and manifest):
+    when the transcript passes ``policy.trigger_ratio`` of the budget, everything but the newest
+    ``policy.keep_recent`` messages becomes one summary (``PolicyCompactionStrategy``, kept in ``summaries`` so
+    the same span is summarised once), and a ``TokenBudgetComposedStrategy`` trims the result to the budget by
+    whole units if it still does not fit. A budget from a ``provider`` reserves ``tools`` and ``reserve`` too.
     """
 
     def __init__(
@@ -84,6 +98,9 @@ class ContextManager:
         policy: CompactionPolicy | None = None,
         counter: TokenCounter | None = None,
         token_budget: int | None = None,
+        summaries: SummaryStore | None = None,
+        tools: Sequence[Any] = (),
+        reserve: int = 0,
     ) -> None:
         self.history = history or InMemoryHistoryProvider()
         self.agent_id = agent_id
@@ -92,7 +109,34 @@ class ContextManager:
         self.policy = policy or CompactionPolicy()
         self.counter = counter or DEFAULT_COUNTER
         self.token_budget = token_budget
-        self._summaries = InMemorySummaryStore()
+        self.summaries = summaries or InMemorySummaryStore()
+        self.tools = list(tools)
+        self.reserve = reserve
+        self.events = EventBus()
+        self._pipelines: dict[int, CompactionPipeline] = {}
+
+    def subscribe(self, listener: Listener) -> Any:
+        """Call ``listener(event)`` for every compaction event; returns a function that unsubscribes it."""
+        return self.events.subscribe(listener)
+
+    def pipeline(self, budget: int) -> CompactionPipeline:
+        """The pipeline that assembles windows within ``budget`` (one per budget, kept)."""
+        pipeline = self._pipelines.get(budget)
+        if pipeline is None:
+            conductor = PolicyCompactionStrategy(budget, self.policy, self.llm, store=self.summaries)
+            pipeline = CompactionPipeline(
+                [conductor, TokenBudgetComposedStrategy([], budget)], counter=self.counter, max_sessions=16
+            )
+            pipeline.subscribe(self.events.emit)
+            self._pipelines[budget] = pipeline
+        return pipeline
+
+    def _budget(self, token_budget: int | None, provider: Any) -> int | None:
+        if token_budget is not None:
+            return token_budget
+        if provider is not None:
+            return provider_budget(provider, tools=self.tools, reserve=self.reserve, counter=self.counter)
+        return self.token_budget
 
     async def add_message(self, message: ChatMessage | Mapping[str, Any]) -> None:
         """Append one message (a ``ChatMessage`` or an OpenAI-style dict)."""
@@ -122,22 +166,22 @@ class ContextManager:
         given at construction; with none, the transcript is sent whole.
         """
         window = await self.history.get_messages(self.agent_id, session_id=self.session_id)
-        budget = token_budget
-        if budget is None and provider is not None:
-            budget = provider_budget(provider)
-        if budget is None:
-            budget = self.token_budget
-        if (
-            budget is not None
-            and should_compact(window, budget, self.policy, counter=self.counter)
-            and find_cut_point(window, self.policy.keep_recent) > 1  # 002: only when there is something to condense
-        ):
-            window = await compact(window, None, self.policy, self.llm, store=self._summaries)
-            if not fits(window, budget, self.counter):
-                count = self.counter.count_message
-                allowance = budget - sum(map(count, system_messages(window)))
-                window = keep_newest(window, count, max(0, allowance))
+        budget = self._budget(token_budget, provider)
+        if budget is not None:
+            pipeline = self.pipeline(budget)
+            window = await pipeline.compact(window, pipeline.session(self.agent_id, self.session_id))
         return [m.to_openai(extras=False) for m in window]
+
+    async def explain_request(self, token_budget: int | None = None, provider: Any = None) -> Window:
+        """What ``get_messages_for_request`` would send, with the manifest of every stored message."""
+        from ravi.agents.context.manifest import ManifestBuilder
+
+        stored = await self.history.get_messages(self.agent_id, session_id=self.session_id)
+        budget = self._budget(token_budget, provider)
+        if budget is None:
+            return ManifestBuilder(stored).build(list(stored))
+        pipeline = self.pipeline(budget)
+        return await pipeline.explain(stored, pipeline.session(self.agent_id, self.session_id))
 
 
 async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> ContextManager:
