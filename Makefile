@@ -44,11 +44,15 @@ bench: setup ## Print the performance figures (not tests)
 docs: setup ## Build the documentation site strictly into site/
 	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
+dist: setup ## Build a wheel and an sdist of every distribution into dist/ and check their metadata (twine check)
+	@rm -rf dist && $(UV) build --quiet --all-packages --out-dir dist
+	@$(BIN)/twine check --strict dist/*
+
 lock: $(UV) ## Re-resolve dependencies and rewrite requirements/dev.txt (uv.lock stays local)
 	@$(UV) lock --quiet
 	@$(UV) export --quiet --frozen --all-packages --all-groups --no-emit-project --format requirements-txt -o $(REQUIREMENTS)
 
 clean: ## Remove the virtual environments and caches
-	@rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis site
+	@rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis site dist
 
-.PHONY: help setup demo test lint format bench docs lock clean
+.PHONY: help setup demo test lint format bench docs dist lock clean

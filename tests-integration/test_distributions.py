@@ -75,3 +75,78 @@ def test_a_capability_brings_the_kernel_and_its_driver_only(tmp_path: Path, dist
     names = {line.split("==")[0].lower() for line in listed.splitlines() if line}
     assert not names & {"ravi-agents", "typer", "rich", "pydantic-settings", "click"}, names
     assert "ravi-kernel" in names
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every distribution built as ``make dist`` builds it: a wheel and an sdist each."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([UV, "build", "--quiet", "--all-packages", "--out-dir", str(out)], cwd=ROOT, check=True)
+    return out
+
+
+def test_every_distribution_builds_and_passes_twine_check(wheels: Path) -> None:
+    built = sorted(p.name for p in wheels.glob("ravi_*"))
+    for dist in LOCAL:
+        stem = dist.replace("-", "_")
+        assert f"{stem}-0.1.0-py3-none-any.whl" in built and f"{stem}-0.1.0.tar.gz" in built, built
+    twine = ROOT / ".venv" / "bin" / "twine"
+    result = subprocess.run(
+        [str(twine), "check", "--strict", *map(str, sorted(wheels.glob("ravi_*")))], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("dist", "driver"),
+    [
+        ("ravi-capabilities-s3", "boto3"),
+        ("ravi-capabilities-postgres", "asyncpg"),
+        ("ravi-capabilities-redis", "redis"),
+        ("ravi-capabilities-age", "asyncpg"),
+    ],
+)
+def test_a_capability_wheel_brings_the_kernel_pydantic_and_its_driver(
+    tmp_path: Path, wheels: Path, dist: str, driver: str
+) -> None:
+    """Installed from the built wheels (not the source tree): the closure is the kernel, pydantic and the driver,
+    never the assembly engine or the command line's dependencies."""
+    venv = tmp_path / "venv"
+    subprocess.run([UV, "venv", "--quiet", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [UV, "pip", "install", "--quiet", "--python", str(python), "--find-links", str(wheels), dist], check=True
+    )
+    listed = subprocess.run(
+        [UV, "pip", "list", "--python", str(python), "--format", "freeze"], capture_output=True, text=True, check=True
+    ).stdout
+    names = {line.split("==")[0].lower() for line in listed.splitlines() if line}
+    assert {dist, "ravi-kernel", "pydantic", driver} <= names, names
+    assert not names & {"ravi-agents", "typer", "rich", "pydantic-settings", "click"}, names
+    files = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.distribution({dist!r}).read_text('RECORD'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".pth" not in files  # a real install from the wheel, not an editable one
+    result = subprocess.run([str(python), "-c", f"import {IMPORTS[dist]}"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_library_leaves_the_command_line_to_its_extra(tmp_path: Path, wheels: Path) -> None:
+    """``ravi-agents`` alone brings no typer or rich; its ``ravi`` command then says which extra to install."""
+    venv = tmp_path / "venv"
+    subprocess.run([UV, "venv", "--quiet", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install_from = [UV, "pip", "install", "--quiet", "--python", str(python), "--find-links", str(wheels)]
+    subprocess.run([*install_from, "ravi-agents"], check=True)
+    listed = subprocess.run(
+        [UV, "pip", "list", "--python", str(python), "--format", "freeze"], capture_output=True, text=True, check=True
+    ).stdout
+    assert not {line.split("==")[0].lower() for line in listed.splitlines()} & {"typer", "rich"}
+    result = subprocess.run([str(venv / "bin" / "ravi"), "--help"], capture_output=True, text=True)
+    assert result.returncode == 1 and "pip install 'ravi-agents[cli]'" in result.stderr, result.stderr
+    subprocess.run([*install_from, "ravi-agents[cli]"], check=True)
+    result = subprocess.run([str(venv / "bin" / "ravi"), "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "demo" in result.stdout, result.stderr
