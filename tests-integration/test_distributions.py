@@ -20,6 +20,7 @@ LOCAL = {
     "ravi-capabilities-postgres": ["ravi-kernel"],
     "ravi-capabilities-s3": ["ravi-kernel"],
     "ravi-capabilities-age": ["ravi-kernel"],
+    "ravi-integrations-langchain": ["ravi-kernel", "ravi-agents"],
 }
 IMPORTS = {
     "ravi-kernel": "ravi.kernel",
@@ -29,6 +30,7 @@ IMPORTS = {
     "ravi-capabilities-postgres": "ravi.capabilities.postgres",
     "ravi-capabilities-s3": "ravi.capabilities.s3",
     "ravi-capabilities-age": "ravi.capabilities.age",
+    "ravi-integrations-langchain": "ravi.integrations.langchain",
 }
 
 

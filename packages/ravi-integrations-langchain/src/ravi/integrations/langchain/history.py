@@ -1,0 +1,69 @@
+"""``RaviChatMessageHistory``: LangChain's chat message history, kept in any Ravi ``HistoryProvider``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+
+from ravi.integrations.langchain import _loop
+from ravi.integrations.langchain.convert import to_langchain, to_ravi
+from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.values import check_scope
+
+
+class RaviChatMessageHistory(BaseChatMessageHistory):
+    """A LangChain ``BaseChatMessageHistory`` over a Ravi history store: every message, of every kind, is stored
+    and read back exactly (see :mod:`ravi.integrations.langchain.convert`), appends are idempotent by message id,
+    and ``clear`` removes the session.
+
+    The async methods run on the caller's event loop. The synchronous ones (``messages``, ``add_messages``,
+    ``clear``) run on one background loop that this package keeps, so a store's connection pool is used from one
+    loop whichever thread calls; do not call them from inside a running event loop's thread (use the ``a``
+    methods there).
+
+    Example:
+        >>> from ravi.agents.context import InMemoryHistoryProvider
+        >>> from langchain_core.messages import HumanMessage
+        >>> history = RaviChatMessageHistory(InMemoryHistoryProvider(), session_id="s1")
+        >>> history.add_messages([HumanMessage("hi", id="m1")])
+        >>> [m.content for m in history.messages]
+        ['hi']
+    """
+
+    def __init__(self, history: HistoryProvider, *, session_id: str, agent_id: str = "agent") -> None:
+        check_scope(agent_id=agent_id, session_id=session_id)
+        self.history = history
+        self.agent_id = agent_id
+        self.session_id = session_id
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """The stored messages, oldest first."""
+        stored = await self.history.get_messages(self.agent_id, session_id=self.session_id)
+        return [to_langchain(m) for m in stored]
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Store ``messages`` at the end of the session, all or none."""
+        await self.history.append_many(self.agent_id, [to_ravi(m) for m in messages], session_id=self.session_id)
+
+    async def aclear(self) -> None:
+        """Remove the session."""
+        await self.history.clear(self.agent_id, session_id=self.session_id)
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The stored messages, oldest first."""
+        messages: list[BaseMessage] = _loop.run(self.aget_messages())
+        return messages
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Store ``messages`` at the end of the session, all or none."""
+        _loop.run(self.aadd_messages(messages))
+
+    def clear(self) -> None:
+        """Remove the session."""
+        _loop.run(self.aclear())
+
+
+__all__ = ["RaviChatMessageHistory"]
