@@ -21,6 +21,7 @@ LOCAL = {
     "ravi-capabilities-s3": ["ravi-kernel"],
     "ravi-capabilities-age": ["ravi-kernel"],
     "ravi-integrations-langchain": ["ravi-kernel", "ravi-agents"],
+    "ravi-integrations-openai-agents": ["ravi-kernel", "ravi-agents"],
 }
 IMPORTS = {
     "ravi-kernel": "ravi.kernel",
@@ -31,6 +32,7 @@ IMPORTS = {
     "ravi-capabilities-s3": "ravi.capabilities.s3",
     "ravi-capabilities-age": "ravi.capabilities.age",
     "ravi-integrations-langchain": "ravi.integrations.langchain",
+    "ravi-integrations-openai-agents": "ravi.integrations.openai_agents",
 }
 
 

@@ -1,0 +1,121 @@
+"""The OpenAI Agents SDK's real agent loop (Runner.run) with a RaviSession and Ravi's window."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
+from agents.items import ModelResponse
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+from ravi.agents.context import (
+    ContextConfig,
+    InMemoryHistoryProvider,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+)
+from ravi.integrations.openai_agents import RaviSession, ravi_input_filter
+
+
+def call(call_id: str, service: str) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(
+        id=f"fc-{call_id}", call_id=call_id, name="fetch_logs", arguments=json.dumps({"service": service}),
+        type="function_call", status="completed",
+    )  # fmt: skip
+
+
+def answer(text: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        id=f"msg-{abs(hash(text))}", role="assistant", status="completed", type="message",
+        content=[ResponseOutputText(text=text, type="output_text", annotations=[])],
+    )  # fmt: skip
+
+
+class ScriptedModel(Model):
+    """A model answering from a script; it records the input of every call."""
+
+    def __init__(self, script: list[list[Any]]) -> None:
+        self.script = list(script)
+        self.inputs: list[list[Any]] = []
+
+    async def get_response(self, system_instructions, input, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.inputs.append(list(input) if isinstance(input, list) else [input])
+        return ModelResponse(output=self.script.pop(0), usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+
+@function_tool
+def fetch_logs(service: str) -> str:
+    """Fetch the recent logs of a service."""
+    return f"{service}: " + "line of log output\n" * 200
+
+
+def run(model: ScriptedModel, session: RaviSession, question: str, **config: Any) -> Any:
+    agent = Agent(name="ops", instructions="Be brief.", tools=[fetch_logs], model=model, model_settings=ModelSettings())
+    return asyncio.run(Runner.run(agent, question, session=session, run_config=RunConfig(tracing_disabled=True, **config)))
+
+
+def test_the_runner_keeps_every_item_in_ravi_and_sends_the_window() -> None:
+    history = InMemoryHistoryProvider()
+    session = RaviSession("s1", history)
+    model = ScriptedModel([[call("c1", "api"), call("c2", "db")], [answer("Both are healthy.")]])
+    config = ContextConfig(history, [ToolResultCompactionStrategy(100), TokenBudgetComposedStrategy([], 4_000)])
+    result = run(model, session, "Are the api and the db healthy?", call_model_input_filter=ravi_input_filter(config))
+    assert result.final_output == "Both are healthy."
+    items = asyncio.run(session.get_items())
+    kinds = [i.get("type", i.get("role")) for i in items]
+    assert kinds == ["user", "function_call", "function_call", "function_call_output", "function_call_output",
+                     "message"]  # fmt: skip
+    outputs = [i["output"] for i in items if i.get("type") == "function_call_output"]
+    assert all(len(o) > 3_000 for o in outputs)  # stored whole
+    sent = [i for i in model.inputs[-1] if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    assert len(sent) == 2 and all(len(i["output"]) < 200 for i in sent)  # the model got the window
+    stored = asyncio.run(history.get_messages("agent", session_id="s1"))
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert len(stored[1].tool_calls) == 2  # parallel calls are one assistant turn
+
+
+def test_a_second_run_continues_the_session() -> None:
+    session = RaviSession("s2")
+    model = ScriptedModel([[answer("first")], [answer("second")]])
+    run(model, session, "one")
+    run(model, session, "two")
+    texts = [i.get("content") for i in asyncio.run(session.get_items()) if i.get("role") == "user"]
+    assert texts == ["one", "two"]
+    first_input = [i.get("content") for i in model.inputs[-1] if isinstance(i, dict) and i.get("role") == "user"]
+    assert first_input == ["one", "two"]
+
+
+def test_session_protocol_pop_limit_clear_and_odd_items() -> None:
+    async def main() -> None:
+        session = RaviSession("s3")
+        odd = [
+            {"role": "developer", "content": "rules"},
+            {"role": "user", "content": [{"type": "input_text", "text": "look"},
+                                         {"type": "input_image", "image_url": "data:image/png;base64,AA"}]},
+            {"type": "reasoning", "id": "r1", "summary": [{"type": "summary_text", "text": "hmm"}],
+             "encrypted_content": "gAAA..."},
+            {"type": "function_call", "call_id": "c9", "name": "f", "arguments": "{not json", "id": "fc9"},
+            {"type": "web_search_call", "id": "ws1", "status": "completed", "action": {"type": "search", "query": "q"}},
+            {"type": "function_call_output", "call_id": "c9", "output": "bad arguments"},
+        ]  # fmt: skip
+        await session.add_items(odd)
+        assert await session.get_items() == odd  # exactly as given
+        assert await session.get_items(limit=2) == odd[-2:]
+        assert await session.get_items(limit=0) == []
+        assert await session.pop_item() == odd[-1]
+        assert await session.get_items() == odd[:-1]
+        await session.add_items([{"role": "user", "content": "later"}])
+        assert await session.pop_item() == {"role": "user", "content": "later"}
+        assert await session.pop_item() == odd[-2]
+        assert await session.get_items() == odd[:-2]
+        await session.clear_session()
+        assert await session.get_items() == [] and await session.pop_item() is None
+
+    asyncio.run(main())
