@@ -22,6 +22,7 @@ LOCAL = {
     "ravi-capabilities-age": ["ravi-kernel"],
     "ravi-integrations-langchain": ["ravi-kernel", "ravi-agents"],
     "ravi-integrations-openai-agents": ["ravi-kernel", "ravi-agents"],
+    "ravi-integrations-autogen": ["ravi-kernel", "ravi-agents"],
 }
 IMPORTS = {
     "ravi-kernel": "ravi.kernel",
@@ -33,6 +34,7 @@ IMPORTS = {
     "ravi-capabilities-age": "ravi.capabilities.age",
     "ravi-integrations-langchain": "ravi.integrations.langchain",
     "ravi-integrations-openai-agents": "ravi.integrations.openai_agents",
+    "ravi-integrations-autogen": "ravi.integrations.autogen",
 }
 
 

@@ -58,7 +58,9 @@ def fetch_logs(service: str) -> str:
 
 def run(model: ScriptedModel, session: RaviSession, question: str, **config: Any) -> Any:
     agent = Agent(name="ops", instructions="Be brief.", tools=[fetch_logs], model=model, model_settings=ModelSettings())
-    return asyncio.run(Runner.run(agent, question, session=session, run_config=RunConfig(tracing_disabled=True, **config)))
+    return asyncio.run(
+        Runner.run(agent, question, session=session, run_config=RunConfig(tracing_disabled=True, **config))
+    )
 
 
 def test_the_runner_keeps_every_item_in_ravi_and_sends_the_window() -> None:
