@@ -23,6 +23,7 @@ LOCAL = {
     "ravi-integrations-langchain": ["ravi-kernel", "ravi-agents"],
     "ravi-integrations-openai-agents": ["ravi-kernel", "ravi-agents"],
     "ravi-integrations-autogen": ["ravi-kernel", "ravi-agents"],
+    "ravi-integrations-pydantic-ai": ["ravi-kernel", "ravi-agents"],
 }
 IMPORTS = {
     "ravi-kernel": "ravi.kernel",
@@ -35,6 +36,7 @@ IMPORTS = {
     "ravi-integrations-langchain": "ravi.integrations.langchain",
     "ravi-integrations-openai-agents": "ravi.integrations.openai_agents",
     "ravi-integrations-autogen": "ravi.integrations.autogen",
+    "ravi-integrations-pydantic-ai": "ravi.integrations.pydantic_ai",
 }
 
 

@@ -1,0 +1,66 @@
+"""``RaviHistory``: a PydanticAI capability that keeps a run's messages in Ravi and sends Ravi's window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage
+from ravi.agents.context import AgentContext, ContextConfig
+from ravi.integrations.pydantic_ai.convert import from_ravi, to_ravi
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.values import check_scope
+
+
+class RaviHistory(AbstractCapability[Any]):
+    """``Agent(..., capabilities=[RaviHistory(config, session_id="s1")])``.
+
+    Before each model request, the run's messages are stored in the session (idempotent: each message's id
+    comes from its place in the conversation and its content) and the model is sent the window the pipeline
+    assembles from the stored transcript. Unlike ``ProcessHistory``, the window is never written back into the
+    run: ``result.all_messages()`` and ``new_messages()`` keep every message as it was. To continue a
+    conversation, pass ``message_history=await ravi.messages()``.
+
+    Example:
+        >>> capability = RaviHistory(ContextConfig.default(), session_id="s1")
+    """
+
+    def __init__(self, context: AgentContext | ContextConfig | None = None, *, session_id: str) -> None:
+        if context is None:
+            context = AgentContext(ContextConfig.from_settings())
+        elif isinstance(context, ContextConfig):
+            context = AgentContext(context)
+        check_scope(session_id=session_id)
+        self.context = context
+        self.session_id = session_id
+
+    async def store(self, messages: list[ModelMessage]) -> None:
+        """Store the conversation ``messages`` (those already stored are skipped)."""
+        converted: list[ChatMessage] = []
+        for i, message in enumerate(messages):
+            converted += to_ravi(message, salt=f"{self.session_id}:{i}")
+        await self.context.add_messages(self.session_id, converted)
+
+    async def messages(self) -> list[ModelMessage]:
+        """The stored conversation, as PydanticAI messages (for ``message_history=``)."""
+        history = self.context.config.history
+        return from_ravi(await history.get_messages(self.context.agent_id, session_id=self.session_id))
+
+    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        """Store the conversation so far, then send the model Ravi's window of it."""
+        await self.store(list(request_context.messages))
+        window = await self.context.get_prompt_window(self.session_id)
+        request_context.messages = from_ravi(window)
+        return request_context
+
+    async def after_run(self, ctx: Any, *, result: Any) -> Any:
+        """Store the run's final messages."""
+        await self.store(list(result.all_messages()))
+        return result
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a store: not part of a serialisable agent spec
+
+
+__all__ = ["RaviHistory"]

@@ -1,0 +1,120 @@
+"""PydanticAI's real agent loop (Agent.run) with Ravi as a capability."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ravi.agents.context import (
+    ContextConfig,
+    InMemoryHistoryProvider,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+)
+from ravi.integrations.pydantic_ai import RaviHistory, from_ravi, to_ravi
+
+
+def fetch_logs(service: str) -> str:
+    """Fetch the recent logs of a service."""
+    return f"{service}: " + "line of log output\n" * 200
+
+
+class Scripted:
+    """The model: parallel tool calls, then an answer; it records what it was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[list[ModelMessage]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.sent.append(list(messages))
+        if len(self.sent) == 1:
+            return ModelResponse(
+                parts=[
+                    ThinkingPart(content="check both", signature="sig"),
+                    ToolCallPart("fetch_logs", {"service": "api"}, tool_call_id="c1"),
+                    ToolCallPart("fetch_logs", {"service": "db"}, tool_call_id="c2"),
+                ]
+            )
+        return ModelResponse(parts=[TextPart("Both are healthy.")])
+
+
+def test_the_agent_loop_keeps_every_message_and_the_run_keeps_them_whole() -> None:
+    async def main() -> None:
+        history = InMemoryHistoryProvider()
+        pipeline = [ToolResultCompactionStrategy(100), TokenBudgetComposedStrategy([], token_budget=4_000)]
+        ravi = RaviHistory(ContextConfig(history, pipeline), session_id="s1")
+        model = Scripted()
+        agent = Agent(FunctionModel(model), tools=[fetch_logs], system_prompt="Be brief.", capabilities=[ravi])
+        result = await agent.run("Are the api and the db healthy?")
+        assert result.output == "Both are healthy."
+        # the window went to the model: the tool returns it saw were shortened
+        returns = [p for m in model.sent[-1] if isinstance(m, ModelRequest) for p in m.parts]
+        returns = [p for p in returns if isinstance(p, ToolReturnPart)]
+        assert len(returns) == 2 and all(len(p.model_response_str()) < 200 for p in returns)
+        # the run's own messages were not rewritten (ProcessHistory writes its window back)
+        run_returns = [
+            p for m in result.all_messages() for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)
+        ]
+        assert all(len(p.model_response_str()) > 3_000 for p in run_returns)
+        # Ravi holds the whole transcript, and gives it back exactly
+        assert await ravi.messages() == result.all_messages()
+        stored = await history.get_messages("agent", session_id="s1")
+        assert [m.role for m in stored] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+
+    asyncio.run(main())
+
+
+def test_a_conversation_continues_from_ravi() -> None:
+    async def main() -> None:
+        ravi = RaviHistory(ContextConfig(InMemoryHistoryProvider()), session_id="s2")
+        replies = iter(["first", "second"])
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            return ModelResponse(parts=[TextPart(next(replies))])
+
+        agent = Agent(FunctionModel(model), capabilities=[ravi])
+        await agent.run("one")
+        second = await agent.run("two", message_history=await ravi.messages())
+        assert [p.content for m in second.all_messages() for p in m.parts] == ["one", "first", "two", "second"]
+        assert await ravi.messages() == second.all_messages()
+
+    asyncio.run(main())
+
+
+def test_every_part_kind_round_trips() -> None:
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[SystemPromptPart("rules"), UserPromptPart("hi ✓ 漢字")], instructions="be kind"),
+        ModelResponse(
+            parts=[
+                ThinkingPart(content="hmm", signature="sig"),
+                TextPart("calling"),
+                ToolCallPart("f", '{"x": 1}', tool_call_id="c1"),
+                ToolCallPart("g", {"y": [1, None]}, tool_call_id="c2"),
+            ],
+            model_name="m",
+        ),
+        ModelRequest(
+            parts=[
+                ToolReturnPart("f", {"rows": [1, 2]}, tool_call_id="c1"),
+                ToolReturnPart("g", "bad args", tool_call_id="c2", outcome="retried"),
+            ]
+        ),
+        ModelResponse(parts=[TextPart("done")]),
+    ]
+    ravi = [r for i, m in enumerate(messages) for r in to_ravi(m, salt=str(i))]
+    assert [m.role for m in ravi] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+    assert ravi[4].content[0].is_error  # type: ignore[union-attr]
+    assert from_ravi(ravi) == messages
