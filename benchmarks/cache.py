@@ -74,12 +74,33 @@ def pairs() -> list[tuple[str, CompactionStrategy, CompactionStrategy]]:
     ]
 
 
+def chart_cache(charted: list[tuple[str, str, float, float]]) -> None:
+    from _charts import figure, save
+
+    fig, (stable, billed) = figure("Prompt-cache stability and billed tokens, plain against watermarked", panels=2)
+    names = sorted({c[0] for c in charted})
+    width = 0.38
+    for k, label in enumerate(("plain", "watermarked")):
+        kept = [next(c[2] for c in charted if c[0] == n and c[1] == label) for n in names]
+        cost = [next(c[3] for c in charted if c[0] == n and c[1] == label) for n in names]
+        xs = [i + (k - 0.5) * width for i in range(len(names))]
+        stable.bar(xs, [100 * x for x in kept], width, label=label)
+        billed.bar(xs, cost, width, label=label)
+    for ax, ylabel in ((stable, "turns keeping the prefix (%)"), (billed, "billed tokens (full-price equivalent)")):
+        ax.set_xticks(range(len(names)), names, rotation=15, fontsize=7)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+    save(fig, "cache-stability")
+
+
 def main() -> None:
     rows = []
     verdicts = []
+    charted: list[tuple[str, str, float, float]] = []
     for name, plain, marked in pairs():
         for label, strategy in (("plain", plain), ("watermarked", marked)):
             r = asyncio.run(replay(strategy))
+            charted.append((name, label, r["kept"], r["cost"]))
             rows.append(
                 (
                     name,
@@ -106,6 +127,7 @@ def main() -> None:
         ],
         rows,
     )
+    chart_cache(charted)
     for name, share in verdicts:
         console.print(
             f"target: watermarked {name} keeps the previous prefix on >= 90% of turns: {share:.0%}, "

@@ -81,11 +81,29 @@ def replay(corpus: list[list[ChatMessage]], model: str, counter, real) -> dict[s
     }
 
 
+def chart_fit(charted: list[tuple[str, dict[str, float]]]) -> None:
+    from _charts import figure, save
+
+    fig, ax = figure("Counting error per message (p99), and windows over the model's room")
+    labels = [c[0] for c in charted]
+    xs = range(len(labels))
+    ax.bar([x - 0.2 for x in xs], [100 * c[1]["over_p99"] for c in charted], 0.4, label="p99 overcount (%)")
+    ax.bar([x + 0.2 for x in xs], [100 * max(0.0, c[1]["under_p99"]) for c in charted], 0.4, label="p99 undercount (%)")
+    for x, (_, f) in zip(xs, charted, strict=True):
+        if f["over"]:
+            ax.annotate(f"{f['over']:.0f} windows over", (x, 5), ha="center", fontsize=7, color="red")
+    ax.set_xticks(list(xs), labels, fontsize=6, rotation=30, ha="right")
+    ax.set_ylabel("% of the real count")
+    ax.legend()
+    save(fig, "fit-errors")
+
+
 def main() -> None:
     corpus = [[m for _, m in s] for s in sessions(200, seed=7)]
-    rows, verdicts = [], []
+    rows, verdicts, charted = [], [], []
     for model, label, counter, real in CASES:
         f = replay(corpus, model, counter, real)
+        charted.append((f"{model}\n{label}", f))
         use = "n/a" if f["cut"] == 0 else f"{f['use']:.1%}"
         rows.append(
             (model, label, f"{f['budget']:,}", f"{f['over']} / {f['windows']}", f"{f['cut']}", use,
@@ -97,6 +115,7 @@ def main() -> None:
             if "x1." in label:
                 scale = float(label.rsplit("x", 1)[1])
             verdicts.append((model, label, f["over"] == 0, f["use"] * scale if f["cut"] else None, goal))
+    chart_fit(charted)
     table(
         "Windows from from_model(model) on 200 agent sessions",
         ["model", "counter", "budget", "windows over", "cut", "mean use", "p99 over", "p99 under", "undercounted"],

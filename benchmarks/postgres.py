@@ -98,6 +98,20 @@ async def vector_recall(dsn: str, n: int = 100_000, dim: int = 384, queries: int
     return out
 
 
+def chart_vectors(v: dict[str, float]) -> None:
+    from _charts import figure, save
+
+    fig, ax = figure("pgvector HNSW: recall@10 against queries per second (100,000 x 384)")
+    efs = (40, 100, 200)
+    qps, recall = [v[f"qps@{ef}"] for ef in efs], [v[f"recall@{ef}"] for ef in efs]
+    ax.plot(qps, recall, "o-")
+    for ef, x, y in zip(efs, qps, recall, strict=True):
+        ax.annotate(f"ef_search={ef}", (x, y), textcoords="offset points", xytext=(5, -12))
+    ax.set_xlabel("queries per second (one connection)")
+    ax.set_ylabel("recall@10")
+    save(fig, "pgvector-recall")
+
+
 def main() -> None:
     messages = agentic_transcript(10_000)
     with server() as dsn:
@@ -135,6 +149,7 @@ def main() -> None:
             f"{ours['window']:.2f} ms, {verdict(ours['window'] < 15)}\n"
         )
         v = asyncio.run(vector_recall(dsn))
+        chart_vectors(v)
         table(
             f"PgVectorStore: 100,000 clustered vectors x 384 dims, HNSW (m=16, ef_construction=64), "
             f"loaded in {v['load_s']:.0f} s",

@@ -66,6 +66,22 @@ def median_of(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times) * 1000
 
 
+def chart_windows(figures: dict[int, tuple[float, float, float, float]]) -> None:
+    from _charts import figure, save
+
+    fig, ax = figure("Window time against session length (100k-token budget)")
+    sizes = sorted(figures)
+    for index, label, style in ((1, "Ravi, warm", "o-"), (0, "Ravi, cold", "s--"), (3, "trim_messages", "^-"),
+                                (2, "plain-Python suffix (floor)", "x:")):  # fmt: skip
+        ax.plot(sizes, [figures[s][index] for s in sizes], style, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("messages in the session")
+    ax.set_ylabel("ms per window")
+    ax.legend()
+    save(fig, "window-time")
+
+
 async def warm(context: AgentContext, n: int = 100) -> float:
     await context.get_prompt_window("s")
     times = []
@@ -116,6 +132,7 @@ def in_memory() -> dict[str, float]:
         ["messages", "window", "cold", "warm", "suffix", "warm / suffix", "trim_messages", "trim / warm"],
         rows,
     )
+    chart_windows(figures)
     flat = figures[100_000][1] / figures[1_000][1]
     console.print(
         f"target: warm within 20x of the suffix at each size: "

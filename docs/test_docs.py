@@ -117,3 +117,14 @@ def test_no_include_directive_survives_anywhere(site: Path) -> None:
 
 def test_the_test_module_is_not_published(site: Path) -> None:
     assert not list(site.rglob("test_docs.py"))
+
+
+def test_every_chart_is_there_and_says_when_and_where_it_was_measured(site: Path) -> None:
+    """The performance page shows the charts make bench draws; each is on the built site and dated."""
+    page = (DOCS / "performance.md").read_text()
+    charts = re.findall(r"!\[[^\]]+\]\((images/bench/[^)]+\.svg)\)", page)
+    assert len(charts) >= 5, charts
+    for chart in charts:
+        svg = (DOCS / chart).read_text()
+        assert "measured on" in svg and re.search(r"20\d\d-\d\d-\d\d", svg), chart
+        assert (site / chart).exists(), f"{chart} is not on the built site"

@@ -62,6 +62,19 @@ async def score(make: Callable[[int], CompactionStrategy], budget: int) -> tuple
     return hits, total
 
 
+def chart_recall(results: dict[str, dict[int, float]]) -> None:
+    from _charts import figure, save
+
+    fig, ax = figure("Answers still in the window at each budget: relevance against recency")
+    for name, by_budget in results.items():
+        ax.plot(BUDGETS, [100 * by_budget[b] for b in BUDGETS], "o-", label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("window budget (tokens)")
+    ax.set_ylabel("answers in the window (%)")
+    ax.legend(fontsize=7)
+    save(fig, "recall-by-budget")
+
+
 def main() -> None:
     results: dict[str, dict[int, float]] = {}
     total = 0
@@ -77,6 +90,7 @@ def main() -> None:
         ["strategy", *(f"{b:,} tokens" for b in BUDGETS)],
         [(name, *(f"{r[b]:.0%}" for b in BUDGETS)) for name, r in results.items()],
     )
+    chart_recall(results)
     recall = results["relevant recall (BM25)"][4_000]
     recency = ("sliding window (40) + trim", "token budget")
     best = max(results[name][4_000] for name in recency)

@@ -13,7 +13,7 @@ from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
 
-_WINDOW_TOKENS = "ravi.window_tokens"  # in the session's state: the last window's size, as counted
+_LAST_WINDOW = "ravi.last_window"  # in the session's state: the last window assembled, for record_usage
 
 
 class AgentContext:
@@ -52,7 +52,7 @@ class AgentContext:
             session.calibration = await self.config.calibration.factor(self.config.model)
         pipeline = self.config.pipeline
         window = await pipeline.assemble(self.config.history, session, unsaved=unsaved)
-        session.state[_WINDOW_TOKENS] = pipeline.window_counter().count_messages(window)
+        session.state[_LAST_WINDOW] = window  # counted only if the provider's usage is reported
         return window
 
     async def record_usage(self, session_id: str, prompt_tokens: int) -> float:
@@ -65,7 +65,8 @@ class AgentContext:
                 positive integer.
         """
         check_scope(session_id=session_id)
-        counted = self.session(session_id).state.get(_WINDOW_TOKENS)
+        window = self.session(session_id).state.get(_LAST_WINDOW)
+        counted = self.config.pipeline.window_counter().count_messages(window) if window else 0
         if not counted:
             raise InvalidArgument(
                 f"no window was assembled for session {session_id!r} here",

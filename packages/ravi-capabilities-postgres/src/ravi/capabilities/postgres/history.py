@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,6 +93,7 @@ DECLARE
     base bigint;
     total bigint;
     added integer;
+    added_tokens bigint;
 BEGIN
     INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
         ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
@@ -106,15 +108,16 @@ BEGIN
         WHERE NOT EXISTS (SELECT 1 FROM {schema}."{prefix}messages" m
                           WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.message_id = f.message_id)
     )
-    INSERT INTO {schema}."{prefix}messages"
-        (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
-    SELECT p_agent, p_session, base + row_number() OVER (ORDER BY ord) - 1, p_run, message_id, body, role, tokens,
-           total + sum(tokens) OVER (ORDER BY ord)
-    FROM fresh;
-    GET DIAGNOSTICS added = ROW_COUNT;
-    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + coalesce((
-            SELECT sum(tokens) FROM {schema}."{prefix}messages"
-            WHERE agent_id = p_agent AND session_id = p_session AND seq >= base), 0)
+    , inserted AS (
+        INSERT INTO {schema}."{prefix}messages"
+            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
+        SELECT p_agent, p_session, base + row_number() OVER (ORDER BY ord) - 1, p_run, message_id, body, role,
+               tokens, total + sum(tokens) OVER (ORDER BY ord)
+        FROM fresh
+        RETURNING tokens
+    )
+    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
+    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
         WHERE agent_id = p_agent AND session_id = p_session;
     RETURN added;
 END
@@ -141,7 +144,8 @@ class _Window:
     epoch: int
     low: int
     high: int
-    messages: dict[int, ChatMessage]
+    seqs: list[int]
+    messages: list[ChatMessage]
 
 
 class PostgresHistoryProvider(PostgresStore):
@@ -183,27 +187,34 @@ class PostgresHistoryProvider(PostgresStore):
         # One statement, one snapshot. The tail starts at the newest message whose running total before it is
         # below (total - tokens), moved back to a message that is neither a tool result nor a system message;
         # rows of the last window this process read (same epoch: its tail, seq in [$5, $6], and the system
-        # messages before it) come without their bodies.
+        # messages before it) are not sent again: the provider still has them parsed.
         self._window_query = f"""
 WITH s AS (SELECT epoch, total_tokens AS total FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
-cut AS (SELECT coalesce((SELECT m.seq FROM {m} m WHERE {scope} AND m.cum_tokens - m.tokens < (SELECT total FROM s) - $3
-                         ORDER BY m.seq DESC LIMIT 1), -1) AS seq),
+cut AS (SELECT CASE WHEN (SELECT total FROM s) - $3 <= 0 THEN -1 ELSE coalesce((
+              SELECT m.seq FROM {m} m WHERE {scope} AND m.cum_tokens - m.tokens < (SELECT total FROM s) - $3
+              ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
 start AS (SELECT CASE WHEN (SELECT seq FROM cut) < 0 THEN -1 ELSE coalesce((
               SELECT m.seq FROM {m} m WHERE {scope} AND m.seq <= (SELECT seq FROM cut)
               AND m.role NOT IN ('tool', 'system') ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
-info AS (SELECT s.epoch, s.total, start.seq AS start, NOT EXISTS (
-              SELECT 1 FROM {m} m WHERE {scope} AND m.seq < start.seq AND m.role <> 'system') AS complete
+info AS (SELECT s.epoch, s.total, start.seq AS start, s.epoch = $4 AS hit, (
+              SELECT m.seq FROM {m} m WHERE {scope} AND m.seq < start.seq AND m.role <> 'system'
+              ORDER BY m.seq LIMIT 1) IS NULL AS complete
          FROM s, start),
 picked AS (
-    SELECT m.seq, m.tokens, m.body, false AS head FROM {m} m WHERE {scope} AND m.seq >= (SELECT start FROM info)
+    (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope}
+        AND m.seq >= (SELECT CASE WHEN hit THEN greatest(start, $6 + 1) ELSE start END FROM info)
+        ORDER BY m.seq)
     UNION ALL
-    SELECT m.seq, m.tokens, m.body, true FROM {m} m
-    WHERE {scope} AND m.role = 'system' AND m.seq < (SELECT start FROM info)
+    (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope} AND (SELECT hit FROM info)
+        AND m.seq >= (SELECT start FROM info) AND m.seq < $5 AND m.role <> 'system'
+        ORDER BY m.seq)
+    UNION ALL
+    (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope} AND m.role = 'system'
+        AND m.seq < (SELECT start FROM info) AND (NOT (SELECT hit FROM info) OR m.seq > $6)
+        ORDER BY m.seq)
 )
-SELECT info.epoch, info.total, info.start, info.complete, p.seq, p.tokens, p.head,
-       CASE WHEN info.epoch = $4 AND (p.seq BETWEEN $5 AND $6 OR (p.head AND p.seq < $5)) THEN NULL
-            ELSE p.body END AS body
-FROM picked p, info ORDER BY p.seq"""
+SELECT info.epoch, info.total, info.start, info.complete, p.seq, p.tokens, p.body
+FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""
@@ -365,8 +376,9 @@ FROM picked p, info ORDER BY p.seq"""
 
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The newest messages past ``tokens`` stored tokens, and the system messages before them
-        (``WindowReader``): one query, served by indexes, reading only the window's rows. Messages of the
-        session's last window read here are kept parsed, so only new rows are parsed again."""
+        (``WindowReader``): one query, served by indexes, reading only the window's rows. The messages of the
+        session's last window read here are kept parsed and are not sent again: a warm read transfers and
+        parses only what is new to this process."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_page(tokens, 0)
         key = (agent_id, session_id)
@@ -380,31 +392,42 @@ FROM picked p, info ORDER BY p.seq"""
             cached.low if cached else 0,
             cached.high if cached else -1,
         )
-        if not rows:
+        if not rows:  # no such session
             self._windows.pop(key, None)
             return HistoryWindow([], 0, True)
         first = rows[0]
-        known = cached.messages if cached is not None and cached.epoch == first["epoch"] else {}
-        parsed: dict[int, ChatMessage] = {}
+        start = first["start"]
+        fresh_seqs: list[int] = []
+        fresh: list[ChatMessage] = []
         for r in rows:
-            body = r["body"]
-            parsed[r["seq"]] = (
-                known[r["seq"]]
-                if body is None
-                else seed_stored_tokens(ChatMessage.model_validate_json(body), r["tokens"])
-                if r["tokens"] is not None
-                else ChatMessage.model_validate_json(body)
-            )
-        messages = list(parsed.values())
+            if r["seq"] is not None:
+                message = ChatMessage.model_validate_json(r["body"])
+                fresh_seqs.append(r["seq"])
+                fresh.append(message if r["tokens"] is None else seed_stored_tokens(message, r["tokens"]))
+        seqs, messages = fresh_seqs, fresh
+        if cached is not None and cached.epoch == first["epoch"]:  # what this view shares with the last one
+            cut = bisect_left(cached.seqs, start)
+            kept_seqs = [q for q, m in zip(cached.seqs[:cut], cached.messages[:cut], strict=True) if m.role == "system"]
+            kept = [m for m in cached.messages[:cut] if m.role == "system"]
+            kept_seqs += cached.seqs[cut:]
+            kept += cached.messages[cut:]
+            if not fresh_seqs or (kept_seqs and fresh_seqs[0] > kept_seqs[-1]):
+                seqs, messages = kept_seqs + fresh_seqs, kept + fresh
+            else:
+                merged = sorted(zip(kept_seqs + fresh_seqs, kept + fresh, strict=True), key=lambda pair: pair[0])
+                seqs, messages = [q for q, _ in merged], [m for _, m in merged]
+        if not messages:
+            self._windows.pop(key, None)
+            return HistoryWindow([], 0, True)
         if first["total"] is None:  # written before counts were kept: this read was of the whole session
             await self._recount(agent_id, session_id)
             view = window_of(messages, tokens)
+            start = -1
         else:
-            head = sum(1 for r in rows if r["head"])
-            view = HistoryWindow(messages, head, bool(first["complete"]))
+            view = HistoryWindow(messages, bisect_left(seqs, start), bool(first["complete"]))
         if self._cache_size:
-            low = next((r["seq"] for r in rows if not r["head"]), max(parsed) + 1)
-            self._windows[key] = _Window(first["epoch"], low, max(parsed), parsed)
+            low = seqs[bisect_left(seqs, start)] if bisect_left(seqs, start) < len(seqs) else seqs[-1] + 1
+            self._windows[key] = _Window(first["epoch"], low, seqs[-1], seqs, messages)
             self._windows.move_to_end(key)
             while len(self._windows) > self._cache_size:
                 self._windows.popitem(last=False)
