@@ -1,0 +1,175 @@
+"""Each framework's real agent loop on a real Postgres, two sessions at once: the stored transcript is what the
+framework produced, item for item, and each session holds only its own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from servers import Server
+
+from ravi.agents.context import ContextConfig, TokenBudgetComposedStrategy, ToolResultCompactionStrategy
+from ravi.capabilities.postgres import PostgresHistoryProvider
+
+
+def pipeline() -> list[Any]:
+    return [ToolResultCompactionStrategy(100), TokenBudgetComposedStrategy([], token_budget=4_000)]
+
+
+def fetch_logs(service: str) -> str:
+    """Fetch the recent logs of a service."""
+    return f"{service}: " + "line of log output\n" * 200
+
+
+def test_openai_agents_sessions_on_postgres(postgres_server: Server, pg_schema: str) -> None:
+    from agents import Agent, RunConfig, Runner, function_tool
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    from ravi.integrations.openai_agents import RaviSession, ravi_input_filter
+
+    class Scripted(Model):
+        def __init__(self, service: str) -> None:
+            call = ResponseFunctionToolCall(
+                call_id=f"c-{service}", name="fetch_logs", arguments=json.dumps({"service": service}),
+                type="function_call",
+            )  # fmt: skip
+            text = ResponseOutputText(text=f"{service} is fine", type="output_text", annotations=[])
+            done = ResponseOutputMessage(id=f"m-{service}", role="assistant", status="completed", type="message",
+                                         content=[text])  # fmt: skip
+            self.script = [[call], [done]]
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            await asyncio.sleep(0)  # let the other session's run interleave
+            return ModelResponse(output=self.script.pop(0), usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    async def main() -> None:
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+        config = ContextConfig(history, pipeline())
+
+        async def one(service: str) -> list[Any]:
+            agent = Agent(name="ops", tools=[function_tool(fetch_logs)], model=Scripted(service))
+            session = RaviSession(f"s-{service}", history)
+            run_config = RunConfig(call_model_input_filter=ravi_input_filter(config, session_id=session.session_id),
+                                   tracing_disabled=True)  # fmt: skip
+            result = await Runner.run(agent, f"is {service} fine?", session=session, run_config=run_config)
+            assert result.final_output == f"{service} is fine"
+            return await session.get_items()
+
+        api, db = await asyncio.gather(one("api"), one("db"))
+        assert [i.get("type", i.get("role")) for i in api] == ["user", "function_call", "function_call_output",
+                                                               "message"]  # fmt: skip
+        assert {i["call_id"] for i in api if "call_id" in i} == {"c-api"}  # each session holds only its own
+        assert {i["call_id"] for i in db if "call_id" in i} == {"c-db"}
+        fresh = RaviSession("s-api", PostgresHistoryProvider(postgres_server.address, schema=pg_schema))
+        assert await fresh.get_items() == api  # another worker reads the same items
+        await history.close()
+
+    asyncio.run(main())
+
+
+def test_pydantic_ai_runs_on_postgres(postgres_server: Server, pg_schema: str) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from ravi.integrations.pydantic_ai import RaviHistory
+
+    async def main() -> None:
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+        async def one(service: str) -> None:
+            def model(messages: list[Any], info: Any) -> ModelResponse:
+                if len(messages) == 1:
+                    return ModelResponse(parts=[ToolCallPart("fetch_logs", {"service": service}, tool_call_id="c1")])
+                return ModelResponse(parts=[TextPart(f"{service} is fine")])
+
+            ravi = RaviHistory(ContextConfig(history, pipeline()), session_id=f"s-{service}")
+            result = await Agent(FunctionModel(model), tools=[fetch_logs], capabilities=[ravi]).run(f"{service}?")
+            assert await ravi.messages() == result.all_messages()
+            again = RaviHistory(
+                ContextConfig(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)),
+                session_id=f"s-{service}",
+            )
+            assert await again.messages() == result.all_messages()  # a resumed session elsewhere
+
+        await asyncio.gather(one("api"), one("db"))
+        await history.close()
+
+    asyncio.run(main())
+
+
+def test_autogen_runs_on_postgres(postgres_server: Server, pg_schema: str) -> None:
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core import FunctionCall
+    from autogen_core.models import CreateResult, RequestUsage
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+
+    from ravi.integrations.autogen import RaviChatCompletionContext
+
+    usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
+    info = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
+            "structured_output": False}  # fmt: skip
+
+    async def main() -> None:
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+        async def one(service: str) -> None:
+            call = FunctionCall(id=f"c-{service}", name="fetch_logs", arguments=json.dumps({"service": service}))
+            client = ReplayChatCompletionClient(
+                [CreateResult(finish_reason="function_calls", content=[call], usage=usage, cached=False),
+                 CreateResult(finish_reason="stop", content=f"{service} is fine", usage=usage, cached=False)],
+                model_info=info,  # type: ignore[arg-type]
+            )  # fmt: skip
+            context = RaviChatCompletionContext(ContextConfig(history, pipeline()), session_id=f"s-{service}")
+            agent = AssistantAgent("ops", model_client=client, tools=[fetch_logs], model_context=context,
+                                   reflect_on_tool_use=True)  # fmt: skip
+            result = await agent.run(task=f"is {service} fine?")
+            assert result.messages[-1].content == f"{service} is fine"
+            stored = await history.get_messages("agent", session_id=f"s-{service}")
+            assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+            assert all(service in m.model_dump_json() for m in stored if m.role == "tool")
+
+        await asyncio.gather(one("api"), one("db"))
+        await history.close()
+
+    asyncio.run(main())
+
+
+def test_langchain_agent_runs_on_postgres(postgres_server: Server, pg_schema: str) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, HumanMessage, message_to_dict
+
+    from ravi.integrations.langchain import RaviContextMiddleware, to_langchain
+
+    class Model(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Model:
+            return self
+
+    async def main() -> None:
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+        async def one(service: str) -> None:
+            model = Model(messages=iter([
+                AIMessage("", tool_calls=[{"name": "fetch_logs", "args": {"service": service}, "id": f"c-{service}"}]),
+                AIMessage(f"{service} is fine"),
+            ]))  # fmt: skip
+            middleware = RaviContextMiddleware(ContextConfig(history, pipeline()), session_id=f"s-{service}")
+            agent = create_agent(model, [fetch_logs], middleware=[middleware])
+            result = await agent.ainvoke({"messages": [HumanMessage(f"is {service} fine?")]})
+            stored = await history.get_messages("agent", session_id=f"s-{service}")
+            assert [message_to_dict(to_langchain(m)) for m in stored] == [
+                message_to_dict(m) for m in result["messages"]
+            ]
+
+        await asyncio.gather(one("api"), one("db"))
+        await history.close()
+
+    asyncio.run(main())
