@@ -25,8 +25,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from _table import console, table, verdict
-from assembly import forget_counts, to_langchain
+from _table import console, median_ms, table, verdict
+from assembly import forget_counts, to_langchain, warm_runs
 from langchain_core.messages import trim_messages
 
 from ravi.agents.context import (
@@ -57,15 +57,6 @@ def suffix(messages: list[ChatMessage], counts: list[int]) -> list[ChatMessage]:
     return messages[i:]
 
 
-def median_of(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
-
-
 def chart_windows(figures: dict[int, tuple[float, float, float, float]]) -> None:
     from _charts import figure, save
 
@@ -84,13 +75,7 @@ def chart_windows(figures: dict[int, tuple[float, float, float, float]]) -> None
 
 async def warm(context: AgentContext, n: int = 100) -> float:
     await context.get_prompt_window("s")
-    times = []
-    for i in range(n):
-        await context.add_message("s", ChatMessage.user(f"follow-up question {i}"))
-        start = time.perf_counter()
-        await context.get_prompt_window("s")
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+    return statistics.median(await warm_runs(context, n)) * 1000
 
 
 def in_memory() -> dict[str, float]:
@@ -106,13 +91,13 @@ def in_memory() -> dict[str, float]:
         cold = (time.perf_counter() - start) * 1000
         warm_ms = asyncio.run(warm(context))
         counts = [DEFAULT_COUNTER.count_message(m) for m in messages]
-        reference = median_of(lambda messages=messages, counts=counts: suffix(messages, counts), 50)
+        reference = median_ms(lambda messages=messages, counts=counts: suffix(messages, counts), repeat=50)
         lc = to_langchain(messages)
-        trim = median_of(
+        trim = median_ms(
             lambda lc=lc: trim_messages(
                 lc, max_tokens=BUDGET, token_counter="approximate", strategy="last", include_system=True
             ),
-            3,
+            repeat=3,
         )
         figures[size] = (cold, warm_ms, reference, trim)
         rows.append(

@@ -139,6 +139,22 @@ def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
     return copied
 
 
+def thaw(value: Any) -> Any:
+    """Plain, mutable JSON data (dicts and lists) from a read-only value, such as a message's metadata, for
+    libraries that expect it. The value itself is not changed.
+
+    Example:
+        >>> from ravi.kernel.messages import ChatMessage
+        >>> thaw(ChatMessage.user("hi", metadata={"tags": ["a"]}).metadata)
+        {'tags': ['a']}
+    """
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
 def check_scope(**values: object) -> None:
     """``InvalidArgument`` unless every value is a non-empty string of valid text (``run_id`` may be empty)."""
     for name, value in values.items():
@@ -244,6 +260,7 @@ def ttl_seconds(ttl: timedelta | float | None) -> float | None:
 
 
 __all__ = [
+    "thaw",
     "MAX_DEPTH",
     "Value",
     "invalid",

@@ -26,6 +26,7 @@ from autogen_core.models import (
 
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import thaw
 
 KEY = "autogen"
 """The metadata key under which a Ravi message keeps its AutoGen message."""
@@ -39,15 +40,7 @@ def _dump(message: LLMMessage) -> dict[str, Any]:
 
 
 def _load(data: Mapping[str, Any]) -> LLMMessage:
-    return ChatCompletionContextState.model_validate({"messages": [_unfreeze(data)]}).messages[0]
-
-
-def _unfreeze(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _unfreeze(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_unfreeze(v) for v in value]
-    return value
+    return ChatCompletionContextState.model_validate({"messages": [thaw(data)]}).messages[0]
 
 
 def _arguments(raw: str) -> dict[str, Any]:

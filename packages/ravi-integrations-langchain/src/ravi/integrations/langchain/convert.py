@@ -26,6 +26,7 @@ from langchain_core.messages import (
 
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import thaw
 
 KEY = "langchain"
 """The metadata key under which a stored message keeps its LangChain form."""
@@ -109,7 +110,7 @@ def to_langchain(message: ChatMessage) -> BaseMessage:
     else one rebuilt from its blocks (keeping its id and name)."""
     stored = message.metadata.get(KEY)
     if isinstance(stored, Mapping):
-        original = messages_from_dict([_plain(stored)])[0]
+        original = messages_from_dict([thaw(stored)])[0]
         if _blocks(original) == message.content:
             return original
     text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
@@ -131,15 +132,6 @@ def to_langchain(message: ChatMessage) -> BaseMessage:
         if isinstance(b, ToolCallBlock)
     ]
     return AIMessage(content=text, tool_calls=calls, **common)
-
-
-def _plain(value: Any) -> Any:
-    """Ravi's read-only metadata as the plain dicts and lists LangChain expects."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 __all__ = ["KEY", "to_langchain", "to_ravi"]

@@ -22,6 +22,7 @@ from typing import Any
 
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import thaw
 
 KEY = "openai_agents"
 """The metadata key under which a Ravi message keeps its items."""
@@ -161,7 +162,7 @@ def items_of(message: ChatMessage) -> list[dict[str, Any]]:
     summary)."""
     kept = message.metadata.get(KEY)
     if isinstance(kept, Mapping):
-        original = [_unfreeze(i) for i in kept.get("items", [])]
+        original = [thaw(i) for i in kept.get("items", [])]
         if original and _rebuilt_matches(original, message):
             return original
     if message.role == "tool":
@@ -187,14 +188,6 @@ def _rebuilt_matches(items: list[dict[str, Any]], message: ChatMessage) -> bool:
         return to_ravi(items).content == message.content
     except Exception:
         return False
-
-
-def _unfreeze(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _unfreeze(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_unfreeze(v) for v in value]
-    return value
 
 
 __all__ = ["KEY", "group", "items_of", "to_ravi"]

@@ -10,27 +10,19 @@ from ravi.agents.context import InMemoryHistoryProvider
 from ravi.integrations.openai_agents.convert import KEY, group, to_ravi
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
-from ravi.kernel.values import check_scope
+from ravi.kernel.values import check_scope, thaw
 
 
 def _items(message: ChatMessage) -> list[dict[str, Any]]:
     kept = message.metadata.get(KEY)
     if not isinstance(kept, Mapping):
         return []
-    return [_plain(i) for i in kept.get("items", [])]
+    return [thaw(i) for i in kept.get("items", [])]
 
 
 def _batch(message: ChatMessage) -> str | None:
     kept = message.metadata.get(KEY)
     return str(kept.get("batch")) if isinstance(kept, Mapping) and kept.get("batch") else None
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 class RaviSession:

@@ -31,6 +31,7 @@ from pydantic_ai.messages import (
 )
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import thaw
 
 KEY = "pydantic_ai"
 """The metadata key under which a Ravi message keeps its PydanticAI message and its part's place."""
@@ -41,15 +42,7 @@ def _dump(message: ModelMessage) -> dict[str, Any]:
 
 
 def _load(data: Any) -> ModelMessage:
-    return ModelMessagesTypeAdapter.validate_python([_unfreeze(data)])[0]
-
-
-def _unfreeze(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _unfreeze(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_unfreeze(v) for v in value]
-    return value
+    return ModelMessagesTypeAdapter.validate_python([thaw(data)])[0]
 
 
 def _text(content: Any) -> str:
