@@ -154,3 +154,15 @@ def test_a_message_the_pipeline_changed_is_rebuilt_from_its_blocks() -> None:
     rebuilt = to_langchain(short)
     assert isinstance(rebuilt, ToolMessage) and rebuilt.id == "t1" and rebuilt.content.startswith("x" * 10)
     assert len(rebuilt.content) < 100
+
+
+def test_the_sync_methods_work_from_inside_a_running_event_loop() -> None:
+    """A sync caller inside async code (a sync tool called by an async agent, say): the work runs on the
+    package's own loop, so it neither deadlocks nor needs the caller's loop."""
+
+    async def main() -> list[str]:
+        history = RaviChatMessageHistory(InMemoryHistoryProvider(), session_id="s")
+        history.add_messages([HumanMessage("from inside a loop", id="x1")])
+        return [str(m.content) for m in history.messages]
+
+    assert asyncio.run(main()) == ["from inside a loop"]

@@ -20,8 +20,8 @@ class RaviChatMessageHistory(BaseChatMessageHistory):
 
     The async methods run on the caller's event loop. The synchronous ones (``messages``, ``add_messages``,
     ``clear``) run on one background loop that this package keeps, so a store's connection pool is used from one
-    loop whichever thread calls; do not call them from inside a running event loop's thread (use the ``a``
-    methods there).
+    loop whichever thread calls, and they work from inside a running event loop too (they block it while they
+    wait: prefer the ``a`` methods there).
 
     Example:
         >>> from ravi.agents.context import InMemoryHistoryProvider
