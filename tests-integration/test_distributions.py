@@ -93,6 +93,17 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def built(wheels: Path, dist: str, *, extra: str = "") -> list[str]:
+    """Requirements naming the built wheel of ``dist`` and of the Ravi distributions it needs, as direct file
+    references (``name[extra] @ file:///...whl``): installed from exactly those files, their other dependencies
+    from the ordinary package index."""
+    out = []
+    for name in [*LOCAL[dist], dist]:
+        wheel = next(wheels.glob(f"{name.replace('-', '_')}-*.whl"))
+        out.append(f"{name}{extra if name == dist else ''} @ {wheel.as_uri()}")
+    return out
+
+
 def test_every_distribution_builds_and_passes_twine_check(wheels: Path) -> None:
     built = sorted(p.name for p in wheels.glob("ravi_*"))
     for dist in LOCAL:
@@ -122,9 +133,7 @@ def test_a_capability_wheel_brings_the_kernel_pydantic_and_its_driver(
     venv = tmp_path / "venv"
     subprocess.run([UV, "venv", "--quiet", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run(
-        [UV, "pip", "install", "--quiet", "--python", str(python), "--find-links", str(wheels), dist], check=True
-    )
+    subprocess.run([UV, "pip", "install", "--quiet", "--python", str(python), *built(wheels, dist)], check=True)
     listed = subprocess.run(
         [UV, "pip", "list", "--python", str(python), "--format", "freeze"], capture_output=True, text=True, check=True
     ).stdout
@@ -147,14 +156,14 @@ def test_the_library_leaves_the_command_line_to_its_extra(tmp_path: Path, wheels
     venv = tmp_path / "venv"
     subprocess.run([UV, "venv", "--quiet", str(venv)], check=True)
     python = venv / "bin" / "python"
-    install_from = [UV, "pip", "install", "--quiet", "--python", str(python), "--find-links", str(wheels)]
-    subprocess.run([*install_from, "ravi-agents"], check=True)
+    install = [UV, "pip", "install", "--quiet", "--python", str(python)]
+    subprocess.run([*install, *built(wheels, "ravi-agents")], check=True)
     listed = subprocess.run(
         [UV, "pip", "list", "--python", str(python), "--format", "freeze"], capture_output=True, text=True, check=True
     ).stdout
     assert not {line.split("==")[0].lower() for line in listed.splitlines()} & {"typer", "rich"}
     result = subprocess.run([str(venv / "bin" / "ravi"), "--help"], capture_output=True, text=True)
     assert result.returncode == 1 and "pip install 'ravi-agents[cli]'" in result.stderr, result.stderr
-    subprocess.run([*install_from, "ravi-agents[cli]"], check=True)
+    subprocess.run([*install, *built(wheels, "ravi-agents", extra="[cli]")], check=True)
     result = subprocess.run([str(venv / "bin" / "ravi"), "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "demo" in result.stdout, result.stderr
