@@ -68,7 +68,12 @@ def test_the_runner_keeps_every_item_in_ravi_and_sends_the_window() -> None:
     session = RaviSession("s1", history)
     model = ScriptedModel([[call("c1", "api"), call("c2", "db")], [answer("Both are healthy.")]])
     config = ContextConfig(history, [ToolResultCompactionStrategy(100), TokenBudgetComposedStrategy([], 4_000)])
-    result = run(model, session, "Are the api and the db healthy?", call_model_input_filter=ravi_input_filter(config))
+    result = run(
+        model,
+        session,
+        "Are the api and the db healthy?",
+        call_model_input_filter=ravi_input_filter(config, session_id="s1"),
+    )
     assert result.final_output == "Both are healthy."
     items = asyncio.run(session.get_items())
     kinds = [i.get("type", i.get("role")) for i in items]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,13 +49,9 @@ class RaviChatCompletionContext(ChatCompletionContext):
 
     async def _store(self, messages: Sequence[LLMMessage]) -> None:
         converted: list[ChatMessage] = []
-        for message in messages:
-            converted += to_ravi(message, salt=f"{self.session_id}:{await self._position()}:{len(converted)}")
+        for message in messages:  # each stored message is a new turn: its id is its own
+            converted += to_ravi(message, salt=uuid.uuid4().hex)
         await self.context.add_messages(self.session_id, converted)
-
-    async def _position(self) -> int:
-        history = self.context.config.history
-        return await history.count_messages(self.context.agent_id, session_id=self.session_id)
 
     async def add_message(self, message: LLMMessage) -> None:
         """Store one message at the end of the session."""

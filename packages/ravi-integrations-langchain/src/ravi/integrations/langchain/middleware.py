@@ -9,6 +9,7 @@ from langchain_core.messages import AnyMessage, BaseMessage
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from ravi.agents.context import AgentContext, ContextConfig
+from ravi.agents.context.session import StoredPrefix
 from ravi.integrations.langchain import _loop
 from ravi.integrations.langchain.convert import to_langchain, to_ravi
 from ravi.kernel.errors import ConfigurationError
@@ -51,6 +52,7 @@ class RaviContextMiddleware(AgentMiddleware):
             check_scope(session_id=session_id)
         self.context = context
         self.session_id = session_id
+        self._stored = StoredPrefix()
 
     def _session(self) -> str:
         if self.session_id is not None:
@@ -69,8 +71,10 @@ class RaviContextMiddleware(AgentMiddleware):
         return str(thread)
 
     async def _store(self, session_id: str, messages: Sequence[BaseMessage]) -> None:
-        if messages:
-            await self.context.add_messages(session_id, [to_ravi(m) for m in messages if m.id is not None])
+        new = [to_ravi(m) for m in messages[self._stored.start(session_id, messages) :] if m.id is not None]
+        if new:
+            await self.context.add_messages(session_id, new)
+        self._stored.mark(session_id, messages)
 
     async def _window(self, request: ModelRequest) -> ModelRequest:
         session_id = self._session()

@@ -17,7 +17,7 @@ from ravi.kernel.values import check_scope
 def ravi_input_filter(
     pipeline: AgentContext | ContextConfig | CompactionPipeline | CompactionStrategy | Sequence[CompactionStrategy],
     *,
-    session_id: str = "default",
+    session_id: str,
     agent_id: str = "agent",
 ) -> Callable[[CallModelData[Any]], Awaitable[ModelInputData]]:
     """A ``RunConfig(call_model_input_filter=...)`` that sends the model Ravi's window of its input.
@@ -25,7 +25,8 @@ def ravi_input_filter(
     The input the SDK built (the session's items and this turn's) is grouped into Ravi turns, passed through the
     pipeline (within its budget, calls with their results, every system message kept), and turned back into
     items: unchanged turns as their original items, changed ones (a shortened output, folded calls) rebuilt.
-    The session itself is not changed: the window goes to the model only.
+    The session itself is not changed: the window goes to the model only. ``session_id`` names the session whose
+    window state (a watermark's start, say) the pipeline keeps: use one filter per session.
 
     Example:
         >>> from ravi.agents.context import TokenBudgetComposedStrategy

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage
 from ravi.agents.context import AgentContext, ContextConfig
+from ravi.agents.context.session import StoredPrefix
 from ravi.integrations.pydantic_ai.convert import from_ravi, to_ravi
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
@@ -33,13 +34,17 @@ class RaviHistory(AbstractCapability[Any]):
         check_scope(session_id=session_id)
         self.context = context
         self.session_id = session_id
+        self._stored = StoredPrefix()
 
     async def store(self, messages: list[ModelMessage]) -> None:
         """Store the conversation ``messages`` (those already stored are skipped)."""
+        start = self._stored.start(self.session_id, messages)
         converted: list[ChatMessage] = []
-        for i, message in enumerate(messages):
-            converted += to_ravi(message, salt=f"{self.session_id}:{i}")
-        await self.context.add_messages(self.session_id, converted)
+        for i in range(start, len(messages)):
+            converted += to_ravi(messages[i], salt=f"{self.session_id}:{i}")
+        if converted:
+            await self.context.add_messages(self.session_id, converted)
+        self._stored.mark(self.session_id, messages)
 
     async def messages(self) -> list[ModelMessage]:
         """The stored conversation, as PydanticAI messages (for ``message_history=``)."""
