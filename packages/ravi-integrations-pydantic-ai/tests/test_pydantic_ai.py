@@ -118,3 +118,26 @@ def test_every_part_kind_round_trips() -> None:
     assert [m.role for m in ravi] == ["system", "user", "assistant", "tool", "tool", "assistant"]
     assert ravi[4].content[0].is_error  # type: ignore[union-attr]
     assert from_ravi(ravi) == messages
+
+
+def test_each_request_appends_only_what_the_run_added() -> None:
+    """A long run does not re-send its whole history to the store before every model request."""
+
+    class Counting(InMemoryHistoryProvider):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sizes: list[int] = []
+
+        async def append_many(self, agent_id, messages, *, session_id, run_id=""):  # type: ignore[no-untyped-def]
+            self.sizes.append(len(messages))
+            await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def main() -> list[int]:
+        history = Counting()
+        ravi = RaviHistory(ContextConfig(history), session_id="s")
+        model = Scripted()
+        await Agent(FunctionModel(model), tools=[fetch_logs], capabilities=[ravi]).run("check")
+        return history.sizes
+
+    # the prompt; the response with two calls and the two returns; the answer: five messages, each sent once
+    assert asyncio.run(main()) == [1, 3, 1]
