@@ -166,3 +166,9 @@ def test_the_sync_methods_work_from_inside_a_running_event_loop() -> None:
         return [str(m.content) for m in history.messages]
 
     assert asyncio.run(main()) == ["from inside a loop"]
+
+
+def test_a_message_with_a_malformed_block_is_refused_with_a_ravi_error() -> None:
+    broken = HumanMessage(content=[{"type": "image_url"}], id="b1")  # no image_url in the block
+    with pytest.raises(InvalidMessage):
+        to_ravi(broken)

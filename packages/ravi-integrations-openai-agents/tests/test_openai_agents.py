@@ -126,3 +126,18 @@ def test_session_protocol_pop_limit_clear_and_odd_items() -> None:
         assert await session.get_items() == [] and await session.pop_item() is None
 
     asyncio.run(main())
+
+
+def test_a_malformed_item_is_refused_and_nothing_of_its_batch_is_stored() -> None:
+    import pytest
+
+    from ravi.kernel.errors import InvalidMessage
+
+    async def main() -> None:
+        session = RaviSession("s4")
+        await session.add_items([{"role": "user", "content": "kept"}])
+        with pytest.raises(InvalidMessage):
+            await session.add_items([{"role": "user", "content": "lost"}, {"type": "function_call", "call_id": "c"}])
+        assert await session.get_items() == [{"role": "user", "content": "kept"}]
+
+    asyncio.run(main())

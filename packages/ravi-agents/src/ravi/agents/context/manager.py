@@ -128,6 +128,8 @@ class ContextManager:
                 [conductor, TokenBudgetComposedStrategy([], budget)], counter=self.counter, max_sessions=16
             )
             pipeline.subscribe(self.events.emit)
+            if len(self._pipelines) >= 8:  # budgets that vary call by call: keep the last few
+                self._pipelines.pop(next(iter(self._pipelines)))
             self._pipelines[budget] = pipeline
         return pipeline
 

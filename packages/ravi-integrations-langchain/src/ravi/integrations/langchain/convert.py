@@ -24,7 +24,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from ravi.kernel.errors import InvalidMessage
+from ravi.kernel.errors import InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.values import thaw
 
@@ -92,6 +92,15 @@ def to_ravi(message: BaseMessage) -> ChatMessage:
     Raises:
         InvalidMessage: the message is of a kind Ravi cannot store, or a field is not JSON.
     """
+    try:
+        return _to_ravi(message)
+    except RaviError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise InvalidMessage(f"a LangChain message cannot be stored: {error!r}", field="message") from None
+
+
+def _to_ravi(message: BaseMessage) -> ChatMessage:
     if not isinstance(message, BaseMessage):
         raise InvalidMessage(f"expected a LangChain message, got {type(message).__name__}", field="message")
     role = _ROLES.get(message.type) or ("system" if getattr(message, "role", None) == "developer" else None)

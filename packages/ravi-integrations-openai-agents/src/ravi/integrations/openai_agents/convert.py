@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ravi.kernel.errors import InvalidMessage
+from ravi.kernel.errors import InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.values import thaw
 
@@ -136,7 +136,20 @@ def group(items: Iterable[Any]) -> list[list[dict[str, Any]]]:
 
 def to_ravi(turn: Sequence[dict[str, Any]], *, salt: str = "", extra: Mapping[str, Any] | None = None) -> ChatMessage:
     """One turn (from :func:`group`) as a Ravi message keeping its items; ``salt`` makes its id unique where the
-    same items may appear twice in one session."""
+    same items may appear twice in one session.
+
+    Raises:
+        InvalidMessage: an item lacks a field its type needs (a function call without a name, say).
+    """
+    try:
+        return _to_ravi(turn, salt, extra)
+    except RaviError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        raise InvalidMessage(f"a session item cannot be stored: {error!r}", field="item") from None
+
+
+def _to_ravi(turn: Sequence[dict[str, Any]], salt: str, extra: Mapping[str, Any] | None) -> ChatMessage:
     first = turn[0]
     kind = _kind(first)
     metadata = {KEY: {"items": list(turn), **(extra or {})}}
