@@ -34,7 +34,9 @@ def test_context_manager_and_agent_context_give_the_same_window() -> None:
     async def main() -> None:
         messages = transcript()
         budget, policy = 1_500, CompactionPolicy(keep_recent=6)
-        manager = ContextManager(policy=policy, token_budget=budget)
+        manager = ContextManager(
+            max_tokens=budget, compaction_threshold=policy.trigger_ratio, keep_recent=policy.keep_recent
+        )
         events = []
         manager.subscribe(events.append)
         for m in messages:
@@ -79,7 +81,7 @@ def test_a_provider_budget_reserves_the_tools() -> None:
     tools = [{"type": "function", "function": {"name": "search", "description": "x" * 2_000}}]
     assert (
         provider_budget(Provider(), tools=tools, reserve=100)
-        == 32_000 - 2_000 - tool_tokens(tools, DEFAULT_COUNTER) - 100 - 1_024
+        == 32_000 - 2_000 - tool_tokens(tools, DEFAULT_COUNTER) - 100 - 1_000
     )
     manager = ContextManager(tools=tools)
     assert manager._budget(None, Provider()) == provider_budget(Provider(), tools=tools)

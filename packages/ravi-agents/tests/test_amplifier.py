@@ -1,0 +1,427 @@
+"""Ravi as an amplifier context module (design document 001), checked with the real ``amplifier-core`` package:
+its ``ModuleLoader``, ``ContextValidator``, behavioural test base class, coordinator, hooks and ``AmplifierSession``.
+
+Each test quotes the words of 001 it checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from amplifier_core import AmplifierSession
+from amplifier_core.loader import ModuleLoader
+from amplifier_core.message_models import ChatRequest, ChatResponse, Message, TextBlock, ToolCall
+from amplifier_core.models import ProviderInfo
+from amplifier_core.testing import MockCoordinator, MockTool
+from amplifier_core.validation import ContextValidator
+from amplifier_core.validation.behavioral import ContextBehaviorTests
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ravi.agents.context.history import InMemoryHistoryProvider
+from ravi.agents.context.manager import ContextManager
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.errors import ConfigurationError, InvalidMessage
+from ravi.kernel.messages import ChatMessage
+
+
+async def _load(coordinator: Any, config: dict[str, Any] | None = None) -> ContextManager:
+    """Mount Ravi the way amplifier does: found by the loader through its entry point."""
+    mount = await ModuleLoader(coordinator=coordinator).load("context-ravi", config or {})
+    await mount(coordinator)
+    context = coordinator.mount_points["context"]
+    assert isinstance(context, ContextManager)
+    return context
+
+
+class TestAmplifierBehaviour(ContextBehaviorTests):
+    """amplifier-core's own behavioural tests for context modules, run against Ravi."""
+
+    @pytest.fixture
+    async def context_module(self) -> Any:
+        return await _load(MockCoordinator())
+
+
+async def test_the_validator_passes_with_the_documented_config() -> None:
+    """001: "amplifier module validate ./my-context --type context"."""
+    result = await ContextValidator().validate(
+        "ravi.agents.context.manager", config={"max_tokens": 100_000, "compaction_threshold": 0.8}
+    )
+    assert result.passed, result.summary()
+
+
+async def test_discovered_through_the_entry_point() -> None:
+    """001: '[project.entry-points."amplifier.modules"] my-context = "my_context:mount"'."""
+    found = {m.id: m for m in await ModuleLoader().discover()}
+    assert found["context-ravi"].type == "context" and found["context-ravi"].mount_point == "context"
+
+
+async def test_mount_config_defaults_and_keys() -> None:
+    """001: 'max_tokens=config.get("max_tokens", 100000), compaction_threshold=config.get("compaction_threshold",
+    0.8)'."""
+    context = await _load(MockCoordinator())
+    assert (context.max_tokens, context.compaction_threshold) == (100_000, 0.8)
+    tuned = await _load(MockCoordinator(), {"max_tokens": 2_000, "compaction_threshold": 0.5, "keep_recent": 3})
+    assert (tuned.max_tokens, tuned.compaction_threshold, tuned.policy.keep_recent) == (2_000, 0.5, 3)
+    with pytest.raises(ConfigurationError, match="unknown context options: max_token"):
+        await _load(MockCoordinator(), {"max_token": 10})
+
+
+async def test_the_documents_example_test() -> None:
+    """001: 'context = MyContextManager(max_tokens=1000) ... assert len(messages) == 2'."""
+    context = ContextManager(max_tokens=1000)
+    await context.add_message({"role": "user", "content": "Hello"})
+    await context.add_message({"role": "assistant", "content": "Hi there!"})
+    messages = await context.get_messages_for_request()
+    assert len(messages) == 2 and messages[0]["role"] == "user"
+    assert len(await context.get_messages()) == 2
+    await context.clear()
+    assert len(await context.get_messages()) == 0
+
+
+async def test_compaction_preserves_tool_pairs_and_applies_max_tokens() -> None:
+    """001: "Every tool result should have matching tool use", and with no budget and no provider the configured
+    max_tokens applies ("return self._max_tokens")."""
+    context = ContextManager(max_tokens=100, compaction_threshold=0.5)
+    await context.add_message({"role": "user", "content": "Read file.txt"})
+    call = {"id": "call_123", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "f"}'}}
+    await context.add_message({"role": "assistant", "content": None, "tool_calls": [call]})
+    await context.add_message({"role": "tool", "tool_call_id": "call_123", "content": "File contents..."})
+    for i in range(50):
+        await context.add_message({"role": "user", "content": f"Message {i}"})
+    messages = await context.get_messages_for_request()
+    uses = {tc["id"] for m in messages for tc in m.get("tool_calls") or []}
+    results = {m["tool_call_id"] for m in messages if m["role"] == "tool"}
+    assert results <= uses, "Orphaned tool results found!"
+    assert DEFAULT_COUNTER.count_messages([ChatMessage.from_openai(m) for m in messages]) <= 100
+    assert len(await context.get_messages()) == 53  # "Internal state is NEVER modified by compaction"
+
+
+async def test_session_resume_with_set_messages() -> None:
+    """001: 'await context.set_messages(saved_messages) ... assert messages[0]["content"] == "Previous
+    conversation"'."""
+    context = ContextManager(max_tokens=1000)
+    saved = [
+        {"role": "user", "content": "Previous conversation"},
+        {"role": "assistant", "content": "Previous response"},
+    ]
+    await context.set_messages(saved)
+    messages = await context.get_messages()
+    assert len(messages) == 2 and messages[0]["content"] == "Previous conversation"
+
+
+def _provider(defaults: dict[str, Any]) -> Any:
+    class Provider:
+        def get_info(self) -> ProviderInfo:
+            return ProviderInfo(id="scripted", display_name="Scripted", defaults=defaults)
+
+    return Provider()
+
+
+async def test_provider_budget_and_its_fallback() -> None:
+    """001: "budget = context_window - max_output_tokens - safety_margin" with "safety_margin = 1000", and
+    "Fall back to configured max_tokens" when get_info() raises or the defaults lack the fields."""
+    context = ContextManager(max_tokens=777)
+    assert context._budget(None, _provider({"context_window": 8_000, "max_output_tokens": 2_000})) == 5_000
+    assert context._budget(None, _provider({"context_window": 8_000})) == 777
+    assert context._budget(None, _provider({})) == 777
+
+    class Broken:
+        def get_info(self) -> Any:
+            raise RuntimeError("no network")
+
+    assert context._budget(None, Broken()) == 777
+    assert context._budget(300, Broken()) == 300  # "Explicit budget takes precedence"
+
+
+async def test_compaction_events_go_through_the_coordinators_hooks() -> None:
+    """001: 'await self._hooks.emit("context:pre_compact", {"message_count": ..., "token_count": ...})', the same
+    for "context:post_compact", and 'coordinator.register_contributor("observability.events", ...)'."""
+    coordinator = MockCoordinator()
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def record(event: str, data: dict[str, Any]) -> Any:
+        seen.append((event, dict(data)))
+
+    coordinator.hooks.register("context:pre_compact", record, name="pre")
+    coordinator.hooks.register("context:post_compact", record, name="post")
+    context = await _load(coordinator, {"max_tokens": 400, "keep_recent": 4})
+    contributed = await coordinator.collect_contributions("observability.events")
+    assert ["context:pre_compact", "context:post_compact"] in contributed
+
+    await context.add_message({"role": "user", "content": "short"})
+    await context.get_messages_for_request()
+    assert seen == []  # under the threshold: nothing to compact
+    for i in range(40):
+        await context.add_message({"role": "user", "content": f"message {i} " + "x" * 80})
+    window = await context.get_messages_for_request()
+    (pre_event, pre), (post_event, post) = seen
+    assert (pre_event, post_event) == ("context:pre_compact", "context:post_compact")
+    assert pre["message_count"] == 41 and pre["token_count"] > 400
+    assert post["message_count"] == len(window) and post["token_count"] <= 400
+
+
+# amplifier's messages, block for block (amplifier_core.message_models)
+AMPLIFIER_MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "developer", "content": "Prefer metric units."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Look first.", "signature": "sig-1", "content": ["enc", "rs_1"]},
+            {"type": "redacted_thinking", "data": "opaque=="},
+            {"type": "reasoning", "content": ["enc-2"], "summary": [{"type": "summary_text", "text": "measure"}]},
+            {"type": "text", "text": "Let me measure it."},
+            {"type": "tool_call", "id": "tc_1", "name": "measure", "input": {"unit": "cm"}},
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "tc_1",
+        "content": [{"type": "tool_result", "tool_call_id": "tc_1", "output": {"cm": 12}}],
+    },
+    {"role": "assistant", "content": "It is 12 cm wide.", "metadata": {"provider": "scripted"}},
+]
+
+
+async def test_developer_role_and_content_blocks_round_trip() -> None:
+    """Issue 13 on 001: "Accept the developer role and amplifier's content blocks (thinking, redacted thinking, tool
+    call, tool result, image, reasoning) and round-trip them"."""
+    for message in AMPLIFIER_MESSAGES:
+        Message.model_validate(message)  # they are amplifier's own messages
+    context = ContextManager(max_tokens=100_000)
+    for message in AMPLIFIER_MESSAGES:
+        await context.add_message(message)
+    assert await context.get_messages() == AMPLIFIER_MESSAGES
+    assert await context.get_messages_for_request() == AMPLIFIER_MESSAGES  # nothing to compact: sent as given
+
+    stored = await context.history.get_messages(context.agent_id, session_id=context.session_id)
+    assert stored[1].role == "system"  # developer instructions are pinned like system ones
+    assert [c.id for c in stored[3].tool_calls] == ["tc_1"] and stored[4].tool_result.tool_call_id == "tc_1"
+
+    resumed = ContextManager(max_tokens=100_000)
+    await resumed.set_messages(await context.get_messages())
+    assert await resumed.get_messages() == AMPLIFIER_MESSAGES
+
+
+async def test_a_compacted_block_message_is_rebuilt_not_sent_stale() -> None:
+    """001: "Compaction MUST be ephemeral - it returns a compacted VIEW"; a message the pipeline changed is sent as
+    changed, the stored one stays whole."""
+    context = ContextManager(max_tokens=300, keep_recent=2)
+    await context.add_message({"role": "developer", "content": "Be brief."})
+    for i in range(30):
+        await context.add_message({"role": "user", "content": [{"type": "text", "text": f"question {i} " + "q" * 60}]})
+    window = await context.get_messages_for_request()
+    assert window[0] == {"role": "developer", "content": "Be brief."}
+    assert DEFAULT_COUNTER.count_messages([ChatMessage.from_openai({**m, "role": "system"}) for m in window[:1]]) > 0
+    assert len(await context.get_messages()) == 31
+
+
+async def test_malformed_messages_are_refused_and_nothing_is_lost() -> None:
+    """001: 'if "role" not in message: raise ValueError("Message must have \'role\' field")'; Ravi raises its typed
+    InvalidMessage (a ValueError) and keeps what was stored."""
+    context = ContextManager()
+    await context.add_message({"role": "user", "content": "kept"})
+    for bad in ({}, {"role": "wizard", "content": "x"}, {"role": "user", "content": [{"type": "image"}]}):
+        with pytest.raises(InvalidMessage):
+            await context.add_message(bad)
+    assert await context.get_messages() == [{"role": "user", "content": "kept"}]
+
+
+# -- a real AmplifierSession ------------------------------------------------------------------------------------
+
+
+class ScriptedProvider:
+    """A provider with a window of 6,000 tokens and 1,000 of output: Ravi's budget is 4,000."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.requests: list[list[dict[str, Any]]] = []
+
+    def get_info(self) -> ProviderInfo:
+        return ProviderInfo(
+            id="scripted", display_name="Scripted", defaults={"context_window": 6_000, "max_output_tokens": 1_000}
+        )
+
+    async def complete(self, request: ChatRequest, **_: Any) -> ChatResponse:
+        sent = [m.model_dump(exclude_none=True) for m in request.messages]
+        self.requests.append(sent)
+        last = sent[-1]
+        if last["role"] == "user" and "measure" in str(last["content"]):
+            call = ToolCall(id=f"call_{len(self.requests)}", name="measure", arguments={"unit": "cm"})
+            return ChatResponse(content=[TextBlock(text="Measuring.")], tool_calls=[call])
+        return ChatResponse(content=[TextBlock(text=f"reply {len(self.requests)} " + "r" * 400)])
+
+
+class LoopOrchestrator:
+    """The smallest tool loop: ask the context for the request, call the provider, run tools, record every turn."""
+
+    async def execute(
+        self, prompt: str, context: Any, providers: dict[str, Any], tools: dict[str, Any], **_: Any
+    ) -> str:
+        provider = next(iter(providers.values()))
+        await context.add_message({"role": "user", "content": prompt})
+        while True:
+            messages = await context.get_messages_for_request(provider=provider)
+            response = await provider.complete(ChatRequest(messages=[Message.model_validate(m) for m in messages]))
+            text = "".join(b.text for b in response.content if isinstance(b, TextBlock))
+            turn: dict[str, Any] = {"role": "assistant", "content": text}
+            if response.tool_calls:
+                turn["tool_calls"] = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                    for c in response.tool_calls
+                ]
+            await context.add_message(turn)
+            if not response.tool_calls:
+                return text
+            for call in response.tool_calls:
+                result = await tools[call.name].execute(call.arguments)
+                await context.add_message({"role": "tool", "tool_call_id": call.id, "content": str(result.output)})
+
+
+class Loader(ModuleLoader):
+    """amplifier's loader, with the test's orchestrator beside what it discovers (Ravi comes from its entry point)."""
+
+    async def load(self, module_id: str, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        if module_id == "loop-scripted":
+
+            async def mount(coordinator: Any) -> None:
+                await coordinator.mount("orchestrator", LoopOrchestrator())
+
+            return mount
+        return await super().load(module_id, config, **kwargs)
+
+
+async def test_a_real_amplifier_session_runs_turns_on_ravi() -> None:
+    """001: "session: orchestrator: loop-basic, context: my-context" with the documented context config; every
+    request fits the provider's budget, the transcript stays whole, and a resumed session keeps it."""
+    history = InMemoryHistoryProvider()
+    plan = {
+        "session": {
+            "orchestrator": "loop-scripted",
+            "context": {
+                "module": "context-ravi",
+                "config": {"max_tokens": 100_000, "compaction_threshold": 0.8, "history": history},
+            },
+        }
+    }
+    session = AmplifierSession(plan, session_id="amp-1")
+    session.coordinator.loader = Loader(coordinator=session.coordinator)
+    await session.initialize()
+    context = session.coordinator.get("context")
+    assert isinstance(context, ContextManager) and context.session_id == "amp-1"
+    provider = ScriptedProvider()
+    await session.coordinator.mount("providers", provider, name="scripted")
+    await session.coordinator.mount("tools", MockTool("measure", "12 cm"), name="measure")
+
+    compactions: list[dict[str, Any]] = []
+
+    async def on_compact(event: str, data: dict[str, Any]) -> Any:
+        compactions.append(dict(data))
+
+    session.coordinator.hooks.register("context:post_compact", on_compact, name="test")
+    for i in range(30):
+        await session.execute(f"turn {i}: measure the box" if i % 5 == 0 else f"turn {i}: " + "p" * 300)
+    budget = 6_000 - 1_000 - 1_000
+    for request in provider.requests:
+        sent = [ChatMessage.from_openai(m) for m in request]
+        assert DEFAULT_COUNTER.count_messages(sent) <= budget
+        calls = {c.id for m in sent for c in m.tool_calls}
+        assert {m.tool_result.tool_call_id for m in sent if m.tool_result} <= calls
+    raw = await context.get_messages()
+    assert len(raw) == 30 * 2 + 6 * 2  # 30 prompts and answers, 6 tool calls with their results
+    assert len(provider.requests[-1]) < len(raw)  # the last request was compacted, the transcript was not
+    assert compactions and all(c["token_count"] <= budget for c in compactions)
+    assert compactions[-1]["session_id"] == "amp-1"  # amplifier adds its default fields to Ravi's events
+    await session.cleanup()
+
+    again = AmplifierSession(plan, session_id="amp-1", is_resumed=True)
+    again.coordinator.loader = Loader(coordinator=again.coordinator)
+    await again.initialize()
+    resumed = again.coordinator.get("context")
+    await resumed.set_messages(raw[2:])  # the runtime's filtered copy: ignored, the store's transcript is whole
+    assert await resumed.get_messages() == raw
+    await resumed.set_messages(raw[:2])  # later calls replace it
+    assert await resumed.get_messages() == raw[:2]
+    await again.cleanup()
+
+
+# -- every chat dict comes back as it was added ------------------------------------------------------------------
+
+_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+_ids = st.text("abcdef0123456789_", min_size=1, max_size=8)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=6,
+)
+_blocks = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, _text),
+    st.builds(lambda t, s: {"type": "thinking", "thinking": t, "signature": s}, _text, _text),
+    st.builds(lambda d: {"type": "redacted_thinking", "data": d}, _text),
+    st.builds(
+        lambda c, t: {"type": "reasoning", "content": c, "summary": [{"type": "summary_text", "text": t}]},
+        st.lists(_text, max_size=2),
+        _text,
+    ),
+    st.builds(lambda d: {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": d}}, _ids),
+)
+
+
+@st.composite
+def chat_dicts(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 6))):
+        role = draw(st.sampled_from(["system", "developer", "user", "assistant", "tool"]))
+        content: Any = draw(_text | st.lists(_blocks, max_size=3))
+        message: dict[str, Any] = {"role": role, "content": content}
+        if role == "assistant" and draw(st.booleans()):
+            call_id = draw(_ids)
+            args = draw(st.dictionaries(_text, _json, max_size=3))
+            if draw(st.booleans()):
+                encoded = json.dumps(args, separators=(",", ":") if draw(st.booleans()) else None)
+                call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": encoded}}
+                message["tool_calls"] = [call]
+            else:
+                message["content"] = (
+                    [*content, {"type": "tool_call", "id": call_id, "name": "f", "input": args}]
+                    if isinstance(content, list)
+                    else content
+                )
+        if role == "tool":
+            call_id = draw(_ids)
+            message = {"role": "tool", "tool_call_id": call_id, "content": draw(_text)}
+            if draw(st.booleans()):
+                output = draw(_json)
+                message["content"] = [{"type": "tool_result", "tool_call_id": call_id, "output": output}]
+        if draw(st.booleans()):
+            message["metadata"] = draw(st.dictionaries(_text, _json, min_size=1, max_size=2))
+        out.append(message)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(chat_dicts())
+def test_any_chat_dict_round_trips(messages: list[dict[str, Any]]) -> None:
+    """Issue 13 on 001: content blocks and the developer role "round-trip": get_messages gives every dict back as
+    it was added, and a request under budget sends them as they were added."""
+
+    async def main() -> None:
+        context = ContextManager()
+        for message in messages:
+            await context.add_message(message)
+        assert await context.get_messages() == messages
+        assert await context.get_messages_for_request() == messages
+
+    asyncio.run(main())
