@@ -91,7 +91,7 @@ async def vector_recall(dsn: str, n: int = 100_000, dim: int = 384, queries: int
         elapsed = time.perf_counter() - t0
         for q, got in zip(qs, results, strict=True):
             exact = {f"d{i}" for i in np.argsort(-(unit @ (q / np.linalg.norm(q))))[:10]}
-            hits += len(exact & {r.document.id for r in got})
+            hits += len(exact & {r.id for r in got})
         out[f"recall@{ef}"] = hits / (10 * queries)
         out[f"qps@{ef}"] = queries / elapsed
     await store.close()

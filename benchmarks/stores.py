@@ -40,7 +40,7 @@ def vector_benchmark(n: int = 100_000, dim: int = 384, queries: int = 500) -> No
         for q, got in zip(qs, results, strict=True):
             scores = unit @ (q / np.linalg.norm(q))
             reference = [f"d{i:06d}" for i in np.argsort(-scores, kind="stable")[:10]]
-            identical += [r.document.id for r in got] == reference
+            identical += [r.id for r in got] == reference
         return elapsed, identical
 
     elapsed, identical = asyncio.run(run())

@@ -435,3 +435,25 @@ async def test_the_engine_reads_only_the_window_from_postgres(postgres_server: S
         assert window == await CompactionPipeline(pipeline).compact(messages)
         cached = store._windows[("a", "s")]  # what the provider kept: the window it read, not the session
         assert len(window) <= len(cached.messages) < 3 * len(window)
+
+
+async def test_collections_made_before_content_blocks_are_migrated(postgres_server: Server, pg_schema: str) -> None:
+    """A collection table from schema version 1 (text content only): the next store adds the ``blocks`` column,
+    reads the old documents as one text block each, and stores blocks in the same table."""
+    from ravi.capabilities.postgres import vector as module
+    from ravi.kernel.messages import ImageBlock, TextBlock
+    from ravi.kernel.storage import Document
+
+    class Version1(PgVectorStore):
+        migrations = module.MIGRATIONS[:1]
+
+    async for old in closing(Version1(postgres_server.address, schema=pg_schema)):
+        await old.add([Document(id="old", content="written long ago", embedding=(1.0, 0.0))], collection="c")
+        table, _ = old._tables["c"]
+        await old.db.execute(f"ALTER TABLE {table} DROP COLUMN blocks")  # as version 1 made it
+    async for store in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+        [got] = await store.get(["old"], collection="c")
+        assert got.content == (TextBlock(text="written long ago"),)
+        image = (TextBlock(text="a chart"), ImageBlock(url="https://example.org/c.png"))
+        await store.add([Document(id="new", content=image, embedding=(0.0, 1.0))], collection="c")
+        assert [d.content for d in await store.get(["old", "new"], collection="c")] == [got.content, image]

@@ -9,6 +9,7 @@ import pytest
 
 from ravi.conformance._base import ContractBase, unique
 from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ImageBlock, TextBlock
 from ravi.kernel.storage import Document, VectorStore
 
 
@@ -52,7 +53,7 @@ class VectorStoreContract(ContractBase):
     async def test_add_then_get(self, vector_store: VectorStore) -> None:
         c = await self.fill(vector_store)
         [got] = await vector_store.get(["xy"], collection=c)
-        assert got.id == "xy" and got.content == "content of xy" and got.metadata == {"axis": "xy", "group": "pos"}
+        assert got.id == "xy" and got.text == "content of xy" and got.metadata == {"axis": "xy", "group": "pos"}
         assert got.embedding is not None
         assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(got.embedding, AXES["xy"], strict=True))
 
@@ -65,21 +66,21 @@ class VectorStoreContract(ContractBase):
         c = await self.fill(vector_store)
         await vector_store.add([Document(id="x", content="replaced?", embedding=(0.0, 1.0, 0.0))], collection=c)
         [got] = await vector_store.get(["x"], collection=c)
-        assert got.content == "content of x"
+        assert got.text == "content of x"
 
     async def test_upsert_replaces(self, vector_store: VectorStore) -> None:
         c = await self.fill(vector_store)
         await vector_store.upsert([Document(id="x", content="new", embedding=(0.0, 1.0, 0.0))], collection=c)
         [got] = await vector_store.get(["x"], collection=c)
-        assert got.content == "new"
+        assert got.text == "new"
         top = await vector_store.search([0.0, 1.0, 0.0], collection=c, limit=2)
-        assert {r.document.id for r in top} == {"x", "y"}
+        assert {r.id for r in top} == {"x", "y"}
 
     async def test_search_ranks_by_cosine_similarity_higher_is_closer(self, vector_store: VectorStore) -> None:
         c = await self.fill(vector_store)
         results = await vector_store.search([2.0, 0.1, 0.0], collection=c, limit=5)
-        assert [r.document.id for r in results][:2] == ["x", "xy"]
-        assert results[-1].document.id == "-x"
+        assert [r.id for r in results][:2] == ["x", "xy"]
+        assert results[-1].id == "-x"
         assert results[0].score > results[1].score > results[-1].score
         assert math.isclose(results[0].score, 2.0 / math.hypot(2.0, 0.1), abs_tol=1e-4)
         assert math.isclose(results[-1].score, -2.0 / math.hypot(2.0, 0.1), abs_tol=1e-4)
@@ -87,7 +88,7 @@ class VectorStoreContract(ContractBase):
     async def test_search_returns_documents_with_their_content(self, vector_store: VectorStore) -> None:
         c = await self.fill(vector_store)
         [best] = await vector_store.search([0.0, 0.0, 3.0], collection=c, limit=1)
-        assert best.document.id == "z" and best.document.content == "content of z"
+        assert best.id == "z" and best.text == "content of z"
         assert math.isclose(best.score, 1.0, abs_tol=1e-4)
 
     async def test_limit(self, vector_store: VectorStore) -> None:
@@ -98,9 +99,9 @@ class VectorStoreContract(ContractBase):
     async def test_metadata_filters(self, vector_store: VectorStore) -> None:
         c = await self.fill(vector_store)
         only = await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"group": "neg"})
-        assert [r.document.id for r in only] == ["-x"]
+        assert [r.id for r in only] == ["-x"]
         either = await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": ["y", "z"]})
-        assert {r.document.id for r in either} == {"y", "z"}
+        assert {r.id for r in either} == {"y", "z"}
         assert await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": "none"}) == []
         assert await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"missing": 1}) == []
 
@@ -108,7 +109,7 @@ class VectorStoreContract(ContractBase):
         c1, c2 = unique("col"), unique("col")
         await vector_store.add([doc("a", [1.0, 0.0])], collection=c1)
         await vector_store.add([doc("b", [1.0, 0.0, 0.0, 0.0])], collection=c2)  # each collection its own dimension
-        assert [r.document.id for r in await vector_store.search([1.0, 0.0], collection=c1, limit=5)] == ["a"]
+        assert [r.id for r in await vector_store.search([1.0, 0.0], collection=c1, limit=5)] == ["a"]
         assert await vector_store.get(["a"], collection=c2) == []
         assert {c1, c2} <= set(await vector_store.list_collections())
 
@@ -123,7 +124,7 @@ class VectorStoreContract(ContractBase):
         c = await self.fill(vector_store)
         assert await vector_store.delete(["x", "y", "nope"], collection=c) == 2
         assert await vector_store.delete(["x"], collection=c) == 0
-        assert {r.document.id for r in await vector_store.search([1.0, 1.0, 1.0], collection=c, limit=10)} == {
+        assert {r.id for r in await vector_store.search([1.0, 1.0, 1.0], collection=c, limit=10)} == {
             "z",
             "xy",
             "-x",
@@ -195,8 +196,10 @@ class VectorStoreContract(ContractBase):
         results = await vector_store.search([1.0, 0.0, 0.0])
         assert len(results) == 5
         best = results[0]
-        assert best.id == best.document.id and best.content == best.document.content
-        assert best.metadata == best.document.metadata and best.score >= results[-1].score
+        [stored] = await vector_store.get([best.id], collection="default")
+        assert (best.content, best.metadata) == (stored.content, stored.metadata)
+        assert set(type(best).model_fields) == {"id", "content", "score", "metadata"}
+        assert best.score >= results[-1].score
         await vector_store.delete(
             [r.id for r in await vector_store.search([1.0, 0.0, 0.0], limit=50)], collection="default"
         )
@@ -208,4 +211,23 @@ class VectorStoreContract(ContractBase):
             [Document(id="ид-🚀'\"", content="текст", embedding=(0.5, 0.5), metadata=metadata)], collection=c
         )
         [got] = await vector_store.get(["ид-🚀'\""], collection=c)
-        assert got.content == "текст" and got.metadata == metadata
+        assert got.text == "текст" and got.metadata == metadata
+
+    async def test_content_blocks_round_trip(self, vector_store: VectorStore) -> None:
+        """004: "Document: Represents raw chunks. Fields: content: list[ContentBlock]"; a document keeps its blocks
+        exactly (an image and text, an empty text block, no blocks at all), through ``get`` and ``search``."""
+        c = unique("col")
+        kinds = {
+            "mixed": (TextBlock(text="a chart"), ImageBlock(url="data:image/png;base64,iVBORw0KGgo=", detail="low")),
+            "empty-text": (TextBlock(text=""),),
+            "none": (),
+            "two-texts": (TextBlock(text="one"), TextBlock(text="two")),
+            "plain": (TextBlock(text="just text"),),
+        }
+        docs = [Document(id=k, content=v, embedding=(1.0, float(i))) for i, (k, v) in enumerate(kinds.items())]
+        await vector_store.upsert(docs, collection=c)
+        got = {d.id: d.content for d in await vector_store.get(list(kinds), collection=c)}
+        assert got == kinds
+        hits = await vector_store.search([1.0, 0.0], collection=c, limit=10)
+        assert {h.id: h.content for h in hits} == kinds
+        assert Document(id="s", content="as a string").content == (TextBlock(text="as a string"),)

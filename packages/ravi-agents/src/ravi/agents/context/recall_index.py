@@ -220,7 +220,7 @@ class EmbeddingIndex:
             await self.store.delete_collection(old)
         [q] = await self.client.embed([query])
         hits = await self.store.search(q, collection=collection, limit=self.limit)
-        return {int(h.document.metadata["position"]): h.score for h in hits if h.score > self.min_score}
+        return {int(h.metadata["position"]): h.score for h in hits if h.score > self.min_score}
 
 
 __all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "fold", "message_text", "terms"]

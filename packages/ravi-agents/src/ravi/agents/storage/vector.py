@@ -72,7 +72,7 @@ class InMemoryVectorStore(Closeable):
         made: dict[int, list[float]] = {}
         if missing:
             assert self._embedder is not None
-            vectors = await self._embedder.embed([documents[i].content for i in missing])
+            vectors = await self._embedder.embed([documents[i].text for i in missing])
             made = dict(zip(missing, vectors, strict=True))
         rows = [d.embedding if d.embedding is not None else made[i] for i, d in enumerate(documents)]
         dims = {len(r) for r in rows}
@@ -177,7 +177,7 @@ class InMemoryVectorStore(Closeable):
         picked = sorted(
             zip(scores[top].tolist(), rows.tolist(), strict=True), key=lambda sr: (-sr[0], col.docs[sr[1]].id)
         )
-        return [SearchResult(document=self._full(col, row), score=min(1.0, max(-1.0, s))) for s, row in picked]
+        return [SearchResult.of(self._full(col, row), min(1.0, max(-1.0, s))) for s, row in picked]
 
     async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""

@@ -15,6 +15,7 @@ from pgvector.asyncpg import register_vector
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
+from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult
 from ravi.kernel.values import check_ids, check_vector
 
@@ -31,7 +32,28 @@ CREATE TABLE {schema}."{prefix}collections" (
 );
 """,
     ),
+    Migration(
+        2,
+        "documents keep content blocks beside their text",
+        """
+DO $$
+DECLARE t text;
+BEGIN
+    FOR t IN SELECT table_name FROM {schema}."{prefix}collections" LOOP
+        EXECUTE format('ALTER TABLE %I.%I ADD COLUMN IF NOT EXISTS blocks jsonb', '{schema}', t);
+    END LOOP;
+END $$;
+""",
+    ),
 ]
+
+
+def _stored_blocks(document: Document) -> str | None:
+    """The ``blocks`` column: ``NULL`` when ``content`` is the text alone (one non-empty text block, or none)."""
+    content = document.content
+    if not content or (len(content) == 1 and isinstance(content[0], TextBlock) and content[0].text):
+        return None
+    return json.dumps([b.model_dump(mode="json") for b in content], ensure_ascii=False)
 
 
 async def register_vector_codec(connection: asyncpg.Connection) -> None:
@@ -126,7 +148,7 @@ class PgVectorStore(PostgresStore):
                 )
                 if inserted is not None:
                     await connection.execute(
-                        f"CREATE TABLE {qualified} (id text PRIMARY KEY, content text NOT NULL, "
+                        f"CREATE TABLE {qualified} (id text PRIMARY KEY, content text NOT NULL, blocks jsonb, "
                         f"metadata jsonb NOT NULL, embedding vector({create_dimension}) NOT NULL)"
                     )
                     await connection.execute(
@@ -152,7 +174,7 @@ class PgVectorStore(PostgresStore):
         made: dict[int, list[float]] = {}
         if missing:
             assert self._embedder is not None
-            made = dict(zip(missing, await self._embedder.embed([documents[i].content for i in missing]), strict=True))
+            made = dict(zip(missing, await self._embedder.embed([documents[i].text for i in missing]), strict=True))
         vectors = []
         for i, d in enumerate(documents):
             v = np.asarray(d.embedding if d.embedding is not None else made[i], dtype=np.float32)
@@ -181,15 +203,21 @@ class PgVectorStore(PostgresStore):
                 f"collection {collection!r} holds vectors of dimension {dimension}, got {vectors[0].size}"
             )
         conflict = (
-            ("DO UPDATE SET content = EXCLUDED.content, metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding")
+            (
+                "DO UPDATE SET content = EXCLUDED.content, blocks = EXCLUDED.blocks, metadata = EXCLUDED.metadata, "
+                "embedding = EXCLUDED.embedding"
+            )
             if replace
             else "DO NOTHING"
         )
-        rows = [(d.id, d.content, json.dumps(dict(d.metadata)), v) for d, v in zip(documents, vectors, strict=True)]
+        rows = [
+            (d.id, d.text, _stored_blocks(d), json.dumps(dict(d.metadata)), v)
+            for d, v in zip(documents, vectors, strict=True)
+        ]
         async with self.db.connection() as connection, connection.transaction():
             await connection.executemany(
-                f"INSERT INTO {table} (id, content, metadata, embedding) VALUES ($1, $2, $3::jsonb, $4) "
-                f"ON CONFLICT (id) {conflict}",
+                f"INSERT INTO {table} (id, content, blocks, metadata, embedding) "
+                f"VALUES ($1, $2, $3::jsonb, $4::jsonb, $5) ON CONFLICT (id) {conflict}",
                 rows,
             )
         return [d.id for d in documents]
@@ -204,9 +232,10 @@ class PgVectorStore(PostgresStore):
 
     @staticmethod
     def _document(row: asyncpg.Record) -> Document:
+        blocks = row["blocks"]
         return Document(
             id=row["id"],
-            content=row["content"],
+            content=row["content"] if blocks is None else json.loads(blocks),
             metadata=json.loads(row["metadata"]),
             embedding=tuple(np.asarray(row["embedding"], dtype=np.float32).tolist()),
         )
@@ -241,14 +270,15 @@ class PgVectorStore(PostgresStore):
             if where:
                 await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             rows = await connection.fetch(
-                f"SELECT id, content, metadata::text AS metadata, embedding, embedding <=> $1 AS distance "
+                f"SELECT id, content, blocks::text AS blocks, metadata::text AS metadata, embedding, "
+                f"embedding <=> $1 AS distance "
                 f"FROM {table} WHERE true{where} ORDER BY embedding <=> $1 LIMIT $2",
                 query,
                 limit,
                 *params,
             )
         return [
-            SearchResult(document=self._document(r), score=max(-1.0, min(1.0, 1.0 - float(r["distance"]))))
+            SearchResult.of(self._document(r), max(-1.0, min(1.0, 1.0 - float(r["distance"]))))
             for r in rows
             if not math.isnan(float(r["distance"]))
         ]
@@ -260,7 +290,8 @@ class PgVectorStore(PostgresStore):
         if found is None or not ids:
             return []
         rows = await self.db.fetch(
-            f"SELECT id, content, metadata::text AS metadata, embedding FROM {found[0]} WHERE id = ANY($1::text[])",
+            f"SELECT id, content, blocks::text AS blocks, metadata::text AS metadata, embedding FROM {found[0]} "
+            "WHERE id = ANY($1::text[])",
             list(ids),
         )
         by_id = {r["id"]: self._document(r) for r in rows}

@@ -3,52 +3,67 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
-from ravi.kernel.messages import FrozenDict, ReadOnlyDict
+from ravi.kernel.messages import ContentBlock, FrozenDict, ReadOnlyDict, TextBlock
 from ravi.kernel.storage._common import _FROZEN, JSON, Filter, _new_id
 from ravi.kernel.values import Value
 
 
+def _blocks(value: Any) -> Any:
+    """A plain string is one text block (an empty one, none)."""
+    if isinstance(value, str):
+        return (TextBlock(text=value),) if value else ()
+    return value
+
+
 class Document(Value):
-    """A piece of content with its embedding and metadata, stored by ``(collection, id)``."""
+    """A chunk of content (a tuple of content blocks) with its embedding and metadata, stored by
+    ``(collection, id)``.
 
-    model_config = _FROZEN
+    ``content`` takes content blocks, as chat messages do; a plain string is accepted as one text block.
+    ``text`` is what an embedding client embeds when the document comes without an embedding.
 
-    id: str = Field(default_factory=_new_id, min_length=1)
-    content: str = ""
-    embedding: tuple[float, ...] | None = None
-    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
-
-
-class SearchResult(Value):
-    """A search hit. ``score`` is a similarity: higher is closer (cosine similarity, in [-1, 1]).
-
-    004 names its fields ``id``, ``content``, ``score`` and ``metadata``: the first, second and last are the
-    matched document's.
+    Example:
+        >>> Document(id="d1", content="hello").content
+        (TextBlock(type='text', text='hello'),)
     """
 
     model_config = _FROZEN
 
-    document: Document
+    id: str = Field(default_factory=_new_id, min_length=1)
+    content: Annotated[tuple[ContentBlock, ...], BeforeValidator(_blocks)] = ()
+    embedding: tuple[float, ...] | None = None
+    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines (empty when there are none)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+class SearchResult(Value):
+    """A search hit: the matched document's ``id``, ``content`` and ``metadata``, and its ``score``, a similarity
+    (higher is closer: cosine similarity, in [-1, 1])."""
+
+    model_config = _FROZEN
+
+    id: str = Field(min_length=1)
+    content: Annotated[tuple[ContentBlock, ...], BeforeValidator(_blocks)] = ()
     score: float
+    metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
+
+    @classmethod
+    def of(cls, document: Document, score: float) -> SearchResult:
+        """The hit for ``document`` at ``score``."""
+        return cls(id=document.id, content=document.content, score=score, metadata=document.metadata)
 
     @property
-    def id(self) -> str:
-        """The matched document's id."""
-        return self.document.id
-
-    @property
-    def content(self) -> str:
-        """The matched document's content."""
-        return self.document.content
-
-    @property
-    def metadata(self) -> ReadOnlyDict:
-        """The matched document's metadata."""
-        return self.document.metadata
+    def text(self) -> str:
+        """The text blocks joined by newlines (empty when there are none)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
 
 
 @runtime_checkable
