@@ -128,3 +128,35 @@ def test_every_chart_is_there_and_says_when_and_where_it_was_measured(site: Path
         svg = (DOCS / chart).read_text()
         assert "measured on" in svg and re.search(r"20\d\d-\d\d-\d\d", svg), chart
         assert (site / chart).exists(), f"{chart} is not on the built site"
+
+
+def _resolve(path: str) -> object:
+    import importlib
+
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name)
+        return found
+    raise ModuleNotFoundError(path)
+
+
+def test_the_design_map_names_what_exists() -> None:
+    """Every ``ravi.*`` path on the design map imports as written, and every test it cites exists."""
+    import ravi.conformance
+
+    page = (DOCS / "design-map.md").read_text()
+    paths = set(re.findall(r"`(ravi\.[\w.]+)`", page))
+    assert len(paths) > 60
+    for path in sorted(paths):
+        assert _resolve(path) is not None, path
+    root = DOCS.parent
+    for test in sorted(set(re.findall(r"`(test_\w+\.py)`", page))):
+        assert list(root.glob(f"packages/*/tests/{test}")) or list(root.glob(f"tests-integration/{test}")), test
+    for contract in sorted(set(re.findall(r"`(\w+Contract)`", page))):
+        assert hasattr(ravi.conformance, contract), contract
+    assert '"amplifier.modules"' in (root / "packages/ravi-agents/pyproject.toml").read_text()

@@ -22,8 +22,9 @@ from collections.abc import Callable
 
 _log = logging.getLogger(__name__)
 
-Listener = Callable[[], object]
-"""A cancellation listener takes no argument (read the token's ``reason`` from where you registered it)."""
+Callback = Callable[[], object]
+"""A cancellation listener: no argument (read the token's ``reason`` where you registered it); any return value is
+ignored, so ``lambda: print(...)`` works."""
 
 
 class CancelledByToken(Exception):
@@ -49,7 +50,7 @@ class CancelToken:
         self._lock = threading.Lock()
         self._cancelled = False
         self._reason: str | None = None
-        self._callbacks: dict[int, Listener] = {}
+        self._callbacks: dict[int, Callback] = {}
 
     @property
     def cancelled(self) -> bool:
@@ -74,7 +75,7 @@ class CancelToken:
             self._fire(callback)
         return True
 
-    def add_callback(self, callback: Listener) -> Callable[[], None]:
+    def add_callback(self, callback: Callback) -> Callable[[], None]:
         """Call ``callback()`` on cancellation; returns a function that removes it again.
 
         If the token is already cancelled, the callback runs at once (in the caller's thread).
@@ -106,7 +107,7 @@ class CancelToken:
         if self._cancelled:
             raise CancelledByToken(self._reason)
 
-    def _fire(self, callback: Listener) -> None:
+    def _fire(self, callback: Callback) -> None:
         try:
             callback()
         except Exception:
@@ -117,4 +118,4 @@ class CancelToken:
         return f"<CancelToken {state}>"
 
 
-__all__ = ["CancelToken", "CancelledByToken"]
+__all__ = ["Callback", "CancelToken", "CancelledByToken"]
