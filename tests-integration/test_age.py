@@ -25,13 +25,13 @@ async def age_store(age_dsn: str, age_graph: str) -> AsyncIterator[AGEGraphStore
 
 class TestAGEGraph(GraphStoreContract):
     @pytest.fixture
-    def graph_store(self, age_store: AGEGraphStore) -> AGEGraphStore:
+    def backend(self, age_store: AGEGraphStore) -> AGEGraphStore:
         return age_store
 
 
 class TestAGECypher(CypherCapableContract):
     @pytest.fixture
-    def graph_store(self, age_store: AGEGraphStore) -> AGEGraphStore:
+    def backend(self, age_store: AGEGraphStore) -> AGEGraphStore:
         return age_store
 
 

@@ -48,14 +48,14 @@ async def bouncer_schema(pgbouncer_server: Server) -> AsyncIterator[str]:
 
 class TestBouncedHistory(HistoryProviderContract):
     @pytest_asyncio.fixture
-    async def history(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(PostgresHistoryProvider(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
             yield store
 
 
 class TestBouncedHistoryUncached(HistoryProviderContract):
     @pytest_asyncio.fixture
-    async def history(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(
             PostgresHistoryProvider(pgbouncer_server.address, schema=bouncer_schema, cache_sessions=0, **BOUNCED)
         ):
@@ -64,35 +64,35 @@ class TestBouncedHistoryUncached(HistoryProviderContract):
 
 class TestBouncedState(ShortTermMemoryContract):
     @pytest_asyncio.fixture
-    async def state_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresMemoryStore]:
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresMemoryStore]:
         async for store in closing(PostgresMemoryStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
             yield store
 
 
 class TestBouncedVector(VectorStoreContract):
     @pytest_asyncio.fixture
-    async def vector_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgVectorStore]:
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgVectorStore]:
         async for store in closing(PgVectorStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
             yield store
 
 
 class TestBouncedLongTermMemory(LongTermMemoryContract):
     @pytest_asyncio.fixture
-    async def memory_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgLongTermMemory]:
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgLongTermMemory]:
         async for store in closing(PgLongTermMemory(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
             yield store
 
 
 class TestBouncedTasks(TaskStoreContract):
     @pytest_asyncio.fixture
-    async def task_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgTaskStore]:
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PgTaskStore]:
         async for store in closing(PgTaskStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
             yield store
 
 
 class TestBouncedSummaries(SummaryStoreContract):
     @pytest_asyncio.fixture
-    async def summary_store(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresSummaryStore]:
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresSummaryStore]:
         async for store in closing(PostgresSummaryStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
             yield store
 
@@ -106,11 +106,11 @@ async def bounced_age(pgbouncer_server: Server) -> AsyncIterator[AGEGraphStore]:
 
 class TestBouncedAGEGraph(GraphStoreContract):
     @pytest.fixture
-    def graph_store(self, bounced_age: AGEGraphStore) -> AGEGraphStore:
+    def backend(self, bounced_age: AGEGraphStore) -> AGEGraphStore:
         return bounced_age
 
 
 class TestBouncedAGECypher(CypherCapableContract):
     @pytest.fixture
-    def graph_store(self, bounced_age: AGEGraphStore) -> AGEGraphStore:
+    def backend(self, bounced_age: AGEGraphStore) -> AGEGraphStore:
         return bounced_age

@@ -35,7 +35,7 @@ from ravi.kernel.tokens import stored_tokens
 
 class TestPostgresHistory(HistoryProviderContract):
     @pytest_asyncio.fixture
-    async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
             yield store
 
@@ -44,7 +44,7 @@ class TestPostgresHistoryUncached(HistoryProviderContract):
     """The same contract with the read cache off: every read goes to the server."""
 
     @pytest_asyncio.fixture
-    async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(
             PostgresHistoryProvider(postgres_server.address, schema=pg_schema, cache_sessions=0)
         ):
@@ -53,14 +53,14 @@ class TestPostgresHistoryUncached(HistoryProviderContract):
 
 class TestPostgresWindowReader(WindowReaderContract):
     @pytest_asyncio.fixture
-    async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
             yield store
 
 
 class TestPostgresWindowReaderUncached(WindowReaderContract):
     @pytest_asyncio.fixture
-    async def history(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(
             PostgresHistoryProvider(postgres_server.address, schema=pg_schema, cache_sessions=0)
         ):
@@ -69,28 +69,28 @@ class TestPostgresWindowReaderUncached(WindowReaderContract):
 
 class TestPostgresState(ShortTermMemoryContract):
     @pytest_asyncio.fixture
-    async def state_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresMemoryStore]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresMemoryStore]:
         async for store in closing(PostgresMemoryStore(postgres_server.address, schema=pg_schema)):
             yield store
 
 
 class TestPgVector(VectorStoreContract):
     @pytest_asyncio.fixture
-    async def vector_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgVectorStore]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgVectorStore]:
         async for store in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
             yield store
 
 
 class TestPgLongTermMemory(LongTermMemoryContract):
     @pytest_asyncio.fixture
-    async def memory_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgLongTermMemory]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgLongTermMemory]:
         async for store in closing(PgLongTermMemory(postgres_server.address, schema=pg_schema)):
             yield store
 
 
 class TestPgTasks(TaskStoreContract):
     @pytest_asyncio.fixture
-    async def task_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgTaskStore]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgTaskStore]:
         async for store in closing(PgTaskStore(postgres_server.address, schema=pg_schema)):
             yield store
 
@@ -235,7 +235,7 @@ async def test_table_prefixes_let_apps_share_a_schema(postgres_server: Server, p
 
 class TestPostgresSummaries(SummaryStoreContract):
     @pytest_asyncio.fixture
-    async def summary_store(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresSummaryStore]:
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresSummaryStore]:
         async for store in closing(PostgresSummaryStore(postgres_server.address, schema=pg_schema)):
             yield store
 

@@ -30,7 +30,7 @@ from ravi.kernel.registry import load_backend
 
 class TestRedisHistory(HistoryProviderContract):
     @pytest_asyncio.fixture
-    async def history(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+    async def backend(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
         async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
             yield store
 
@@ -39,7 +39,7 @@ class TestRedisHistoryUncachedWithTtl(HistoryProviderContract):
     """The same contract with the read cache off and a (long) session TTL set."""
 
     @pytest_asyncio.fixture
-    async def history(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+    async def backend(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
         async for store in closing(
             RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=600, cache_sessions=0)
         ):
@@ -50,7 +50,7 @@ class TestRedisWindowReader(WindowReaderContract):
     """The windowed read, with a TTL and a small clear_run chunk (counts carried across rewrite chunks)."""
 
     @pytest_asyncio.fixture
-    async def history(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+    async def backend(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
         async for store in closing(
             RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=600, clear_run_chunk=4)
         ):
@@ -59,14 +59,14 @@ class TestRedisWindowReader(WindowReaderContract):
 
 class TestRedisState(ShortTermMemoryContract):
     @pytest_asyncio.fixture
-    async def state_store(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisSessionStore]:
+    async def backend(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisSessionStore]:
         async for store in closing(RedisSessionStore(redis_server.address, prefix=redis_prefix)):
             yield store
 
 
 class TestRedisLongTermMemory(LongTermMemoryContract):
     @pytest_asyncio.fixture
-    async def memory_store(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisLongTermMemory]:
+    async def backend(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisLongTermMemory]:
         async for store in closing(RedisLongTermMemory(redis_server.address, prefix=redis_prefix)):
             yield store
 
@@ -206,7 +206,7 @@ async def test_hybrid_context_redis_hot_postgres_cold(
 
 class TestRedisSummaries(SummaryStoreContract):
     @pytest_asyncio.fixture
-    async def summary_store(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisSummaryStore]:
+    async def backend(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisSummaryStore]:
         async for store in closing(RedisSummaryStore(redis_server.address, prefix=redis_prefix)):
             yield store
 

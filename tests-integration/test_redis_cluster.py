@@ -22,7 +22,7 @@ from ravi.kernel.messages import ChatMessage
 
 class TestClusterHistory(HistoryProviderContract):
     @pytest_asyncio.fixture
-    async def history(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+    async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
         async for store in closing(
             RedisHistoryProvider(
                 redis_cluster_server.address, prefix=redis_prefix, cluster=True, clear_run_chunk=3, max_connections=1000
@@ -33,7 +33,7 @@ class TestClusterHistory(HistoryProviderContract):
 
 class TestClusterHistoryUncachedWithTtl(HistoryProviderContract):
     @pytest_asyncio.fixture
-    async def history(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+    async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
         async for store in closing(
             RedisHistoryProvider(
                 redis_cluster_server.address, prefix=redis_prefix, cluster=True, ttl=600, cache_sessions=0
@@ -46,7 +46,7 @@ class TestClusterWindowReader(WindowReaderContract):
     """The windowed read, with a TTL and a small clear_run chunk (counts carried across rewrite chunks)."""
 
     @pytest_asyncio.fixture
-    async def history(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+    async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
         async for store in closing(
             RedisHistoryProvider(
                 redis_cluster_server.address, prefix=redis_prefix, cluster=True, clear_run_chunk=3, max_connections=1000
@@ -57,14 +57,14 @@ class TestClusterWindowReader(WindowReaderContract):
 
 class TestClusterState(ShortTermMemoryContract):
     @pytest_asyncio.fixture
-    async def state_store(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisSessionStore]:
+    async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisSessionStore]:
         async for store in closing(RedisSessionStore(redis_cluster_server.address, prefix=redis_prefix, cluster=True)):
             yield store
 
 
 class TestClusterLongTermMemory(LongTermMemoryContract):
     @pytest_asyncio.fixture
-    async def memory_store(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisLongTermMemory]:
+    async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisLongTermMemory]:
         async for store in closing(
             RedisLongTermMemory(redis_cluster_server.address, prefix=redis_prefix, cluster=True)
         ):
@@ -73,7 +73,7 @@ class TestClusterLongTermMemory(LongTermMemoryContract):
 
 class TestClusterSummaries(SummaryStoreContract):
     @pytest_asyncio.fixture
-    async def summary_store(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisSummaryStore]:
+    async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisSummaryStore]:
         async for store in closing(RedisSummaryStore(redis_cluster_server.address, prefix=redis_prefix, cluster=True)):
             yield store
 

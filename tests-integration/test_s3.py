@@ -30,7 +30,7 @@ def store_for(server: Server, bucket: str, **options: Any) -> S3FileStore:
 
 class TestS3FileStore(BlobStoreContract):
     @pytest_asyncio.fixture
-    async def blob_store(self, s3_server: Server, s3_bucket: str) -> AsyncIterator[S3FileStore]:
+    async def backend(self, s3_server: Server, s3_bucket: str) -> AsyncIterator[S3FileStore]:
         async with store_for(s3_server, s3_bucket) as store:
             yield store
 

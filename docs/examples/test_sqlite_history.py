@@ -10,7 +10,7 @@ from ravi.conformance import HistoryProviderContract
 
 class TestSQLiteHistory(HistoryProviderContract):
     @pytest.fixture
-    def history(self) -> Iterator[SQLiteHistoryProvider]:
+    def backend(self) -> Iterator[SQLiteHistoryProvider]:
         store = SQLiteHistoryProvider()
         yield store
         store.close()

@@ -8,7 +8,8 @@ import pytest
 
 # Imported here so the in-process runs below share it: pytester forgets modules a run imported, and NumPy
 # (under the in-memory stores) refuses to be imported twice in one process.
-import ravi.agents.storage  # noqa: F401
+import ravi.agents.storage
+import ravi.conformance
 
 BROKEN = Path(__file__).with_name("broken.py").read_text()
 
@@ -19,43 +20,38 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 CASES = [
-    # (broken class, contract, fixture, a test that must fail)
+    # (broken class, contract, a test that must fail)
     (
         "DropsUnderConcurrency",
         "HistoryProviderContract",
-        "history",
         "test_concurrent_writers_all_land_once_in_their_order",
     ),
-    ("ReversesOrder", "HistoryProviderContract", "history", "test_order_is_kept_across_appends"),
-    ("LeaksAcrossSessions", "HistoryProviderContract", "history", "test_sessions_are_isolated"),
-    ("IgnoresRunId", "HistoryProviderContract", "history", "test_clear_run_removes_exactly_that_run"),
-    ("StoresDuplicates", "HistoryProviderContract", "history", "test_append_is_idempotent_by_message_id"),
+    ("ReversesOrder", "HistoryProviderContract", "test_order_is_kept_across_appends"),
+    ("LeaksAcrossSessions", "HistoryProviderContract", "test_sessions_are_isolated"),
+    ("IgnoresRunId", "HistoryProviderContract", "test_clear_run_removes_exactly_that_run"),
+    ("StoresDuplicates", "HistoryProviderContract", "test_append_is_idempotent_by_message_id"),
     (
         "ScoresByDistance",
         "VectorStoreContract",
-        "vector_store",
         "test_search_ranks_by_cosine_similarity_higher_is_closer",
     ),
-    ("ReplacesOnAdd", "VectorStoreContract", "vector_store", "test_add_is_insert_if_absent"),
-    ("ForgetsMemoryTtl", "LongTermMemoryContract", "memory_store", "test_expired_memories_are_never_returned"),
-    ("IgnoresNamespaces", "LongTermMemoryContract", "memory_store", "test_namespaces_are_isolated"),
-    ("LosesConcurrentUpdates", "ShortTermMemoryContract", "state_store", "test_concurrent_updates_lose_no_key"),
-    ("ForgetsBlobTtl", "BlobStoreContract", "blob_store", "test_expired_blobs_are_gone"),
-    ("AcceptsAnyKey", "BlobStoreContract", "blob_store", "test_invalid_keys_are_refused"),
+    ("ReplacesOnAdd", "VectorStoreContract", "test_add_is_insert_if_absent"),
+    ("ForgetsMemoryTtl", "LongTermMemoryContract", "test_expired_memories_are_never_returned"),
+    ("IgnoresNamespaces", "LongTermMemoryContract", "test_namespaces_are_isolated"),
+    ("LosesConcurrentUpdates", "ShortTermMemoryContract", "test_concurrent_updates_lose_no_key"),
+    ("ForgetsBlobTtl", "BlobStoreContract", "test_expired_blobs_are_gone"),
+    ("AcceptsAnyKey", "BlobStoreContract", "test_invalid_keys_are_refused"),
     (
         "KeepsRelationshipsOfDeletedEntities",
         "GraphStoreContract",
-        "graph_store",
         "test_delete_entity_detaches_its_relationships",
     ),
-    ("AllowsAnyTransition", "TaskStoreContract", "task_store", "test_illegal_transitions_raise_and_change_nothing"),
+    ("AllowsAnyTransition", "TaskStoreContract", "test_illegal_transitions_raise_and_change_nothing"),
 ]
 
 
-@pytest.mark.parametrize(("broken", "contract", "fixture", "must_fail"), CASES, ids=[c[0] for c in CASES])
-def test_suite_fails_the_broken_backend(
-    pytester: pytest.Pytester, broken: str, contract: str, fixture: str, must_fail: str
-) -> None:
+@pytest.mark.parametrize(("broken", "contract", "must_fail"), CASES, ids=[c[0] for c in CASES])
+def test_suite_fails_the_broken_backend(pytester: pytest.Pytester, broken: str, contract: str, must_fail: str) -> None:
     pytester.makepyfile(broken=BROKEN)
     pytester.makepyfile(
         test_backend=f"""
@@ -65,7 +61,7 @@ from broken import {broken}
 
 class TestBroken({contract}):
     @pytest.fixture
-    def {fixture}(self):
+    def backend(self):
         return {broken}()
 """
     )
@@ -74,6 +70,21 @@ class TestBroken({contract}):
     assert outcomes.get("failed", 0) >= 1, result.stdout.str()
     failed = {line.split("::")[-1].split(" ")[0].split("[")[0] for line in result.outlines if line.startswith("FAILED")}
     assert must_fail in failed, f"{must_fail} did not fail; failed: {sorted(failed)}"
+    rule = getattr(getattr(ravi.conformance, contract), must_fail).__doc__.split("\n\n")[0].split()
+    assert "the contract rule that failed" in result.stdout.str()
+    assert " ".join(rule) in " ".join(result.stdout.str().split())  # the failure says which rule broke
+
+
+def test_every_contract_test_says_its_rule() -> None:
+    """Each contract test has a docstring: the rule a failure prints."""
+    missing = [
+        f"{name}.{test}"
+        for name in ravi.conformance.__all__
+        if name.endswith("Contract")
+        for test, member in vars(getattr(ravi.conformance, name)).items()
+        if test.startswith("test_") and not (member.__doc__ or "").strip()
+    ]
+    assert not missing, missing
 
 
 def test_silent_overrides_are_caught(pytester: pytest.Pytester) -> None:

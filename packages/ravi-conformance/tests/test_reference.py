@@ -31,49 +31,49 @@ from ravi.conformance import (
 
 class TestInMemoryHistory(HistoryProviderContract):
     @pytest.fixture
-    def history(self) -> InMemoryHistoryProvider:
+    def backend(self) -> InMemoryHistoryProvider:
         return InMemoryHistoryProvider()
 
 
 class TestInMemoryWindowReader(WindowReaderContract):
     @pytest.fixture
-    def history(self) -> InMemoryHistoryProvider:
+    def backend(self) -> InMemoryHistoryProvider:
         return InMemoryHistoryProvider()
 
 
 class TestHybridHistory(HistoryProviderContract):
     @pytest.fixture
-    def history(self) -> HybridHistoryProvider:
+    def backend(self) -> HybridHistoryProvider:
         return HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
 
 
 class TestHybridWindowReader(WindowReaderContract):
     @pytest.fixture
-    def history(self) -> HybridHistoryProvider:
+    def backend(self) -> HybridHistoryProvider:
         return HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
 
 
 class TestInMemoryState(ShortTermMemoryContract):
     @pytest.fixture
-    def state_store(self) -> InMemoryStateStore:
+    def backend(self) -> InMemoryStateStore:
         return InMemoryStateStore()
 
 
 class TestInMemoryLongTerm(LongTermMemoryContract):
     @pytest.fixture
-    def memory_store(self) -> InMemoryLongTermMemory:
+    def backend(self) -> InMemoryLongTermMemory:
         return InMemoryLongTermMemory()
 
 
 class TestInMemoryVector(VectorStoreContract):
     @pytest.fixture
-    def vector_store(self) -> InMemoryVectorStore:
+    def backend(self) -> InMemoryVectorStore:
         return InMemoryVectorStore()
 
 
 class TestInMemoryGraph(GraphStoreContract):
     @pytest.fixture
-    def graph_store(self) -> InMemoryGraphStore:
+    def backend(self) -> InMemoryGraphStore:
         return InMemoryGraphStore()
 
 
@@ -81,23 +81,23 @@ class TestInMemoryGraphIsNotCypher(CypherCapableContract):
     """The in-memory graph is not CypherCapable: these contracts skip, saying so."""
 
     @pytest.fixture
-    def graph_store(self) -> InMemoryGraphStore:
+    def backend(self) -> InMemoryGraphStore:
         return InMemoryGraphStore()
 
 
 class TestInMemoryBlob(BlobStoreContract):
     @pytest.fixture
-    def blob_store(self) -> InMemoryFileStore:
+    def backend(self) -> InMemoryFileStore:
         return InMemoryFileStore()
 
 
 class TestInMemoryTasks(TaskStoreContract):
     @pytest.fixture
-    def task_store(self) -> TaskStore:
+    def backend(self) -> TaskStore:
         return TaskStore()
 
 
 class TestInMemorySummaries(SummaryStoreContract):
     @pytest.fixture
-    def summary_store(self) -> InMemorySummaryStore:
+    def backend(self) -> InMemorySummaryStore:
         return InMemorySummaryStore()

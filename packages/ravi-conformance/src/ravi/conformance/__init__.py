@@ -1,12 +1,13 @@
 """The contract suite for Ravi storage backends.
 
-A backend's test module subclasses a contract and overrides one fixture that yields an empty backend::
+A backend's test module subclasses a contract and overrides its one fixture, ``backend``, to yield an empty
+backend::
 
     from ravi.conformance import HistoryProviderContract
 
     class TestMyHistory(HistoryProviderContract):
         @pytest.fixture
-        def history(self):
+        def backend(self):
             return MyHistory()
 
 Every contract test then runs against it. Installed as a pytest plugin, the suite also runs against any

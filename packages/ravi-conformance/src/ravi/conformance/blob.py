@@ -12,176 +12,194 @@ from ravi.kernel.storage import BlobStore
 
 
 class BlobStoreContract(ContractBase):
-    """Subclass and override the ``blob_store`` fixture to yield an empty, connected ``BlobStore``."""
+    """Subclass and override the ``backend`` fixture to yield an empty, connected ``BlobStore``."""
 
     contract_name = "BlobStore"
     pytestmark = pytest.mark.asyncio
 
     @pytest.fixture
-    def blob_store(self) -> BlobStore:
+    def backend(self) -> BlobStore:
         """Override: an empty, connected backend, fresh for each test."""
-        raise NotImplementedError("override the 'blob_store' fixture to build an empty backend")
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
-    async def test_is_a_blob_store(self, blob_store: BlobStore) -> None:
-        assert isinstance(blob_store, BlobStore)
+    async def test_is_a_blob_store(self, backend: BlobStore) -> None:
+        """The backend satisfies the ``BlobStore`` Protocol."""
+        assert isinstance(backend, BlobStore)
 
-    async def test_canary_fixture_gives_an_empty_backend_first(self, blob_store: BlobStore) -> None:
+    async def test_canary_fixture_gives_an_empty_backend_first(self, backend: BlobStore) -> None:
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
         with pytest.raises(NotFound):
-            await blob_store.download("canary")
-        await blob_store.upload("canary", b"left behind")
+            await backend.download("canary")
+        await backend.upload("canary", b"left behind")
 
-    async def test_canary_fixture_gives_an_empty_backend_second(self, blob_store: BlobStore) -> None:
+    async def test_canary_fixture_gives_an_empty_backend_second(self, backend: BlobStore) -> None:
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
         with pytest.raises(NotFound):
-            await blob_store.download("canary")
-        await blob_store.upload("canary", b"left behind")
+            await backend.download("canary")
+        await backend.upload("canary", b"left behind")
 
-    async def test_upload_then_download(self, blob_store: BlobStore) -> None:
+    async def test_upload_then_download(self, backend: BlobStore) -> None:
+        """A blob downloads with the bytes, content type and metadata it was uploaded with."""
         key = unique("dir/file") + ".json"
         assert (
-            await blob_store.upload(key, b'{"a": 1}', content_type="application/json", metadata={"source": "tool"})
-            == key
+            await backend.upload(key, b'{"a": 1}', content_type="application/json", metadata={"source": "tool"}) == key
         )
-        blob = await blob_store.download(key)
+        blob = await backend.download(key)
         assert (blob.key, blob.data, blob.content_type) == (key, b'{"a": 1}', "application/json")
         assert blob.metadata == {"source": "tool"}
 
-    async def test_default_content_type(self, blob_store: BlobStore) -> None:
+    async def test_default_content_type(self, backend: BlobStore) -> None:
+        """A blob uploaded without a content type downloads as ``application/octet-stream``."""
         key = unique("k")
-        await blob_store.upload(key, b"x")
-        assert (await blob_store.download(key)).content_type == "application/octet-stream"
+        await backend.upload(key, b"x")
+        assert (await backend.download(key)).content_type == "application/octet-stream"
 
-    async def test_upload_replaces(self, blob_store: BlobStore) -> None:
+    async def test_upload_replaces(self, backend: BlobStore) -> None:
+        """Uploading to a key that exists replaces its blob."""
         key = unique("k")
-        await blob_store.upload(key, b"old", content_type="text/plain")
-        await blob_store.upload(key, b"new", content_type="text/markdown")
-        blob = await blob_store.download(key)
+        await backend.upload(key, b"old", content_type="text/plain")
+        await backend.upload(key, b"new", content_type="text/markdown")
+        blob = await backend.download(key)
         assert (blob.data, blob.content_type) == (b"new", "text/markdown")
 
-    async def test_every_byte_value_and_empty_data(self, blob_store: BlobStore) -> None:
+    async def test_every_byte_value_and_empty_data(self, backend: BlobStore) -> None:
+        """Every byte value, and empty data, round-trip exactly."""
         key, empty = unique("bytes"), unique("empty")
-        await blob_store.upload(key, bytes(range(256)) * 4)
-        await blob_store.upload(empty, b"")
-        assert (await blob_store.download(key)).data == bytes(range(256)) * 4
-        assert (await blob_store.download(empty)).data == b""
+        await backend.upload(key, bytes(range(256)) * 4)
+        await backend.upload(empty, b"")
+        assert (await backend.download(key)).data == bytes(range(256)) * 4
+        assert (await backend.download(empty)).data == b""
 
-    async def test_large_blob(self, blob_store: BlobStore) -> None:
+    async def test_large_blob(self, backend: BlobStore) -> None:
+        """A blob of several megabytes round-trips exactly."""
         key = unique("large")
         data = bytes(range(256)) * (24 * 1024 + 7)  # a little over 6 MiB
-        await blob_store.upload(key, data)
-        assert (await blob_store.download(key)).data == data
+        await backend.upload(key, data)
+        assert (await backend.download(key)).data == data
 
-    async def test_delete_is_idempotent(self, blob_store: BlobStore) -> None:
+    async def test_delete_is_idempotent(self, backend: BlobStore) -> None:
+        """Deleting a memory removes it; deleting a missing id is not an error."""
         key = unique("k")
-        await blob_store.upload(key, b"x")
-        assert await blob_store.delete(key) is True
-        assert await blob_store.delete(key) is False
+        await backend.upload(key, b"x")
+        assert await backend.delete(key) is True
+        assert await backend.delete(key) is False
         with pytest.raises(NotFound):
-            await blob_store.download(key)
+            await backend.download(key)
 
-    async def test_missing_blob_is_not_found(self, blob_store: BlobStore) -> None:
+    async def test_missing_blob_is_not_found(self, backend: BlobStore) -> None:
+        """Downloading a missing key raises ``NotFound``."""
         with pytest.raises(NotFound):
-            await blob_store.download(unique("missing"))
+            await backend.download(unique("missing"))
 
-    async def test_presigned_url(self, blob_store: BlobStore) -> None:
+    async def test_presigned_url(self, backend: BlobStore) -> None:
+        """``presign_url`` gives a URL for a stored blob and ``NotFound`` for a missing one."""
         key = unique("k")
-        await blob_store.upload(key, b"x")
-        url = await blob_store.presign_url(key, expires_in=60)
+        await backend.upload(key, b"x")
+        url = await backend.presign_url(key, expires_in=60)
         assert isinstance(url, str) and url
         with pytest.raises(NotFound):
-            await blob_store.presign_url(unique("missing"))
+            await backend.presign_url(unique("missing"))
 
     @pytest.mark.parametrize("key", ["", "a" * 1025, "bad\x00key", "tab\tkey", "new\nline", "del\x7f"])
-    async def test_invalid_keys_are_refused(self, blob_store: BlobStore, key: str) -> None:
+    async def test_invalid_keys_are_refused(self, backend: BlobStore, key: str) -> None:
+        """Empty, over-long keys and keys with control characters are refused with ``InvalidArgument``."""
         with pytest.raises(InvalidArgument):
-            await blob_store.upload(key, b"x")
+            await backend.upload(key, b"x")
 
-    async def test_unicode_keys_work(self, blob_store: BlobStore) -> None:
+    async def test_unicode_keys_work(self, backend: BlobStore) -> None:
+        """Keys with non-ASCII characters round-trip."""
         keys = ["dossier/été/файл 漢字 🚀.txt", "quotes'\"and$$dollars", "spaces and + plus & amp=eq?q#frag"]
         for key in keys:
-            await blob_store.upload(key, key.encode())
+            await backend.upload(key, key.encode())
         for key in keys:
-            assert (await blob_store.download(key)).data == key.encode()
+            assert (await backend.download(key)).data == key.encode()
 
-    async def test_keys_are_isolated(self, blob_store: BlobStore) -> None:
+    async def test_keys_are_isolated(self, backend: BlobStore) -> None:
+        """Blobs under different keys never see each other, even when one key is a prefix of another."""
         prefix = unique("p")
-        await blob_store.upload(f"{prefix}/a", b"a")
-        await blob_store.upload(f"{prefix}/ab", b"ab")
-        await blob_store.delete(f"{prefix}/a")
-        assert (await blob_store.download(f"{prefix}/ab")).data == b"ab"
+        await backend.upload(f"{prefix}/a", b"a")
+        await backend.upload(f"{prefix}/ab", b"ab")
+        await backend.delete(f"{prefix}/a")
+        assert (await backend.download(f"{prefix}/ab")).data == b"ab"
 
-    async def test_concurrent_uploads(self, blob_store: BlobStore) -> None:
+    async def test_concurrent_uploads(self, backend: BlobStore) -> None:
+        """Concurrent uploads to different keys all land."""
         prefix = unique("c")
-        await asyncio.gather(*(blob_store.upload(f"{prefix}/{i}", str(i).encode()) for i in range(20)))
-        got = await asyncio.gather(*(blob_store.download(f"{prefix}/{i}") for i in range(20)))
+        await asyncio.gather(*(backend.upload(f"{prefix}/{i}", str(i).encode()) for i in range(20)))
+        got = await asyncio.gather(*(backend.download(f"{prefix}/{i}") for i in range(20)))
         assert [b.data for b in got] == [str(i).encode() for i in range(20)]
 
-    async def test_expired_blobs_are_gone(self, blob_store: BlobStore) -> None:
+    async def test_expired_blobs_are_gone(self, backend: BlobStore) -> None:
+        """A blob past its TTL is never downloaded again."""
         skip_without(self.capabilities, "ttl", reason="blobs uploaded with a ttl")
         key, kept = unique("ttl"), unique("kept")
-        await call_or_skip_unsupported(blob_store.upload(key, b"fleeting", ttl=0.3), "ttl")
-        await blob_store.upload(kept, b"durable")
-        assert (await blob_store.download(key)).data == b"fleeting"
+        await call_or_skip_unsupported(backend.upload(key, b"fleeting", ttl=0.3), "ttl")
+        await backend.upload(kept, b"durable")
+        assert (await backend.download(key)).data == b"fleeting"
 
         async def expired() -> bool:
             try:
-                await blob_store.download(key)
+                await backend.download(key)
             except NotFound:
                 return True
             return False
 
         await eventually(expired, within=0.3 + self.capabilities.ttl_resolution + 5, what="ttl expiry")
-        assert (await blob_store.download(kept)).data == b"durable"
+        assert (await backend.download(kept)).data == b"durable"
 
-    async def test_bad_ttl_and_data_are_refused(self, blob_store: BlobStore) -> None:
+    async def test_bad_ttl_and_data_are_refused(self, backend: BlobStore) -> None:
+        """A TTL that is not positive, or data that is not bytes, is ``InvalidArgument``; nothing is stored."""
         key = unique("k")
         with pytest.raises(InvalidArgument):
-            await blob_store.upload(key, b"x", ttl=0)
+            await backend.upload(key, b"x", ttl=0)
         with pytest.raises(InvalidArgument):
-            await blob_store.upload(key, "text, not bytes")  # type: ignore[arg-type]
+            await backend.upload(key, "text, not bytes")  # type: ignore[arg-type]
         with pytest.raises(NotFound):
-            await blob_store.download(key)
+            await backend.download(key)
 
-    async def test_keys_never_alias_each_other(self, blob_store: BlobStore) -> None:
+    async def test_keys_never_alias_each_other(self, backend: BlobStore) -> None:
         """Every key the store accepts names its own blob: ``/x``, ``a//b``, ``./x`` and ``x/`` may be refused
         with InvalidArgument, but never overwrite or stand for ``x`` or ``a/b``."""
         p = unique("alias")
         plain = {f"{p}/x": b"x", f"{p}/a/b": b"a/b"}
         for key, data in plain.items():
-            await blob_store.upload(key, data)
+            await backend.upload(key, data)
         for odd in [f"/{p}/x", f"{p}//x", f"{p}/a//b", f"{p}/./x", f"{p}/a/../x", f"{p}/x/", "..", "."]:
             try:
-                await blob_store.upload(odd, b"odd")
+                await backend.upload(odd, b"odd")
             except InvalidArgument:
                 continue
-            assert (await blob_store.download(odd)).data == b"odd", f"{odd!r} was acknowledged but not stored"
+            assert (await backend.download(odd)).data == b"odd", f"{odd!r} was acknowledged but not stored"
             for key, data in plain.items():
-                assert (await blob_store.download(key)).data == data, f"{odd!r} overwrote {key!r}"
-            await blob_store.delete(odd)
+                assert (await backend.download(key)).data == data, f"{odd!r} overwrote {key!r}"
+            await backend.delete(odd)
             for key, data in plain.items():
-                assert (await blob_store.download(key)).data == data, f"deleting {odd!r} deleted {key!r}"
+                assert (await backend.download(key)).data == data, f"deleting {odd!r} deleted {key!r}"
 
-    async def test_metadata_comes_back_exactly_or_is_refused(self, blob_store: BlobStore) -> None:
+    async def test_metadata_comes_back_exactly_or_is_refused(self, backend: BlobStore) -> None:
         """User metadata is stored exactly (keys keep their case, empty values stay) or refused up front."""
         for metadata in [{"Owner": "ada"}, {"empty": ""}, {"note": "Grüße"}, {"k": "v" * 3_000}]:
             key = unique("meta")
             try:
-                await blob_store.upload(key, b"x", metadata=metadata)
+                await backend.upload(key, b"x", metadata=metadata)
             except InvalidArgument:
                 with pytest.raises(NotFound):
-                    await blob_store.download(key)
+                    await backend.download(key)
                 continue
-            assert dict((await blob_store.download(key)).metadata) == metadata
+            assert dict((await backend.download(key)).metadata) == metadata
 
-    async def test_ttls_no_server_can_hold_are_refused(self, blob_store: BlobStore) -> None:
+    async def test_ttls_no_server_can_hold_are_refused(self, backend: BlobStore) -> None:
+        """A TTL longer than a server can hold is refused, not silently shortened."""
         key = unique("k")
         for ttl in (float("inf"), 1e17, float("nan")):
             with pytest.raises(InvalidArgument):
-                await blob_store.upload(key, b"x", ttl=ttl)
+                await backend.upload(key, b"x", ttl=ttl)
         with pytest.raises(NotFound):
-            await blob_store.download(key)
+            await backend.download(key)
 
-    async def test_connect_and_disconnect_can_repeat(self, blob_store: BlobStore) -> None:
-        await blob_store.connect()
+    async def test_connect_and_disconnect_can_repeat(self, backend: BlobStore) -> None:
+        """``connect`` and ``disconnect`` may be called more than once."""
+        await backend.connect()
         key = unique("k")
-        await blob_store.upload(key, b"x")
-        assert (await blob_store.download(key)).data == b"x"
+        await backend.upload(key, b"x")
+        assert (await backend.download(key)).data == b"x"

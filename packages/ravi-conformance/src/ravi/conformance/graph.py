@@ -14,7 +14,7 @@ from ravi.kernel.storage import CypherCapable, Entity, GraphStore, Relationship
 
 
 class GraphStoreContract(ContractBase):
-    """Subclass and override the ``graph_store`` fixture to yield an empty ``GraphStore``.
+    """Subclass and override the ``backend`` fixture to yield an empty ``GraphStore``.
 
     The test graph: a chain ``a -KNOWS-> b -KNOWS-> c -WORKS_AT-> d``, plus ``e -KNOWS-> a`` (so ``a`` has an
     incoming edge) and a cycle ``c -KNOWS-> a``.
@@ -24,9 +24,9 @@ class GraphStoreContract(ContractBase):
     pytestmark = pytest.mark.asyncio
 
     @pytest.fixture
-    def graph_store(self) -> GraphStore:
+    def backend(self) -> GraphStore:
         """Override: an empty backend, fresh for each test."""
-        raise NotImplementedError("override the 'graph_store' fixture to build an empty backend")
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     async def build(self, store: GraphStore) -> dict[str, str]:
         p = unique("g")
@@ -48,145 +48,157 @@ class GraphStoreContract(ContractBase):
         ids.update({r: f"{p}-{r}" for r, *_ in edges})
         return ids
 
-    async def test_is_a_graph_store(self, graph_store: GraphStore) -> None:
-        assert isinstance(graph_store, GraphStore)
+    async def test_is_a_graph_store(self, backend: GraphStore) -> None:
+        """The backend satisfies the ``GraphStore`` Protocol."""
+        assert isinstance(backend, GraphStore)
 
-    async def test_canary_fixture_gives_an_empty_backend_first(self, graph_store: GraphStore) -> None:
-        assert await graph_store.get_entity("canary") is None
-        await graph_store.add_entities([Entity(id="canary")])
+    async def test_canary_fixture_gives_an_empty_backend_first(self, backend: GraphStore) -> None:
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        assert await backend.get_entity("canary") is None
+        await backend.add_entities([Entity(id="canary")])
 
-    async def test_canary_fixture_gives_an_empty_backend_second(self, graph_store: GraphStore) -> None:
-        assert await graph_store.get_entity("canary") is None, "state leaked between tests"
-        await graph_store.add_entities([Entity(id="canary")])
+    async def test_canary_fixture_gives_an_empty_backend_second(self, backend: GraphStore) -> None:
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
+        assert await backend.get_entity("canary") is None, "state leaked between tests"
+        await backend.add_entities([Entity(id="canary")])
 
-    async def test_add_and_get_entities(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        got = await graph_store.get_entity(ids["d"])
+    async def test_add_and_get_entities(self, backend: GraphStore) -> None:
+        """An entity reads back with its label and properties."""
+        ids = await self.build(backend)
+        got = await backend.get_entity(ids["d"])
         assert got == Entity(id=ids["d"], label="Company", properties={"name": "d"})
-        assert await graph_store.get_entity(unique("missing")) is None
+        assert await backend.get_entity(unique("missing")) is None
 
-    async def test_adding_an_entity_again_replaces_it(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        await graph_store.add_entities([Entity(id=ids["a"], label="Person", properties={"name": "A", "age": 3})])
-        got = await graph_store.get_entity(ids["a"])
+    async def test_adding_an_entity_again_replaces_it(self, backend: GraphStore) -> None:
+        """Adding an entity whose id exists replaces it."""
+        ids = await self.build(backend)
+        await backend.add_entities([Entity(id=ids["a"], label="Person", properties={"name": "A", "age": 3})])
+        got = await backend.get_entity(ids["a"])
         assert got is not None and got.properties == {"name": "A", "age": 3}
-        sub = await graph_store.get_neighbors(ids["a"], depth=1)
+        sub = await backend.get_neighbors(ids["a"], depth=1)
         assert ids["b"] in sub.entity_ids(), "replacing an entity must keep its relationships"
 
-    async def test_neighbors_at_depth_one_go_both_ways(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        sub = await graph_store.get_neighbors(ids["a"], depth=1)
+    async def test_neighbors_at_depth_one_go_both_ways(self, backend: GraphStore) -> None:
+        """``get_neighbors`` at depth 1 follows relationships in both directions."""
+        ids = await self.build(backend)
+        sub = await backend.get_neighbors(ids["a"], depth=1)
         assert sub.entity_ids() == {ids["a"], ids["b"], ids["e"], ids["c"]}
         assert {r.id for r in sub.relationships} == {ids["ab"], ids["ea"], ids["ca"]}
 
-    async def test_neighbors_at_depth_two(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        sub = await graph_store.get_neighbors(ids["b"], depth=2)
+    async def test_neighbors_at_depth_two(self, backend: GraphStore) -> None:
+        """``get_neighbors`` at depth 2 reaches the neighbours of neighbours."""
+        ids = await self.build(backend)
+        sub = await backend.get_neighbors(ids["b"], depth=2)
         assert sub.entity_ids() == {ids[k] for k in "abcde"}
 
-    async def test_depth_zero_is_the_entity_alone(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        sub = await graph_store.get_neighbors(ids["a"], depth=0)
+    async def test_depth_zero_is_the_entity_alone(self, backend: GraphStore) -> None:
+        """``get_neighbors`` at depth 0 is the entity alone."""
+        ids = await self.build(backend)
+        sub = await backend.get_neighbors(ids["a"], depth=0)
         assert sub.entity_ids() == {ids["a"]} and sub.relationships == ()
 
-    async def test_relationship_type_filter(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        sub = await graph_store.get_neighbors(ids["c"], depth=3, relationship_types=["WORKS_AT"])
+    async def test_relationship_type_filter(self, backend: GraphStore) -> None:
+        """``relationship_types`` limits the walk to those types."""
+        ids = await self.build(backend)
+        sub = await backend.get_neighbors(ids["c"], depth=3, relationship_types=["WORKS_AT"])
         assert sub.entity_ids() == {ids["c"], ids["d"]}
         assert [r.type for r in sub.relationships] == ["WORKS_AT"]
-        none = await graph_store.get_neighbors(ids["c"], depth=3, relationship_types=["LIKES"])
+        none = await backend.get_neighbors(ids["c"], depth=3, relationship_types=["LIKES"])
         assert none.entity_ids() == {ids["c"]}
 
-    async def test_cycles_do_not_repeat_entities(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        sub = await graph_store.get_neighbors(ids["a"], depth=6)
+    async def test_cycles_do_not_repeat_entities(self, backend: GraphStore) -> None:
+        """A walk through a cycle returns each entity and relationship once."""
+        ids = await self.build(backend)
+        sub = await backend.get_neighbors(ids["a"], depth=6)
         assert len(sub.entities) == len(sub.entity_ids()) == 5
 
-    async def test_relationships_need_both_ends(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
+    async def test_relationships_need_both_ends(self, backend: GraphStore) -> None:
+        """A relationship to an entity that does not exist is ``NotFound`` and is not stored."""
+        ids = await self.build(backend)
         ghost = Relationship(id=unique("r"), source_id=ids["a"], target_id=unique("ghost"), type="KNOWS")
         with pytest.raises(NotFound):
-            await graph_store.add_relationships([ghost])
-        sub = await graph_store.get_neighbors(ids["a"], depth=1)
+            await backend.add_relationships([ghost])
+        sub = await backend.get_neighbors(ids["a"], depth=1)
         assert ghost.id not in {r.id for r in sub.relationships}
 
-    async def test_delete_entity_detaches_its_relationships(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        assert await graph_store.delete_entity(ids["b"]) is True
-        assert await graph_store.get_entity(ids["b"]) is None
-        sub = await graph_store.get_neighbors(ids["a"], depth=1)
+    async def test_delete_entity_detaches_its_relationships(self, backend: GraphStore) -> None:
+        """Deleting an entity also deletes every relationship touching it."""
+        ids = await self.build(backend)
+        assert await backend.delete_entity(ids["b"]) is True
+        assert await backend.get_entity(ids["b"]) is None
+        sub = await backend.get_neighbors(ids["a"], depth=1)
         assert ids["b"] not in sub.entity_ids()
         assert ids["ab"] not in {r.id for r in sub.relationships}
-        assert await graph_store.delete_entity(ids["b"]) is False
+        assert await backend.delete_entity(ids["b"]) is False
 
-    async def test_delete_relationship(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
-        assert await graph_store.delete_relationship(ids["cd"]) is True
-        assert await graph_store.delete_relationship(ids["cd"]) is False
-        assert ids["d"] not in (await graph_store.get_neighbors(ids["c"], depth=1)).entity_ids()
-        assert await graph_store.get_entity(ids["d"]) is not None
+    async def test_delete_relationship(self, backend: GraphStore) -> None:
+        """Deleting a relationship leaves its entities."""
+        ids = await self.build(backend)
+        assert await backend.delete_relationship(ids["cd"]) is True
+        assert await backend.delete_relationship(ids["cd"]) is False
+        assert ids["d"] not in (await backend.get_neighbors(ids["c"], depth=1)).entity_ids()
+        assert await backend.get_entity(ids["d"]) is not None
 
-    async def test_unknown_entity_has_no_neighbourhood(self, graph_store: GraphStore) -> None:
+    async def test_unknown_entity_has_no_neighbourhood(self, backend: GraphStore) -> None:
+        """The neighbourhood of an unknown entity is empty."""
         with pytest.raises(NotFound):
-            await graph_store.get_neighbors(unique("ghost"), depth=1)
+            await backend.get_neighbors(unique("ghost"), depth=1)
 
-    async def test_negative_depth_is_refused(self, graph_store: GraphStore) -> None:
-        ids = await self.build(graph_store)
+    async def test_negative_depth_is_refused(self, backend: GraphStore) -> None:
+        """A negative depth is refused with ``InvalidArgument``."""
+        ids = await self.build(backend)
         with pytest.raises(InvalidArgument):
-            await graph_store.get_neighbors(ids["a"], depth=-1)
+            await backend.get_neighbors(ids["a"], depth=-1)
 
-    async def test_a_bare_string_is_not_a_list_of_relationship_types(self, graph_store: GraphStore) -> None:
+    async def test_a_bare_string_is_not_a_list_of_relationship_types(self, backend: GraphStore) -> None:
         """``relationship_types="KNOWS"`` must not mean the types ``K``, ``N``, ``O``, ...: it is refused."""
-        ids = await self.build(graph_store)
+        ids = await self.build(backend)
         with pytest.raises(InvalidArgument):
-            await graph_store.get_neighbors(ids["a"], relationship_types="KNOWS")
+            await backend.get_neighbors(ids["a"], relationship_types="KNOWS")
 
     async def test_an_id_names_one_entity_and_one_relationship_even_under_concurrent_writers(
-        self, graph_store: GraphStore
+        self, backend: GraphStore
     ) -> None:
         """Concurrent inserts of one id keep one entity (one relationship): insert-or-replace, never duplicate."""
         e, f, r = unique("e"), unique("f"), unique("r")
         await asyncio.gather(
-            *(graph_store.add_entities([Entity(id=e, properties={"n": i})]) for i in range(12)),
-            graph_store.add_entities([Entity(id=f)]),
+            *(backend.add_entities([Entity(id=e, properties={"n": i})]) for i in range(12)),
+            backend.add_entities([Entity(id=f)]),
         )
         await asyncio.gather(
             *(
-                graph_store.add_relationships(
-                    [Relationship(id=r, source_id=e, target_id=f, type="R", properties={"n": i})]
-                )
+                backend.add_relationships([Relationship(id=r, source_id=e, target_id=f, type="R", properties={"n": i})])
                 for i in range(12)
             )
         )
-        around = await graph_store.get_neighbors(e, depth=1)
+        around = await backend.get_neighbors(e, depth=1)
         assert sorted(x.id for x in around.entities) == sorted([e, f]), "an id names more than one entity"
         assert [x.id for x in around.relationships] == [r], "an id names more than one relationship"
 
-    async def test_one_call_giving_an_id_twice_keeps_one_entity(self, graph_store: GraphStore) -> None:
+    async def test_one_call_giving_an_id_twice_keeps_one_entity(self, backend: GraphStore) -> None:
         """Two entities with one id in one call: the store keeps one (the last) or refuses the call."""
         e = unique("e")
         try:
-            await graph_store.add_entities([Entity(id=e, label="A"), Entity(id=e, label="B", properties={"last": 1})])
+            await backend.add_entities([Entity(id=e, label="A"), Entity(id=e, label="B", properties={"last": 1})])
         except InvalidArgument:
-            assert await graph_store.get_entity(e) is None
+            assert await backend.get_entity(e) is None
             return
-        assert (await graph_store.get_neighbors(e, depth=0)).entities == (
-            Entity(id=e, label="B", properties={"last": 1}),
-        )
+        assert (await backend.get_neighbors(e, depth=0)).entities == (Entity(id=e, label="B", properties={"last": 1}),)
 
-    async def test_ids_that_are_not_text_are_refused(self, graph_store: GraphStore) -> None:
+    async def test_ids_that_are_not_text_are_refused(self, backend: GraphStore) -> None:
         """An id with a lone surrogate, or not a string, is InvalidArgument on every call, not a crash."""
         for bad in ("e\ud800", 42, ""):
             with pytest.raises(InvalidArgument):
-                await graph_store.get_entity(bad)  # type: ignore[arg-type]
+                await backend.get_entity(bad)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):
-                await graph_store.get_neighbors(bad)  # type: ignore[arg-type]
+                await backend.get_neighbors(bad)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):
-                await graph_store.delete_entity(bad)  # type: ignore[arg-type]
+                await backend.delete_entity(bad)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):
-                await graph_store.delete_relationship(bad)  # type: ignore[arg-type]
+                await backend.delete_relationship(bad)  # type: ignore[arg-type]
 
-    async def test_properties_round_trip(self, graph_store: GraphStore) -> None:
+    async def test_properties_round_trip(self, backend: GraphStore) -> None:
+        """Entity and relationship properties round-trip exactly (nested JSON, Unicode)."""
         props: Mapping[str, Any] = {
             "name": "Zoë 漢字 🚀",
             "quote": 'it\'s "$$" \\ \n',
@@ -197,37 +209,38 @@ class GraphStoreContract(ContractBase):
             "nested": {"k": [1, {"x": None}]},
         }
         e = unique("e")
-        await graph_store.add_entities([Entity(id=e, label="Thing", properties=props)])
-        got = await graph_store.get_entity(e)
+        await backend.add_entities([Entity(id=e, label="Thing", properties=props)])
+        got = await backend.get_entity(e)
         assert got is not None and got.properties == props
         f = unique("f")
-        await graph_store.add_entities([Entity(id=f)])
+        await backend.add_entities([Entity(id=f)])
         rel = Relationship(id=unique("r"), source_id=e, target_id=f, type="LINKS", properties=props)
-        await graph_store.add_relationships([rel])
-        [walked] = (await graph_store.get_neighbors(e, depth=1)).relationships
+        await backend.add_relationships([rel])
+        [walked] = (await backend.get_neighbors(e, depth=1)).relationships
         assert walked == rel
 
 
 class CypherCapableContract(ContractBase):
-    """Subclass and override the ``graph_store`` fixture with a store that is also ``CypherCapable``."""
+    """Subclass and override the ``backend`` fixture with a store that is also ``CypherCapable``."""
 
     contract_name = "CypherCapable"
     pytestmark = pytest.mark.asyncio
 
     @pytest.fixture
-    def graph_store(self) -> GraphStore:
+    def backend(self) -> GraphStore:
         """Override: an empty backend, fresh for each test."""
-        raise NotImplementedError("override the 'graph_store' fixture to build an empty backend")
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     @pytest.fixture
-    def cypher(self, graph_store: GraphStore) -> CypherCapable:
-        if not isinstance(graph_store, CypherCapable):
-            pytest.skip(f"backend lacks cypher: {type(graph_store).__name__} is not CypherCapable")
-        return graph_store
+    def cypher(self, backend: GraphStore) -> CypherCapable:
+        if not isinstance(backend, CypherCapable):
+            pytest.skip(f"backend lacks cypher: {type(backend).__name__} is not CypherCapable")
+        return backend
 
-    async def test_query_with_parameters(self, graph_store: GraphStore, cypher: CypherCapable) -> None:
+    async def test_query_with_parameters(self, backend: GraphStore, cypher: CypherCapable) -> None:
+        """``query_cypher`` binds parameters and returns rows as dicts."""
         e = unique("e")
-        await graph_store.add_entities([Entity(id=e, label="Person", properties={"name": "Ada"})])
+        await backend.add_entities([Entity(id=e, label="Person", properties={"name": "Ada"})])
         rows = await cypher.query_cypher("MATCH (n:Person {id: $id}) RETURN n.name AS name", {"id": e})
         assert rows == [{"name": "Ada"}]
 
@@ -236,17 +249,19 @@ class CypherCapableContract(ContractBase):
         ["it's", 'say "hi"', "$$ dollar $$", "back\\slash", "new\nline", "漢字 🚀", "x'}) DETACH DELETE n //", "$id"],
     )
     async def test_hostile_values_cannot_change_the_query(
-        self, graph_store: GraphStore, cypher: CypherCapable, hostile: str
+        self, backend: GraphStore, cypher: CypherCapable, hostile: str
     ) -> None:
+        """A parameter value is data: quotes and Cypher in it cannot change the query."""
         e = unique("e")
-        await graph_store.add_entities([Entity(id=e, label="Person", properties={"name": "kept"})])
+        await backend.add_entities([Entity(id=e, label="Person", properties={"name": "kept"})])
         rows = await cypher.query_cypher(
             "MATCH (n:Person {id: $id}) RETURN $value AS value, n.name AS name", {"id": e, "value": hostile}
         )
         assert rows == [{"value": hostile, "name": "kept"}]
-        assert await graph_store.get_entity(e) is not None
+        assert await backend.get_entity(e) is not None
 
     async def test_scalars_and_lists_come_back_as_python_values(self, cypher: CypherCapable) -> None:
+        """Scalars and lists in rows come back as Python values, not driver types."""
         rows = await cypher.query_cypher("RETURN 1 AS i, 2.5 AS f, true AS b, null AS z, [1, 'a'] AS l", None)
         assert rows == [{"i": 1, "f": 2.5, "b": True, "z": None, "l": [1, "a"]}]
 

@@ -21,12 +21,12 @@ def texts(messages: list[ChatMessage]) -> list[str]:
 
 
 class HistoryProviderContract(ContractBase):
-    """Subclass and override the ``history`` fixture to yield an empty ``HistoryProvider``.
+    """Subclass and override the ``backend`` fixture to yield an empty ``HistoryProvider``.
 
     Example:
         >>> class TestMyHistory(HistoryProviderContract):
         ...     @pytest.fixture
-        ...     def history(self):
+        ...     def backend(self):
         ...         return MyHistory()
     """
 
@@ -34,22 +34,26 @@ class HistoryProviderContract(ContractBase):
     pytestmark = pytest.mark.asyncio
 
     @pytest.fixture
-    def history(self) -> HistoryProvider:
+    def backend(self) -> HistoryProvider:
         """Override: an empty backend, fresh for each test."""
-        raise NotImplementedError("override the 'history' fixture to build an empty backend")
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
-    async def test_is_a_history_provider(self, history: HistoryProvider) -> None:
-        assert isinstance(history, HistoryProvider)
+    async def test_is_a_history_provider(self, backend: HistoryProvider) -> None:
+        """The backend satisfies the ``HistoryProvider`` Protocol."""
+        assert isinstance(backend, HistoryProvider)
 
-    async def test_canary_fixture_gives_an_empty_backend_first(self, history: HistoryProvider) -> None:
-        assert await history.count_messages("canary", session_id="canary") == 0
-        await history.append("canary", ChatMessage.user("left behind"), session_id="canary")
+    async def test_canary_fixture_gives_an_empty_backend_first(self, backend: HistoryProvider) -> None:
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        assert await backend.count_messages("canary", session_id="canary") == 0
+        await backend.append("canary", ChatMessage.user("left behind"), session_id="canary")
 
-    async def test_canary_fixture_gives_an_empty_backend_second(self, history: HistoryProvider) -> None:
-        assert await history.count_messages("canary", session_id="canary") == 0, "state leaked between tests"
-        await history.append("canary", ChatMessage.user("left behind"), session_id="canary")
+    async def test_canary_fixture_gives_an_empty_backend_second(self, backend: HistoryProvider) -> None:
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
+        assert await backend.count_messages("canary", session_id="canary") == 0, "state leaked between tests"
+        await backend.append("canary", ChatMessage.user("left behind"), session_id="canary")
 
-    async def test_append_then_read_back_exactly(self, history: HistoryProvider) -> None:
+    async def test_append_then_read_back_exactly(self, backend: HistoryProvider) -> None:
+        """A message reads back equal to the one appended, every field included."""
         call = ToolCallBlock(id="call-1", name="lookup", arguments={"q": "ünïcode", "n": [1, 2.5, None, True]})
         messages = [
             ChatMessage.system("rules", name="ops"),
@@ -62,19 +66,20 @@ class HistoryProviderContract(ContractBase):
             ChatMessage.tool("call-1", "found", is_error=True),
         ]
         a, s = unique("agent"), unique("session")
-        await history.append_many(a, messages, session_id=s)
-        got = await history.get_messages(a, session_id=s)
+        await backend.append_many(a, messages, session_id=s)
+        got = await backend.get_messages(a, session_id=s)
         assert got == messages
         assert all(m.created_at.tzinfo is not None for m in got)
 
-    async def test_order_is_kept_across_appends(self, history: HistoryProvider) -> None:
+    async def test_order_is_kept_across_appends(self, backend: HistoryProvider) -> None:
+        """Messages read back in the order they were appended, across calls."""
         a, s = unique("agent"), unique("session")
-        await history.append(a, ChatMessage.user("1"), session_id=s)
-        await history.append_many(a, [ChatMessage.user("2"), ChatMessage.user("3")], session_id=s)
-        await history.append(a, ChatMessage.user("4"), session_id=s)
+        await backend.append(a, ChatMessage.user("1"), session_id=s)
+        await backend.append_many(a, [ChatMessage.user("2"), ChatMessage.user("3")], session_id=s)
+        await backend.append(a, ChatMessage.user("4"), session_id=s)
         # created_at does not decide the order: append order does
-        await history.append(a, ChatMessage.user("5", created_at=datetime(2000, 1, 1, tzinfo=UTC)), session_id=s)
-        assert texts(await history.get_messages(a, session_id=s)) == ["1", "2", "3", "4", "5"]
+        await backend.append(a, ChatMessage.user("5", created_at=datetime(2000, 1, 1, tzinfo=UTC)), session_id=s)
+        assert texts(await backend.get_messages(a, session_id=s)) == ["1", "2", "3", "4", "5"]
 
     @pytest.mark.parametrize(
         ("limit", "offset", "expected"),
@@ -91,186 +96,201 @@ class HistoryProviderContract(ContractBase):
         ],
     )
     async def test_limit_and_offset(
-        self, history: HistoryProvider, limit: int | None, offset: int, expected: str
+        self, backend: HistoryProvider, limit: int | None, offset: int, expected: str
     ) -> None:
+        """``get_messages`` pages with ``limit`` and ``offset`` over the session in order."""
         a, s = unique("agent"), unique("session")
-        await history.append_many(a, [ChatMessage.user(str(i)) for i in range(5)], session_id=s)
-        got = await history.get_messages(a, session_id=s, limit=limit, offset=offset)
+        await backend.append_many(a, [ChatMessage.user(str(i)) for i in range(5)], session_id=s)
+        got = await backend.get_messages(a, session_id=s, limit=limit, offset=offset)
         assert "".join(texts(got)) == expected
 
-    async def test_count_messages(self, history: HistoryProvider) -> None:
+    async def test_count_messages(self, backend: HistoryProvider) -> None:
+        """``count_messages`` is the number of messages in the session."""
         a, s = unique("agent"), unique("session")
-        assert await history.count_messages(a, session_id=s) == 0
-        await history.append_many(a, [ChatMessage.user(str(i)) for i in range(7)], session_id=s)
-        assert await history.count_messages(a, session_id=s) == 7
+        assert await backend.count_messages(a, session_id=s) == 0
+        await backend.append_many(a, [ChatMessage.user(str(i)) for i in range(7)], session_id=s)
+        assert await backend.count_messages(a, session_id=s) == 7
 
-    async def test_agents_are_isolated(self, history: HistoryProvider) -> None:
+    async def test_agents_are_isolated(self, backend: HistoryProvider) -> None:
+        """Two agents never see each other's messages, even in a session of the same id."""
         s = unique("session")
         a, b = unique("agent"), unique("agent")
-        await history.append(a, ChatMessage.user("for a"), session_id=s)
-        await history.append(b, ChatMessage.user("for b"), session_id=s)
-        assert texts(await history.get_messages(a, session_id=s)) == ["for a"]
-        await history.clear(a, session_id=s)
-        assert texts(await history.get_messages(b, session_id=s)) == ["for b"]
+        await backend.append(a, ChatMessage.user("for a"), session_id=s)
+        await backend.append(b, ChatMessage.user("for b"), session_id=s)
+        assert texts(await backend.get_messages(a, session_id=s)) == ["for a"]
+        await backend.clear(a, session_id=s)
+        assert texts(await backend.get_messages(b, session_id=s)) == ["for b"]
 
-    async def test_sessions_are_isolated(self, history: HistoryProvider) -> None:
+    async def test_sessions_are_isolated(self, backend: HistoryProvider) -> None:
+        """Two sessions never see each other's messages."""
         a = unique("agent")
         s1, s2 = unique("session"), unique("session")
-        await history.append(a, ChatMessage.user("one"), session_id=s1)
-        await history.append(a, ChatMessage.user("two"), session_id=s2)
-        assert texts(await history.get_messages(a, session_id=s1)) == ["one"]
-        assert await history.count_messages(a, session_id=s2) == 1
+        await backend.append(a, ChatMessage.user("one"), session_id=s1)
+        await backend.append(a, ChatMessage.user("two"), session_id=s2)
+        assert texts(await backend.get_messages(a, session_id=s1)) == ["one"]
+        assert await backend.count_messages(a, session_id=s2) == 1
 
-    async def test_clear_removes_the_session_only(self, history: HistoryProvider) -> None:
+    async def test_clear_removes_the_session_only(self, backend: HistoryProvider) -> None:
+        """``clear`` removes one session and leaves every other."""
         a, s, other = unique("agent"), unique("session"), unique("session")
-        await history.append_many(a, [ChatMessage.user("x"), ChatMessage.user("y")], session_id=s)
-        await history.append(a, ChatMessage.user("z"), session_id=other)
-        assert await history.clear(a, session_id=s) == 2
-        assert await history.get_messages(a, session_id=s) == []
-        assert await history.clear(a, session_id=s) == 0  # idempotent
-        assert texts(await history.get_messages(a, session_id=other)) == ["z"]
+        await backend.append_many(a, [ChatMessage.user("x"), ChatMessage.user("y")], session_id=s)
+        await backend.append(a, ChatMessage.user("z"), session_id=other)
+        assert await backend.clear(a, session_id=s) == 2
+        assert await backend.get_messages(a, session_id=s) == []
+        assert await backend.clear(a, session_id=s) == 0  # idempotent
+        assert texts(await backend.get_messages(a, session_id=other)) == ["z"]
 
-    async def test_clear_run_removes_exactly_that_run(self, history: HistoryProvider) -> None:
+    async def test_clear_run_removes_exactly_that_run(self, backend: HistoryProvider) -> None:
+        """``clear_run`` removes the messages of one run and keeps the rest in order."""
         a, s, other = unique("agent"), unique("session"), unique("session")
-        await history.append(a, ChatMessage.user("r1-a"), session_id=s, run_id="r1")
-        await history.append(a, ChatMessage.user("r2-a"), session_id=s, run_id="r2")
-        await history.append(a, ChatMessage.user("r1-b"), session_id=s, run_id="r1")
-        await history.append(a, ChatMessage.user("untagged"), session_id=s)
-        await history.append(a, ChatMessage.user("r1-other-session"), session_id=other, run_id="r1")
-        assert await history.clear_run(a, session_id=s, run_id="r1") == 2
-        assert texts(await history.get_messages(a, session_id=s)) == ["r2-a", "untagged"]
-        assert texts(await history.get_messages(a, session_id=other)) == ["r1-other-session"]
-        assert await history.clear_run(a, session_id=s, run_id="r1") == 0
-        assert await history.clear_run(a, session_id=s, run_id="never-ran") == 0
+        await backend.append(a, ChatMessage.user("r1-a"), session_id=s, run_id="r1")
+        await backend.append(a, ChatMessage.user("r2-a"), session_id=s, run_id="r2")
+        await backend.append(a, ChatMessage.user("r1-b"), session_id=s, run_id="r1")
+        await backend.append(a, ChatMessage.user("untagged"), session_id=s)
+        await backend.append(a, ChatMessage.user("r1-other-session"), session_id=other, run_id="r1")
+        assert await backend.clear_run(a, session_id=s, run_id="r1") == 2
+        assert texts(await backend.get_messages(a, session_id=s)) == ["r2-a", "untagged"]
+        assert texts(await backend.get_messages(a, session_id=other)) == ["r1-other-session"]
+        assert await backend.clear_run(a, session_id=s, run_id="r1") == 0
+        assert await backend.clear_run(a, session_id=s, run_id="never-ran") == 0
 
-    async def test_append_is_idempotent_by_message_id(self, history: HistoryProvider) -> None:
+    async def test_append_is_idempotent_by_message_id(self, backend: HistoryProvider) -> None:
+        """Appending a message whose id the session holds changes nothing."""
         a, s = unique("agent"), unique("session")
         message = ChatMessage.user("once")
-        await history.append(a, message, session_id=s)
-        await history.append(a, message, session_id=s)  # a retried append
-        await history.append_many(a, [message, ChatMessage.user("two"), message], session_id=s)
-        assert texts(await history.get_messages(a, session_id=s)) == ["once", "two"]
+        await backend.append(a, message, session_id=s)
+        await backend.append(a, message, session_id=s)  # a retried append
+        await backend.append_many(a, [message, ChatMessage.user("two"), message], session_id=s)
+        assert texts(await backend.get_messages(a, session_id=s)) == ["once", "two"]
 
-    async def test_the_same_message_id_may_live_in_two_sessions(self, history: HistoryProvider) -> None:
+    async def test_the_same_message_id_may_live_in_two_sessions(self, backend: HistoryProvider) -> None:
+        """One message id may be stored in two sessions, independently."""
         a, s1, s2 = unique("agent"), unique("session"), unique("session")
         message = ChatMessage.user("shared")
-        await history.append(a, message, session_id=s1)
-        await history.append(a, message, session_id=s2)
-        assert await history.count_messages(a, session_id=s2) == 1
+        await backend.append(a, message, session_id=s1)
+        await backend.append(a, message, session_id=s2)
+        assert await backend.count_messages(a, session_id=s2) == 1
 
-    async def test_concurrent_writers_all_land_once_in_their_order(self, history: HistoryProvider) -> None:
+    async def test_concurrent_writers_all_land_once_in_their_order(self, backend: HistoryProvider) -> None:
+        """Concurrent writers' messages all land, once each, each writer's in its order."""
         a, s = unique("agent"), unique("session")
         writers, each = 50, 8
 
         async def writer(w: int) -> None:
             for i in range(each):
                 if i % 2:
-                    await history.append(a, ChatMessage.user(f"{w}:{i}"), session_id=s, run_id=f"w{w}")
+                    await backend.append(a, ChatMessage.user(f"{w}:{i}"), session_id=s, run_id=f"w{w}")
                 else:
-                    await history.append_many(a, [ChatMessage.user(f"{w}:{i}")], session_id=s, run_id=f"w{w}")
+                    await backend.append_many(a, [ChatMessage.user(f"{w}:{i}")], session_id=s, run_id=f"w{w}")
 
         await asyncio.gather(*(writer(w) for w in range(writers)))
-        got = texts(await history.get_messages(a, session_id=s))
+        got = texts(await backend.get_messages(a, session_id=s))
         assert len(got) == writers * each, "messages were lost or duplicated"
         assert len(set(got)) == len(got), "a message was stored twice"
         for w in range(writers):
             mine = [int(t.split(":")[1]) for t in got if t.startswith(f"{w}:")]
             assert mine == list(range(each)), f"writer {w}'s order was not kept"
-        assert await history.count_messages(a, session_id=s) == writers * each
+        assert await backend.count_messages(a, session_id=s) == writers * each
 
-    async def test_concurrent_readers_during_appends_see_each_message_once(self, history: HistoryProvider) -> None:
+    async def test_concurrent_readers_during_appends_see_each_message_once(self, backend: HistoryProvider) -> None:
         """Readers racing appends (and each other) each see a prefix of the transcript: no message twice, none
         skipped, none out of order; and what a later reader sees is the whole transcript."""
         a, s = unique("agent"), unique("session")
-        await history.append(a, ChatMessage.user("0"), session_id=s)
-        await history.get_messages(a, session_id=s)  # fills a read cache, if the backend keeps one
+        await backend.append(a, ChatMessage.user("0"), session_id=s)
+        await backend.get_messages(a, session_id=s)  # fills a read cache, if the backend keeps one
         expected = ["0"]
         for step in range(1, 16):
             batch = [ChatMessage.user(f"{step}.{i}") for i in range(3)]
             expected += texts(batch)
-            reads = [history.get_messages(a, session_id=s) for _ in range(4)]
-            append = asyncio.ensure_future(history.append_many(a, batch, session_id=s))
+            reads = [backend.get_messages(a, session_id=s) for _ in range(4)]
+            append = asyncio.ensure_future(backend.append_many(a, batch, session_id=s))
             seen = await asyncio.gather(*reads)  # racing the append, which was scheduled first
             await append
             for got in seen:
                 got_texts = texts(got)
                 assert len(got_texts) == len(set(got_texts)), f"a reader saw a message twice: {got_texts}"
                 assert got_texts == expected[: len(got_texts)], "a reader skipped a message or saw one out of order"
-            after = [history.get_messages(a, session_id=s) for _ in range(3)]
+            after = [backend.get_messages(a, session_id=s) for _ in range(3)]
             for got in await asyncio.gather(*after):
                 assert texts(got) == expected, "a read after the append did not return the whole transcript"
-        assert await history.count_messages(a, session_id=s) == len(expected)
+        assert await backend.count_messages(a, session_id=s) == len(expected)
 
     async def test_a_provider_that_lists_sessions_lists_exactly_those_with_messages(
-        self, history: HistoryProvider
+        self, backend: HistoryProvider
     ) -> None:
         """``list_sessions`` is optional (``SessionLister``); a provider that has it lists the agent's sessions
         that hold messages, sorted, and no other agent's."""
-        if not isinstance(history, SessionLister):
-            pytest.skip(f"backend lacks list_sessions: {type(history).__name__} is not a SessionLister")
+        if not isinstance(backend, SessionLister):
+            pytest.skip(f"backend lacks list_sessions: {type(backend).__name__} is not a SessionLister")
         a, other = unique("agent"), unique("agent")
         for s in ("s-b", "s-a", "s-c"):
-            await history.append(a, ChatMessage.user(s), session_id=s)
-        await history.append(other, ChatMessage.user("x"), session_id="s-z")
-        await history.clear(a, session_id="s-c")
-        await history.append(a, ChatMessage.user("gone"), session_id="s-d", run_id="r")
-        await history.clear_run(a, session_id="s-d", run_id="r")
-        assert await history.list_sessions(a) == ["s-a", "s-b"]
-        assert await history.list_sessions(a, limit=1) == ["s-a"]
+            await backend.append(a, ChatMessage.user(s), session_id=s)
+        await backend.append(other, ChatMessage.user("x"), session_id="s-z")
+        await backend.clear(a, session_id="s-c")
+        await backend.append(a, ChatMessage.user("gone"), session_id="s-d", run_id="r")
+        await backend.clear_run(a, session_id="s-d", run_id="r")
+        assert await backend.list_sessions(a) == ["s-a", "s-b"]
+        assert await backend.list_sessions(a, limit=1) == ["s-a"]
 
-    async def test_large_and_unicode_payloads_round_trip(self, history: HistoryProvider) -> None:
+    async def test_large_and_unicode_payloads_round_trip(self, backend: HistoryProvider) -> None:
+        """Large messages and any Unicode round-trip exactly."""
         a, s = unique("agent"), unique("session")
         big = "ä漢🚀'\"\\$$;--\r\n" * 100_000
         messages = [ChatMessage.user(big), ChatMessage.assistant("emoji 🧠 and RTL עברית")]
-        await history.append_many(a, messages, session_id=s)
-        assert await history.get_messages(a, session_id=s) == messages
+        await backend.append_many(a, messages, session_id=s)
+        assert await backend.get_messages(a, session_id=s) == messages
 
-    async def test_nul_characters_round_trip_or_are_refused(self, history: HistoryProvider) -> None:
+    async def test_nul_characters_round_trip_or_are_refused(self, backend: HistoryProvider) -> None:
+        """A NUL character is stored exactly or refused, never changed."""
         a, s = unique("agent"), unique("session")
         message = ChatMessage.user("before\x00after")
         try:
-            await history.append(a, message, session_id=s)
+            await backend.append(a, message, session_id=s)
         except InvalidArgument:
-            assert await history.count_messages(a, session_id=s) == 0
+            assert await backend.count_messages(a, session_id=s) == 0
             return
-        assert await history.get_messages(a, session_id=s) == [message]
+        assert await backend.get_messages(a, session_id=s) == [message]
 
-    async def test_hostile_scope_ids_round_trip(self, history: HistoryProvider) -> None:
+    async def test_hostile_scope_ids_round_trip(self, backend: HistoryProvider) -> None:
+        """Agent and session ids with quotes, separators and Unicode round-trip and stay isolated."""
         for agent, session, run in [("a'; DROP TABLE x; --", 's"\\', "r%_*"), ("ünï 漢 🚀", "s" * 300, "r\n\t")]:
-            await history.append(agent, ChatMessage.user("hi"), session_id=session, run_id=run)
-            assert texts(await history.get_messages(agent, session_id=session)) == ["hi"]
-            assert await history.clear_run(agent, session_id=session, run_id=run) == 1
+            await backend.append(agent, ChatMessage.user("hi"), session_id=session, run_id=run)
+            assert texts(await backend.get_messages(agent, session_id=session)) == ["hi"]
+            assert await backend.clear_run(agent, session_id=session, run_id=run) == 1
 
-    async def test_bad_input_raises_typed_errors_and_loses_nothing(self, history: HistoryProvider) -> None:
+    async def test_bad_input_raises_typed_errors_and_loses_nothing(self, backend: HistoryProvider) -> None:
+        """Bad input raises a typed error and loses nothing already stored."""
         a, s = unique("agent"), unique("session")
-        await history.append(a, ChatMessage.user("kept"), session_id=s)
+        await backend.append(a, ChatMessage.user("kept"), session_id=s)
         bad_calls: list[Callable[[], Awaitable[Any]]] = [
-            lambda: history.get_messages(a, session_id=s, limit=-1),
-            lambda: history.get_messages(a, session_id=s, offset=-3),
-            lambda: history.append(a, {"role": "user", "content": "a dict"}, session_id=s),  # type: ignore[arg-type]
-            lambda: history.append("", ChatMessage.user("no agent"), session_id=s),
+            lambda: backend.get_messages(a, session_id=s, limit=-1),
+            lambda: backend.get_messages(a, session_id=s, offset=-3),
+            lambda: backend.append(a, {"role": "user", "content": "a dict"}, session_id=s),  # type: ignore[arg-type]
+            lambda: backend.append("", ChatMessage.user("no agent"), session_id=s),
         ]
         for call in bad_calls:
             with pytest.raises(InvalidArgument):
                 await call()
-        assert texts(await history.get_messages(a, session_id=s)) == ["kept"]
+        assert texts(await backend.get_messages(a, session_id=s)) == ["kept"]
 
-    async def test_append_many_is_all_or_nothing(self, history: HistoryProvider) -> None:
+    async def test_append_many_is_all_or_nothing(self, backend: HistoryProvider) -> None:
+        """``append_many`` with one bad message stores none of them."""
         a, s = unique("agent"), unique("session")
         with pytest.raises(RaviError):
-            await history.append_many(a, [ChatMessage.user("first"), "not a message"], session_id=s)  # type: ignore[list-item]
-        assert await history.count_messages(a, session_id=s) == 0
-        await history.append_many(a, [], session_id=s)
-        assert await history.count_messages(a, session_id=s) == 0
+            await backend.append_many(a, [ChatMessage.user("first"), "not a message"], session_id=s)  # type: ignore[list-item]
+        assert await backend.count_messages(a, session_id=s) == 0
+        await backend.append_many(a, [], session_id=s)
+        assert await backend.count_messages(a, session_id=s) == 0
 
-    async def test_readers_cannot_change_the_store(self, history: HistoryProvider) -> None:
+    async def test_readers_cannot_change_the_store(self, backend: HistoryProvider) -> None:
+        """Changing what a read returned does not change what is stored."""
         a, s = unique("agent"), unique("session")
-        await history.append(a, ChatMessage.user("original", metadata={"k": "v"}), session_id=s)
-        got = await history.get_messages(a, session_id=s)
+        await backend.append(a, ChatMessage.user("original", metadata={"k": "v"}), session_id=s)
+        got = await backend.get_messages(a, session_id=s)
         got.append(ChatMessage.user("sneaked in"))
         with pytest.raises(TypeError):
             got[0].metadata["k"] = "changed"
-        assert texts(await history.get_messages(a, session_id=s)) == ["original"]
+        assert texts(await backend.get_messages(a, session_id=s)) == ["original"]
 
 
 def _transcript(tag: str = "") -> list[ChatMessage]:
@@ -306,80 +326,87 @@ def check_view(session: list[ChatMessage], view: HistoryWindow, tokens: int) -> 
 
 class WindowReaderContract(ContractBase):
     """The windowed read (``WindowReader``), an optional ability of a history provider. Subclass and override
-    the ``history`` fixture; a provider without it is skipped with the reason."""
+    the ``backend`` fixture; a provider without it is skipped with the reason."""
 
     contract_name = "WindowReader"
     pytestmark = pytest.mark.asyncio
 
     @pytest.fixture
-    def history(self) -> HistoryProvider:
+    def backend(self) -> HistoryProvider:
         """Override: an empty backend, fresh for each test."""
-        raise NotImplementedError("override the 'history' fixture to build an empty backend")
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     @pytest.fixture
-    def reader(self, history: HistoryProvider) -> WindowReader:
-        if not isinstance(history, WindowReader):
-            pytest.skip(f"backend lacks read_window: {type(history).__name__} is not a WindowReader")
-        return history
+    def reader(self, backend: HistoryProvider) -> WindowReader:
+        if not isinstance(backend, WindowReader):
+            pytest.skip(f"backend lacks read_window: {type(backend).__name__} is not a WindowReader")
+        return backend
 
     async def test_an_empty_session_is_an_empty_complete_read(self, reader: WindowReader) -> None:
+        """Reading an empty session gives no messages and a complete read."""
         view = await reader.read_window(unique("agent"), session_id=unique("session"), tokens=100)
         assert (view.messages, view.head, view.complete) == ([], 0, True)
 
-    async def test_the_read_follows_the_stored_counts(self, history: HistoryProvider, reader: WindowReader) -> None:
+    async def test_the_read_follows_the_stored_counts(self, backend: HistoryProvider, reader: WindowReader) -> None:
+        """The read follows the stored counts: the newest messages past the budget, moved back to a whole unit."""
         a, s = unique("agent"), unique("session")
         session = _transcript()
-        await history.append_many(a, session[:20], session_id=s)
-        await history.append_many(a, session[20:], session_id=s)
+        await backend.append_many(a, session[:20], session_id=s)
+        await backend.append_many(a, session[20:], session_id=s)
         total = sum(stored_tokens(m) for m in session)
         for tokens in [0, 1, 10, 40, 75, 120, 200, 333, 500, 800, total - 1, total, total + 50]:
             check_view(session, await reader.read_window(a, session_id=s, tokens=tokens), tokens)
         assert (await reader.read_window(a, session_id=s, tokens=total)).complete
 
     async def test_the_read_returns_the_stored_messages_exactly(
-        self, history: HistoryProvider, reader: WindowReader
+        self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
+        """The read returns the stored messages exactly, as ``get_messages`` does."""
         a, s = unique("agent"), unique("session")
         session = _transcript("ü漢")
-        await history.append_many(a, session, session_id=s)
+        await backend.append_many(a, session, session_id=s)
         view = await reader.read_window(a, session_id=s, tokens=10_000_000)
-        assert view.messages == await history.get_messages(a, session_id=s) == session
+        assert view.messages == await backend.get_messages(a, session_id=s) == session
 
-    async def test_counts_stay_right_after_clear_run(self, history: HistoryProvider, reader: WindowReader) -> None:
+    async def test_counts_stay_right_after_clear_run(self, backend: HistoryProvider, reader: WindowReader) -> None:
+        """Counts stay right after ``clear_run`` removes messages from the middle."""
         a, s = unique("agent"), unique("session")
         session = _transcript()
         for i, message in enumerate(session):
-            await history.append(a, message, session_id=s, run_id=f"r{i % 3}")
-        await history.clear_run(a, session_id=s, run_id="r1")
+            await backend.append(a, message, session_id=s, run_id=f"r{i % 3}")
+        await backend.clear_run(a, session_id=s, run_id="r1")
         kept = [m for i, m in enumerate(session) if i % 3 != 1]
-        assert await history.get_messages(a, session_id=s) == kept
+        assert await backend.get_messages(a, session_id=s) == kept
         for tokens in [0, 30, 90, 250, 600]:
             check_view(kept, await reader.read_window(a, session_id=s, tokens=tokens), tokens)
         after = ChatMessage.user("after")
-        await history.append(a, after, session_id=s)
+        await backend.append(a, after, session_id=s)
         check_view([*kept, after], await reader.read_window(a, session_id=s, tokens=5), 5)
 
     async def test_a_cleared_session_reads_empty_and_starts_again(
-        self, history: HistoryProvider, reader: WindowReader
+        self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
+        """A cleared session reads empty and counts again from zero."""
         a, s = unique("agent"), unique("session")
-        await history.append_many(a, _transcript(), session_id=s)
+        await backend.append_many(a, _transcript(), session_id=s)
         await reader.read_window(a, session_id=s, tokens=50)
-        await history.clear(a, session_id=s)
+        await backend.clear(a, session_id=s)
         assert (await reader.read_window(a, session_id=s, tokens=50)).messages == []
         fresh = [ChatMessage.system("new"), ChatMessage.user("x" * 400), ChatMessage.user("last")]
-        await history.append_many(a, fresh, session_id=s)
+        await backend.append_many(a, fresh, session_id=s)
         check_view(fresh, await reader.read_window(a, session_id=s, tokens=20), 20)
 
-    async def test_sessions_and_agents_are_isolated(self, history: HistoryProvider, reader: WindowReader) -> None:
+    async def test_sessions_and_agents_are_isolated(self, backend: HistoryProvider, reader: WindowReader) -> None:
+        """Windowed reads of different sessions and agents never mix."""
         a, b, s = unique("agent"), unique("agent"), unique("session")
-        await history.append_many(a, [ChatMessage.system("a's"), ChatMessage.user("for a")], session_id=s)
-        await history.append_many(b, [ChatMessage.user("for b")], session_id=s)
-        await history.append_many(a, [ChatMessage.user("other")], session_id=unique("session"))
+        await backend.append_many(a, [ChatMessage.system("a's"), ChatMessage.user("for a")], session_id=s)
+        await backend.append_many(b, [ChatMessage.user("for b")], session_id=s)
+        await backend.append_many(a, [ChatMessage.user("other")], session_id=unique("session"))
         view = await reader.read_window(a, session_id=s, tokens=1_000)
         assert texts(view.messages) == ["a's", "for a"]
 
     async def test_bad_arguments_are_refused(self, reader: WindowReader) -> None:
+        """A negative or non-integer token budget, or an empty agent id, is refused with ``InvalidArgument``."""
         with pytest.raises(InvalidArgument):
             await reader.read_window("agent", session_id="s", tokens=-1)
         with pytest.raises(InvalidArgument):
@@ -388,15 +415,16 @@ class WindowReaderContract(ContractBase):
             await reader.read_window("agent", session_id="s", tokens="10")  # type: ignore[arg-type]
 
     async def test_reads_racing_appends_see_each_message_once(
-        self, history: HistoryProvider, reader: WindowReader
+        self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
+        """Reads racing appends see each message once, in order."""
         a, s = unique("agent"), unique("session")
         session: list[ChatMessage] = [ChatMessage.system("rules")]
-        await history.append_many(a, session, session_id=s)
+        await backend.append_many(a, session, session_id=s)
         for step in range(12):
             batch = [ChatMessage.user(f"{step}.{i} " + "z" * (step * 13)) for i in range(3)]
             reads = [reader.read_window(a, session_id=s, tokens=60 * (k + 1)) for k in range(3)]
-            append = asyncio.ensure_future(history.append_many(a, batch, session_id=s))
+            append = asyncio.ensure_future(backend.append_many(a, batch, session_id=s))
             views = await asyncio.gather(*reads)
             await append
             for k, view in enumerate(views):

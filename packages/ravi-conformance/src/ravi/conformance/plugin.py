@@ -110,3 +110,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def contract_rule(item: pytest.Item) -> str | None:
+    """The rule a contract test checks: its contract's name and the first paragraph of its docstring."""
+    function = getattr(item, "function", None)
+    cls = getattr(item, "cls", None)
+    if function is None or cls is None:
+        return None
+    for owner in cls.__mro__:
+        if function.__name__ in owner.__dict__ and owner.__module__.startswith("ravi.conformance."):
+            doc = (owner.__dict__[function.__name__].__doc__ or "").strip()
+            if not doc:
+                return None
+            contract = getattr(owner, "contract_name", owner.__name__)
+            return f"{contract}: " + " ".join(doc.split("\n\n")[0].split())
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing contract test prints the rule it checks, beside pytest's own report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        rule = contract_rule(item)
+        if rule is not None:
+            report.sections.append(("the contract rule that failed", rule))

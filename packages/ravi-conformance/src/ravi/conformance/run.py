@@ -34,48 +34,50 @@ async def _build(request: pytest.FixtureRequest, kind: str) -> AsyncIterator[Any
     if name is None:
         pytest.skip(f"no --ravi-backend {kind}=NAME given")
     isolate = isolated_options(request.config).get(kind)
-    backend = load_backend(kind, name, **backend_options(kind, isolate=isolate))
+    built = load_backend(kind, name, **backend_options(kind, isolate=isolate))
     if kind == "blob":
-        await backend.connect()
+        await built.connect()
     try:
-        yield backend
+        yield built
     finally:
-        destroy = getattr(backend, "destroy", None)
+        destroy = getattr(built, "destroy", None)
         if isolate and destroy is not None:  # the test's own scope: leave nothing behind
             await destroy()
-        closer = getattr(backend, "disconnect" if kind == "blob" else "close", None)
+        closer = getattr(built, "disconnect" if kind == "blob" else "close", None)
         if closer is not None:
             result = closer()
             if inspect.isawaitable(result):
                 await result
 
 
-# One test class per contract, bound to the backend chosen for its kind: (class name, kind, contract, fixture).
-CONTRACTS: list[tuple[str, str, type, str]] = [
-    ("TestHistory", "history", HistoryProviderContract, "history"),
-    ("TestWindowReader", "history", WindowReaderContract, "history"),
-    ("TestState", "state", ShortTermMemoryContract, "state_store"),
-    ("TestLongTerm", "longterm", LongTermMemoryContract, "memory_store"),
-    ("TestVector", "vector", VectorStoreContract, "vector_store"),
-    ("TestGraph", "graph", GraphStoreContract, "graph_store"),
-    ("TestCypher", "graph", CypherCapableContract, "graph_store"),
-    ("TestBlob", "blob", BlobStoreContract, "blob_store"),
-    ("TestTasks", "tasks", TaskStoreContract, "task_store"),
-    ("TestSummaries", "summaries", SummaryStoreContract, "summary_store"),
-]
+# The contracts and the kind of backend each runs against; a test class per contract, named after it.
+CONTRACTS: dict[type, str] = {
+    HistoryProviderContract: "history",
+    WindowReaderContract: "history",
+    ShortTermMemoryContract: "state",
+    LongTermMemoryContract: "longterm",
+    VectorStoreContract: "vector",
+    GraphStoreContract: "graph",
+    CypherCapableContract: "graph",
+    BlobStoreContract: "blob",
+    TaskStoreContract: "tasks",
+    SummaryStoreContract: "summaries",
+}
 
 
-def _bound(name: str, kind: str, contract: type, fixture: str) -> type:
-    """``contract`` with its backend fixture building the registered backend of ``kind``."""
+class _Registered:
+    """The ``backend`` fixture of every contract here: the registered backend of the class's ``ravi_kind``."""
 
-    async def build(self: Any, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        async for backend in _build(request, kind):
-            yield backend
+    ravi_kind: str
 
-    build.__name__ = fixture
-    cls = type(name, (contract,), {fixture: pytest_asyncio.fixture(build), "__module__": __name__})
-    return pytest.mark.ravi_kind(kind)(cls)
+    @pytest_asyncio.fixture
+    async def backend(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+        async for built in _build(request, self.ravi_kind):
+            yield built
 
 
-for _name, _kind, _contract, _fixture in CONTRACTS:
-    globals()[_name] = _bound(_name, _kind, _contract, _fixture)
+for _contract, _kind in CONTRACTS.items():
+    _name = "Test" + _contract.__name__.removesuffix("Contract")
+    globals()[_name] = pytest.mark.ravi_kind(_kind)(
+        type(_name, (_Registered, _contract), {"ravi_kind": _kind, "__module__": __name__})
+    )

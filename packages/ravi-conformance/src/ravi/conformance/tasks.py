@@ -14,157 +14,171 @@ S = TaskStatus
 
 
 class TaskStoreContract(ContractBase):
-    """Subclass and override the ``task_store`` fixture to yield an empty ``TaskStore``."""
+    """Subclass and override the ``backend`` fixture to yield an empty ``TaskStore``."""
 
     contract_name = "TaskStore"
     pytestmark = pytest.mark.asyncio
 
     @pytest.fixture
-    def task_store(self) -> TaskStore:
+    def backend(self) -> TaskStore:
         """Override: an empty backend, fresh for each test."""
-        raise NotImplementedError("override the 'task_store' fixture to build an empty backend")
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     async def board(self, store: TaskStore, *titles: str) -> tuple[str, str, list[str]]:
         conv, agent = unique("conv"), unique("agent")
         board = await store.create_task_list(conv, agent, list(titles or ("one", "two")))
         return conv, agent, [t.id for t in board.tasks]
 
-    async def test_is_a_task_store(self, task_store: TaskStore) -> None:
-        assert isinstance(task_store, TaskStore)
+    async def test_is_a_task_store(self, backend: TaskStore) -> None:
+        """The backend satisfies the ``TaskStore`` Protocol."""
+        assert isinstance(backend, TaskStore)
 
-    async def test_canary_fixture_gives_an_empty_backend_first(self, task_store: TaskStore) -> None:
-        assert await task_store.get_task_list("canary", "canary") is None
-        await task_store.create_task_list("canary", "canary", ["left behind"])
+    async def test_canary_fixture_gives_an_empty_backend_first(self, backend: TaskStore) -> None:
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        assert await backend.get_task_list("canary", "canary") is None
+        await backend.create_task_list("canary", "canary", ["left behind"])
 
-    async def test_canary_fixture_gives_an_empty_backend_second(self, task_store: TaskStore) -> None:
-        assert await task_store.get_task_list("canary", "canary") is None, "state leaked between tests"
-        await task_store.create_task_list("canary", "canary", ["left behind"])
+    async def test_canary_fixture_gives_an_empty_backend_second(self, backend: TaskStore) -> None:
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
+        assert await backend.get_task_list("canary", "canary") is None, "state leaked between tests"
+        await backend.create_task_list("canary", "canary", ["left behind"])
 
-    async def test_create_and_get(self, task_store: TaskStore) -> None:
+    async def test_create_and_get(self, backend: TaskStore) -> None:
+        """A board reads back as it was created."""
         conv, agent = unique("conv"), unique("agent")
         task = Task(title="explicit", description="with a description", max_retries=5, metadata={"p": 1})
-        board = await task_store.create_task_list(conv, agent, ["by title", task])
-        got = await task_store.get_task_list(conv, agent)
+        board = await backend.create_task_list(conv, agent, ["by title", task])
+        got = await backend.get_task_list(conv, agent)
         assert got == board
         assert [t.title for t in got.tasks] == ["by title", "explicit"]
         assert got.tasks[1].id == task.id and got.tasks[1].max_retries == 5 and got.tasks[1].metadata == {"p": 1}
         assert all(t.status is S.PLANNED for t in got.tasks)
 
-    async def test_create_replaces_the_board(self, task_store: TaskStore) -> None:
-        conv, agent, _ = await self.board(task_store)
-        await task_store.create_task_list(conv, agent, ["fresh"])
-        got = await task_store.get_task_list(conv, agent)
+    async def test_create_replaces_the_board(self, backend: TaskStore) -> None:
+        """Creating a board again replaces it."""
+        conv, agent, _ = await self.board(backend)
+        await backend.create_task_list(conv, agent, ["fresh"])
+        got = await backend.get_task_list(conv, agent)
         assert got is not None and [t.title for t in got.tasks] == ["fresh"]
 
-    async def test_add_tasks_appends_or_creates(self, task_store: TaskStore) -> None:
-        conv, agent, _ = await self.board(task_store, "a")
-        board = await task_store.add_tasks(conv, agent, ["b", "c"])
+    async def test_add_tasks_appends_or_creates(self, backend: TaskStore) -> None:
+        """``add_tasks`` appends to a board, or creates it."""
+        conv, agent, _ = await self.board(backend, "a")
+        board = await backend.add_tasks(conv, agent, ["b", "c"])
         assert [t.title for t in board.tasks] == ["a", "b", "c"]
         new_conv = unique("conv")
-        created = await task_store.add_tasks(new_conv, agent, ["only"])
+        created = await backend.add_tasks(new_conv, agent, ["only"])
         assert [t.title for t in created.tasks] == ["only"]
 
-    async def test_lifecycle_to_success_with_a_result(self, task_store: TaskStore) -> None:
-        conv, agent, [first, _] = await self.board(task_store)
-        await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
-        done = await task_store.update_status(conv, agent, first, S.SUCCEEDED, result="all green")
+    async def test_lifecycle_to_success_with_a_result(self, backend: TaskStore) -> None:
+        """A task goes ``planned`` to ``in_progress`` to ``succeeded``, keeping its result."""
+        conv, agent, [first, _] = await self.board(backend)
+        await backend.update_status(conv, agent, first, S.IN_PROGRESS)
+        done = await backend.update_status(conv, agent, first, S.SUCCEEDED, result="all green")
         assert done.status is S.SUCCEEDED and done.result == "all green"
-        board = await task_store.get_task_list(conv, agent)
+        board = await backend.get_task_list(conv, agent)
         assert board is not None and board.task(first) == done
 
-    async def test_illegal_transitions_raise_and_change_nothing(self, task_store: TaskStore) -> None:
-        conv, agent, [first, second] = await self.board(task_store)
+    async def test_illegal_transitions_raise_and_change_nothing(self, backend: TaskStore) -> None:
+        """An illegal transition raises and changes nothing."""
+        conv, agent, [first, second] = await self.board(backend)
         with pytest.raises(InvalidTransition):
-            await task_store.update_status(conv, agent, first, S.SUCCEEDED)  # planned cannot succeed at once
-        await task_store.update_status(conv, agent, second, S.ABANDONED)
+            await backend.update_status(conv, agent, first, S.SUCCEEDED)  # planned cannot succeed at once
+        await backend.update_status(conv, agent, second, S.ABANDONED)
         with pytest.raises(InvalidTransition):
-            await task_store.update_status(conv, agent, second, S.IN_PROGRESS)  # final
-        board = await task_store.get_task_list(conv, agent)
+            await backend.update_status(conv, agent, second, S.IN_PROGRESS)  # final
+        board = await backend.get_task_list(conv, agent)
         assert board is not None
         assert [t.status for t in board.tasks] == [S.PLANNED, S.ABANDONED]
 
-    async def test_moving_to_the_same_status_is_refused(self, task_store: TaskStore) -> None:
-        conv, agent, [first, _] = await self.board(task_store)
-        await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
+    async def test_moving_to_the_same_status_is_refused(self, backend: TaskStore) -> None:
+        """Moving a task to the status it has is refused."""
+        conv, agent, [first, _] = await self.board(backend)
+        await backend.update_status(conv, agent, first, S.IN_PROGRESS)
         with pytest.raises(InvalidTransition):
-            await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
+            await backend.update_status(conv, agent, first, S.IN_PROGRESS)
 
-    async def test_unknown_task_or_board_is_not_found(self, task_store: TaskStore) -> None:
-        conv, agent, _ = await self.board(task_store)
+    async def test_unknown_task_or_board_is_not_found(self, backend: TaskStore) -> None:
+        """An unknown task or board raises ``NotFound``."""
+        conv, agent, _ = await self.board(backend)
         with pytest.raises(NotFound):
-            await task_store.update_status(conv, agent, unique("task"), S.IN_PROGRESS)
+            await backend.update_status(conv, agent, unique("task"), S.IN_PROGRESS)
         with pytest.raises(NotFound):
-            await task_store.increment_retry(unique("conv"), agent, "x")
+            await backend.increment_retry(unique("conv"), agent, "x")
 
-    async def test_retry_until_abandoned(self, task_store: TaskStore) -> None:
+    async def test_retry_until_abandoned(self, backend: TaskStore) -> None:
         """004: "failed --> in_progress : increment_retry() retry_count < max_retries; failed --> abandoned :
         increment_retry() retry_count >= max_retries"."""
         conv, agent = unique("conv"), unique("agent")
         task = Task(title="flaky", max_retries=2)
-        await task_store.create_task_list(conv, agent, [task])
-        await task_store.update_status(conv, agent, task.id, S.IN_PROGRESS)
+        await backend.create_task_list(conv, agent, [task])
+        await backend.update_status(conv, agent, task.id, S.IN_PROGRESS)
         for expected, count in ((S.IN_PROGRESS, 1), (S.IN_PROGRESS, 2), (S.ABANDONED, 2)):
-            await task_store.update_status(conv, agent, task.id, S.FAILED)
-            retried = await task_store.increment_retry(conv, agent, task.id)
+            await backend.update_status(conv, agent, task.id, S.FAILED)
+            retried = await backend.increment_retry(conv, agent, task.id)
             assert (retried.status, retried.retry_count) == (expected, count)
 
-    async def test_only_failed_tasks_are_retried(self, task_store: TaskStore) -> None:
-        conv, agent, [first, _] = await self.board(task_store)
+    async def test_only_failed_tasks_are_retried(self, backend: TaskStore) -> None:
+        """``increment_retry`` of a task that has not failed is an ``InvalidTransition``."""
+        conv, agent, [first, _] = await self.board(backend)
         with pytest.raises(InvalidTransition):
-            await task_store.increment_retry(conv, agent, first)
+            await backend.increment_retry(conv, agent, first)
 
-    async def test_force_retry_resets_the_count(self, task_store: TaskStore) -> None:
+    async def test_force_retry_resets_the_count(self, backend: TaskStore) -> None:
+        """``force_retry`` puts a task back ``in_progress`` with its count reset."""
         conv, agent = unique("conv"), unique("agent")
         task = Task(title="stuck", max_retries=1)
-        await task_store.create_task_list(conv, agent, [task])
-        await task_store.update_status(conv, agent, task.id, S.IN_PROGRESS)
-        await task_store.update_status(conv, agent, task.id, S.FAILED)
-        retried = await task_store.increment_retry(conv, agent, task.id)
+        await backend.create_task_list(conv, agent, [task])
+        await backend.update_status(conv, agent, task.id, S.IN_PROGRESS)
+        await backend.update_status(conv, agent, task.id, S.FAILED)
+        retried = await backend.increment_retry(conv, agent, task.id)
         assert retried.status is S.IN_PROGRESS and retried.retry_count == 1
-        await task_store.update_status(conv, agent, task.id, S.FAILED)
-        abandoned = await task_store.increment_retry(conv, agent, task.id)
+        await backend.update_status(conv, agent, task.id, S.FAILED)
+        abandoned = await backend.increment_retry(conv, agent, task.id)
         assert abandoned.status is S.ABANDONED
-        again = await task_store.force_retry(conv, agent, task.id)  # 004: "abandoned --> in_progress : force_retry()"
+        again = await backend.force_retry(conv, agent, task.id)  # 004: "abandoned --> in_progress : force_retry()"
         assert again.status is S.IN_PROGRESS and again.retry_count == 0
 
-    async def test_settle_conversation(self, task_store: TaskStore) -> None:
+    async def test_settle_conversation(self, backend: TaskStore) -> None:
         """004: "settle_conversation(conversation_id) — flips all in_progress tasks to succeeded when a run ends
         normally"; the other tasks stay as they are."""
         conv = unique("conv")
         a1, a2 = "agent-a", "agent-b"
-        b1 = await task_store.create_task_list(conv, a1, ["done", "running", "open"])
-        b2 = await task_store.create_task_list(conv, a2, ["blocked", "running"])
-        other_conv, other_agent, other_ids = await self.board(task_store)
+        b1 = await backend.create_task_list(conv, a1, ["done", "running", "open"])
+        b2 = await backend.create_task_list(conv, a2, ["blocked", "running"])
+        other_conv, other_agent, other_ids = await self.board(backend)
         done, running = b1.tasks[0].id, b1.tasks[1].id
-        await task_store.update_status(conv, a1, done, S.IN_PROGRESS)
-        await task_store.update_status(conv, a1, done, S.SUCCEEDED)
-        await task_store.update_status(conv, a1, running, S.IN_PROGRESS)
-        await task_store.update_status(conv, a2, b2.tasks[0].id, S.BLOCKED)
-        await task_store.update_status(conv, a2, b2.tasks[1].id, S.IN_PROGRESS)
-        await task_store.update_status(other_conv, other_agent, other_ids[0], S.IN_PROGRESS)
-        settled = await task_store.settle_conversation(conv)
+        await backend.update_status(conv, a1, done, S.IN_PROGRESS)
+        await backend.update_status(conv, a1, done, S.SUCCEEDED)
+        await backend.update_status(conv, a1, running, S.IN_PROGRESS)
+        await backend.update_status(conv, a2, b2.tasks[0].id, S.BLOCKED)
+        await backend.update_status(conv, a2, b2.tasks[1].id, S.IN_PROGRESS)
+        await backend.update_status(other_conv, other_agent, other_ids[0], S.IN_PROGRESS)
+        settled = await backend.settle_conversation(conv)
         statuses = {b.agent_id: [t.status for t in b.tasks] for b in settled}
         assert statuses == {a1: [S.SUCCEEDED, S.SUCCEEDED, S.PLANNED], a2: [S.BLOCKED, S.SUCCEEDED]}
         assert [b.agent_id for b in settled] == sorted(statuses)
-        other = await task_store.get_task_list(other_conv, other_agent)
+        other = await backend.get_task_list(other_conv, other_agent)
         assert other is not None and [t.status for t in other.tasks] == [S.IN_PROGRESS, S.PLANNED]
-        assert await task_store.settle_conversation(unique("conv")) == []
+        assert await backend.settle_conversation(unique("conv")) == []
 
-    async def test_boards_are_isolated(self, task_store: TaskStore) -> None:
-        conv, agent, [first, _] = await self.board(task_store)
+    async def test_boards_are_isolated(self, backend: TaskStore) -> None:
+        """Boards of different conversations or agents never mix."""
+        conv, agent, [first, _] = await self.board(backend)
         other_agent = unique("agent")
-        await task_store.create_task_list(conv, other_agent, ["theirs"])
-        await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
-        theirs = await task_store.get_task_list(conv, other_agent)
+        await backend.create_task_list(conv, other_agent, ["theirs"])
+        await backend.update_status(conv, agent, first, S.IN_PROGRESS)
+        theirs = await backend.get_task_list(conv, other_agent)
         assert theirs is not None and [t.status for t in theirs.tasks] == [S.PLANNED]
-        assert await task_store.get_task_list(unique("conv"), agent) is None
+        assert await backend.get_task_list(unique("conv"), agent) is None
 
-    async def test_racing_workers_cannot_both_claim_a_task(self, task_store: TaskStore) -> None:
-        conv, agent, [first, _] = await self.board(task_store)
+    async def test_racing_workers_cannot_both_claim_a_task(self, backend: TaskStore) -> None:
+        """Two workers racing to claim one task cannot both succeed."""
+        conv, agent, [first, _] = await self.board(backend)
 
         async def claim() -> bool:
             try:
-                await task_store.update_status(conv, agent, first, S.IN_PROGRESS)
+                await backend.update_status(conv, agent, first, S.IN_PROGRESS)
             except InvalidTransition:
                 return False
             return True
@@ -172,40 +186,42 @@ class TaskStoreContract(ContractBase):
         wins = await asyncio.gather(*(claim() for _ in range(20)))
         assert wins.count(True) == 1
 
-    async def test_concurrent_changes_to_different_tasks_all_land(self, task_store: TaskStore) -> None:
+    async def test_concurrent_changes_to_different_tasks_all_land(self, backend: TaskStore) -> None:
+        """Concurrent changes to different tasks of one board all land."""
         conv, agent = unique("conv"), unique("agent")
-        board = await task_store.create_task_list(conv, agent, [f"t{i}" for i in range(20)])
-        await asyncio.gather(*(task_store.update_status(conv, agent, t.id, S.IN_PROGRESS) for t in board.tasks))
-        got = await task_store.get_task_list(conv, agent)
+        board = await backend.create_task_list(conv, agent, [f"t{i}" for i in range(20)])
+        await asyncio.gather(*(backend.update_status(conv, agent, t.id, S.IN_PROGRESS) for t in board.tasks))
+        got = await backend.get_task_list(conv, agent)
         assert got is not None and all(t.status is S.IN_PROGRESS for t in got.tasks)
 
-    async def test_bad_input_raises_typed_errors_and_changes_nothing(self, task_store: TaskStore) -> None:
+    async def test_bad_input_raises_typed_errors_and_changes_nothing(self, backend: TaskStore) -> None:
         """A bare string is not a list of tasks (``"abc"`` is not three tasks), and an unknown status is refused
         with InvalidArgument, not a bare ValueError."""
-        conv, agent, ids = await self.board(task_store, "one")
+        conv, agent, ids = await self.board(backend, "one")
         with pytest.raises(InvalidArgument):
-            await task_store.create_task_list(conv, agent, "abc")
+            await backend.create_task_list(conv, agent, "abc")
         with pytest.raises(InvalidArgument):
-            await task_store.add_tasks(conv, agent, "abc")
+            await backend.add_tasks(conv, agent, "abc")
         with pytest.raises(InvalidArgument):
-            await task_store.update_status(conv, agent, ids[0], "bogus")  # type: ignore[arg-type]
-        board = await task_store.get_task_list(conv, agent)
+            await backend.update_status(conv, agent, ids[0], "bogus")  # type: ignore[arg-type]
+        board = await backend.get_task_list(conv, agent)
         assert board is not None and [(t.title, t.status) for t in board.tasks] == [("one", S.PLANNED)]
 
-    async def test_ids_that_are_not_text_are_refused(self, task_store: TaskStore) -> None:
+    async def test_ids_that_are_not_text_are_refused(self, backend: TaskStore) -> None:
         """A conversation, agent or task id with a lone surrogate, or not a string, is InvalidArgument."""
-        conv, agent, ids = await self.board(task_store, "one")
+        conv, agent, ids = await self.board(backend, "one")
         for bad in ("t\ud800", 42):
             with pytest.raises(InvalidArgument):
-                await task_store.update_status(conv, agent, bad, S.IN_PROGRESS)  # type: ignore[arg-type]
+                await backend.update_status(conv, agent, bad, S.IN_PROGRESS)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):
-                await task_store.get_task_list(bad, agent)  # type: ignore[arg-type]
+                await backend.get_task_list(bad, agent)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):
-                await task_store.create_task_list(conv, bad, ["x"])  # type: ignore[arg-type]
-        board = await task_store.get_task_list(conv, agent)
+                await backend.create_task_list(conv, bad, ["x"])  # type: ignore[arg-type]
+        board = await backend.get_task_list(conv, agent)
         assert board is not None and [t.id for t in board.tasks] == ids
 
-    async def test_unicode_titles_round_trip(self, task_store: TaskStore) -> None:
+    async def test_unicode_titles_round_trip(self, backend: TaskStore) -> None:
+        """Unicode titles round-trip exactly."""
         conv, agent = "conv 'ü' 🚀", 'agent "漢"'
-        board = await task_store.create_task_list(conv, agent, ["Überprüfen 🚀 'quotes' \"$$\""])
-        assert await task_store.get_task_list(conv, agent) == board
+        board = await backend.create_task_list(conv, agent, ["Überprüfen 🚀 'quotes' \"$$\""])
+        assert await backend.get_task_list(conv, agent) == board

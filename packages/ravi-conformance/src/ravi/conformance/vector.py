@@ -21,15 +21,15 @@ AXES = {"x": [1.0, 0.0, 0.0], "y": [0.0, 1.0, 0.0], "z": [0.0, 0.0, 1.0], "xy": 
 
 
 class VectorStoreContract(ContractBase):
-    """Subclass and override the ``vector_store`` fixture to yield an empty ``VectorStore``."""
+    """Subclass and override the ``backend`` fixture to yield an empty ``VectorStore``."""
 
     contract_name = "VectorStore"
     pytestmark = pytest.mark.asyncio
 
     @pytest.fixture
-    def vector_store(self) -> VectorStore:
+    def backend(self) -> VectorStore:
         """Override: an empty backend, fresh for each test (with no embedding client)."""
-        raise NotImplementedError("override the 'vector_store' fixture to build an empty backend")
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     async def fill(self, store: VectorStore) -> str:
         collection = unique("col")
@@ -39,181 +39,197 @@ class VectorStoreContract(ContractBase):
         )
         return collection
 
-    async def test_is_a_vector_store(self, vector_store: VectorStore) -> None:
-        assert isinstance(vector_store, VectorStore)
+    async def test_is_a_vector_store(self, backend: VectorStore) -> None:
+        """The backend satisfies the ``VectorStore`` Protocol."""
+        assert isinstance(backend, VectorStore)
 
-    async def test_canary_fixture_gives_an_empty_backend_first(self, vector_store: VectorStore) -> None:
-        assert "canary" not in await vector_store.list_collections()
-        await vector_store.add([doc("left", [1.0, 2.0])], collection="canary")
+    async def test_canary_fixture_gives_an_empty_backend_first(self, backend: VectorStore) -> None:
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        assert "canary" not in await backend.list_collections()
+        await backend.add([doc("left", [1.0, 2.0])], collection="canary")
 
-    async def test_canary_fixture_gives_an_empty_backend_second(self, vector_store: VectorStore) -> None:
-        assert "canary" not in await vector_store.list_collections(), "state leaked between tests"
-        await vector_store.add([doc("left", [1.0, 2.0])], collection="canary")
+    async def test_canary_fixture_gives_an_empty_backend_second(self, backend: VectorStore) -> None:
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
+        assert "canary" not in await backend.list_collections(), "state leaked between tests"
+        await backend.add([doc("left", [1.0, 2.0])], collection="canary")
 
-    async def test_add_then_get(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        [got] = await vector_store.get(["xy"], collection=c)
+    async def test_add_then_get(self, backend: VectorStore) -> None:
+        """A document reads back with its content, embedding and metadata."""
+        c = await self.fill(backend)
+        [got] = await backend.get(["xy"], collection=c)
         assert got.id == "xy" and got.text == "content of xy" and got.metadata == {"axis": "xy", "group": "pos"}
         assert got.embedding is not None
         assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(got.embedding, AXES["xy"], strict=True))
 
-    async def test_get_keeps_the_order_asked_and_skips_missing(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        got = await vector_store.get(["z", "nope", "x"], collection=c)
+    async def test_get_keeps_the_order_asked_and_skips_missing(self, backend: VectorStore) -> None:
+        """``get`` returns documents in the order asked and skips missing ids."""
+        c = await self.fill(backend)
+        got = await backend.get(["z", "nope", "x"], collection=c)
         assert [d.id for d in got] == ["z", "x"]
 
-    async def test_add_is_insert_if_absent(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        await vector_store.add([Document(id="x", content="replaced?", embedding=(0.0, 1.0, 0.0))], collection=c)
-        [got] = await vector_store.get(["x"], collection=c)
+    async def test_add_is_insert_if_absent(self, backend: VectorStore) -> None:
+        """``add`` leaves a document whose id exists as it is."""
+        c = await self.fill(backend)
+        await backend.add([Document(id="x", content="replaced?", embedding=(0.0, 1.0, 0.0))], collection=c)
+        [got] = await backend.get(["x"], collection=c)
         assert got.text == "content of x"
 
-    async def test_upsert_replaces(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        await vector_store.upsert([Document(id="x", content="new", embedding=(0.0, 1.0, 0.0))], collection=c)
-        [got] = await vector_store.get(["x"], collection=c)
+    async def test_upsert_replaces(self, backend: VectorStore) -> None:
+        """``upsert`` replaces a document whose id exists."""
+        c = await self.fill(backend)
+        await backend.upsert([Document(id="x", content="new", embedding=(0.0, 1.0, 0.0))], collection=c)
+        [got] = await backend.get(["x"], collection=c)
         assert got.text == "new"
-        top = await vector_store.search([0.0, 1.0, 0.0], collection=c, limit=2)
+        top = await backend.search([0.0, 1.0, 0.0], collection=c, limit=2)
         assert {r.id for r in top} == {"x", "y"}
 
-    async def test_search_ranks_by_cosine_similarity_higher_is_closer(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        results = await vector_store.search([2.0, 0.1, 0.0], collection=c, limit=5)
+    async def test_search_ranks_by_cosine_similarity_higher_is_closer(self, backend: VectorStore) -> None:
+        """``search`` ranks by cosine similarity, higher is closer."""
+        c = await self.fill(backend)
+        results = await backend.search([2.0, 0.1, 0.0], collection=c, limit=5)
         assert [r.id for r in results][:2] == ["x", "xy"]
         assert results[-1].id == "-x"
         assert results[0].score > results[1].score > results[-1].score
         assert math.isclose(results[0].score, 2.0 / math.hypot(2.0, 0.1), abs_tol=1e-4)
         assert math.isclose(results[-1].score, -2.0 / math.hypot(2.0, 0.1), abs_tol=1e-4)
 
-    async def test_search_returns_documents_with_their_content(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        [best] = await vector_store.search([0.0, 0.0, 3.0], collection=c, limit=1)
+    async def test_search_returns_documents_with_their_content(self, backend: VectorStore) -> None:
+        """A search result carries the document's content and its score."""
+        c = await self.fill(backend)
+        [best] = await backend.search([0.0, 0.0, 3.0], collection=c, limit=1)
         assert best.id == "z" and best.text == "content of z"
         assert math.isclose(best.score, 1.0, abs_tol=1e-4)
 
-    async def test_limit(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        assert len(await vector_store.search([1.0, 1.0, 1.0], collection=c, limit=2)) == 2
-        assert len(await vector_store.search([1.0, 1.0, 1.0], collection=c, limit=50)) == len(AXES)
+    async def test_limit(self, backend: VectorStore) -> None:
+        """``search`` returns at most ``limit`` results."""
+        c = await self.fill(backend)
+        assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=2)) == 2
+        assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=50)) == len(AXES)
 
-    async def test_metadata_filters(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        only = await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"group": "neg"})
+    async def test_metadata_filters(self, backend: VectorStore) -> None:
+        """A filter keeps documents whose metadata equals each value, or one of a list's values."""
+        c = await self.fill(backend)
+        only = await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"group": "neg"})
         assert [r.id for r in only] == ["-x"]
-        either = await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": ["y", "z"]})
+        either = await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": ["y", "z"]})
         assert {r.id for r in either} == {"y", "z"}
-        assert await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": "none"}) == []
-        assert await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"missing": 1}) == []
+        assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": "none"}) == []
+        assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"missing": 1}) == []
 
-    async def test_collections_are_isolated(self, vector_store: VectorStore) -> None:
+    async def test_collections_are_isolated(self, backend: VectorStore) -> None:
+        """Documents in one collection are never found in another."""
         c1, c2 = unique("col"), unique("col")
-        await vector_store.add([doc("a", [1.0, 0.0])], collection=c1)
-        await vector_store.add([doc("b", [1.0, 0.0, 0.0, 0.0])], collection=c2)  # each collection its own dimension
-        assert [r.id for r in await vector_store.search([1.0, 0.0], collection=c1, limit=5)] == ["a"]
-        assert await vector_store.get(["a"], collection=c2) == []
-        assert {c1, c2} <= set(await vector_store.list_collections())
+        await backend.add([doc("a", [1.0, 0.0])], collection=c1)
+        await backend.add([doc("b", [1.0, 0.0, 0.0, 0.0])], collection=c2)  # each collection its own dimension
+        assert [r.id for r in await backend.search([1.0, 0.0], collection=c1, limit=5)] == ["a"]
+        assert await backend.get(["a"], collection=c2) == []
+        assert {c1, c2} <= set(await backend.list_collections())
 
-    async def test_list_collections_is_sorted(self, vector_store: VectorStore) -> None:
+    async def test_list_collections_is_sorted(self, backend: VectorStore) -> None:
+        """``list_collections`` returns the collection names, sorted."""
         names = [unique("b-col"), unique("a-col"), unique("c-col")]
         for name in names:
-            await vector_store.add([doc("d", [1.0])], collection=name)
-        listed = [n for n in await vector_store.list_collections() if n in names]
+            await backend.add([doc("d", [1.0])], collection=name)
+        listed = [n for n in await backend.list_collections() if n in names]
         assert listed == sorted(names)
 
-    async def test_delete_counts_and_is_idempotent(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        assert await vector_store.delete(["x", "y", "nope"], collection=c) == 2
-        assert await vector_store.delete(["x"], collection=c) == 0
-        assert {r.id for r in await vector_store.search([1.0, 1.0, 1.0], collection=c, limit=10)} == {
+    async def test_delete_counts_and_is_idempotent(self, backend: VectorStore) -> None:
+        """``delete`` returns how many existed; deleting again is not an error."""
+        c = await self.fill(backend)
+        assert await backend.delete(["x", "y", "nope"], collection=c) == 2
+        assert await backend.delete(["x"], collection=c) == 0
+        assert {r.id for r in await backend.search([1.0, 1.0, 1.0], collection=c, limit=10)} == {
             "z",
             "xy",
             "-x",
         }
 
-    async def test_delete_collection(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
-        assert await vector_store.delete_collection(c) is True
-        assert await vector_store.delete_collection(c) is False
-        assert c not in await vector_store.list_collections()
-        assert await vector_store.search([1.0, 0.0, 0.0], collection=c, limit=3) == []
+    async def test_delete_collection(self, backend: VectorStore) -> None:
+        """``delete_collection`` removes a collection and says whether it existed."""
+        c = await self.fill(backend)
+        assert await backend.delete_collection(c) is True
+        assert await backend.delete_collection(c) is False
+        assert c not in await backend.list_collections()
+        assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=3) == []
 
-    async def test_unknown_collection_is_empty(self, vector_store: VectorStore) -> None:
+    async def test_unknown_collection_is_empty(self, backend: VectorStore) -> None:
+        """An unknown collection is empty for ``get``, ``search`` and ``delete``."""
         c = unique("col")
-        assert await vector_store.search([1.0], collection=c, limit=3) == []
-        assert await vector_store.get(["a"], collection=c) == []
-        assert await vector_store.delete(["a"], collection=c) == 0
+        assert await backend.search([1.0], collection=c, limit=3) == []
+        assert await backend.get(["a"], collection=c) == []
+        assert await backend.delete(["a"], collection=c) == 0
 
-    async def test_wrong_dimension_is_refused_and_nothing_stored(self, vector_store: VectorStore) -> None:
-        c = await self.fill(vector_store)
+    async def test_wrong_dimension_is_refused_and_nothing_stored(self, backend: VectorStore) -> None:
+        """A vector of the wrong dimension is refused, and nothing of the call is stored."""
+        c = await self.fill(backend)
         with pytest.raises(InvalidArgument, match="dimension"):
-            await vector_store.add([doc("ok", [1.0, 2.0, 3.0]), doc("bad", [1.0, 2.0])], collection=c)
-        assert await vector_store.get(["ok", "bad"], collection=c) == []
+            await backend.add([doc("ok", [1.0, 2.0, 3.0]), doc("bad", [1.0, 2.0])], collection=c)
+        assert await backend.get(["ok", "bad"], collection=c) == []
         with pytest.raises(InvalidArgument, match="dimension"):
-            await vector_store.search([1.0, 2.0], collection=c, limit=1)
+            await backend.search([1.0, 2.0], collection=c, limit=1)
 
-    async def test_missing_embedding_without_a_client_is_a_value_error(self, vector_store: VectorStore) -> None:
+    async def test_missing_embedding_without_a_client_is_a_value_error(self, backend: VectorStore) -> None:
+        """A document without an embedding, on a store without an embedding client, is a ``ValueError``."""
         c = unique("col")
         with pytest.raises(ValueError, match="embedding"):
-            await vector_store.add([Document(id="no-vector", content="text only")], collection=c)
-        assert await vector_store.get(["no-vector"], collection=c) == []
+            await backend.add([Document(id="no-vector", content="text only")], collection=c)
+        assert await backend.get(["no-vector"], collection=c) == []
 
-    async def test_a_bare_string_is_not_a_list_of_ids(self, vector_store: VectorStore) -> None:
+    async def test_a_bare_string_is_not_a_list_of_ids(self, backend: VectorStore) -> None:
         """``delete("v1")`` must not delete ``"v"`` and ``"1"``: a string where ids are expected is refused."""
         collection = unique("col")
-        await vector_store.add([doc("v", AXES["x"]), doc("1", AXES["y"]), doc("v1", AXES["z"])], collection=collection)
+        await backend.add([doc("v", AXES["x"]), doc("1", AXES["y"]), doc("v1", AXES["z"])], collection=collection)
         with pytest.raises(InvalidArgument):
-            await vector_store.delete("v1", collection=collection)
+            await backend.delete("v1", collection=collection)
         with pytest.raises(InvalidArgument):
-            await vector_store.get("v1", collection=collection)
-        assert [d.id for d in await vector_store.get(["v", "1", "v1"], collection=collection)] == ["v", "1", "v1"]
+            await backend.get("v1", collection=collection)
+        assert [d.id for d in await backend.get(["v", "1", "v1"], collection=collection)] == ["v", "1", "v1"]
 
-    async def test_a_query_that_is_not_numbers_is_refused(self, vector_store: VectorStore) -> None:
-        collection = await self.fill(vector_store)
+    async def test_a_query_that_is_not_numbers_is_refused(self, backend: VectorStore) -> None:
+        """A query vector that is not finite numbers is refused with ``InvalidArgument``."""
+        collection = await self.fill(backend)
         queries: list[Any] = [["a", "b", "c"], "abc", [1.0, float("nan"), 0.0]]
         for query in queries:
             with pytest.raises(InvalidArgument):
-                await vector_store.search(query, collection=collection)
+                await backend.search(query, collection=collection)
 
-    async def test_names_and_ids_that_are_not_text_are_refused(self, vector_store: VectorStore) -> None:
+    async def test_names_and_ids_that_are_not_text_are_refused(self, backend: VectorStore) -> None:
         """A collection or id with a lone surrogate is InvalidArgument on every call, not a crash."""
-        collection = await self.fill(vector_store)
+        collection = await self.fill(backend)
         with pytest.raises(InvalidArgument):
-            await vector_store.get(["x\ud800"], collection=collection)
+            await backend.get(["x\ud800"], collection=collection)
         with pytest.raises(InvalidArgument):
-            await vector_store.delete(["x\ud800"], collection=collection)
+            await backend.delete(["x\ud800"], collection=collection)
         with pytest.raises(InvalidArgument):
-            await vector_store.search(AXES["x"], collection="c\ud800")
+            await backend.search(AXES["x"], collection="c\ud800")
         with pytest.raises(InvalidArgument):
-            await vector_store.upsert([doc("y", AXES["y"])], collection="c\ud800")
-        assert len(await vector_store.get(list(AXES), collection=collection)) == len(AXES)
+            await backend.upsert([doc("y", AXES["y"])], collection="c\ud800")
+        assert len(await backend.get(list(AXES), collection=collection)) == len(AXES)
 
-    async def test_search_defaults_and_result_fields(self, vector_store: VectorStore) -> None:
+    async def test_search_defaults_and_result_fields(self, backend: VectorStore) -> None:
         """000: ``search(self, query_embedding, *, collection="default", limit=5, filter=None)``; 004: a search
         result has the fields ``id``, ``content``, ``score`` and ``metadata``."""
-        await vector_store.upsert(
-            [doc(f"{unique('d')}", [1.0, float(i), 0.0], n=i) for i in range(8)], collection="default"
-        )
-        results = await vector_store.search([1.0, 0.0, 0.0])
+        await backend.upsert([doc(f"{unique('d')}", [1.0, float(i), 0.0], n=i) for i in range(8)], collection="default")
+        results = await backend.search([1.0, 0.0, 0.0])
         assert len(results) == 5
         best = results[0]
-        [stored] = await vector_store.get([best.id], collection="default")
+        [stored] = await backend.get([best.id], collection="default")
         assert (best.content, best.metadata) == (stored.content, stored.metadata)
         assert set(type(best).model_fields) == {"id", "content", "score", "metadata"}
         assert best.score >= results[-1].score
-        await vector_store.delete(
-            [r.id for r in await vector_store.search([1.0, 0.0, 0.0], limit=50)], collection="default"
-        )
+        await backend.delete([r.id for r in await backend.search([1.0, 0.0, 0.0], limit=50)], collection="default")
 
-    async def test_unicode_ids_and_metadata_round_trip(self, vector_store: VectorStore) -> None:
+    async def test_unicode_ids_and_metadata_round_trip(self, backend: VectorStore) -> None:
+        """Unicode ids and metadata round-trip exactly."""
         c = unique("col")
         metadata = {"tag": "ünï 漢 🚀", "quote": "'\"\\", "nested": {"n": [1, 2]}}
-        await vector_store.add(
+        await backend.add(
             [Document(id="ид-🚀'\"", content="текст", embedding=(0.5, 0.5), metadata=metadata)], collection=c
         )
-        [got] = await vector_store.get(["ид-🚀'\""], collection=c)
+        [got] = await backend.get(["ид-🚀'\""], collection=c)
         assert got.text == "текст" and got.metadata == metadata
 
-    async def test_content_blocks_round_trip(self, vector_store: VectorStore) -> None:
+    async def test_content_blocks_round_trip(self, backend: VectorStore) -> None:
         """004: "Document: Represents raw chunks. Fields: content: list[ContentBlock]"; a document keeps its blocks
         exactly (an image and text, an empty text block, no blocks at all), through ``get`` and ``search``."""
         c = unique("col")
@@ -225,9 +241,9 @@ class VectorStoreContract(ContractBase):
             "plain": (TextBlock(text="just text"),),
         }
         docs = [Document(id=k, content=v, embedding=(1.0, float(i))) for i, (k, v) in enumerate(kinds.items())]
-        await vector_store.upsert(docs, collection=c)
-        got = {d.id: d.content for d in await vector_store.get(list(kinds), collection=c)}
+        await backend.upsert(docs, collection=c)
+        got = {d.id: d.content for d in await backend.get(list(kinds), collection=c)}
         assert got == kinds
-        hits = await vector_store.search([1.0, 0.0], collection=c, limit=10)
+        hits = await backend.search([1.0, 0.0], collection=c, limit=10)
         assert {h.id: h.content for h in hits} == kinds
         assert Document(id="s", content="as a string").content == (TextBlock(text="as a string"),)
