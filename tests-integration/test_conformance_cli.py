@@ -14,11 +14,13 @@ import redis.asyncio as aioredis
 from servers import Server
 
 
-def conformance(tmp_path: Path, spec: str, variable: str, options: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def conformance(tmp_path: Path, spec: str, toml: str) -> subprocess.CompletedProcess[str]:
+    """``ravi conformance SPEC --json`` in a project whose ravi.toml is ``toml``."""
+    (tmp_path / "ravi.toml").write_text(toml)
     return subprocess.run(
         [sys.executable, "-c", "from ravi.agents.cli import main; main()", "conformance", spec, "--json"],
         cwd=tmp_path,
-        env={**os.environ, variable: json.dumps(options)},
+        env={k: v for k, v in os.environ.items() if not k.startswith("RAVI_")},
         capture_output=True,
         text=True,
         check=False,
@@ -38,7 +40,7 @@ def test_a_postgres_run_is_isolated_and_leaves_no_schema_behind(tmp_path: Path, 
         return {r["nspname"] for r in rows}
 
     before = asyncio.run(schemas())
-    done = conformance(tmp_path, "history=postgres", "RAVI_HISTORY_OPTIONS", {"dsn": postgres_server.address})
+    done = conformance(tmp_path, "history", f'[history]\nbackend = "postgres"\ndsn = "{postgres_server.address}"\n')
     assert done.returncode == 0, done.stderr[-2_000:]
     results = json.loads(done.stdout)
     assert sum(r["outcome"] == "passed" for r in results) > 20
@@ -53,6 +55,6 @@ def test_a_redis_run_leaves_no_key_behind(tmp_path: Path, redis_server: Server) 
         finally:
             await client.aclose()
 
-    done = conformance(tmp_path, "history=redis", "RAVI_HISTORY_OPTIONS", {"url": redis_server.address})
+    done = conformance(tmp_path, "history=redis", f'[history]\nurl = "{redis_server.address}"\n')
     assert done.returncode == 0, done.stderr[-2_000:]
     assert asyncio.run(keys()) == 0

@@ -108,12 +108,16 @@ def test_a_misspelt_demo_backend_gets_the_right_choices(tmp_path: Path) -> None:
 
 
 def test_malformed_backend_options_are_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Malformed RAVI_HISTORY_OPTIONS used to give one cut-off failure per contract test."""
-    monkeypatch.setenv("RAVI_HISTORY_OPTIONS", "{not json")
+    """Malformed backend options used to give one cut-off failure per contract test; the options now come from
+    ravi.toml and RAVI_<KIND>__<KEY>, as everywhere else, and the old JSON variable says what replaced it."""
+    (tmp_path / "ravi.toml").write_text("[history\nbackend = ")
     done = run_ravi(tmp_path, "conformance", "history=memory")
-    assert done.returncode == 1
-    assert "RAVI_HISTORY_OPTIONS is not valid JSON" in done.stderr
-    assert "failed" not in done.stdout
+    assert done.returncode == 1 and "is not valid TOML" in done.stderr and "failed" not in done.stdout
+    (tmp_path / "ravi.toml").unlink()
+    monkeypatch.setenv("RAVI_HISTORY_OPTIONS", '{"dsn": "x"}')
+    done = run_ravi(tmp_path, "conformance", "history=memory")
+    assert done.returncode == 1 and "RAVI_HISTORY_OPTIONS is no longer read" in done.stderr
+    assert "RAVI_HISTORY__DSN" in done.stderr
 
 
 def test_the_demo_reads_well_at_80_columns(tmp_path: Path) -> None:

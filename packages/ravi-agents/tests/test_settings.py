@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,31 @@ def test_relevant_recall_can_be_named_in_the_settings(tmp_path: Path) -> None:
     fixed, sized = ContextConfig.from_settings(path=tmp_path / "ravi.toml").pipeline.strategies
     assert isinstance(fixed, RelevantRecallStrategy) and (fixed.token_budget, fixed.recall_share) == (4000, 0.5)
     assert isinstance(sized, RelevantRecallStrategy) and sized.token_budget > 50_000
+
+
+def test_the_conformance_plugin_reads_store_options_as_the_settings_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One configuration model: ``ravi.kernel.config.store_config`` (what the conformance plugin reads, below the
+    agents layer) gives every store the backend and options ``RaviSettings`` gives it."""
+    from ravi.kernel.config import store_config
+
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("RAVI_")]:
+        monkeypatch.delenv(name)
+    (tmp_path / "ravi.toml").write_text(
+        '[history]\nbackend = "postgres"\ndsn = "postgresql://file"\nmin_size = 2\n\n[vector]\nbackend = "memory"\n'
+    )
+    monkeypatch.setenv("RAVI_HISTORY__DSN", "postgresql://env")
+    monkeypatch.setenv("RAVI_HISTORY__MAX_SIZE", "7")
+    monkeypatch.setenv("RAVI_BLOB__BACKEND", "s3")
+    settings = load_settings()
+    for kind in ("history", "vector", "blob", "graph"):
+        chosen = settings.store(kind)
+        assert store_config(kind) == {"backend": chosen.backend, **chosen.options()}, kind
+    assert store_config("history") == {
+        "backend": "postgres",
+        "dsn": "postgresql://env",
+        "min_size": 2,
+        "max_size": "7",
+    }

@@ -552,7 +552,10 @@ def describe_counter(counter: Any) -> str:
 
 @app.command()
 def conformance(
-    specs: Annotated[list[str], typer.Argument(help="KIND=NAME, for example history=postgres (repeatable).")],
+    specs: Annotated[
+        list[str],
+        typer.Argument(help="KIND or KIND=NAME, for example history or history=postgres (repeatable)."),
+    ],
     isolate: Annotated[
         list[str] | None,
         typer.Option(
@@ -563,9 +566,10 @@ def conformance(
 ) -> None:
     """Run the conformance suite against registered backends and print a contract-by-contract report.
 
-    Backend options come from RAVI_<KIND>_OPTIONS as a JSON object (RAVI_HISTORY_OPTIONS='{"dsn": "..."}').
-    A persistent backend needs --isolate so each test starts empty (postgres: schema, redis: prefix,
-    s3: key_prefix, age: graph).
+    The backend and its options come from the configuration: the [KIND] table of ravi.toml and RAVI_<KIND>__<KEY>
+    variables (RAVI_HISTORY__DSN=...); NAME overrides the configured backend. Ravi's persistent backends give
+    every test a scope of its own, dropped afterwards (postgres: schema, redis: prefix, s3: key_prefix,
+    age: graph); --isolate names that option for other backends.
     """
     try:
         import pytest
@@ -605,7 +609,8 @@ def conformance(
     if code not in (0, 1) or not results:
         raise ConfigurationError(
             f"the conformance suite did not run (pytest exit code {int(code)}): no contract test was executed",
-            hint="check the KIND=NAME arguments and RAVI_<KIND>_OPTIONS; `ravi backends` lists what is installed",
+            hint="check the KIND=NAME arguments and the [KIND] tables of ravi.toml; `ravi backends` lists what is "
+            "installed",
         )
     if as_json:
         typer.echo(json.dumps(results, indent=2))

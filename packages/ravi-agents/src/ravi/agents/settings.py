@@ -23,7 +23,6 @@ Example ``ravi.toml``::
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +32,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from ravi.kernel.agent import CompactionStrategy, HistoryRetention
-from ravi.kernel.env import env_name, read_env
+from ravi.kernel.config import CONFIG_FILE, config_path, read_config
+from ravi.kernel.env import env_name
 from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.registry import GROUPS, load_backend
-
-CONFIG_FILE = "ravi.toml"
 
 StrategyName = Literal[
     "sliding_window",
@@ -133,19 +131,6 @@ class RaviSettings(BaseSettings):
         return getattr(self, kind)  # type: ignore[no-any-return]
 
 
-def _config_path(path: str | Path | None) -> Path | None:
-    if path is not None:
-        chosen = Path(path)
-        if not chosen.is_file():
-            raise ConfigurationError(f"configuration file {str(chosen)!r} does not exist")
-        return chosen
-    env = read_env("config")
-    if env:
-        return _config_path(env)
-    default = Path.cwd() / CONFIG_FILE
-    return default if default.is_file() else None
-
-
 def load_settings(path: str | Path | None = None, **overrides: Any) -> RaviSettings:
     """Settings from ``path`` (else ``RAVI_CONFIG``, else ``./ravi.toml`` if present) and the environment.
 
@@ -153,12 +138,8 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> RaviSetti
         ConfigurationError: the file is missing or not valid TOML, or a value is malformed; the message names
             the key (``context.trigger_ratio``) and what is expected.
     """
-    toml = _config_path(path)
-    if toml is not None:
-        try:
-            tomllib.loads(toml.read_text())
-        except tomllib.TOMLDecodeError as error:
-            raise ConfigurationError(f"{toml} is not valid TOML: {error}") from error
+    toml = config_path(path)
+    read_config(toml)  # a missing or malformed file: one clear error before anything else
     settings_cls = type("RaviSettingsFromFile", (RaviSettings,), {"toml_path": toml})
     try:
         return settings_cls(**overrides)  # type: ignore[no-any-return]

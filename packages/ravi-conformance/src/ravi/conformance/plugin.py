@@ -1,18 +1,19 @@
-"""The pytest plugin: ``--ravi-backend KIND=NAME`` runs the contract of KIND against a registered backend.
+"""The pytest plugin: ``--ravi-backend KIND[=NAME]`` runs the contract of KIND against a registered backend.
 
-Options for the backend come from the environment as a JSON object in ``RAVI_<KIND>_OPTIONS``, for example
-``RAVI_HISTORY_OPTIONS='{"dsn": "postgresql://localhost/ravi"}'``. Run the suite with::
+The backend and its options come from Ravi's configuration, as everywhere else: the ``[KIND]`` table of
+``ravi.toml`` and ``RAVI_<KIND>__<KEY>`` variables (``RAVI_HISTORY__DSN=postgresql://localhost/ravi``). ``NAME``
+overrides the configured backend. Run the suite with::
 
-    pytest --ravi-backend history=postgres --pyargs ravi.conformance.run
+    RAVI_HISTORY__DSN=postgresql://localhost/ravi pytest --ravi-backend history=postgres --pyargs ravi.conformance.run
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
+from ravi.kernel.config import store_config
 from ravi.kernel.env import env_name, read_env
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.registry import GROUPS
@@ -24,9 +25,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--ravi-backend",
         action="append",
         default=[],
-        metavar="KIND=NAME",
-        help="run the conformance contract of KIND against the backend registered as NAME "
-        f"(kinds: {', '.join(GROUPS)}); repeatable",
+        metavar="KIND[=NAME]",
+        help="run the conformance contract of KIND against the backend registered as NAME, or the one ravi.toml "
+        f"and RAVI_<KIND>__BACKEND configure (kinds: {', '.join(GROUPS)}); repeatable",
     )
     group.addoption(
         "--ravi-isolate",
@@ -39,15 +40,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def selected_backends(config: pytest.Config) -> dict[str, str]:
-    """``kind -> name`` from ``--ravi-backend`` options."""
+    """``kind -> name`` from ``--ravi-backend`` options (a bare KIND takes the configured backend)."""
     chosen: dict[str, str] = {}
     for spec in config.getoption("ravi_backend") or []:
         kind, sep, name = spec.partition("=")
-        if not sep or kind not in GROUPS or not name:
+        if kind not in GROUPS or (sep and not name):
             raise pytest.UsageError(
-                f"--ravi-backend expects KIND=NAME with KIND one of {', '.join(GROUPS)}, got {spec!r}"
+                f"--ravi-backend expects KIND or KIND=NAME with KIND one of {', '.join(GROUPS)}, got {spec!r}"
             )
-        chosen[kind] = name
+        chosen[kind] = name or str(store_config(kind)["backend"])
     return chosen
 
 
@@ -70,16 +71,21 @@ def isolated_options(config: pytest.Config) -> dict[str, str]:
 
 
 def backend_options(kind: str, *, isolate: str | None = None) -> dict[str, Any]:
-    """Options for the backend of ``kind`` from ``RAVI_<KIND>_OPTIONS`` (a JSON object); with ``isolate``,
-    that option gets a fresh value (its configured value, or ``ravi``, plus a random suffix)."""
-    variable = env_name(f"{kind}-options")
-    raw = read_env(f"{kind}-options") or "{}"
-    try:
-        options = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise ConfigurationError(f"{variable} is not valid JSON: {error.msg}") from error
-    if not isinstance(options, dict):
-        raise ConfigurationError(f"{variable} must be a JSON object")
+    """Options for the backend of ``kind``: its ``[kind]`` table in ``ravi.toml`` with ``RAVI_<KIND>__<KEY>``
+    variables over it (:func:`ravi.kernel.config.store_config`), ``backend`` left out. With ``isolate``, that
+    option gets a fresh value (its configured value, or ``ravi``, plus a random suffix).
+
+    Raises:
+        ConfigurationError: the configuration file is invalid, or ``RAVI_<KIND>_OPTIONS`` (no longer read) is set.
+    """
+    legacy = env_name(f"{kind}-options")
+    if read_env(f"{kind}-options") is not None:
+        raise ConfigurationError(
+            f"{legacy} is no longer read",
+            hint=f"set each option as {env_name(kind)}__<KEY> (for example {env_name(kind)}__DSN) or in the "
+            f"[{kind}] table of ravi.toml",
+        )
+    options = {k: v for k, v in store_config(kind).items() if k != "backend"}
     if isolate:
         import uuid
 
@@ -89,11 +95,11 @@ def backend_options(kind: str, *, isolate: str | None = None) -> dict[str, Any]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ravi_kind(kind): the store kind a conformance test class checks")
-    for kind in selected_backends(config):  # malformed options: one usage error, not a failure per test
-        try:
+    try:  # bad configuration: one usage error, not a failure per test
+        for kind in selected_backends(config):
             backend_options(kind)
-        except ConfigurationError as error:
-            raise pytest.UsageError(str(error)) from None
+    except ConfigurationError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
