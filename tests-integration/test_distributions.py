@@ -19,7 +19,7 @@ LOCAL = {
     "ravi-capabilities-redis": ["ravi-kernel"],
     "ravi-capabilities-postgres": ["ravi-kernel"],
     "ravi-capabilities-s3": ["ravi-kernel"],
-    "ravi-capabilities-age": ["ravi-kernel"],
+    "ravi-capabilities-age": ["ravi-kernel", "ravi-capabilities-postgres"],
     "ravi-integrations-langchain": ["ravi-kernel", "ravi-agents"],
     "ravi-integrations-openai-agents": ["ravi-kernel", "ravi-agents"],
     "ravi-integrations-autogen": ["ravi-kernel", "ravi-agents"],

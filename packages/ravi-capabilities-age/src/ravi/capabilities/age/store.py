@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
 import asyncpg
 
 from ravi.capabilities.age.agtype import parse
 from ravi.capabilities.age.cypher import return_columns
-from ravi.kernel.errors import (
-    BackendUnavailable,
-    ConfigurationError,
-    InvalidArgument,
-    NotFound,
-    PermissionDenied,
-    RaviError,
-)
+from ravi.capabilities.postgres._db import ConnectionOptions, Database
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound, RaviError
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
 from ravi.kernel.values import check_json, check_scope
 
@@ -42,50 +35,20 @@ def _label(value: str, what: str) -> str:
     return value
 
 
-@contextlib.contextmanager
-def mapped_errors(store: AGEGraphStore | None = None) -> Iterator[None]:
-    """Turn asyncpg errors into the kernel's typed errors."""
-    try:
-        yield
-    except RaviError:
-        raise
-    except (asyncpg.exceptions.InvalidPasswordError, asyncpg.exceptions.InsufficientPrivilegeError) as error:
-        raise PermissionDenied(f"Postgres refused: {error}") from error
-    except asyncpg.exceptions.UndefinedFileError as error:
-        raise ConfigurationError(
+def _translate(error: BaseException) -> RaviError | None:
+    """AGE's own readings of a driver error, before the Postgres layer's common ones."""
+    if isinstance(error, asyncpg.exceptions.InsufficientPrivilegeError):
+        return None  # a permission, not a query: the common mapping says PermissionDenied
+    if isinstance(error, asyncpg.exceptions.UndefinedFileError):
+        return ConfigurationError(
             f"Apache AGE is not installed on the server: {error}",
             hint="install the age extension (docker-compose.yml has an image with it)",
-        ) from error
-    except (asyncpg.exceptions.DataError, asyncpg.exceptions.UntranslatableCharacterError) as error:
-        raise InvalidArgument(f"AGE refused a value: {error}") from error
-    except (asyncpg.exceptions.SyntaxOrAccessError, asyncpg.exceptions.FeatureNotSupportedError) as error:
-        raise InvalidArgument(f"the Cypher query was refused: {error}") from error
-    except TimeoutError as error:  # command_timeout: asyncpg cancels the statement, the connection lives on
-        raise BackendUnavailable(
-            "Postgres timed out: the statement ran past command_timeout and was cancelled",
-            hint="raise command_timeout, or look for locks or slow queries on the server",
-        ) from error
-    except (
-        asyncpg.exceptions.ConnectionDoesNotExistError,
-        asyncpg.exceptions.ConnectionFailureError,
-        asyncpg.exceptions.CannotConnectNowError,
-        asyncpg.exceptions.AdminShutdownError,
-        asyncpg.exceptions.CrashShutdownError,
-        OSError,
-    ) as error:
-        if store is not None and store._pool is not None:
-            store._pool.terminate()
-            store._pool = None
-        raise BackendUnavailable(f"Postgres is unreachable: {type(error).__name__}: {error}") from error
-    except (
-        asyncpg.exceptions.TooManyConnectionsError,
-        asyncpg.exceptions.PostgresConnectionError,
-        asyncpg.exceptions.InterfaceError,
-        asyncpg.exceptions.InternalClientError,
-    ) as error:
-        raise BackendUnavailable(f"Postgres could not serve the call: {type(error).__name__}: {error}") from error
-    except asyncpg.exceptions.PostgresError as error:
-        raise RaviError(f"AGE error: {type(error).__name__}: {error}") from error
+        )
+    if isinstance(error, asyncpg.exceptions.DataError | asyncpg.exceptions.UntranslatableCharacterError):
+        return InvalidArgument(f"AGE refused a value: {error}")
+    if isinstance(error, asyncpg.exceptions.SyntaxOrAccessError | asyncpg.exceptions.FeatureNotSupportedError):
+        return InvalidArgument(f"the Cypher query was refused: {error}")
+    return None
 
 
 _SETTINGS = {"search_path": 'ag_catalog, "$user", public'}
@@ -109,9 +72,10 @@ class AGEGraphStore:
     Args:
         dsn: ``postgresql://...`` of a server with the ``age`` extension.
         graph: The graph's name (created if missing).
-        min_size, max_size: Connection pool size.
-        command_timeout: Seconds before a statement is cancelled (that call raises ``BackendUnavailable``).
-        statement_cache_size: Prepared statements kept per connection; 0 behind PgBouncer in transaction mode.
+        min_size, max_size, command_timeout (60 s here), connect_timeout, statement_cache_size: the connection
+            options of every Postgres store (``ConnectionOptions``). AGE is a Postgres extension, so this store
+            builds on the Postgres capability's connection layer: its pool (shared with AGE stores of the same
+            server and options), its error mapping and its options.
 
     Behind PgBouncer in transaction mode, a connection's session settings do not follow it from one
     transaction to the next, so the database must load AGE and set the search path itself:
@@ -120,35 +84,25 @@ class AGEGraphStore:
     search_path`` in PgBouncer's configuration.
     """
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        graph: str = "ravi_graph",
-        min_size: int = 1,
-        max_size: int = 10,
-        command_timeout: float = 60.0,
-        statement_cache_size: int = 100,
-    ) -> None:
-        if not isinstance(dsn, str) or not dsn.startswith(("postgres://", "postgresql://")):
-            raise ConfigurationError("a Postgres DSN must start with postgresql://")
+    def __init__(self, dsn: str, *, graph: str = "ravi_graph", **options: Unpack[ConnectionOptions]) -> None:
+        unknown = set(options) - set(ConnectionOptions.__annotations__)
+        if unknown:
+            raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
         if not _GRAPH.match(graph):
             raise ConfigurationError(
                 f"graph name {graph!r} is not valid", hint="3-63 lower-case letters, digits and underscores"
             )
-        self.dsn, self.graph = dsn, graph
-        self._options = {
-            "min_size": min_size,
-            "max_size": max_size,
-            "command_timeout": command_timeout,
-            "statement_cache_size": statement_cache_size,
-        }
-        self._pool: asyncpg.Pool | None = None
-        self._lock = asyncio.Lock()
+        options.setdefault("command_timeout", 60.0)
+        self.graph = graph
+        # search_path as a startup setting: the pool's RESET ALL on release keeps it
+        self.db = Database(
+            dsn, init=_setup, prepare=self._prepare, server_settings=_SETTINGS, translate=_translate, **options
+        )
+        self.dsn = self.db.dsn
         self._indexed: set[tuple[str, str]] = set()
 
     async def __aenter__(self) -> AGEGraphStore:
-        await self._get_pool()
+        await self.db.pool()
         return self
 
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
@@ -162,6 +116,7 @@ class AGEGraphStore:
             if exists:
                 await connection.execute("SELECT ag_catalog.drop_graph($1, true)", self.graph)
         self._indexed.clear()
+        self.db.prepare_again()
         await self.close()
 
     async def aclose(self) -> None:
@@ -169,46 +124,21 @@ class AGEGraphStore:
         await self.close()
 
     async def close(self) -> None:
-        """Close the connection pool."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(pool.close(), timeout=5)
+        """Release the connection pool (shared with other stores on the server; closed with its last user)."""
+        await self.db.close()
 
-    async def _get_pool(self) -> asyncpg.Pool:
-        if self._pool is not None:
-            return self._pool
-        async with self._lock:
-            if self._pool is None:
-                with mapped_errors(self):
-                    connection = await asyncpg.connect(
-                        self.dsn, timeout=10, statement_cache_size=self._options["statement_cache_size"]
-                    )
-                    try:
-                        async with connection.transaction():
-                            await connection.execute("SELECT pg_advisory_xact_lock(hashtext('ravi-age'))")
-                            await connection.execute("CREATE EXTENSION IF NOT EXISTS age")
-                            await _setup(connection)
-                            exists = await connection.fetchval(
-                                "SELECT true FROM ag_catalog.ag_graph WHERE name = $1", self.graph
-                            )
-                            if not exists:
-                                await connection.execute("SELECT ag_catalog.create_graph($1)", self.graph)
-                    finally:
-                        await connection.close()
-                    # search_path as a startup setting: the pool's RESET ALL on release keeps it
-                    self._pool = await asyncpg.create_pool(
-                        self.dsn, init=_setup, server_settings=_SETTINGS, **self._options
-                    )
-        assert self._pool is not None
-        return self._pool
+    async def _prepare(self, connection: asyncpg.Connection) -> None:
+        """Before the pool opens: the extension and the graph, made once however many processes start."""
+        async with connection.transaction():
+            await connection.execute("SELECT pg_advisory_xact_lock(hashtext('ravi-age'))")
+            await connection.execute("CREATE EXTENSION IF NOT EXISTS age")
+            await _setup(connection)
+            exists = await connection.fetchval("SELECT true FROM ag_catalog.ag_graph WHERE name = $1", self.graph)
+            if not exists:
+                await connection.execute("SELECT ag_catalog.create_graph($1)", self.graph)
 
-    @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
-        with mapped_errors(self):
-            pool = await self._get_pool()
-            async with pool.acquire() as connection:
-                yield connection
+    def _connection(self) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]:
+        return self.db.connection()
 
     def _sql(self, query: str, columns: int, with_params: bool) -> str:
         if _QUOTE in query:

@@ -152,6 +152,11 @@ class Database:
         command_timeout: Seconds before a statement is cancelled (that call raises ``BackendUnavailable``).
         connect_timeout: Seconds to wait for a new connection.
         statement_cache_size: Prepared statements kept per connection (0 behind a pooler that cannot keep them).
+        init: A hook run on each new pooled connection (pgvector's codec, say).
+        prepare: Run once, on a connection of its own, before the pool opens (after the migrations): what must
+            exist before a pooled connection can be set up (an extension, a graph).
+        server_settings: Session settings every pooled connection starts with (they survive the pool's reset).
+        translate: Maps a driver error to a Ravi error before the common mapping does (``None``: no opinion).
     """
 
     def __init__(
@@ -166,6 +171,9 @@ class Database:
         connect_timeout: float = 10.0,
         statement_cache_size: int = 100,
         init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+        prepare: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+        server_settings: dict[str, str] | None = None,
+        translate: Callable[[BaseException], RaviError | None] | None = None,
     ) -> None:
         if not isinstance(dsn, str) or not dsn.startswith(("postgres://", "postgresql://")):
             raise ConfigurationError(
@@ -179,14 +187,18 @@ class Database:
         self.dsn = dsn
         self.schema = identifier(schema, "schema")
         self.prefix = identifier(table_prefix, "table_prefix", allow_empty=True)
-        self._pool_options = {
+        self._pool_options: dict[str, Any] = {
             "min_size": min_size,
             "max_size": max_size,
             "command_timeout": command_timeout,
             "timeout": connect_timeout,
             "statement_cache_size": statement_cache_size,
         }
+        if server_settings:
+            self._pool_options["server_settings"] = dict(server_settings)
         self._init = init
+        self._prepare = prepare
+        self.translate = translate
         self._shared: dict[asyncio.AbstractEventLoop, _SharedPool] = {}
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
         self._migrated = False
@@ -216,11 +228,14 @@ class Database:
                                 statement_cache_size=self._pool_options["statement_cache_size"],
                             )
                             try:
-                                await self._migrate(connection)
+                                if self._migrations:
+                                    await self._migrate(connection)
+                                if self._prepare is not None:
+                                    await self._prepare(connection)
                             finally:
                                 await connection.close()
                             self._migrated = True
-                    key = (loop, self.dsn, tuple(sorted(self._pool_options.items())))
+                    key = (loop, self.dsn, repr(sorted(self._pool_options.items())))
                     shared = _SHARED.get(key)
                     if shared is None:
                         shared = _SHARED[key] = _SharedPool(key, self.dsn, dict(self._pool_options))
@@ -293,6 +308,10 @@ class Database:
         async with self.connection() as connection:
             return str(await connection.execute(check_statement(query), *args))
 
+    def prepare_again(self) -> None:
+        """Run the migrations and ``prepare`` again before the next pool opens (after dropping what they made)."""
+        self._migrated = False
+
     async def drop_schema(self) -> None:
         """Drop the whole schema and everything in it (every component's tables); the next use creates it again."""
         async with self.connection() as connection:
@@ -307,16 +326,22 @@ class Database:
             await entry.release()
 
 
-class PoolOptions(TypedDict, total=False):
-    """The connection options every Postgres store takes (see :class:`Database` for each)."""
+class ConnectionOptions(TypedDict, total=False):
+    """The connection options every store on a Postgres server takes, the AGE graph store included (see
+    :class:`Database` for each)."""
 
-    schema: str
-    table_prefix: str
     min_size: int
     max_size: int
     command_timeout: float
     connect_timeout: float
     statement_cache_size: int
+
+
+class PoolOptions(ConnectionOptions, total=False):
+    """The options every store with tables of its own takes: the connection options, and where its tables live."""
+
+    schema: str
+    table_prefix: str
 
 
 class PostgresStore(Closeable):
@@ -364,42 +389,51 @@ class PostgresStore(Closeable):
         await self.db.drop_schema()
 
 
+def translate(error: BaseException, database: Database | None = None) -> RaviError:
+    """The kernel's typed error for a driver or socket error (``database.translate`` is asked first)."""
+    if database is not None and database.translate is not None:
+        mapped = database.translate(error)
+        if mapped is not None:
+            return mapped
+    if isinstance(error, _PERMISSION):
+        return PermissionDenied(f"Postgres refused: {error}")
+    if isinstance(error, asyncpg.exceptions.InvalidCatalogNameError):
+        return ConfigurationError(
+            f"Postgres database does not exist: {error}", hint="create it, or fix the database name in the DSN"
+        )
+    if isinstance(error, asyncpg.exceptions.UndefinedFileError):
+        return ConfigurationError(
+            f"a Postgres extension is not installed on the server: {error}",
+            hint="install pgvector (and Apache AGE for the graph store) on the server",
+        )
+    if isinstance(error, _BAD_INPUT):
+        return InvalidArgument(f"Postgres cannot store this value: {error}")
+    if isinstance(error, TimeoutError):  # command_timeout: asyncpg cancels the statement, the connection lives on
+        return BackendUnavailable(
+            "Postgres timed out: the statement ran past command_timeout and was cancelled",
+            hint="raise command_timeout, or look for locks or slow queries on the server",
+        )
+    if isinstance(error, _CONNECTION_LOST):
+        if database is not None:
+            database.lost()
+        return BackendUnavailable(
+            f"Postgres is unreachable: {type(error).__name__}: {error}",
+            hint="check the host and port in the DSN; once the server is back the next call reconnects",
+        )
+    if isinstance(error, _BUSY):
+        return BackendUnavailable(f"Postgres could not serve the call: {type(error).__name__}: {error}")
+    return RaviError(f"Postgres error: {type(error).__name__}: {error}")
+
+
 @contextlib.contextmanager
 def mapped_errors(database: Database | None = None) -> Any:
-    """Turn asyncpg and socket errors into the kernel's typed errors."""
+    """Turn asyncpg and socket errors into the kernel's typed errors (:func:`translate`)."""
     try:
         yield
     except RaviError:
         raise
-    except _PERMISSION as error:
-        raise PermissionDenied(f"Postgres refused: {error}") from error
-    except asyncpg.exceptions.InvalidCatalogNameError as error:
-        raise ConfigurationError(
-            f"Postgres database does not exist: {error}", hint="create it, or fix the database name in the DSN"
-        ) from error
-    except asyncpg.exceptions.UndefinedFileError as error:
-        raise ConfigurationError(
-            f"a Postgres extension is not installed on the server: {error}",
-            hint="install pgvector (and Apache AGE for the graph store) on the server",
-        ) from error
-    except _BAD_INPUT as error:
-        raise InvalidArgument(f"Postgres cannot store this value: {error}") from error
-    except TimeoutError as error:  # command_timeout: asyncpg cancels the statement, the connection lives on
-        raise BackendUnavailable(
-            "Postgres timed out: the statement ran past command_timeout and was cancelled",
-            hint="raise command_timeout, or look for locks or slow queries on the server",
-        ) from error
-    except _CONNECTION_LOST as error:
-        if database is not None:
-            database.lost()
-        raise BackendUnavailable(
-            f"Postgres is unreachable: {type(error).__name__}: {error}",
-            hint="check the host and port in the DSN; once the server is back the next call reconnects",
-        ) from error
-    except _BUSY as error:
-        raise BackendUnavailable(f"Postgres could not serve the call: {type(error).__name__}: {error}") from error
-    except asyncpg.exceptions.PostgresError as error:
-        raise RaviError(f"Postgres error: {type(error).__name__}: {error}") from error
+    except (asyncpg.exceptions.PostgresError, *_CONNECTION_LOST, *_BUSY) as error:
+        raise translate(error, database) from error
 
 
 def check_statement(query: str) -> str:
@@ -409,4 +443,14 @@ def check_statement(query: str) -> str:
     return query
 
 
-__all__ = ["Database", "Migration", "PoolOptions", "PostgresStore", "check_statement", "identifier", "mapped_errors"]
+__all__ = [
+    "ConnectionOptions",
+    "Database",
+    "Migration",
+    "PoolOptions",
+    "PostgresStore",
+    "check_statement",
+    "identifier",
+    "mapped_errors",
+    "translate",
+]
