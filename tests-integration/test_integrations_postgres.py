@@ -173,3 +173,72 @@ def test_langchain_agent_runs_on_postgres(postgres_server: Server, pg_schema: st
         await history.close()
 
     asyncio.run(main())
+
+
+RESUME = '''
+import asyncio, json, sys
+from agents import Agent, RunConfig, Runner
+from agents.items import ModelResponse
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+from ravi.agents.context import ContextConfig, TokenBudgetComposedStrategy
+from ravi.capabilities.postgres import PostgresHistoryProvider
+from ravi.integrations.openai_agents import RaviSession, ravi_input_filter
+
+dsn, schema, prompt = sys.argv[1:4]
+
+
+class Echo(Model):
+    """Answers with the user prompts it was sent, so the caller sees what the model saw."""
+
+    async def get_response(self, system_instructions, input, *args, **kwargs):
+        seen = [i["content"] for i in input if isinstance(i, dict) and i.get("role") == "user"]
+        text = ResponseOutputText(text=json.dumps(seen), type="output_text", annotations=[])
+        done = ResponseOutputMessage(id="m", role="assistant", status="completed", type="message", content=[text])
+        return ModelResponse(output=[done], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError
+
+
+async def main():
+    history = PostgresHistoryProvider(dsn, schema=schema)
+    config = ContextConfig(history, [TokenBudgetComposedStrategy([], token_budget=4_000)])
+    session = RaviSession("resumed", history)
+    run_config = RunConfig(call_model_input_filter=ravi_input_filter(config, session_id="resumed"),
+                           tracing_disabled=True)
+    result = await Runner.run(Agent(name="a", model=Echo()), prompt, session=session, run_config=run_config)
+    print(json.dumps({"seen": json.loads(result.final_output), "items": await session.get_items()}))
+    await history.aclose()
+
+
+asyncio.run(main())
+'''
+
+
+def test_a_session_resumes_in_a_new_process(postgres_server: Server, pg_schema: str) -> None:
+    """Issue 17: "a resumed session in a new process". A second process, with nothing in memory, continues the
+    session from Postgres: its model sees the first process's turn, and the stored items are the first run's
+    followed by the second's."""
+    import subprocess
+    import sys
+
+    def run(prompt: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", RESUME, postgres_server.address, pg_schema, prompt],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2_000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run("first question")
+    second = run("second question")
+    assert first["seen"] == ["first question"]
+    assert second["seen"] == ["first question", "second question"]  # the new process read the stored turn
+    assert second["items"][: len(first["items"])] == first["items"]
+    assert len(second["items"]) == len(first["items"]) * 2
