@@ -214,9 +214,9 @@ async def test_developer_role_and_content_blocks_round_trip() -> None:
     assert await resumed.get_messages() == AMPLIFIER_MESSAGES
 
 
-async def test_a_compacted_block_message_is_rebuilt_not_sent_stale() -> None:
-    """001: "Compaction MUST be ephemeral - it returns a compacted VIEW"; a message the pipeline changed is sent as
-    changed, the stored one stays whole."""
+async def test_a_developer_message_is_kept_through_compaction() -> None:
+    """001: "Preserves system messages during compaction" (a developer message is one) and "Compaction MUST be
+    ephemeral": the stored transcript stays whole."""
     context = ContextManager(max_tokens=300, keep_recent=2)
     await context.add_message({"role": "developer", "content": "Be brief."})
     for i in range(30):
@@ -425,3 +425,28 @@ def test_any_chat_dict_round_trips(messages: list[dict[str, Any]]) -> None:
         assert await context.get_messages_for_request() == messages
 
     asyncio.run(main())
+
+
+def test_a_dict_the_pipeline_changed_is_rebuilt_from_its_blocks() -> None:
+    """001: "Compaction MUST be ephemeral"; a stored dict whose content a strategy changed is sent as changed
+    (not as the stale original), keeping its ``developer`` role, while the raw transcript keeps the original."""
+    from ravi.agents.context.chat_dicts import from_chat_dict, to_chat_dict
+    from ravi.kernel.messages import TextBlock
+
+    original = {"role": "developer", "content": [{"type": "text", "text": "x" * 500, "visibility": "developer"}]}
+    stored = from_chat_dict(original)
+    shortened = stored.model_copy(update={"content": (TextBlock(text="x" * 20),)})
+    assert to_chat_dict(stored, request=True) == original
+    assert to_chat_dict(shortened, request=True) == {"role": "developer", "content": "x" * 20}
+    assert to_chat_dict(shortened) == original  # outside a request: the dict as stored
+
+
+async def test_bad_settings_are_typed_errors() -> None:
+    """A value is used exactly or refused: ``True`` is not a threshold, and a history that is not a store (a name
+    from a YAML mount plan, say) is a ConfigurationError, not an AttributeError later."""
+    from ravi.kernel.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument):
+        ContextManager(compaction_threshold=True)
+    with pytest.raises(ConfigurationError, match="history"):
+        await _load(MockCoordinator(), {"history": "postgres"})

@@ -73,8 +73,9 @@ def store_config(kind: str, path: str | Path | None = None) -> dict[str, Any]:
     out: dict[str, Any] = dict(section)
     prefix = env_name(f"{kind}__")
     for name, value in os.environ.items():
-        if name.upper().startswith(prefix) and value != "":
-            out[name[len(prefix) :].lower()] = value
+        key = name[len(prefix) :].lower()
+        if name.upper().startswith(prefix) and key and value != "":
+            out[key] = value
     out.setdefault("backend", "memory")
     return out
 

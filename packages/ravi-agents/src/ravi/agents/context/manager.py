@@ -137,9 +137,19 @@ class ContextManager:
     ) -> None:
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
             raise InvalidArgument(f"max_tokens must be a positive integer, got {max_tokens!r}", field="max_tokens")
-        if not isinstance(compaction_threshold, int | float) or not 0 < compaction_threshold <= 1:
+        if (
+            isinstance(compaction_threshold, bool)
+            or not isinstance(compaction_threshold, int | float)
+            or not 0 < compaction_threshold <= 1
+        ):
             raise InvalidArgument(
                 f"compaction_threshold must be in (0, 1], got {compaction_threshold!r}", field="compaction_threshold"
+            )
+        if history is not None and not isinstance(history, HistoryProvider):
+            raise ConfigurationError(
+                f"history must be a HistoryProvider, got {type(history).__name__}",
+                hint="to pick a backend by name, set [history] backend = ... in ravi.toml (or RAVI_HISTORY__BACKEND)"
+                " and leave history out",
             )
         self.history = history or InMemoryHistoryProvider()
         self.agent_id = agent_id
