@@ -141,3 +141,18 @@ def test_a_malformed_item_is_refused_and_nothing_of_its_batch_is_stored() -> Non
         assert await session.get_items() == [{"role": "user", "content": "kept"}]
 
     asyncio.run(main())
+
+
+def test_unknown_or_malformed_session_settings_are_a_configuration_error() -> None:
+    """``session_settings`` as the SDK takes them (an object or a dict); a bad one is Ravi's typed error."""
+    import pytest
+    from agents import SessionSettings
+
+    from ravi.kernel.errors import ConfigurationError
+
+    assert RaviSession("s", session_settings={"limit": 2}).session_settings == SessionSettings(limit=2)
+    assert RaviSession("s", session_settings=SessionSettings(limit=3)).session_settings.limit == 3
+    with pytest.raises(ConfigurationError, match="limitt"):
+        RaviSession("s", session_settings={"limitt": 1})
+    with pytest.raises(ConfigurationError, match="limit"):
+        RaviSession("s", session_settings={"limit": "many"})

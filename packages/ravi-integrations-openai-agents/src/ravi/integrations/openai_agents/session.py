@@ -6,8 +6,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+
 from ravi.agents.context import InMemoryHistoryProvider
 from ravi.integrations.openai_agents.convert import KEY, group, to_ravi
+from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
 from ravi.kernel.values import check_scope, thaw
@@ -23,6 +26,15 @@ def _items(message: ChatMessage) -> list[dict[str, Any]]:
 def _batch(message: ChatMessage) -> str | None:
     kept = message.metadata.get(KEY)
     return str(kept.get("batch")) if isinstance(kept, Mapping) and kept.get("batch") else None
+
+
+def _settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
+    if value is None:
+        return SessionSettings()
+    try:
+        return coerce_session_settings(dict(value) if isinstance(value, Mapping) else value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"session_settings: {exc}; pass agents.SessionSettings(limit=...)") from exc
 
 
 class RaviSession:
@@ -42,19 +54,28 @@ class RaviSession:
         [{'role': 'user', 'content': 'hi'}]
     """
 
-    session_settings: Any = None
+    session_settings: SessionSettings | None = None
 
-    def __init__(self, session_id: str, history: HistoryProvider | None = None, *, agent_id: str = "agent") -> None:
+    def __init__(
+        self,
+        session_id: str,
+        history: HistoryProvider | None = None,
+        *,
+        agent_id: str = "agent",
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
+    ) -> None:
         check_scope(agent_id=agent_id, session_id=session_id)
         self.session_id = session_id
         self.agent_id = agent_id
         self.history = history if history is not None else InMemoryHistoryProvider()
+        self.session_settings = _settings(session_settings)
 
     async def _messages(self) -> list[ChatMessage]:
         return await self.history.get_messages(self.agent_id, session_id=self.session_id)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The session's items, oldest first; with ``limit``, the newest ``limit`` of them."""
+        """The session's items, oldest first; with ``limit`` (or ``session_settings.limit``), the newest ``limit``."""
+        limit = resolve_session_limit(limit, self.session_settings)
         items = [item for message in await self._messages() for item in _items(message)]
         if limit is None:
             return items
