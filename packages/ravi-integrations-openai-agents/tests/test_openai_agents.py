@@ -10,6 +10,8 @@ from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
 from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.usage import Usage
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from ravi.agents.context import (
@@ -156,3 +158,31 @@ def test_unknown_or_malformed_session_settings_are_a_configuration_error() -> No
         RaviSession("s", session_settings={"limitt": 1})
     with pytest.raises(ConfigurationError, match="limit"):
         RaviSession("s", session_settings={"limit": "many"})
+
+
+def _item(i: int, kind: int) -> dict[str, Any]:
+    if kind == 0:
+        return {"role": "user", "content": f"question {i}"}
+    if kind == 1:
+        return {"type": "function_call", "call_id": f"c{i}", "name": "fetch_logs", "arguments": '{"service": "api"}'}
+    if kind == 2:
+        return {"type": "function_call_output", "call_id": f"c{i - 1}", "output": "log line\n" * (i % 40)}
+    return {"role": "assistant", "content": f"answer {i}"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=40), min_size=1, max_size=5))
+def test_a_filter_reused_across_calls_sends_what_a_fresh_filter_sends(inputs: list[list[int]]) -> None:
+    """The filter converts only what a call's input adds to the previous call's; for any sequence of inputs,
+    growing or not, each window equals the one a fresh filter builds from that input alone."""
+    from agents.run_config import CallModelData, ModelInputData
+
+    def pipeline() -> list[Any]:
+        return [ToolResultCompactionStrategy(60), TokenBudgetComposedStrategy([], 300)]
+
+    reused = ravi_input_filter(pipeline(), session_id="s")
+    for kinds in inputs:
+        items = [_item(i, k) for i, k in enumerate(kinds)]
+        data = CallModelData(model_data=ModelInputData(input=items, instructions="Be brief."), agent=None, context=None)
+        fresh = ravi_input_filter(pipeline(), session_id="s")
+        assert asyncio.run(reused(data)).input == asyncio.run(fresh(data)).input  # type: ignore[arg-type]

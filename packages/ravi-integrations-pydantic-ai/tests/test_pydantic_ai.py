@@ -141,3 +141,29 @@ def test_each_request_appends_only_what_the_run_added() -> None:
 
     # the prompt; the response with two calls and the two returns; the answer: five messages, each sent once
     assert asyncio.run(main()) == [1, 3, 1]
+
+
+def test_a_run_continued_from_ravi_appends_only_its_own_messages() -> None:
+    """``message_history=await ravi.messages()`` is the store's own transcript: the next run sends the store only
+    what it adds, not the whole conversation again."""
+
+    class Counting(InMemoryHistoryProvider):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sizes: list[int] = []
+
+        async def append_many(self, agent_id, messages, *, session_id, run_id=""):  # type: ignore[no-untyped-def]
+            self.sizes.append(len(messages))
+            await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def main() -> None:
+        history = Counting()
+        ravi = RaviHistory(ContextConfig(history), session_id="s")
+        agent = Agent(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("ok")])), capabilities=[ravi])
+        for i in range(5):
+            await agent.run(f"question {i}", message_history=await ravi.messages())
+        assert history.sizes == [1, 1] * 5  # the question before the model request, the answer after the run
+        stored = await history.get_messages("agent", session_id="s")
+        assert [m.role for m in stored] == ["user", "assistant"] * 5
+
+    asyncio.run(main())

@@ -11,7 +11,27 @@ from ravi.agents.context import AgentContext, CompactionPipeline, ContextConfig
 from ravi.agents.context.pipeline import as_pipeline
 from ravi.integrations.openai_agents.convert import group, items_of, to_ravi
 from ravi.kernel.agent import CompactionStrategy
+from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
+
+
+class _Converted:
+    """The input's turns as Ravi messages. The SDK sends the whole session on every call, so each call converts
+    only the turns past the prefix its input shares with the previous call's; the rest are reused (with their
+    cached token counts). Message ids come from a turn's items and place, so they are stable as the input grows.
+    """
+
+    def __init__(self) -> None:
+        self._last: tuple[list[list[dict[str, Any]]], list[ChatMessage]] = ([], [])
+
+    def __call__(self, turns: list[list[dict[str, Any]]]) -> list[ChatMessage]:
+        last_turns, last_messages = self._last  # one read: another thread may swap it meanwhile
+        shared, limit = 0, min(len(turns), len(last_turns))
+        while shared < limit and turns[shared] == last_turns[shared]:
+            shared += 1
+        messages = last_messages[:shared] + [to_ravi(t, salt=str(i)) for i, t in enumerate(turns[shared:], shared)]
+        self._last = (turns, messages)
+        return messages
 
 
 def ravi_input_filter(
@@ -39,11 +59,14 @@ def ravi_input_filter(
         pipeline.pipeline if isinstance(pipeline, ContextConfig) else as_pipeline(pipeline, default=CompactionPipeline)
     )
 
+    converted = _Converted()
+
     async def input_filter(data: CallModelData[Any]) -> ModelInputData:
         turns = group(data.model_data.input)
-        messages = [to_ravi(t, salt=str(i)) for i, t in enumerate(turns)]  # ids stable as the input grows
+        messages = converted(turns)
         window = await engine.compact(messages, engine.session(agent_id, session_id))
-        items: list[Any] = [item for m in window for item in items_of(m)]
+        unchanged = {id(m): turn for m, turn in zip(messages, turns, strict=True)}  # the pipeline kept these as given
+        items: list[Any] = [item for m in window for item in unchanged.get(id(m)) or items_of(m)]
         return ModelInputData(input=items, instructions=data.model_data.instructions)
 
     return input_filter

@@ -49,7 +49,9 @@ class RaviHistory(AbstractCapability[Any]):
     async def messages(self) -> list[ModelMessage]:
         """The stored conversation, as PydanticAI messages (for ``message_history=``)."""
         history = self.context.config.history
-        return from_ravi(await history.get_messages(self.context.agent_id, session_id=self.session_id))
+        messages = from_ravi(await history.get_messages(self.context.agent_id, session_id=self.session_id))
+        self._stored.mark(self.session_id, messages)  # they are the store's: a run continuing them adds only its own
+        return messages
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         """Store the conversation so far, then send the model Ravi's window of it."""
