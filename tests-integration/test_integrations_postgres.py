@@ -7,6 +7,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from servers import Server
 
 from ravi.agents.context import ContextConfig, TokenBudgetComposedStrategy, ToolResultCompactionStrategy
@@ -242,3 +243,123 @@ def test_a_session_resumes_in_a_new_process(postgres_server: Server, pg_schema: 
     assert second["seen"] == ["first question", "second question"]  # the new process read the stored turn
     assert second["items"][: len(first["items"])] == first["items"]
     assert len(second["items"]) == len(first["items"]) * 2
+
+
+# Each script runs one turn of a framework's agent in a fresh process on a Postgres session named "resumed",
+# with a model that answers with the user prompts it was sent, and prints what the model saw and the stored roles.
+RESUME_PRELUDE = """
+import asyncio, json, sys
+from ravi.agents.context import ContextConfig, TokenBudgetComposedStrategy
+from ravi.capabilities.postgres import PostgresHistoryProvider
+
+dsn, schema, prompt = sys.argv[1:4]
+history = PostgresHistoryProvider(dsn, schema=schema)
+config = ContextConfig(history, [TokenBudgetComposedStrategy([], token_budget=4_000)])
+
+
+async def report(seen):
+    stored = await history.get_messages("agent", session_id="resumed")
+    print(json.dumps({"seen": seen, "stored": [m.role for m in stored]}))
+    await history.aclose()
+"""
+
+RESUME_IN = {
+    "pydantic-ai": """
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.function import FunctionModel
+from ravi.integrations.pydantic_ai import RaviHistory
+
+
+def echo(messages, info):
+    seen = [p.content for m in messages for p in m.parts if isinstance(p, UserPromptPart)]
+    return ModelResponse(parts=[TextPart(json.dumps(seen))])
+
+
+async def main():
+    ravi = RaviHistory(config, session_id="resumed")
+    result = await Agent(FunctionModel(echo), capabilities=[ravi]).run(prompt, message_history=await ravi.messages())
+    await report(json.loads(result.output))
+
+asyncio.run(main())
+""",
+    "langchain": """
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from ravi.integrations.langchain import RaviContextMiddleware
+
+
+class Echo(BaseChatModel):
+    @property
+    def _llm_type(self):
+        return "echo"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        seen = [m.content for m in messages if m.type == "human"]
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(json.dumps(seen)))])
+
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+
+async def main():
+    agent = create_agent(Echo(), [], middleware=[RaviContextMiddleware(config, session_id="resumed")])
+    result = await agent.ainvoke({"messages": [HumanMessage(prompt)]})
+    await report(json.loads(result["messages"][-1].content))
+
+asyncio.run(main())
+""",
+    "autogen": """
+from autogen_agentchat.agents import AssistantAgent
+from autogen_core.models import CreateResult, RequestUsage, UserMessage
+from autogen_ext.models.replay import ReplayChatCompletionClient
+from ravi.integrations.autogen import RaviChatCompletionContext
+
+
+class Echo(ReplayChatCompletionClient):
+    async def create(self, messages, *args, **kwargs):
+        seen = [m.content for m in messages if isinstance(m, UserMessage)]
+        usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        return CreateResult(finish_reason="stop", content=json.dumps(seen), usage=usage, cached=False)
+
+
+async def main():
+    info = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
+            "structured_output": False}
+    context = RaviChatCompletionContext(config, session_id="resumed")
+    agent = AssistantAgent("a", model_client=Echo([], model_info=info), model_context=context)
+    result = await agent.run(task=prompt)
+    await report(json.loads(result.messages[-1].content))
+
+asyncio.run(main())
+""",
+}
+
+
+@pytest.mark.parametrize("framework", sorted(RESUME_IN))
+def test_each_framework_resumes_a_session_in_a_new_process(
+    framework: str, postgres_server: Server, pg_schema: str
+) -> None:
+    """Issue 17, for PydanticAI, LangChain and AutoGen as for the SDK above: a second process with nothing in
+    memory continues the Postgres session, its model sees the first process's turn, and the store holds both turns
+    once each."""
+    import subprocess
+    import sys
+
+    def run(prompt: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", RESUME_PRELUDE + RESUME_IN[framework], postgres_server.address, pg_schema, prompt],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2_000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run("first question")
+    second = run("second question")
+    assert first == {"seen": ["first question"], "stored": ["user", "assistant"]}
+    assert second == {"seen": ["first question", "second question"], "stored": ["user", "assistant"] * 2}
