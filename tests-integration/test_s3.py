@@ -111,6 +111,17 @@ async def test_ttl_installs_a_lifecycle_rule_where_supported(s3_server: Server, 
         assert any(r["ID"] == "ravi-ttl-3d" for r in config["Rules"])
 
 
+async def test_an_expiring_upload_may_be_a_fresh_stores_first_call(s3_server: Server, s3_bucket: str) -> None:
+    """A store used without ``async with`` (as ``Stores.from_settings().blob`` hands it over) connects on its
+    first call, including an upload with a TTL, which sets up the lifecycle rule first."""
+    store = store_for(s3_server, s3_bucket)
+    try:
+        await store.upload("first", b"x", ttl=3_600)
+        assert (await store.download("first")).data == b"x"
+    finally:
+        await store.disconnect()
+
+
 async def test_registered_under_s3(s3_server: Server, s3_bucket: str) -> None:
     assert s3_server.credentials is not None
     access, secret = s3_server.credentials

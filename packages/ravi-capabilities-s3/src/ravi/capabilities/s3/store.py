@@ -218,8 +218,8 @@ class S3FileStore:
         """A lifecycle rule deleting objects tagged with ``days``, added once, where the store supports it."""
         if not self._lifecycle or days in self._rules:
             return
+        client = self._client or await self._connected()
         self._rules.add(days)
-        client = self._client
         try:
             try:
                 current = await self._call("lifecycle", client.get_bucket_lifecycle_configuration, Bucket=self.bucket)
