@@ -219,26 +219,24 @@ asyncio.run(main())
 '''
 
 
+def run_script(script: str, *args: str) -> dict[str, Any]:
+    """Run ``script`` in a fresh Python process; what it printed last, as JSON."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2_000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def test_a_session_resumes_in_a_new_process(postgres_server: Server, pg_schema: str) -> None:
     """Issue 17: "a resumed session in a new process". A second process, with nothing in memory, continues the
     session from Postgres: its model sees the first process's turn, and the stored items are the first run's
     followed by the second's."""
-    import subprocess
-    import sys
-
-    def run(prompt: str) -> dict[str, Any]:
-        done = subprocess.run(
-            [sys.executable, "-c", RESUME, postgres_server.address, pg_schema, prompt],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-2_000:]
-        return json.loads(done.stdout.strip().splitlines()[-1])
-
-    first = run("first question")
-    second = run("second question")
+    first = run_script(RESUME, postgres_server.address, pg_schema, "first question")
+    second = run_script(RESUME, postgres_server.address, pg_schema, "second question")
     assert first["seen"] == ["first question"]
     assert second["seen"] == ["first question", "second question"]  # the new process read the stored turn
     assert second["items"][: len(first["items"])] == first["items"]
@@ -345,21 +343,8 @@ def test_each_framework_resumes_a_session_in_a_new_process(
     """Issue 17, for PydanticAI, LangChain and AutoGen as for the SDK above: a second process with nothing in
     memory continues the Postgres session, its model sees the first process's turn, and the store holds both turns
     once each."""
-    import subprocess
-    import sys
-
-    def run(prompt: str) -> dict[str, Any]:
-        done = subprocess.run(
-            [sys.executable, "-c", RESUME_PRELUDE + RESUME_IN[framework], postgres_server.address, pg_schema, prompt],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-2_000:]
-        return json.loads(done.stdout.strip().splitlines()[-1])
-
-    first = run("first question")
-    second = run("second question")
+    script = RESUME_PRELUDE + RESUME_IN[framework]
+    first = run_script(script, postgres_server.address, pg_schema, "first question")
+    second = run_script(script, postgres_server.address, pg_schema, "second question")
     assert first == {"seen": ["first question"], "stored": ["user", "assistant"]}
     assert second == {"seen": ["first question", "second question"], "stored": ["user", "assistant"] * 2}

@@ -51,6 +51,18 @@ class Scripted:
         return ModelResponse(parts=[TextPart("Both are healthy.")])
 
 
+class Counting(InMemoryHistoryProvider):
+    """An in-memory store that records the size of every append."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    async def append_many(self, agent_id, messages, *, session_id, run_id=""):  # type: ignore[no-untyped-def]
+        self.sizes.append(len(messages))
+        await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+
+
 def test_the_agent_loop_keeps_every_message_and_the_run_keeps_them_whole() -> None:
     async def main() -> None:
         history = InMemoryHistoryProvider()
@@ -123,15 +135,6 @@ def test_every_part_kind_round_trips() -> None:
 def test_each_request_appends_only_what_the_run_added() -> None:
     """A long run does not re-send its whole history to the store before every model request."""
 
-    class Counting(InMemoryHistoryProvider):
-        def __init__(self) -> None:
-            super().__init__()
-            self.sizes: list[int] = []
-
-        async def append_many(self, agent_id, messages, *, session_id, run_id=""):  # type: ignore[no-untyped-def]
-            self.sizes.append(len(messages))
-            await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
-
     async def main() -> list[int]:
         history = Counting()
         ravi = RaviHistory(ContextConfig(history), session_id="s")
@@ -146,15 +149,6 @@ def test_each_request_appends_only_what_the_run_added() -> None:
 def test_a_run_continued_from_ravi_appends_only_its_own_messages() -> None:
     """``message_history=await ravi.messages()`` is the store's own transcript: the next run sends the store only
     what it adds, not the whole conversation again."""
-
-    class Counting(InMemoryHistoryProvider):
-        def __init__(self) -> None:
-            super().__init__()
-            self.sizes: list[int] = []
-
-        async def append_many(self, agent_id, messages, *, session_id, run_id=""):  # type: ignore[no-untyped-def]
-            self.sizes.append(len(messages))
-            await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
 
     async def main() -> None:
         history = Counting()
