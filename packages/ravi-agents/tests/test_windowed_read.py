@@ -19,6 +19,7 @@ from ravi.agents.context import (
     ToolResultCompactionStrategy,
     TruncationStrategy,
 )
+from ravi.agents.context.compaction._keep import TailCut, newest_cut
 from ravi.agents.context.events import CompactionEvent
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryWindow, window_of
@@ -165,3 +166,26 @@ def test_the_in_memory_read_follows_the_reference_rule(history: list[ChatMessage
         return await store.read_window("a", session_id="s", tokens=tokens)
 
     assert asyncio.run(main()) == window_of(history, tokens)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    history=transcripts,
+    steps=st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 6)), min_size=1, max_size=12),
+    allowance=st.integers(0, 2_000),
+    other=st.integers(0, 2_000),
+)
+def test_a_remembered_cut_is_the_cut_from_scratch(
+    history: list[ChatMessage], steps: list[tuple[int, int]], allowance: int, other: int
+) -> None:
+    """``TailCut`` (the budget's memo of its last cut) gives ``newest_cut`` for views that grow, start later or
+    earlier (inside a tool group, say), or come with another allowance now and then."""
+    count = DoubleCounter().count_message
+    memo = TailCut()
+    start = end = 0
+    for i, (skip, grow) in enumerate(steps):
+        end = min(len(history), end + grow)
+        start = max(0, min(end, start + skip))
+        view = history[start:end]
+        budget = other if i % 5 == 4 else allowance
+        assert memo.cut(view, count, budget) == newest_cut(view, count, budget)

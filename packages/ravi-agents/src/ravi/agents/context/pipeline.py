@@ -146,6 +146,9 @@ class CompactionPipeline:
         # start from what this session's last window needed: the pipeline may shrink messages a lot (folded tool
         # groups, shortened results), so its window can hold many more stored tokens than its budget
         tokens = max(self.read_hint(), session.state.get(_READ_TOKENS, 0))
+        served = session.state.get(_SERVED, 0)
+        session.state[_SERVED] = served + 1
+        first_try = True
         while True:
             view = await history.read_window(session.agent_id, session_id=session.session_id, tokens=tokens)
             messages = [*view.messages, *unsaved]
@@ -160,19 +163,25 @@ class CompactionPipeline:
                     # cut inside the part read: older messages could not have changed the window
                     if session.bounded and not session.older_needed:
                         deliver()
-                        session.state[_READ_TOKENS] = _needed(view.tail, window)
+                        if not first_try or _READ_TOKENS not in session.state or served % _RESIZE_EVERY == 0:
+                            # size the next read; a read that sufficed at once is kept, since a growing session's
+                            # window slides forward inside it (re-measured now and then, to shrink it too)
+                            session.state[_READ_TOKENS] = _needed(view.tail, window)
                         return window
             finally:
                 session.partial = session.bounded = session.older_needed = False
             session.state.clear()
             session.state.update(kept)  # the attempt's state changes are undone: it is redone on more history
             tokens *= 4
+            first_try = False
 
     def __repr__(self) -> str:
         return f"CompactionPipeline({self.strategies!r})"
 
 
 _READ_TOKENS = "ravi.pipeline:read_tokens"
+_SERVED = "ravi.pipeline:served"
+_RESIZE_EVERY = 64
 
 
 def _needed(tail: Sequence[ChatMessage], window: Sequence[ChatMessage]) -> int:

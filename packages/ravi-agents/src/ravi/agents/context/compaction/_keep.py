@@ -4,26 +4,101 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ravi.agents.context.units import units_backward
+from ravi.agents.context.units import units, units_backward
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.messages import ChatMessage
 
 
 def newest_cut(messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int) -> int:
     """Where the newest whole units whose non-system cost fits in ``allowance`` begin."""
+    return _cut_and_cost(messages, cost, allowance)[0]
+
+
+def _cut_and_cost(
+    messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int
+) -> tuple[int, int]:
+    """:func:`newest_cut`, and the non-system cost of the messages from the cut on."""
     cut = len(messages)
     spent = 0
     for start, end in units_backward(messages):
-        unit_cost = 0
-        for i in range(start, end):
-            m = messages[i]
-            if m.role != "system":
-                unit_cost += cost(m)
+        unit_cost = _unit_cost(messages, start, end, cost)
         if spent + unit_cost > allowance:
             break
         spent += unit_cost
         cut = start
-    return cut
+    return cut, spent
+
+
+def _unit_cost(messages: Sequence[ChatMessage], start: int, end: int, cost: Callable[[ChatMessage], int]) -> int:
+    total = 0
+    for i in range(start, end):
+        m = messages[i]
+        if m.role != "system":
+            total += cost(m)
+    return total
+
+
+class TailCut:
+    """One session's last :func:`newest_cut`, so the cut of the same session grown by a few messages is found
+    from those messages alone.
+
+    The kept part of the last input must reappear, the very same message objects, right before the new
+    messages (checked with one C-speed list comparison); the cut then only moves forward, dropping the oldest
+    units while the kept cost passes the allowance. Anything else (another allowance or counter, an edited or
+    re-read history, more than ``max_new`` new messages) is cut from scratch: the memo changes speed, never
+    results. Kept in the session's state.
+    """
+
+    max_new = 256
+
+    def __init__(self) -> None:
+        self._kept: list[ChatMessage] = []
+        self._spent = 0
+        self._allowance = -1
+        self._cost: Callable[[ChatMessage], int] | None = None
+
+    def cut(self, messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int) -> int:
+        """:func:`newest_cut` of ``messages``."""
+        found = self._grown(messages, cost, allowance)
+        if found is None:
+            found = _cut_and_cost(messages, cost, allowance)
+        cut, self._spent = found
+        self._kept = list(messages[cut:])
+        self._allowance, self._cost = allowance, cost
+        return cut
+
+    def _grown(
+        self, messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int
+    ) -> tuple[int, int] | None:
+        kept = self._kept
+        if not kept or allowance != self._allowance or cost != self._cost:
+            return None
+        last, n = kept[-1], len(messages)
+        p, stop = n - 1, max(-1, n - 1 - self.max_new)
+        while p > stop and messages[p] is not last:
+            p -= 1
+        cut = p + 1 - len(kept)
+        if p == stop or cut < 0 or messages[cut] is not kept[0]:
+            return None
+        if cut > 0 and messages[cut].role not in ("user", "assistant"):
+            return None  # a user or assistant message starts a unit whatever surrounds it
+        if list(messages[cut : p + 1]) != kept:
+            return None
+        spent = self._spent + _unit_cost(messages, p + 1, n, cost)
+        if spent <= allowance:
+            if cut == 0:
+                return cut, spent
+            # nothing to drop: the cut stays where it was if the unit before it still does not fit
+            start, end = next(units_backward(messages, cut))
+            if spent + _unit_cost(messages, start, end, cost) <= allowance:
+                return None
+            return cut, spent
+        for start, end in units(messages, cut):  # drop the oldest units until the rest fits
+            spent -= _unit_cost(messages, start, end, cost)
+            cut = end
+            if spent <= allowance:
+                break
+        return cut, spent
 
 
 def from_cut(
@@ -115,4 +190,4 @@ def system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     return [m for m in messages if m.role == "system"]
 
 
-__all__ = ["Anchor", "from_cut", "keep_newest", "newest_cut", "system_messages", "system_positions"]
+__all__ = ["Anchor", "TailCut", "from_cut", "keep_newest", "newest_cut", "system_messages", "system_positions"]

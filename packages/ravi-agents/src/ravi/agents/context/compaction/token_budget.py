@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ravi.agents.context.compaction._keep import Anchor, from_cut, newest_cut, note_cut, system_positions
+from ravi.agents.context.compaction._keep import Anchor, TailCut, from_cut, note_cut, system_positions
 from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.models import SAFETY_MARGIN, model_info
 from ravi.agents.context.session import counter_of, own_session, run_strategy
@@ -143,6 +143,8 @@ class TokenBudgetComposedStrategy:
         """The window within ``token_budget`` tokens."""
         if self.low_watermark is not None:
             return await self._watermarked(history, session)
+        if not self.strategies:
+            return self._trim(history, 1.0, session, remember=False)  # the same as a fit check, then a trim
         if self.fits(history, session):
             return list(history)
         window = list(history)
@@ -177,9 +179,11 @@ class TokenBudgetComposedStrategy:
             if session is not None and session.partial:
                 note_cut(window, len(window), session)
             return systems
-        cut = newest_cut(window, count, max(0, int(budget * share) - system_tokens))
+        allowance = max(0, int(budget * share) - system_tokens)
+        state = own_session(self, session)
+        cut = state.state_for((self, TailCut), TailCut).cut(window, count, allowance)
         if remember:
-            own_session(self, session).state_for(self, Anchor).remember(window, cut)
+            state.state_for(self, Anchor).remember(window, cut)
         return from_cut(window, cut, systems_at, session)
 
     async def _watermarked(self, history: Sequence[ChatMessage], session: SessionContext | None) -> list[ChatMessage]:
