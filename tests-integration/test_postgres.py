@@ -113,6 +113,29 @@ async def test_two_providers_share_one_session(postgres_server: Server, pg_schem
         await b.close()
 
 
+async def test_a_retried_batch_keeps_the_numbering_gap_free(postgres_server: Server, pg_schema: str) -> None:
+    """A batch whose ids are partly stored (or repeated in it) is numbered on from the session's end, without
+    gaps, with running totals that match the counts."""
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    try:
+        first = [ChatMessage.user(f"m{i}") for i in range(6)]
+        more = [ChatMessage.user(f"n{i}" * (i + 1)) for i in range(4)]
+        await history.append_many("agent", first[:4], session_id="s")
+        await history.append_many("agent", [first[2], first[4], more[0], first[4], first[3], first[5]], session_id="s")
+        await history.append_many("agent", more, session_id="s")
+        rows = await history.db.fetch(
+            f"SELECT seq, tokens, cum_tokens FROM {history._messages} WHERE session_id = 's' ORDER BY seq"
+        )
+        assert [r["seq"] for r in rows] == list(range(10)), "sequence numbers must have no gaps or duplicates"
+        running = [sum(r["tokens"] for r in rows[: i + 1]) for i in range(10)]
+        assert [r["cum_tokens"] for r in rows] == running
+        total = await history.db.fetchval(f"SELECT total_tokens FROM {history._sessions} WHERE session_id = 's'")
+        assert total == running[-1]
+        assert await history.get_messages("agent", session_id="s") == [*first[:5], more[0], first[5], *more[1:]]
+    finally:
+        await history.close()
+
+
 async def test_concurrent_writers_from_separate_pools(postgres_server: Server, pg_schema: str) -> None:
     providers = [PostgresHistoryProvider(postgres_server.address, schema=pg_schema, max_size=2) for _ in range(5)]
     try:

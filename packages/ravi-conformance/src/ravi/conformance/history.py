@@ -383,6 +383,19 @@ class WindowReaderContract(ContractBase):
         await backend.append(a, after, session_id=s)
         check_view([*kept, after], await reader.read_window(a, session_id=s, tokens=5), 5)
 
+    async def test_counts_stay_right_after_retried_appends(
+        self, backend: HistoryProvider, reader: WindowReader
+    ) -> None:
+        """Batches that repeat ids already stored, or repeat an id within the batch, count only what they add."""
+        a, s = unique("agent"), unique("session")
+        session = _transcript()
+        await backend.append_many(a, session[:10], session_id=s)
+        await backend.append_many(a, [*session[5:18], session[12], *session[8:22]], session_id=s)  # a retry
+        await backend.append_many(a, session[18:], session_id=s)
+        assert await backend.get_messages(a, session_id=s) == session
+        for tokens in [0, 30, 90, 250, 600, sum(stored_tokens(m) for m in session)]:
+            check_view(session, await reader.read_window(a, session_id=s, tokens=tokens), tokens)
+
     async def test_a_cleared_session_reads_empty_and_starts_again(
         self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
