@@ -57,6 +57,11 @@ class TestPostgresWindowReader(WindowReaderContract):
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
 
 class TestPostgresWindowReaderUncached(WindowReaderContract):
     @pytest_asyncio.fixture
@@ -64,6 +69,11 @@ class TestPostgresWindowReaderUncached(WindowReaderContract):
         async for store in closing(
             PostgresHistoryProvider(postgres_server.address, schema=pg_schema, cache_sessions=0)
         ):
+            yield store
+
+    @pytest_asyncio.fixture
+    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
             yield store
 
 

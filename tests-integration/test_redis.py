@@ -56,6 +56,11 @@ class TestRedisWindowReader(WindowReaderContract):
         ):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix, clear_run_chunk=3)):
+            yield store
+
 
 class TestRedisState(ShortTermMemoryContract):
     @pytest_asyncio.fixture

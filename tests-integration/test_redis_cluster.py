@@ -54,6 +54,13 @@ class TestClusterWindowReader(WindowReaderContract):
         ):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(
+            RedisHistoryProvider(redis_cluster_server.address, prefix=redis_prefix, cluster=True)
+        ):
+            yield store
+
 
 class TestClusterState(ShortTermMemoryContract):
     @pytest_asyncio.fixture

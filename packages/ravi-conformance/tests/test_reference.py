@@ -40,6 +40,10 @@ class TestInMemoryWindowReader(WindowReaderContract):
     def backend(self) -> InMemoryHistoryProvider:
         return InMemoryHistoryProvider()
 
+    @pytest.fixture
+    def peer(self, backend: InMemoryHistoryProvider) -> InMemoryHistoryProvider:
+        return backend  # one process: the store itself
+
 
 class TestHybridHistory(HistoryProviderContract):
     @pytest.fixture
@@ -51,6 +55,10 @@ class TestHybridWindowReader(WindowReaderContract):
     @pytest.fixture
     def backend(self) -> HybridHistoryProvider:
         return HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
+
+    @pytest.fixture
+    def peer(self, backend: HybridHistoryProvider) -> HybridHistoryProvider:
+        return HybridHistoryProvider(backend.hot, backend.cold)  # a second face over the same two tiers
 
 
 class TestInMemoryState(ShortTermMemoryContract):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -341,6 +342,48 @@ class WindowReaderContract(ContractBase):
         if not isinstance(backend, WindowReader):
             pytest.skip(f"backend lacks read_window: {type(backend).__name__} is not a WindowReader")
         return backend
+
+    @pytest.fixture
+    def peer(self, backend: HistoryProvider) -> HistoryProvider:
+        """Override: a second provider on the same store as ``backend``, as another process would have one, so
+        the caches of each are held to the writes of the other. Without it, the tests that need it skip."""
+        pytest.skip("no peer fixture: override 'peer' with a second provider on the same store")
+
+    @pytest.mark.parametrize("seed", range(12))
+    async def test_cached_reads_follow_another_process_writes(
+        self, backend: HistoryProvider, reader: WindowReader, peer: HistoryProvider, seed: int
+    ) -> None:
+        """Windowed reads, of any size and in any order, stay right while another provider on the same store
+        appends (retries included), removes runs and clears the session; so do the other provider's own."""
+        rng = random.Random(seed)
+        a, s = unique("agent"), unique("session")
+        stored: list[tuple[ChatMessage, str]] = []
+        pending = [m for k in range(4) for m in _transcript(f"-{k}")]
+        readers = [reader, peer] if isinstance(peer, WindowReader) else [reader]
+        for _ in range(30):
+            op = rng.random()
+            writer = rng.choice([backend, peer])
+            if op < 0.4 and pending:
+                run = rng.choice(["r0", "r1", "r2"])
+                batch, pending = pending[: rng.randint(1, 9)], pending[rng.randint(1, 9) :]
+                retried = [m for m, _ in stored[-rng.randint(0, 3) :]] if stored and rng.random() < 0.3 else []
+                await writer.append_many(a, [*retried, *batch], session_id=s, run_id=run)
+                held = {m.id for m, _ in stored}
+                for m in batch:
+                    if m.id not in held:
+                        stored.append((m, run))
+                        held.add(m.id)
+            elif op < 0.5:
+                run = rng.choice(["r0", "r1", "r2"])
+                await writer.clear_run(a, session_id=s, run_id=run)
+                stored = [(m, r) for m, r in stored if r != run]
+            elif op < 0.53:
+                await writer.clear(a, session_id=s)
+                stored = []
+            else:
+                tokens = rng.choice([0, 5, 30, 90, 250, 600, 2_000, 10**6])
+                session = [m for m, _ in stored]
+                check_view(session, await rng.choice(readers).read_window(a, session_id=s, tokens=tokens), tokens)
 
     async def test_an_empty_session_is_an_empty_complete_read(self, reader: WindowReader) -> None:
         """Reading an empty session gives no messages and a complete read."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,11 +57,16 @@ return added
 
 # The windowed read: the newest messages past ARGV[1] stored tokens (walking back from the end, a chunk at a time),
 # moved back past tool results and system messages, and the system messages before them.
-# KEYS: messages, tokens, systems. Returns {-1} for a session without counts, else
-# {start, complete, {system bodies before start}, {bodies from start}, {their "<total> <count> <role>"}}.
+# KEYS: messages, tokens, systems, epoch. ARGV: tokens, then what the caller holds of this session from its last
+# read: that read's epoch ('' for nothing), and the positions low..high of its tail (it also holds every system
+# message before low). In the same epoch positions never move, so only what the caller lacks is sent.
+# Returns {-1} for a session without counts, else {start, complete, epoch or '', hit, {positions of the system
+# messages sent from before start}, {their bodies}, first position of the older part, {its bodies}, {its
+# "<total> <count> <role>"}, first position of the newer part, {its bodies}, {its entries}}.
 _READ_WINDOW = """
 local n = redis.call('LLEN', KEYS[1])
-if n == 0 then return {0, 1, {}, {}, {}} end
+local epoch = redis.call('GET', KEYS[4]) or ''
+if n == 0 then return {0, 1, epoch, 0, {}, {}, 0, {}, {}, 0, {}, {}} end
 if redis.call('LLEN', KEYS[2]) ~= n then return {-1} end
 local total = tonumber(string.match(redis.call('LINDEX', KEYS[2], -1), '^(%d+)'))
 local limit = total - tonumber(ARGV[1])
@@ -83,15 +89,36 @@ if limit > 0 then
   end
   start = found or 0
 end
-local head = {}
-local systems = redis.call('LRANGE', KEYS[3], 0, -1)
-for _, p in ipairs(systems) do
+local hit = 0
+local low, high = 0, -1
+if epoch ~= '' and epoch == ARGV[2] then hit, low, high = 1, tonumber(ARGV[3]), tonumber(ARGV[4]) end
+local positions, head, before = {}, {}, 0
+for _, p in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   local pos = tonumber(p)
-  if pos < start then head[#head + 1] = redis.call('LINDEX', KEYS[1], pos) end
+  if pos < start then
+    before = before + 1
+    if pos > high then
+      positions[#positions + 1] = pos
+      head[#head + 1] = redis.call('LINDEX', KEYS[1], pos)
+    end
+  end
 end
 local complete = 0
-if #head == start then complete = 1 end
-return {start, complete, head, redis.call('LRANGE', KEYS[1], start, -1), redis.call('LRANGE', KEYS[2], start, -1)}
+if before == start then complete = 1 end
+local older, older_counts, newer_from = {}, {}, start
+if hit == 1 and start <= high then
+  if start < low then
+    older = redis.call('LRANGE', KEYS[1], start, low - 1)
+    older_counts = redis.call('LRANGE', KEYS[2], start, low - 1)
+  end
+  newer_from = high + 1
+end
+local newer, newer_counts = {}, {}
+if newer_from < n then
+  newer = redis.call('LRANGE', KEYS[1], newer_from, -1)
+  newer_counts = redis.call('LRANGE', KEYS[2], newer_from, -1)
+end
+return {start, complete, epoch, hit, positions, head, start, older, older_counts, newer_from, newer, newer_counts}
 """
 
 # Fills in the counts of a session written before they were kept, if it has not changed since it was read.
@@ -205,6 +232,18 @@ class _Cached:
     messages: list[ChatMessage]
 
 
+@dataclass(frozen=True)
+class _Window:
+    """The messages of the last window read from a session in one life (``epoch``), by list position: its tail
+    (positions ``low`` to ``high``) and every system message before it. Replaced, never changed."""
+
+    epoch: bytes
+    low: int
+    high: int
+    positions: list[int]
+    messages: list[ChatMessage]
+
+
 class RedisHistoryProvider(RedisStore):
     """The ``HistoryProvider`` contract on Redis: the fast, expiring tier.
 
@@ -242,6 +281,7 @@ class RedisHistoryProvider(RedisStore):
         seconds = ttl_seconds(ttl)
         self._ttl_ms = 0 if seconds is None else max(1, int(seconds * 1000))
         self._cache: OrderedDict[tuple[str, str], _Cached] = OrderedDict()
+        self._windows: OrderedDict[tuple[str, str], _Window] = OrderedDict()
         self._cache_size = cache_sessions
         self.clear_run_chunk = clear_run_chunk
 
@@ -325,6 +365,7 @@ class RedisHistoryProvider(RedisStore):
                 pipe.delete(*keys)  # the epoch goes too: the session's next life gets a new one
                 count, _ = await pipe.execute()
         self._cache.pop((agent_id, session_id), None)
+        self._windows.pop((agent_id, session_id), None)
         return int(count)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
@@ -362,6 +403,7 @@ class RedisHistoryProvider(RedisStore):
                         await self.redis.client.delete(*scratch)
             if state == 1:
                 self._cache.pop((agent_id, session_id), None)
+                self._windows.pop((agent_id, session_id), None)
                 return removed
         raise BackendUnavailable(
             "clear_run: the session kept being cleared while its run was being removed", hint="try again"
@@ -369,13 +411,20 @@ class RedisHistoryProvider(RedisStore):
 
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The newest messages past ``tokens`` stored tokens, and the system messages before them
-        (``WindowReader``): one script, which walks back from the end of the session only as far as the window."""
+        (``WindowReader``): one script, which walks back from the end of the session only as far as the window.
+        The messages of the session's last window read here are kept parsed (for ``cache_sessions`` sessions)
+        and are not sent again while the session keeps its epoch: a warm read transfers and parses only what is
+        new to this process."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_page(tokens, 0)
         keys = self._keys(agent_id, session_id)
+        key = (agent_id, session_id)
+        cached = self._windows.get(key)
+        held = [cached.epoch, cached.low, cached.high] if cached else ["", 0, -1]
         with mapped_errors():
-            result = await self.redis.run_script(_READ_WINDOW, [keys[0], keys[4], keys[5]], [tokens])
+            result = await self.redis.run_script(_READ_WINDOW, [keys[0], keys[4], keys[5], keys[3]], [tokens, *held])
         if result[0] == -1:  # written before counts were kept: read it whole and store its counts
+            self._windows.pop(key, None)
             epoch, length, raw = await self._read(keys, 0)
             messages = [ChatMessage.model_validate_json(b) for b in raw]
             if epoch is not None:
@@ -384,12 +433,34 @@ class RedisHistoryProvider(RedisStore):
                         _RECOUNT, [keys[0], keys[4], keys[5], keys[3]], [epoch, length, *map(_count, messages)]
                     )
             return window_of(messages, tokens)
-        _, complete, head, tail, counts = result
-        messages = [ChatMessage.model_validate_json(b) for b in head]
-        for body, entry in zip(tail, counts, strict=True):
-            message = ChatMessage.model_validate_json(body)
-            messages.append(seed_stored_tokens(message, int(entry.split()[1])))
-        return HistoryWindow(messages, len(head), bool(complete))
+        start, complete, epoch, hit, head_at, head, older_from, older, older_counts, newer_from, newer, newer_counts = (
+            result
+        )
+        start, older_from, newer_from = int(start), int(older_from), int(newer_from)
+        pairs = [(int(p), ChatMessage.model_validate_json(b)) for p, b in zip(head_at, head, strict=True)]
+        if hit and cached is not None:  # held: the system messages before start, the held tail from start on
+            since = max(start, cached.low)
+            pairs += [
+                (p, m)
+                for p, m in zip(cached.positions, cached.messages, strict=True)
+                if p >= since or (p < start and m.role == "system")
+            ]
+        for first, bodies, entries in ((older_from, older, older_counts), (newer_from, newer, newer_counts)):
+            for i, (body, entry) in enumerate(zip(bodies, entries, strict=True)):
+                message = ChatMessage.model_validate_json(body)
+                pairs.append((first + i, seed_stored_tokens(message, int(entry.split()[1]))))
+        pairs.sort(key=lambda pair: pair[0])
+        positions = [p for p, _ in pairs]
+        messages = [m for _, m in pairs]
+        before = bisect_left(positions, start)
+        if not messages or not epoch:
+            self._windows.pop(key, None)
+        elif self._cache_size:
+            self._windows[key] = _Window(epoch, start, positions[-1], positions, messages)
+            self._windows.move_to_end(key)
+            while len(self._windows) > self._cache_size:
+                self._windows.popitem(last=False)
+        return HistoryWindow(messages, before, bool(complete))
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted. Scans the keys (``SCAN``, never
