@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistoryWindow, WindowReader, window_of
 from ravi.kernel.values import check_page, check_scope
+
+T = TypeVar("T")
 
 
 class HybridHistoryProvider(Closeable):
@@ -27,12 +31,18 @@ class HybridHistoryProvider(Closeable):
     def __init__(self, hot: HistoryProvider, cold: HistoryProvider) -> None:
         self.hot, self.cold = hot, cold
 
-    async def _tier(self, agent_id: str, session_id: str) -> HistoryProvider:
-        """The hot tier when it holds the whole session, else the cold one."""
-        hot_count = await self.hot.count_messages(agent_id, session_id=session_id)
-        if hot_count and hot_count == await self.cold.count_messages(agent_id, session_id=session_id):
-            return self.hot
-        return self.cold
+    async def _read(self, agent_id: str, session_id: str, read: Callable[[HistoryProvider], Awaitable[T]]) -> T:
+        """``read(tier)`` of the hot tier when it holds the whole session (as many messages as the cold tier),
+        else of the cold one. Both counts and the hot read go out at once: a session the hot tier serves costs
+        one round trip's wait, not three."""
+        hot_count, cold_count, hot_read = await asyncio.gather(
+            self.hot.count_messages(agent_id, session_id=session_id),
+            self.cold.count_messages(agent_id, session_id=session_id),
+            read(self.hot),
+        )
+        if hot_count and hot_count == cold_count:
+            return hot_read
+        return await read(self.cold)
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Write to the cold tier, then the hot one."""
@@ -51,17 +61,23 @@ class HybridHistoryProvider(Closeable):
         """The transcript, oldest first, paged by ``offset`` and ``limit``."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_page(limit, offset)
-        tier = await self._tier(agent_id, session_id)
-        return await tier.get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+        return await self._read(
+            agent_id,
+            session_id,
+            lambda tier: tier.get_messages(agent_id, session_id=session_id, limit=limit, offset=offset),
+        )
 
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The windowed read, from the tier that serves the session (``WindowReader``)."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_page(tokens, 0)
-        tier = await self._tier(agent_id, session_id)
-        if isinstance(tier, WindowReader):
-            return await tier.read_window(agent_id, session_id=session_id, tokens=tokens)
-        return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
+
+        async def read(tier: HistoryProvider) -> HistoryWindow:
+            if isinstance(tier, WindowReader):
+                return await tier.read_window(agent_id, session_id=session_id, tokens=tokens)
+            return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
+
+        return await self._read(agent_id, session_id, read)
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Clear both tiers; returns what the cold tier held."""
