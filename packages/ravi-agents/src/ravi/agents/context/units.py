@@ -23,18 +23,25 @@ def opens_group(message: ChatMessage) -> bool:
     return message.role == "assistant" and any(isinstance(b, ToolCallBlock) for b in message.content)
 
 
+def unit_end(messages: Sequence[ChatMessage], start: int, stop: int | None = None) -> int:
+    """Where the unit that begins at ``start`` ends (exclusive), looking no further than ``stop``."""
+    stop = len(messages) if stop is None else stop
+    j = start + 1
+    if opens_group(messages[start]):
+        while j < stop and messages[j].role in ("tool", "system"):
+            j += 1
+        while j - 1 > start and messages[j - 1].role == "system":  # trailing system messages stand alone
+            j -= 1
+    return j
+
+
 def units(messages: Sequence[ChatMessage], start: int = 0, stop: int | None = None) -> list[Span]:
     """The units of ``messages[start:stop]``, oldest first (``start`` must be a unit boundary)."""
     stop = len(messages) if stop is None else stop
     spans: list[Span] = []
     i = start
     while i < stop:
-        j = i + 1
-        if opens_group(messages[i]):
-            while j < stop and messages[j].role in ("tool", "system"):
-                j += 1
-            while j - 1 > i and messages[j - 1].role == "system":  # trailing system messages stand alone
-                j -= 1
+        j = unit_end(messages, i, stop)
         spans.append((i, j))
         i = j
     return spans
@@ -80,4 +87,4 @@ def drop_orphan_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     return out
 
 
-__all__ = ["Span", "drop_orphan_results", "is_group", "opens_group", "units", "units_backward"]
+__all__ = ["Span", "drop_orphan_results", "is_group", "opens_group", "unit_end", "units", "units_backward"]

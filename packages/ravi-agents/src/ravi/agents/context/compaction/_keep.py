@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
-from ravi.agents.context.units import units, units_backward
+from ravi.agents.context.units import unit_end, units_backward
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.messages import ChatMessage
+
+_ROLE = attrgetter("role")
 
 
 def newest_cut(messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int) -> int:
@@ -93,11 +96,10 @@ class TailCut:
             if spent + _unit_cost(messages, start, end, cost) <= allowance:
                 return None
             return cut, spent
-        for start, end in units(messages, cut):  # drop the oldest units until the rest fits
-            spent -= _unit_cost(messages, start, end, cost)
+        while spent > allowance and cut < n:  # drop the oldest units until the rest fits
+            end = unit_end(messages, cut)
+            spent -= _unit_cost(messages, cut, end, cost)
             cut = end
-            if spent <= allowance:
-                break
         return cut, spent
 
 
@@ -181,8 +183,16 @@ class Anchor:
 
 
 def system_positions(messages: Sequence[ChatMessage]) -> list[int]:
-    """The positions of the system messages of ``messages``."""
-    return [i for i, m in enumerate(messages) if m.role == "system"]
+    """The positions of the system messages of ``messages`` (found by C-speed scans: a window has few)."""
+    roles = list(map(_ROLE, messages))
+    out: list[int] = []
+    i = -1
+    while True:
+        try:
+            i = roles.index("system", i + 1)
+        except ValueError:
+            return out
+        out.append(i)
 
 
 def system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
