@@ -72,22 +72,29 @@ local total = tonumber(string.match(redis.call('LINDEX', KEYS[2], -1), '^(%d+)')
 local limit = total - tonumber(ARGV[1])
 local start = 0
 if limit > 0 then
-  local hi, found, moving = n - 1, nil, false
-  while hi >= 0 do
-    local lo = math.max(0, hi - 255)
-    local entries = redis.call('LRANGE', KEYS[2], lo, hi)
-    for j = #entries, 1, -1 do
-      local cum, tokens, role = string.match(entries[j], '^(%d+) (%d+) (%a)$')
-      local pos = lo + j - 1
-      if not moving then
-        if tonumber(cum) - tonumber(tokens) < limit then moving = true end
-      end
-      if moving and ((role ~= 't' and role ~= 's') or pos == 0) then found = pos break end
-    end
-    if found then break end
-    hi = lo - 1
+  -- the latest position whose running total before it is below limit (position 0's is 0): running totals grow,
+  -- so search back from the end in doubling steps, then halve the gap; only a few entries are read
+  local function before(pos)
+    local cum, tokens = string.match(redis.call('LINDEX', KEYS[2], pos), '^(%d+) (%d+)')
+    return tonumber(cum) - tonumber(tokens)
   end
-  start = found or 0
+  local good, bad, step = n - 1, n, 1
+  while good > 0 and before(good) >= limit do
+    bad = good
+    good = math.max(0, n - 1 - step)
+    step = step * 2
+  end
+  while bad - good > 1 do
+    local mid = math.floor((good + bad) / 2)
+    if before(mid) < limit then good = mid else bad = mid end
+  end
+  -- moved back past tool results and system messages
+  while good > 0 do
+    local role = string.match(redis.call('LINDEX', KEYS[2], good), ' (%a)$')
+    if role ~= 't' and role ~= 's' then break end
+    good = good - 1
+  end
+  start = good
 end
 local hit = 0
 local low, high = 0, -1
@@ -420,38 +427,40 @@ class RedisHistoryProvider(RedisStore):
         keys = self._keys(agent_id, session_id)
         key = (agent_id, session_id)
         cached = self._windows.get(key)
-        held = [cached.epoch, cached.low, cached.high] if cached else ["", 0, -1]
+        have = [cached.epoch, cached.low, cached.high] if cached else ["", 0, -1]
         with mapped_errors():
-            result = await self.redis.run_script(_READ_WINDOW, [keys[0], keys[4], keys[5], keys[3]], [tokens, *held])
+            result = await self.redis.run_script(_READ_WINDOW, [keys[0], keys[4], keys[5], keys[3]], [tokens, *have])
         if result[0] == -1:  # written before counts were kept: read it whole and store its counts
             self._windows.pop(key, None)
             epoch, length, raw = await self._read(keys, 0)
-            messages = [ChatMessage.model_validate_json(b) for b in raw]
+            whole = [ChatMessage.model_validate_json(b) for b in raw]
             if epoch is not None:
                 with mapped_errors():
                     await self.redis.run_script(
-                        _RECOUNT, [keys[0], keys[4], keys[5], keys[3]], [epoch, length, *map(_count, messages)]
+                        _RECOUNT, [keys[0], keys[4], keys[5], keys[3]], [epoch, length, *map(_count, whole)]
                     )
-            return window_of(messages, tokens)
+            return window_of(whole, tokens)
         start, complete, epoch, hit, head_at, head, older_from, older, older_counts, newer_from, newer, newer_counts = (
             result
         )
         start, older_from, newer_from = int(start), int(older_from), int(newer_from)
-        pairs = [(int(p), ChatMessage.model_validate_json(b)) for p, b in zip(head_at, head, strict=True)]
-        if hit and cached is not None:  # held: the system messages before start, the held tail from start on
-            since = max(start, cached.low)
-            pairs += [
-                (p, m)
-                for p, m in zip(cached.positions, cached.messages, strict=True)
-                if p >= since or (p < start and m.role == "system")
-            ]
-        for first, bodies, entries in ((older_from, older, older_counts), (newer_from, newer, newer_counts)):
-            for i, (body, entry) in enumerate(zip(bodies, entries, strict=True)):
-                message = ChatMessage.model_validate_json(body)
-                pairs.append((first + i, seed_stored_tokens(message, int(entry.split()[1]))))
-        pairs.sort(key=lambda pair: pair[0])
-        positions = [p for p, _ in pairs]
-        messages = [m for _, m in pairs]
+        positions: list[int] = []
+        messages: list[ChatMessage] = []
+        if hit and cached is not None:  # held: every system message before start (all held ones sit below high)
+            held_at, held = cached.positions, cached.messages
+            cut = bisect_left(held_at, start)
+            for i in range(cut):
+                if held[i].role == "system":
+                    positions.append(held_at[i])
+                    messages.append(held[i])
+        positions += map(int, head_at)
+        messages += [ChatMessage.model_validate_json(b) for b in head]
+        self._parse(older_from, older, older_counts, positions, messages)
+        if hit and cached is not None:  # held: the tail from start on, in order after the older part
+            since = bisect_left(cached.positions, max(start, cached.low))
+            positions += cached.positions[since:]
+            messages += cached.messages[since:]
+        self._parse(newer_from, newer, newer_counts, positions, messages)
         before = bisect_left(positions, start)
         if not messages or not epoch:
             self._windows.pop(key, None)
@@ -461,6 +470,15 @@ class RedisHistoryProvider(RedisStore):
             while len(self._windows) > self._cache_size:
                 self._windows.popitem(last=False)
         return HistoryWindow(messages, before, bool(complete))
+
+    @staticmethod
+    def _parse(
+        first: int, bodies: list[bytes], entries: list[bytes], positions: list[int], messages: list[ChatMessage]
+    ) -> None:
+        """Add the messages read from position ``first`` on, with the counts stored beside them."""
+        for i, (body, entry) in enumerate(zip(bodies, entries, strict=True)):
+            positions.append(first + i)
+            messages.append(seed_stored_tokens(ChatMessage.model_validate_json(body), int(entry.split()[1])))
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted. Scans the keys (``SCAN``, never
