@@ -314,7 +314,8 @@ def _transcript(tag: str = "") -> list[ChatMessage]:
 
 def check_view(session: list[ChatMessage], view: HistoryWindow, tokens: int) -> None:
     """``view`` is a windowed read of ``session`` with ``tokens``: a tail that holds at least the reference
-    rule's, with every system message before it, and ``head`` and ``complete`` telling the truth."""
+    rule's, with every system message before it, and ``head``, ``complete`` and ``before`` (when given) telling
+    the truth."""
     tail = view.tail
     assert tail == session[len(session) - len(tail) :], "the tail is not the newest messages of the session, in order"
     start = len(session) - len(tail)
@@ -323,6 +324,10 @@ def check_view(session: list[ChatMessage], view: HistoryWindow, tokens: int) -> 
     assert view.messages[: view.head] == before, "the system messages before the tail are not all there, in order"
     assert view.head == len(before)
     assert view.complete == (len(before) == start), "complete must say whether the read is the whole session"
+    if view.before is not None:
+        assert view.before == sum(map(stored_tokens, session[:start])), (
+            "before must be the stored tokens of every message before the tail"
+        )
 
 
 class WindowReaderContract(ContractBase):
@@ -400,6 +405,19 @@ class WindowReaderContract(ContractBase):
         for tokens in [0, 1, 10, 40, 75, 120, 200, 333, 500, 800, total - 1, total, total + 50]:
             check_view(session, await reader.read_window(a, session_id=s, tokens=tokens), tokens)
         assert (await reader.read_window(a, session_id=s, tokens=total)).complete
+
+    async def test_the_read_says_where_its_tail_starts(self, backend: HistoryProvider, reader: WindowReader) -> None:
+        """``before`` is the stored tokens before the tail, so strategies can place a read in its session (a
+        rolling summary finds its checkpoint by it). Optional: without it, such pipelines read sessions whole."""
+        a, s = unique("agent"), unique("session")
+        session = _transcript()
+        await backend.append_many(a, session, session_id=s)
+        views = [await reader.read_window(a, session_id=s, tokens=tokens) for tokens in (0, 50, 400, 10**6)]
+        if any(view.before is None for view in views):
+            pytest.skip(f"{type(reader).__name__}.read_window leaves before unset: pipelines that need it read whole")
+        for tokens, view in zip((0, 50, 400, 10**6), views, strict=True):
+            check_view(session, view, tokens)
+        assert views[-1].before == 0
 
     async def test_the_read_returns_the_stored_messages_exactly(
         self, backend: HistoryProvider, reader: WindowReader

@@ -113,7 +113,7 @@ class InMemoryHistoryProvider(Closeable):
             start -= 1
         systems = session.systems[: bisect_left(session.systems, start)]
         head = [messages[i] for i in systems]
-        return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start)
+        return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start, before[start])
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted."""

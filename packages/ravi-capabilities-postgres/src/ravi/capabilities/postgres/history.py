@@ -254,7 +254,8 @@ start AS (SELECT CASE WHEN (SELECT seq FROM cut) < 0 THEN -1 ELSE coalesce((
               AND m.role NOT IN ('tool', 'system') ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
 info AS (SELECT s.epoch, s.total, start.seq AS start, s.epoch = $4 AS hit, (
               SELECT m.seq FROM {m} m WHERE {scope} AND m.seq < start.seq AND m.role <> 'system'
-              ORDER BY m.seq LIMIT 1) IS NULL AS complete
+              ORDER BY m.seq LIMIT 1) IS NULL AS complete, coalesce((
+              SELECT m.cum_tokens - m.tokens FROM {m} m WHERE {scope} AND m.seq = start.seq), 0) AS before
          FROM s, start),
 picked AS (
     (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope}
@@ -269,7 +270,7 @@ picked AS (
         AND m.seq < (SELECT start FROM info) AND (NOT (SELECT hit FROM info) OR m.seq > $6)
         ORDER BY m.seq)
 )
-SELECT info.epoch, info.total, info.start, info.complete, p.seq, p.tokens, p.body
+SELECT info.epoch, info.total, info.start, info.complete, info.before, p.seq, p.tokens, p.body
 FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
@@ -480,7 +481,7 @@ FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
             view = window_of(messages, tokens)
             start = -1
         else:
-            view = HistoryWindow(messages, bisect_left(seqs, start), bool(first["complete"]))
+            view = HistoryWindow(messages, bisect_left(seqs, start), bool(first["complete"]), int(first["before"]))
         if self._cache_size:
             low = seqs[bisect_left(seqs, start)] if bisect_left(seqs, start) < len(seqs) else seqs[-1] + 1
             self._windows[key] = _Window(first["epoch"], low, seqs[-1], seqs, messages)

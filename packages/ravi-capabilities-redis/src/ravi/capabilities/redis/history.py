@@ -62,11 +62,12 @@ return added
 # message before low). In the same epoch positions never move, so only what the caller lacks is sent.
 # Returns {-1} for a session without counts, else {start, complete, epoch or '', hit, {positions of the system
 # messages sent from before start}, {their bodies}, first position of the older part, {its bodies}, {its
-# "<total> <count> <role>"}, first position of the newer part, {its bodies}, {its entries}}.
+# "<total> <count> <role>"}, first position of the newer part, {its bodies}, {its entries}, the stored tokens before
+# start}.
 _READ_WINDOW = """
 local n = redis.call('LLEN', KEYS[1])
 local epoch = redis.call('GET', KEYS[4]) or ''
-if n == 0 then return {0, 1, epoch, 0, {}, {}, 0, {}, {}, 0, {}, {}} end
+if n == 0 then return {0, 1, epoch, 0, {}, {}, 0, {}, {}, 0, {}, {}, 0} end
 if redis.call('LLEN', KEYS[2]) ~= n then return {-1} end
 local total = tonumber(string.match(redis.call('LINDEX', KEYS[2], -1), '^(%d+)'))
 local limit = total - tonumber(ARGV[1])
@@ -125,7 +126,13 @@ if newer_from < n then
   newer = redis.call('LRANGE', KEYS[1], newer_from, -1)
   newer_counts = redis.call('LRANGE', KEYS[2], newer_from, -1)
 end
-return {start, complete, epoch, hit, positions, head, start, older, older_counts, newer_from, newer, newer_counts}
+local offset = 0
+if start > 0 then
+  local cum, tokens = string.match(redis.call('LINDEX', KEYS[2], start), '^(%d+) (%d+)')
+  offset = tonumber(cum) - tonumber(tokens)
+end
+return {start, complete, epoch, hit, positions, head, start, older, older_counts, newer_from, newer, newer_counts,
+  offset}
 """
 
 # Fills in the counts of a session written before they were kept, if it has not changed since it was read.
@@ -441,8 +448,9 @@ class RedisHistoryProvider(RedisStore):
                     )
             return window_of(whole, tokens)
         start, complete, epoch, hit, head_at, head, older_from, older, older_counts, newer_from, newer, newer_counts = (
-            result
+            result[:12]
         )
+        offset = int(result[12])
         start, older_from, newer_from = int(start), int(older_from), int(newer_from)
         positions: list[int] = []
         messages: list[ChatMessage] = []
@@ -461,7 +469,7 @@ class RedisHistoryProvider(RedisStore):
             positions += cached.positions[since:]
             messages += cached.messages[since:]
         self._parse(newer_from, newer, newer_counts, positions, messages)
-        before = bisect_left(positions, start)
+        head_size = bisect_left(positions, start)
         if not messages or not epoch:
             self._windows.pop(key, None)
         elif self._cache_size:
@@ -469,7 +477,7 @@ class RedisHistoryProvider(RedisStore):
             self._windows.move_to_end(key)
             while len(self._windows) > self._cache_size:
                 self._windows.popitem(last=False)
-        return HistoryWindow(messages, before, bool(complete))
+        return HistoryWindow(messages, head_size, bool(complete), offset)
 
     @staticmethod
     def _parse(

@@ -82,11 +82,16 @@ class HistoryWindow:
         head: How many of ``messages`` are the system messages from before the tail.
         complete: Whether nothing but system messages comes before the tail, so ``messages`` is the whole
             session.
+        before: The stored tokens (:func:`~ravi.kernel.tokens.stored_tokens`) of every message before the tail,
+            when the store knows them (``None`` when it does not). It places the tail in the session: a
+            message's offset, the stored tokens before it, is the same in every read, so strategies can choose
+            boundaries that a read of any size agrees on (where a summary ends, say).
     """
 
     messages: list[ChatMessage]
     head: int
     complete: bool
+    before: int | None = None
 
     @property
     def tail(self) -> list[ChatMessage]:
@@ -102,7 +107,8 @@ class WindowReader(Protocol):
     returns a tail that holds at least :func:`window_start`'s: the newest messages until their stored counts
     pass ``N`` (the message that passes it included), moved back so the tail starts with neither a tool result
     nor a system message (unless it starts the session),
-    together with every system message before it. A store may return more (the whole session, say, for data
+    together with every system message before it, and the stored tokens before the tail (``before``). A store
+    may return more (the whole session, say, for data
     written before it kept counts) and says so with ``complete``. The assembly engine reads with it when its
     pipeline allows, and reads further back when the window needs more.
     """
@@ -132,7 +138,8 @@ def window_of(messages: Sequence[ChatMessage], tokens: int) -> HistoryWindow:
     """The windowed read of a whole transcript, by the reference rule (for stores that hold it in memory)."""
     start = window_start(messages, tokens)
     head = [m for m in messages[:start] if m.role == "system"]
-    return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start)
+    before = sum(map(stored_tokens, messages[:start]))
+    return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start, before)
 
 
 __all__ = [
