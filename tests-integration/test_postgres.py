@@ -490,3 +490,42 @@ async def test_collections_made_before_content_blocks_are_migrated(postgres_serv
         image = (TextBlock(text="a chart"), ImageBlock(url="https://example.org/c.png"))
         await store.add([Document(id="new", content=image, embedding=(0.0, 1.0))], collection="c")
         assert [d.content for d in await store.get(["old", "new"], collection="c")] == [got.content, image]
+
+
+async def test_a_fresh_worker_finds_the_summary_by_key_and_reads_only_the_window(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """A summarising pipeline on Postgres: once a session has its summary, a new worker (new providers, empty
+    caches) reads the newest rows and the summary by key; it neither reads the session nor calls the model."""
+    from collections.abc import Sequence
+
+    from ravi.agents.context import CompactionPipeline, SummarizationCompaction, TokenBudgetComposedStrategy
+
+    calls: list[int] = []
+
+    class CountingLLM:
+        async def complete(self, messages: Sequence[ChatMessage], **kwargs: object) -> str:
+            calls.append(1)
+            return f"summary {len(calls)}"
+
+    def worker(summaries: PostgresSummaryStore) -> CompactionPipeline:
+        summarizer = SummarizationCompaction(
+            CountingLLM(), recent_token_budget=500, min_old_tokens=100, store=summaries
+        )
+        return CompactionPipeline([TokenBudgetComposedStrategy([summarizer], token_budget=1_000)])
+
+    messages = [ChatMessage.system("rules")] + [ChatMessage.user(f"turn {i} " + "x" * 40) for i in range(3_000)]
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        for i in range(0, len(messages), 500):
+            await history.append_many("a", messages[i : i + 500], session_id="s")
+        async for summaries in closing(PostgresSummaryStore(postgres_server.address, schema=pg_schema)):
+            first = worker(summaries)
+            window = await first.assemble(history, first.session("a", "s"))
+            assert len(calls) == 1
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        async for summaries in closing(PostgresSummaryStore(postgres_server.address, schema=pg_schema)):
+            second = worker(summaries)
+            assert await second.assemble(history, second.session("a", "s")) == window
+            assert len(calls) == 1, "the summary was found by key"
+            assert ("a", "s") not in history._cache, "the session was not read whole"
+            assert len(history._windows[("a", "s")].messages) < 3 * len(window)

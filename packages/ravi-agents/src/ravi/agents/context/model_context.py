@@ -173,8 +173,9 @@ class SummarizingContext(ModelContext):
 
     The budget is ``max_tokens``, or the input budget of ``model`` (a name from the model table or a
     ``ModelInfo``). The newest half of the threshold budget stays verbatim and the summary gets at most a
-    quarter. The transcript is never changed: the summary is a derived record, cached by the span of messages
-    it covers.
+    quarter; the summary moves forward an eighth of the budget at a time (see ``SummarizationCompaction``). The
+    transcript is never changed: the summary is a derived record, kept in the summary store by session and
+    checkpoint.
     """
 
     def __init__(

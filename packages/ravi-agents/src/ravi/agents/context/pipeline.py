@@ -66,8 +66,12 @@ class CompactionPipeline:
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: ``history`` passed through every strategy in turn. ``history`` itself is never changed."""
-        events = self.events
         session = session or self.session()
+        session.read_from(history)
+        return await self._run(history, session)
+
+    async def _run(self, history: Sequence[ChatMessage], session: SessionContext) -> list[ChatMessage]:
+        events = self.events
         window = list(history)
         if events:
             events.emit(CompactionEvent("pre_compact", window, counter=self.counter))
@@ -93,6 +97,7 @@ class CompactionPipeline:
 
         builder = ManifestBuilder(history)
         session = session or self.session()
+        session.read_from(history)
         window = list(history)
         for strategy in self.strategies:
             out = await run_strategy(strategy, window, session)
@@ -142,7 +147,8 @@ class CompactionPipeline:
         if not (isinstance(history, WindowReader) and self.suffix_determined):
             messages = await history.get_messages(session.agent_id, session_id=session.session_id)
             messages.extend(unsaved)
-            return await self.compact(messages, session)
+            session.read_from(messages)
+            return await self._run(messages, session)
         # start from what this session's last window needed: the pipeline may shrink messages a lot (folded tool
         # groups, shortened results), so its window can hold many more stored tokens than its budget
         tokens = max(self.read_hint(), session.state.get(_READ_TOKENS, 0))
@@ -154,12 +160,14 @@ class CompactionPipeline:
             messages = [*view.messages, *unsaved]
             if view.complete:
                 session.state[_READ_TOKENS] = tokens
-                return await self.compact(messages, session)
+                session.read_from(messages)
+                return await self._run(messages, session)
+            session.read_from(messages, head=view.head, before=view.before)
             kept = {owner: copy.copy(value) for owner, value in session.state.items()}
             session.partial, session.bounded, session.older_needed = True, False, False
             try:
                 with held_events() as deliver:
-                    window = await self.compact(messages, session)
+                    window = await self._run(messages, session)
                     # cut inside the part read: older messages could not have changed the window
                     if session.bounded and not session.older_needed:
                         deliver()

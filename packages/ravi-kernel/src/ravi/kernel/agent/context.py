@@ -10,6 +10,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.tokens import stored_tokens
 
 T = TypeVar("T")
 
@@ -35,6 +36,10 @@ class SessionContext:
             :meth:`cut_made`; one whose window would depend on older messages calls :meth:`need_older`. The
             engine keeps a window only when it was cut and nothing needed older messages; otherwise it reads
             further back.
+
+    The engine also says what the window is assembled from (:meth:`read_from`): the messages read, and where
+    they sit in the session. :meth:`offset` gives a message's offset, the stored tokens before it in the
+    session, which every read of the session agrees on, whatever its size.
     """
 
     agent_id: str
@@ -46,6 +51,32 @@ class SessionContext:
     partial: bool = False
     bounded: bool = False
     older_needed: bool = False
+    source: Sequence[ChatMessage] = ()
+    source_head: int = 0
+    source_before: int | None = 0
+    _offsets: dict[str, int] | None = field(default=None, repr=False)
+
+    def read_from(self, messages: Sequence[ChatMessage], *, head: int = 0, before: int | None = 0) -> None:
+        """Say what this window is assembled from: ``messages``, of which the first ``head`` are system messages
+        from before the rest, and ``before``, the stored tokens of the session before ``messages[head]``
+        (``None`` when unknown). A whole session is ``read_from(messages)``."""
+        self.source, self.source_head, self.source_before, self._offsets = messages, head, before, None
+
+    def offset(self, message_id: str) -> int | None:
+        """The stored tokens (:func:`~ravi.kernel.tokens.stored_tokens`) before the message in the session, or
+        ``None`` for a message that is not among those read after the head (or when the read's place is
+        unknown)."""
+        offsets = self._offsets
+        if offsets is None:
+            offsets = self._offsets = {}
+            running = self.source_before
+            if running is not None:
+                source = self.source
+                for i in range(self.source_head, len(source)):
+                    message = source[i]
+                    offsets[message.id] = running
+                    running += stored_tokens(message)
+        return offsets.get(message_id)
 
     def cut_made(self) -> None:
         """Say that a strategy cut the window inside the part read (dropping a non-system message of its input,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ravi.agents.context.compaction._keep import newest_cut
+from ravi.agents.context.compaction._keep import TailCut
 from ravi.agents.context.events import CompactionEvent, EventBus
-from ravi.agents.context.session import counter_of
+from ravi.agents.context.session import counter_of, own_session
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.cancel import CancelledByToken, CancelToken
@@ -17,6 +17,7 @@ from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.storage import SummaryStore
+from ravi.kernel.tokens import stored_tokens
 
 SUMMARY_KEY = "ravi.summary"
 """Metadata key that marks a summary message; its value says what the summary covers."""
@@ -86,21 +87,27 @@ async def write_summary(
     max_tokens: int = 800,
     cancel: CancelToken | None = None,
     store: SummaryStore | None = None,
+    key: str | None = None,
 ) -> ChatMessage:
     """One summary message covering the ``previous`` summaries and the ``fresh`` messages after them.
 
-    Errors of the model call propagate; callers decide whether a failure may break the request.
+    Its id is ``key`` when given, else :func:`span_id` of the covered ids; with ``store`` (and no ``key``) the
+    text is kept there under that id, so the same span is summarised once. Errors of the model call propagate;
+    callers decide whether a failure may break the request.
     """
-    covered = [m.id for m in previous] + [m.id for m in fresh]
-    key = span_id(covered)
+    if key is None:
+        key = span_id([m.id for m in previous] + [m.id for m in fresh])
+    else:
+        store = None
     text = await store.get_summary(key) if store is not None else None
     if text is None:
         text = await llm.complete(summary_prompt(previous, fresh, instructions), max_tokens=max_tokens, cancel=cancel)
         if store is not None:
             await store.put_summary(key, text)
+    first = next((p.metadata[SUMMARY_KEY].get("first") for p in previous), None) or (fresh[0].id if fresh else None)
     covers: dict[str, Any] = {
-        "first": fresh[0].id if fresh else None,
-        "last": fresh[-1].id if fresh else None,
+        "first": first,
+        "last": fresh[-1].id if fresh else next((p.metadata[SUMMARY_KEY].get("last") for p in previous), None),
         "count": len(fresh) + sum(int(p.metadata[SUMMARY_KEY].get("count", 0)) for p in previous),
         "replaces": [p.id for p in previous],
     }
@@ -115,18 +122,37 @@ async def write_summary(
 
 
 class SummarizationCompaction:
-    """Summarise everything but the newest ``recent_token_budget`` tokens into one summary message.
+    """Summarise the older part of the window into one summary message, keeping the newest
+    ``recent_token_budget`` tokens verbatim.
 
     Walking from the newest end, whole units are kept while they fit ``recent_token_budget``; the older part
-    (system messages aside, which stay where they are) is summarised by ``llm`` when it holds at least
-    ``min_old_tokens``. A summary already in the window is updated, not stacked: the new summary covers the old
-    one and what came after it. The summary is a ``user`` message whose metadata ``"ravi.summary"`` says what it
-    covers; its id is derived from the covered ids, so the same span always gives the same id, and a span
-    already summarised is served from a cache without calling the model again.
+    (system messages aside, which stay before the summary) is summarised by ``llm`` once it holds at least
+    ``min_old_tokens`` stored tokens. The summary is a ``user`` message whose metadata ``"ravi.summary"`` says
+    what it covers (``first`` and ``last`` message ids, ``count``, and the summary it ``replaces``).
+
+    The summary moves forward in steps (a rolling summary): its end sits on a checkpoint, the first message whose
+    offset in the session (the stored tokens before it) reaches a multiple of ``update_tokens`` (a quarter of
+    ``recent_token_budget`` unless given), moved back to a whole unit. Between checkpoints the window keeps the
+    same summary, so its prefix stays byte-identical and the model is not called; at the next checkpoint the
+    previous summary and the messages after it are folded into a new one (a summary is updated, never stacked).
+    The window therefore holds up to ``update_tokens`` (and a unit) more verbatim than ``recent_token_budget``.
+
+    Each summary is a derived record kept in ``store`` under a key made of the session and its checkpoint, so
+    any process finds it by key instead of reading and summarising the session again: with a history provider
+    that reads windows (``WindowReader``), a window costs the newest part of the session and one summary
+    fetched by key, and the session is read whole only to write its first summary (or when no earlier summary
+    is found within 8 checkpoints).
 
     If the model call fails the input is returned unchanged and a ``summarization_failed`` event is emitted: a
     failed summary never breaks the request. A cancelled ``cancel_token`` raises ``CancelledByToken``.
     """
+
+    suffix_determined = True
+    """Its window depends only on the newest part of the session and the stored summaries: on a partial read it
+    asks for older messages whenever it needs them (``SessionContext.need_older``)."""
+
+    lookback = 8
+    """How many earlier checkpoints are looked up for a summary to fold forward before summarising afresh."""
 
     def __init__(
         self,
@@ -139,9 +165,14 @@ class SummarizationCompaction:
         cancel_token: CancelToken | None = None,
         instructions: str = INSTRUCTIONS,
         store: SummaryStore | None = None,
+        update_tokens: int | None = None,
     ) -> None:
         if recent_token_budget < 0 or min_old_tokens < 0 or max_summary_tokens <= 0:
             raise InvalidArgument("recent_token_budget and min_old_tokens must be >= 0, max_summary_tokens > 0")
+        if update_tokens is not None and (
+            not isinstance(update_tokens, int) or isinstance(update_tokens, bool) or update_tokens < 1
+        ):
+            raise InvalidArgument(f"update_tokens must be an integer >= 1, got {update_tokens!r}")
         if llm is None:
             from ravi.agents.llm.extractive import ExtractiveSummarizer
 
@@ -150,6 +181,7 @@ class SummarizationCompaction:
         self.recent_token_budget = recent_token_budget
         self.min_old_tokens = min_old_tokens
         self.max_summary_tokens = max_summary_tokens
+        self.update_tokens = update_tokens if update_tokens is not None else max(1, recent_token_budget // 4)
         self.own_counter = counter
         self.cancel_token = cancel_token
         self.instructions = instructions
@@ -168,7 +200,124 @@ class SummarizationCompaction:
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window with its older part replaced by one summary (or ``history`` itself if too little is old)."""
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
-        cut = newest_cut(history, counter.count_message, self.recent_token_budget)
+        own = own_session(self, session)
+        partial = own.partial
+        if not history:
+            return []
+        if session is None or (not partial and own.offset(history[-1].id) is None):
+            own.read_from(history)  # called on its own: ``history`` is the session
+        cut = own.state_for((self, TailCut), TailCut).cut(history, counter.count_message, self.recent_token_budget)
+        if cut == 0:
+            return list(history)
+        offset = own.offset
+        end = _end_offset(history, cut, offset)
+        if end is None:  # messages this strategy cannot place (made by an earlier strategy): summarise them all
+            if partial:
+                own.need_older()
+                return list(history)
+            return await self._whole(history, cut, counter)
+        step = self.update_tokens
+        b = _checkpoint(history, cut, end // step * step, offset, partial)
+        if b is None:
+            own.need_older()
+            return list(history)
+        if b == 0:
+            return list(history)
+        systems = [m for m in history[:b] if m.role == "system"]
+        at = end if b == len(history) else offset(history[b].id)
+        assert at is not None
+        old_tokens = at - sum(map(stored_tokens, systems))
+        if old_tokens <= 0 or old_tokens < self.min_old_tokens:
+            return list(history)
+        key = _chain_key(own, at, history[b].id if b < len(history) else "")
+        memo = own.state_for(self, _Kept)
+        summary = memo.message if memo.key == key else await self._stored(key)
+        if summary is None:
+            summary = await self._write(history, b, step, offset, partial, own, counter, key)
+            if summary is None:
+                return list(history)
+        memo.key, memo.message = key, summary
+        if partial:
+            own.cut_made()  # the window starts at the checkpoint: what is older is in the summary
+        return [*systems, summary, *history[b:]]
+
+    async def _write(
+        self,
+        history: Sequence[ChatMessage],
+        b: int,
+        step: int,
+        offset: Callable[[str], int | None],
+        partial: bool,
+        own: SessionContext,
+        counter: TokenCounter,
+        key: str,
+    ) -> ChatMessage | None:
+        """The summary ending at checkpoint ``b``: the nearest earlier summary found by key, folded forward with
+        the messages after it, else everything before ``b`` summarised afresh. ``None`` when older messages are
+        needed (asked of the session) or the model failed (an event says so)."""
+        previous: list[ChatMessage] = []
+        start = 0
+        at, looked = b, 0
+        while looked < self.lookback:
+            last = next((i for i in range(at - 1, -1, -1) if history[i].role != "system"), None)
+            mark = None if last is None else offset(history[last].id)
+            if last is None or mark is None or mark < step:
+                break  # the session's start (or an unplaced message) is reached: summarise from there
+            earlier = _checkpoint(history, at, mark // step * step, offset, partial)
+            if earlier is None:
+                own.need_older()
+                return None
+            if earlier == 0:
+                break
+            at = earlier
+            found = await self._stored(_chain_key(own, offset(history[at].id) or 0, history[at].id))
+            looked += 1
+            if found is not None:
+                previous, start = [found], at
+                break
+        if not previous:
+            if partial:
+                own.need_older()  # the first summary covers the whole session before the checkpoint
+                return None
+            previous = [m for m in history[:b] if is_summary(m)]
+        fresh = [m for m in history[start:b] if m.role != "system" and not is_summary(m)]
+        token = self.cancel_token
+        if token is not None:
+            token.raise_if_cancelled()
+        try:
+            summary = await write_summary(
+                self.llm,
+                previous,
+                fresh,
+                instructions=self.instructions,
+                max_tokens=self.max_summary_tokens,
+                cancel=token,
+                key=key,
+            )
+        except CancelledByToken:
+            raise
+        except Exception as error:
+            if self.events:
+                self.events.emit(
+                    CompactionEvent(
+                        "summarization_failed", list(history), strategy=repr(self), error=error, counter=counter
+                    )
+                )
+            return None
+        await self.store.put_summary(key, summary.model_dump_json())
+        return await self._stored(key) or summary  # the first one stored wins, in every process
+
+    async def _stored(self, key: str) -> ChatMessage | None:
+        text = await self.store.get_summary(key)
+        if text is None:
+            return None
+        try:
+            return ChatMessage.model_validate_json(text)
+        except ValueError:
+            return None
+
+    async def _whole(self, history: Sequence[ChatMessage], cut: int, counter: TokenCounter) -> list[ChatMessage]:
+        """The older part summarised whole, for inputs this strategy cannot place in their session."""
         old = history[:cut]
         previous = [m for m in old if is_summary(m)]
         fresh = [m for m in old if m.role != "system" and not is_summary(m)]
@@ -205,6 +354,56 @@ class SummarizationCompaction:
             f"SummarizationCompaction(recent_token_budget={self.recent_token_budget}, "
             f"min_old_tokens={self.min_old_tokens})"
         )
+
+
+class _Kept:
+    """The last summary a session's window used, by key (saves the store a round trip per window)."""
+
+    key: str | None = None
+    message: ChatMessage | None = None
+
+
+def _chain_key(session: SessionContext, at: int, message_id: str) -> str:
+    """The store key (and message id) of the session's summary of everything before the checkpoint at offset
+    ``at``, the message ``message_id``."""
+    raw = "\x1f".join(("rolling", session.agent_id, session.session_id, str(at), message_id))
+    return "summary-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def _end_offset(history: Sequence[ChatMessage], cut: int, offset: Callable[[str], int | None]) -> int | None:
+    """The offset of the first message kept verbatim (of the end of the session when none is)."""
+    if cut < len(history):
+        return offset(history[cut].id)
+    last = history[-1]
+    at = offset(last.id)
+    return None if at is None else at + stored_tokens(last)
+
+
+def _checkpoint(
+    history: Sequence[ChatMessage], end: int, mark: int, offset: Callable[[str], int | None], partial: bool
+) -> int | None:
+    """Where the part of ``history[:end]`` from offset ``mark`` on begins: the first non-system message at or past
+    ``mark``, moved back past tool results to a whole unit. ``None`` when that is not decided by the part read
+    (the walk reached the start of a partial read)."""
+    j = end
+    while j > 0:
+        previous = history[j - 1]
+        if previous.role != "system":
+            at = offset(previous.id)
+            if at is None or at < mark:
+                break
+        j -= 1
+    if partial and (j == 0 or offset(history[j - 1].id) is None):
+        return None
+    k = j
+    while k < end and history[k].role == "system":
+        k += 1
+    if k < len(history) and history[k].role == "tool":  # a tool result stays with its call
+        j = k
+        while j > 0 and history[j].role in ("tool", "system"):
+            j -= 1
+        return j
+    return k
 
 
 __all__ = [

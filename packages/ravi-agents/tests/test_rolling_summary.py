@@ -1,0 +1,132 @@
+"""The rolling summary: it moves forward in steps, folds the previous summary in, and is found by key, so a window
+of a long session reads only the newest part of it."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from ravi.agents.context import (
+    CompactionPipeline,
+    InMemoryHistoryProvider,
+    SummarizationCompaction,
+    TokenBudgetComposedStrategy,
+)
+from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
+from ravi.agents.storage.summaries import InMemorySummaryStore
+from ravi.kernel.cancel import CancelToken
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import HistoryWindow
+
+from .invariants import check_window
+
+
+class CountingLLM:
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None, cancel: CancelToken | None = None
+    ) -> str:
+        self.prompts.append(messages[-1].text)
+        return f"summary #{len(self.prompts)}"
+
+
+class Recording(InMemoryHistoryProvider):
+    """Counts the messages each kind of read returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.windowed = 0
+        self.whole = 0
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        view = await super().read_window(agent_id, session_id=session_id, tokens=tokens)
+        self.windowed += len(view.messages)
+        return view
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        messages = await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+        self.whole += len(messages)
+        return messages
+
+
+def turn(i: int) -> list[ChatMessage]:
+    return [ChatMessage.user(f"question {i} " + "q" * 150), ChatMessage.assistant(f"answer {i} " + "a" * 150)]
+
+
+def summarising(llm: CountingLLM, store: InMemorySummaryStore) -> CompactionPipeline:
+    summarizer = SummarizationCompaction(llm, recent_token_budget=1_000, min_old_tokens=200, store=store)
+    return CompactionPipeline([TokenBudgetComposedStrategy([summarizer], token_budget=2_000)])
+
+
+async def test_the_summary_moves_in_steps_and_folds_the_previous_one() -> None:
+    llm, store, history = CountingLLM(), InMemorySummaryStore(), InMemoryHistoryProvider()
+    pipeline = summarising(llm, store)
+    await history.append("a", ChatMessage.system("be brief"), session_id="s")
+    summaries: list[ChatMessage] = []
+    turns = 60
+    for i in range(turns):
+        await history.append_many("a", turn(i), session_id="s")
+        window = await pipeline.assemble(history, pipeline.session("a", "s"))
+        check_window(await history.get_messages("a", session_id="s"), window)
+        found = [m for m in window if is_summary(m)]
+        assert len(found) <= 1, "a summary is updated, never stacked"
+        if found and (not summaries or found[0].id != summaries[-1].id):
+            summaries.append(found[0])
+    # a turn is about 80 stored tokens and a step 250: a new summary every three or four turns, not every turn
+    assert 8 <= len(llm.prompts) == len(summaries) <= turns // 3
+    for previous, summary in itertools.pairwise(summaries):
+        covers = summary.metadata[SUMMARY_KEY]
+        assert covers["replaces"] == [previous.id]
+        assert covers["first"] == previous.metadata[SUMMARY_KEY]["first"]
+        assert covers["count"] > previous.metadata[SUMMARY_KEY]["count"]
+    assert all(p.startswith("Previous summary:") for p in llm.prompts[1:])  # folded in, not summarised again
+
+
+async def test_a_fresh_worker_fetches_the_summary_by_key_and_reads_only_the_window() -> None:
+    llm, store, history = CountingLLM(), InMemorySummaryStore(), Recording()
+    await history.append("a", ChatMessage.system("be brief"), session_id="s")
+    for i in range(1_000):
+        await history.append_many("a", turn(i), session_id="s")
+    first = summarising(llm, store)
+    window = await first.assemble(history, first.session("a", "s"))
+    assert history.whole + history.windowed > 2_000, "the first summary of a session reads it whole"
+    assert len(llm.prompts) == 1
+
+    history.whole = history.windowed = 0
+    worker = summarising(llm, store)  # another process: no state, the same summary store
+    again = await worker.assemble(history, worker.session("a", "s"))
+    assert again == window
+    assert len(llm.prompts) == 1, "the summary is found by key, not written again"
+    assert history.whole == 0 and history.windowed < 3 * len(window)
+
+    await history.append_many("a", turn(1_000), session_id="s")
+    history.whole = history.windowed = 0
+    grown = await worker.assemble(history, worker.session("a", "s"))
+    assert history.whole == 0 and history.windowed < 3 * len(grown)
+    whole = summarising(llm, store)
+    assert grown == await whole.compact(await history.get_messages("a", session_id="s"), whole.session("a", "s"))
+
+
+async def test_sessions_with_the_same_messages_keep_their_own_summaries() -> None:
+    llm, store, history = CountingLLM(), InMemorySummaryStore(), InMemoryHistoryProvider()
+    shared = [ChatMessage.system("be brief"), *(m for i in range(30) for m in turn(i))]
+    for session in ("s1", "s2"):
+        await history.append_many("a", shared, session_id=session)
+    pipeline = summarising(llm, store)
+    one = await pipeline.assemble(history, pipeline.session("a", "s1"))
+    two = await pipeline.assemble(history, pipeline.session("a", "s2"))
+    ids = [next(m.id for m in w if is_summary(m)) for w in (one, two)]
+    assert ids[0] != ids[1]
+    assert len(llm.prompts) == 2
+
+
+async def test_too_little_old_history_is_not_summarised() -> None:
+    llm = CountingLLM()
+    strategy = SummarizationCompaction(llm, recent_token_budget=1_000, min_old_tokens=5_000)
+    history = [ChatMessage.system("be brief"), *(m for i in range(30) for m in turn(i))]
+    assert await strategy.compact(history) == history
+    assert llm.prompts == []
