@@ -107,6 +107,10 @@ async def test_a_fresh_worker_fetches_the_summary_by_key_and_reads_only_the_wind
     history.whole = history.windowed = 0
     grown = await worker.assemble(history, worker.session("a", "s"))
     assert history.whole == 0 and history.windowed < 3 * len(grown)
+    history.whole = history.windowed = 0
+    after = await first.assemble(history, first.session("a", "s"))
+    assert after == grown
+    assert history.whole == 0 and history.windowed < 3 * len(after), "after a whole read, the next reads the window"
     whole = summarising(llm, store)
     assert grown == await whole.compact(await history.get_messages("a", session_id="s"), whole.session("a", "s"))
 

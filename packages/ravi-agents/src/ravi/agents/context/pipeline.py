@@ -159,9 +159,12 @@ class CompactionPipeline:
             view = await history.read_window(session.agent_id, session_id=session.session_id, tokens=tokens)
             messages = [*view.messages, *unsaved]
             if view.complete:
-                session.state[_READ_TOKENS] = tokens
                 session.read_from(messages)
-                return await self._run(messages, session)
+                window = await self._run(messages, session)
+                # a read that had to reach the session's start (to write a first summary, say) need not be
+                # repeated: the next one is sized by what this window kept
+                session.state[_READ_TOKENS] = tokens if first_try else _needed(view.tail, window)
+                return window
             session.read_from(messages, head=view.head, before=view.before)
             kept = {owner: copy.copy(value) for owner, value in session.state.items()}
             session.partial, session.bounded, session.older_needed = True, False, False
