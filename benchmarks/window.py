@@ -7,7 +7,8 @@ session.
   any window costs: walk back summing counts, slice) and LangChain's ``trim_messages``.
 * Postgres and Redis: a fresh worker's first window (a new provider, empty caches) of a 1,000- and a
   100,000-message session, beside one round trip that reads the newest rows the window needs and parses them.
-* Memory: what a provider holds after serving the first window of 200 sessions of 2,000 messages each.
+* Memory: what a provider holds after serving the first window of 1,000 sessions of 10,000 messages each (one
+  session written, then copied on the server; ``RAVI_BENCH_MEMORY=200x2000`` for a smaller run).
 
 Targets: warm flat in the session's length and within 20x of the suffix at each size, >= 100x faster than
 trim_messages at 100,000; cold at 100,000 faster than trim_messages at 10,000; a fresh worker within 2x of one
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import statistics
 import time
 import tracemalloc
@@ -135,6 +137,54 @@ def in_memory() -> dict[str, float]:
     return {}
 
 
+class WholeReads:
+    """A provider seen without its windowed read: every window reads the whole session (the reference)."""
+
+    def __init__(self, provider: InMemoryHistoryProvider) -> None:
+        self.provider = provider
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "read_window":
+            raise AttributeError(name)
+        return getattr(self.provider, name)
+
+
+def summarising() -> None:
+    """A summarising pipeline's warm window: read through ``read_window`` (the summary found by key) beside the
+    same pipeline reading the whole session every window; and how many summaries the model wrote."""
+    from ravi.agents.context import SummarizationCompaction
+    from ravi.agents.llm.extractive import ExtractiveSummarizer
+
+    class Counting(ExtractiveSummarizer):
+        calls = 0
+
+        async def complete(self, *args: Any, **kwargs: Any) -> str:
+            Counting.calls += 1
+            return await super().complete(*args, **kwargs)
+
+    rows = []
+    for size in SIZES[1:]:
+        figures = []
+        for whole in (False, True):
+            history = InMemoryHistoryProvider()
+            asyncio.run(history.append_many("agent", agentic_transcript(size), session_id="s"))
+            Counting.calls = 0
+            summarizer = SummarizationCompaction(Counting(), recent_token_budget=BUDGET // 2, min_old_tokens=0)
+            strategy = TokenBudgetComposedStrategy([summarizer], token_budget=BUDGET)
+            provider: Any = WholeReads(history) if whole else history
+            context = AgentContext(ContextConfig(provider, [strategy]))
+            figures.append((asyncio.run(warm(context, 50)), Counting.calls))
+        (windowed, calls), (whole_ms, whole_calls) = figures
+        rows.append(
+            (f"{size:,}", f"{windowed:.2f}", f"{whole_ms:.1f}", f"{whole_ms / windowed:.0f}x", calls, whole_calls)
+        )
+    table(
+        "Summarising pipeline (ms), 50 warm windows: the newest part and the summary by key, beside whole reads",
+        ["messages", "windowed", "whole read", "whole / windowed", "summaries written", "(whole)"],
+        rows,
+    )
+
+
 def record_reads(provider: Any) -> list[int]:
     """How many rows each windowed read of ``provider`` returns, in order."""
     sizes: list[int] = []
@@ -191,25 +241,59 @@ async def fresh_worker(make: Callable[[], Any], newest: Callable[[Any, int], Any
     console.print(f"target: flat, 100,000 / 1,000 within 2x: {flat:.1f}x, {verdict(flat <= 2)}")
 
 
-async def provider_memory(make: Callable[[], Any], label: str, sessions: int = 200, size: int = 2_000) -> None:
-    messages = agentic_transcript(size)
+def memory_scale() -> tuple[int, int]:
+    """Sessions and messages per session of the memory figure: ``RAVI_BENCH_MEMORY`` (``"200x2000"``), else the
+    issue's 1,000 sessions of 10,000 messages."""
+    sessions, size = os.environ.get("RAVI_BENCH_MEMORY", "1000x10000").lower().split("x")
+    return int(sessions), int(size)
+
+
+def chat_session(size: int) -> list[ChatMessage]:
+    """A chat of ``size`` messages of about 60 stored tokens, a system message first."""
+    out = [ChatMessage.system("You are a helpful assistant. Answer briefly.")]
+    for i in range(1, size):
+        text = f"turn {i}: " + "lorem ipsum dolor sit amet " * 8
+        out.append(ChatMessage.user(text) if i % 2 else ChatMessage.assistant(text))
+    return out
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")  # pragma: no cover - Linux only
+
+
+async def provider_memory(make: Callable[[], Any], clone: Callable[[Any, int], Any], label: str) -> None:
+    """The memory of a provider that has served the first window of every session, and the growth of the
+    process's resident memory while it did (one session is written, then copied on the server)."""
+    sessions, size = memory_scale()
     writer = make()
-    for s in range(sessions):
-        await writer.append_many("agent", messages, session_id=f"s{s}")
-    gc.collect()
-    tracemalloc.start()
+    await writer.append_many("agent", chat_session(size), session_id="m0")
+    start = time.perf_counter()
+    await clone(writer, sessions)
+    loaded = time.perf_counter() - start
     provider = make()
+    await provider.count_messages("agent", session_id="m0")  # the pool is up
+    gc.collect()
+    rss = rss_mib()
+    tracemalloc.start()
+    start = time.perf_counter()
     for s in range(sessions):
-        await provider.read_window("agent", session_id=f"s{s}", tokens=BUDGET * 3 // 2)
+        await provider.read_window("agent", session_id=f"m{s}", tokens=BUDGET * 3 // 2)
+    served = time.perf_counter() - start
     gc.collect()
     held = tracemalloc.get_traced_memory()[0] / 2**20
     tracemalloc.stop()
+    grown = rss_mib() - rss
+    window = len((await provider.read_window("agent", session_id="m0", tokens=BUDGET * 3 // 2)).messages)
     console.print(
-        f"{label}: a provider's memory after reading the window of {sessions} sessions of {size:,} messages: "
-        f"{held:.1f} MiB (never whole sessions: at most the last window of cache_sessions of them)\n"
+        f"{label}: {sessions:,} sessions of {size:,} messages ({sessions * size:,} rows, copied on the server in "
+        f"{loaded:.0f} s); a provider read the first window of each ({window:,} messages, {served:.0f} s in all) "
+        f"and holds {held:.1f} MiB (traced; resident memory grew {grown:.0f} MiB): at most the last window of "
+        f"cache_sessions sessions, never whole sessions\n"
     )
-    for s in range(sessions):
-        await writer.clear("agent", session_id=f"s{s}")
     await provider.close()
     await writer.close()
 
@@ -227,11 +311,42 @@ def postgres() -> None:
         )
         [ChatMessage.model_validate_json(r["body"]) for r in rows]
 
+    async def clone(provider: Any, sessions: int) -> None:
+        """Copy session m0 to m1 .. m<sessions - 1>, rows and session records, on the server."""
+        db = provider.db
+        for kind in ("sessions", "messages"):
+            name = db.table(kind)
+            columns = [
+                r["column_name"]
+                for r in await db.fetch(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 "
+                    "ORDER BY ordinal_position",
+                    db.schema,
+                    f"{db.prefix}{kind}",
+                )
+            ]
+            picked = ", ".join("'m' || n" if c == "session_id" else c for c in columns)
+            for first in range(1, sessions, 50):  # 50 sessions a statement, well within the statement timeout
+                await db.execute(
+                    f"INSERT INTO {name} ({', '.join(columns)}) SELECT {picked} FROM {name}, generate_series($1, $2) n "
+                    "WHERE agent_id = 'agent' AND session_id = 'm0'",
+                    first,
+                    min(first + 49, sessions - 1),
+                )
+
+    async def drop_schema(dsn: str, schema: str) -> None:
+        import asyncpg
+
+        connection = await asyncpg.connect(dsn)
+        await connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await connection.close()
+
     with server() as dsn:
         schema = f"bench_{uuid.uuid4().hex[:8]}"
         make = lambda: PostgresHistoryProvider(dsn, schema=schema)  # noqa: E731
         asyncio.run(fresh_worker(make, newest, "Postgres"))
-        asyncio.run(provider_memory(make, "Postgres"))
+        asyncio.run(provider_memory(make, clone, "Postgres"))
+        asyncio.run(drop_schema(dsn, schema))
 
 
 def redis() -> None:
@@ -243,15 +358,27 @@ def redis() -> None:
         key = provider._keys("agent", "s")[0]
         [ChatMessage.model_validate_json(b) for b in await provider.redis.client.lrange(key, -n, -1)]
 
+    async def clone(provider: Any, sessions: int) -> None:
+        """Copy session m0's keys to m1 .. m<sessions - 1> on the server (COPY), a pipeline per 100 sessions."""
+        client = provider.redis.client
+        source = provider._keys("agent", "m0")
+        for first in range(1, sessions, 100):
+            async with client.pipeline(transaction=False) as pipe:
+                for s in range(first, min(first + 100, sessions)):
+                    for key, copy in zip(source, provider._keys("agent", f"m{s}"), strict=True):
+                        pipe.copy(key, copy)
+                await pipe.execute()
+
     with server() as url:
         prefix = f"bench{uuid.uuid4().hex[:8]}"
         make = lambda: RedisHistoryProvider(url, prefix=prefix)  # noqa: E731
         asyncio.run(fresh_worker(make, newest, "Redis"))
-        asyncio.run(provider_memory(make, "Redis"))
+        asyncio.run(provider_memory(make, clone, "Redis"))
 
 
 def main() -> None:
     in_memory()
+    summarising()
     postgres()
     redis()
 
