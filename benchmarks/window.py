@@ -298,7 +298,7 @@ async def provider_memory(make: Callable[[], Any], clone: Callable[[Any, int], A
     await writer.close()
 
 
-def postgres() -> None:
+def postgres(fresh: bool = True) -> None:
     from postgres import server
 
     from ravi.capabilities.postgres import PostgresHistoryProvider
@@ -328,8 +328,8 @@ def postgres() -> None:
             picked = ", ".join("'m' || n" if c == "session_id" else c for c in columns)
             for first in range(1, sessions, 50):  # 50 sessions a statement, well within the statement timeout
                 await db.execute(
-                    f"INSERT INTO {name} ({', '.join(columns)}) SELECT {picked} FROM {name}, generate_series($1, $2) n "
-                    "WHERE agent_id = 'agent' AND session_id = 'm0'",
+                    f"INSERT INTO {name} ({', '.join(columns)}) SELECT {picked} FROM {name}, "
+                    "generate_series($1::int, $2::int) n WHERE agent_id = 'agent' AND session_id = 'm0'",
                     first,
                     min(first + 49, sessions - 1),
                 )
@@ -344,12 +344,13 @@ def postgres() -> None:
     with server() as dsn:
         schema = f"bench_{uuid.uuid4().hex[:8]}"
         make = lambda: PostgresHistoryProvider(dsn, schema=schema)  # noqa: E731
-        asyncio.run(fresh_worker(make, newest, "Postgres"))
+        if fresh:
+            asyncio.run(fresh_worker(make, newest, "Postgres"))
         asyncio.run(provider_memory(make, clone, "Postgres"))
         asyncio.run(drop_schema(dsn, schema))
 
 
-def redis() -> None:
+def redis(fresh: bool = True) -> None:
     from redis_tier import server
 
     from ravi.capabilities.redis import RedisHistoryProvider
@@ -372,7 +373,8 @@ def redis() -> None:
     with server() as url:
         prefix = f"bench{uuid.uuid4().hex[:8]}"
         make = lambda: RedisHistoryProvider(url, prefix=prefix)  # noqa: E731
-        asyncio.run(fresh_worker(make, newest, "Redis"))
+        if fresh:
+            asyncio.run(fresh_worker(make, newest, "Redis"))
         asyncio.run(provider_memory(make, clone, "Redis"))
 
 
