@@ -4,7 +4,6 @@ of a long session reads only the newest part of it."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 
 from ravi.agents.context import (
     CompactionPipeline,
@@ -14,56 +13,23 @@ from ravi.agents.context import (
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
 from ravi.agents.storage.summaries import InMemorySummaryStore
-from ravi.kernel.cancel import CancelToken
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryWindow
 
+from .doubles import Recording, RecordingLLM
 from .invariants import check_window
-
-
-class CountingLLM:
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    async def complete(
-        self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None, cancel: CancelToken | None = None
-    ) -> str:
-        self.prompts.append(messages[-1].text)
-        return f"summary #{len(self.prompts)}"
-
-
-class Recording(InMemoryHistoryProvider):
-    """Counts the messages each kind of read returned."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.windowed = 0
-        self.whole = 0
-
-    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
-        view = await super().read_window(agent_id, session_id=session_id, tokens=tokens)
-        self.windowed += len(view.messages)
-        return view
-
-    async def get_messages(
-        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
-    ) -> list[ChatMessage]:
-        messages = await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
-        self.whole += len(messages)
-        return messages
 
 
 def turn(i: int) -> list[ChatMessage]:
     return [ChatMessage.user(f"question {i} " + "q" * 150), ChatMessage.assistant(f"answer {i} " + "a" * 150)]
 
 
-def summarising(llm: CountingLLM, store: InMemorySummaryStore) -> CompactionPipeline:
+def summarising(llm: RecordingLLM, store: InMemorySummaryStore) -> CompactionPipeline:
     summarizer = SummarizationCompaction(llm, recent_token_budget=1_000, min_old_tokens=200, store=store)
     return CompactionPipeline([TokenBudgetComposedStrategy([summarizer], token_budget=2_000)])
 
 
 async def test_the_summary_moves_in_steps_and_folds_the_previous_one() -> None:
-    llm, store, history = CountingLLM(), InMemorySummaryStore(), InMemoryHistoryProvider()
+    llm, store, history = RecordingLLM(), InMemorySummaryStore(), InMemoryHistoryProvider()
     pipeline = summarising(llm, store)
     await history.append("a", ChatMessage.system("be brief"), session_id="s")
     summaries: list[ChatMessage] = []
@@ -87,7 +53,7 @@ async def test_the_summary_moves_in_steps_and_folds_the_previous_one() -> None:
 
 
 async def test_a_fresh_worker_fetches_the_summary_by_key_and_reads_only_the_window() -> None:
-    llm, store, history = CountingLLM(), InMemorySummaryStore(), Recording()
+    llm, store, history = RecordingLLM(), InMemorySummaryStore(), Recording()
     await history.append("a", ChatMessage.system("be brief"), session_id="s")
     for i in range(1_000):
         await history.append_many("a", turn(i), session_id="s")
@@ -116,7 +82,7 @@ async def test_a_fresh_worker_fetches_the_summary_by_key_and_reads_only_the_wind
 
 
 async def test_sessions_with_the_same_messages_keep_their_own_summaries() -> None:
-    llm, store, history = CountingLLM(), InMemorySummaryStore(), InMemoryHistoryProvider()
+    llm, store, history = RecordingLLM(), InMemorySummaryStore(), InMemoryHistoryProvider()
     shared = [ChatMessage.system("be brief"), *(m for i in range(30) for m in turn(i))]
     for session in ("s1", "s2"):
         await history.append_many("a", shared, session_id=session)
@@ -129,7 +95,7 @@ async def test_sessions_with_the_same_messages_keep_their_own_summaries() -> Non
 
 
 async def test_too_little_old_history_is_not_summarised() -> None:
-    llm = CountingLLM()
+    llm = RecordingLLM()
     strategy = SummarizationCompaction(llm, recent_token_budget=1_000, min_old_tokens=5_000)
     history = [ChatMessage.system("be brief"), *(m for i in range(30) for m in turn(i))]
     assert await strategy.compact(history) == history

@@ -20,6 +20,7 @@ from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import ModelInfo
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
+from .doubles import RecordingLLM
 from .invariants import check_window
 
 
@@ -118,17 +119,6 @@ def test_bad_parameters_are_refused() -> None:
         ToolResultCompactionStrategy(-5)
     with pytest.raises(InvalidArgument):
         TokenBudgetComposedStrategy.from_model("gpt-4o", trigger_ratio=1.5)
-
-
-class RecordingLLM:
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    async def complete(
-        self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None, cancel: CancelToken | None = None
-    ) -> str:
-        self.prompts.append(messages[-1].text)
-        return f"summary #{len(self.prompts)}"
 
 
 def long_chat(n: int) -> list[ChatMessage]:

@@ -25,6 +25,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryWindow, window_of
 from ravi.kernel.tokens import CachedTokenCounter
 
+from .doubles import Recording
 from .transcripts import transcripts
 
 
@@ -70,27 +71,6 @@ PIPELINES: dict[str, Callable[[int], list[object]]] = {
     ],
 }
 COUNTERS = {"stored": None, "double": DoubleCounter(), "half": HalfCounter()}
-
-
-class Recording(InMemoryHistoryProvider):
-    """Counts how many messages each kind of read returned."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.windowed = 0
-        self.whole = 0
-
-    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
-        view = await super().read_window(agent_id, session_id=session_id, tokens=tokens)
-        self.windowed += len(view.messages)
-        return view
-
-    async def get_messages(
-        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
-    ) -> list[ChatMessage]:
-        messages = await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
-        self.whole += len(messages)
-        return messages
 
 
 def chunks(messages: Sequence[ChatMessage], k: int) -> list[list[ChatMessage]]:

@@ -281,17 +281,35 @@ class SummarizationCompaction:
                 return None
             previous = [m for m in history[:b] if is_summary(m)]
         fresh = [m for m in history[start:b] if m.role != "system" and not is_summary(m)]
+        summary = await self._summarise(previous, fresh, history, counter, key=key)
+        if summary is None:
+            return None
+        await self.store.put_summary(key, summary.model_dump_json())
+        return await self._stored(key) or summary  # the first one stored wins, in every process
+
+    async def _summarise(
+        self,
+        previous: Sequence[ChatMessage],
+        fresh: Sequence[ChatMessage],
+        history: Sequence[ChatMessage],
+        counter: TokenCounter,
+        *,
+        key: str | None = None,
+        store: SummaryStore | None = None,
+    ) -> ChatMessage | None:
+        """:func:`write_summary`; ``None`` (and a ``summarization_failed`` event) when the model call fails."""
         token = self.cancel_token
         if token is not None:
             token.raise_if_cancelled()
         try:
-            summary = await write_summary(
+            return await write_summary(
                 self.llm,
                 previous,
                 fresh,
                 instructions=self.instructions,
                 max_tokens=self.max_summary_tokens,
                 cancel=token,
+                store=store,
                 key=key,
             )
         except CancelledByToken:
@@ -304,8 +322,6 @@ class SummarizationCompaction:
                     )
                 )
             return None
-        await self.store.put_summary(key, summary.model_dump_json())
-        return await self._stored(key) or summary  # the first one stored wins, in every process
 
     async def _stored(self, key: str) -> ChatMessage | None:
         text = await self.store.get_summary(key)
@@ -323,28 +339,8 @@ class SummarizationCompaction:
         fresh = [m for m in old if m.role != "system" and not is_summary(m)]
         if not fresh or counter.count_messages(fresh) < self.min_old_tokens:
             return list(history)
-        token = self.cancel_token
-        if token is not None:
-            token.raise_if_cancelled()
-        try:
-            summary = await write_summary(
-                self.llm,
-                previous,
-                fresh,
-                instructions=self.instructions,
-                max_tokens=self.max_summary_tokens,
-                cancel=token,
-                store=self.store,
-            )
-        except CancelledByToken:
-            raise
-        except Exception as error:
-            if self.events:
-                self.events.emit(
-                    CompactionEvent(
-                        "summarization_failed", list(history), strategy=repr(self), error=error, counter=counter
-                    )
-                )
+        summary = await self._summarise(previous, fresh, history, counter, store=self.store)
+        if summary is None:
             return list(history)
         head = [m for m in old if m.role == "system"]
         return [*head, summary, *history[cut:]]
