@@ -4,6 +4,7 @@ of a long session reads only the newest part of it."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 from ravi.agents.context import (
     CompactionPipeline,
@@ -13,7 +14,7 @@ from ravi.agents.context import (
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
 from ravi.agents.storage.summaries import InMemorySummaryStore
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 from .doubles import Recording, RecordingLLM
 from .invariants import check_window
@@ -100,3 +101,32 @@ async def test_too_little_old_history_is_not_summarised() -> None:
     history = [ChatMessage.system("be brief"), *(m for i in range(30) for m in turn(i))]
     assert await strategy.compact(history) == history
     assert llm.prompts == []
+
+
+class RenameCalls:
+    """An earlier strategy that rebuilds every tool-call message under a new id (the summariser cannot place
+    those in the session)."""
+
+    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+        return [
+            ChatMessage(role=m.role, content=m.content) if m.role == "assistant" and m.tool_calls else m
+            for m in history
+        ]
+
+
+async def test_messages_made_by_an_earlier_strategy_are_summarised_not_refused() -> None:
+    """A checkpoint that lands on a message the summariser cannot place gives a window, never an error."""
+    history: list[ChatMessage] = []
+    for i in range(40):
+        call = ToolCallBlock(id=f"c{i}", name="f")
+        history += [
+            ChatMessage.user(f"q{i} " + "x" * 120),
+            ChatMessage.assistant(None, tool_calls=[call]),
+            ChatMessage.tool(f"c{i}", "r" * 200),
+        ]
+    for step in (1, 50, 120, 393):
+        for budget in (291, 970, 1_843):
+            summarizer = SummarizationCompaction(recent_token_budget=budget, min_old_tokens=0, update_tokens=step)
+            window = await CompactionPipeline([RenameCalls(), summarizer]).compact(history)
+            assert sum(is_summary(m) for m in window) <= 1
+            assert window[-1] is history[-1]

@@ -211,21 +211,20 @@ class SummarizationCompaction:
             return list(history)
         offset = own.offset
         end = _end_offset(history, cut, offset)
-        if end is None:  # messages this strategy cannot place (made by an earlier strategy): summarise them all
-            if partial:
-                own.need_older()
-                return list(history)
-            return await self._whole(history, cut, counter)
         step = self.update_tokens
-        b = _checkpoint(history, cut, end // step * step, offset, partial)
+        b = None if end is None else _checkpoint(history, cut, end // step * step, offset, partial)
         if b is None:
             own.need_older()
             return list(history)
         if b == 0:
             return list(history)
-        systems = [m for m in history[:b] if m.role == "system"]
         at = end if b == len(history) else offset(history[b].id)
-        assert at is not None
+        if end is None or at is None:  # messages this strategy cannot place (made by an earlier strategy)
+            if partial:
+                own.need_older()
+                return list(history)
+            return await self._whole(history, cut, counter)  # summarise all that is older, as one span
+        systems = [m for m in history[:b] if m.role == "system"]
         old_tokens = at - sum(map(stored_tokens, systems))
         if old_tokens <= 0 or old_tokens < self.min_old_tokens:
             return list(history)
@@ -267,10 +266,11 @@ class SummarizationCompaction:
             if earlier is None:
                 own.need_older()
                 return None
-            if earlier == 0:
+            placed = offset(history[earlier].id)
+            if earlier == 0 or placed is None:
                 break
             at = earlier
-            found = await self._stored(_chain_key(own, offset(history[at].id) or 0, history[at].id))
+            found = await self._stored(_chain_key(own, placed, history[at].id))
             looked += 1
             if found is not None:
                 previous, start = [found], at
