@@ -20,6 +20,7 @@ from ravi.capabilities.postgres import (
 )
 from ravi.conformance import (
     HistoryProviderContract,
+    HistorySearcherContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
@@ -28,7 +29,7 @@ from ravi.conformance import (
     WindowReaderContract,
 )
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.registry import load_backend
 from ravi.kernel.tokens import stored_tokens
 
@@ -59,6 +60,13 @@ class TestPostgresWindowReader(WindowReaderContract):
 
     @pytest_asyncio.fixture
     async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+class TestPostgresHistorySearcher(HistorySearcherContract):
+    @pytest_asyncio.fixture
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
             yield store
 
@@ -529,3 +537,59 @@ async def test_a_fresh_worker_finds_the_summary_by_key_and_reads_only_the_window
             assert len(calls) == 1, "the summary was found by key"
             assert ("a", "s") not in history._cache, "the session was not read whole"
             assert len(history._windows[("a", "s")].messages) < 3 * len(window)
+
+
+def _recall_session(n: int) -> list[ChatMessage]:
+    messages = [ChatMessage.system("rules")]
+    for i in range(n):
+        if i == 30:
+            call = ToolCallBlock(id="where", name="lookup", arguments={"host": "staging"})
+            messages += [
+                ChatMessage.assistant(None, tool_calls=[call]),
+                ChatMessage.system("a note among the results"),
+                ChatMessage.tool("where", "the staging host is zanzibar-7, port 6543"),
+            ]
+        messages += [ChatMessage.user(f"turn {i} " + "x" * 40), ChatMessage.assistant(f"fine {i}")]
+    return [*messages, ChatMessage.user("which port does zanzibar-7 use?")]
+
+
+async def test_a_fresh_worker_recalls_from_the_terms_index_reading_only_the_window(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Relevant recall on Postgres: a new worker (empty caches) reads the newest rows and asks the terms index
+    for the old tool unit that answers the request; the session is never read whole, and the window is the one
+    the in-memory store gives for the same transcript."""
+    from ravi.agents.context import CompactionPipeline, InMemoryHistoryProvider, RelevantRecallStrategy
+
+    messages = _recall_session(3_000)
+    expected_unit = messages[61:64]
+    memory = InMemoryHistoryProvider()
+    await memory.append_many("a", messages, session_id="s")
+    reference = CompactionPipeline([RelevantRecallStrategy(1_000)])
+    want = await reference.assemble(memory, reference.session("a", "s", history=memory))
+    assert want[1:4] == expected_unit
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        for i in range(0, len(messages), 500):
+            await history.append_many("a", messages[i : i + 500], session_id="s")
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        pipeline = CompactionPipeline([RelevantRecallStrategy(1_000)])
+        window = await pipeline.assemble(history, pipeline.session("a", "s", history=history))
+        assert window == want
+        assert ("a", "s") not in history._cache, "the session was not read whole"
+        assert len(history._windows[("a", "s")].messages) < 3 * len(window)
+
+
+async def test_a_session_stored_before_the_terms_index_is_indexed_on_its_first_search(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        messages = _recall_session(50)
+        await history.append_many("a", messages, session_id="s")
+        # as an older version of the schema left it: no terms, no counts
+        await history.db.execute(f"UPDATE {history._messages} SET terms = NULL, tokens = NULL, cum_tokens = NULL")
+        await history.db.execute(f"UPDATE {history._sessions} SET searchable = false, total_tokens = NULL")
+        before = sum(map(stored_tokens, messages[:-1]))  # the question itself is not searched
+        matches = await history.search_units("a", session_id="s", query="zanzibar-7", before=before, limit=3)
+        assert [list(m.messages) for m in matches] == [messages[61:64]]
+        assert matches[0].after_system == messages[0].id
+        assert await history.db.fetchval(f"SELECT count(*) FROM {history._messages} WHERE terms IS NULL") == 0

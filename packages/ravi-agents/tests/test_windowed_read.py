@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ravi.agents.context import (
     CompactionPipeline,
     InMemoryHistoryProvider,
+    RelevantRecallStrategy,
     SelectiveToolCallCompactionStrategy,
     SlidingWindowCompaction,
     SummarizationCompaction,
@@ -65,6 +66,11 @@ PIPELINES: dict[str, Callable[[int], list[object]]] = {
         SelectiveToolCallCompactionStrategy(2),
         TokenBudgetComposedStrategy([], token_budget=n * 50),
     ],
+    "recall": lambda n: [RelevantRecallStrategy(token_budget=n * 40)],
+    "recall_chain": lambda n: [
+        ToolResultCompactionStrategy(100),
+        RelevantRecallStrategy(token_budget=n * 50, recall_share=0.6, search_limit=3),
+    ],
     "with_summaries": lambda n: [  # not suffix-determined: read whole
         SummarizationCompaction(recent_token_budget=n * 30, min_old_tokens=0),
         TokenBudgetComposedStrategy([], token_budget=n * 60),
@@ -98,8 +104,8 @@ def test_the_window_from_the_newest_part_is_the_window_from_the_whole(
             await store.append_many("a", chunk, session_id="s")
             so_far += chunk
             seen.clear()
-            got = await windowed.assemble(store, windowed.session("a", "s"))
-            want = await whole.compact(so_far, whole.session("a", "s"))
+            got = await windowed.assemble(store, windowed.session("a", "s", history=store))
+            want = await whole.compact(so_far, whole.session("a", "s", history=store))
             assert got == want
             assert [e.kind for e in seen][:1] == ["pre_compact"] and [e.kind for e in seen].count("post_compact") == 1
 

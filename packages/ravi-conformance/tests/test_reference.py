@@ -20,6 +20,7 @@ from ravi.conformance import (
     CypherCapableContract,
     GraphStoreContract,
     HistoryProviderContract,
+    HistorySearcherContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
@@ -43,6 +44,18 @@ class TestInMemoryWindowReader(WindowReaderContract):
     @pytest.fixture
     def peer(self, backend: InMemoryHistoryProvider) -> InMemoryHistoryProvider:
         return backend  # one process: the store itself
+
+
+class TestInMemoryHistorySearcher(HistorySearcherContract):
+    @pytest.fixture
+    def backend(self) -> InMemoryHistoryProvider:
+        return InMemoryHistoryProvider()
+
+
+class TestHybridHistorySearcher(HistorySearcherContract):
+    @pytest.fixture
+    def backend(self) -> HybridHistoryProvider:
+        return HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
 
 
 class TestHybridHistory(HistoryProviderContract):

@@ -31,7 +31,11 @@ pytest.register_assert_rewrite(
 from ravi.conformance._base import Capabilities, ContractBase  # noqa: E402
 from ravi.conformance.blob import BlobStoreContract  # noqa: E402
 from ravi.conformance.graph import CypherCapableContract, GraphStoreContract  # noqa: E402
-from ravi.conformance.history import HistoryProviderContract, WindowReaderContract  # noqa: E402
+from ravi.conformance.history import (  # noqa: E402
+    HistoryProviderContract,
+    HistorySearcherContract,
+    WindowReaderContract,
+)
 from ravi.conformance.longterm import LongTermMemoryContract  # noqa: E402
 from ravi.conformance.state import ShortTermMemoryContract  # noqa: E402
 from ravi.conformance.summaries import SummaryStoreContract  # noqa: E402
@@ -58,6 +62,7 @@ __all__ = [
     "CypherCapableContract",
     "GraphStoreContract",
     "HistoryProviderContract",
+    "HistorySearcherContract",
     "WindowReaderContract",
     "LongTermMemoryContract",
     "ShortTermMemoryContract",

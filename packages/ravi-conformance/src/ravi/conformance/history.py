@@ -13,7 +13,15 @@ import pytest
 from ravi.conformance._base import ContractBase, unique
 from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
-from ravi.kernel.storage import HistoryProvider, HistoryWindow, SessionLister, WindowReader, window_start
+from ravi.kernel.search import UnitMatch, unit_at
+from ravi.kernel.storage import (
+    HistoryProvider,
+    HistorySearcher,
+    HistoryWindow,
+    SessionLister,
+    WindowReader,
+    window_start,
+)
 from ravi.kernel.tokens import stored_tokens
 
 
@@ -512,3 +520,160 @@ class WindowReaderContract(ContractBase):
                 ), f"read {k} raced an append and saw part of it"
             session += batch
         check_view(session, await reader.read_window(a, session_id=s, tokens=100), 100)
+
+
+def _offsets(session: list[ChatMessage]) -> list[int]:
+    """The stored tokens before each message of ``session`` (and, last, the total)."""
+    out = [0]
+    for m in session:
+        out.append(out[-1] + stored_tokens(m))
+    return out
+
+
+def check_matches(session: list[ChatMessage], matches: list[UnitMatch], *, before: int, limit: int) -> None:
+    """``matches`` is a search of ``session``: whole units as stored, each before ``before``, placed by its offset
+    and the system message it follows, best first, no unit twice, at most ``limit``."""
+    assert len(matches) <= limit, f"{len(matches)} units for a limit of {limit}"
+    offsets = _offsets(session)
+    position = {m.id: i for i, m in enumerate(session)}
+    starts = []
+    for match in matches:
+        assert match.messages, "a match without messages"
+        first = position.get(match.messages[0].id)
+        assert first is not None, "a matched message is not in the session"
+        hit = next(position[m.id] for m in match.messages if m.role != "system")
+        start, end = unit_at(session, hit)
+        assert list(match.messages) == session[start:end], "a match is not one whole unit, exactly as stored"
+        assert match.offset == offsets[start], "offset must be the stored tokens before the unit"
+        assert offsets[start] < before, "a unit at or after the offset searched before"
+        systems = [m.id for m in session[:start] if m.role == "system"]
+        assert match.after_system == (systems[-1] if systems else None), "after_system is not the system before it"
+        starts.append(start)
+    assert len(starts) == len(set(starts)), "a unit came back twice"
+    scores = [m.score for m in matches]
+    assert all(s > 0 for s in scores) and scores == sorted(scores, reverse=True), "not best first, or unscored"
+
+
+class HistorySearcherContract(ContractBase):
+    """The search of a session (``HistorySearcher``), an optional ability of a history provider that lets
+    relevant recall read only the window. Subclass and override the ``backend`` fixture; a provider without it
+    is skipped with the reason."""
+
+    contract_name = "HistorySearcher"
+    pytestmark = pytest.mark.asyncio
+
+    @pytest.fixture
+    def backend(self) -> HistoryProvider:
+        """Override: an empty backend, fresh for each test."""
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
+
+    @pytest.fixture
+    def searcher(self, backend: HistoryProvider) -> HistorySearcher:
+        if not isinstance(backend, HistorySearcher):
+            pytest.skip(f"backend lacks search_units: {type(backend).__name__} is not a HistorySearcher")
+        return backend
+
+    async def test_a_rare_word_finds_its_whole_tool_unit(
+        self, backend: HistoryProvider, searcher: HistorySearcher
+    ) -> None:
+        """A word only a tool result holds finds the unit: the call, every result and the system message among
+        them, as stored, placed after the system message before it."""
+        a, s = unique("agent"), unique("session")
+        session = _transcript()
+        calls = [ToolCallBlock(id="find-0", name="lookup", arguments={"k": "host"})]
+        unit = [
+            ChatMessage.assistant(None, tool_calls=calls),
+            ChatMessage.system("a note inside the group"),
+            ChatMessage.tool("find-0", "the staging database listens on port 6543 at zanzibar-7"),
+        ]
+        session[8:8] = unit  # before a user turn
+        session += [ChatMessage.user("where is zanzibar-7?")]
+        await backend.append_many(a, session, session_id=s)
+        total = _offsets(session)[-1]
+        matches = await searcher.search_units(a, session_id=s, query="zanzibar-7 port", before=total, limit=5)
+        check_matches(session, matches, before=total, limit=5)
+        assert unit in [list(m.messages) for m in matches]
+        before = _offsets(session)[len(session) - 1]  # the question itself is not searched
+        matches = await searcher.search_units(a, session_id=s, query="zanzibar-7", before=before, limit=5)
+        check_matches(session, matches, before=before, limit=5)
+        assert [list(m.messages) for m in matches] == [unit]
+
+    @pytest.mark.parametrize("cut", [0, 3, 9, 17, 30])
+    async def test_only_units_before_the_offset_and_at_most_limit(
+        self, backend: HistoryProvider, searcher: HistorySearcher, cut: int
+    ) -> None:
+        """Every unit lies before ``before``, best first, none twice, at most ``limit``."""
+        a, s = unique("agent"), unique("session")
+        session = _transcript()
+        await backend.append_many(a, session, session_id=s)
+        before = _offsets(session)[min(cut, len(session))]
+        for query, limit in [("q1 q4 a7 look done", 3), ("x y r look", 50), ("nothing-matches-this", 10)]:
+            matches = await searcher.search_units(a, session_id=s, query=query, before=before, limit=limit)
+            check_matches(session, matches, before=before, limit=limit)
+        assert await searcher.search_units(a, session_id=s, query="", before=before, limit=5) == []
+        assert await searcher.search_units(a, session_id=s, query="look", before=before, limit=0) == []
+
+    async def test_system_messages_are_never_matches(self, backend: HistoryProvider, searcher: HistorySearcher) -> None:
+        """A window keeps every system message anyway: a word only they hold finds nothing."""
+        a, s = unique("agent"), unique("session")
+        session = [ChatMessage.system("the secret word is quokka"), ChatMessage.user("hello"), ChatMessage.user("x")]
+        await backend.append_many(a, session, session_id=s)
+        assert await searcher.search_units(a, session_id=s, query="quokka", before=10**9, limit=5) == []
+
+    async def test_any_script_matches(self, backend: HistoryProvider, searcher: HistorySearcher) -> None:
+        """Accents and case are ignored, and Greek, Cyrillic and Chinese are found (Chinese by character pairs)."""
+        a, s = unique("agent"), unique("session")
+        said = {
+            "Η Αθήνα είναι όμορφη": "αθηνα",
+            "Москва большая": "МОСКВА",
+            "我们在东京见面": "东京",
+            "Die Straße ist lang": "strasse",
+            "un café crème": "CAFE",
+        }
+        session = [ChatMessage.user(text) for text in said]
+        await backend.append_many(a, session, session_id=s)
+        for message, (_, query) in zip(session, said.items(), strict=True):
+            matches = await searcher.search_units(a, session_id=s, query=query, before=10**9, limit=5)
+            assert [list(m.messages) for m in matches][:1] == [[message]], f"{query!r} did not find {message.text!r}"
+
+    async def test_later_appends_are_found_and_removed_ones_are_not(
+        self, backend: HistoryProvider, searcher: HistorySearcher
+    ) -> None:
+        """A search sees what was appended since the last one, and nothing of a removed run or cleared session."""
+        a, s = unique("agent"), unique("session")
+        await backend.append_many(a, [ChatMessage.user("the walrus sleeps")], session_id=s, run_id="r1")
+        assert len(await searcher.search_units(a, session_id=s, query="walrus", before=10**9, limit=5)) == 1
+        late = ChatMessage.assistant("a walrus again, and a narwhal")
+        await backend.append_many(a, [late], session_id=s, run_id="r2")
+        matches = await searcher.search_units(a, session_id=s, query="narwhal", before=10**9, limit=5)
+        assert [list(m.messages) for m in matches] == [[late]]
+        await backend.clear_run(a, session_id=s, run_id="r1")
+        matches = await searcher.search_units(a, session_id=s, query="walrus", before=10**9, limit=5)
+        assert [list(m.messages) for m in matches] == [[late]]
+        assert matches[0].offset == 0
+        await backend.clear(a, session_id=s)
+        assert await searcher.search_units(a, session_id=s, query="walrus", before=10**9, limit=5) == []
+
+    async def test_sessions_and_agents_are_isolated(self, backend: HistoryProvider, searcher: HistorySearcher) -> None:
+        """A search sees its own session only."""
+        a, b, s, t = unique("agent"), unique("agent"), unique("session"), unique("session")
+        await backend.append_many(a, [ChatMessage.user("ocelot in a")], session_id=s)
+        await backend.append_many(a, [ChatMessage.user("ocelot in a/t")], session_id=t)
+        await backend.append_many(b, [ChatMessage.user("ocelot in b")], session_id=s)
+        matches = await searcher.search_units(a, session_id=s, query="ocelot", before=10**9, limit=5)
+        assert [m.messages[0].text for m in matches] == ["ocelot in a"]
+        assert await searcher.search_units(a, session_id=unique("s"), query="ocelot", before=10**9, limit=5) == []
+
+    async def test_bad_arguments_are_refused(self, searcher: HistorySearcher) -> None:
+        """A query that is not text, a negative offset or limit, or an empty agent id: ``InvalidArgument``."""
+        bad: list[dict[str, Any]] = [
+            {"query": 3, "before": 0, "limit": 1},
+            {"query": "x", "before": -1, "limit": 1},
+            {"query": "x", "before": 0, "limit": -1},
+            {"query": "x", "before": 0, "limit": True},
+        ]
+        for kwargs in bad:
+            with pytest.raises(InvalidArgument):
+                await searcher.search_units("agent", session_id="s", **kwargs)
+        with pytest.raises(InvalidArgument):
+            await searcher.search_units("", session_id="s", query="x", before=0, limit=1)

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage.history import HistoryWindow, check_append
+from ravi.kernel.search import Bm25, UnitMatch, match_units
+from ravi.kernel.storage.history import HistoryWindow, check_append, check_search
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope
 
@@ -20,6 +21,7 @@ class _Session:
     ids: set[str] = field(default_factory=set)
     before: list[int] = field(default_factory=lambda: [0])  # stored tokens before each position (and the total)
     systems: list[int] = field(default_factory=list)  # positions of the system messages
+    index: Bm25 | None = None  # built on the first search, extended by later ones
 
     def add(self, message: ChatMessage, run_id: str) -> None:
         if message.role == "system":
@@ -114,6 +116,24 @@ class InMemoryHistoryProvider(Closeable):
         systems = session.systems[: bisect_left(session.systems, start)]
         head = [messages[i] for i in systems]
         return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start, before[start])
+
+    async def search_units(
+        self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
+    ) -> list[UnitMatch]:
+        """The units before offset ``before`` that best match ``query`` by BM25 (``HistorySearcher``). The
+        session's index is built on its first search and then extended with what was appended since."""
+        check_search(query, before, limit)
+        session = self._session(agent_id, session_id)
+        if session is None or not limit:
+            return []
+        if session.index is None:
+            session.index = Bm25()
+        session.index.extend(session.messages)
+        stop = bisect_left(session.before, before, hi=len(session.messages))
+        scores = session.index.scores(query)
+        return match_units(
+            session.messages, scores, before=session.before, systems=session.systems, stop=stop, limit=limit
+        )
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted."""

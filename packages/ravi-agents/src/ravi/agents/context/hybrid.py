@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Sequence
+from itertools import accumulate
 from typing import TypeVar
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider, HistoryWindow, WindowReader, window_of
+from ravi.kernel.search import Bm25, UnitMatch, match_units
+from ravi.kernel.storage import (
+    HistoryProvider,
+    HistorySearcher,
+    HistoryWindow,
+    WindowReader,
+    check_search,
+    window_of,
+)
+from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope
 
 T = TypeVar("T")
@@ -78,6 +89,30 @@ class HybridHistoryProvider(Closeable):
             return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
 
         return await self._read(agent_id, session_id, read)
+
+    async def search_units(
+        self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
+    ) -> list[UnitMatch]:
+        """The search (``HistorySearcher``) of the tier that serves the session, when that tier can search; else
+        of the cold tier; else BM25 over the session read whole."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_search(query, before, limit)
+
+        async def search(tier: HistoryProvider) -> list[UnitMatch]:
+            if not isinstance(tier, HistorySearcher):
+                tier = self.cold
+            if isinstance(tier, HistorySearcher):
+                return await tier.search_units(agent_id, session_id=session_id, query=query, before=before, limit=limit)
+            messages = await tier.get_messages(agent_id, session_id=session_id)
+            index = Bm25()
+            index.extend(messages)
+            offsets = list(accumulate(map(stored_tokens, messages), initial=0))
+            stop = bisect_left(offsets, before, hi=len(messages))
+            systems = [i for i, m in enumerate(messages) if m.role == "system"]
+            scores = index.scores(query)
+            return match_units(messages, scores, before=offsets, systems=systems, stop=stop, limit=limit)
+
+        return await self._read(agent_id, session_id, search)
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Clear both tiers; returns what the cold tier held."""

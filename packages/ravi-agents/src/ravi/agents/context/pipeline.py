@@ -12,7 +12,7 @@ from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionStrategy, SessionContext
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider, WindowReader
+from ravi.kernel.storage import HistoryProvider, HistorySearcher, WindowReader
 from ravi.kernel.tokens import stored_tokens
 
 if TYPE_CHECKING:
@@ -116,6 +116,14 @@ class CompactionPipeline:
             getattr(s, "cuts", False) for s in strategies
         )
 
+    def reads_windows(self, history: HistoryProvider) -> bool:
+        """Whether :meth:`assemble` reads only the newest part of a session stored in ``history``: the provider
+        can read windows (``WindowReader``), the pipeline is :attr:`suffix_determined`, and, when a strategy
+        ranks older messages by a search (``searches``), the provider can search (``HistorySearcher``)."""
+        if not (isinstance(history, WindowReader) and self.suffix_determined):
+            return False
+        return isinstance(history, HistorySearcher) or not any(getattr(s, "searches", False) for s in self.strategies)
+
     def window_counter(self) -> TokenCounter:
         """The counter the window's size is judged by: that of the last strategy naming its own, else the
         pipeline's."""
@@ -137,14 +145,12 @@ class CompactionPipeline:
     ) -> list[ChatMessage]:
         """The window of ``session`` as stored in ``history`` (plus ``unsaved`` turns at its end).
 
-        When the provider can read windows (``WindowReader``) and the pipeline is :attr:`suffix_determined`,
-        only the newest part of the session is read: as many stored tokens as the session's last window needed
-        (at first, the pipeline's budget), then four times more, until a strategy cuts the window inside the part
-        read (or the part is the whole session).
-        The window is the one the whole transcript gives; its events are delivered once. Otherwise the session is
-        read whole.
+        When the pipeline :meth:`reads_windows` of the provider, only the newest part of the session is read: as
+        many stored tokens as the session's last window needed (at first, the pipeline's budget), then four times
+        more, until a strategy cuts the window inside the part read (or the part is the whole session). The window
+        is the one the whole transcript gives; its events are delivered once. Otherwise the session is read whole.
         """
-        if not (isinstance(history, WindowReader) and self.suffix_determined):
+        if not self.reads_windows(history):
             messages = await history.get_messages(session.agent_id, session_id=session.session_id)
             messages.extend(unsaved)
             session.read_from(messages)
@@ -156,6 +162,7 @@ class CompactionPipeline:
         session.state[_SERVED] = served + 1
         first_try = True
         while True:
+            assert isinstance(history, WindowReader)
             view = await history.read_window(session.agent_id, session_id=session.session_id, tokens=tokens)
             messages = [*view.messages, *unsaved]
             if view.complete:

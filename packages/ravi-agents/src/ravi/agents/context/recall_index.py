@@ -7,72 +7,18 @@ previous one (a history that changed in the middle, a cleared run, is indexed ag
 from __future__ import annotations
 
 import hashlib
-import math
-import re
-import unicodedata
-from collections import Counter, OrderedDict, defaultdict
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ravi.agents.context.memo import PrefixMemo
 from ravi.agents.context.session import own_session
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.search import STOPWORDS, Bm25, fold, message_text, terms
 from ravi.kernel.storage import Document, VectorStore
-
-_WORD = re.compile(r"\w+(?:[-.]\w+)*")
-# Scripts written without spaces between words: kana, CJK ideographs, Thai, Lao, Myanmar, Khmer.
-_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]+")
-STOPWORDS = frozenset(
-    "a an and are as at be but by can could did do does for from had has have how i if in into is it its me my "
-    "no not of on or our please so than that the their them then there these they this to us was we were what "
-    "when where which who why will with would you your".split()
-)
-
-
-def message_text(message: ChatMessage, *, limit: int = 4_000) -> str:
-    """The searchable text of a message: its text, tool calls and tool results (long results cut)."""
-    parts: list[str] = []
-    for block in message.content:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ToolCallBlock):
-            parts.append(f"{block.name} {' '.join(str(v) for v in block.arguments.values())}")
-        elif isinstance(block, ToolResultBlock):
-            parts.append(block.content[:limit])
-    return " ".join(parts)
-
-
-def fold(text: str) -> str:
-    """``text`` case-folded (``Straße`` becomes ``strasse``) and without the accents of Latin, Greek and Cyrillic
-    letters (``café`` becomes ``cafe``), so a query matches however either side was typed."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    kept = []
-    previous = ""
-    for char in decomposed:
-        if unicodedata.combining(char) and previous < "\u0530":  # a mark on a Latin, Greek or Cyrillic letter
-            continue
-        kept.append(char)
-        previous = char
-    return unicodedata.normalize("NFKC", "".join(kept))
-
-
-def terms(text: str) -> list[str]:
-    """The searchable terms of ``text``, in any script.
-
-    Words (letters and digits of any script) are folded (:func:`fold`) and English stop words dropped;
-    identifiers such as ``db-staging-3`` stay whole. Runs of scripts written without spaces (Chinese,
-    Japanese, Thai, ...) become overlapping character pairs, the usual unit for searching them.
-    """
-    folded = fold(text)
-    out: list[str] = []
-    for run in _UNSPACED.findall(folded):
-        out.extend(run[i : i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
-    words = _WORD.findall(_UNSPACED.sub(" ", folded))
-    out.extend(w for w in words if w not in STOPWORDS)
-    return out
 
 
 @runtime_checkable
@@ -88,13 +34,6 @@ class RecallIndex(Protocol):
         ...
 
 
-@dataclass
-class _Postings:
-    size: int = 0
-    lengths: list[int] = field(default_factory=list)
-    postings: defaultdict[str, dict[int, int]] = field(default_factory=lambda: defaultdict(dict))
-
-
 class BM25Index:
     """Okapi BM25 over the messages of each session (``k1``, ``b`` as usual): lexical, fast, no model.
 
@@ -105,16 +44,11 @@ class BM25Index:
     def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
 
-    def _index(self, history: Sequence[ChatMessage], session: SessionContext | None) -> _Postings:
-        memo: PrefixMemo[_Postings] = own_session(self, session).state_for(self, PrefixMemo)
+    def _index(self, history: Sequence[ChatMessage], session: SessionContext | None) -> Bm25:
+        memo: PrefixMemo[Bm25] = own_session(self, session).state_for(self, PrefixMemo)
         hit = memo.lookup(history)
-        state = hit[1] if hit is not None else _Postings()
-        for i in range(state.size, len(history)):
-            words = Counter(terms(message_text(history[i])))
-            state.lengths.append(sum(words.values()))
-            for word, tf in words.items():
-                state.postings[word][i] = tf
-        state.size = len(history)
+        state = hit[1] if hit is not None else Bm25(self.k1, self.b)
+        state.extend(history)
         memo.store(history, state)
         return state
 
@@ -122,21 +56,7 @@ class BM25Index:
         self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
     ) -> dict[int, float]:
         """BM25 score of each message that shares a term with ``query``."""
-        state = self._index(history, session)
-        if not state.size:
-            return {}
-        n = state.size
-        average = (sum(state.lengths) / n) or 1.0
-        out: dict[int, float] = defaultdict(float)
-        for word in set(terms(query)):
-            posting = state.postings.get(word)
-            if not posting:
-                continue
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for i, tf in posting.items():
-                norm = tf + self.k1 * (1 - self.b + self.b * state.lengths[i] / average)
-                out[i] += idf * tf * (self.k1 + 1) / norm
-        return dict(out)
+        return self._index(history, session).scores(query)
 
 
 @dataclass

@@ -13,26 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.search import opens_group, unit_end
 
 Span = tuple[int, int]
 """A half-open index range ``[start, end)``."""
-
-
-def opens_group(message: ChatMessage) -> bool:
-    """Whether ``message`` is an assistant message with tool calls."""
-    return message.role == "assistant" and any(isinstance(b, ToolCallBlock) for b in message.content)
-
-
-def unit_end(messages: Sequence[ChatMessage], start: int, stop: int | None = None) -> int:
-    """Where the unit that begins at ``start`` ends (exclusive), looking no further than ``stop``."""
-    stop = len(messages) if stop is None else stop
-    j = start + 1
-    if opens_group(messages[start]):
-        while j < stop and messages[j].role in ("tool", "system"):
-            j += 1
-        while j - 1 > start and messages[j - 1].role == "system":  # trailing system messages stand alone
-            j -= 1
-    return j
 
 
 def units(messages: Sequence[ChatMessage], start: int = 0, stop: int | None = None) -> list[Span]:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_left
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage.history import HistoryWindow, check_append, window_of
+from ravi.kernel.search import UnitMatch, message_text, terms, unit_end
+from ravi.kernel.storage.history import HistoryWindow, check_append, check_search, window_of
 from ravi.kernel.tokens import seed_stored_tokens, stored_tokens
 from ravi.kernel.values import check_page, check_scope
 
@@ -180,7 +182,89 @@ END
 $fn$;
 """,
     ),
+    Migration(
+        4,
+        "searchable terms of each message, for relevant recall",
+        """
+-- Each message keeps its searchable terms (ravi.kernel.search.terms, counted) as a tsvector whose lexemes carry
+-- a digest of the session, so the GIN index finds one session's matches without touching any other's. Sessions
+-- from before this version are made searchable on their first search (``searchable``).
+ALTER TABLE {schema}."{prefix}messages" ADD COLUMN terms tsvector;
+CREATE INDEX "{prefix}messages_terms" ON {schema}."{prefix}messages" USING gin (terms);
+ALTER TABLE {schema}."{prefix}sessions" ADD COLUMN searchable boolean NOT NULL DEFAULT false;
+ALTER TABLE {schema}."{prefix}sessions" ALTER COLUMN searchable SET DEFAULT true;
+DROP FUNCTION {schema}."{prefix}append_messages"(text, text, text, text[], text[], text[], integer[]);
+
+CREATE FUNCTION {schema}."{prefix}append_messages"(
+    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[],
+    p_terms text[]
+) RETURNS integer LANGUAGE plpgsql AS $fn$
+DECLARE
+    base bigint;
+    total bigint;
+    added integer;
+    added_tokens bigint;
+BEGIN
+    SELECT s.next_seq, s.total_tokens INTO base, total FROM {schema}."{prefix}sessions" s
+        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
+            ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
+            RETURNING s.next_seq, s.total_tokens INTO base, total;
+    END IF;
+    WITH inserted AS (
+        INSERT INTO {schema}."{prefix}messages"
+            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens, terms)
+        SELECT p_agent, p_session, base + t.ord - 1, p_run, t.message_id, t.body, t.role, t.tokens,
+               total + sum(t.tokens) OVER (ORDER BY t.ord), t.terms::tsvector
+        FROM unnest(p_ids, p_bodies, p_roles, p_tokens, p_terms)
+             WITH ORDINALITY AS t(message_id, body, role, tokens, terms, ord)
+        ORDER BY t.ord
+        ON CONFLICT (agent_id, session_id, message_id) DO NOTHING
+        RETURNING tokens
+    )
+    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
+    IF added < cardinality(p_ids) THEN
+        -- some rows were skipped: number the inserted ones without gaps (through negative numbers, so no two
+        -- rows ever share a number on the way), with their running totals
+        WITH numbered AS (
+            SELECT m.seq, base + row_number() OVER (ORDER BY m.seq) - 1 AS renumbered,
+                   total + sum(m.tokens) OVER (ORDER BY m.seq) AS cum
+            FROM {schema}."{prefix}messages" m
+            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq >= base
+        )
+        UPDATE {schema}."{prefix}messages" m SET seq = -n.renumbered - 1, cum_tokens = n.cum FROM numbered n
+            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = n.seq;
+        UPDATE {schema}."{prefix}messages" SET seq = -seq - 1
+            WHERE agent_id = p_agent AND session_id = p_session AND seq < 0;
+    END IF;
+    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
+        WHERE agent_id = p_agent AND session_id = p_session;
+    RETURN added;
+END
+$fn$;
+""",
+    ),
 ]
+
+
+def session_digest(agent_id: str, session_id: str) -> str:
+    """The prefix of a session's lexemes: 8 hex digits of a digest of ``(agent_id, session_id)``, so the terms
+    index finds one session's matches without touching the others' (a collision only costs a filtered row)."""
+    return hashlib.sha256(f"{agent_id}\x00{session_id}".encode()).hexdigest()[:8] + ":"
+
+
+def _quoted(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def searchable_terms(scope: str, message: ChatMessage) -> str:
+    """The tsvector text of a message: each of its terms (:func:`~ravi.kernel.search.terms`), prefixed with the
+    session's digest, with as many positions as it occurs (at most 256), so a search can weigh repeated terms."""
+    counted = Counter(terms(message_text(message)))
+    return " ".join(
+        f"{_quoted(scope + term)}:{','.join(map(str, range(1, min(n, 256) + 1)))}" for term, n in counted.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -273,6 +357,43 @@ picked AS (
 SELECT info.epoch, info.total, info.start, info.complete, info.before, p.seq, p.tokens, p.body
 FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
 
+        # Relevant recall's search: BM25 over the session's messages before offset $6, from the terms index. The
+        # number of messages with each query term (df) and the session's size give each term's weight; a
+        # message's length is its count of terms, against the average of the messages that match. The best
+        # messages (4 x $7) are taken to their units: a tool result to its call, a call to the results after it;
+        # the rows of each unit come back with the id of the system message before it.
+        self._search_query = f"""
+WITH s AS (SELECT searchable, greatest(next_seq, 1) AS n FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
+q AS (SELECT t.lexeme, t.query::tsquery AS query FROM unnest($3::text[], $4::text[]) AS t(lexeme, query)),
+idf AS (SELECT q.lexeme, ln(1 + ((SELECT n FROM s) - d.df + 0.5) / (d.df + 0.5)) AS idf
+        FROM q CROSS JOIN LATERAL (SELECT count(*) AS df FROM {m} m WHERE {scope} AND m.terms @@ q.query) d),
+hits AS (SELECT m.seq, m.role, m.terms, (SELECT sum(cardinality(u.positions)) FROM unnest(m.terms) u) AS len
+         FROM {m} m WHERE {scope} AND m.terms @@ $5::tsquery AND m.role <> 'system'
+         AND m.cum_tokens - m.tokens < $6),
+average AS (SELECT greatest(avg(len), 1) AS len FROM hits),
+scored AS (SELECT h.seq, h.role, (
+              SELECT sum(i.idf * cardinality(u.positions) * 2.2
+                         / (cardinality(u.positions) + 1.2 * (0.25 + 0.75 * h.len / a.len)))
+              FROM unnest(h.terms) u JOIN idf i ON i.lexeme = u.lexeme) AS score
+           FROM hits h, average a),
+top AS (SELECT seq, role, score FROM scored ORDER BY score DESC, seq DESC LIMIT $7 * 4),
+keyed AS (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce((
+              SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < t.seq
+              AND o.role NOT IN ('tool', 'system') ORDER BY o.seq DESC LIMIT 1), t.seq) ELSE t.seq END AS opener
+          FROM top t),
+spans AS (SELECT k.opener, coalesce((
+              SELECT n.seq FROM {m} n WHERE n.agent_id = $1 AND n.session_id = $2 AND n.seq > k.opener
+              AND n.role NOT IN ('tool', 'system') ORDER BY n.seq LIMIT 1), 9223372036854775807) AS stop, (
+              SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
+              AND y.seq < k.opener ORDER BY y.seq DESC LIMIT 1) AS after_system
+          FROM (SELECT DISTINCT opener FROM keyed) k)
+SELECT (SELECT searchable FROM s) AS searchable, sp.opener, sp.after_system, m.seq, m.body,
+       m.cum_tokens - m.tokens AS offset, k.score
+FROM spans sp JOIN {m} m ON {scope} AND m.seq >= sp.opener AND m.seq < sp.stop
+LEFT JOIN keyed k ON k.seq = m.seq
+UNION ALL SELECT searchable, NULL, NULL, NULL, NULL, NULL, NULL FROM s
+ORDER BY 2 NULLS FIRST, 4"""
+
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""
         await self.append_many(agent_id, [message], session_id=session_id, run_id=run_id)
@@ -288,9 +409,11 @@ FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
         bodies = [m.model_dump_json() for m in messages]
         roles = [m.role for m in messages]
         tokens = [stored_tokens(m) for m in messages]
+        scope = session_digest(agent_id, session_id)
+        terms = [searchable_terms(scope, m) for m in messages]
         await self.db.fetchval(
-            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7)",
-            *(agent_id, session_id, run_id, ids, bodies, roles, tokens),
+            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7, $8)",
+            *(agent_id, session_id, run_id, ids, bodies, roles, tokens, terms),
         )
 
     async def get_messages(
@@ -489,6 +612,76 @@ FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
             while len(self._windows) > self._cache_size:
                 self._windows.popitem(last=False)
         return view
+
+    async def search_units(
+        self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
+    ) -> list[UnitMatch]:
+        """The units before offset ``before`` that best match ``query`` (``HistorySearcher``): one query, BM25
+        over the session's terms index, so recall never reads the session. A session written before the index
+        existed is indexed on its first search."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_search(query, before, limit)
+        words = sorted(set(terms(query)))
+        if not words or not limit:
+            return []
+        digest = session_digest(agent_id, session_id)
+        lexemes = [digest + w for w in words]
+        queries = [_quoted(x) for x in lexemes]
+        args = (agent_id, session_id, lexemes, queries, " | ".join(queries), before, limit)
+        rows = await self.db.fetch(self._search_query, *args)
+        if rows and not rows[0]["searchable"]:
+            await self._index_terms(agent_id, session_id)
+            rows = await self.db.fetch(self._search_query, *args)
+        spans: dict[int, list[Any]] = {}
+        for r in rows:
+            if r["opener"] is not None:
+                spans.setdefault(r["opener"], []).append(r)
+        found: list[UnitMatch] = []
+        for span in spans.values():
+            messages = [ChatMessage.model_validate_json(r["body"]) for r in span]
+            i = 0
+            while i < len(messages):
+                j = unit_end(messages, i)
+                scores = [r["score"] for r, m in zip(span[i:j], messages[i:j], strict=True) if m.role != "system"]
+                best = max((x for x in scores if x is not None), default=None)
+                if best is not None and best > 0 and span[i]["offset"] is not None and span[i]["offset"] < before:
+                    anchor = span[0]["after_system"]
+                    if i:  # a unit after the span's first: the newest system message before it may lie inside
+                        anchor = next((m.id for m in reversed(messages[:i]) if m.role == "system"), anchor)
+                    found.append(UnitMatch(float(best), tuple(messages[i:j]), int(span[i]["offset"]), anchor))
+                i = j
+        found.sort(key=lambda u: (-u.score, -u.offset))
+        return found[:limit]
+
+    async def _index_terms(self, agent_id: str, session_id: str) -> None:
+        """Store the terms (and counts) of a session written before they were kept; once, appends wait."""
+        await self._recount(agent_id, session_id)
+        digest = session_digest(agent_id, session_id)
+        async with self.db.connection() as connection, connection.transaction():
+            await connection.execute(
+                f"SELECT 1 FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2 FOR UPDATE",
+                agent_id,
+                session_id,
+            )
+            rows = await connection.fetch(
+                f"SELECT seq, body FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND terms IS NULL",
+                agent_id,
+                session_id,
+            )
+            if rows:
+                await connection.execute(
+                    f"UPDATE {self._messages} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) "
+                    "AS u(seq, terms) WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq",
+                    agent_id,
+                    session_id,
+                    [r["seq"] for r in rows],
+                    [searchable_terms(digest, ChatMessage.model_validate_json(r["body"])) for r in rows],
+                )
+            await connection.execute(
+                f"UPDATE {self._sessions} SET searchable = true WHERE agent_id = $1 AND session_id = $2",
+                agent_id,
+                session_id,
+            )
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""

@@ -30,10 +30,12 @@ from ravi.kernel.storage.graph import (
 )
 from ravi.kernel.storage.history import (
     HistoryProvider,
+    HistorySearcher,
     HistoryWindow,
     SessionLister,
     WindowReader,
     check_append,
+    check_search,
     window_of,
     window_start,
 )
@@ -55,6 +57,7 @@ __all__ = [
     "Filter",
     "GraphStore",
     "HistoryProvider",
+    "HistorySearcher",
     "HistoryWindow",
     "LongTermMemory",
     "Memory",
@@ -77,6 +80,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_ENTRIES",
     "check_append",
+    "check_search",
     "check_blob_key",
     "check_blob_metadata",
     "check_content_type",

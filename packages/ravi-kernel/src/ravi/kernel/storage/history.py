@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.search import UnitMatch
 from ravi.kernel.tokens import stored_tokens
 
 
@@ -118,6 +119,37 @@ class WindowReader(Protocol):
         ...
 
 
+@runtime_checkable
+class HistorySearcher(Protocol):
+    """An optional ability of a history provider: find the units of a session that best match a query, in the
+    store, so that relevant recall never reads the whole session.
+
+    ``search_units`` ranks the session's messages against ``query`` by the store's own measure (BM25 in
+    memory, full-text search on a server) with the terms of :func:`ravi.kernel.search.terms`, and returns the
+    whole units (:func:`ravi.kernel.search.unit_at`) of the best ones that lie before offset ``before`` (the
+    stored tokens before a message; only units whose messages all start before it), best first, at most
+    ``limit``, each with its offset and the system message it follows. System messages are never matches
+    (a window keeps them all anyway).
+    """
+
+    async def search_units(
+        self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
+    ) -> list[UnitMatch]:
+        """The best units before ``before`` for ``query``, best first."""
+        ...
+
+
+def check_search(query: object, before: object, limit: object) -> None:
+    """What every ``search_units`` checks first: a text query and non-negative integers (``InvalidArgument``)."""
+    from ravi.kernel.errors import InvalidArgument
+
+    if not isinstance(query, str):
+        raise InvalidArgument(f"query must be a str, got {type(query).__name__}")
+    for name, value in (("before", before), ("limit", limit)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidArgument(f"{name} must be an integer >= 0, got {value!r}")
+
+
 def window_start(messages: Sequence[ChatMessage], tokens: int) -> int:
     """Where the tail of a windowed read of ``messages`` starts at the latest (the reference rule of
     :class:`WindowReader`): the newest messages until their stored counts pass ``tokens``, moved back past tool
@@ -144,10 +176,12 @@ def window_of(messages: Sequence[ChatMessage], tokens: int) -> HistoryWindow:
 
 __all__ = [
     "HistoryProvider",
+    "HistorySearcher",
     "HistoryWindow",
     "SessionLister",
     "WindowReader",
     "check_append",
+    "check_search",
     "window_of",
     "window_start",
 ]

@@ -14,6 +14,8 @@ from ravi.kernel.agent import SessionContext
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.search import UnitMatch
+from ravi.kernel.storage import HistorySearcher
 
 
 class RelevantRecallStrategy:
@@ -21,13 +23,22 @@ class RelevantRecallStrategy:
 
     A window that fits is returned as it is. Otherwise the newest whole units fill ``1 - recall_share`` of the
     budget (after the system messages), and the rest goes to the older units most relevant to the current
-    request, the latest user turn, as ranked by ``index`` (:class:`BM25Index` by default, or an
-    :class:`EmbeddingIndex`). Recalled units keep their conversation order and their tool calls and results
-    together, and every system message stays. The budget is always met when the system messages alone fit.
+    request, the latest user turn. Recalled units keep their conversation order and their tool calls and
+    results together, and every system message stays. The budget is always met when the system messages alone
+    fit.
 
-    Cost: the newest end is read as for any budget strategy; the index grows with the session, indexing only
-    the messages appended since the previous window.
+    Where the older units come from:
+
+    * With no ``index`` and a session whose history provider can search (``HistorySearcher``: the in-memory
+      provider, and Postgres with its full-text index), the store ranks them and returns the best
+      ``search_limit`` units, as stored. The window then needs only the newest part of the session, so the
+      engine reads just that (``WindowReader``), and a fresh worker's first window costs about a plain one.
+    * Otherwise ``index`` ranks every older message of the history in the process (:class:`BM25Index` by
+      default, or an :class:`EmbeddingIndex` for meaning rather than words), and the engine reads the whole
+      session. The index is kept per session and extended with the messages appended since the last window.
     """
+
+    cuts = True
 
     def __init__(
         self,
@@ -35,16 +46,35 @@ class RelevantRecallStrategy:
         *,
         recall_share: float = 0.4,
         index: RecallIndex | None = None,
+        search_limit: int = 64,
         counter: TokenCounter | None = None,
     ) -> None:
         if token_budget < 0:
             raise InvalidArgument(f"token_budget must be >= 0, got {token_budget}")
         if not 0 <= recall_share <= 1:
             raise InvalidArgument(f"recall_share must be in [0, 1], got {recall_share}")
+        if isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1:
+            raise InvalidArgument(f"search_limit must be an integer >= 1, got {search_limit!r}")
         self.token_budget = token_budget
         self.recall_share = recall_share
+        self.own_index = index
         self.index: RecallIndex = index or BM25Index()
+        self.search_limit = search_limit
         self.own_counter = counter
+
+    @property
+    def read_hint(self) -> int:
+        """The budget: how many stored tokens a windowed read starts with."""
+        return self.token_budget
+
+    @property
+    def suffix_determined(self) -> bool:
+        """Whether the window can be assembled from the newest part of a session: when the store ranks the
+        older units (no ``index`` of its own, and a provider that searches, see :attr:`searches`)."""
+        return self.own_index is None
+
+    searches = True
+    """The strategy is suffix-determined only on a provider that can search (``HistorySearcher``)."""
 
     def recalled(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> frozenset[str]:
         """The ids this strategy recalled in its last window of the session."""
@@ -54,6 +84,13 @@ class RelevantRecallStrategy:
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: system messages, recalled older units, and the newest units, within the budget."""
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
+        searcher = session.history if session is not None else None
+        if self.own_index is None and isinstance(searcher, HistorySearcher):
+            assert session is not None
+            return await self._searched(history, session, searcher, counter)
+        if session is not None and session.partial:
+            session.need_older()  # the index ranks the whole history
+            return list(history)
         if fits(history, self.token_budget, counter):
             return list(history)
         count = counter.count_message
@@ -64,7 +101,7 @@ class RelevantRecallStrategy:
         recent_allowance = int(allowance * (1 - self.recall_share))
         cut = newest_cut(history, count, recent_allowance)
         spent = sum(count(m) for m in history[cut:] if m.role != "system")
-        query = next((m.text for m in reversed(history) if m.role == "user" and m.text), "")
+        query = _query(history)
         chosen: set[int] = set()
         if query and cut > 0:
             if accepts_session(self.index.scores):
@@ -87,8 +124,86 @@ class RelevantRecallStrategy:
         own_session(self, session).state[(self, "recalled")] = frozenset(history[i].id for i in chosen)
         return window
 
+    async def _searched(
+        self, history: Sequence[ChatMessage], session: SessionContext, searcher: HistorySearcher, counter: TokenCounter
+    ) -> list[ChatMessage]:
+        """The window with the older units the store ranks (as stored, fetched by the search, never by reading
+        the session)."""
+        partial = session.partial
+        count = counter.count_message
+        systems = system_messages(history)
+        allowance = self.token_budget - sum(map(count, systems))
+        if allowance < 0:
+            if partial and len(systems) < len(history):
+                session.cut_made()
+            return systems
+        if fits(history, self.token_budget, counter):
+            if partial:
+                session.need_older()  # the older part may not fit
+            return list(history)
+        cut = newest_cut(history, count, int(allowance * (1 - self.recall_share)))
+        query = _query(history)
+        if partial:
+            if not query or all(m.role == "system" for m in history[:cut]):
+                session.need_older()  # the request, or the cut, lies further back
+                return list(history)
+            session.cut_made()
+        session.state[(self, "recalled")] = frozenset()
+        older = [m for m in history[:cut] if m.role == "system"]
+        if not query or not self.recall_share:
+            return [*older, *history[cut:]]
+        before = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
+        if before is None:  # the cut is past every stored message
+            before = 2**62
+        matches = await searcher.search_units(
+            session.agent_id, session_id=session.session_id, query=query, before=before, limit=self.search_limit
+        )
+        left = allowance - sum(count(m) for m in history[cut:] if m.role != "system")
+        chosen = []
+        for match in matches:
+            cost = sum(count(m) for m in match.messages if m.role != "system")
+            if cost <= left:
+                chosen.append(match)
+                left -= cost
+        if not chosen:
+            return [*older, *history[cut:]]
+        session.state[(self, "recalled")] = frozenset(m.id for match in chosen for m in match.messages)
+        return [*_placed(older, chosen), *history[cut:]]
+
     def __repr__(self) -> str:
         return f"RelevantRecallStrategy(token_budget={self.token_budget}, recall_share={self.recall_share})"
+
+
+def _query(history: Sequence[ChatMessage]) -> str:
+    """The current request: the text of the latest user turn."""
+    return next((m.text for m in reversed(history) if m.role == "user" and m.text), "")
+
+
+def _placed(systems: list[ChatMessage], chosen: list[UnitMatch]) -> list[ChatMessage]:
+    """``systems`` with the recalled units in conversation order: each right after the system message it
+    follows in the session (by offset among those that follow the same one), and any system message of a unit
+    given once."""
+    by_anchor: dict[str | None, list[UnitMatch]] = {}
+    for match in sorted(chosen, key=lambda m: m.offset):
+        by_anchor.setdefault(match.after_system, []).append(match)
+    known = {m.id for m in systems}
+    out: list[ChatMessage] = []
+    given: set[str] = set()
+
+    def place(matches: list[UnitMatch]) -> None:
+        for match in matches:
+            for m in match.messages:
+                if m.id not in given:
+                    given.add(m.id)
+                    out.append(m)
+
+    place(sorted((m for a, ms in by_anchor.items() if a is None or a not in known for m in ms), key=lambda m: m.offset))
+    for system in systems:
+        if system.id not in given:
+            given.add(system.id)
+            out.append(system)
+        place(by_anchor.get(system.id, []))
+    return out
 
 
 __all__ = ["RelevantRecallStrategy"]

@@ -1,0 +1,135 @@
+"""Relevant recall that asks the store: the store's search gives the window the in-process index gives, and a
+window needs only the newest part of the session."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMemoryHistoryProvider
+from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+
+from .doubles import Recording
+from .transcripts import transcripts
+
+WORDS = ["cache", "deploy", "staging", "Straße", "αθηνα", "東京", "port", "walrus"]
+worded = st.lists(
+    st.tuples(st.sampled_from(["user", "assistant", "system", "group"]), st.lists(st.sampled_from(WORDS), max_size=4)),
+    max_size=40,
+)
+
+
+def _build(spec: list[tuple[str, list[str]]]) -> list[ChatMessage]:
+    out: list[ChatMessage] = []
+    for i, (kind, words) in enumerate(spec):
+        text = " ".join(words) + f" turn {i}"
+        if kind == "group":
+            call = ToolCallBlock(id=f"c{i}", name="lookup", arguments={"q": text})
+            out += [ChatMessage.assistant(None, tool_calls=[call]), ChatMessage.tool(f"c{i}", text * 3)]
+        else:
+            out.append(getattr(ChatMessage, kind)(text))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=worded, extra=transcripts, budget=st.integers(0, 400), share=st.sampled_from([0.0, 0.3, 0.5, 1.0]))
+def test_the_store_search_gives_the_window_the_in_process_index_gives(
+    spec: list[tuple[str, list[str]]], extra: list[ChatMessage], budget: int, share: float
+) -> None:
+    """On the in-memory store (BM25 over the session, like the in-process index), asking the store changes
+    nothing in the window: same units recalled, same order, same budget."""
+    history = [*extra, *_build(spec)]
+
+    async def main() -> None:
+        store = InMemoryHistoryProvider()
+        await store.append_many("a", history, session_id="s")
+        searched = CompactionPipeline([RelevantRecallStrategy(budget, recall_share=share, search_limit=10_000)])
+        indexed = CompactionPipeline([RelevantRecallStrategy(budget, recall_share=share)])
+        got = await searched.assemble(store, searched.session("a", "s", history=store))
+        want = await indexed.compact(history, indexed.session("a", "s"))
+        assert got == want
+
+    asyncio.run(main())
+
+
+def _long_session(n: int) -> list[ChatMessage]:
+    messages = [ChatMessage.system("be brief")]
+    for i in range(n):
+        if i == 40:
+            call = ToolCallBlock(id="deploy", name="lookup", arguments={"host": "staging"})
+            messages += [
+                ChatMessage.assistant(None, tool_calls=[call]),
+                ChatMessage.tool("deploy", "the staging host is zanzibar-7, port 6543"),
+            ]
+        messages.append(ChatMessage.user(f"question {i} " + "x" * 200))
+        messages.append(ChatMessage.assistant(f"answer {i}"))
+    return [*messages, ChatMessage.user("which port does zanzibar-7 use?")]
+
+
+def test_a_fresh_worker_recalls_from_the_store_reading_only_the_window() -> None:
+    """10,000 messages: the first window of a fresh pipeline reads the newest part only, and the old tool unit
+    that answers the request comes back whole, after the system prompt, before the recent turns."""
+
+    async def main() -> tuple[Recording, list[ChatMessage], list[ChatMessage]]:
+        store = Recording()
+        messages = _long_session(5_000)
+        await store.append_many("a", messages, session_id="s")
+        pipeline = CompactionPipeline([RelevantRecallStrategy(2_000)])
+        window = await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        return store, messages, window
+
+    store, messages, window = asyncio.run(main())
+    assert store.whole == 0 and store.windowed < 200
+    recalled = [m for m in window if m.role == "tool" or m.tool_calls]
+    assert [m.id for m in recalled] == [m.id for m in messages[81:83]]
+    assert window[0] == messages[0] and window[1:3] == messages[81:83]
+    assert window[-1] == messages[-1]
+
+
+def test_an_index_of_its_own_reads_the_session_whole() -> None:
+    """``index=`` ranks in the process, which needs every older message: the session is read whole."""
+
+    async def main() -> Recording:
+        store = Recording()
+        await store.append_many("a", _long_session(100), session_id="s")
+        from ravi.agents.context.recall_index import BM25Index
+
+        pipeline = CompactionPipeline([RelevantRecallStrategy(500, index=BM25Index())])
+        await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        return store
+
+    store = asyncio.run(main())
+    assert store.windowed == 0 and store.whole > 0
+
+
+def test_a_provider_that_cannot_search_is_read_whole() -> None:
+    """A provider that reads windows but cannot search: recall ranks in the process, on the whole session."""
+
+    class WindowsOnly(Recording):
+        search_units = None  # type: ignore[assignment]
+
+    async def main() -> tuple[Recording, list[ChatMessage]]:
+        store = WindowsOnly()
+        messages = _long_session(100)
+        await store.append_many("a", messages, session_id="s")
+        pipeline = CompactionPipeline([RelevantRecallStrategy(500)])
+        return store, await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+
+    store, window = asyncio.run(main())
+    assert store.windowed == 0 and store.whole > 0
+    assert any(m.role == "tool" for m in window)
+
+
+def test_the_hybrid_provider_searches_the_tier_that_serves_the_session() -> None:
+    async def main() -> list[ChatMessage]:
+        hot, cold = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        await cold.append_many("a", _long_session(100), session_id="s")  # the hot tier lost the session
+        pipeline = CompactionPipeline([RelevantRecallStrategy(500)])
+        return await pipeline.assemble(history, pipeline.session("a", "s", history=history))
+
+    window = asyncio.run(main())
+    assert [m.role for m in window[:3]] == ["system", "assistant", "tool"]

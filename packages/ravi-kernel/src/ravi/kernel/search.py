@@ -1,0 +1,215 @@
+"""Searching a transcript: terms in any script, BM25 scores, and the units a search returns.
+
+One tokenizer serves every store that searches a session (:func:`terms`), so a query matches the same words in
+memory and on a server. Words are case-folded and stripped of accents (:func:`fold`); scripts written without
+spaces between words become overlapping character pairs.
+
+A search returns whole *units* (:func:`unit_at`): a message, or an assistant message that makes tool calls
+together with the tool results (and the system messages among them) that follow it, so a recalled tool result
+always comes with its call.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from bisect import bisect_left
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
+
+_WORD = re.compile(r"\w+(?:[-.]\w+)*")
+# Scripts written without spaces between words: kana, CJK ideographs, Thai, Lao, Myanmar, Khmer.
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]+")
+STOPWORDS = frozenset(
+    "a an and are as at be but by can could did do does for from had has have how i if in into is it its me my "
+    "no not of on or our please so than that the their them then there these they this to us was we were what "
+    "when where which who why will with would you your".split()
+)
+
+
+def message_text(message: ChatMessage, *, limit: int = 4_000) -> str:
+    """The searchable text of a message: its text, tool calls and tool results (long results cut)."""
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolCallBlock):
+            parts.append(f"{block.name} {' '.join(str(v) for v in block.arguments.values())}")
+        elif isinstance(block, ToolResultBlock):
+            parts.append(block.content[:limit])
+    return " ".join(parts)
+
+
+def fold(text: str) -> str:
+    """``text`` case-folded (``Straße`` becomes ``strasse``) and without the accents of Latin, Greek and Cyrillic
+    letters (``café`` becomes ``cafe``), so a query matches however either side was typed."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    kept = []
+    previous = ""
+    for char in decomposed:
+        if unicodedata.combining(char) and previous < "\u0530":  # a mark on a Latin, Greek or Cyrillic letter
+            continue
+        kept.append(char)
+        previous = char
+    return unicodedata.normalize("NFKC", "".join(kept))
+
+
+def terms(text: str) -> list[str]:
+    """The searchable terms of ``text``, in any script.
+
+    Words (letters and digits of any script) are folded (:func:`fold`) and English stop words dropped;
+    identifiers such as ``db-staging-3`` stay whole. Runs of scripts written without spaces (Chinese,
+    Japanese, Thai, ...) become overlapping character pairs, the usual unit for searching them.
+    """
+    folded = fold(text)
+    out: list[str] = []
+    for run in _UNSPACED.findall(folded):
+        out.extend(run[i : i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
+    words = _WORD.findall(_UNSPACED.sub(" ", folded))
+    out.extend(w for w in words if w not in STOPWORDS)
+    return out
+
+
+@dataclass
+class Bm25:
+    """Okapi BM25 postings over a growing list of messages (``k1``, ``b`` as usual), extended as it grows.
+
+    Example:
+        >>> index = Bm25()
+        >>> index.extend([ChatMessage.user("the cache is cold"), ChatMessage.user("lunch?")])
+        >>> sorted(index.scores("cold cache"))
+        [0]
+    """
+
+    k1: float = 1.2
+    b: float = 0.75
+    size: int = 0
+    lengths: list[int] = field(default_factory=list)
+    postings: defaultdict[str, dict[int, int]] = field(default_factory=lambda: defaultdict(dict))
+
+    def extend(self, messages: Sequence[ChatMessage]) -> None:
+        """Index ``messages[self.size:]``: those appended since the last call."""
+        for i in range(self.size, len(messages)):
+            words = Counter(terms(message_text(messages[i])))
+            self.lengths.append(sum(words.values()))
+            for word, tf in words.items():
+                self.postings[word][i] = tf
+        self.size = max(self.size, len(messages))
+
+    def scores(self, query: str) -> dict[int, float]:
+        """The BM25 score of each indexed message that shares a term with ``query``, by position."""
+        n = self.size
+        if not n:
+            return {}
+        average = (sum(self.lengths) / n) or 1.0
+        k1, b, lengths = self.k1, self.b, self.lengths
+        out: dict[int, float] = defaultdict(float)
+        for word in set(terms(query)):
+            posting = self.postings.get(word)
+            if not posting:
+                continue
+            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            for i, tf in posting.items():
+                out[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[i] / average))
+        return dict(out)
+
+
+def opens_group(message: ChatMessage) -> bool:
+    """Whether ``message`` is an assistant message with tool calls."""
+    return message.role == "assistant" and any(isinstance(b, ToolCallBlock) for b in message.content)
+
+
+def unit_end(messages: Sequence[ChatMessage], start: int, stop: int | None = None) -> int:
+    """Where the unit that begins at ``start`` ends (exclusive), looking no further than ``stop``: after the
+    tool results (and system messages among them) of an assistant message that makes tool calls, else after
+    ``start`` itself."""
+    stop = len(messages) if stop is None else stop
+    j = start + 1
+    if opens_group(messages[start]):
+        while j < stop and messages[j].role in ("tool", "system"):
+            j += 1
+        while j - 1 > start and messages[j - 1].role == "system":  # trailing system messages stand alone
+            j -= 1
+    return j
+
+
+def unit_at(messages: Sequence[ChatMessage], i: int) -> tuple[int, int]:
+    """The unit ``[start, end)`` that holds ``messages[i]``: a tool result's unit starts at its call (a result
+    without one stands alone)."""
+    if messages[i].role == "tool":
+        k = i
+        while k > 0 and messages[k - 1].role in ("tool", "system"):
+            k -= 1
+        if k > 0 and opens_group(messages[k - 1]):
+            end = unit_end(messages, k - 1)
+            if i < end:
+                return k - 1, end
+        return i, i + 1
+    return i, unit_end(messages, i) if messages[i].role != "system" else i + 1
+
+
+@dataclass(frozen=True)
+class UnitMatch:
+    """One unit a search found, with its score (higher is more relevant).
+
+    Attributes:
+        score: How well the unit matches: the best score of its messages.
+        messages: The unit as stored, oldest first (with any system message among its tool results).
+        offset: The stored tokens before the unit in the session (where it sits).
+        after_system: The id of the newest system message before the unit, or ``None``: a window places the
+            unit right after it.
+    """
+
+    score: float
+    messages: tuple[ChatMessage, ...]
+    offset: int
+    after_system: str | None = None
+
+
+def match_units(
+    messages: Sequence[ChatMessage],
+    scores: Mapping[int, float],
+    *,
+    before: Sequence[int],
+    systems: Sequence[int],
+    stop: int,
+    limit: int,
+) -> list[UnitMatch]:
+    """The reference ranking of a search: the units of ``messages[:stop]`` that hold a scored message that is
+    not a system message, each scored by its best such message, best first (the newer first among equals), at
+    most ``limit``. ``before[i]`` is the stored tokens before ``messages[i]``, ``systems`` the positions of
+    the system messages, in order. Costs O(matches), not O(session)."""
+    best: dict[tuple[int, int], float] = {}
+    for i, score in scores.items():
+        if i >= stop or score <= 0 or messages[i].role == "system":
+            continue
+        span = unit_at(messages, i)
+        if span[1] > stop:
+            continue
+        if score > best.get(span, 0.0):
+            best[span] = score
+    ranked = sorted(best.items(), key=lambda item: (-item[1], -item[0][0]))[:limit]
+    out = []
+    for (start, end), score in ranked:
+        k = bisect_left(systems, start)
+        anchor = messages[systems[k - 1]].id if k else None
+        out.append(UnitMatch(score, tuple(messages[start:end]), before[start], anchor))
+    return out
+
+
+__all__ = [
+    "STOPWORDS",
+    "Bm25",
+    "UnitMatch",
+    "fold",
+    "match_units",
+    "message_text",
+    "opens_group",
+    "terms",
+    "unit_at",
+    "unit_end",
+]
