@@ -34,12 +34,14 @@ from ravi.agents.context import (
     AgentContext,
     ContextConfig,
     InMemoryHistoryProvider,
+    RelevantRecallStrategy,
     TokenBudgetComposedStrategy,
     ToolResultCompactionStrategy,
 )
 from ravi.agents.demo import agentic_transcript
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import HistorySearcher
 
 BUDGET = 100_000
 SIZES = (1_000, 10_000, 100_000)
@@ -198,39 +200,62 @@ def record_reads(provider: Any) -> list[int]:
     return sizes
 
 
+async def first_window(make: Callable[[], Any], strategies: Callable[[], list[Any]]) -> tuple[float, int, int, int]:
+    """A fresh worker's first window of session ``s`` (ms), its size, and the rows of the read it was made from
+    and how many reads it took."""
+    provider = make()  # a new worker: empty caches
+    await provider.count_messages("agent", session_id="warmup")  # the pool is up, as in a running worker
+    context = AgentContext(ContextConfig(provider, strategies()))
+    views = record_reads(provider)
+    start = time.perf_counter()
+    window = await context.get_prompt_window("s")
+    elapsed = (time.perf_counter() - start) * 1000
+    await provider.close()
+    return elapsed, len(window), views[-1] if views else 0, len(views)
+
+
+def recall_pipeline() -> list[Any]:
+    return [ToolResultCompactionStrategy(), RelevantRecallStrategy(BUDGET)]
+
+
 async def fresh_worker(make: Callable[[], Any], newest: Callable[[Any, int], Any], label: str) -> None:
-    rows, firsts = [], {}
+    rows, firsts, recalls, indexing = [], {}, {}, {}
+    searches = isinstance(make(), HistorySearcher)
     for size in (1_000, 100_000):
         messages = agentic_transcript(size)
         writer = make()
         for i in range(0, size, 1_000):
             await writer.append_many("agent", messages[i : i + 1_000], session_id="s")
-        timings, reference, read = [], [], 0
-        for _ in range(5):
-            provider = make()  # a new worker: empty caches
-            await provider.count_messages("agent", session_id="warmup")  # the pool is up, as in a running worker
-            context = AgentContext(ContextConfig(provider, pipeline()))
-            views = record_reads(provider)
+        timings, reference, recall = [], [], []
+        if searches:  # the session's first search indexes it, once for every worker (an agent's windows search
+            # every turn, so a live session is indexed as it grows)
             start = time.perf_counter()
-            window = await context.get_prompt_window("s")
-            timings.append(time.perf_counter() - start)
-            read = views[-1]  # the rows of the read the window was made from
+            await writer.search_units("agent", session_id="s", query="index", before=0, limit=1)
+            indexing[size] = time.perf_counter() - start
+        for _ in range(5):
+            elapsed, window, read, reads = await first_window(make, pipeline)
+            timings.append(elapsed)
+            provider = make()
+            await provider.count_messages("agent", session_id="warmup")
             start = time.perf_counter()
             await newest(provider, read)
-            reference.append(time.perf_counter() - start)
+            reference.append((time.perf_counter() - start) * 1000)
             await provider.close()
-        first, ref = statistics.median(timings) * 1000, statistics.median(reference) * 1000
+            if searches:
+                recall.append((await first_window(make, recall_pipeline))[0])
+        first, ref = statistics.median(timings), statistics.median(reference)
         firsts[size] = (first, ref)
-        rows.append(
-            (f"{size:,}", len(window), f"{read} in {len(views)}", f"{first:.1f}", f"{ref:.1f}", f"{first / ref:.1f}x")
-        )
+        row = [f"{size:,}", window, f"{read} in {reads}", f"{first:.1f}", f"{ref:.1f}", f"{first / ref:.1f}x"]
+        if searches:
+            recalls[size] = statistics.median(recall)
+            row += [f"{recalls[size]:.1f}", f"{recalls[size] / first:.1f}x"]
+        rows.append(tuple(row))
         await writer.clear("agent", session_id="s")
         await writer.close()
-    table(
-        f"{label}: a fresh worker's first window (ms) beside one read of the newest rows it needs",
-        ["messages", "window", "rows in reads", "first window", "newest rows", "ratio"],
-        rows,
-    )
+    headers = ["messages", "window", "rows in reads", "first window", "newest rows", "ratio"]
+    if searches:
+        headers += ["first recall window", "recall / plain"]
+    table(f"{label}: a fresh worker's first window (ms) beside one read of the newest rows it needs", headers, rows)
     ratios = [f / r for f, r in firsts.values()]
     flat = firsts[100_000][0] / firsts[1_000][0]
     console.print(
@@ -238,6 +263,15 @@ async def fresh_worker(make: Callable[[], Any], newest: Callable[[Any, int], Any
         f"{verdict(all(r <= 2 for r in ratios))}"
     )
     console.print(f"target: flat, 100,000 / 1,000 within 2x: {flat:.1f}x, {verdict(flat <= 2)}")
+    if searches:
+        # relevant recall ([ToolResultCompactionStrategy(), RelevantRecallStrategy(100_000)]) asks the store's
+        # search for the older units: its first window should cost about what the plain one costs
+        worst = max(recalls[size] / firsts[size][0] for size in recalls)
+        console.print(f"target: a first recall window within 2x of a plain one: {worst:.1f}x, {verdict(worst <= 2)}")
+        console.print(
+            "the first search of a session written without one indexes it once, for every worker: "
+            + ", ".join(f"{seconds:.1f} s at {size:,} messages" for size, seconds in indexing.items())
+        )
 
 
 def memory_scale() -> tuple[int, int]:
@@ -322,7 +356,9 @@ def postgres(fresh: bool = True) -> None:
                     f"{db.prefix}{kind}",
                 )
             ]
-            picked = ", ".join("'m' || n" if c == "session_id" else c for c in columns)
+            # a copy's terms carry the digest of m0: left out, the copy is indexed on its first search
+            fill = {"session_id": "'m' || n", "terms": "NULL", "indexed_seq": "0"}
+            picked = ", ".join(fill.get(c, c) for c in columns)
             for first in range(1, sessions, 50):  # 50 sessions a statement, well within the statement timeout
                 await db.execute(
                     f"INSERT INTO {name} ({', '.join(columns)}) SELECT {picked} FROM {name}, "

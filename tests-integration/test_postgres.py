@@ -587,7 +587,7 @@ async def test_a_session_stored_before_the_terms_index_is_indexed_on_its_first_s
         await history.append_many("a", messages, session_id="s")
         # as an older version of the schema left it: no terms, no counts
         await history.db.execute(f"UPDATE {history._messages} SET terms = NULL, tokens = NULL, cum_tokens = NULL")
-        await history.db.execute(f"UPDATE {history._sessions} SET searchable = false, total_tokens = NULL")
+        await history.db.execute(f"UPDATE {history._sessions} SET indexed_seq = 0, total_tokens = NULL")
         before = sum(map(stored_tokens, messages[:-1]))  # the question itself is not searched
         matches = await history.search_units("a", session_id="s", query="zanzibar-7", before=before, limit=3)
         assert [list(m.messages) for m in matches] == [messages[61:64]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from bisect import bisect_left
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -186,66 +187,26 @@ $fn$;
         4,
         "searchable terms of each message, for relevant recall",
         """
--- Each message keeps its searchable terms (ravi.kernel.search.terms, counted) as a tsvector whose lexemes carry
--- a digest of the session, so the GIN index finds one session's matches without touching any other's. Sessions
--- from before this version are made searchable on their first search (``searchable``).
+-- The searchable terms of each message (ravi.kernel.search.terms, counted) as a tsvector whose lexemes carry a
+-- digest of the session, so the GIN index finds one session's matches without touching any other's. Appends do
+-- not write them: the first search of a session after an append indexes the rows it lacks (below
+-- ``indexed_seq``, every row has its terms), so sessions that are never searched cost nothing more.
 ALTER TABLE {schema}."{prefix}messages" ADD COLUMN terms tsvector;
 CREATE INDEX "{prefix}messages_terms" ON {schema}."{prefix}messages" USING gin (terms);
-ALTER TABLE {schema}."{prefix}sessions" ADD COLUMN searchable boolean NOT NULL DEFAULT false;
-ALTER TABLE {schema}."{prefix}sessions" ALTER COLUMN searchable SET DEFAULT true;
-DROP FUNCTION {schema}."{prefix}append_messages"(text, text, text, text[], text[], text[], integer[]);
-
-CREATE FUNCTION {schema}."{prefix}append_messages"(
-    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[],
-    p_terms text[]
-) RETURNS integer LANGUAGE plpgsql AS $fn$
-DECLARE
-    base bigint;
-    total bigint;
-    added integer;
-    added_tokens bigint;
-BEGIN
-    SELECT s.next_seq, s.total_tokens INTO base, total FROM {schema}."{prefix}sessions" s
-        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
-    IF NOT FOUND THEN
-        INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
-            ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
-            RETURNING s.next_seq, s.total_tokens INTO base, total;
-    END IF;
-    WITH inserted AS (
-        INSERT INTO {schema}."{prefix}messages"
-            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens, terms)
-        SELECT p_agent, p_session, base + t.ord - 1, p_run, t.message_id, t.body, t.role, t.tokens,
-               total + sum(t.tokens) OVER (ORDER BY t.ord), t.terms::tsvector
-        FROM unnest(p_ids, p_bodies, p_roles, p_tokens, p_terms)
-             WITH ORDINALITY AS t(message_id, body, role, tokens, terms, ord)
-        ORDER BY t.ord
-        ON CONFLICT (agent_id, session_id, message_id) DO NOTHING
-        RETURNING tokens
-    )
-    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
-    IF added < cardinality(p_ids) THEN
-        -- some rows were skipped: number the inserted ones without gaps (through negative numbers, so no two
-        -- rows ever share a number on the way), with their running totals
-        WITH numbered AS (
-            SELECT m.seq, base + row_number() OVER (ORDER BY m.seq) - 1 AS renumbered,
-                   total + sum(m.tokens) OVER (ORDER BY m.seq) AS cum
-            FROM {schema}."{prefix}messages" m
-            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq >= base
-        )
-        UPDATE {schema}."{prefix}messages" m SET seq = -n.renumbered - 1, cum_tokens = n.cum FROM numbered n
-            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = n.seq;
-        UPDATE {schema}."{prefix}messages" SET seq = -seq - 1
-            WHERE agent_id = p_agent AND session_id = p_session AND seq < 0;
-    END IF;
-    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
-        WHERE agent_id = p_agent AND session_id = p_session;
-    RETURN added;
-END
-$fn$;
+ALTER TABLE {schema}."{prefix}sessions" ADD COLUMN indexed_seq bigint NOT NULL DEFAULT 0;
+-- The primary key is the one index that leads with (agent_id, session_id), so every read of a session walks it
+-- in seq order, whatever the statistics say: the run index and the unique ids lead with their own column.
+DROP INDEX {schema}."{prefix}messages_by_run";
+CREATE INDEX "{prefix}messages_by_run" ON {schema}."{prefix}messages" (run_id, agent_id, session_id);
+CREATE UNIQUE INDEX "{prefix}messages_ids" ON {schema}."{prefix}messages" (message_id, agent_id, session_id);
+ALTER TABLE {schema}."{prefix}messages" DROP CONSTRAINT "{prefix}messages_agent_id_session_id_message_id_key";
 """,
     ),
 ]
+
+
+_RANKED = 2_000
+"""How many messages a search ranks at most beyond those holding its rarest term."""
 
 
 def session_digest(agent_id: str, session_id: str) -> str:
@@ -357,42 +318,47 @@ picked AS (
 SELECT info.epoch, info.total, info.start, info.complete, info.before, p.seq, p.tokens, p.body
 FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
 
-        # Relevant recall's search: BM25 over the session's messages before offset $6, from the terms index. The
-        # number of messages with each query term (df) and the session's size give each term's weight; a
-        # message's length is its count of terms, against the average of the messages that match. The best
-        # messages (4 x $7) are taken to their units: a tool result to its call, a call to the results after it;
-        # the rows of each unit come back with the id of the system message before it.
+        # Relevant recall's search, in two statements. The first counts the session's messages that hold each
+        # query term (df), from the terms index alone (the session digest in each lexeme keeps the count to the
+        # session), up to a cap: a term held by more messages is common, and its exact count does not matter.
+        # The second ranks, by BM25 (a term counted once per message, a message's length its number of distinct
+        # terms against the average of those matched), the messages before offset $6 that hold one of the rarer
+        # terms (those the first statement picked), takes the best (2 x $7) to their units (a tool result to its
+        # call, a call to the results after it) and returns each unit's rows with the id of the system message
+        # before it. Every read of a session walks its primary key.
+        self._df_query = f"""
+SELECT s.epoch, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, t.lexeme, (
+    SELECT count(*) FROM (
+        SELECT 1 FROM (SELECT m.agent_id, m.session_id FROM {m} m WHERE m.terms @@ t.query::tsquery OFFSET 0) x
+        WHERE x.agent_id = $1 AND x.session_id = $2 LIMIT $5) c) AS df
+FROM {sessions} s CROSS JOIN unnest($3::text[], $4::text[]) AS t(lexeme, query)
+WHERE s.agent_id = $1 AND s.session_id = $2"""
         self._search_query = f"""
-WITH s AS (SELECT searchable, greatest(next_seq, 1) AS n FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
-q AS (SELECT t.lexeme, t.query::tsquery AS query FROM unnest($3::text[], $4::text[]) AS t(lexeme, query)),
-idf AS (SELECT q.lexeme, ln(1 + ((SELECT n FROM s) - d.df + 0.5) / (d.df + 0.5)) AS idf
-        FROM q CROSS JOIN LATERAL (SELECT count(*) AS df FROM {m} m WHERE {scope} AND m.terms @@ q.query) d),
-hits AS (SELECT m.seq, m.role, m.terms, (SELECT sum(cardinality(u.positions)) FROM unnest(m.terms) u) AS len
-         FROM {m} m WHERE {scope} AND m.terms @@ $5::tsquery AND m.role <> 'system'
-         AND m.cum_tokens - m.tokens < $6),
-average AS (SELECT greatest(avg(len), 1) AS len FROM hits),
-scored AS (SELECT h.seq, h.role, (
-              SELECT sum(i.idf * cardinality(u.positions) * 2.2
-                         / (cardinality(u.positions) + 1.2 * (0.25 + 0.75 * h.len / a.len)))
-              FROM unnest(h.terms) u JOIN idf i ON i.lexeme = u.lexeme) AS score
-           FROM hits h, average a),
-top AS (SELECT seq, role, score FROM scored ORDER BY score DESC, seq DESC LIMIT $7 * 4),
-keyed AS (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce((
+WITH q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
+hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms FROM (
+             SELECT m.agent_id, m.session_id, m.seq, m.role, m.terms, m.cum_tokens, m.tokens FROM {m} m
+             WHERE m.terms @@ $5::tsquery OFFSET 0) x
+         WHERE x.agent_id = $1 AND x.session_id = $2 AND x.role <> 'system' AND x.cum_tokens - x.tokens < $6),
+average AS MATERIALIZED (SELECT greatest(avg(length(terms)), 1) AS len FROM hits),
+top AS MATERIALIZED (SELECT h.seq, h.role, (SELECT sum(q.idf) FROM q WHERE h.terms @@ q.query) * 2.2
+                            / (1 + 1.2 * (0.25 + 0.75 * length(h.terms) / a.len)) AS score
+         FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $7 * 2),
+keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce((
               SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < t.seq
               AND o.role NOT IN ('tool', 'system') ORDER BY o.seq DESC LIMIT 1), t.seq) ELSE t.seq END AS opener
           FROM top t),
-spans AS (SELECT k.opener, coalesce((
+spans AS MATERIALIZED (SELECT k.opener, coalesce((
               SELECT n.seq FROM {m} n WHERE n.agent_id = $1 AND n.session_id = $2 AND n.seq > k.opener
               AND n.role NOT IN ('tool', 'system') ORDER BY n.seq LIMIT 1), 9223372036854775807) AS stop, (
               SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
               AND y.seq < k.opener ORDER BY y.seq DESC LIMIT 1) AS after_system
           FROM (SELECT DISTINCT opener FROM keyed) k)
-SELECT (SELECT searchable FROM s) AS searchable, sp.opener, sp.after_system, m.seq, m.body,
-       m.cum_tokens - m.tokens AS offset, k.score
-FROM spans sp JOIN {m} m ON {scope} AND m.seq >= sp.opener AND m.seq < sp.stop
-LEFT JOIN keyed k ON k.seq = m.seq
-UNION ALL SELECT searchable, NULL, NULL, NULL, NULL, NULL, NULL FROM s
-ORDER BY 2 NULLS FIRST, 4"""
+SELECT sp.opener, sp.after_system, r.seq, r.body, r.offset, k.score
+FROM spans sp CROSS JOIN LATERAL (
+    SELECT m.seq, m.body, m.cum_tokens - m.tokens AS offset FROM {m} m
+    WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= sp.opener AND m.seq < sp.stop OFFSET 0) r
+LEFT JOIN keyed k ON k.seq = r.seq
+ORDER BY sp.opener, r.seq"""
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""
@@ -409,11 +375,9 @@ ORDER BY 2 NULLS FIRST, 4"""
         bodies = [m.model_dump_json() for m in messages]
         roles = [m.role for m in messages]
         tokens = [stored_tokens(m) for m in messages]
-        scope = session_digest(agent_id, session_id)
-        terms = [searchable_terms(scope, m) for m in messages]
         await self.db.fetchval(
-            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7, $8)",
-            *(agent_id, session_id, run_id, ids, bodies, roles, tokens, terms),
+            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7)",
+            *(agent_id, session_id, run_id, ids, bodies, roles, tokens),
         )
 
     async def get_messages(
@@ -475,7 +439,7 @@ ORDER BY 2 NULLS FIRST, 4"""
         check_scope(agent_id=agent_id, session_id=session_id)
         async with self.db.connection() as connection, connection.transaction():
             await connection.execute(
-                f"UPDATE {self._sessions} SET epoch = epoch + 1, next_seq = 0, total_tokens = 0 "
+                f"UPDATE {self._sessions} SET epoch = epoch + 1, next_seq = 0, total_tokens = 0, indexed_seq = 0 "
                 "WHERE agent_id = $1 AND session_id = $2",
                 agent_id,
                 session_id,
@@ -617,8 +581,8 @@ ORDER BY 2 NULLS FIRST, 4"""
         self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
     ) -> list[UnitMatch]:
         """The units before offset ``before`` that best match ``query`` (``HistorySearcher``): one query, BM25
-        over the session's terms index, so recall never reads the session. A session written before the index
-        existed is indexed on its first search."""
+        over the session's terms index, so recall never reads the session. Rows appended since the session's last
+        search are indexed first (by this search, once for every process)."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_search(query, before, limit)
         words = sorted(set(terms(query)))
@@ -626,12 +590,34 @@ ORDER BY 2 NULLS FIRST, 4"""
             return []
         digest = session_digest(agent_id, session_id)
         lexemes = [digest + w for w in words]
-        queries = [_quoted(x) for x in lexemes]
-        args = (agent_id, session_id, lexemes, queries, " | ".join(queries), before, limit)
-        rows = await self.db.fetch(self._search_query, *args)
-        if rows and not rows[0]["searchable"]:
-            await self._index_terms(agent_id, session_id)
-            rows = await self.db.fetch(self._search_query, *args)
+        queries = {x: _quoted(x) for x in lexemes}
+        count_args = (agent_id, session_id, lexemes, list(queries.values()), _RANKED + 1)
+        counts = await self.db.fetch(self._df_query, *count_args)
+        if not counts:
+            return []
+        first = counts[0]
+        if first["uncounted"] or first["indexed_seq"] < first["next_seq"]:
+            if first["uncounted"]:
+                await self._recount(agent_id, session_id)
+            await self._index_terms(agent_id, session_id, first["epoch"], first["indexed_seq"], first["next_seq"])
+            counts = await self.db.fetch(self._df_query, *count_args)
+        # the rarer terms: the rarest, then the next ones while they add few messages to rank (a message that
+        # holds only common terms scores too little to be recalled)
+        n = max(counts[0]["next_seq"], 1)
+        picked: list[Any] = []
+        ranked = 0
+        for row in sorted((r for r in counts if r["df"]), key=lambda r: (r["df"], r["lexeme"])):
+            if picked and ranked + row["df"] > _RANKED:
+                break
+            picked.append(row)
+            ranked += row["df"]
+        if not picked:
+            return []
+        idfs = [math.log(1 + (n - r["df"] + 0.5) / (r["df"] + 0.5)) for r in picked]
+        chosen = [queries[r["lexeme"]] for r in picked]
+        rows = await self.db.fetch(
+            self._search_query, agent_id, session_id, chosen, idfs, " | ".join(chosen), before, limit
+        )
         spans: dict[int, list[Any]] = {}
         for r in rows:
             if r["opener"] is not None:
@@ -653,35 +639,40 @@ ORDER BY 2 NULLS FIRST, 4"""
         found.sort(key=lambda u: (-u.score, -u.offset))
         return found[:limit]
 
-    async def _index_terms(self, agent_id: str, session_id: str) -> None:
-        """Store the terms (and counts) of a session written before they were kept; once, appends wait."""
-        await self._recount(agent_id, session_id)
+    async def _index_terms(self, agent_id: str, session_id: str, epoch: int, start: int, stop: int) -> None:
+        """Store the terms of the session's rows numbered ``start`` to ``stop`` that lack them, a chunk a
+        statement, then say they are indexed. Appends are not held up; two searchers that index the same rows
+        write the same terms."""
         digest = session_digest(agent_id, session_id)
-        async with self.db.connection() as connection, connection.transaction():
-            await connection.execute(
-                f"SELECT 1 FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2 FOR UPDATE",
+        while True:
+            rows = await self.db.fetch(
+                f"SELECT seq, body FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND seq >= $3 "
+                "AND seq < $4 AND terms IS NULL ORDER BY seq LIMIT 2000",
                 agent_id,
                 session_id,
+                start,
+                stop,
             )
-            rows = await connection.fetch(
-                f"SELECT seq, body FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND terms IS NULL",
+            if not rows:
+                break
+            await self.db.execute(
+                f"UPDATE {self._messages} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) "
+                "AS u(seq, terms) WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq",
                 agent_id,
                 session_id,
+                [r["seq"] for r in rows],
+                [searchable_terms(digest, ChatMessage.model_validate_json(r["body"])) for r in rows],
             )
-            if rows:
-                await connection.execute(
-                    f"UPDATE {self._messages} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) "
-                    "AS u(seq, terms) WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq",
-                    agent_id,
-                    session_id,
-                    [r["seq"] for r in rows],
-                    [searchable_terms(digest, ChatMessage.model_validate_json(r["body"])) for r in rows],
-                )
-            await connection.execute(
-                f"UPDATE {self._sessions} SET searchable = true WHERE agent_id = $1 AND session_id = $2",
-                agent_id,
-                session_id,
-            )
+            start = rows[-1]["seq"] + 1
+        # a clear or clear_run in between (a new epoch) may have changed the rows: only the same life is marked
+        await self.db.execute(
+            f"UPDATE {self._sessions} SET indexed_seq = $3 WHERE agent_id = $1 AND session_id = $2 "
+            "AND indexed_seq < $3 AND epoch = $4",
+            agent_id,
+            session_id,
+            stop,
+            epoch,
+        )
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""
