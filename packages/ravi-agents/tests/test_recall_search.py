@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMemoryHistoryProvider
@@ -35,6 +35,16 @@ def _build(spec: list[tuple[str, list[str]]]) -> list[ChatMessage]:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(  # no share for recall, but the newest unit does not fit: what is left of the budget still recalls
+    spec=[],
+    extra=[
+        ChatMessage.user("0"),
+        ChatMessage.assistant(None, tool_calls=[ToolCallBlock(id="c", name="tool", arguments={"q": ""})]),
+        ChatMessage.tool("c", ""),
+    ],
+    budget=5,
+    share=0.0,
+)
 @given(spec=worded, extra=transcripts, budget=st.integers(0, 400), share=st.sampled_from([0.0, 0.3, 0.5, 1.0]))
 def test_the_store_search_gives_the_window_the_in_process_index_gives(
     spec: list[tuple[str, list[str]]], extra: list[ChatMessage], budget: int, share: float

@@ -150,7 +150,7 @@ class RelevantRecallStrategy:
             session.cut_made()
         session.state[(self, "recalled")] = frozenset()
         older = [m for m in history[:cut] if m.role == "system"]
-        if not query or not self.recall_share:
+        if not query:
             return [*older, *history[cut:]]
         before = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
         if before is None:  # the cut is past every stored message
