@@ -593,3 +593,15 @@ async def test_a_session_stored_before_the_terms_index_is_indexed_on_its_first_s
         assert [list(m.messages) for m in matches] == [messages[61:64]]
         assert matches[0].after_system == messages[0].id
         assert await history.db.fetchval(f"SELECT count(*) FROM {history._messages} WHERE terms IS NULL") == 0
+
+
+async def test_long_words_and_huge_messages_are_searchable(postgres_server: Server, pg_schema: str) -> None:
+    """A base64 blob (one 3,000-letter word) and a 600,000-character message index without error, and the
+    message's ordinary words are still found."""
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        blob = ChatMessage.tool("c1", "payload " + "QUJD" * 750)
+        call = ChatMessage.assistant(None, tool_calls=[ToolCallBlock(id="c1", name="fetch", arguments={})])
+        huge = ChatMessage.user("pelican " + " ".join(f"word{i}" for i in range(100_000)))  # indexed: its start
+        await history.append_many("a", [call, blob, huge, ChatMessage.user("x")], session_id="s")
+        matches = await history.search_units("a", session_id="s", query="payload pelican", before=10**9, limit=5)
+        assert {m.messages[0].id for m in matches} == {call.id, huge.id}

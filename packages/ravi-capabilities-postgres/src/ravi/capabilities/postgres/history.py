@@ -205,6 +205,8 @@ ALTER TABLE {schema}."{prefix}messages" DROP CONSTRAINT "{prefix}messages_agent_
 ]
 
 
+_INDEXED_CHARS = 100_000
+_LONGEST_TERM = 200
 _RANKED = 2_000
 """How many messages a search ranks at most beyond those holding its rarest term."""
 
@@ -222,7 +224,7 @@ def _quoted(lexeme: str) -> str:
 def searchable_terms(scope: str, message: ChatMessage) -> str:
     """The tsvector text of a message: each of its terms (:func:`~ravi.kernel.search.terms`), prefixed with the
     session's digest, with as many positions as it occurs (at most 256), so a search can weigh repeated terms."""
-    counted = Counter(terms(message_text(message)))
+    counted = Counter(t for t in terms(message_text(message)[:_INDEXED_CHARS]) if len(t) <= _LONGEST_TERM)
     return " ".join(
         f"{_quoted(scope + term)}:{','.join(map(str, range(1, min(n, 256) + 1)))}" for term, n in counted.items()
     )
@@ -585,7 +587,7 @@ ORDER BY sp.opener, r.seq"""
         search are indexed first (by this search, once for every process)."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_search(query, before, limit)
-        words = sorted(set(terms(query)))
+        words = sorted({t for t in terms(query) if len(t) <= _LONGEST_TERM})
         if not words or not limit:
             return []
         digest = session_digest(agent_id, session_id)
