@@ -88,6 +88,7 @@ class Bm25:
     k1: float = 1.2
     b: float = 0.75
     size: int = 0
+    total: int = 0  # the sum of ``lengths``, kept as they grow
     lengths: list[int] = field(default_factory=list)
     postings: defaultdict[str, dict[int, int]] = field(default_factory=lambda: defaultdict(dict))
 
@@ -95,7 +96,9 @@ class Bm25:
         """Index ``messages[self.size:]``: those appended since the last call."""
         for i in range(self.size, len(messages)):
             words = Counter(terms(message_text(messages[i])))
-            self.lengths.append(sum(words.values()))
+            length = sum(words.values())
+            self.lengths.append(length)
+            self.total += length
             for word, tf in words.items():
                 self.postings[word][i] = tf
         self.size = max(self.size, len(messages))
@@ -105,7 +108,7 @@ class Bm25:
         n = self.size
         if not n:
             return {}
-        average = (sum(self.lengths) / n) or 1.0
+        average = (self.total / n) or 1.0
         k1, b, lengths = self.k1, self.b, self.lengths
         out: dict[int, float] = defaultdict(float)
         for word in set(terms(query)):
