@@ -11,6 +11,7 @@ always comes with its call.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
 
 _WORD = re.compile(r"\w+(?:[-.]\w+)*")
+_ASCII_WORD = re.compile(r"\w+(?:[-.]\w+)*", re.ASCII)  # the same words in ASCII text, found faster
 # Scripts written without spaces between words: kana, CJK ideographs, Thai, Lao, Myanmar, Khmer.
 _UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]+")
 STOPWORDS = frozenset(
@@ -46,16 +48,44 @@ def message_text(message: ChatMessage, *, limit: int = 4_000) -> str:
 
 def fold(text: str) -> str:
     """``text`` case-folded (``Straße`` becomes ``strasse``) and without the accents of Latin, Greek and Cyrillic
-    letters (``café`` becomes ``cafe``), so a query matches however either side was typed."""
+    letters (``café`` becomes ``cafe``), so a query matches however either side was typed.
+
+    The rule, a character at a time: case-fold, decompose (NFKD), drop each combining mark that follows a kept
+    character below U+0530 (Latin, Greek, Cyrillic, or a kept mark), recompose (NFKC). ASCII text is only
+    lower-cased, and only the runs of combining marks are walked, which is what makes it fast.
+    """
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return unicodedata.normalize("NFKC", _marks().sub(_strip_marks, decomposed))
+
+
+def _strip_marks(match: re.Match[str]) -> str:
+    """A run of combining marks, less those the rule of :func:`fold` drops."""
+    start = match.start()
+    previous = match.string[start - 1] if start else ""
     kept = []
-    previous = ""
-    for char in decomposed:
-        if unicodedata.combining(char) and previous < "\u0530":  # a mark on a Latin, Greek or Cyrillic letter
+    for char in match.group():
+        if previous < "\u0530":
             continue
         kept.append(char)
         previous = char
-    return unicodedata.normalize("NFKC", "".join(kept))
+    return "".join(kept)
+
+
+@functools.cache
+def _marks() -> re.Pattern[str]:
+    """Runs of combining characters (non-zero canonical combining class), found once, on first use. Every such
+    character lies in the first two planes (the last is U+1E94A), so only they are scanned."""
+    combining = unicodedata.combining
+    codes = [code for code in range(0x300, 0x20000) if combining(chr(code))]
+    ranges: list[list[int]] = []
+    for code in codes:
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    return re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in ranges) + "]+")
 
 
 def terms(text: str) -> list[str]:
@@ -66,11 +96,12 @@ def terms(text: str) -> list[str]:
     Japanese, Thai, ...) become overlapping character pairs, the usual unit for searching them.
     """
     folded = fold(text)
+    if folded.isascii():  # no script without spaces: words only
+        return [w for w in _ASCII_WORD.findall(folded) if w not in STOPWORDS]
     out: list[str] = []
     for run in _UNSPACED.findall(folded):
         out.extend(run[i : i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
-    words = _WORD.findall(_UNSPACED.sub(" ", folded))
-    out.extend(w for w in words if w not in STOPWORDS)
+    out.extend(w for w in _WORD.findall(_UNSPACED.sub(" ", folded)) if w not in STOPWORDS)
     return out
 
 
