@@ -595,6 +595,35 @@ async def test_a_session_stored_before_the_terms_index_is_indexed_on_its_first_s
         assert await history.db.fetchval(f"SELECT count(*) FROM {history._messages} WHERE terms IS NULL") == 0
 
 
+async def test_rows_a_search_indexes_count_as_the_index_counts_them(postgres_server: Server, pg_schema: str) -> None:
+    """A search indexes the rows appended since the last one and counts them into each term's document
+    frequency itself: its ranking is the one a later search over the finished index gives."""
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        old = [ChatMessage.user(f"quokka sighting {i} near the walrus pier") for i in range(3)]
+        await history.append_many("a", [*old, *(ChatMessage.user(f"lunch {i}") for i in range(20))], session_id="s")
+        query = "quokka walrus pier"
+        assert await history.search_units("a", session_id="s", query=query, before=10**9, limit=50)
+        new = [ChatMessage.user(f"quokka {i}") for i in range(6)] + [ChatMessage.user("walrus pier at noon")]
+        await history.append_many("a", new, session_id="s")
+        first = await history.search_units("a", session_id="s", query=query, before=10**9, limit=50)
+        again = await history.search_units("a", session_id="s", query=query, before=10**9, limit=50)
+        assert first == again
+        assert len(first) == 10
+
+
+@pytest.mark.parametrize("n", [1_999, 2_000, 2_001, 4_000])
+async def test_a_long_stretch_never_searched_is_indexed_in_chunks(
+    postgres_server: Server, pg_schema: str, n: int
+) -> None:
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        messages = [ChatMessage.user(f"note {i}" + (" kestrel" if i % 500 == 7 else "")) for i in range(n)]
+        await history.append_many("a", messages, session_id="s")
+        matches = await history.search_units("a", session_id="s", query="kestrel", before=10**9, limit=20)
+        assert sorted(m.messages[0].id for m in matches) == sorted(m.id for m in messages if "kestrel" in m.text)
+        assert await history.db.fetchval(f"SELECT count(*) FROM {history._messages} WHERE terms IS NULL") == 0
+        assert await history.db.fetchval(f"SELECT indexed_seq FROM {history._sessions}") == n
+
+
 async def test_long_words_and_huge_messages_are_searchable(postgres_server: Server, pg_schema: str) -> None:
     """A base64 blob (one 3,000-letter word) and a 600,000-character message index without error, and the
     message's ordinary words are still found."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 from bisect import bisect_left
@@ -209,6 +210,8 @@ _INDEXED_CHARS = 100_000
 _LONGEST_TERM = 200
 _RANKED = 2_000
 """How many messages a search ranks at most beyond those holding its rarest term."""
+_INDEX_CHUNK = 2_000
+"""How many rows the terms index takes in one statement."""
 
 
 def session_digest(agent_id: str, session_id: str) -> str:
@@ -218,16 +221,28 @@ def session_digest(agent_id: str, session_id: str) -> str:
 
 
 def _quoted(lexeme: str) -> str:
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+    if "'" in lexeme or "\\" in lexeme:
+        return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+    return "'" + lexeme + "'"
 
 
-def searchable_terms(scope: str, message: ChatMessage) -> str:
-    """The tsvector text of a message: each of its terms (:func:`~ravi.kernel.search.terms`), prefixed with the
-    session's digest, with as many positions as it occurs (at most 256), so a search can weigh repeated terms."""
-    counted = Counter(t for t in terms(message_text(message)[:_INDEXED_CHARS]) if len(t) <= _LONGEST_TERM)
-    return " ".join(
-        f"{_quoted(scope + term)}:{','.join(map(str, range(1, min(n, 256) + 1)))}" for term, n in counted.items()
-    )
+# A term's positions in the tsvector text: ``1``, ``1,2``, ... up to 256 of them, written once.
+_POSITIONS = [",".join(map(str, range(1, n + 1))) for n in range(257)]
+
+
+def message_terms(message: ChatMessage) -> Counter[str]:
+    """The terms a message is indexed under, with how often each occurs: those of its first 100,000 characters
+    (a tsvector holds at most 1 MB) up to 200 characters long (longer "words" are blobs, never asked for)."""
+    counted = Counter(terms(message_text(message)[:_INDEXED_CHARS]))
+    for term in [t for t in counted if len(t) > _LONGEST_TERM]:
+        del counted[term]
+    return counted
+
+
+def searchable_terms(scope: str, counted: Counter[str]) -> str:
+    """The tsvector text of a message's terms (:func:`message_terms`): each prefixed with the session's digest,
+    with as many positions as it occurs (at most 256), so a search can weigh repeated terms."""
+    return " ".join(f"{_quoted(scope + term)}:{_POSITIONS[min(n, 256)]}" for term, n in counted.items())
 
 
 @dataclass(frozen=True)
@@ -329,12 +344,24 @@ FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
         # call, a call to the results after it) and returns each unit's rows with the id of the system message
         # before it. Every read of a session walks its primary key.
         self._df_query = f"""
-SELECT s.epoch, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, t.lexeme, (
-    SELECT count(*) FROM (
+SELECT s.epoch, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, ARRAY(
+    SELECT (SELECT count(*) FROM (
         SELECT 1 FROM (SELECT m.agent_id, m.session_id FROM {m} m WHERE m.terms @@ t.query::tsquery OFFSET 0) x
-        WHERE x.agent_id = $1 AND x.session_id = $2 LIMIT $5) c) AS df
-FROM {sessions} s CROSS JOIN unnest($3::text[], $4::text[]) AS t(lexeme, query)
-WHERE s.agent_id = $1 AND s.session_id = $2"""
+        WHERE x.agent_id = $1 AND x.session_id = $2 LIMIT $4) c)
+    FROM unnest($3::text[]) WITH ORDINALITY AS t(query, i) ORDER BY t.i) AS dfs, ARRAY(
+    SELECT m.seq FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
+    AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS pending, ARRAY(
+    SELECT m.body FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
+    AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS bodies
+FROM {sessions} s WHERE s.agent_id = $1 AND s.session_id = $2"""
+        # Store the terms of rows the index lacks, and mark the session indexed up to $5 (if still in epoch $6:
+        # a clear or clear_run in between may have changed the rows). A row another searcher has indexed in the
+        # meantime is left as it is.
+        self._index_query = f"""
+WITH stored AS (UPDATE {m} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) AS u(seq, terms)
+                WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq AND m.terms IS NULL RETURNING 1)
+UPDATE {sessions} s SET indexed_seq = $5
+WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.epoch = $6 AND $7"""
         self._search_query = f"""
 WITH q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
 hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms FROM (
@@ -591,32 +618,40 @@ ORDER BY sp.opener, r.seq"""
         if not words or not limit:
             return []
         digest = session_digest(agent_id, session_id)
-        lexemes = [digest + w for w in words]
-        queries = {x: _quoted(x) for x in lexemes}
-        count_args = (agent_id, session_id, lexemes, list(queries.values()), _RANKED + 1)
-        counts = await self.db.fetch(self._df_query, *count_args)
-        if not counts:
+        quoted = [_quoted(digest + w) for w in words]
+        state = await self._search_state(agent_id, session_id, quoted)
+        if state is None:
             return []
-        first = counts[0]
-        if first["uncounted"] or first["indexed_seq"] < first["next_seq"]:
-            if first["uncounted"]:
-                await self._recount(agent_id, session_id)
-            await self._index_terms(agent_id, session_id, first["epoch"], first["indexed_seq"], first["next_seq"])
-            counts = await self.db.fetch(self._df_query, *count_args)
+        dfs = list(state["dfs"])
+        if state["pending"]:  # rows appended since the last search: index them, and count them in
+            counted = [message_terms(ChatMessage.model_validate_json(b)) for b in state["bodies"]]
+            for k, word in enumerate(words):
+                dfs[k] = min(dfs[k] + sum(1 for c in counted if word in c), _RANKED + 1)
+            texts = [searchable_terms(digest, c) for c in counted]
+            await self.db.execute(
+                self._index_query,
+                agent_id,
+                session_id,
+                state["pending"],
+                texts,
+                state["next_seq"],
+                state["epoch"],
+                True,
+            )
         # the rarer terms: the rarest, then the next ones while they add few messages to rank (a message that
         # holds only common terms scores too little to be recalled)
-        n = max(counts[0]["next_seq"], 1)
-        picked: list[Any] = []
+        n = max(state["next_seq"], 1)
+        picked: list[tuple[int, str]] = []
         ranked = 0
-        for row in sorted((r for r in counts if r["df"]), key=lambda r: (r["df"], r["lexeme"])):
-            if picked and ranked + row["df"] > _RANKED:
+        for df, query in sorted((df, q) for df, q in zip(dfs, quoted, strict=True) if df):
+            if picked and ranked + df > _RANKED:
                 break
-            picked.append(row)
-            ranked += row["df"]
+            picked.append((df, query))
+            ranked += df
         if not picked:
             return []
-        idfs = [math.log(1 + (n - r["df"] + 0.5) / (r["df"] + 0.5)) for r in picked]
-        chosen = [queries[r["lexeme"]] for r in picked]
+        idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df, _ in picked]
+        chosen = [query for _, query in picked]
         rows = await self.db.fetch(
             self._search_query, agent_id, session_id, chosen, idfs, " | ".join(chosen), before, limit
         )
@@ -641,40 +676,53 @@ ORDER BY sp.opener, r.seq"""
         found.sort(key=lambda u: (-u.score, -u.offset))
         return found[:limit]
 
-    async def _index_terms(self, agent_id: str, session_id: str, epoch: int, start: int, stop: int) -> None:
-        """Store the terms of the session's rows numbered ``start`` to ``stop`` that lack them, a chunk a
-        statement, then say they are indexed. Appends are not held up; two searchers that index the same rows
-        write the same terms."""
+    async def _search_state(self, agent_id: str, session_id: str, quoted: list[str]) -> Any:
+        """The session's epoch and length, how many of its messages hold each of ``quoted`` (capped), and the
+        rows appended since its last search (``pending``, with their ``bodies``), in one statement. A long
+        stretch never searched (a session written before the index, or imported) is indexed here first, a
+        chunk at a time. ``None`` for a session that does not exist."""
+        args = (agent_id, session_id, quoted, _RANKED + 1, _INDEX_CHUNK)
+        state = await self.db.fetchrow(self._df_query, *args)
+        if state is not None and state["uncounted"]:
+            await self._recount(agent_id, session_id)
+            state = await self.db.fetchrow(self._df_query, *args)
+        while state is not None and len(state["pending"]) >= _INDEX_CHUNK:
+            await self._index_stretch(agent_id, session_id, state)
+            state = await self.db.fetchrow(self._df_query, *args)
+        return state
+
+    async def _index_stretch(self, agent_id: str, session_id: str, state: Any) -> None:
+        """Index every row the terms index lacks up to the session's length in ``state``, a chunk a statement,
+        and mark the session indexed. The terms of one chunk are computed while the server stores the last."""
         digest = session_digest(agent_id, session_id)
-        while True:
-            rows = await self.db.fetch(
-                f"SELECT seq, body FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND seq >= $3 "
-                "AND seq < $4 AND terms IS NULL ORDER BY seq LIMIT 2000",
-                agent_id,
-                session_id,
-                start,
-                stop,
-            )
-            if not rows:
-                break
-            await self.db.execute(
-                f"UPDATE {self._messages} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) "
-                "AS u(seq, terms) WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq",
-                agent_id,
-                session_id,
-                [r["seq"] for r in rows],
-                [searchable_terms(digest, ChatMessage.model_validate_json(r["body"])) for r in rows],
-            )
-            start = rows[-1]["seq"] + 1
-        # a clear or clear_run in between (a new epoch) may have changed the rows: only the same life is marked
-        await self.db.execute(
-            f"UPDATE {self._sessions} SET indexed_seq = $3 WHERE agent_id = $1 AND session_id = $2 "
-            "AND indexed_seq < $3 AND epoch = $4",
-            agent_id,
-            session_id,
-            stop,
-            epoch,
-        )
+        stop, epoch = state["next_seq"], state["epoch"]
+        seqs, bodies = list(state["pending"]), list(state["bodies"])
+        storing: asyncio.Future[Any] | None = None
+        try:
+            while True:
+                texts = [searchable_terms(digest, message_terms(ChatMessage.model_validate_json(b))) for b in bodies]
+                last = len(seqs) < _INDEX_CHUNK
+                if storing is not None:
+                    await storing
+                storing = asyncio.ensure_future(
+                    self.db.execute(self._index_query, agent_id, session_id, seqs, texts, stop, epoch, last)
+                )
+                if last:
+                    break
+                rows = await self.db.fetch(
+                    f"SELECT seq, body FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND seq > $3 "
+                    "AND seq < $4 AND terms IS NULL ORDER BY seq LIMIT $5",
+                    agent_id,
+                    session_id,
+                    seqs[-1],
+                    stop,
+                    _INDEX_CHUNK,
+                )
+                seqs, bodies = [r["seq"] for r in rows], [r["body"] for r in rows]
+            await storing
+        finally:
+            if storing is not None and not storing.done():
+                storing.cancel()
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""
