@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ravi.agents.context import (
@@ -22,7 +22,7 @@ from ravi.agents.context import (
 )
 from ravi.agents.context.compaction._keep import TailCut, newest_cut
 from ravi.agents.context.events import CompactionEvent
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.storage import HistoryWindow, window_of
 from ravi.kernel.tokens import CachedTokenCounter
 
@@ -79,6 +79,16 @@ PIPELINES: dict[str, Callable[[int], list[object]]] = {
 COUNTERS = {"stored": None, "double": DoubleCounter(), "half": HalfCounter()}
 
 
+def _groups(*results: list[str]) -> list[ChatMessage]:
+    """Tool-call groups, one per list of result texts (results given in the order listed, ids by position)."""
+    out: list[ChatMessage] = []
+    for g, texts in enumerate(results):
+        calls = [ToolCallBlock(id=f"c{g}-{k}", name="tool", arguments={"q": ""}) for k in range(len(texts))]
+        out.append(ChatMessage.assistant(None, tool_calls=calls))
+        out += [ChatMessage.tool(f"c{g}-{k}", text) for k, text in enumerate(texts)]
+    return out
+
+
 def chunks(messages: Sequence[ChatMessage], k: int) -> list[list[ChatMessage]]:
     return [list(messages[i : i + k]) for i in range(0, len(messages), k)] or [[]]
 
@@ -87,6 +97,7 @@ def chunks(messages: Sequence[ChatMessage], k: int) -> list[list[ChatMessage]]:
 @pytest.mark.parametrize("name", PIPELINES)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=transcripts, n=st.integers(0, 12), step=st.integers(1, 9))
+@example(history=_groups(["", "", ""], ["", "y" * 2500, ""], ["", "", "x" * 700]), n=4, step=2)
 def test_the_window_from_the_newest_part_is_the_window_from_the_whole(
     name: str, counter: str, history: list[ChatMessage], n: int, step: int
 ) -> None:

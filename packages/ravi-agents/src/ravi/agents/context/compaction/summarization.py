@@ -208,6 +208,8 @@ class SummarizationCompaction:
             own.read_from(history)  # called on its own: ``history`` is the session
         cut = own.state_for((self, TailCut), TailCut).cut(history, counter.count_message, self.recent_token_budget)
         if cut == 0:
+            if partial:
+                own.need_older()  # all read is kept verbatim: what lies before the read may be old enough
             return list(history)
         offset = own.offset
         end = _end_offset(history, cut, offset)
@@ -217,6 +219,8 @@ class SummarizationCompaction:
             own.need_older()
             return list(history)
         if b == 0:
+            if partial:
+                own.need_older()  # the checkpoint is the read's first message: what lies before it is old
             return list(history)
         at = end if b == len(history) else offset(history[b].id)
         if end is None or at is None:  # messages this strategy cannot place (made by an earlier strategy)
