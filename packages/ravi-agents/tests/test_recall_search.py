@@ -143,3 +143,102 @@ def test_the_hybrid_provider_searches_the_tier_that_serves_the_session() -> None
 
     window = asyncio.run(main())
     assert [m.role for m in window[:3]] == ["system", "assistant", "tool"]
+
+
+def _embedding_index(store: object | None = None) -> object:
+    from ravi.agents.context.recall_index import EmbeddingIndex
+    from ravi.kernel.embeddings import HashingEmbeddingClient
+
+    return EmbeddingIndex(HashingEmbeddingClient(dimension=64), store, min_score=0.05)  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    spec=worded,
+    extra=transcripts,
+    budget=st.integers(0, 400),
+    share=st.sampled_from([0.0, 0.5, 1.0]),
+    step=st.integers(1, 12),
+)
+def test_an_embedding_index_in_a_shared_store_gives_the_window_of_the_in_process_one(
+    spec: list[tuple[str, list[str]]], extra: list[ChatMessage], budget: int, share: float, step: int
+) -> None:
+    """An ``EmbeddingIndex`` on a shared vector store keeps each session there, extended as it grows (appended
+    in chunks here), and reads only the newest part: every window equals the one the same index gives ranking
+    the whole history in the process."""
+    from ravi.agents.storage.vector import InMemoryVectorStore
+
+    history = [*extra, *_build(spec)]
+
+    async def main() -> None:
+        store = Recording()
+        vectors = InMemoryVectorStore()
+        stored = CompactionPipeline(
+            [RelevantRecallStrategy(budget, recall_share=share, index=_embedding_index(vectors))]
+        )  # type: ignore[arg-type]
+        in_process = RelevantRecallStrategy(budget, recall_share=share, index=_embedding_index())  # type: ignore[arg-type]
+        so_far: list[ChatMessage] = []
+        for i in range(0, max(len(history), 1), step):
+            chunk = history[i : i + step]
+            await store.append_many("a", chunk, session_id="s")
+            so_far += chunk
+            got = await stored.assemble(store, stored.session("a", "s", history=store))
+            assert got == await in_process.compact(so_far)
+
+    asyncio.run(main())
+
+
+def test_a_fresh_worker_finds_the_embedding_index_in_the_shared_store() -> None:
+    """The first window indexes the session (reading it whole, once); a new worker with the same vector store
+    then reads only the window, embeds only the new messages, and recalls the old tool unit."""
+    from ravi.agents.storage.vector import InMemoryVectorStore
+
+    async def main() -> None:
+        store, vectors = Recording(), InMemoryVectorStore()
+        messages = _long_session(2_000)
+        await store.append_many("a", messages[:-1], session_id="s")
+        first = CompactionPipeline([RelevantRecallStrategy(2_000, index=_embedding_index(vectors))])  # type: ignore[arg-type]
+        await first.assemble(store, first.session("a", "s", history=store))
+        assert store.windowed >= len(messages) - 1  # never indexed: read back to the start
+
+        await store.append_many("a", messages[-1:], session_id="s")
+        store.whole = store.windowed = 0
+        index = _embedding_index(vectors)
+        embedded: list[str] = []
+        embed = index.client.embed  # type: ignore[attr-defined]
+
+        async def counting(texts: list[str]) -> list[list[float]]:
+            embedded.extend(texts)
+            return await embed(texts)
+
+        index.client.embed = counting  # type: ignore[attr-defined]
+        worker = CompactionPipeline([RelevantRecallStrategy(2_000, index=index)])  # type: ignore[arg-type]
+        window = await worker.assemble(store, worker.session("a", "s", history=store))
+        assert store.whole == 0 and store.windowed < 200
+        assert embedded == [messages[-1].text, messages[-1].text]  # the request, and the one new message
+        assert window[0] == messages[0] and window[1:3] == messages[81:83] and window[-1] == messages[-1]
+
+    asyncio.run(main())
+
+
+def test_an_embedding_index_sees_a_cleared_session_refilled() -> None:
+    """The index remembers the last message it took and where: a session cleared and written again is indexed
+    afresh, and nothing of its old life is recalled."""
+    from ravi.agents.storage.vector import InMemoryVectorStore
+
+    async def main() -> None:
+        store, vectors = Recording(), InMemoryVectorStore()
+        pipeline = CompactionPipeline([RelevantRecallStrategy(2_000, index=_embedding_index(vectors))])  # type: ignore[arg-type]
+        await store.append_many("a", _long_session(300), session_id="s")
+        await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        await store.clear("a", session_id="s")
+        fresh = [ChatMessage.user(f"note {i} " + "y" * 200) for i in range(300)]
+        await store.append_many("a", [*fresh, ChatMessage.user("which port does zanzibar-7 use?")], session_id="s")
+        window = await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        assert not any(m.role == "tool" for m in window)
+        want = await RelevantRecallStrategy(2_000, index=_embedding_index()).compact(  # type: ignore[arg-type]
+            await store.get_messages("a", session_id="s")
+        )
+        assert window == want
+
+    asyncio.run(main())

@@ -10,15 +10,18 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import TypeAdapter
 
 from ravi.agents.context.memo import PrefixMemo
 from ravi.agents.context.session import own_session
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.search import STOPWORDS, Bm25, fold, message_text, terms
+from ravi.kernel.search import STOPWORDS, Bm25, UnitMatch, fold, message_text, terms, unit_end
 from ravi.kernel.storage import Document, VectorStore
+from ravi.kernel.tokens import stored_tokens
 
 
 @runtime_checkable
@@ -31,6 +34,23 @@ class RecallIndex(Protocol):
         """Message position to relevance (positive; absent means irrelevant), for the whole ``history``.
 
         What the index keeps about a session lives in ``session``'s state (see ``SessionContext``)."""
+        ...
+
+
+@runtime_checkable
+class UnitIndex(Protocol):
+    """A recall index that keeps a session in a store every process shares and finds its best older units
+    there, so a window needs only the newest part of the session (the part the engine read).
+
+    ``search_units`` first stores what the read adds to the index. It returns ``None`` when it needs messages
+    older than the read (the index ends before it, or the session changed since): the engine then reads further
+    back. Otherwise it returns the best whole units lying before offset ``before``, as stored, best first.
+    """
+
+    async def search_units(
+        self, session: SessionContext, *, query: str, before: int, limit: int
+    ) -> list[UnitMatch] | None:
+        """The best units before ``before`` for ``query``, or ``None`` when older messages are needed."""
         ...
 
 
@@ -64,6 +84,11 @@ class _Indexed:
     size: int = 0  # messages of the session already embedded and stored
 
 
+_PROGRESS = "ravi:progress"
+"""The document of a session's units collection that says how far the session is indexed."""
+_UNIT = TypeAdapter(list[ChatMessage])
+
+
 class EmbeddingIndex:
     """Relevance by meaning: message embeddings from any :class:`EmbeddingClient`, kept in a
     :class:`~ravi.kernel.storage.VectorStore` (the session's store, or one in memory by default).
@@ -72,6 +97,11 @@ class EmbeddingIndex:
     each message is embedded and stored once, as the session grows (messages without text are skipped), and a
     query asks the store for the ``limit`` closest. Pair it with a real embedding model when the request and the answer
     share meaning but not words.
+
+    Given a shared store (pgvector, say), it is a :class:`UnitIndex`: inside an assembly pipeline it keeps each
+    session in two collections of that store, the messages' embeddings (``<name>-messages``) and the units they
+    belong to, as stored, with how far the session is indexed (``<name>-units``). A window then reads only the
+    newest part of the session, whichever process serves it, and only messages not yet indexed are embedded.
 
     Example:
         >>> index = EmbeddingIndex(HashingEmbeddingClient(), PgVectorStore(dsn))  # doctest: +SKIP
@@ -105,6 +135,127 @@ class EmbeddingIndex:
         digest = hashlib.sha256(f"{session.agent_id}\x00{session.session_id}".encode()).hexdigest()[:24]
         return f"{self.collection_prefix}-{digest}"
 
+    async def _touch(self, *collections: str) -> None:
+        """Note the collections as used; a store of the index's own drops those of the least recent sessions."""
+        for collection in collections:
+            self._recent[collection] = None
+            self._recent.move_to_end(collection)
+        while self._owned and len(self._recent) > self._sessions * len(collections):
+            old, _ = self._recent.popitem(last=False)
+            await self.store.delete_collection(old)
+
+    async def search_units(
+        self, session: SessionContext, *, query: str, before: int, limit: int
+    ) -> list[UnitMatch] | None:
+        """The best whole units before offset ``before`` for ``query`` (:class:`UnitIndex`), after storing the
+        messages of the read that the session's index lacks; ``None`` when that needs older messages."""
+        start = session.source_before
+        if start is None or not session.source:
+            return None  # a read whose place in the session is unknown
+        name = self._collection(session)
+        messages_at, units_at = f"{name}-messages", f"{name}-units"
+        [q] = await self.client.embed([query])
+        vector = tuple(q)
+        progress = await self.store.get([_PROGRESS], collection=units_at)
+        mark: dict[str, Any] = dict(progress[0].metadata) if progress else {}
+        if mark and (
+            min(mark["units"], mark["offset"]) < start  # indexed only up to a point before the read
+            or (mark["last"] is not None and session.offset(mark["last"]) != mark["offset"])  # the session changed
+        ):
+            if session.partial:
+                return None
+            await self.store.delete_collection(messages_at)
+            await self.store.delete_collection(units_at)
+            mark = {}
+        if not mark and session.partial:
+            return None  # a session never indexed: from its start
+        await self._extend(session, mark, vector, messages_at, units_at)
+        await self._touch(messages_at, units_at)
+        best: dict[str, float] = {}
+        for hit in await self.store.search(vector, collection=messages_at, limit=self.limit):
+            unit = hit.metadata.get("unit")
+            if hit.score > self.min_score and isinstance(unit, str):
+                best[unit] = max(best.get(unit, hit.score), hit.score)
+        found = []
+        for doc in await self.store.get(list(best), collection=units_at):
+            meta = doc.metadata
+            if isinstance(meta.get("last"), int) and meta["last"] < before:
+                unit_messages = tuple(_UNIT.validate_json(doc.text))
+                found.append(UnitMatch(best[doc.id], unit_messages, int(meta["offset"]), meta.get("after_system")))
+        found.sort(key=lambda u: (-u.score, -u.offset))
+        return found[:limit]
+
+    async def _extend(
+        self, session: SessionContext, mark: dict[str, Any], vector: tuple[float, ...], messages_at: str, units_at: str
+    ) -> None:
+        """Store what the read adds to the index: the embeddings of the messages from the index's end on, each
+        with the unit it belongs to, and the units from the newest one stored on (it may have grown), as stored;
+        then the index's new end."""
+        source, head, offset = session.source, session.source_head, session.offset
+        embedded, units_from = mark.get("embedded", -1), mark.get("units", -1)
+        first = next((i for i in range(head, len(source)) if (offset(source[i].id) or 0) >= units_from), len(source))
+        if first == len(source):
+            return
+        # the newest message that opens a unit: every unit before it is closed (no result can join it)
+        opener = max((i for i in range(first, len(source)) if source[i].role not in ("tool", "system")), default=first)
+        newest_system: list[str | None] = []  # the id of the newest system message before each position
+        last: str | None = None
+        for message in source:
+            newest_system.append(last)
+            if message.role == "system":
+                last = message.id
+        unit_of: dict[int, str | None] = {}
+        units: list[Document] = []
+        i = first
+        while i < len(source):
+            j = unit_end(source, i)
+            standalone_system = source[i].role == "system"
+            for k in range(i, j):
+                unit_of[k] = None if standalone_system else source[i].id
+            if not standalone_system:  # the newest unit too: rewritten on the next search, as it grows
+                units.append(
+                    Document(
+                        id=source[i].id,
+                        content="[" + ",".join(m.model_dump_json() for m in source[i:j]) + "]",
+                        embedding=vector,
+                        metadata={
+                            "offset": offset(source[i].id),
+                            "last": offset(source[j - 1].id),
+                            "after_system": newest_system[i],
+                        },
+                    )
+                )
+            i = j
+        new = [
+            (i, text)
+            for i in range(first, len(source))
+            if (offset(source[i].id) or 0) >= embedded and (text := message_text(source[i])).strip()
+        ]
+        if new:
+            vectors = await self.client.embed([text for _, text in new])
+            await self.store.upsert(
+                [
+                    Document(
+                        id=source[i].id,
+                        embedding=tuple(v),
+                        metadata={"unit": unit_of.get(i), "offset": offset(source[i].id)},
+                    )
+                    for (i, _), v in zip(new, vectors, strict=True)
+                ],
+                collection=messages_at,
+            )
+        end = source[-1]
+        end_offset = offset(end.id) or 0
+        progress = {
+            "embedded": end_offset + stored_tokens(end),
+            "units": offset(source[opener].id),
+            "last": end.id,
+            "offset": end_offset,
+        }
+        await self.store.upsert(
+            [*units, Document(id=_PROGRESS, embedding=vector, metadata=progress)], collection=units_at
+        )
+
     async def scores(
         self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
     ) -> dict[int, float]:
@@ -133,14 +284,10 @@ class EmbeddingIndex:
             )
         state.size = len(history)
         memo.store(history, state)
-        self._recent[collection] = None
-        self._recent.move_to_end(collection)
-        while self._owned and len(self._recent) > self._sessions:
-            old, _ = self._recent.popitem(last=False)
-            await self.store.delete_collection(old)
+        await self._touch(collection)
         [q] = await self.client.embed([query])
         hits = await self.store.search(q, collection=collection, limit=self.limit)
         return {int(h.metadata["position"]): h.score for h in hits if h.score > self.min_score}
 
 
-__all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "fold", "message_text", "terms"]
+__all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "UnitIndex", "fold", "message_text", "terms"]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from ravi.agents.context.compaction._keep import newest_cut, system_messages
 from ravi.agents.context.compaction.token_budget import fits
-from ravi.agents.context.recall_index import BM25Index, RecallIndex
+from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
 from ravi.agents.context.session import accepts_session, counter_of, own_session
 from ravi.agents.context.units import units
 from ravi.agents.tokens import DEFAULT_COUNTER
@@ -33,9 +33,12 @@ class RelevantRecallStrategy:
       provider, and Postgres with its full-text index), the store ranks them and returns the best
       ``search_limit`` units, as stored. The window then needs only the newest part of the session, so the
       engine reads just that (``WindowReader``), and a fresh worker's first window costs about a plain one.
+    * With an ``index`` that keeps sessions in a shared store (a :class:`UnitIndex`: an :class:`EmbeddingIndex`
+      on the session's vector store), the index stores what the read adds and ranks in the store; the engine
+      reads only the newest part of the session, and further back only when the index ends before it.
     * Otherwise ``index`` ranks every older message of the history in the process (:class:`BM25Index` by
-      default, or an :class:`EmbeddingIndex` for meaning rather than words), and the engine reads the whole
-      session. The index is kept per session and extended with the messages appended since the last window.
+      default), and the engine reads the whole session. The index is kept per session and extended with the
+      messages appended since the last window.
     """
 
     cuts = True
@@ -69,12 +72,15 @@ class RelevantRecallStrategy:
 
     @property
     def suffix_determined(self) -> bool:
-        """Whether the window can be assembled from the newest part of a session: when the store ranks the
-        older units (no ``index`` of its own, and a provider that searches, see :attr:`searches`)."""
-        return self.own_index is None
+        """Whether the window can be assembled from the newest part of a session: when a store ranks the older
+        units (the provider, see :attr:`searches`, or an ``index`` that is a :class:`UnitIndex`)."""
+        return self.own_index is None or isinstance(self.own_index, UnitIndex)
 
-    searches = True
-    """The strategy is suffix-determined only on a provider that can search (``HistorySearcher``)."""
+    @property
+    def searches(self) -> bool:
+        """Whether the strategy is suffix-determined only on a provider that can search (``HistorySearcher``):
+        when it has no ``index`` of its own."""
+        return self.own_index is None
 
     def recalled(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> frozenset[str]:
         """The ids this strategy recalled in its last window of the session."""
@@ -84,10 +90,20 @@ class RelevantRecallStrategy:
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: system messages, recalled older units, and the newest units, within the budget."""
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
-        searcher = session.history if session is not None else None
-        if self.own_index is None and isinstance(searcher, HistorySearcher):
-            assert session is not None
-            return await self._searched(history, session, searcher, counter)
+        provider = session.history if session is not None else None
+        if session is not None and self.own_index is None and isinstance(provider, HistorySearcher):
+            return await self._searched(
+                history, session, _provider_search(provider, session, self.search_limit), counter
+            )
+        if session is not None and isinstance(self.own_index, UnitIndex):
+            index, scope, limit = self.own_index, session, self.search_limit
+
+            async def search(query: str, before: int) -> list[UnitMatch] | None:
+                return await index.search_units(scope, query=query, before=before, limit=limit)
+
+            window = await self._searched(history, session, search, counter)
+            if window is not None:
+                return window
         if session is not None and session.partial:
             session.need_older()  # the index ranks the whole history
             return list(history)
@@ -125,10 +141,14 @@ class RelevantRecallStrategy:
         return window
 
     async def _searched(
-        self, history: Sequence[ChatMessage], session: SessionContext, searcher: HistorySearcher, counter: TokenCounter
-    ) -> list[ChatMessage]:
-        """The window with the older units the store ranks (as stored, fetched by the search, never by reading
-        the session)."""
+        self,
+        history: Sequence[ChatMessage],
+        session: SessionContext,
+        search: Callable[[str, int], Awaitable[list[UnitMatch] | None]],
+        counter: TokenCounter,
+    ) -> list[ChatMessage] | None:
+        """The window with the older units a store ranks (``search(query, before)``: as stored, fetched by the
+        search, never by reading the session). ``None`` when the search needs the whole history and has it."""
         partial = session.partial
         count = counter.count_message
         systems = system_messages(history)
@@ -143,21 +163,25 @@ class RelevantRecallStrategy:
             return list(history)
         cut = newest_cut(history, count, int(allowance * (1 - self.recall_share)))
         query = _query(history)
-        if partial:
-            if not query or all(m.role == "system" for m in history[:cut]):
-                session.need_older()  # the request, or the cut, lies further back
+        if partial and (not query or all(m.role == "system" for m in history[:cut])):
+            session.need_older()  # the request, or the cut, lies further back
+            return list(history)
+        older = [m for m in history[:cut] if m.role == "system"]
+        matches: list[UnitMatch] = []
+        if query:
+            before = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
+            if before is None:  # the cut is past every stored message
+                before = 2**62
+            found = await search(query, before)
+            if found is None:
+                if not partial:
+                    return None
+                session.need_older()  # the index ends before the part read
                 return list(history)
+            matches = found
+        if partial:
             session.cut_made()
         session.state[(self, "recalled")] = frozenset()
-        older = [m for m in history[:cut] if m.role == "system"]
-        if not query:
-            return [*older, *history[cut:]]
-        before = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
-        if before is None:  # the cut is past every stored message
-            before = 2**62
-        matches = await searcher.search_units(
-            session.agent_id, session_id=session.session_id, query=query, before=before, limit=self.search_limit
-        )
         left = allowance - sum(count(m) for m in history[cut:] if m.role != "system")
         chosen = []
         for match in matches:
@@ -172,6 +196,19 @@ class RelevantRecallStrategy:
 
     def __repr__(self) -> str:
         return f"RelevantRecallStrategy(token_budget={self.token_budget}, recall_share={self.recall_share})"
+
+
+def _provider_search(
+    provider: HistorySearcher, session: SessionContext, limit: int
+) -> Callable[[str, int], Awaitable[list[UnitMatch] | None]]:
+    """A search of the session in its provider."""
+
+    async def search(query: str, before: int) -> list[UnitMatch] | None:
+        return await provider.search_units(
+            session.agent_id, session_id=session.session_id, query=query, before=before, limit=limit
+        )
+
+    return search
 
 
 def _query(history: Sequence[ChatMessage]) -> str:
