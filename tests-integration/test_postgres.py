@@ -4,7 +4,7 @@ server can show (restarts, concurrent migrations, hostile strings, one-round-tri
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 import pytest_asyncio
@@ -283,7 +283,6 @@ class TestPostgresSummaries(SummaryStoreContract):
 
 async def test_a_span_is_summarised_once_across_processes(postgres_server: Server, pg_schema: str) -> None:
     """Two processes' summarisers sharing the Postgres summary store: the second reads, it does not call."""
-    from collections.abc import Sequence
 
     from ravi.agents.context import SummarizationCompaction
 
@@ -505,7 +504,6 @@ async def test_a_fresh_worker_finds_the_summary_by_key_and_reads_only_the_window
 ) -> None:
     """A summarising pipeline on Postgres: once a session has its summary, a new worker (new providers, empty
     caches) reads the newest rows and the summary by key; it neither reads the session nor calls the model."""
-    from collections.abc import Sequence
 
     from ravi.agents.context import CompactionPipeline, SummarizationCompaction, TokenBudgetComposedStrategy
 
@@ -577,6 +575,44 @@ async def test_a_fresh_worker_recalls_from_the_terms_index_reading_only_the_wind
         assert window == want
         assert ("a", "s") not in history._cache, "the session was not read whole"
         assert len(history._windows[("a", "s")].messages) < 3 * len(window)
+
+
+async def test_a_fresh_worker_recalls_by_meaning_from_pgvector_reading_only_the_window(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Recall with an ``EmbeddingIndex`` on pgvector: the first window indexes the session into the vector store;
+    a new worker (new providers, empty caches) then reads only the newest rows, embeds only the new message
+    (and the request). Which units come back is pgvector's approximate search: its HNSW index can miss a close
+    message among many near-duplicates, so the test does not name them."""
+    from ravi.agents.context import CompactionPipeline, RelevantRecallStrategy
+    from ravi.agents.context.recall_index import EmbeddingIndex
+    from ravi.kernel.embeddings import HashingEmbeddingClient
+
+    embedded: list[str] = []
+
+    class Counting(HashingEmbeddingClient):
+        async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            embedded.extend(texts)
+            return await super().embed(texts)
+
+    messages = _recall_session(1_500)
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        async for vectors in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+            await history.append_many("a", messages[:-1], session_id="s")
+            index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors)
+            first = CompactionPipeline([RelevantRecallStrategy(1_000, index=index)])
+            await first.assemble(history, first.session("a", "s", history=history))
+            await history.append_many("a", messages[-1:], session_id="s")
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        async for vectors in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+            worker = CompactionPipeline(
+                [RelevantRecallStrategy(1_000, index=EmbeddingIndex(Counting(dimension=64), vectors))]
+            )
+            window = await worker.assemble(history, worker.session("a", "s", history=history))
+            assert ("a", "s") not in history._cache, "the session was not read whole"
+            assert embedded == [messages[-1].text, messages[-1].text]
+            assert window[0] == messages[0] and window[-1] == messages[-1]
+            assert len(window) < len(messages) // 10
 
 
 async def test_a_session_stored_before_the_terms_index_is_indexed_on_its_first_search(
