@@ -242,3 +242,53 @@ def test_an_embedding_index_sees_a_cleared_session_refilled() -> None:
         assert window == want
 
     asyncio.run(main())
+
+
+def test_a_read_too_short_for_the_embedding_index_costs_no_embedding() -> None:
+    """A session never indexed is read back to its start, a longer read at a time: the request is embedded
+    once, on the read that suffices, not once per read."""
+    from ravi.agents.storage.vector import InMemoryVectorStore
+    from ravi.kernel.search import message_text
+
+    async def main() -> None:
+        store = Recording()
+        messages = _long_session(2_000)
+        await store.append_many("a", messages, session_id="s")
+        index = _embedding_index(InMemoryVectorStore())
+        asked: list[str] = []
+        embed = index.client.embed  # type: ignore[attr-defined]
+
+        async def counting(texts: list[str]) -> list[list[float]]:
+            asked.extend(texts)
+            return await embed(texts)
+
+        index.client.embed = counting  # type: ignore[attr-defined]
+        pipeline = CompactionPipeline([RelevantRecallStrategy(2_000, index=index)])  # type: ignore[arg-type]
+        await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        assert asked.count(messages[-1].text) == 2  # the request, and the message itself
+        assert len(asked) == sum(1 for m in messages if message_text(m).strip()) + 1  # each message once
+
+    asyncio.run(main())
+
+
+def test_a_progress_record_the_index_did_not_write_starts_it_afresh() -> None:
+    """A ``ravi:progress`` document with other fields (written by hand, or by another tool) is not trusted and
+    raises nothing: the session is indexed again from its start."""
+    from ravi.agents.storage.vector import InMemoryVectorStore
+    from ravi.kernel.storage import Document
+
+    async def main() -> None:
+        store, vectors = Recording(), InMemoryVectorStore()
+        messages = _long_session(300)
+        await store.append_many("a", messages, session_id="s")
+        index = _embedding_index(vectors)
+        pipeline = CompactionPipeline([RelevantRecallStrategy(2_000, index=index)])  # type: ignore[arg-type]
+        want = await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        [units] = [c for c in await vectors.list_collections() if c.endswith("-units")]
+        await vectors.upsert(
+            [Document(id="ravi:progress", embedding=(1.0,) * 64, metadata={"units": "x"})], collection=units
+        )
+        again = CompactionPipeline([RelevantRecallStrategy(2_000, index=_embedding_index(vectors))])  # type: ignore[arg-type]
+        assert await again.assemble(store, again.session("a", "s", history=store)) == want
+
+    asyncio.run(main())

@@ -89,6 +89,15 @@ _PROGRESS = "ravi:progress"
 _UNIT = TypeAdapter(list[ChatMessage])
 
 
+def _progress(metadata: Any) -> dict[str, Any]:
+    """A progress record's fields, or ``{}`` when it is not one this index wrote."""
+    mark = {key: metadata.get(key) for key in ("embedded", "units", "offset", "last")}
+    numbers = [mark[key] for key in ("embedded", "units", "offset")]
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in numbers) and isinstance(mark["last"], str):
+        return mark
+    return {}
+
+
 class EmbeddingIndex:
     """Relevance by meaning: message embeddings from any :class:`EmbeddingClient`, kept in a
     :class:`~ravi.kernel.storage.VectorStore` (the session's store, or one in memory by default).
@@ -154,13 +163,12 @@ class EmbeddingIndex:
             return None  # a read whose place in the session is unknown
         name = self._collection(session)
         messages_at, units_at = f"{name}-messages", f"{name}-units"
-        [q] = await self.client.embed([query])
-        vector = tuple(q)
         progress = await self.store.get([_PROGRESS], collection=units_at)
-        mark: dict[str, Any] = dict(progress[0].metadata) if progress else {}
-        if mark and (
-            min(mark["units"], mark["offset"]) < start  # indexed only up to a point before the read
-            or (mark["last"] is not None and session.offset(mark["last"]) != mark["offset"])  # the session changed
+        mark = _progress(progress[0].metadata) if progress else {}
+        if progress and (
+            not mark  # not a progress record this index wrote: start afresh
+            or min(mark["units"], mark["offset"]) < start  # indexed only up to a point before the read
+            or session.offset(mark["last"]) != mark["offset"]  # the session changed
         ):
             if session.partial:
                 return None
@@ -169,6 +177,8 @@ class EmbeddingIndex:
             mark = {}
         if not mark and session.partial:
             return None  # a session never indexed: from its start
+        [q] = await self.client.embed([query])  # only once the read suffices
+        vector = tuple(q)
         await self._extend(session, mark, vector, messages_at, units_at)
         await self._touch(messages_at, units_at)
         best: dict[str, float] = {}
