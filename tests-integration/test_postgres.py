@@ -99,6 +99,15 @@ class TestPgVector(VectorStoreContract):
             yield store
 
 
+class TestPgVectorThroughTheIndex(VectorStoreContract):
+    """The contract with every collection searched through its HNSW index, as a large one is."""
+
+    @pytest_asyncio.fixture
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgVectorStore]:
+        async for store in closing(PgVectorStore(postgres_server.address, schema=pg_schema, exact_search_kb=0)):
+            yield store
+
+
 class TestPgLongTermMemory(LongTermMemoryContract):
     @pytest_asyncio.fixture
     async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PgLongTermMemory]:
@@ -537,6 +546,39 @@ async def test_a_fresh_worker_finds_the_summary_by_key_and_reads_only_the_window
             assert len(history._windows[("a", "s")].messages) < 3 * len(window)
 
 
+async def test_a_small_collection_is_searched_exactly(postgres_server: Server, pg_schema: str) -> None:
+    """Near-duplicate texts (one session's turns) are where an HNSW graph loses neighbours: on these 3,000
+    vectors pgvector's index finds about 80% of the true ten nearest. A collection this small is searched
+    exactly, with a filter or without: the scores returned are the ten best there are."""
+    import numpy as np
+
+    from ravi.kernel.embeddings import HashingEmbeddingClient
+    from ravi.kernel.storage import Document
+
+    client = HashingEmbeddingClient(dimension=64)
+    texts = [f"turn {i} " + "x" * 40 if i % 2 else f"fine {i}" for i in range(3_000)]
+    vectors = np.asarray(await client.embed(texts))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    documents = [
+        Document(id=str(i), content=t, metadata={"even": i % 2 == 0}, embedding=tuple(v.tolist()))
+        for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
+    ]
+    async for store in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+        await store.add(documents, collection="turns")
+        for q in [f"turn {i}" for i in range(1, 3_000, 97)] + [f"fine {i}" for i in range(0, 3_000, 101)]:
+            query = np.asarray((await client.embed([q]))[0])
+            similarity = vectors @ (query / np.linalg.norm(query))
+            for where, among in ((None, similarity), ({"even": True}, similarity[::2])):
+                found = await store.search(tuple(query.tolist()), collection="turns", limit=10, filter=where)
+                best = np.sort(among)[::-1][:10]
+                assert [r.score for r in found] == pytest.approx(best.tolist(), abs=1e-5), (q, where)
+
+
+async def test_exact_search_kb_must_be_a_size(postgres_server: Server) -> None:
+    with pytest.raises(InvalidArgument, match="exact_search_kb"):
+        PgVectorStore(postgres_server.address, exact_search_kb=-1)
+
+
 def _recall_session(n: int) -> list[ChatMessage]:
     messages = [ChatMessage.system("rules")]
     for i in range(n):
@@ -582,8 +624,8 @@ async def test_a_fresh_worker_recalls_by_meaning_from_pgvector_reading_only_the_
 ) -> None:
     """Recall with an ``EmbeddingIndex`` on pgvector: the first window indexes the session into the vector store;
     a new worker (new providers, empty caches) then reads only the newest rows, embeds only the new message
-    (and the request). Which units come back is pgvector's approximate search: its HNSW index can miss a close
-    message among many near-duplicates, so the test does not name them."""
+    (and the request), and recalls what the in-process index over the whole transcript recalls (a session's
+    collection is small, so pgvector searches it exactly)."""
     from ravi.agents.context import CompactionPipeline, RelevantRecallStrategy
     from ravi.agents.context.recall_index import EmbeddingIndex
     from ravi.kernel.embeddings import HashingEmbeddingClient
@@ -613,6 +655,10 @@ async def test_a_fresh_worker_recalls_by_meaning_from_pgvector_reading_only_the_
             assert embedded == [messages[-1].text, messages[-1].text]
             assert window[0] == messages[0] and window[-1] == messages[-1]
             assert len(window) < len(messages) // 10
+    in_process = CompactionPipeline(
+        [RelevantRecallStrategy(1_000, index=EmbeddingIndex(HashingEmbeddingClient(dimension=64)))]
+    )
+    assert window == await in_process.compact(messages)
 
 
 async def test_a_session_stored_before_the_terms_index_is_indexed_on_its_first_search(

@@ -92,11 +92,18 @@ class PgVectorStore(PostgresStore):
     SQL (with pgvector's iterative index scans, so a filter does not starve the top ``limit``). Scores are
     cosine similarities: higher is closer.
 
+    A small collection is searched exactly, every vector compared, as Qdrant does below its
+    ``full_scan_threshold``: an HNSW graph is approximate, and it loses the most neighbours among near-duplicate
+    vectors, such as the turns of one session (on 3,000 of them, pgvector's index found about 80% of the true ten
+    nearest). Reading a table of a few megabytes costs a few milliseconds.
+
     Args:
         dsn, schema, table_prefix, min_size, max_size: as the other Postgres stores.
         embedding_client: Embeds documents that come without an embedding.
         ef_search: HNSW search breadth; higher gives better recall for a little more time.
         hnsw_m, hnsw_ef_construction: HNSW build parameters of new collections.
+        exact_search_kb: A collection whose table (with its TOAST data) takes less than this many KiB is searched
+            exactly; a larger one through its HNSW index. ``0`` always uses the index.
     """
 
     component = "vector"
@@ -112,14 +119,18 @@ class PgVectorStore(PostgresStore):
         ef_search: int = 100,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
+        exact_search_kb: int = 10_240,
         **options: Unpack[PoolOptions],
     ) -> None:
+        if isinstance(exact_search_kb, bool) or not isinstance(exact_search_kb, int) or exact_search_kb < 0:
+            raise InvalidArgument(f"exact_search_kb must be an integer >= 0, got {exact_search_kb!r}")
         options.setdefault("command_timeout", 60.0)
         super().__init__(dsn, **options)
         self._catalogue = self.db.table("collections")
         self._embedder = embedding_client
         self.ef_search = int(ef_search)
         self._hnsw = (int(hnsw_m), int(hnsw_ef_construction))
+        self.exact_search_kb = exact_search_kb
         self._tables: dict[str, tuple[str, int]] = {}
 
     @staticmethod
@@ -269,10 +280,16 @@ class PgVectorStore(PostgresStore):
             await connection.execute(f"SET LOCAL hnsw.ef_search = {self.ef_search}")
             if where:
                 await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            # one statement, two branches, one of them skipped by a one-time filter on the table's size (a scalar
+            # subquery, evaluated once): the first orders by an expression the index cannot serve, so every
+            # vector is compared
+            columns = "id, content, blocks::text AS blocks, metadata::text AS metadata, embedding"
+            small = f"(SELECT pg_table_size('{table}'::regclass) < {self.exact_search_kb * 1024})"
             rows = await connection.fetch(
-                f"SELECT id, content, blocks::text AS blocks, metadata::text AS metadata, embedding, "
-                f"embedding <=> $1 AS distance "
-                f"FROM {table} WHERE true{where} ORDER BY embedding <=> $1 LIMIT $2",
+                f"(SELECT {columns}, embedding <=> $1 AS distance FROM {table} WHERE {small}{where} "
+                "ORDER BY (embedding <=> $1) + 0 LIMIT $2) UNION ALL "
+                f"(SELECT {columns}, embedding <=> $1 AS distance FROM {table} WHERE NOT {small}{where} "
+                "ORDER BY embedding <=> $1 LIMIT $2)",
                 query,
                 limit,
                 *params,
