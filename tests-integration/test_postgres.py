@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -691,6 +692,38 @@ async def test_rows_a_search_indexes_count_as_the_index_counts_them(postgres_ser
         again = await history.search_units("a", session_id="s", query=query, before=10**9, limit=50)
         assert first == again
         assert len(first) == 10
+
+
+async def test_indexing_a_chunk_reads_the_chunks_rows_not_the_session(postgres_server: Server, pg_schema: str) -> None:
+    """The statement that stores a chunk's terms touches the chunk's rows only. Joined on seq alone, the planner
+    hashed the whole session for every chunk, and a 100,000-message session took 69 s to index instead of 15."""
+    import json
+
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", [ChatMessage.user(f"turn {i}") for i in range(6_000)], session_id="s")
+        _, relation = history._messages.replace('"', "").split(".")
+        chunk = list(range(3_000, 3_100))
+        async with history.db.connection() as connection:
+            transaction = connection.transaction()
+            await transaction.start()
+            try:
+                [plan] = json.loads(
+                    await connection.fetchval(
+                        f"EXPLAIN (ANALYZE, FORMAT JSON) {history._index_query}",
+                        *("a", "s", chunk, ["'turn':1"] * len(chunk), 3_100, 0, False),
+                    )
+                )
+            finally:
+                await transaction.rollback()
+
+        read = [int(scan["Actual Rows"]) for scan in _scans(plan["Plan"], relation)]
+        assert read and sum(read) <= len(chunk), read
+
+
+def _scans(node: dict[str, Any], relation: str) -> list[dict[str, Any]]:
+    """The scans of ``relation`` in an EXPLAIN (FORMAT JSON) plan."""
+    below = [scan for child in node.get("Plans", []) for scan in _scans(child, relation)]
+    return [node, *below] if node.get("Relation Name") == relation and "Scan" in node["Node Type"] else below
 
 
 @pytest.mark.parametrize("n", [1_999, 2_000, 2_001, 4_000])

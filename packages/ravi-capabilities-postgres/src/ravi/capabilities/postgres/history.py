@@ -356,10 +356,12 @@ SELECT s.epoch, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, 
 FROM {sessions} s WHERE s.agent_id = $1 AND s.session_id = $2"""
         # Store the terms of rows the index lacks, and mark the session indexed up to $5 (if still in epoch $6:
         # a clear or clear_run in between may have changed the rows). A row another searcher has indexed in the
-        # meantime is left as it is.
+        # meantime is left as it is. The seqs come sorted, and the range they span bounds the rows joined:
+        # without it the planner may hash the whole session for each chunk.
         self._index_query = f"""
 WITH stored AS (UPDATE {m} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) AS u(seq, terms)
-                WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq AND m.terms IS NULL RETURNING 1)
+                WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq AND m.terms IS NULL
+                AND m.seq BETWEEN $3[1] AND $3[cardinality($3)] RETURNING 1)
 UPDATE {sessions} s SET indexed_seq = $5
 WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.epoch = $6 AND $7"""
         self._search_query = f"""
