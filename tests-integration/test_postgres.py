@@ -720,6 +720,36 @@ async def test_indexing_a_chunk_reads_the_chunks_rows_not_the_session(postgres_s
         assert read and sum(read) <= len(chunk), read
 
 
+async def test_reads_stay_on_the_session_once_the_table_has_statistics(postgres_server: Server, pg_schema: str) -> None:
+    """After ANALYZE (autovacuum runs it soon after a bulk write), a range whose bound is computed inside the
+    statement was planned as a third of the table: the window read and the search's look for unindexed rows
+    scanned the whole table (a 100,000-message session's first window took 3x one read of its rows). Every read
+    a window or a search makes walks the session's own rows through an index."""
+    import json
+
+    from ravi.agents.demo import agentic_transcript
+    from ravi.capabilities.postgres.history import _INDEX_CHUNK, _RANKED, _quoted, session_digest
+
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        messages = agentic_transcript(20_000)
+        for i in range(0, len(messages), 2_000):
+            await history.append_many("a", messages[i : i + 2_000], session_id="s")
+        await history.search_units("a", session_id="s", query="index", before=0, limit=1)
+        _, relation = history._messages.replace('"', "").split(".")
+        words = [_quoted(session_digest("a", "s") + w) for w in ("error", "index")]
+        statements = {
+            "first window": (history._window_query, ("a", "s", 150_000, -1, 0, -1)),
+            "window beside a cached one": (history._window_query, ("a", "s", 600_000, 0, 19_000, 19_500)),
+            "term counts and unindexed rows": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK)),
+        }
+        async with history.db.connection() as connection:
+            await connection.execute(f"VACUUM ANALYZE {history._messages}")
+            for name, (statement, args) in statements.items():
+                [plan] = json.loads(await connection.fetchval(f"EXPLAIN (FORMAT JSON) {statement}", *args))
+                scans = {scan["Node Type"] for scan in _scans(plan["Plan"], relation)}
+                assert not scans & {"Seq Scan", "Parallel Seq Scan"}, (name, scans)
+
+
 def _scans(node: dict[str, Any], relation: str) -> list[dict[str, Any]]:
     """The scans of ``relation`` in an EXPLAIN (FORMAT JSON) plan."""
     below = [scan for child in node.get("Plans", []) for scan in _scans(child, relation)]

@@ -302,12 +302,15 @@ class PostgresHistoryProvider(PostgresStore):
         self._cache_size = cache_sessions
         m, sessions = self._messages, self._sessions
         scope = "m.agent_id = $1 AND m.session_id = $2"
-        # One statement, one snapshot. The tail starts at the newest message whose running total before it is
+        # One statement, one snapshot. Each range of seqs is bounded on both sides, even where one bound holds
+        # for every row (below next_seq): a bound computed in the statement is unknown when it is planned, and
+        # with statistics the planner takes a one-sided range for a third of the table and scans it whole.
+        # The tail starts at the newest message whose running total before it is
         # below (total - tokens), moved back to a message that is neither a tool result nor a system message;
         # rows of the last window this process read (same epoch: its tail, seq in [$5, $6], and the system
         # messages before it) are not sent again: the provider still has them parsed.
         self._window_query = f"""
-WITH s AS (SELECT epoch, total_tokens AS total FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
+WITH s AS (SELECT epoch, total_tokens AS total, next_seq FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
 cut AS (SELECT CASE WHEN (SELECT total FROM s) - $3 <= 0 THEN -1 ELSE coalesce((
               SELECT m.seq FROM {m} m WHERE {scope} AND m.cum_tokens - m.tokens < (SELECT total FROM s) - $3
               ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
@@ -322,6 +325,7 @@ info AS (SELECT s.epoch, s.total, start.seq AS start, s.epoch = $4 AS hit, (
 picked AS (
     (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope}
         AND m.seq >= (SELECT CASE WHEN hit THEN greatest(start, $6 + 1) ELSE start END FROM info)
+        AND m.seq < (SELECT next_seq FROM s)
         ORDER BY m.seq)
     UNION ALL
     (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope} AND (SELECT hit FROM info)
@@ -350,9 +354,9 @@ SELECT s.epoch, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, 
         WHERE x.agent_id = $1 AND x.session_id = $2 LIMIT $4) c)
     FROM unnest($3::text[]) WITH ORDINALITY AS t(query, i) ORDER BY t.i) AS dfs, ARRAY(
     SELECT m.seq FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
-    AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS pending, ARRAY(
+    AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS pending, ARRAY(
     SELECT m.body FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
-    AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS bodies
+    AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS bodies
 FROM {sessions} s WHERE s.agent_id = $1 AND s.session_id = $2"""
         # Store the terms of rows the index lacks, and mark the session indexed up to $5 (if still in epoch $6:
         # a clear or clear_run in between may have changed the rows). A row another searcher has indexed in the
