@@ -723,8 +723,9 @@ async def test_indexing_a_chunk_reads_the_chunks_rows_not_the_session(postgres_s
 async def test_reads_stay_on_the_session_once_the_table_has_statistics(postgres_server: Server, pg_schema: str) -> None:
     """After ANALYZE (autovacuum runs it soon after a bulk write), a range whose bound is computed inside the
     statement was planned as a third of the table: the window read and the search's look for unindexed rows
-    scanned the whole table (a 100,000-message session's first window took 3x one read of its rows). Every read
-    a window or a search makes walks the session's own rows through an index."""
+    scanned the whole table (a 100,000-message session's first window took 3x one read of its rows), and so did
+    a cached whole read asking for the rows appended since. Every read of a window, a search's bookkeeping or a
+    cached whole read walks the session's own rows through an index."""
     import json
 
     from ravi.agents.demo import agentic_transcript
@@ -741,6 +742,7 @@ async def test_reads_stay_on_the_session_once_the_table_has_statistics(postgres_
             "first window": (history._window_query, ("a", "s", 150_000, -1, 0, -1)),
             "window beside a cached one": (history._window_query, ("a", "s", 600_000, 0, 19_000, 19_500)),
             "term counts and unindexed rows": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK)),
+            "a whole read after a cached one": (history._refresh_query, ("a", "s", 0, 19_990)),
         }
         async with history.db.connection() as connection:
             await connection.execute(f"VACUUM ANALYZE {history._messages}")

@@ -339,6 +339,14 @@ picked AS (
 SELECT info.epoch, info.total, info.start, info.complete, info.before, p.seq, p.tokens, p.body
 FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
 
+        # A whole read, in one statement: the session's epoch and next number, and every message appended since
+        # the copy of epoch $3 that holds the rows below $4 was made.
+        self._refresh_query = f"""
+SELECT s.epoch, s.next_seq, m.seq, m.body FROM {sessions} s
+LEFT JOIN {m} m ON m.agent_id = s.agent_id AND m.session_id = s.session_id
+    AND m.seq >= CASE WHEN s.epoch = $3 THEN $4 ELSE 0 END AND m.seq < s.next_seq
+WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq"""
+
         # Relevant recall's search, in two statements. The first counts the session's messages that hold each
         # query term (df), from the terms index alone (the session digest in each lexeme keeps the count to the
         # session), up to a cap: a term held by more messages is common, and its exact count does not matter.
@@ -440,12 +448,8 @@ ORDER BY sp.opener, r.seq"""
         # A snapshot: the copy is never changed in place, so concurrent readers that start from the same copy
         # each build their own newer one from it, and none can add the same rows twice.
         base = self._cache.get(key)
-        # One query: the session's epoch and next number, and every message appended since the copy was made.
         rows = await self.db.fetch(
-            f"SELECT s.epoch, s.next_seq, m.seq, m.body FROM {self._sessions} s "
-            f"LEFT JOIN {self._messages} m ON m.agent_id = s.agent_id AND m.session_id = s.session_id "
-            "AND m.seq >= CASE WHEN s.epoch = $3 THEN $4 ELSE 0 END "
-            "WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq",
+            self._refresh_query,
             agent_id,
             session_id,
             base.epoch if base else -1,
