@@ -575,9 +575,11 @@ async def test_a_small_collection_is_searched_exactly(postgres_server: Server, p
                 assert [r.score for r in found] == pytest.approx(best.tolist(), abs=1e-5), (q, where)
 
 
-async def test_exact_search_kb_must_be_a_size(postgres_server: Server) -> None:
+@pytest.mark.parametrize("size", [-1, 1.5, True, "10"])
+def test_exact_search_kb_must_be_a_size(size: object) -> None:
+    """Refused when the store is built, before any connection."""
     with pytest.raises(InvalidArgument, match="exact_search_kb"):
-        PgVectorStore(postgres_server.address, exact_search_kb=-1)
+        PgVectorStore("postgresql://localhost:1/none", exact_search_kb=size)  # type: ignore[arg-type]
 
 
 def _recall_session(n: int) -> list[ChatMessage]:

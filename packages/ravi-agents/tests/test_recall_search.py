@@ -4,6 +4,7 @@ window needs only the newest part of the session."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -63,6 +64,19 @@ def test_the_store_search_gives_the_window_the_in_process_index_gives(
         assert got == want
 
     asyncio.run(main())
+
+
+def _record_embeddings(index: Any) -> list[str]:
+    """The texts ``index``'s client embeds from now on, in order."""
+    asked: list[str] = []
+    embed = index.client.embed
+
+    async def counting(texts: list[str]) -> list[list[float]]:
+        asked.extend(texts)
+        return await embed(texts)  # type: ignore[no-any-return]
+
+    index.client.embed = counting
+    return asked
 
 
 def _long_session(n: int) -> list[ChatMessage]:
@@ -204,14 +218,7 @@ def test_a_fresh_worker_finds_the_embedding_index_in_the_shared_store() -> None:
         await store.append_many("a", messages[-1:], session_id="s")
         store.whole = store.windowed = 0
         index = _embedding_index(vectors)
-        embedded: list[str] = []
-        embed = index.client.embed  # type: ignore[attr-defined]
-
-        async def counting(texts: list[str]) -> list[list[float]]:
-            embedded.extend(texts)
-            return await embed(texts)
-
-        index.client.embed = counting  # type: ignore[attr-defined]
+        embedded = _record_embeddings(index)
         worker = CompactionPipeline([RelevantRecallStrategy(2_000, index=index)])  # type: ignore[arg-type]
         window = await worker.assemble(store, worker.session("a", "s", history=store))
         assert store.whole == 0 and store.windowed < 200
@@ -255,14 +262,7 @@ def test_a_read_too_short_for_the_embedding_index_costs_no_embedding() -> None:
         messages = _long_session(2_000)
         await store.append_many("a", messages, session_id="s")
         index = _embedding_index(InMemoryVectorStore())
-        asked: list[str] = []
-        embed = index.client.embed  # type: ignore[attr-defined]
-
-        async def counting(texts: list[str]) -> list[list[float]]:
-            asked.extend(texts)
-            return await embed(texts)
-
-        index.client.embed = counting  # type: ignore[attr-defined]
+        asked = _record_embeddings(index)
         pipeline = CompactionPipeline([RelevantRecallStrategy(2_000, index=index)])  # type: ignore[arg-type]
         await pipeline.assemble(store, pipeline.session("a", "s", history=store))
         assert asked.count(messages[-1].text) == 2  # the request, and the message itself
