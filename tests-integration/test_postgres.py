@@ -754,6 +754,42 @@ async def test_reads_stay_on_the_session_once_the_table_has_statistics(postgres_
                 assert not scans & {"Seq Scan", "Parallel Seq Scan"}, (name, scans)
 
 
+async def test_a_retried_batch_renumbers_only_its_own_rows(postgres_server: Server, pg_schema: str) -> None:
+    """A batch with ids the session already holds is renumbered after its insert. With statistics, and once the
+    append function's plans are generic (as a long-lived connection's become), ``seq >= base`` was planned as a
+    third of the table and the renumbering scanned it whole; it reads the batch's rows through the index."""
+    from ravi.agents.demo import agentic_transcript
+
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        messages = agentic_transcript(20_000)
+        for i in range(0, len(messages), 2_000):
+            await history.append_many("a", messages[i : i + 2_000], session_id="s")
+        retried = [*messages[-3:], ChatMessage.user("one"), ChatMessage.user("two")]
+        async with history.db.connection() as connection:
+            await connection.execute(f"VACUUM ANALYZE {history._messages}")
+            async with connection.transaction():
+                await connection.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+                batch = (
+                    [m.id for m in retried],
+                    [m.model_dump_json() for m in retried],
+                    [m.role for m in retried],
+                    [stored_tokens(m) for m in retried],
+                )
+                added = await connection.fetchval(
+                    f"SELECT {history._append}($1, $2, $3, $4, $5, $6, $7)", "a", "s", "", *batch
+                )
+                scans = await connection.fetchval(
+                    "SELECT pg_stat_get_xact_numscans($1::regclass)", history._messages.replace('"', "")
+                )
+        assert added == 2
+        assert scans == 0, "the renumbering scanned the messages table"
+        assert [m.text for m in (await history.get_messages("a", session_id="s"))[-3:]] == [
+            messages[-1].text,
+            "one",
+            "two",
+        ]
+
+
 def _scans(node: dict[str, Any], relation: str) -> list[dict[str, Any]]:
     """The scans of ``relation`` in an EXPLAIN (FORMAT JSON) plan."""
     below = [scan for child in node.get("Plans", []) for scan in _scans(child, relation)]

@@ -203,6 +203,62 @@ CREATE UNIQUE INDEX "{prefix}messages_ids" ON {schema}."{prefix}messages" (messa
 ALTER TABLE {schema}."{prefix}messages" DROP CONSTRAINT "{prefix}messages_agent_id_session_id_message_id_key";
 """,
     ),
+    Migration(
+        5,
+        "a retried batch renumbers only its own rows",
+        """
+-- The rows a batch inserted lie in [base, base + batch size): bounding the renumbering on both sides keeps it on
+-- the primary key once the function's plans are generic, where ``seq >= base`` alone was planned as a third of
+-- the table and scanned it whole.
+CREATE OR REPLACE FUNCTION {schema}."{prefix}append_messages"(
+    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
+) RETURNS integer LANGUAGE plpgsql AS $fn$
+DECLARE
+    base bigint;
+    total bigint;
+    added integer;
+    added_tokens bigint;
+BEGIN
+    SELECT s.next_seq, s.total_tokens INTO base, total FROM {schema}."{prefix}sessions" s
+        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
+            ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
+            RETURNING s.next_seq, s.total_tokens INTO base, total;
+    END IF;
+    WITH inserted AS (
+        INSERT INTO {schema}."{prefix}messages"
+            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
+        SELECT p_agent, p_session, base + t.ord - 1, p_run, t.message_id, t.body, t.role, t.tokens,
+               total + sum(t.tokens) OVER (ORDER BY t.ord)
+        FROM unnest(p_ids, p_bodies, p_roles, p_tokens) WITH ORDINALITY AS t(message_id, body, role, tokens, ord)
+        ORDER BY t.ord
+        ON CONFLICT (agent_id, session_id, message_id) DO NOTHING
+        RETURNING tokens
+    )
+    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
+    IF added < cardinality(p_ids) THEN
+        -- some rows were skipped: number the inserted ones without gaps (through negative numbers, so no two
+        -- rows ever share a number on the way), with their running totals
+        WITH numbered AS (
+            SELECT m.seq, base + row_number() OVER (ORDER BY m.seq) - 1 AS renumbered,
+                   total + sum(m.tokens) OVER (ORDER BY m.seq) AS cum
+            FROM {schema}."{prefix}messages" m
+            WHERE m.agent_id = p_agent AND m.session_id = p_session
+              AND m.seq >= base AND m.seq < base + cardinality(p_ids)
+        )
+        UPDATE {schema}."{prefix}messages" m SET seq = -n.renumbered - 1, cum_tokens = n.cum FROM numbered n
+            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = n.seq;
+        UPDATE {schema}."{prefix}messages" SET seq = -seq - 1
+            WHERE agent_id = p_agent AND session_id = p_session AND seq < 0;
+    END IF;
+    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
+        WHERE agent_id = p_agent AND session_id = p_session;
+    RETURN added;
+END
+$fn$;
+""",
+    ),
 ]
 
 
