@@ -188,3 +188,41 @@ def test_equality_ignores_the_memo_even_when_it_refers_to_the_message() -> None:
     b.memo["tokens:other"] = 3
     assert a == b
     assert a != ChatMessage.user("y", id="m1", created_at=a.created_at)
+
+
+_BAD_NESTED = [
+    ({"role": "user", "content": [{"type": "text", "text": "bad \ud800"}]}, "content[0].text", "surrogate"),
+    (
+        {"role": "assistant", "content": [{"type": "tool_call", "id": "c", "name": "f", "arguments": {"x": "\udc00"}}]},
+        "content[0].arguments.x",
+        "surrogate",
+    ),
+    ({"role": "user", "content": [{"type": "text"}]}, "content[0].text", "required"),
+    ({"role": "user", "metadata": {"k": ["\ud800"]}}, "metadata.k[0]", "surrogate"),
+]
+
+
+@pytest.mark.parametrize(("data", "field", "reason"), _BAD_NESTED)
+@pytest.mark.parametrize("build", ["constructor", "model_validate", "model_validate_json"])
+def test_every_way_in_refuses_a_bad_nested_part_naming_it(data: dict, field: str, reason: str, build: str) -> None:
+    """Parts nested in a message are validated by pydantic-core, not by their own constructor: the message's
+    check still reaches every level, whichever way the message is built. (JSON cannot even spell a lone
+    surrogate: its parser refuses the escape, so the error names the message.)"""
+    builders = {
+        "constructor": lambda: ChatMessage(**data),
+        "model_validate": lambda: ChatMessage.model_validate(data),
+        "model_validate_json": lambda: ChatMessage.model_validate_json(json.dumps(data)),
+    }
+    with pytest.raises(InvalidMessage, match=reason if build != "model_validate_json" else None) as info:
+        builders[build]()
+    lone = reason == "surrogate" and build == "model_validate_json"
+    assert info.value.field == ("message" if lone else field)
+
+
+def test_a_part_built_alone_is_checked() -> None:
+    with pytest.raises(InvalidMessage, match="surrogate"):
+        TextBlock(text="\ud800")
+    with pytest.raises(InvalidMessage, match="Invalid JSON"):
+        ToolResultBlock.model_validate_json('{"tool_call_id": "c", "content": "\\ud800"}')
+    with pytest.raises(InvalidMessage):
+        ToolCallBlock.model_validate({"id": "", "name": "f"})

@@ -75,11 +75,26 @@ class _Part(BaseModel):
             _raise_invalid(error)
         self._check()
 
+    # Parts nested in a message are built by pydantic-core alone, without this ``__init__`` (as for pydantic's
+    # own): the outermost call checks the whole tree once. Without the mark, each nested part would be validated
+    # twice and checked once per level, three times the cost of reading a message.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Self:
         """Build from a dict (or object) with the same checks and errors as the constructor."""
         try:
             model = super().model_validate(obj, **options)
+        except ValidationError as error:
+            _raise_invalid(error)
+        model._check()
+        return model
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **options: Any) -> Self:
+        """Build from JSON (as stores keep messages) with the same checks and errors as the constructor."""
+        try:
+            model = super().model_validate_json(json_data, **options)
         except ValidationError as error:
             _raise_invalid(error)
         model._check()
@@ -169,9 +184,20 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+_BLOCK_TYPES = frozenset({"text", "image", "document", "thinking", "tool_call", "tool_result"})
+
+
 def _field_of(error: ValidationError) -> str:
-    first = error.errors()[0]
-    return ".".join(str(part) for part in first["loc"]) or "message"
+    """The failing field as the checks name it (``content[0].text``): indexes in brackets, and without the
+    block type pydantic puts after the index of a block it chose by its ``type``."""
+    path = ""
+    loc = error.errors()[0]["loc"]
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif not (i >= 2 and loc[i - 2] == "content" and isinstance(loc[i - 1], int) and part in _BLOCK_TYPES):
+            path += f".{part}" if path else str(part)
+    return path or "message"
 
 
 def _raise_invalid(error: ValidationError) -> NoReturn:

@@ -78,18 +78,29 @@ def check_json(value: Any, where: str, *, depth: int = 0) -> None:
         raise InvalidArgument(f"{type(value).__name__} is not a JSON value", field=where)
 
 
+_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {}
+"""The field names of each model class :func:`check_model` has seen."""
+
+
 def check_model(model: BaseModel, where: str = "") -> None:
     """Check every text and JSON value a pydantic model holds (its own fields and nested models')."""
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        path = f"{where}.{name}" if where else name
+    cls = type(model)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(cls.model_fields)
+    fields = model.__dict__
+    for name in names:
+        value = fields[name]
         if isinstance(value, str):
-            check_text(value, path)
+            if not value.isascii():  # ASCII is always valid text: the common case builds no path
+                check_text(value, f"{where}.{name}" if where else name)
         elif isinstance(value, BaseModel):
-            check_model(value, path)
+            check_model(value, f"{where}.{name}" if where else name)
         elif isinstance(value, Mapping):
-            check_json(value, path)
+            if value:
+                check_json(value, f"{where}.{name}" if where else name)
         elif isinstance(value, tuple) and value and isinstance(value[0], BaseModel):
+            path = f"{where}.{name}" if where else name
             for i, item in enumerate(value):
                 check_model(item, f"{path}[{i}]")
 
@@ -110,11 +121,25 @@ class Value(BaseModel):
             raise invalid(error, type(self).__name__) from error
         check_model(self, type(self).__name__)
 
+    # Values nested in a value are built by pydantic-core alone, without this ``__init__`` (as for pydantic's
+    # own): the outermost call checks the whole tree once, instead of validating each nested value twice.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Self:
         """Build from a dict (or object) with the same checks and errors as the constructor."""
         try:
             model = super().model_validate(obj, **options)
+        except ValidationError as error:
+            raise invalid(error, cls.__name__) from error
+        check_model(model, cls.__name__)
+        return model
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **options: Any) -> Self:
+        """Build from JSON with the same checks and errors as the constructor."""
+        try:
+            model = super().model_validate_json(json_data, **options)
         except ValidationError as error:
             raise invalid(error, cls.__name__) from error
         check_model(model, cls.__name__)
