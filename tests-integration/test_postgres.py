@@ -754,6 +754,34 @@ async def test_reads_stay_on_the_session_once_the_table_has_statistics(postgres_
                 assert not scans & {"Seq Scan", "Parallel Seq Scan"}, (name, scans)
 
 
+async def test_appends_leave_the_terms_index_alone_and_searches_use_it(postgres_server: Server, pg_schema: str) -> None:
+    """Appended rows have no terms until a search indexes them: the terms index does not grow with appends (a GIN
+    index over every row kept an entry for each NULL), and the search's statements can still use it."""
+    import json
+
+    from ravi.capabilities.postgres.history import _INDEX_CHUNK, _RANKED, _quoted, session_digest
+
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", [ChatMessage.user(f"kestrel {i}") for i in range(100)], session_id="s")
+        await history.search_units("a", session_id="s", query="kestrel", before=10**9, limit=1)
+        index = f'"{history.db.schema}"."{history.db.prefix}messages_terms"'
+        size = await history.db.fetchval("SELECT pg_relation_size($1::regclass)", index)
+        for i in range(0, 6_000, 1_000):
+            await history.append_many("a", [ChatMessage.user(f"note {i + j}") for j in range(1_000)], session_id="t")
+        assert await history.db.fetchval("SELECT pg_relation_size($1::regclass)", index) == size
+
+        words = [_quoted(session_digest("a", "s") + "kestrel")]
+        statements = {
+            "term counts": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK)),
+            "search": (history._search_query, ("a", "s", words, [1.0], words[0], 10**9, 5)),
+        }
+        async with history.db.connection() as connection, connection.transaction():
+            await connection.execute("SET LOCAL enable_seqscan = off")
+            for name, (statement, args) in statements.items():
+                plan = await connection.fetchval(f"EXPLAIN (FORMAT JSON) {statement}", *args)
+                assert f"{history.db.prefix}messages_terms" in json.dumps(json.loads(plan)), name
+
+
 async def test_a_retried_batch_renumbers_only_its_own_rows(postgres_server: Server, pg_schema: str) -> None:
     """A batch with ids the session already holds is renumbered after its insert. With statistics, and once the
     append function's plans are generic (as a long-lived connection's become), ``seq >= base`` was planned as a

@@ -259,6 +259,17 @@ END
 $fn$;
 """,
     ),
+    Migration(
+        6,
+        "appends leave the terms index alone",
+        """
+-- Rows are appended without terms (a search indexes them later); a GIN index keeps an entry even for a NULL
+-- value, so every append wrote to it. Only rows with terms are indexed now: every search condition on terms
+-- (``terms @@ query``) implies that they are not NULL, so the searches use it as before.
+DROP INDEX {schema}."{prefix}messages_terms";
+CREATE INDEX "{prefix}messages_terms" ON {schema}."{prefix}messages" USING gin (terms) WHERE terms IS NOT NULL;
+""",
+    ),
 ]
 
 
