@@ -26,21 +26,34 @@ MESSAGE_OVERHEAD = 4
 """Tokens charged per message for the role and the framing, as chat formats add them."""
 
 
+def _arguments(block: ToolCallBlock) -> tuple[str, ...]:
+    return (block.name, json.dumps(dict(block.arguments), separators=(",", ":"), ensure_ascii=False))
+
+
+def _document(block: DocumentBlock) -> tuple[str, ...]:
+    return (block.data or block.url or "",)
+
+
+_TEXTS: dict[type, Any] = {
+    TextBlock: lambda block: (block.text,),
+    ToolResultBlock: lambda block: (block.content,),
+    ToolCallBlock: _arguments,
+    ThinkingBlock: lambda block: (block.thinking,),
+    ImageBlock: lambda block: (block.url,),
+    DocumentBlock: _document,
+}
+
+
 def block_texts(block: Any) -> tuple[str, ...]:
-    """The texts a content block sends to a model (what a counter counts)."""
-    if isinstance(block, TextBlock):
-        return (block.text,)
-    if isinstance(block, ToolResultBlock):
-        return (block.content,)
-    if isinstance(block, ToolCallBlock):
-        return (block.name, json.dumps(dict(block.arguments), separators=(",", ":"), ensure_ascii=False))
-    if isinstance(block, ThinkingBlock):
-        return (block.thinking,)
-    if isinstance(block, ImageBlock):
-        return (block.url,)
-    if isinstance(block, DocumentBlock):
-        return (block.data or block.url or "",)
-    return ()  # pragma: no cover - every block type is listed above
+    """The texts a content block sends to a model (what a counter counts): a text block's text, a tool
+    result's content, a tool call's name and compact JSON arguments, thinking, an image's URL, a document's data
+    or URL."""
+    texts = _TEXTS.get(type(block))
+    if texts is None:  # a subclass of a block type (looked up by exact type first: this runs once per block)
+        texts = next((f for kind, f in _TEXTS.items() if isinstance(block, kind)), None)
+        if texts is None:
+            return ()
+    return texts(block)  # type: ignore[no-any-return]
 
 
 class CachedTokenCounter:
