@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMemoryHistoryProvider
 from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
+from ravi.agents.context.recall_index import _unit_of
+from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 from .doubles import Recording
@@ -292,3 +295,14 @@ def test_a_progress_record_the_index_did_not_write_starts_it_afresh() -> None:
         assert await again.assemble(store, again.session("a", "s", history=store)) == want
 
     asyncio.run(main())
+
+
+def test_a_unit_read_back_from_a_vector_store_is_checked_like_a_stored_message() -> None:
+    """The embedding index keeps each unit as JSON in the vector store: reading one back gives the messages as
+    stored, and text that is not a unit of valid messages raises ``InvalidMessage``, not a parser's error."""
+    call = ChatMessage.assistant(None, tool_calls=[ToolCallBlock(id="c", name="f", arguments={"q": "straße"})])
+    unit = (call, ChatMessage.tool("c", "ok"))
+    assert _unit_of("[" + ",".join(m.model_dump_json() for m in unit) + "]") == unit
+    for bad in ("not json", '{"role": "user"}', '[{"role": "user", "content": [{"type": "text"}]}]'):
+        with pytest.raises(InvalidMessage):
+            _unit_of(bad)

@@ -7,16 +7,16 @@ previous one (a history that changed in the middle, a cleared run, is indexed ag
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import TypeAdapter
-
 from ravi.agents.context.memo import PrefixMemo
 from ravi.agents.context.session import own_session
 from ravi.kernel.agent import SessionContext
+from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import STOPWORDS, Bm25, UnitMatch, fold, message_text, terms, unit_end
@@ -86,7 +86,17 @@ class _Indexed:
 
 _PROGRESS = "ravi:progress"
 """The document of a session's units collection that says how far the session is indexed."""
-_UNIT = TypeAdapter(list[ChatMessage])
+
+
+def _unit_of(text: str) -> tuple[ChatMessage, ...]:
+    """A unit as the index stores it (a JSON list of messages), each message checked as a store's are."""
+    try:
+        items = json.loads(text)
+    except ValueError as error:
+        raise InvalidMessage(f"a stored unit is not JSON: {error}", field="unit") from None
+    if not isinstance(items, list):
+        raise InvalidMessage("a stored unit is not a list of messages", field="unit")
+    return tuple(ChatMessage.model_validate(item) for item in items)
 
 
 def _progress(metadata: Any) -> dict[str, Any]:
@@ -190,7 +200,7 @@ class EmbeddingIndex:
         for doc in await self.store.get(list(best), collection=units_at):
             meta = doc.metadata
             if isinstance(meta.get("last"), int) and meta["last"] < before:
-                unit_messages = tuple(_UNIT.validate_json(doc.text))
+                unit_messages = _unit_of(doc.text)
                 found.append(UnitMatch(best[doc.id], unit_messages, int(meta["offset"]), meta.get("after_system")))
         found.sort(key=lambda u: (-u.score, -u.offset))
         return found[:limit]
