@@ -226,3 +226,19 @@ def test_a_part_built_alone_is_checked() -> None:
         ToolResultBlock.model_validate_json('{"tool_call_id": "c", "content": "\\ud800"}')
     with pytest.raises(InvalidMessage):
         ToolCallBlock.model_validate({"id": "", "name": "f"})
+
+
+def test_the_block_types_errors_leave_out_are_the_block_types() -> None:
+    from ravi.kernel.values import CONTENT_TYPES
+
+    blocks = (TextBlock, ImageBlock, DocumentBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock)
+    assert {block.model_fields["type"].default for block in blocks} == CONTENT_TYPES
+
+
+def test_a_value_names_a_bad_nested_block_as_a_message_does() -> None:
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.storage import Document
+
+    with pytest.raises(InvalidArgument) as info:
+        Document.model_validate_json('{"id": "d", "content": [{"type": "text", "text": 1}]}')
+    assert info.value.field == "Document.content[0].text"

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, NoReturn, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
-from ravi.kernel.values import check_model
+from ravi.kernel.values import check_model, error_path
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -184,20 +184,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-_BLOCK_TYPES = frozenset({"text", "image", "document", "thinking", "tool_call", "tool_result"})
-
-
 def _field_of(error: ValidationError) -> str:
-    """The failing field as the checks name it (``content[0].text``): indexes in brackets, and without the
-    block type pydantic puts after the index of a block it chose by its ``type``."""
-    path = ""
-    loc = error.errors()[0]["loc"]
-    for i, part in enumerate(loc):
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif not (i >= 2 and loc[i - 2] == "content" and isinstance(loc[i - 1], int) and part in _BLOCK_TYPES):
-            path += f".{part}" if path else str(part)
-    return path or "message"
+    return error_path(error) or "message"
 
 
 def _raise_invalid(error: ValidationError) -> NoReturn:

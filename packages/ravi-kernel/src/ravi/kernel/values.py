@@ -146,11 +146,28 @@ class Value(BaseModel):
         return model
 
 
+CONTENT_TYPES = frozenset({"text", "image", "document", "thinking", "tool_call", "tool_result"})
+"""The ``type`` of each content block (``ravi.kernel.messages``): pydantic puts it in an error's location after
+the index of a block it chose by its type."""
+
+
+def error_path(error: ValidationError) -> str:
+    """Where the first problem of a pydantic ``ValidationError`` lies, as the checks name fields
+    (``content[0].text``): indexes in brackets, and without the block type pydantic adds after a block's index."""
+    path = ""
+    loc = error.errors()[0]["loc"]
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif not (i >= 2 and loc[i - 2] == "content" and isinstance(loc[i - 1], int) and part in CONTENT_TYPES):
+            path += f".{part}" if path else str(part)
+    return path
+
+
 def invalid(error: ValidationError, owner: str) -> InvalidArgument:
     """The first problem of a pydantic ``ValidationError`` as an ``InvalidArgument`` naming its field."""
-    first = error.errors()[0]
-    path = ".".join(str(part) for part in first["loc"])
-    return InvalidArgument(first["msg"], field=f"{owner}.{path}" if path else owner)
+    path = error_path(error)
+    return InvalidArgument(error.errors()[0]["msg"], field=f"{owner}.{path}" if path else owner)
 
 
 def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
