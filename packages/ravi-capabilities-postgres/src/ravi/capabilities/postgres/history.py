@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.search import UnitMatch, message_text, terms, unit_end
 from ravi.kernel.storage.history import HistoryWindow, check_append, check_search, window_of
-from ravi.kernel.tokens import seed_stored_tokens, stored_tokens
+from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope
 
 MIGRATIONS = [
@@ -505,7 +505,7 @@ ORDER BY sp.opener, r.seq"""
                 limit,
                 offset,
             )
-            return [ChatMessage.model_validate_json(r["body"]) for r in rows]
+            return messages_from_json([r["body"] for r in rows])
         messages = await self._refresh(agent_id, session_id)
         end = None if limit is None else offset + limit
         return messages[offset:end]
@@ -526,7 +526,7 @@ ORDER BY sp.opener, r.seq"""
             self._cache.pop(key, None)
             return []
         epoch, next_seq = rows[0]["epoch"], rows[0]["next_seq"]
-        fresh = [ChatMessage.model_validate_json(r["body"]) for r in rows if r["body"] is not None]
+        fresh = messages_from_json([r["body"] for r in rows if r["body"] is not None])
         if base is not None and base.epoch == epoch:
             copy = _Cached(epoch, next_seq, base.messages + fresh if fresh else base.messages)
         else:
@@ -613,7 +613,7 @@ ORDER BY sp.opener, r.seq"""
                 session_id,
             )
             if rows:
-                counted = [stored_tokens(ChatMessage.model_validate_json(r["body"])) for r in rows]
+                counted = [stored_tokens(m) for m in messages_from_json([r["body"] for r in rows])]
                 await connection.execute(
                     f"UPDATE {self._messages} m SET tokens = u.tokens FROM unnest($3::bigint[], $4::integer[]) "
                     "AS u(seq, tokens) WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq",
@@ -647,13 +647,9 @@ ORDER BY sp.opener, r.seq"""
             return HistoryWindow([], 0, True)
         first = rows[0]
         start = first["start"]
-        fresh_seqs: list[int] = []
-        fresh: list[ChatMessage] = []
-        for r in rows:
-            if r["seq"] is not None:
-                message = ChatMessage.model_validate_json(r["body"])
-                fresh_seqs.append(r["seq"])
-                fresh.append(message if r["tokens"] is None else seed_stored_tokens(message, r["tokens"]))
+        found = [r for r in rows if r["seq"] is not None]
+        fresh_seqs: list[int] = [r["seq"] for r in found]
+        fresh = messages_from_json([r["body"] for r in found], [r["tokens"] for r in found])
         seqs, messages = fresh_seqs, fresh
         if cached is not None and cached.epoch == first["epoch"]:  # what this view shares with the last one
             cut = bisect_left(cached.seqs, start)
@@ -701,7 +697,7 @@ ORDER BY sp.opener, r.seq"""
             return []
         dfs = list(state["dfs"])
         if state["pending"]:  # rows appended since the last search: index them, and count them in
-            counted = [message_terms(ChatMessage.model_validate_json(b)) for b in state["bodies"]]
+            counted = [message_terms(m) for m in messages_from_json(state["bodies"])]
             for k, word in enumerate(words):
                 dfs[k] = min(dfs[k] + sum(1 for c in counted if word in c), _RANKED + 1)
             texts = [searchable_terms(digest, c) for c in counted]
@@ -738,7 +734,7 @@ ORDER BY sp.opener, r.seq"""
                 spans.setdefault(r["opener"], []).append(r)
         found: list[UnitMatch] = []
         for span in spans.values():
-            messages = [ChatMessage.model_validate_json(r["body"]) for r in span]
+            messages = messages_from_json([r["body"] for r in span])
             i = 0
             while i < len(messages):
                 j = unit_end(messages, i)
@@ -777,7 +773,7 @@ ORDER BY sp.opener, r.seq"""
         storing: asyncio.Future[Any] | None = None
         try:
             while True:
-                texts = [searchable_terms(digest, message_terms(ChatMessage.model_validate_json(b))) for b in bodies]
+                texts = [searchable_terms(digest, message_terms(m)) for m in messages_from_json(bodies)]
                 last = len(seqs) < _INDEX_CHUNK
                 if storing is not None:
                     await storing

@@ -14,9 +14,9 @@ from urllib.parse import unquote
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.storage.history import HistoryWindow, check_append, window_of
-from ravi.kernel.tokens import seed_stored_tokens, stored_tokens
+from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope, ttl_seconds
 
 # KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> 1), epoch,
@@ -334,18 +334,18 @@ class RedisHistoryProvider(RedisStore):
             end = -1 if limit is None else offset + limit - 1
             with mapped_errors():
                 rows = await self.redis.client.lrange(keys[0], offset, end)
-            return [ChatMessage.model_validate_json(b) for b in rows]
+            return messages_from_json(rows)
         cache_key = (agent_id, session_id)
         # A snapshot: copies are never changed in place, so concurrent readers each build their own from it.
         base = self._cache.get(cache_key)
         have = len(base.messages) if base else 0
         epoch, length, raw = await self._read(keys, have)
         if base is not None and base.epoch == epoch and length == have + len(raw):
-            messages = base.messages + [ChatMessage.model_validate_json(b) for b in raw] if raw else base.messages
+            messages = base.messages + messages_from_json(raw) if raw else base.messages
         else:  # no copy, or the session was cleared, expired or rewritten since it was made: read it whole
             if have:
                 epoch, length, raw = await self._read(keys, 0)
-            messages = [ChatMessage.model_validate_json(b) for b in raw]
+            messages = messages_from_json(raw)
         if epoch is None:  # no session (or one written before epochs existed): nothing to keep
             self._cache.pop(cache_key, None)
         else:
@@ -440,7 +440,7 @@ class RedisHistoryProvider(RedisStore):
         if result[0] == -1:  # written before counts were kept: read it whole and store its counts
             self._windows.pop(key, None)
             epoch, length, raw = await self._read(keys, 0)
-            whole = [ChatMessage.model_validate_json(b) for b in raw]
+            whole = messages_from_json(raw)
             if epoch is not None:
                 with mapped_errors():
                     await self.redis.run_script(
@@ -462,7 +462,7 @@ class RedisHistoryProvider(RedisStore):
                     positions.append(held_at[i])
                     messages.append(held[i])
         positions += map(int, head_at)
-        messages += [ChatMessage.model_validate_json(b) for b in head]
+        messages += messages_from_json(head)
         self._parse(older_from, older, older_counts, positions, messages)
         if hit and cached is not None:  # held: the tail from start on, in order after the older part
             since = bisect_left(cached.positions, max(start, cached.low))
@@ -484,9 +484,8 @@ class RedisHistoryProvider(RedisStore):
         first: int, bodies: list[bytes], entries: list[bytes], positions: list[int], messages: list[ChatMessage]
     ) -> None:
         """Add the messages read from position ``first`` on, with the counts stored beside them."""
-        for i, (body, entry) in enumerate(zip(bodies, entries, strict=True)):
-            positions.append(first + i)
-            messages.append(seed_stored_tokens(ChatMessage.model_validate_json(body), int(entry.split()[1])))
+        positions.extend(range(first, first + len(bodies)))
+        messages += messages_from_json(bodies, [int(entry.split()[1]) for entry in entries])
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted. Scans the keys (``SCAN``, never
