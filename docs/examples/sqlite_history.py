@@ -1,7 +1,8 @@
 """A complete HistoryProvider on SQLite, outside the ravi packages: the worked example of docs/conformance.md.
 
 Messages are stored as JSON (``ChatMessage.model_dump_json``) with their position, run and id, so the session
-order is the insertion order and a retried append of the same id is ignored by a unique index.
+order is the insertion order and a retried append of the same id is ignored by a unique index. Reads build them
+back with ``messages_from_json``, as Ravi's own stores do.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, messages_from_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -74,7 +75,7 @@ class SQLiteHistoryProvider:
             "SELECT body FROM messages WHERE agent_id = ? AND session_id = ? ORDER BY position LIMIT ? OFFSET ?",
             (agent_id, session_id, -1 if limit is None else limit, offset),
         ).fetchall()
-        return [ChatMessage.model_validate_json(body) for (body,) in rows]
+        return messages_from_json(body for (body,) in rows)
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         _check(agent_id=agent_id, session_id=session_id)

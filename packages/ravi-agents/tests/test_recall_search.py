@@ -303,6 +303,7 @@ def test_a_unit_read_back_from_a_vector_store_is_checked_like_a_stored_message()
     call = ChatMessage.assistant(None, tool_calls=[ToolCallBlock(id="c", name="f", arguments={"q": "straße"})])
     unit = (call, ChatMessage.tool("c", "ok"))
     assert _unit_of("[" + ",".join(m.model_dump_json() for m in unit) + "]") == unit
-    for bad in ("not json", '{"role": "user"}', '[{"role": "user", "content": [{"type": "text"}]}]'):
+    deep = "[" * 100_000 + "]" * 100_000
+    for bad in ("not json", '{"role": "user"}', '[{"role": "user", "content": [{"type": "text"}]}]', deep):
         with pytest.raises(InvalidMessage):
             _unit_of(bad)

@@ -92,8 +92,8 @@ def _unit_of(text: str) -> tuple[ChatMessage, ...]:
     """A unit as the index stores it (a JSON list of messages), each message checked as a store's are."""
     try:
         items = json.loads(text)
-    except ValueError as error:
-        raise InvalidMessage(f"a stored unit is not JSON: {error}", field="unit") from None
+    except (ValueError, RecursionError) as error:  # not JSON, or nested deeper than the parser goes
+        raise InvalidMessage(f"a stored unit is not JSON: {error!r}", field="unit") from None
     if not isinstance(items, list):
         raise InvalidMessage("a stored unit is not a list of messages", field="unit")
     return tuple(ChatMessage.model_validate(item) for item in items)
