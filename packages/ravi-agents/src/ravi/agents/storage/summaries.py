@@ -1,36 +1,65 @@
-"""``InMemorySummaryStore``: summaries as derived records, keyed by span, in process memory."""
+"""``InMemorySummaryStore``: summaries as derived records of a session, in process memory."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
 from ravi.kernel.closing import Closeable
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.scope import Scope
 from ravi.kernel.values import check_span, check_summary
 
 
+def check_summary_scope(scope: object) -> Scope:
+    """``scope`` if it is a :class:`~ravi.kernel.scope.Scope`, else ``InvalidArgument``."""
+    if not isinstance(scope, Scope):
+        raise InvalidArgument(
+            f"scope must be a ravi.kernel.scope.Scope, got {type(scope).__name__}",
+            hint="Scope(agent_id, session_id, generation)",
+        )
+    return scope
+
+
 class InMemorySummaryStore(Closeable):
-    """Up to ``max_entries`` summaries, the least recently used dropped first; the first text of a span wins."""
+    """Up to ``max_entries`` summaries, the least recently used dropped first; the first text of a span wins.
+
+    A store on its own, beside any history: it cannot see a session's generation, so it keeps what it is given
+    under the full scope (a summary of another generation is never returned, since its scope differs).
+    ``InMemoryHistoryProvider`` keeps the summaries of its own sessions and drops them when a session is cleared.
+    """
 
     def __init__(self, max_entries: int = 10_000) -> None:
-        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._texts: OrderedDict[tuple[str, str, str | None, str], str] = OrderedDict()
         self._max = max_entries
 
-    async def get_summary(self, span_id: str) -> str | None:
-        """The summary of the span, or ``None``."""
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        """The summary of the span in ``scope``, or ``None``."""
+        check_summary_scope(scope)
         check_span(span_id)
-        text = self._texts.get(span_id)
+        key = (scope.agent_id, scope.session_id, scope.generation, span_id)
+        text = self._texts.get(key)
         if text is not None:
-            self._texts.move_to_end(span_id)
+            self._texts.move_to_end(key)
         return text
 
-    async def put_summary(self, span_id: str, text: str) -> None:
-        """Keep ``text`` as the span's summary unless it has one."""
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        """Keep ``text`` as the span's summary in ``scope`` unless it has one."""
+        check_summary_scope(scope)
         check_span(span_id)
         check_summary(text)
-        self._texts.setdefault(span_id, text)
-        self._texts.move_to_end(span_id)
+        key = (scope.agent_id, scope.session_id, scope.generation, span_id)
+        self._texts.setdefault(key, text)
+        self._texts.move_to_end(key)
         while len(self._texts) > self._max:
             self._texts.popitem(last=False)
+        return True
+
+    async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Remove the session's summaries (every session's of the agent when ``session_id`` is ``None``)."""
+        doomed = [k for k in self._texts if k[0] == agent_id and (session_id is None or k[1] == session_id)]
+        for key in doomed:
+            del self._texts[key]
+        return len(doomed)
 
 
-__all__ = ["InMemorySummaryStore", "check_span"]
+__all__ = ["InMemorySummaryStore", "check_span", "check_summary_scope"]

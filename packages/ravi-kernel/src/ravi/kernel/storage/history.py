@@ -87,12 +87,15 @@ class HistoryWindow:
             when the store knows them (``None`` when it does not). It places the tail in the session: a
             message's offset, the stored tokens before it, is the same in every read, so strategies can choose
             boundaries that a read of any size agrees on (where a summary ends, say).
+        generation: The session's generation (:mod:`ravi.kernel.scope`) that this read saw, read in the same
+            round trip as the messages, when the store tracks generations (``None`` when it does not).
     """
 
     messages: list[ChatMessage]
     head: int
     complete: bool
     before: int | None = None
+    generation: str | None = None
 
     @property
     def tail(self) -> list[ChatMessage]:
@@ -139,6 +142,41 @@ class HistorySearcher(Protocol):
         ...
 
 
+@runtime_checkable
+class SessionGeneration(Protocol):
+    """An optional ability of a history provider: the session's generation (:mod:`ravi.kernel.scope`), an opaque
+    token kept with the session that ``clear``, ``clear_run`` and any other removal replace, never repeated for
+    the same session. Records derived from the transcript are kept under it, so none of a removed conversation
+    is read again. A store with this ability also returns the generation with every windowed read
+    (``HistoryWindow.generation``).
+    """
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        """The session's current generation (``""`` for a session that was never written)."""
+        ...
+
+
+@runtime_checkable
+class TailEditor(Protocol):
+    """An optional ability of a history provider: change the newest message of a session atomically (a
+    framework's "pop the last item"), so concurrent editors and writers never lose or reorder each other's
+    messages."""
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        """If the session's newest message has id ``message_id``, remove it and append ``messages`` (tagged
+        ``run_id``) in its place, in one atomic step that gives the session a new generation; returns whether it
+        did. ``False`` (nothing changed) when the newest message is another one, or the session is empty."""
+        ...
+
+
 def check_search(query: object, before: object, limit: object) -> None:
     """What every ``search_units`` checks first: a text query and non-negative integers (``InvalidArgument``)."""
     from ravi.kernel.errors import InvalidArgument
@@ -166,19 +204,21 @@ def window_start(messages: Sequence[ChatMessage], tokens: int) -> int:
     return start
 
 
-def window_of(messages: Sequence[ChatMessage], tokens: int) -> HistoryWindow:
+def window_of(messages: Sequence[ChatMessage], tokens: int, generation: str | None = None) -> HistoryWindow:
     """The windowed read of a whole transcript, by the reference rule (for stores that hold it in memory)."""
     start = window_start(messages, tokens)
     head = [m for m in messages[:start] if m.role == "system"]
     before = sum(map(stored_tokens, messages[:start]))
-    return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start, before)
+    return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start, before, generation)
 
 
 __all__ = [
     "HistoryProvider",
     "HistorySearcher",
     "HistoryWindow",
+    "SessionGeneration",
     "SessionLister",
+    "TailEditor",
     "WindowReader",
     "check_append",
     "check_search",

@@ -1,24 +1,40 @@
-"""Summaries as derived records keyed by span: the ``SummaryStore`` Protocol."""
+"""Summaries as derived records of a session: the ``SummaryStore`` Protocol."""
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from ravi.kernel.scope import Scope
+
 
 @runtime_checkable
 class SummaryStore(Protocol):
-    """Summaries kept as derived records, keyed by the span of message ids they cover.
+    """Summaries kept as derived records beside a transcript, keyed by the :class:`~ravi.kernel.scope.Scope` they
+    were derived in (the session and its generation) and a span id within it.
 
-    The transcript is never changed; a summary is a record beside it, so the same span is summarised once
-    across calls and processes. The first text stored for a span is kept.
+    The transcript is never changed; a summary is a record beside it, so the same span of the same session is
+    summarised once across calls and processes, and the first text stored for it is kept. Two sessions (or two
+    tenants) never see each other's summaries, even when their message ids and span ids are equal, and a summary
+    of another generation of the session (from before a ``clear``) is never returned.
+
+    A store that keeps the history as well (every history provider Ravi ships) refuses, in the same statement, a
+    summary whose generation is no longer the session's, and removes a session's summaries when the session is
+    cleared.
     """
 
-    async def get_summary(self, span_id: str) -> str | None:
-        """The summary of the span, or ``None``."""
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        """The summary of the span in ``scope``, or ``None``."""
         ...
 
-    async def put_summary(self, span_id: str, text: str) -> None:
-        """Keep ``text`` as the span's summary (a span already summarised keeps its first text)."""
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        """Keep ``text`` as the span's summary in ``scope`` unless it has one; returns whether the store holds a
+        summary for the span afterwards (``False`` when it refused one of a generation that is no longer the
+        session's)."""
+        ...
+
+    async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Remove every summary of the session (of every session of the agent when ``session_id`` is ``None``),
+        whatever its generation; returns how many were removed."""
         ...
 
 
