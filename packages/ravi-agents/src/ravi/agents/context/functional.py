@@ -36,6 +36,7 @@ from ravi.kernel.messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
+from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 
 
@@ -165,10 +166,20 @@ async def summarize(
     instructions: str = INSTRUCTIONS,
     cancel: CancelToken | None = None,
     store: SummaryStore | None = None,
+    scope: Scope | None = None,
 ) -> ChatMessage:
-    """One summary message of ``messages``; summaries among them are folded in, system messages skipped."""
+    """One summary message of ``messages``; summaries among them are folded in, system messages skipped.
+
+    With ``store`` the summary is kept there for the session ``scope`` names (a
+    :class:`~ravi.kernel.scope.Scope`: agent, session and generation), so the same span of the same session is
+    summarised once; two sessions never share a summary, even when their message ids are equal.
+
+    Raises:
+        InvalidArgument: nothing to summarise, or ``store`` without ``scope``.
+    """
     from ravi.agents.llm.extractive import ExtractiveSummarizer
 
+    _check_store(store, scope)
     previous = [m for m in messages if is_summary(m)]
     fresh = [m for m in messages if m.role != "system" and not is_summary(m)]
     if not previous and not fresh:
@@ -181,7 +192,17 @@ async def summarize(
         max_tokens=max_tokens,
         cancel=cancel,
         store=store,
+        scope=scope,
     )
+
+
+def _check_store(store: SummaryStore | None, scope: Scope | None) -> None:
+    if store is not None and not isinstance(scope, Scope):
+        raise InvalidArgument(
+            "store= keeps summaries per session: pass scope=Scope(agent_id, session_id, generation) with it",
+            field="scope",
+            hint="from ravi.kernel.scope import Scope",
+        )
 
 
 async def compact(
@@ -194,6 +215,7 @@ async def compact(
     policy: CompactionPolicy | None = None,
     cancel: CancelToken | None = None,
     store: SummaryStore | None = None,
+    scope: Scope | None = None,
 ) -> list[ChatMessage]:
     """``(summary, *tail)`` (002): everything before :func:`find_cut_point` becomes one summary turn.
 
@@ -201,8 +223,10 @@ async def compact(
     ``invoke`` is the model client that writes the summary (the offline extractive summariser when none).
     System messages of the summarised part are never summarised away: they come first, before the summary.
     When the cut is at 0 the messages are returned as they are, so it is safe to call unconditionally.
-    (``llm=`` and ``policy=`` are the older names of ``invoke`` and ``cfg``.)
+    (``llm=`` and ``policy=`` are the older names of ``invoke`` and ``cfg``.) With ``store``, the summary is kept
+    for the session ``scope`` names (see :func:`summarize`).
     """
+    _check_store(store, scope)
     if isinstance(model, LLMClient) and invoke is None and llm is None:  # the older order: compact(messages, llm)
         model, invoke = None, model
     del model
@@ -211,7 +235,7 @@ async def compact(
     old = messages[:cut]
     if cut <= 0 or not any(m.role != "system" for m in old):
         return list(messages)
-    summary = await summarize(old, invoke or llm, cancel=cancel, store=store)
+    summary = await summarize(old, invoke or llm, cancel=cancel, store=store if scope else None, scope=scope)
     return [*(m for m in old if m.role == "system"), summary, *messages[cut:]]
 
 
@@ -249,7 +273,9 @@ class PolicyCompactionStrategy:
             return list(history)
         if find_cut_point(history, self.policy.keep_recent) <= 1:  # 002: only when there is something to condense
             return list(history)
-        return await compact(history, None, self.policy, self.llm, store=self.store)
+        scope = getattr(session, "scope", None)
+        store = self.store if scope is not None else None  # summaries are kept per session
+        return await compact(history, None, self.policy, self.llm, store=store, scope=scope)
 
     def __repr__(self) -> str:
         return f"PolicyCompactionStrategy(token_budget={self.token_budget}, policy={self.policy!r})"

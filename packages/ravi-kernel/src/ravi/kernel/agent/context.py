@@ -9,6 +9,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.scope import Scope
 from ravi.kernel.storage import HistoryProvider
 from ravi.kernel.tokens import stored_tokens
 
@@ -25,6 +26,8 @@ class SessionContext:
 
     Attributes:
         agent_id, session_id: Whose session it is.
+        generation: The session's generation the engine read (:mod:`ravi.kernel.scope`), when the store tracks
+            generations; records derived from the window are kept under :attr:`scope`.
         counter: How the pipeline counts tokens; a strategy that names no counter of its own counts with it.
         history: The ``HistoryProvider`` the session lives in, when known.
         state: The session's own state, by owner (a strategy, an index). The engine keeps one per session,
@@ -45,6 +48,7 @@ class SessionContext:
     agent_id: str
     session_id: str
     counter: TokenCounter | None = None
+    generation: str | None = None
     history: HistoryProvider | None = None
     state: dict[object, Any] = field(default_factory=dict)
     calibration: float = 1.0
@@ -88,6 +92,14 @@ class SessionContext:
         say); ignored once the window was cut inside the part read."""
         if not self.bounded:
             self.older_needed = True
+
+    @property
+    def scope(self) -> Scope | None:
+        """The :class:`~ravi.kernel.scope.Scope` records derived from this session are kept under (its ids and
+        the generation the engine read), or ``None`` for a window assembled outside any session."""
+        if not self.agent_id or not self.session_id:
+            return None
+        return Scope(self.agent_id, self.session_id, self.generation)
 
     @property
     def key(self) -> tuple[str, str]:

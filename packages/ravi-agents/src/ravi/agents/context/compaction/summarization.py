@@ -16,6 +16,7 @@ from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import stored_tokens
 
@@ -87,23 +88,26 @@ async def write_summary(
     max_tokens: int = 800,
     cancel: CancelToken | None = None,
     store: SummaryStore | None = None,
+    scope: Scope | None = None,
     key: str | None = None,
 ) -> ChatMessage:
     """One summary message covering the ``previous`` summaries and the ``fresh`` messages after them.
 
-    Its id is ``key`` when given, else :func:`span_id` of the covered ids; with ``store`` (and no ``key``) the
-    text is kept there under that id, so the same span is summarised once. Errors of the model call propagate;
-    callers decide whether a failure may break the request.
+    Its id is ``key`` when given, else :func:`span_id` of the covered ids; with ``store`` and the session's
+    ``scope`` (and no ``key``) the text is kept there under that span of that session, so the same span is
+    summarised once. Errors of the model call propagate; callers decide whether a failure may break the request.
     """
     if key is None:
         key = span_id([m.id for m in previous] + [m.id for m in fresh])
     else:
         store = None
-    text = await store.get_summary(key) if store is not None else None
+    if scope is None:
+        store = None  # a summary is kept only for the session it was derived from
+    text = await store.get_summary(scope, key) if store is not None and scope is not None else None
     if text is None:
         text = await llm.complete(summary_prompt(previous, fresh, instructions), max_tokens=max_tokens, cancel=cancel)
-        if store is not None:
-            await store.put_summary(key, text)
+        if store is not None and scope is not None:
+            await store.put_summary(scope, key, text)
     first = next((p.metadata[SUMMARY_KEY].get("first") for p in previous), None) or (fresh[0].id if fresh else None)
     covers: dict[str, Any] = {
         "first": first,
@@ -227,14 +231,14 @@ class SummarizationCompaction:
             if partial:
                 own.need_older()
                 return list(history)
-            return await self._whole(history, cut, counter)  # summarise all that is older, as one span
+            return await self._whole(history, cut, counter, own.scope)  # summarise all that is older, as one span
         systems = [m for m in history[:b] if m.role == "system"]
         old_tokens = at - sum(map(stored_tokens, systems))
         if old_tokens <= 0 or old_tokens < self.min_old_tokens:
             return list(history)
         key = _chain_key(own, at, history[b].id if b < len(history) else "")
         memo = own.state_for(self, _Kept)
-        summary = memo.message if memo.key == key else await self._stored(key)
+        summary = memo.message if memo.key == key else await self._stored(own, key)
         if summary is None:
             summary = await self._write(history, b, step, offset, partial, own, counter, key)
             if summary is None:
@@ -274,7 +278,7 @@ class SummarizationCompaction:
             if earlier == 0 or placed is None:
                 break
             at = earlier
-            found = await self._stored(_chain_key(own, placed, history[at].id))
+            found = await self._stored(own, _chain_key(own, placed, history[at].id))
             looked += 1
             if found is not None:
                 previous, start = [found], at
@@ -288,8 +292,11 @@ class SummarizationCompaction:
         summary = await self._summarise(previous, fresh, history, counter, key=key)
         if summary is None:
             return None
-        await self.store.put_summary(key, summary.model_dump_json())
-        return await self._stored(key) or summary  # the first one stored wins, in every process
+        scope = own.scope
+        if scope is None:
+            return summary  # no session to keep it for
+        await self.store.put_summary(scope, key, summary.model_dump_json())
+        return await self._stored(own, key) or summary  # the first one stored wins, in every process
 
     async def _summarise(
         self,
@@ -300,6 +307,7 @@ class SummarizationCompaction:
         *,
         key: str | None = None,
         store: SummaryStore | None = None,
+        scope: Scope | None = None,
     ) -> ChatMessage | None:
         """:func:`write_summary`; ``None`` (and a ``summarization_failed`` event) when the model call fails."""
         token = self.cancel_token
@@ -314,6 +322,7 @@ class SummarizationCompaction:
                 max_tokens=self.max_summary_tokens,
                 cancel=token,
                 store=store,
+                scope=scope,
                 key=key,
             )
         except CancelledByToken:
@@ -327,8 +336,11 @@ class SummarizationCompaction:
                 )
             return None
 
-    async def _stored(self, key: str) -> ChatMessage | None:
-        text = await self.store.get_summary(key)
+    async def _stored(self, session: SessionContext, key: str) -> ChatMessage | None:
+        scope = session.scope
+        if scope is None:
+            return None
+        text = await self.store.get_summary(scope, key)
         if text is None:
             return None
         try:
@@ -336,14 +348,16 @@ class SummarizationCompaction:
         except ValueError:
             return None
 
-    async def _whole(self, history: Sequence[ChatMessage], cut: int, counter: TokenCounter) -> list[ChatMessage]:
+    async def _whole(
+        self, history: Sequence[ChatMessage], cut: int, counter: TokenCounter, scope: Scope | None
+    ) -> list[ChatMessage]:
         """The older part summarised whole, for inputs this strategy cannot place in their session."""
         old = history[:cut]
         previous = [m for m in old if is_summary(m)]
         fresh = [m for m in old if m.role != "system" and not is_summary(m)]
         if not fresh or counter.count_messages(fresh) < self.min_old_tokens:
             return list(history)
-        summary = await self._summarise(previous, fresh, history, counter, store=self.store)
+        summary = await self._summarise(previous, fresh, history, counter, store=self.store, scope=scope)
         if summary is None:
             return list(history)
         head = [m for m in old if m.role == "system"]
