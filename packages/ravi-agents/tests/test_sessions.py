@@ -170,7 +170,7 @@ async def test_relevant_recall_reads_any_script(fact: str, question: str) -> Non
     strategy = RelevantRecallStrategy(token_budget=300)
     window = await strategy.compact(history)
     assert history[1] in window, "the fact in the question's own language was not recalled"
-    assert history[2] not in window
+    assert history[8] not in window  # a turn far from the fact (its neighbour may come along)
 
 
 def test_stored_prefix_says_where_the_new_messages_begin() -> None:

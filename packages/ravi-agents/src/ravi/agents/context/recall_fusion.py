@@ -1,0 +1,90 @@
+"""Fusing recall's rankings: the units found by words and by meaning, by reciprocal rank, and the request's
+period and order among them; near-duplicate units are recalled once.
+
+Reciprocal rank fusion (Cormack, Clarke and Büttcher, 2009) scores a unit ``1 / (k + rank)`` in each ranking
+that holds it and adds the scores up: it needs no calibration between a BM25 score and a cosine, neither scale
+dominates, and a unit both rankings place high comes first. Two more rankings apply only among the units found:
+those dated inside the period a request names ("in March 2023"), and, for a request about how things are now (or
+how they began), the found units from the newest (or the oldest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import date
+
+from ravi.agents.context.recall_request import Request
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.search import UnitMatch, message_text, terms
+
+RRF_K = 60
+"""The usual constant of reciprocal rank fusion: a unit's score in a ranking is ``1 / (RRF_K + rank)``."""
+
+
+def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = RRF_K) -> list[UnitMatch]:
+    """Every unit of ``rankings`` once (by its offset), scored by reciprocal rank fusion, best first (the newer
+    first among equals); the request's period and order rank the units found once more."""
+    fused: dict[int, float] = {}
+    units: dict[int, UnitMatch] = {}
+    for ranking in rankings:
+        for rank, match in enumerate(ranking, 1):
+            fused[match.offset] = fused.get(match.offset, 0.0) + 1.0 / (k + rank)
+            units.setdefault(match.offset, match)
+    if request.period is not None:
+        first, last = request.period
+        dated = [o for o in units if (day := _day_of(units[o])) is not None and first <= day <= last]
+        for rank, offset in enumerate(sorted(dated, key=lambda o: (-fused[o], -o)), 1):
+            fused[offset] += 1.0 / (k + rank)
+    if request.order is not None and len(units) > 1:
+        newest_first = request.order == "newest"
+        for rank, offset in enumerate(sorted(units, reverse=newest_first), 1):
+            fused[offset] += 0.5 / (k + rank)
+    ranked = sorted(units, key=lambda o: (-fused[o], -o))
+    return [replace(units[o], score=fused[o]) for o in ranked]
+
+
+def _day_of(match: UnitMatch) -> date | None:
+    """The day the unit was written (its first message's ``created_at``, UTC)."""
+    for message in match.messages:
+        if message.role != "system":
+            return message.created_at.date()
+    return None
+
+
+class NearDuplicates:
+    """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text,
+    or nearly the same words (a Jaccard similarity of their term sets of at least ``threshold``, for units of at
+    least four terms): a repeated tool output, a restated fact."""
+
+    def __init__(self, threshold: float = 0.8) -> None:
+        self.threshold = threshold
+        self._texts: set[str] = set()
+        self._terms: list[frozenset[str]] = []
+
+    def add(self, messages: Iterable[ChatMessage], *, words: bool = True) -> None:
+        """Hold ``messages`` as one unit (``words=False``: compare only their exact text, which is cheaper)."""
+        text = _text(messages)
+        self._texts.add(text)
+        if words:
+            self._terms.append(frozenset(terms(text)))
+
+    def repeats(self, messages: Sequence[ChatMessage]) -> bool:
+        """Whether ``messages`` say again what a held unit says."""
+        text = _text(messages)
+        if not text.strip():
+            return False
+        if text in self._texts:
+            return True
+        mine = frozenset(terms(text))
+        if len(mine) < 4:
+            return False
+        threshold = self.threshold
+        return any(len(o) >= 4 and len(mine & o) >= threshold * len(mine | o) for o in self._terms)
+
+
+def _text(messages: Iterable[ChatMessage]) -> str:
+    return "\n".join(message_text(m) for m in messages if m.role != "system")
+
+
+__all__ = ["RRF_K", "NearDuplicates", "fuse"]
