@@ -14,7 +14,7 @@ from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMem
 from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
 from ravi.agents.context.recall_index import _unit_of
 from ravi.kernel.errors import InvalidMessage
-from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock
 
 from .doubles import Recording
 from .transcripts import transcripts
@@ -169,6 +169,24 @@ def _embedding_index(store: object | None = None) -> object:
     return EmbeddingIndex(HashingEmbeddingClient(dimension=64), store, min_score=0.05)  # type: ignore[arg-type]
 
 
+def tool_call(call_id: str) -> ToolCallBlock:
+    return ToolCallBlock(id=call_id, name="tool", arguments={"q": ""})
+
+
+def _late_result() -> list[ChatMessage]:
+    """A system message that stands alone until the tool result after it joins it to the tool group before it."""
+    call = ChatMessage(id="a2", role="assistant", content=(tool_call("c2"), tool_call("c3")))
+    return [
+        ChatMessage(id="u1", role="user", content=(TextBlock(text="0"),)),
+        ChatMessage(id="a1", role="assistant", content=(tool_call("c1"),)),
+        ChatMessage.tool("c1", "", id="t1"),
+        call,
+        ChatMessage.tool("c2", "", id="t2"),
+        ChatMessage(id="s1", role="system", content=(TextBlock(text="0"),)),
+        ChatMessage.tool("c3", "", id="t3"),
+    ]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     spec=worded,
@@ -177,6 +195,7 @@ def _embedding_index(store: object | None = None) -> object:
     share=st.sampled_from([0.0, 0.5, 1.0]),
     step=st.integers(1, 12),
 )
+@example(spec=[], extra=_late_result(), budget=23, share=0.5, step=1)
 def test_an_embedding_index_in_a_shared_store_gives_the_window_of_the_in_process_one(
     spec: list[tuple[str, list[str]]], extra: list[ChatMessage], budget: int, share: float, step: int
 ) -> None:

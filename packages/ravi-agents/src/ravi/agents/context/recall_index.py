@@ -267,23 +267,38 @@ class EmbeddingIndex:
             for i in range(first, len(source))
             if (offset(source[i].id) or 0) >= embedded and (text := message_text(source[i])).strip()
         ]
+        fresh = {i for i, _ in new}
+        # a message embedded earlier in the newest unit may belong to another unit now (a system message that
+        # stood alone joins the tool group whose results arrived after it): its embedding is kept, its unit set
+        moved = [
+            i
+            for i in range(first, len(source))
+            if i not in fresh and (offset(source[i].id) or 0) < embedded and message_text(source[i]).strip()
+        ]
+        documents = []
+        if moved:
+            position = {source[i].id: i for i in moved}
+            for doc in await self.store.get(list(position), collection=messages_at):
+                at = position[doc.id]
+                if doc.metadata.get("unit") == unit_of.get(at):
+                    continue
+                if doc.embedding is None:  # a store that does not give embeddings back: embed it again
+                    new.append((at, message_text(source[at])))
+                    continue
+                metadata = {**doc.metadata, "unit": unit_of.get(at)}
+                documents.append(Document(id=doc.id, content=doc.content, embedding=doc.embedding, metadata=metadata))
         if new:
             vectors = await self.client.embed([text for _, text in new])
-            await self.store.upsert(
-                [
-                    Document(
-                        id=source[i].id,
-                        embedding=tuple(v),
-                        metadata={
-                            "unit": unit_of.get(i),
-                            "offset": offset(source[i].id),
-                            "generation": session.generation,
-                        },
-                    )
-                    for (i, _), v in zip(new, vectors, strict=True)
-                ],
-                collection=messages_at,
-            )
+            documents += [
+                Document(
+                    id=source[i].id,
+                    embedding=tuple(v),
+                    metadata={"unit": unit_of.get(i), "offset": offset(source[i].id), "generation": session.generation},
+                )
+                for (i, _), v in zip(new, vectors, strict=True)
+            ]
+        if documents:
+            await self.store.upsert(documents, collection=messages_at)
         end = source[-1]
         end_offset = offset(end.id) or 0
         progress = {
