@@ -115,7 +115,6 @@ def test_identifiers_short_words_and_other_scripts_stay_whole() -> None:
         assert stem(word) == word
 
 
-
 def test_a_message_is_searched_by_its_sender_too() -> None:
     from ravi.kernel.messages import ChatMessage
     from ravi.kernel.search import message_text

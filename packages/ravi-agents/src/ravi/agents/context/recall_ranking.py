@@ -8,13 +8,14 @@ embeddings), each best first. :mod:`recall_fusion` fuses them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ravi.agents.context.meaning import MessageVectors, meaning_units
 from ravi.agents.context.recall_index import RecallIndex, UnitIndex
-from ravi.agents.context.session import accepts_session, own_session
-from ravi.kernel.agent import SessionContext
+from ravi.agents.context.units import units
+from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
@@ -157,14 +158,39 @@ def _common_prefix(old: Sequence[ChatMessage], new: Sequence[ChatMessage]) -> in
     return low if high - low == 1 and old[low] != new[low] else high
 
 
+def _by_units(
+    history: Sequence[ChatMessage], scores: dict[int, float], local: _Local, cut: int, limit: int
+) -> list[UnitMatch]:
+    """The units of ``history[:cut]`` by the best score of their messages (any system message inside a tool
+    group counts; one standing alone is never a match), best first, the newer first among equals."""
+    ranked = []
+    for start, end in units(history, 0, cut):
+        if history[start].role == "system":
+            continue
+        score = max((scores.get(i, 0.0) for i in range(start, end)), default=0.0)
+        if score > 0:
+            ranked.append((score, start, end))
+    ranked.sort(key=lambda r: (-r[0], -r[1]))
+    out = []
+    for score, start, end in ranked[:limit]:
+        k = bisect_left(local.systems, start)
+        anchor = history[local.systems[k - 1]].id if k else None
+        out.append(UnitMatch(score, tuple(history[start:end]), local.before[start], anchor))
+    return out
+
+
+_LOCAL: Slot[_Local] = Slot("relevant_recall.local", _Local)
+"""What the process keeps of a session it ranks itself."""
+
+
 class LocalRankings:
     """Rankings computed in the process over a whole history, the same as a store's: kept per session and
     extended with the messages appended since the last window (a history whose newest turns changed keeps what
     it shares with the last one)."""
 
-    def local(self, history: Sequence[ChatMessage], session: SessionContext | None) -> _Local:
+    def local(self, history: Sequence[ChatMessage], session: SessionContext) -> _Local:
         """The session's :class:`_Local`, brought up to ``history``."""
-        state = own_session(self, session).state_for(self, _Local)
+        state = session.state.get(self, _LOCAL)
         state.update(history)
         return state
 
@@ -174,7 +200,7 @@ class LocalRankings:
         query: str,
         cut: int,
         *,
-        session: SessionContext | None,
+        session: SessionContext,
         index: RecallIndex,
         limit: int,
         weight: float,
@@ -183,16 +209,17 @@ class LocalRankings:
         """The rankings of the units of ``history[:cut]`` for ``query``: by ``index`` (its scores, with each
         match's neighbours scored ``weight`` times), and by ``meaning``."""
         local = self.local(history, session)
-        if accepts_session(index.scores):
-            scores = await index.scores(history, query, session=own_session(index, session))
+        scores = await index.scores(history, query, session)
+        if isinstance(index, UnitIndex):
+            # an index that also ranks in a shared store ranks the same way here: a unit by its best message,
+            # a system message inside a tool group included, and no neighbours
+            rankings = [_by_units(history, scores, local, cut, limit)]
         else:
-            scores = await index.scores(history, query)
-        # neighbours are scored for a ranking by words; an index that ranks in a shared store (by meaning) does
-        # not score them there, and the same index must rank the same way in the process
-        spread_scores = spread(history, scores, stop=cut, weight=0.0 if isinstance(index, UnitIndex) else weight)
-        rankings = [
-            match_units(history, spread_scores, before=local.before, systems=local.systems, stop=cut, limit=limit)
-        ]
+            spread_scores = spread(history, scores, stop=cut, weight=weight)
+            found = match_units(
+                history, spread_scores, before=local.before, systems=local.systems, stop=cut, limit=limit
+            )
+            rankings = [found]
         if meaning is None:
             return rankings
         wanted = _meaning_limit(limit)
@@ -207,11 +234,7 @@ class LocalRankings:
                 meaning_units(history, similar, before=local.before, systems=local.systems, stop=cut, limit=wanted)
             )
         elif isinstance(meaning.index, RecallIndex):
-            owner = own_session(meaning.index, session)
-            if accepts_session(meaning.index.scores):
-                found = await meaning.index.scores(history, query, session=owner)
-            else:
-                found = await meaning.index.scores(history, query)
+            found = await meaning.index.scores(history, query, session)
             rankings.append(
                 match_units(history, found, before=local.before, systems=local.systems, stop=cut, limit=wanted)
             )

@@ -14,20 +14,26 @@ from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
 from ravi.agents.context.recall_placement import Held, place
 from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
 from ravi.agents.context.recall_request import Request, read_request, recall_share
-from ravi.agents.context.session import counter_of, own_session
+from ravi.agents.context.session import counter_of
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
+from ravi.kernel.tokens import stored_tokens
 
 Rank = Callable[[Request, int], Awaitable[list[UnitMatch] | None]]
 """Ranks the older units for a request, given where the newest turns start (``None``: older messages needed)."""
 
+_RECALLED: Slot[list[frozenset[str]]] = Slot("relevant_recall.recalled", lambda: [frozenset()])
+"""The ids recalled in the session's last window."""
+_HELD: Slot[Held] = Slot("relevant_recall.held", Held)
+"""What the session's cache-stable window holds: its recalled units and the start of its newest turns."""
 
-class RelevantRecallStrategy:
+
+class RelevantRecallStrategy(Strategy):
     """A token budget that spends part of itself on relevance instead of recency.
 
     A window that fits is returned as it is. Otherwise the newest whole units fill part of the budget (after the
@@ -65,8 +71,6 @@ class RelevantRecallStrategy:
       default), and the engine reads the whole session. The index is kept per session and extended with the
       messages appended since the last window; so are the messages' embeddings.
     """
-
-    cuts = True
 
     def __init__(
         self,
@@ -110,44 +114,42 @@ class RelevantRecallStrategy:
         self._local = LocalRankings()
 
     @property
-    def read_hint(self) -> int:
-        """The budget: how many stored tokens a windowed read starts with."""
-        return self.token_budget
+    def traits(self) -> StrategyTraits:  # type: ignore[override]
+        """It cuts; a windowed read starts with its budget. It is suffix-determined when stores rank the older
+        units: the session's provider (``searches``: then only on a provider that can search,
+        ``HistorySearcher``) or an ``index`` that is a :class:`UnitIndex` (which keeps units derived from the
+        session, so it ``derives_records``), with a meaning ranking that needs no whole session either."""
+        unit_index = isinstance(self.own_index, UnitIndex)
+        meaning_index = self.meaning is not None and isinstance(self.meaning.index, UnitIndex)
+        return StrategyTraits(
+            suffix_determined=(self.own_index is None or unit_index) and pushed_down(self.meaning),
+            cuts=True,
+            searches=self.own_index is None,
+            read_hint=self.token_budget,
+            counter=self.own_counter,
+            derives_records=unit_index or meaning_index,
+        )
 
-    @property
-    def suffix_determined(self) -> bool:
-        """Whether the window can be assembled from the newest part of a session: when a store ranks the older
-        units (the provider, see :attr:`searches`, or an ``index`` that is a :class:`UnitIndex`) and the
-        meaning ranking needs no whole session either."""
-        return (self.own_index is None or isinstance(self.own_index, UnitIndex)) and pushed_down(self.meaning)
-
-    @property
-    def searches(self) -> bool:
-        """Whether the strategy is suffix-determined only on a provider that can search (``HistorySearcher``):
-        when it has no ``index`` of its own."""
-        return self.own_index is None
-
-    def recalled(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> frozenset[str]:
+    def recalled(self, session: SessionContext) -> frozenset[str]:
         """The ids this strategy recalled in its last window of the session."""
-        chosen: frozenset[str] = own_session(self, session).state.get((self, "recalled"), frozenset())
-        return chosen
+        return session.state.get(self, _RECALLED)[0]
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: system messages, recalled older units, and the newest units, within the budget."""
+        alone = session is None
+        session = session or SessionContext.standalone()
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
-        provider = session.history if session is not None else None
-        searchable = session is not None and pushed_down(self.meaning)
+        provider = session.history
+        searchable = not alone and pushed_down(self.meaning)
         if searchable and self.own_index is None and isinstance(provider, HistorySearcher):
-            assert session is not None
             window = await self._window(history, session, counter, self._store_rank(history, session, provider))
             if window is not None:
                 return window
         elif searchable and isinstance(self.own_index, UnitIndex):
-            assert session is not None and isinstance(self.own_index, UnitIndex)
             window = await self._window(history, session, counter, self._index_rank(history, session, self.own_index))
             if window is not None:
                 return window
-        if session is not None and session.partial:
+        if session.partial:
             session.need_older()  # the ranking needs the whole history
             return list(history)
         window = await self._window(history, session, counter, self._local_rank(history, session))
@@ -186,7 +188,7 @@ class RelevantRecallStrategy:
 
         return rank
 
-    def _local_rank(self, history: Sequence[ChatMessage], session: SessionContext | None) -> Rank:
+    def _local_rank(self, history: Sequence[ChatMessage], session: SessionContext) -> Rank:
         async def rank(request: Request, cut: int) -> list[UnitMatch] | None:
             rankings = await self._local.rankings(
                 history,
@@ -203,21 +205,22 @@ class RelevantRecallStrategy:
         return rank
 
     async def _window(
-        self, history: Sequence[ChatMessage], session: SessionContext | None, counter: TokenCounter, rank: Rank
+        self, history: Sequence[ChatMessage], session: SessionContext, counter: TokenCounter, rank: Rank
     ) -> list[ChatMessage] | None:
         """The window with the older units ``rank`` gives; ``None`` when the ranking needs the whole history
         and the engine has it (then it is ranked in the process)."""
-        partial = session is not None and session.partial
+        partial = session.partial
         count = counter.count_message
         systems = system_messages(history)
-        allowance = self.token_budget - sum(map(count, systems))
+        budget = session.budget_for(self.token_budget)
+        allowance = budget - sum(map(count, systems))
         if allowance < 0:
             if partial and len(systems) < len(history):
-                session.cut_made()  # type: ignore[union-attr]
+                session.cut_made()
             return systems
-        if fits(history, self.token_budget, counter):
+        if fits(history, budget, counter):
             if partial:
-                session.need_older()  # type: ignore[union-attr]  # the older part may not fit
+                session.need_older()  # the older part may not fit
             return list(history)
         request = read_request(history)
         share = self.recall_share if self.recall_share is not None else recall_share(request)
@@ -232,24 +235,24 @@ class RelevantRecallStrategy:
         return [*place([m for m in history[:cut] if m.role == "system"], chosen), *history[cut:]]
 
     async def _ranked(
-        self, history: Sequence[ChatMessage], session: SessionContext | None, rank: Rank, request: Request, cut: int
+        self, history: Sequence[ChatMessage], session: SessionContext, rank: Rank, request: Request, cut: int
     ) -> list[UnitMatch] | None:
         """The ranked older units (before ``cut``), with the engine told whether the part read sufficed;
         ``None`` when older messages are needed."""
-        partial = session is not None and session.partial
+        partial = session.partial
         if partial and (not request.text or all(m.role == "system" for m in history[:cut])):
-            session.need_older()  # type: ignore[union-attr]  # the request, or the cut, lies further back
+            session.need_older()  # the request, or the cut, lies further back
             return None
         ranked: list[UnitMatch] = []
         if request.text and any(m.role != "system" for m in history[:cut]):
             found = await rank(request, cut)
             if found is None:
                 if partial:
-                    session.need_older()  # type: ignore[union-attr]  # the index ends before the part read
+                    session.need_older()  # the index ends before the part read
                 return None
             ranked = found
         if partial:
-            session.cut_made()  # type: ignore[union-attr]
+            session.cut_made()
         return ranked
 
     def _choose(
@@ -275,7 +278,7 @@ class RelevantRecallStrategy:
     async def _held(
         self,
         history: Sequence[ChatMessage],
-        session: SessionContext | None,
+        session: SessionContext,
         counter: TokenCounter,
         rank: Rank,
         request: Request,
@@ -285,14 +288,14 @@ class RelevantRecallStrategy:
         """The cache-stable window: the held recalled units and the held start of the newest turns, with the
         recalled units chosen again only when the topic changed, and the start moved (down to ``low_watermark``
         of the budget) only when the window would pass the budget."""
-        partial = session is not None and session.partial
+        partial = session.partial
         count = counter.count_message
-        held: Held = own_session(self, session).state_for((self, Held), Held)
+        held = session.state.get(self, _HELD)
         start = _position(history, held.start) if held.start is not None else None
         if start is not None and _offset_of(history, start, session) != held.offset:
             start = None  # something before the start was removed: the held units may be gone
         if start is None and held.start is not None and partial:
-            session.need_older()  # type: ignore[union-attr]  # the held start is older than the part read
+            session.need_older()  # the held start is older than the part read
             return list(history)
         if start is not None:
             units = held.units
@@ -305,7 +308,7 @@ class RelevantRecallStrategy:
                     room = min(allowance - recent, int(allowance * share))
                     units = self._choose(ranked, room, count, request)
             elif partial:
-                session.cut_made()  # type: ignore[union-attr]  # the held start decides the window
+                session.cut_made()  # the held start decides the window
             if recent + _cost([m for u in units for m in u.messages], count) <= allowance:
                 held.request, held.units = request.text, list(units)
                 self._note(session, units)
@@ -324,8 +327,8 @@ class RelevantRecallStrategy:
         self._note(session, units)
         return [*place([m for m in history[:cut] if m.role == "system"], units), *history[cut:]]
 
-    def _note(self, session: SessionContext | None, chosen: Sequence[UnitMatch]) -> None:
-        own_session(self, session).state[(self, "recalled")] = frozenset(m.id for u in chosen for m in u.messages)
+    def _note(self, session: SessionContext, chosen: Sequence[UnitMatch]) -> None:
+        session.state.put(self, _RECALLED, [frozenset(m.id for u in chosen for m in u.messages)])
 
     def __repr__(self) -> str:
         share = "adaptive" if self.recall_share is None else self.recall_share
@@ -337,15 +340,13 @@ def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) 
     return sum(count(m) for m in messages if m.role != "system")
 
 
-def _offset_of(history: Sequence[ChatMessage], cut: int, session: SessionContext | None) -> int:
+def _offset_of(history: Sequence[ChatMessage], cut: int, session: SessionContext) -> int:
     """The offset (stored tokens before it in the session) of the first message from ``cut`` on that the read
     places, or past every stored message when none is placed."""
-    if session is not None:
+    if session.agent_id or session.session_id or session.source:
         found = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
         return 2**62 if found is None else found
-    from ravi.kernel.tokens import stored_tokens
-
-    return sum(stored_tokens(m) for m in history[:cut])
+    return sum(stored_tokens(m) for m in history[:cut])  # a standalone call: the history is the session
 
 
 def _position(history: Sequence[ChatMessage], message_id: str) -> int | None:
