@@ -234,10 +234,8 @@ class LocalRankings:
                 meaning_units(history, similar, before=local.before, systems=local.systems, stop=cut, limit=wanted)
             )
         elif isinstance(meaning.index, RecallIndex):
-            found = await meaning.index.scores(history, query, session)
-            rankings.append(
-                match_units(history, found, before=local.before, systems=local.systems, stop=cut, limit=wanted)
-            )
+            near = await meaning.index.scores(history, query, session)
+            rankings.append(_by_units(history, near, local, cut, wanted))
         return rankings
 
 
