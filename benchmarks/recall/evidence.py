@@ -26,7 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _table import console, table, verdict
 
-from ravi.agents.context import RelevantRecallStrategy, TokenBudgetComposedStrategy
+from ravi.agents.context import (
+    CompactionPipeline,
+    RelevantRecallStrategy,
+    TokenBudgetComposedStrategy,
+    WindowRequest,
+)
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.messages import ChatMessage
 
@@ -91,14 +96,15 @@ async def reference(history: list[ChatMessage], budget: int) -> list[ChatMessage
 
 
 def ravi(**options: object) -> Window:
-    """Ravi's relevant recall with ``options``; one strategy per conversation and budget, as a session has."""
-    strategies: dict[tuple[int, int], RelevantRecallStrategy] = {}
+    """Ravi's relevant recall with ``options``: a pipeline per budget, a session per conversation (as an
+    application has: what the session's windows learn, its index and embeddings, is kept between questions)."""
+    pipelines: dict[int, CompactionPipeline] = {}
 
     async def window(history: list[ChatMessage], budget: int) -> list[ChatMessage]:
-        key = (id(history[0]), budget)
-        if key not in strategies:
-            strategies[key] = RelevantRecallStrategy(budget, **options)  # type: ignore[arg-type]
-        return await strategies[key].compact(history)
+        if budget not in pipelines:
+            pipelines[budget] = CompactionPipeline([RelevantRecallStrategy(budget, **options)])  # type: ignore[arg-type]
+        request = WindowRequest("bench", history[0].id, messages=history)
+        return (await pipelines[budget].window(request)).messages
 
     return window
 

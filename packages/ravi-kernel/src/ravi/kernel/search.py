@@ -13,6 +13,7 @@ always comes with its call.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 import re
 import unicodedata
@@ -173,6 +174,10 @@ def terms(text: str) -> list[str]:
     return out
 
 
+RANKED = 2_000
+"""How many messages a search scores at most beyond those holding its rarest term (:meth:`Bm25.scores`)."""
+
+
 @dataclass
 class Bm25:
     """Okapi BM25 postings over a growing list of messages (``k1``, ``b`` as usual), extended as it grows.
@@ -202,19 +207,27 @@ class Bm25:
                 self.postings[word][i] = tf
         self.size = max(self.size, len(messages))
 
-    def scores(self, query: str) -> dict[int, float]:
-        """The BM25 score of each indexed message that shares a term with ``query``, by position."""
+    def scores(self, query: str, *, ranked: int = RANKED) -> dict[int, float]:
+        """The BM25 score of each indexed message that shares a term with ``query``, by position.
+
+        Terms are taken from the rarest: the rarest always, then each next one while the messages they hold stay
+        within ``ranked`` in all (a message that holds only common terms scores too little to be recalled, and
+        scoring every message that holds one would cost the whole session). Postgres's search takes the same
+        terms."""
         n = self.size
         if not n:
             return {}
         average = (self.total / n) or 1.0
         k1, b, lengths = self.k1, self.b, self.lengths
         out: dict[int, float] = defaultdict(float)
-        for word in set(terms(query)):
-            posting = self.postings.get(word)
-            if not posting:
-                continue
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+        held = sorted((len(p), w) for w in set(terms(query)) if (p := self.postings.get(w)))
+        total = 0
+        for df, word in held:
+            if total and total + df > ranked:
+                break
+            total += df
+            posting = self.postings[word]
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
             for i, tf in posting.items():
                 out[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[i] / average))
         return dict(out)
@@ -303,6 +316,10 @@ def spread(
     return out
 
 
+def _by_score(item: tuple[int, float]) -> float:
+    return item[1]
+
+
 def match_units(
     messages: Sequence[ChatMessage],
     scores: Mapping[int, float],
@@ -315,16 +332,35 @@ def match_units(
     """The reference ranking of a search: the units of ``messages[:stop]`` that hold a scored message that is
     not a system message, each scored by its best such message, best first (the newer first among equals), at
     most ``limit``. ``before[i]`` is the stored tokens before ``messages[i]``, ``systems`` the positions of
-    the system messages, in order. Costs O(matches), not O(session)."""
-    best: dict[tuple[int, int], float] = {}
-    for i, score in scores.items():
-        if i >= stop or score <= 0 or messages[i].role == "system":
-            continue
-        span = unit_at(messages, i)
-        if span[1] > stop:
-            continue
-        if score > best.get(span, 0.0):
-            best[span] = score
+    the system messages, in order. Costs O(matches) to order the scores, and finds the units of only as many of
+    the best messages as it takes to fill ``limit`` units, never O(session)."""
+    if limit <= 0:
+        return []
+    take = max(4 * limit, 64)
+    while True:
+        if take < len(scores):
+            candidates = heapq.nlargest(take, scores.items(), key=_by_score)
+        else:
+            candidates = sorted(scores.items(), key=_by_score, reverse=True)
+        best: dict[tuple[int, int], float] = {}
+        floor = None  # once ``limit`` units are found: the score below which no unit can enter
+        settled = take >= len(scores)  # every score was looked at, or one below the floor was reached
+        for i, score in candidates:
+            if floor is not None and score < floor:
+                settled = True
+                break
+            if i >= stop or score <= 0 or messages[i].role == "system":
+                continue
+            span = unit_at(messages, i)
+            if span[1] > stop:
+                continue
+            if score > best.get(span, 0.0):
+                best[span] = score
+            if floor is None and len(best) >= limit:
+                floor = score
+        if settled:
+            break
+        take *= 4  # the best messages held too few units, or ties at the floor may lie further: look further
     ranked = sorted(best.items(), key=lambda item: (-item[1], -item[0][0]))[:limit]
     out = []
     for (start, end), score in ranked:
@@ -335,6 +371,7 @@ def match_units(
 
 
 __all__ = [
+    "RANKED",
     "STOPWORDS",
     "Bm25",
     "UnitMatch",

@@ -29,7 +29,7 @@ class MessageVectors:
     def __init__(self, model: str) -> None:
         self.model = model
         self.size = 0
-        self._rows = np.zeros((0, 0), dtype=np.float32)
+        self._buffer = np.zeros((0, 0), dtype=np.float32)  # rows beyond ``size`` are room to grow into
         self._lock = asyncio.Lock()  # one extension at a time: concurrent searches would embed the same rows
 
     async def extend(self, messages: Sequence[ChatMessage], embedder: EmbeddingClient) -> None:
@@ -47,19 +47,22 @@ class MessageVectors:
                 if len(vectors) != len(wanted):
                     raise InvalidArgument(f"the embedder returned {len(vectors)} vectors for {len(wanted)} texts")
                 rows[wanted] = _unit_rows(vectors, embedder.dimension)
-            self._rows = rows if not start else np.concatenate([self._rows, rows])
+            if end > len(self._buffer) or self._buffer.shape[1] != rows.shape[1]:
+                grown = np.zeros((max(end, 2 * len(self._buffer), 256), rows.shape[1]), dtype=np.float32)
+                if start:
+                    grown[:start] = self._buffer[:start]
+                self._buffer = grown
+            self._buffer[start:end] = rows
             self.size = end
 
     def truncate(self, size: int) -> None:
         """Forget the embeddings from message ``size`` on (the history changed there)."""
-        if size < self.size:
-            self.size = size
-            self._rows = self._rows[:size]
+        self.size = min(self.size, size)
 
     def similarity(self, vector: Sequence[float], stop: int) -> np.ndarray:
         """The cosine similarity of each of the first ``stop`` messages to ``vector``."""
-        [query] = _unit_rows([vector], self._rows.shape[1] if self.size else len(vector))
-        return self._rows[:stop] @ query if stop else np.zeros(0, dtype=np.float32)
+        [query] = _unit_rows([vector], self._buffer.shape[1] if self.size else len(vector))
+        return self._buffer[: min(stop, self.size)] @ query if stop else np.zeros(0, dtype=np.float32)
 
 
 def _unit_rows(vectors: Sequence[Sequence[float]], dimension: int) -> np.ndarray:

@@ -9,7 +9,6 @@ untouched.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import date
 
 from ravi.kernel.messages import ChatMessage, TextBlock
@@ -20,32 +19,35 @@ def day_label(day: date) -> str:
     return f"[{day.day} {day:%B} {day.year}]"
 
 
-def annotated(message: ChatMessage, today: date | None) -> ChatMessage:
-    """``message`` with its label, or itself when it needs none: a message with text (not a tool result, not a
-    system message) written on another day than ``today``, or with a name its text does not start with."""
+def label(message: ChatMessage, today: date | None) -> str:
+    """The label ``message`` gets (``""`` for none): a message with text (not a tool result, not a system
+    message) written on another day than ``today`` gets its day, and one with a name its text does not start
+    with gets the name."""
     if message.role in ("system", "tool"):
-        return message
-    first = next((k for k, b in enumerate(message.content) if isinstance(b, TextBlock) and b.text), None)
-    if first is None:
-        return message
-    block = message.content[first]
-    assert isinstance(block, TextBlock)
-    label = ""
+        return ""
+    text = next((b.text for b in message.content if isinstance(b, TextBlock) and b.text), None)
+    if text is None:
+        return ""
+    out = ""
     day = message.created_at.date()
     if today is not None and day != today:
-        label = day_label(day) + " "
-    if message.name and not block.text.startswith(message.name):
-        label += f"{message.name}: "
-    if not label:
+        out = day_label(day) + " "
+    if message.name and not text.startswith(message.name):
+        out += f"{message.name}: "
+    return out
+
+
+def annotated(message: ChatMessage, today: date | None) -> ChatMessage:
+    """``message`` with its :func:`label` in front of its first text, or itself when it needs none."""
+    prefix = label(message, today)
+    if not prefix:
         return message
     content = list(message.content)
-    content[first] = TextBlock(text=label + block.text)
+    first = next(k for k, b in enumerate(content) if isinstance(b, TextBlock) and b.text)
+    block = content[first]
+    assert isinstance(block, TextBlock)
+    content[first] = TextBlock(text=prefix + block.text)
     return message.model_copy(update={"content": tuple(content)})
 
 
-def annotate_units(units: Sequence[Sequence[ChatMessage]], today: date | None) -> list[tuple[ChatMessage, ...]]:
-    """Each unit with its messages labelled (:func:`annotated`)."""
-    return [tuple(annotated(m, today) for m in unit) for unit in units]
-
-
-__all__ = ["annotate_units", "annotated", "day_label"]
+__all__ = ["annotated", "day_label", "label"]

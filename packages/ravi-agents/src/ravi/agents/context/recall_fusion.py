@@ -11,12 +11,11 @@ how they began), the found units from the newest (or the oldest).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from datetime import date
 
 from ravi.agents.context.recall_request import Request
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.search import UnitMatch, message_text, terms
+from ravi.kernel.search import UnitMatch, message_text
 
 RRF_K = 60
 """The usual constant of reciprocal rank fusion: a unit's score in a ranking is ``1 / (RRF_K + rank)``."""
@@ -41,7 +40,7 @@ def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = 
         for rank, offset in enumerate(sorted(units, reverse=newest_first), 1):
             fused[offset] += 0.5 / (k + rank)
     ranked = sorted(units, key=lambda o: (-fused[o], -o))
-    return [replace(units[o], score=fused[o]) for o in ranked]
+    return [UnitMatch(fused[o], units[o].messages, o, units[o].after_system) for o in ranked]
 
 
 def _day_of(match: UnitMatch) -> date | None:
@@ -54,20 +53,19 @@ def _day_of(match: UnitMatch) -> date | None:
 
 class NearDuplicates:
     """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text,
-    or nearly the same words (a Jaccard similarity of their term sets of at least ``threshold``, for units of at
-    least four terms): a repeated tool output, a restated fact."""
+    or nearly the same words (a Jaccard similarity of their sets of lower-cased words of at least
+    ``threshold``, for units of at least four words): a repeated tool output, a restated fact."""
 
     def __init__(self, threshold: float = 0.8) -> None:
         self.threshold = threshold
         self._texts: set[str] = set()
         self._terms: list[frozenset[str]] = []
 
-    def add(self, messages: Iterable[ChatMessage], *, words: bool = True) -> None:
-        """Hold ``messages`` as one unit (``words=False``: compare only their exact text, which is cheaper)."""
+    def add(self, messages: Iterable[ChatMessage]) -> None:
+        """Hold ``messages`` as one unit."""
         text = _text(messages)
         self._texts.add(text)
-        if words:
-            self._terms.append(frozenset(terms(text)))
+        self._terms.append(_words(text))
 
     def repeats(self, messages: Sequence[ChatMessage]) -> bool:
         """Whether ``messages`` say again what a held unit says."""
@@ -76,11 +74,22 @@ class NearDuplicates:
             return False
         if text in self._texts:
             return True
-        mine = frozenset(terms(text))
-        if len(mine) < 4:
+        mine = _words(text)
+        size = len(mine)
+        if size < 4:
             return False
         threshold = self.threshold
-        return any(len(o) >= 4 and len(mine & o) >= threshold * len(mine | o) for o in self._terms)
+        for other in self._terms:
+            # the Jaccard similarity is at most the ratio of the sizes: most pairs need no set operation
+            if min(size, len(other)) >= threshold * max(size, len(other)) and len(other) >= 4:
+                if len(mine & other) >= threshold * len(mine | other):
+                    return True
+        return False
+
+
+def _words(text: str) -> frozenset[str]:
+    """The words of ``text``, lower-cased (split at whitespace: cheap, and enough to compare two texts)."""
+    return frozenset(text.lower().split())
 
 
 def _text(messages: Iterable[ChatMessage]) -> str:

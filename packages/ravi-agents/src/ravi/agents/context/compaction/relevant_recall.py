@@ -8,7 +8,7 @@ from typing import Literal
 
 from ravi.agents.context.compaction._keep import newest_cut, system_messages
 from ravi.agents.context.compaction.token_budget import fits
-from ravi.agents.context.recall_annotation import annotated
+from ravi.agents.context.recall_annotation import annotated, label
 from ravi.agents.context.recall_fusion import NearDuplicates, fuse
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
 from ravi.agents.context.recall_placement import Held, place
@@ -24,8 +24,9 @@ from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
 from ravi.kernel.tokens import stored_tokens
 
-Rank = Callable[[Request, int], Awaitable[list[UnitMatch] | None]]
-"""Ranks the older units for a request, given where the newest turns start (``None``: older messages needed)."""
+Rank = Callable[[Request, int, int], Awaitable[list[UnitMatch] | None]]
+"""Ranks the older units for a request, given where the newest turns start and how many units each ranking
+gives at most (``None``: older messages needed)."""
 
 _RECALLED: Slot[list[frozenset[str]]] = Slot("relevant_recall.recalled", lambda: [frozenset()])
 """The ids recalled in the session's last window."""
@@ -82,7 +83,7 @@ class RelevantRecallStrategy(Strategy):
         prefer: Literal["relevance", "cache"] = "relevance",
         annotate: bool = True,
         spread: float = 0.5,
-        low_watermark: float = 0.7,
+        low_watermark: float = 0.6,
         search_limit: int | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
@@ -156,22 +157,22 @@ class RelevantRecallStrategy(Strategy):
         assert window is not None
         return window
 
-    def _limit(self, allowance: int) -> int:
-        """How many units a ranking returns: ``search_limit``, else enough to fill the older part of a budget
-        with short turns (between 64 and 256)."""
+    def _limit(self, room: int, typical: int) -> int:
+        """How many units a ranking returns: ``search_limit``, else half again as many as ``room`` tokens hold
+        of units that cost ``typical`` tokens (some will not fit), between 32 and 256."""
         if self.search_limit is not None:
             return self.search_limit
-        return min(256, max(64, allowance // 24))
+        return min(256, max(32, 3 * room // max(2 * typical, 16)))
 
     def _store_rank(self, history: Sequence[ChatMessage], session: SessionContext, provider: HistorySearcher) -> Rank:
-        async def rank(request: Request, cut: int) -> list[UnitMatch] | None:
+        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
             before = _offset_of(history, cut, session)
             rankings = await store_rankings(
                 provider,
                 session,
                 request.text,
                 before,
-                limit=self._limit(self.token_budget),
+                limit=limit,
                 weight=self.spread,
                 meaning=self.meaning,
             )
@@ -180,23 +181,22 @@ class RelevantRecallStrategy(Strategy):
         return rank
 
     def _index_rank(self, history: Sequence[ChatMessage], session: SessionContext, index: UnitIndex) -> Rank:
-        async def rank(request: Request, cut: int) -> list[UnitMatch] | None:
+        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
             before = _offset_of(history, cut, session)
-            limit = self._limit(self.token_budget)
             found = await index.search_units(session, query=request.text, before=before, limit=limit)
             return None if found is None else fuse([found], request)
 
         return rank
 
     def _local_rank(self, history: Sequence[ChatMessage], session: SessionContext) -> Rank:
-        async def rank(request: Request, cut: int) -> list[UnitMatch] | None:
+        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
             rankings = await self._local.rankings(
                 history,
                 request.text,
                 cut,
                 session=session,
                 index=self.index,
-                limit=self._limit(self.token_budget),
+                limit=limit,
                 weight=self.spread,
                 meaning=self.meaning,
             )
@@ -227,15 +227,22 @@ class RelevantRecallStrategy(Strategy):
         if self.prefer == "cache":
             return await self._held(history, session, counter, rank, request, allowance, share)
         cut = newest_cut(history, count, int(allowance * (1 - share)))
-        ranked = await self._ranked(history, session, rank, request, cut)
+        limit = self._limit(int(allowance * share), _typical(history, cut, count))
+        ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
             return None if not partial else list(history)
-        chosen = self._choose(ranked, allowance - _cost(history[cut:], count), count, request)
+        chosen = self._choose(ranked, allowance - _cost(history[cut:], count), counter, request)
         self._note(session, chosen)
         return [*place([m for m in history[:cut] if m.role == "system"], chosen), *history[cut:]]
 
     async def _ranked(
-        self, history: Sequence[ChatMessage], session: SessionContext, rank: Rank, request: Request, cut: int
+        self,
+        history: Sequence[ChatMessage],
+        session: SessionContext,
+        rank: Rank,
+        request: Request,
+        cut: int,
+        limit: int,
     ) -> list[UnitMatch] | None:
         """The ranked older units (before ``cut``), with the engine told whether the part read sufficed;
         ``None`` when older messages are needed."""
@@ -245,7 +252,7 @@ class RelevantRecallStrategy(Strategy):
             return None
         ranked: list[UnitMatch] = []
         if request.text and any(m.role != "system" for m in history[:cut]):
-            found = await rank(request, cut)
+            found = await rank(request, cut, limit)
             if found is None:
                 if partial:
                     session.need_older()  # the index ends before the part read
@@ -256,22 +263,33 @@ class RelevantRecallStrategy(Strategy):
         return ranked
 
     def _choose(
-        self, ranked: Sequence[UnitMatch], left: int, count: Callable[[ChatMessage], int], request: Request
+        self,
+        ranked: Sequence[UnitMatch],
+        left: int,
+        counter: TokenCounter,
+        request: Request,
     ) -> list[UnitMatch]:
         """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
-        skipping any that repeats one already chosen."""
+        skipping any that repeats one already chosen. A unit is labelled once it is chosen, and sent unlabelled
+        when only that fits."""
+        count = counter.count_message
         today = request.day
         seen = NearDuplicates()
         chosen: list[UnitMatch] = []
         for match in ranked:
             if left <= 0:
                 break
-            messages = tuple(annotated(m, today) for m in match.messages) if self.annotate else match.messages
-            cost = _cost(messages, count)
-            if cost > left or seen.repeats(match.messages):
+            stored = match.messages
+            cost = _cost(stored, count)
+            if cost > left or seen.repeats(stored):
                 continue
-            seen.add(match.messages)
-            chosen.append(replace(match, messages=messages) if messages is not match.messages else match)
+            if self.annotate and any(label(m, today) for m in stored):
+                messages = tuple(annotated(m, today) for m in stored)
+                labelled = _cost(messages, count)
+                if labelled <= left:
+                    match, cost = replace(match, messages=messages), labelled
+            seen.add(stored)
+            chosen.append(match)
             left -= cost
         return chosen
 
@@ -301,12 +319,13 @@ class RelevantRecallStrategy(Strategy):
             units = held.units
             recent = _cost(history[start:], count)
             if request.text != held.request:
-                ranked = await self._ranked(history, session, rank, request, start)
+                limit = self._limit(int(allowance * share), _typical(history, start, count))
+                ranked = await self._ranked(history, session, rank, request, start, limit)
                 if ranked is None:
                     return None if not partial else list(history)
                 if not held.keeps(request.text, ranked):
                     room = min(allowance - recent, int(allowance * share))
-                    units = self._choose(ranked, room, count, request)
+                    units = self._choose(ranked, room, counter, request)
             elif partial:
                 session.cut_made()  # the held start decides the window
             if recent + _cost([m for u in units for m in u.messages], count) <= allowance:
@@ -316,10 +335,11 @@ class RelevantRecallStrategy(Strategy):
         # crossed (or first): the relevance window at the low watermark, whose start and units are then held
         low = int(allowance * self.low_watermark)
         cut = newest_cut(history, count, int(low * (1 - share)))
-        ranked = await self._ranked(history, session, rank, request, cut)
+        limit = self._limit(int(low * share), _typical(history, cut, count))
+        ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
             return None if not partial else list(history)
-        units = self._choose(ranked, low - _cost(history[cut:], count), count, request)
+        units = self._choose(ranked, low - _cost(history[cut:], count), counter, request)
         first = next((k for k in range(cut, len(history)) if history[k].role != "system"), None)
         held.start = history[first].id if first is not None else None
         held.offset = _offset_of(history, first, session) if first is not None else 0
@@ -338,6 +358,13 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
+
+
+def _typical(history: Sequence[ChatMessage], cut: int, count: Callable[[ChatMessage], int]) -> int:
+    """What a message of the newest turns (from ``cut`` on, system messages aside) costs on average: the size
+    the session's units have lately."""
+    costs = [count(m) for m in history[cut:] if m.role != "system"]
+    return sum(costs) // len(costs) if costs else 24
 
 
 def _offset_of(history: Sequence[ChatMessage], cut: int, session: SessionContext) -> int:
