@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMemoryHistoryProvider, WindowRequest
 from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
 from ravi.agents.context.recall_index import _unit_of
+from ravi.conformance.strategy import transcripts
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock
 
 from .doubles import Recording
-from .transcripts import transcripts
 
 WORDS = ["cache", "deploy", "staging", "Straße", "αθηνα", "東京", "port", "walrus"]
 worded = st.lists(

@@ -15,10 +15,10 @@ from ravi.agents.context import (
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
 from ravi.agents.storage.summaries import InMemorySummaryStore
+from ravi.conformance.strategy import check_window
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 from .doubles import Recording, RecordingLLM
-from .invariants import check_window
 
 
 def turn(i: int) -> list[ChatMessage]:

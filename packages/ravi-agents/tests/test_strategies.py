@@ -16,6 +16,7 @@ from ravi.agents.context import (
     WindowRequest,
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
+from ravi.conformance.strategy import check_window
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
@@ -23,7 +24,6 @@ from ravi.kernel.llm import ModelInfo
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 from .doubles import RecordingLLM
-from .invariants import check_window
 
 
 def group(call_id: str, result: str, *, error: bool = False, thought: str | None = None) -> list[ChatMessage]:

@@ -22,13 +22,13 @@ from ravi.agents.context import (
     WindowRequest,
 )
 from ravi.agents.context.compaction._keep import TailCut, newest_cut
+from ravi.conformance.strategy import transcripts
 from ravi.kernel.agent import CompactionEvent
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.storage import HistoryWindow, window_of
 from ravi.kernel.tokens import CachedTokenCounter
 
 from .doubles import Recording
-from .transcripts import transcripts
 
 
 class DoubleCounter(CachedTokenCounter):

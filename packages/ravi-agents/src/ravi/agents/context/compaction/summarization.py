@@ -14,13 +14,10 @@ from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Slot, S
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
-from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import stored_tokens
-
-SUMMARY_KEY = "ravi.summary"
-"""Metadata key that marks a summary message; its value says what the summary covers."""
 
 SUMMARY_HEADING = "[condensed earlier context]"
 """002: the heading of every summary turn."""
