@@ -75,7 +75,11 @@ async def replay(strategy: CompactionPipeline | CompactionStrategy | Strategy) -
 
 
 PLAIN, STABLE = "plain", "cache-stable"
-TARGETS = {"sliding window, 60 messages": 0.9, "token budget, 16,000 tokens": 0.9, "relevant recall, 16,000 tokens": 0.8}
+TARGETS = {
+    "sliding window, 60 messages": 0.9,
+    "token budget, 16,000 tokens": 0.9,
+    "relevant recall, 16,000 tokens": 0.8,
+}
 
 
 def pairs() -> list[tuple[str, Strategy | CompactionPipeline, Strategy | CompactionPipeline]]:

@@ -60,9 +60,8 @@ def windows() -> float:
         words = warm_ms([ToolResultCompactionStrategy(), RelevantRecallStrategy(budget, meaning=None)], messages)
         both = warm_ms([ToolResultCompactionStrategy(), RelevantRecallStrategy(budget)], messages)
         worst = max(worst, words / plain, both / plain)
-        rows.append(
-            (f"{budget:,}", f"{plain:.2f}", f"{words:.2f}", f"{words / plain:.1f}x", f"{both:.2f}", f"{both / plain:.1f}x")
-        )
+        ratios = (f"{words / plain:.1f}x", f"{both / plain:.1f}x")
+        rows.append((f"{budget:,}", f"{plain:.2f}", f"{words:.2f}", ratios[0], f"{both:.2f}", ratios[1]))
     table(
         f"Warm windows of a {SIZE:,}-message agent session in memory (ms, median of 50)",
         ["budget", "plain", "recall, words", "words / plain", "recall, words + meaning", "both / plain"],
@@ -124,7 +123,7 @@ def embeddings() -> tuple[float, float]:
     took = statistics.median(times)
     biggest = sorted(((round(_size_mb({n}), 1), n) for n in added), reverse=True)
     table(
-        "The offline embedding model (pip install 'ravi-agents[embeddings]')",
+        "The offline embedding model (pip install 'ravi-agents\\[embeddings]')",
         ["added to an install of ravi-agents", "embed 1,000 agent messages"],
         [(f"{size:.1f} MB ({', '.join(f'{n} {s}' for s, n in biggest[:5])}, ...)", f"{took * 1000:.0f} ms")],
     )

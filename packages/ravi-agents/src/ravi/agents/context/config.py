@@ -90,7 +90,7 @@ class ContextConfig:
         summaries = build_store("summaries", settings) if uses_strategy(settings.context, "summarization") else None
         return cls(
             build_store("history", settings),
-            build_pipeline(settings.context, summaries=summaries),
+            build_pipeline(settings.context, summaries=summaries, vectors=lambda: build_store("vector", settings)),
             retention=retention_of(settings.context),
             agent_id=settings.context.agent_id,
             model=settings.context.model,

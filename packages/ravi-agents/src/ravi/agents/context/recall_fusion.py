@@ -81,9 +81,12 @@ class NearDuplicates:
         threshold = self.threshold
         for other in self._terms:
             # the Jaccard similarity is at most the ratio of the sizes: most pairs need no set operation
-            if min(size, len(other)) >= threshold * max(size, len(other)) and len(other) >= 4:
-                if len(mine & other) >= threshold * len(mine | other):
-                    return True
+            if (
+                min(size, len(other)) >= threshold * max(size, len(other))
+                and len(other) >= 4
+                and len(mine & other) >= threshold * len(mine | other)
+            ):
+                return True
         return False
 
 

@@ -9,18 +9,18 @@ embeddings), each best first. :mod:`recall_fusion` fuses them.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ravi.agents.context.meaning import MessageVectors, meaning_units
 from ravi.agents.context.recall_index import RecallIndex, UnitIndex
 from ravi.agents.context.units import units
 from ravi.kernel.agent import SessionContext, Slot
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch, match_units, spread
-from ravi.kernel.storage import HistorySearcher, HybridSearcher
+from ravi.kernel.storage import HistorySearcher, HybridSearcher, VectorStore
 from ravi.kernel.tokens import stored_tokens
 
 
@@ -61,6 +61,37 @@ def resolve_meaning(meaning: object, index: object) -> Meaning | None:
         return Meaning(index=meaning)
     raise InvalidArgument(
         f"meaning must be 'auto', None, an EmbeddingClient or a recall index, got {type(meaning).__name__}"
+    )
+
+
+def meaning_setting(value: object, vectors: Callable[[], VectorStore] | None = None) -> object:
+    """What ``RelevantRecallStrategy(meaning=...)`` gets for a ``meaning`` setting: ``"auto"`` (the offline model
+    when installed), ``"offline"`` (the offline model, required), ``"none"`` (words only), or ``"vector"`` (the
+    offline model's embeddings kept in the ``[vector]`` store that ``vectors()`` builds, pgvector say).
+
+    Raises:
+        ConfigurationError: another value, or the offline model is asked for and not installed.
+    """
+    from ravi.agents.embeddings import INSTALL, offline_embedding_client
+
+    if value == "auto":
+        return "auto"
+    if value == "none":
+        return None
+    if value in ("offline", "vector"):
+        client = offline_embedding_client()
+        if client is None:
+            raise ConfigurationError(f"meaning = {value!r} needs the offline embedding model", hint=INSTALL)
+        if value == "offline":
+            return client
+        if vectors is None:
+            raise ConfigurationError("meaning = 'vector' needs a [vector] store")
+        from ravi.agents.context.recall_index import EmbeddingIndex
+
+        return EmbeddingIndex(client, vectors(), collection_prefix="ravi-recall")
+    raise ConfigurationError(
+        f"meaning must be 'auto', 'offline', 'vector' or 'none', got {value!r}",
+        hint="see the relevant_recall options in docs/configuration.md",
     )
 
 
@@ -239,4 +270,4 @@ class LocalRankings:
         return rankings
 
 
-__all__ = ["LocalRankings", "Meaning", "pushed_down", "resolve_meaning", "store_rankings"]
+__all__ = ["LocalRankings", "Meaning", "meaning_setting", "pushed_down", "resolve_meaning", "store_rankings"]

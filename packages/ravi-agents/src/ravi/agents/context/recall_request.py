@@ -108,12 +108,16 @@ def _read(text: str, at: datetime, working: bool) -> Request:
     )  # fmt: skip
 
 
+MIN_SHARE = 0.25
+"""The least :func:`recall_share` gives: the newest turns take at most the rest of the budget."""
+
+
 def recall_share(request: Request) -> float:
     """The share of the budget that goes to older turns when none is configured: most of it for a request about
     the past (0.85) or another question (0.75), little for a follow-up of the last turns or while the agent
     works on the request (0.25), 0.4 otherwise (a new instruction)."""
     if request.working or request.follow_up:
-        return 0.25
+        return MIN_SHARE
     if request.past:
         return 0.85
     if request.question:
@@ -157,4 +161,4 @@ def _latest_year(today: date, month: int) -> int:
     return today.year if month <= today.month else today.year - 1
 
 
-__all__ = ["Request", "read_request", "recall_share"]
+__all__ = ["MIN_SHARE", "Request", "read_request", "recall_share"]

@@ -13,7 +13,7 @@ from ravi.agents.context.recall_fusion import NearDuplicates, fuse
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
 from ravi.agents.context.recall_placement import Held, place
 from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
-from ravi.agents.context.recall_request import Request, read_request, recall_share
+from ravi.agents.context.recall_request import MIN_SHARE, Request, read_request, recall_share
 from ravi.agents.context.session import counter_of
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
@@ -116,7 +116,8 @@ class RelevantRecallStrategy(Strategy):
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
-        """It cuts; a windowed read starts with its budget. It is suffix-determined when stores rank the older
+        """It cuts; a windowed read starts with the most its newest turns may take of the budget (the rest of a
+        window comes from the store's search). It is suffix-determined when stores rank the older
         units: the session's provider (``searches``: then only on a provider that can search,
         ``HistorySearcher``) or an ``index`` that is a :class:`UnitIndex` (which keeps units derived from the
         session, so it ``derives_records``), with a meaning ranking that needs no whole session either."""
@@ -126,7 +127,7 @@ class RelevantRecallStrategy(Strategy):
             suffix_determined=(self.own_index is None or unit_index) and pushed_down(self.meaning),
             cuts=True,
             searches=self.own_index is None,
-            read_hint=self.token_budget,
+            read_hint=int(self.token_budget * (1 - (MIN_SHARE if self.recall_share is None else self.recall_share))),
             counter=self.own_counter,
             derives_records=unit_index or meaning_index,
         )
