@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
+from ravi.capabilities.postgres.hybrid import HybridSearch
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.search import UnitMatch, message_text, terms, unit_end
 from ravi.kernel.storage.history import HistoryWindow, check_append, check_search, window_of
@@ -344,7 +345,7 @@ class _Window:
     messages: list[ChatMessage]
 
 
-class PostgresHistoryProvider(PostgresStore):
+class PostgresHistoryProvider(HybridSearch, PostgresStore):
     """The ``HistoryProvider`` contract on PostgreSQL (asyncpg, a connection pool).
 
     * Each session's messages are numbered in a strict order with no gaps or duplicates, even with many
@@ -354,6 +355,8 @@ class PostgresHistoryProvider(PostgresStore):
       the sessions it read last (``cache_sessions`` of them) and fetches only what was appended since; a
       ``clear`` or ``clear_run`` from any process bumps the session's epoch and invalidates the copy.
     * ``clear_run`` and ``count_messages`` use indexes, not scans.
+    * ``search_units`` ranks a session's messages by BM25 over a terms index, and ``search_hybrid`` adds the
+      neighbours of each match and the messages closest in meaning, by pgvector (:mod:`.hybrid`).
 
     Args:
         dsn: ``postgresql://user:password@host:port/database``.
