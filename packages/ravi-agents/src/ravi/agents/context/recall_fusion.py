@@ -23,7 +23,8 @@ RRF_K = 60
 
 def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = RRF_K) -> list[UnitMatch]:
     """Every unit of ``rankings`` once (by its offset), scored by reciprocal rank fusion, best first (the newer
-    first among equals); the request's period and order rank the units found once more."""
+    first among equals, the older when the request asks how things began); the request's period and order rank
+    the units found once more."""
     fused: dict[int, float] = {}
     units: dict[int, UnitMatch] = {}
     for ranking in rankings:
@@ -35,11 +36,11 @@ def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = 
         dated = [o for o in units if (day := _day_of(units[o])) is not None and first <= day <= last]
         for rank, offset in enumerate(sorted(dated, key=lambda o: (-fused[o], -o)), 1):
             fused[offset] += 1.0 / (k + rank)
+    oldest_first = request.order == "first"
     if request.order is not None and len(units) > 1:
-        newest_first = request.order == "newest"
-        for rank, offset in enumerate(sorted(units, reverse=newest_first), 1):
-            fused[offset] += 0.5 / (k + rank)
-    ranked = sorted(units, key=lambda o: (-fused[o], -o))
+        for rank, offset in enumerate(sorted(units, reverse=not oldest_first), 1):
+            fused[offset] += 1.0 / (k + rank)
+    ranked = sorted(units, key=lambda o: (-fused[o], o if oldest_first else -o))
     return [UnitMatch(fused[o], units[o].messages, o, units[o].after_system) for o in ranked]
 
 

@@ -57,6 +57,7 @@ class Held:
     request: str = ""
     units: list[UnitMatch] = field(default_factory=list)
     start: str | None = None
+    after: bool = False  # the newest turns start right after ``start`` (none fitted when it was held)
     offset: int = 0  # the start's offset: it changes when anything before the start is removed
 
     def keeps(self, request: str, ranked: Sequence[UnitMatch], *, top: int = 3) -> bool:

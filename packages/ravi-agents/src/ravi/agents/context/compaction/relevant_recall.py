@@ -310,9 +310,7 @@ class RelevantRecallStrategy(Strategy):
         partial = session.partial
         count = counter.count_message
         held = session.state.get(self, _HELD)
-        start = _position(history, held.start) if held.start is not None else None
-        if start is not None and _offset_of(history, start, session) != held.offset:
-            start = None  # something before the start was removed: the held units may be gone
+        start = _held_start(history, held, session)
         if start is None and held.start is not None and partial:
             session.need_older()  # the held start is older than the part read
             return list(history)
@@ -342,8 +340,11 @@ class RelevantRecallStrategy(Strategy):
             return None if not partial else list(history)
         units = self._choose(ranked, low - _cost(history[cut:], count), counter, request)
         first = next((k for k in range(cut, len(history)) if history[k].role != "system"), None)
-        held.start = history[first].id if first is not None else None
-        held.offset = _offset_of(history, first, session) if first is not None else 0
+        if first is not None:
+            held.start, held.after, held.offset = history[first].id, False, _offset_of(history, first, session)
+        elif history:  # no newest turn fits: they start with the next message to come
+            last = len(history) - 1
+            held.start, held.after, held.offset = history[last].id, True, _offset_of(history, last, session)
         held.request, held.units = request.text, list(units)
         self._note(session, units)
         return [*place([m for m in history[:cut] if m.role == "system"], units), *history[cut:]]
@@ -375,6 +376,22 @@ def _offset_of(history: Sequence[ChatMessage], cut: int, session: SessionContext
         found = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
         return 2**62 if found is None else found
     return sum(stored_tokens(m) for m in history[:cut])  # a standalone call: the history is the session
+
+
+def _held_start(history: Sequence[ChatMessage], held: Held, session: SessionContext) -> int | None:
+    """Where a cache-stable window's newest turns start in ``history``, or ``None`` when that is not known (not
+    in the part read, or something before it was removed, which the start's offset shows) or no longer a unit's
+    start (the results of a call it followed arrived)."""
+    if held.start is None:
+        return None
+    at = _position(history, held.start)
+    if at is None or _offset_of(history, at, session) != held.offset:
+        return None
+    start = at + 1 if held.after else at
+    first = next((k for k in range(start, len(history)) if history[k].role != "system"), None)
+    if first is not None and history[first].role == "tool":
+        return None
+    return start
 
 
 def _position(history: Sequence[ChatMessage], message_id: str) -> int | None:
