@@ -150,13 +150,15 @@ def test_ranking_by_meaning_is_the_reference_ranking_of_the_similarities(history
 
 def test_embeddings_of_a_growing_history_are_computed_once_and_truncated_when_it_changes() -> None:
     class Counting(HashingEmbeddingClient):
-        calls: list[int] = []
+        def __init__(self) -> None:
+            super().__init__(dimension=8)
+            self.calls: list[int] = []
 
         async def embed(self, texts):  # type: ignore[no-untyped-def]
             self.calls.append(len(texts))
             return await super().embed(texts)
 
-    client = Counting(dimension=8)
+    client = Counting()
     vectors = MessageVectors("m")
     history = [ChatMessage.user(f"m{i}") for i in range(300)]
     asyncio.run(vectors.extend(history[:100], client))
