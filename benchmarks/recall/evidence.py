@@ -135,6 +135,8 @@ def systems() -> dict[str, Window]:
         "recency": recency,
         "plain BM25 over single turns (25% newest)": reference,
         "Ravi relevant recall (defaults)": ravi(),
+        "Ravi, words only (meaning=None)": ravi(meaning=None),
+        "Ravi, no labels (annotate=False)": ravi(annotate=False),
     }
 
 

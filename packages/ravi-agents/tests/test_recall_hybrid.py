@@ -194,7 +194,7 @@ def test_the_offline_model_embeds_without_the_network() -> None:
 @needs_model
 def test_the_default_recall_ranks_by_meaning_with_the_offline_model() -> None:
     strategy = RelevantRecallStrategy(300)
-    assert strategy.meaning is not None and strategy.meaning.model.startswith("wordllama")
+    assert strategy.meaning is not None and strategy.meaning.model == "wordllama-l2_supercat-128"
     assert RelevantRecallStrategy(300, meaning=None).meaning is None
 
 

@@ -53,31 +53,37 @@ def _day_of(match: UnitMatch) -> date | None:
 
 
 class NearDuplicates:
-    """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text,
-    or nearly the same words (a Jaccard similarity of their sets of lower-cased words of at least
-    ``threshold``, for units of at least four words): a repeated tool output, a restated fact."""
+    """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text
+    (a repeated tool output), or, for short units (4 to ``SHORT`` words), nearly the same words (a Jaccard
+    similarity of their sets of lower-cased words of at least ``threshold``: a restated fact). Each message's
+    text and words are worked out once (kept in its ``memo``)."""
+
+    SHORT = 200
 
     def __init__(self, threshold: float = 0.8) -> None:
         self.threshold = threshold
-        self._texts: set[str] = set()
+        self._texts: set[tuple[str, ...]] = set()
         self._terms: list[frozenset[str]] = []
 
     def add(self, messages: Iterable[ChatMessage]) -> None:
         """Hold ``messages`` as one unit."""
-        text = _text(messages)
-        self._texts.add(text)
-        self._terms.append(_words(text))
+        shown = [m for m in messages if m.role != "system"]
+        self._texts.add(tuple(_text(m) for m in shown))
+        words = _unit_words(shown)
+        if 4 <= len(words) <= self.SHORT:
+            self._terms.append(words)
 
     def repeats(self, messages: Sequence[ChatMessage]) -> bool:
         """Whether ``messages`` say again what a held unit says."""
-        text = _text(messages)
-        if not text.strip():
+        shown = [m for m in messages if m.role != "system"]
+        texts = tuple(_text(m) for m in shown)
+        if not any(t.strip() for t in texts):
             return False
-        if text in self._texts:
+        if texts in self._texts:
             return True
-        mine = _words(text)
+        mine = _unit_words(shown)
         size = len(mine)
-        if size < 4:
+        if size < 4 or size > self.SHORT:
             return False
         threshold = self.threshold
         for other in self._terms:
@@ -91,13 +97,28 @@ class NearDuplicates:
         return False
 
 
-def _words(text: str) -> frozenset[str]:
-    """The words of ``text``, lower-cased (split at whitespace: cheap, and enough to compare two texts)."""
-    return frozenset(text.lower().split())
+_TEXT, _WORDS = "recall:text", "recall:words"
 
 
-def _text(messages: Iterable[ChatMessage]) -> str:
-    return "\n".join(message_text(m) for m in messages if m.role != "system")
+def _text(message: ChatMessage) -> str:
+    """The message's searchable text, worked out once."""
+    memo = message.memo
+    text: str | None = memo.get(_TEXT)
+    if text is None:
+        text = memo[_TEXT] = message_text(message)
+    return text
+
+
+def _unit_words(messages: Sequence[ChatMessage]) -> frozenset[str]:
+    """The lower-cased words of the messages (split at whitespace: cheap, and enough to compare two units)."""
+    out: frozenset[str] = frozenset()
+    for message in messages:
+        memo = message.memo
+        words: frozenset[str] | None = memo.get(_WORDS)
+        if words is None:
+            words = memo[_WORDS] = frozenset(_text(message).lower().split())
+        out = words if not out else out | words
+    return out
 
 
 __all__ = ["RRF_K", "NearDuplicates", "fuse"]

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Literal
 
+from ravi.agents.context.compaction._keep import _cut_and_cost as cut_and_cost
 from ravi.agents.context.compaction._keep import newest_cut, system_messages
 from ravi.agents.context.compaction.token_budget import fits
 from ravi.agents.context.recall_annotation import annotated, label
@@ -227,12 +228,12 @@ class RelevantRecallStrategy(Strategy):
         share = self.recall_share if self.recall_share is not None else recall_share(request)
         if self.prefer == "cache":
             return await self._held(history, session, counter, rank, request, allowance, share)
-        cut = newest_cut(history, count, int(allowance * (1 - share)))
-        limit = self._limit(int(allowance * share), _typical(history, cut, count))
+        cut, recent = cut_and_cost(history, count, int(allowance * (1 - share)))
+        limit = self._limit(int(allowance * share), recent // max(1, len(history) - cut) if cut < len(history) else 24)
         ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
             return None if not partial else list(history)
-        chosen = self._choose(ranked, allowance - _cost(history[cut:], count), counter, request)
+        chosen = self._choose(ranked, allowance - recent, counter, request)
         self._note(session, chosen)
         return [*place([m for m in history[:cut] if m.role == "system"], chosen), *history[cut:]]
 
