@@ -245,22 +245,26 @@ class RelevantRecallStrategy(Strategy):
         request: Request,
         cut: int,
         limit: int,
+        *,
+        tell: bool = True,
     ) -> list[UnitMatch] | None:
-        """The ranked older units (before ``cut``), with the engine told whether the part read sufficed;
-        ``None`` when older messages are needed."""
+        """The ranked older units (before ``cut``), with the engine told whether the part read sufficed
+        (``tell=False``: not yet, the window may still be made otherwise); ``None`` when older messages are
+        needed."""
         partial = session.partial
         if partial and (not request.text or all(m.role == "system" for m in history[:cut])):
-            session.need_older()  # the request, or the cut, lies further back
+            if tell:
+                session.need_older()  # the request, or the cut, lies further back
             return None
         ranked: list[UnitMatch] = []
         if request.text and any(m.role != "system" for m in history[:cut]):
             found = await rank(request, cut, limit)
             if found is None:
-                if partial:
+                if partial and tell:
                     session.need_older()  # the index ends before the part read
                 return None
             ranked = found
-        if partial:
+        if partial and tell:
             session.cut_made()
         return ranked
 
@@ -320,15 +324,18 @@ class RelevantRecallStrategy(Strategy):
             recent = _cost(history[start:], count)
             if request.text != held.request:
                 limit = self._limit(int(allowance * share), _typical(history, start, count))
-                ranked = await self._ranked(history, session, rank, request, start, limit)
+                ranked = await self._ranked(history, session, rank, request, start, limit, tell=False)
                 if ranked is None:
-                    return None if not partial else list(history)
+                    if partial:
+                        session.need_older()  # the ranking needs more than the part read
+                        return list(history)
+                    return None
                 if not held.keeps(request.text, ranked):
                     room = min(allowance - recent, int(allowance * share))
                     units = self._choose(ranked, room, counter, request)
-            elif partial:
-                session.cut_made()  # the held start decides the window
             if recent + _cost([m for u in units for m in u.messages], count) <= allowance:
+                if partial:
+                    session.cut_made()  # the held start decides the window, whatever is older
                 held.request, held.units = request.text, list(units)
                 self._note(session, units)
                 return [*place([m for m in history[:start] if m.role == "system"], units), *history[start:]]
