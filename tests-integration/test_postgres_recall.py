@@ -123,3 +123,21 @@ async def test_recall_on_postgres_reads_only_the_window_with_words_and_meaning(
         assert ("a", "s") not in history._cache, "the session was read whole"
         assert messages[62].id in {m.id for m in window}
         assert window[-1] == messages[-1]
+
+
+async def test_meaning_looks_back_over_the_newest_messages_only(
+    postgres_server: Server, pg_schema: str, monkeypatch: object
+) -> None:
+    """A search by meaning scans the session's newest ``MEANING_ROWS`` messages (its cost stays a window's); the
+    words still find an older one."""
+    import ravi.capabilities.postgres.hybrid as hybrid
+
+    monkeypatch.setattr(hybrid, "MEANING_ROWS", 50)  # type: ignore[attr-defined]
+    messages = [ChatMessage.user("the walrus sleeps on the ice"), *(ChatMessage.user(f"turn {i}") for i in range(100))]
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", messages, session_id="s")
+        found = await history.search_hybrid(
+            "a", session_id="s", query="walrus", before=10**9, limit=3, embedder=Counting(), model="hashing-64"
+        )
+        assert found.lexical[0].messages[0] == messages[0]
+        assert all(u.messages[0] != messages[0] for u in found.meaning)

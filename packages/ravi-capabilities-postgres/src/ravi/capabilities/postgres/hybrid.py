@@ -8,9 +8,10 @@ times the unit they border.
 By meaning, every message of a session is embedded once per model, by the first search that needs it (in any
 worker), and kept beside the messages in ``<prefix>embeddings`` (a pgvector column, created with the extension
 on first use). A search embeds only the rows appended since, then asks for the messages closest to the request,
-within the session, exactly (the session's rows by its key, ordered by cosine distance), and returns their
-units. An embedding records the id of the message it came from and the session's epoch, so nothing embedded
-before a ``clear`` or ``clear_run`` is ever returned: a session whose epoch changed is embedded again.
+among the session's newest ``MEANING_ROWS`` (5,000), exactly (those rows by the session's key, ordered by
+cosine distance), and returns their units. An embedding records the id of the message it came from and the
+session's epoch, so nothing embedded before a ``clear`` or ``clear_run`` is ever returned: a session whose epoch
+changed is embedded again.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from ravi.kernel.values import check_scope
 
 log = logging.getLogger(__name__)
 
+MEANING_ROWS = 5_000
+"""How far back a search by meaning looks: the session's newest messages, so its cost stays that of a window (an
+exact scan of every message of a 100,000-message session took half a second); words look at the whole session."""
 EMBEDDED_CHARS = 2_000
 """How much of a message's searchable text is embedded (the start says what a long tool output is about)."""
 _EMBED_CHUNK = 1_000
@@ -215,16 +219,17 @@ ORDER BY sp.opener, r.seq""",
         embedder: EmbeddingClient,
         model: str,
     ) -> list[UnitMatch]:
-        epoch = await self._embed_pending(agent_id, session_id, embedder, model)
-        if epoch is None:
+        done = await self._embed_pending(agent_id, session_id, embedder, model)
+        if done is None:
             return []
+        epoch, stop = done
         [vector] = await embedder.embed([query])
         embeddings, m = self.db.table("embeddings"), self._messages
         rows = await self.db.fetch(
             f"""
 SELECT e.seq, 1 - (e.embedding <=> $4::vector) AS score FROM {embeddings} e
 JOIN {m} x ON x.agent_id = e.agent_id AND x.session_id = e.session_id AND x.seq = e.seq AND x.message_id = e.message_id
-WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5
+WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5 AND e.seq >= $8 AND e.seq < $9
   AND x.cum_tokens - x.tokens < $6 AND x.role <> 'system'
 ORDER BY e.embedding <=> $4::vector LIMIT $7""",
             agent_id,
@@ -234,15 +239,20 @@ ORDER BY e.embedding <=> $4::vector LIMIT $7""",
             epoch,
             before,
             4 * limit,
+            max(0, stop - MEANING_ROWS),
+            stop,
         )
         hits = [(r["seq"], float(r["score"])) for r in rows if r["score"] is not None and r["score"] > 0]
         if not hits:
             return []
         return (await self._units_of(agent_id, session_id, hits, before))[:limit]
 
-    async def _embed_pending(self, agent_id: str, session_id: str, embedder: EmbeddingClient, model: str) -> int | None:
+    async def _embed_pending(
+        self, agent_id: str, session_id: str, embedder: EmbeddingClient, model: str
+    ) -> tuple[int, int] | None:
         """Embed the session's rows not yet embedded under ``model`` (all of them when its epoch changed, or the
-        row last embedded is no longer the same message); the session's epoch, or ``None`` for no session."""
+        row last embedded is no longer the same message); the session's epoch and length, or ``None`` for no
+        session."""
         embeddings, embedded, m, sessions = (
             self.db.table("embeddings"),
             self.db.table("embedded"),
@@ -318,7 +328,7 @@ ON CONFLICT (agent_id, session_id, model) DO UPDATE SET epoch = $4, upto = $5, l
                 upto,
                 rows[-1]["message_id"],
             )
-        return int(epoch)
+        return int(epoch), int(stop)
 
 
 def _embedded_text(message: ChatMessage) -> str:
