@@ -26,6 +26,17 @@ _WORD = re.compile(r"\w+(?:[-.]\w+)*")
 _ASCII_WORD = re.compile(r"\w+(?:[-.]\w+)*", re.ASCII)  # the same words in ASCII text, found faster
 # Scripts written without spaces between words: kana, CJK ideographs, Thai, Lao, Myanmar, Khmer.
 _UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]+")
+MAX_INDEXED_CHARS = 100_000
+"""How much of a message's searchable text is indexed (its first characters)."""
+MAX_TERM_CHARS = 200
+"""The longest term indexed or asked for: longer "words" are blobs (hashes, base64), never searched for."""
+MAX_MESSAGE_TERMS = 10_000
+"""The most distinct terms one message is indexed under (its first ones), so no message can pass a store's limit
+(Postgres keeps at most 1 MB of lexemes per row) or make an index grow without bound."""
+MAX_QUERY_TERMS = 64
+"""The most distinct terms a search looks up (:func:`query_terms`)."""
+MAX_QUERY_CHARS = 8_000
+"""How much of a long request :func:`query_terms` reads: its first and last halves of this many characters."""
 STOPWORDS = frozenset(
     "a an and are as at be but by can could did do does for from had has have how i if in into is it its me my "
     "no not of on or our please so than that the their them then there these they this to us was we were what "
@@ -105,6 +116,52 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def indexed_terms(message: ChatMessage) -> Counter[str]:
+    """The terms a store indexes ``message`` under, with how often each occurs: the :func:`terms` of the first
+    :data:`MAX_INDEXED_CHARS` characters of its :func:`message_text`, none longer than :data:`MAX_TERM_CHARS`,
+    and at most :data:`MAX_MESSAGE_TERMS` distinct ones (the first to occur). Every searching store indexes
+    these, so none can be broken or swamped by one huge message."""
+    found = terms(message_text(message)[:MAX_INDEXED_CHARS])
+    counted: Counter[str] = Counter()
+    for term in found:
+        if len(term) > MAX_TERM_CHARS:
+            continue
+        if term in counted:
+            counted[term] += 1
+        elif len(counted) < MAX_MESSAGE_TERMS:
+            counted[term] = 1
+    return counted
+
+
+def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
+    """The distinct terms a search for ``text`` looks up, at most ``limit``, so the cost of a search does not
+    grow with the size of its request.
+
+    A request of at most :data:`MAX_QUERY_CHARS` characters is read whole; of a longer one, its first and last
+    halves of that many (where a question sits around what was pasted). Terms longer than
+    :data:`MAX_TERM_CHARS` are never indexed, so never asked for. When more than ``limit`` distinct terms remain,
+    the most distinctive are kept: the longer first (an identifier such as ``inv-2291`` or a rare word; length
+    counts up to 24 characters), among equals the first to occur. Deterministic, in order of first occurrence.
+
+    Example:
+        >>> query_terms("Where is the invoice INV-2291?")
+        ['invoice', 'inv-2291']
+        >>> query_terms("ab x abc y", limit=2)
+        ['ab', 'abc']
+    """
+    if len(text) > MAX_QUERY_CHARS:
+        half = MAX_QUERY_CHARS // 2
+        text = f"{text[:half]} {text[-half:]}"
+    first: dict[str, int] = {}
+    for term in terms(text):
+        if len(term) <= MAX_TERM_CHARS:
+            first.setdefault(term, len(first))
+    if len(first) <= limit:
+        return list(first)
+    kept = sorted(first, key=lambda t: (-min(len(t), 24), first[t]))[:limit]
+    return sorted(kept, key=first.__getitem__)
+
+
 @dataclass
 class Bm25:
     """Okapi BM25 postings over a growing list of messages (``k1``, ``b`` as usual), extended as it grows.
@@ -126,7 +183,7 @@ class Bm25:
     def extend(self, messages: Sequence[ChatMessage]) -> None:
         """Index ``messages[self.size:]``: those appended since the last call."""
         for i in range(self.size, len(messages)):
-            words = Counter(terms(message_text(messages[i])))
+            words = indexed_terms(messages[i])
             length = sum(words.values())
             self.lengths.append(length)
             self.total += length
@@ -142,7 +199,7 @@ class Bm25:
         average = (self.total / n) or 1.0
         k1, b, lengths = self.k1, self.b, self.lengths
         out: dict[int, float] = defaultdict(float)
-        for word in set(terms(query)):
+        for word in query_terms(query):
             posting = self.postings.get(word)
             if not posting:
                 continue
@@ -236,13 +293,20 @@ def match_units(
 
 
 __all__ = [
+    "MAX_INDEXED_CHARS",
+    "MAX_MESSAGE_TERMS",
+    "MAX_QUERY_CHARS",
+    "MAX_QUERY_TERMS",
+    "MAX_TERM_CHARS",
     "STOPWORDS",
     "Bm25",
     "UnitMatch",
     "fold",
+    "indexed_terms",
     "match_units",
     "message_text",
     "opens_group",
+    "query_terms",
     "terms",
     "unit_at",
     "unit_end",
