@@ -97,6 +97,13 @@ class TestBouncedSummaries(SummaryStoreContract):
             yield store
 
 
+class TestBouncedHistorySummaries(SummaryStoreContract):
+    @pytest_asyncio.fixture
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
+
 @pytest_asyncio.fixture
 async def bounced_age(pgbouncer_server: Server) -> AsyncIterator[AGEGraphStore]:
     graph = f"g_{uuid.uuid4().hex[:16]}"

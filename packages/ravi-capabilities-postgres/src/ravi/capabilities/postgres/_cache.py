@@ -14,19 +14,19 @@ V = TypeVar("V")
 
 @dataclass(frozen=True)
 class Cached:
-    """A session as read at one moment: replaced, never changed."""
+    """A session as read at one moment, in one generation: replaced, never changed."""
 
-    epoch: int
+    generation: str
     next_seq: int
     messages: list[ChatMessage]
 
 
 @dataclass(frozen=True)
 class Window:
-    """The messages of the last window read from a session, by seq, in one life (``epoch``) of the session: its
-    tail (seq ``low`` to ``high``) and the system messages before it."""
+    """The messages of the last window read from a session, by seq, in one generation of the session: its tail
+    (seq ``low`` to ``high``) and the system messages before it."""
 
-    epoch: int
+    generation: str
     low: int
     high: int
     seqs: list[int]

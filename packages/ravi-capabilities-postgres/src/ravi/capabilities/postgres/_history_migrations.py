@@ -256,6 +256,184 @@ DROP INDEX {schema}."{prefix}messages_terms";
 CREATE INDEX "{prefix}messages_terms" ON {schema}."{prefix}messages" USING gin (terms) WHERE terms IS NOT NULL;
 """,
     ),
+    Migration(
+        7,
+        "generations, summaries beside the transcript, message ids as promises, atomic removals",
+        """
+-- The session's generation: a random token (never a counter, which would start again when a row is removed),
+-- replaced in the statement that removes or renumbers messages. Everything derived from the transcript (terms,
+-- summaries, caches in every process) is kept or checked under it. ``epoch`` is still advanced beside it, for
+-- providers of earlier versions running meanwhile.
+ALTER TABLE {schema}."{prefix}sessions"
+    ADD COLUMN generation text NOT NULL DEFAULT replace(gen_random_uuid()::text, '-', '');
+
+-- Summaries of a session, by generation and span ('' is the generation of a summary kept unchecked); removed
+-- with the messages by clear, clear_run and replace_last.
+CREATE TABLE {schema}."{prefix}session_summaries" (
+    agent_id   text NOT NULL,
+    session_id text NOT NULL,
+    generation text NOT NULL,
+    span_id    text NOT NULL,
+    text       text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, session_id, generation, span_id)
+);
+
+-- As version 5, and a message id is a promise: when the batch met ids the session holds (a retry), each must
+-- hold the same body, else the whole batch is refused (SQLSTATE RV409, the id in DETAIL) and nothing is stored.
+CREATE OR REPLACE FUNCTION {schema}."{prefix}append_messages"(
+    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
+) RETURNS integer LANGUAGE plpgsql AS $fn$
+DECLARE
+    base bigint;
+    total bigint;
+    added integer;
+    added_tokens bigint;
+    clash text;
+BEGIN
+    SELECT s.next_seq, s.total_tokens INTO base, total FROM {schema}."{prefix}sessions" s
+        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
+            ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
+            RETURNING s.next_seq, s.total_tokens INTO base, total;
+    END IF;
+    WITH inserted AS (
+        INSERT INTO {schema}."{prefix}messages"
+            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
+        SELECT p_agent, p_session, base + t.ord - 1, p_run, t.message_id, t.body, t.role, t.tokens,
+               total + sum(t.tokens) OVER (ORDER BY t.ord)
+        FROM unnest(p_ids, p_bodies, p_roles, p_tokens) WITH ORDINALITY AS t(message_id, body, role, tokens, ord)
+        ORDER BY t.ord
+        ON CONFLICT (agent_id, session_id, message_id) DO NOTHING
+        RETURNING tokens
+    )
+    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
+    IF added < cardinality(p_ids) THEN
+        SELECT t.message_id INTO clash FROM unnest(p_ids, p_bodies) AS t(message_id, body)
+            JOIN {schema}."{prefix}messages" m
+              ON m.message_id = t.message_id AND m.agent_id = p_agent AND m.session_id = p_session
+            WHERE m.body <> t.body LIMIT 1;
+        IF clash IS NOT NULL THEN
+            RAISE EXCEPTION 'message id already stored with different content'
+                USING ERRCODE = 'RV409', DETAIL = clash;
+        END IF;
+        -- some rows were skipped: number the inserted ones without gaps (through negative numbers, so no two
+        -- rows ever share a number on the way), with their running totals
+        WITH numbered AS (
+            SELECT m.seq, base + row_number() OVER (ORDER BY m.seq) - 1 AS renumbered,
+                   total + sum(m.tokens) OVER (ORDER BY m.seq) AS cum
+            FROM {schema}."{prefix}messages" m
+            WHERE m.agent_id = p_agent AND m.session_id = p_session
+              AND m.seq >= base AND m.seq < base + cardinality(p_ids)
+        )
+        UPDATE {schema}."{prefix}messages" m SET seq = -n.renumbered - 1, cum_tokens = n.cum FROM numbered n
+            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = n.seq;
+        UPDATE {schema}."{prefix}messages" SET seq = -seq - 1
+            WHERE agent_id = p_agent AND session_id = p_session AND seq < 0;
+    END IF;
+    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
+        WHERE agent_id = p_agent AND session_id = p_session;
+    RETURN added;
+END
+$fn$;
+
+-- Every removal locks the session row first, as appends do, so removals and appends of one session serialise
+-- (never deadlock on each other's message rows), and gives the session a new generation in the same statement.
+CREATE FUNCTION {schema}."{prefix}clear_session"(p_agent text, p_session text) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    removed bigint;
+BEGIN
+    UPDATE {schema}."{prefix}sessions"
+        SET generation = replace(gen_random_uuid()::text, '-', ''), epoch = epoch + 1, next_seq = 0,
+            total_tokens = 0, indexed_seq = 0
+        WHERE agent_id = p_agent AND session_id = p_session;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    DELETE FROM {schema}."{prefix}messages" WHERE agent_id = p_agent AND session_id = p_session;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    DELETE FROM {schema}."{prefix}session_summaries" WHERE agent_id = p_agent AND session_id = p_session;
+    RETURN removed;
+END
+$fn$;
+
+-- Removes one run's messages and recomputes the running totals of the rows after the first of them.
+CREATE FUNCTION {schema}."{prefix}clear_run"(p_agent text, p_session text, p_run text) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    stop bigint;
+    removed bigint;
+    first_seq bigint;
+    removed_tokens bigint;
+    prior bigint;
+BEGIN
+    SELECT s.next_seq INTO stop FROM {schema}."{prefix}sessions" s
+        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    WITH gone AS (
+        DELETE FROM {schema}."{prefix}messages"
+        WHERE agent_id = p_agent AND session_id = p_session AND run_id = p_run RETURNING seq, tokens
+    )
+    SELECT count(*), min(seq), sum(tokens) INTO removed, first_seq, removed_tokens FROM gone;
+    IF removed = 0 THEN
+        RETURN 0;
+    END IF;
+    SELECT m.cum_tokens INTO prior FROM {schema}."{prefix}messages" m
+        WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq < first_seq AND m.seq >= 0
+        ORDER BY m.seq DESC LIMIT 1;
+    UPDATE {schema}."{prefix}messages" m SET cum_tokens = x.cum FROM (
+        SELECT r.seq, coalesce(prior, 0) + sum(r.tokens) OVER (ORDER BY r.seq) AS cum
+        FROM {schema}."{prefix}messages" r
+        WHERE r.agent_id = p_agent AND r.session_id = p_session AND r.seq > first_seq AND r.seq < stop) x
+    WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = x.seq AND m.seq > first_seq
+      AND m.seq < stop AND m.cum_tokens IS DISTINCT FROM x.cum;
+    UPDATE {schema}."{prefix}sessions"
+        SET generation = replace(gen_random_uuid()::text, '-', ''), epoch = epoch + 1,
+            total_tokens = total_tokens - removed_tokens
+        WHERE agent_id = p_agent AND session_id = p_session;
+    DELETE FROM {schema}."{prefix}session_summaries" WHERE agent_id = p_agent AND session_id = p_session;
+    RETURN removed;
+END
+$fn$;
+
+-- If the newest message is p_last: remove it and append the replacement in its place (the append's checks
+-- included), in one statement under the session lock, with a new generation. False (nothing changed) otherwise.
+CREATE FUNCTION {schema}."{prefix}replace_last"(
+    p_agent text, p_session text, p_last text, p_run text, p_ids text[], p_bodies text[], p_roles text[],
+    p_tokens integer[]
+) RETURNS boolean LANGUAGE plpgsql AS $fn$
+DECLARE
+    last_seq bigint;
+    last_id text;
+    last_tokens integer;
+BEGIN
+    PERFORM 1 FROM {schema}."{prefix}sessions" s WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    SELECT m.seq, m.message_id, m.tokens INTO last_seq, last_id, last_tokens FROM {schema}."{prefix}messages" m
+        WHERE m.agent_id = p_agent AND m.session_id = p_session ORDER BY m.seq DESC LIMIT 1;
+    IF NOT FOUND OR last_id <> p_last THEN
+        RETURN false;
+    END IF;
+    DELETE FROM {schema}."{prefix}messages" WHERE agent_id = p_agent AND session_id = p_session AND seq = last_seq;
+    UPDATE {schema}."{prefix}sessions"
+        SET generation = replace(gen_random_uuid()::text, '-', ''), epoch = epoch + 1,
+            total_tokens = total_tokens - last_tokens
+        WHERE agent_id = p_agent AND session_id = p_session;
+    DELETE FROM {schema}."{prefix}session_summaries" WHERE agent_id = p_agent AND session_id = p_session;
+    IF cardinality(p_ids) > 0 THEN
+        PERFORM {schema}."{prefix}append_messages"(p_agent, p_session, p_run, p_ids, p_bodies, p_roles, p_tokens);
+    END IF;
+    RETURN true;
+END
+$fn$;
+""",
+    ),
 ]
 
 

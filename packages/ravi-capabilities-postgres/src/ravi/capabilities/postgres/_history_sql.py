@@ -18,17 +18,17 @@ class HistoryStatements:
         # with statistics the planner takes a one-sided range for a third of the table and scans it whole.
         # The tail starts at the newest message whose running total before it is
         # below (total - tokens), moved back to a message that is neither a tool result nor a system message;
-        # rows of the last window this process read (same epoch: its tail, seq in [$5, $6], and the system
+        # rows of the last window this process read (same generation: its tail, seq in [$5, $6], and the system
         # messages before it) are not sent again: the provider still has them parsed.
         self.window = f"""
-WITH s AS (SELECT epoch, total_tokens AS total, next_seq FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
+WITH s AS (SELECT generation, total_tokens AS total, next_seq FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
 cut AS (SELECT CASE WHEN (SELECT total FROM s) - $3 <= 0 THEN -1 ELSE coalesce((
               SELECT m.seq FROM {m} m WHERE {scope} AND m.cum_tokens - m.tokens < (SELECT total FROM s) - $3
               ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
 start AS (SELECT CASE WHEN (SELECT seq FROM cut) < 0 THEN -1 ELSE coalesce((
               SELECT m.seq FROM {m} m WHERE {scope} AND m.seq <= (SELECT seq FROM cut)
               AND m.role NOT IN ('tool', 'system') ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
-info AS (SELECT s.epoch, s.total, start.seq AS start, s.epoch = $4 AS hit, (
+info AS (SELECT s.generation, s.total, start.seq AS start, s.generation = $4 AS hit, (
               SELECT m.seq FROM {m} m WHERE {scope} AND m.seq < start.seq AND m.role <> 'system'
               ORDER BY m.seq LIMIT 1) IS NULL AS complete, coalesce((
               SELECT m.cum_tokens - m.tokens FROM {m} m WHERE {scope} AND m.seq = start.seq), 0) AS before
@@ -47,15 +47,15 @@ picked AS (
         AND m.seq < (SELECT start FROM info) AND (NOT (SELECT hit FROM info) OR m.seq > $6)
         ORDER BY m.seq)
 )
-SELECT info.epoch, info.total, info.start, info.complete, info.before, p.seq, p.tokens, p.body
+SELECT info.generation, info.total, info.start, info.complete, info.before, p.seq, p.tokens, p.body
 FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
 
-        # A whole read, in one statement: the session's epoch and next number, and every message appended since
-        # the copy of epoch $3 that holds the rows below $4 was made.
+        # A whole read, in one statement: the session's generation and next number, and every message appended
+        # since the copy of generation $3 that holds the rows below $4 was made.
         self.refresh = f"""
-SELECT s.epoch, s.next_seq, m.seq, m.body FROM {sessions} s
+SELECT s.generation, s.next_seq, m.seq, m.body FROM {sessions} s
 LEFT JOIN {m} m ON m.agent_id = s.agent_id AND m.session_id = s.session_id
-    AND m.seq >= CASE WHEN s.epoch = $3 THEN $4 ELSE 0 END AND m.seq < s.next_seq
+    AND m.seq >= CASE WHEN s.generation = $3 THEN $4 ELSE 0 END AND m.seq < s.next_seq
 WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq"""
 
         # Relevant recall's search, in two statements. The first counts the session's messages that hold each
@@ -67,7 +67,7 @@ WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq"""
         # call, a call to the results after it) and returns each unit's rows with the id of the system message
         # before it. Every read of a session walks its primary key.
         self.df = f"""
-SELECT s.epoch, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, ARRAY(
+SELECT s.generation, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, ARRAY(
     SELECT (SELECT count(*) FROM (
         SELECT 1 FROM (SELECT m.agent_id, m.session_id FROM {m} m WHERE m.terms @@ t.query::tsquery OFFSET 0) x
         WHERE x.agent_id = $1 AND x.session_id = $2 LIMIT $4) c)
@@ -77,16 +77,22 @@ SELECT s.epoch, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, 
     SELECT m.body FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
     AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS bodies
 FROM {sessions} s WHERE s.agent_id = $1 AND s.session_id = $2"""
-        # Store the terms of rows the index lacks, and mark the session indexed up to $5 (if still in epoch $6:
-        # a clear or clear_run in between may have changed the rows). A row another searcher has indexed in the
-        # meantime is left as it is. The seqs come sorted, and the range they span bounds the rows joined:
-        # without it the planner may hash the whole session for each chunk.
+        # Store the terms of rows the index lacks, and mark the session indexed up to $5, only while the session
+        # is in generation $6, the one the terms were computed in: a clear, clear_run or replace_last in between
+        # removed or renumbered rows, and the terms of the removed rows must never land on the rows that now
+        # hold their numbers. The session row is locked first, as appends and removals lock it, so the write
+        # waits for a removal under way and then finds the generation changed (and never deadlocks with it). A
+        # row another searcher has indexed in the meantime is left as it is. The seqs come sorted, and the range
+        # they span bounds the rows joined: without it the planner may hash the whole session for each chunk.
         self.index = f"""
-WITH stored AS (UPDATE {m} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) AS u(seq, terms)
-                WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq AND m.terms IS NULL
-                AND m.seq BETWEEN $3[1] AND $3[cardinality($3)] RETURNING 1)
+WITH g AS MATERIALIZED (SELECT 1 FROM {sessions} WHERE agent_id = $1 AND session_id = $2 AND generation = $6
+                        FOR NO KEY UPDATE),
+stored AS (UPDATE {m} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) AS u(seq, terms)
+           WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq AND m.terms IS NULL
+           AND m.seq BETWEEN $3[1] AND $3[cardinality($3)] AND EXISTS (SELECT 1 FROM g) RETURNING 1)
 UPDATE {sessions} s SET indexed_seq = $5
-WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.epoch = $6 AND $7"""
+WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generation = $6 AND $7
+  AND EXISTS (SELECT 1 FROM g)"""
         self.search = f"""
 WITH q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
 hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms FROM (

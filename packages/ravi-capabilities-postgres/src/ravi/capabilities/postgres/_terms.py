@@ -10,10 +10,10 @@ import hashlib
 from collections import Counter
 
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.search import message_text, terms
+from ravi.kernel.search import indexed_terms
 
-_INDEXED_CHARS = 100_000
-_LONGEST_TERM = 200
+_LEXEME_BYTES = 600_000
+"""The most bytes of lexemes and positions one row's tsvector is given (Postgres refuses one past 1 MB)."""
 
 
 def session_digest(agent_id: str, session_id: str) -> str:
@@ -34,18 +34,26 @@ _POSITIONS = [",".join(map(str, range(1, n + 1))) for n in range(257)]
 
 
 def message_terms(message: ChatMessage) -> Counter[str]:
-    """The terms a message is indexed under, with how often each occurs: those of its first 100,000 characters
-    (a tsvector holds at most 1 MB) up to 200 characters long (longer "words" are blobs, never asked for)."""
-    counted = Counter(terms(message_text(message)[:_INDEXED_CHARS]))
-    for term in [t for t in counted if len(t) > _LONGEST_TERM]:
-        del counted[term]
-    return counted
+    """The terms a message is indexed under, with how often each occurs (:func:`ravi.kernel.search.indexed_terms`,
+    the cap every searching store shares)."""
+    return indexed_terms(message)
 
 
 def searchable_terms(scope: str, counted: Counter[str]) -> str:
     """The tsvector text of a message's terms (:func:`message_terms`): each prefixed with the session's digest,
-    with as many positions as it occurs (at most 256), so a search can weigh repeated terms."""
-    return " ".join(f"{quoted(scope + term)}:{_POSITIONS[min(n, 256)]}" for term, n in counted.items())
+    with as many positions as it occurs (at most 256), so a search can weigh repeated terms. The first terms
+    that fit :data:`_LEXEME_BYTES` are kept, so no message can pass the tsvector's 1 MB (a message of long
+    non-Latin words would, at 10,000 terms)."""
+    parts = []
+    size = 0
+    overhead = len(scope.encode()) + 8
+    for term, n in counted.items():
+        positions = min(n, 256)
+        size += len(term.encode()) + overhead + 2 * positions
+        if size > _LEXEME_BYTES:
+            break
+        parts.append(f"{quoted(scope + term)}:{_POSITIONS[positions]}")
+    return " ".join(parts)
 
 
 __all__ = ["message_terms", "quoted", "searchable_terms", "session_digest"]

@@ -12,13 +12,23 @@ from ravi.capabilities.postgres._cache import Cached, Lru, Window
 from ravi.capabilities.postgres._db import PoolOptions, PostgresStore
 from ravi.capabilities.postgres._history_migrations import MIGRATIONS
 from ravi.capabilities.postgres._history_sql import HistoryStatements
-from ravi.capabilities.postgres._terms import _LONGEST_TERM, message_terms, searchable_terms, session_digest
+from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
+from ravi.kernel.errors import MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
-from ravi.kernel.search import UnitMatch, terms, unit_end
-from ravi.kernel.storage.history import HistoryWindow, check_append, check_search, window_of
+from ravi.kernel.scope import Scope
+from ravi.kernel.search import UnitMatch, query_terms, unit_end
+from ravi.kernel.storage.history import (
+    HistoryWindow,
+    check_append,
+    check_replace,
+    check_search,
+    stored_body,
+    window_of,
+)
+from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope
+from ravi.kernel.values import check_page, check_scope, check_span, check_summary
 
 _RANKED = 2_000
 """How many messages a search ranks at most beyond those holding its rarest term."""
@@ -26,15 +36,38 @@ _INDEX_CHUNK = 2_000
 """How many rows the terms index takes in one statement."""
 
 
+def _rows(messages: Sequence[ChatMessage]) -> tuple[list[str], list[str], list[str], list[int]]:
+    """The ids, stored bodies, roles and stored token counts of ``messages``, as the statements take them."""
+    return (
+        [m.id for m in messages],
+        [stored_body(m) for m in messages],
+        [m.role for m in messages],
+        [stored_tokens(m) for m in messages],
+    )
+
+
+def _conflicts(error: BaseException) -> RaviError | None:
+    """``MessageConflict`` for the append statement's refusal of a held id (SQLSTATE RV409)."""
+    if getattr(error, "sqlstate", None) == "RV409":
+        return MessageConflict(str(getattr(error, "detail", "") or ""))
+    return None
+
+
 class PostgresHistoryProvider(PostgresStore):
     """The ``HistoryProvider`` contract on PostgreSQL (asyncpg, a connection pool).
 
     * Each session's messages are numbered in a strict order with no gaps or duplicates, even with many
       concurrent writers (appends to one session are serialised by a row lock on the session).
-    * ``append_many`` is one round trip; a retried append of a message id already in the session is ignored.
+    * ``append_many`` is one round trip; a retried append of a message the session holds is ignored, and a
+      different message under a held id refuses the batch (``MessageConflict``).
     * ``get_messages`` is one query served by the primary key. Messages are immutable, so the provider keeps
       the sessions it read last (``cache_sessions`` of them) and fetches only what was appended since; a
-      ``clear`` or ``clear_run`` from any process bumps the session's epoch and invalidates the copy.
+      removal from any process gives the session a new generation and invalidates the copy.
+    * ``clear``, ``clear_run`` and ``replace_last`` (``TailEditor``) are each one statement that locks the
+      session first, as appends do, so they serialise with appends and each other instead of deadlocking; each
+      gives the session a new generation (``SessionGeneration``) and removes its summaries.
+    * The provider keeps its sessions' summaries too (``SummaryStore``), refusing one of a generation that is no
+      longer the session's in the statement that writes it.
     * ``clear_run`` and ``count_messages`` use indexes, not scans.
 
     Args:
@@ -57,6 +90,11 @@ class PostgresHistoryProvider(PostgresStore):
         self._messages = self.db.table("messages")
         self._sessions = self.db.table("sessions")
         self._append = f'"{self.db.schema}"."{self.db.prefix}append_messages"'
+        self._clear = f'"{self.db.schema}"."{self.db.prefix}clear_session"'
+        self._clear_run = f'"{self.db.schema}"."{self.db.prefix}clear_run"'
+        self._replace_last = f'"{self.db.schema}"."{self.db.prefix}replace_last"'
+        self._summaries = self.db.table("session_summaries")
+        self.db.translate = _conflicts
         self._cache: Lru[Cached] = Lru(cache_sessions)
         self._windows: Lru[Window] = Lru(cache_sessions)
         self._cache_size = cache_sessions
@@ -78,13 +116,8 @@ class PostgresHistoryProvider(PostgresStore):
         check_append(agent_id, session_id, run_id, messages)
         if not messages:
             return
-        ids = [m.id for m in messages]
-        bodies = [m.model_dump_json() for m in messages]
-        roles = [m.role for m in messages]
-        tokens = [stored_tokens(m) for m in messages]
         await self.db.fetchval(
-            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7)",
-            *(agent_id, session_id, run_id, ids, bodies, roles, tokens),
+            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7)", agent_id, session_id, run_id, *_rows(messages)
         )
 
     async def get_messages(
@@ -116,63 +149,139 @@ class PostgresHistoryProvider(PostgresStore):
             self._refresh_query,
             agent_id,
             session_id,
-            base.epoch if base else -1,
+            base.generation if base else "",
             base.next_seq if base else 0,
         )
         if not rows:
             self._cache.pop(key)
             return []
-        epoch, next_seq = rows[0]["epoch"], rows[0]["next_seq"]
+        generation, next_seq = rows[0]["generation"], rows[0]["next_seq"]
         fresh = messages_from_json([r["body"] for r in rows if r["body"] is not None])
-        if base is not None and base.epoch == epoch:
-            copy = Cached(epoch, next_seq, base.messages + fresh if fresh else base.messages)
+        if base is not None and base.generation == generation:
+            copy = Cached(generation, next_seq, base.messages + fresh if fresh else base.messages)
         else:
-            copy = Cached(epoch, next_seq, fresh)
+            copy = Cached(generation, next_seq, fresh)
         current = self._cache.get(key)
-        # Keep whichever copy is newer: a slower reader must not put back an older one (or one of a cleared epoch).
-        if current is None or current is base or (current.epoch, current.next_seq) <= (copy.epoch, copy.next_seq):
+        # Keep the newer copy: a slower reader must not put back an older one of the same generation. (Of two
+        # generations, the one just read is kept; every read checks the generation on the server anyway.)
+        if (
+            current is None
+            or current is base
+            or current.generation != copy.generation
+            or current.next_seq <= copy.next_seq
+        ):
             self._cache.keep(key, copy)
         return copy.messages  # never changed in place: callers get slices of it
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
-        """Remove the session; returns how many messages it held."""
+        """Remove the session's messages and summaries, in a new generation; returns how many messages it held.
+        One statement, under the session's lock."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        async with self.db.connection() as connection, connection.transaction():
-            await connection.execute(
-                f"UPDATE {self._sessions} SET epoch = epoch + 1, next_seq = 0, total_tokens = 0, indexed_seq = 0 "
-                "WHERE agent_id = $1 AND session_id = $2",
-                agent_id,
-                session_id,
-            )
-            status = await connection.execute(
-                f"DELETE FROM {self._messages} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
-            )
+        removed = await self.db.fetchval(f"SELECT {self._clear}($1, $2)", agent_id, session_id)
         self._cache.pop((agent_id, session_id))
         self._windows.pop((agent_id, session_id))
-        return int(status.split()[-1])
+        return int(removed)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
-        """Remove exactly the messages ``run_id`` wrote to the session; returns how many."""
+        """Remove exactly the messages ``run_id`` wrote to the session (and, when it removed any, the session's
+        summaries, in a new generation); returns how many. One statement, under the session's lock, which also
+        recomputes the running totals after the first removed message."""
         check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
-        async with self.db.connection() as connection, connection.transaction():
-            status = await connection.execute(
-                f"DELETE FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND run_id = $3",
-                agent_id,
-                session_id,
-                run_id,
-            )
-            removed = int(status.split()[-1])
-            if removed:
-                await self._recount_running_totals(connection, agent_id, session_id)
-                await connection.execute(
-                    f"UPDATE {self._sessions} SET epoch = epoch + 1 WHERE agent_id = $1 AND session_id = $2",
-                    agent_id,
-                    session_id,
-                )
+        removed = int(await self.db.fetchval(f"SELECT {self._clear_run}($1, $2, $3)", agent_id, session_id, run_id))
         if removed:
             self._cache.pop((agent_id, session_id))
             self._windows.pop((agent_id, session_id))
         return removed
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        """If the newest message has id ``message_id``, put ``messages`` (tagged ``run_id``) in its place in a new
+        generation of the session (``TailEditor``): one statement under the session's lock, so concurrent
+        editors and writers never lose or reorder each other's messages. ``False`` (nothing changed)
+        otherwise."""
+        check_replace(agent_id, session_id, message_id, messages, run_id)
+        done = await self.db.fetchval(
+            f"SELECT {self._replace_last}($1, $2, $3, $4, $5, $6, $7, $8)",
+            agent_id,
+            session_id,
+            message_id,
+            run_id,
+            *_rows(messages),
+        )
+        if done:
+            self._cache.pop((agent_id, session_id))
+            self._windows.pop((agent_id, session_id))
+        return bool(done)
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        """The session's generation (``SessionGeneration``); ``""`` for a session never written."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        value = await self.db.fetchval(
+            f"SELECT generation FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
+        )
+        return "" if value is None else str(value)
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        """The summary of the span in ``scope`` (``SummaryStore``), or ``None``."""
+        check_summary_scope(scope)
+        check_span(span_id)
+        value = await self.db.fetchval(
+            f"SELECT text FROM {self._summaries} WHERE agent_id = $1 AND session_id = $2 AND generation = $3 "
+            "AND span_id = $4",
+            scope.agent_id,
+            scope.session_id,
+            scope.generation or "",
+            span_id,
+        )
+        return None if value is None else str(value)
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        """Keep ``text`` as the span's summary in ``scope`` unless it has one; ``False`` (nothing kept) when
+        ``scope.generation`` is not the session's, checked in the statement that writes it (under a share lock
+        on the session, so a ``clear`` under way is waited for). A scope without a generation is kept unchecked,
+        until the session is cleared."""
+        check_summary_scope(scope)
+        check_span(span_id)
+        check_summary(text)
+        args = (scope.agent_id, scope.session_id, scope.generation or "", span_id, text)
+        if scope.generation is None:
+            await self.db.execute(
+                f"INSERT INTO {self._summaries} (agent_id, session_id, generation, span_id, text) "
+                "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                *args,
+            )
+            return True
+        if not scope.generation:
+            return False
+        kept = await self.db.fetchval(
+            f"WITH current AS (SELECT 1 FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2 "
+            "AND generation = $3 FOR SHARE), "
+            f"kept AS (INSERT INTO {self._summaries} (agent_id, session_id, generation, span_id, text) "
+            "SELECT $1, $2, $3, $4, $5 FROM current ON CONFLICT DO NOTHING RETURNING 1) "
+            "SELECT EXISTS (SELECT 1 FROM current)",
+            *args,
+        )
+        return bool(kept)
+
+    async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Remove every summary of the session (of every session of the agent when ``session_id`` is ``None``),
+        whatever its generation; returns how many."""
+        check_scope(agent_id=agent_id)
+        if session_id is None:
+            status = await self.db.execute(f"DELETE FROM {self._summaries} WHERE agent_id = $1", agent_id)
+        else:
+            check_scope(session_id=session_id)
+            status = await self.db.execute(
+                f"DELETE FROM {self._summaries} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
+            )
+        return int(status.split()[-1])
 
     async def _recount_running_totals(self, connection: Any, agent_id: str, session_id: str) -> None:
         """Recompute the session's running totals and total from its stored counts (the total is NULL while any
@@ -232,20 +341,21 @@ class PostgresHistoryProvider(PostgresStore):
             agent_id,
             session_id,
             tokens,
-            cached.epoch if cached else -1,
+            cached.generation if cached else "",
             cached.low if cached else 0,
             cached.high if cached else -1,
         )
         if not rows:  # no such session
             self._windows.pop(key)
-            return HistoryWindow([], 0, True)
+            return HistoryWindow([], 0, True, None, "")
         first = rows[0]
         start = first["start"]
         found = [r for r in rows if r["seq"] is not None]
         fresh_seqs: list[int] = [r["seq"] for r in found]
         fresh = messages_from_json([r["body"] for r in found], [r["tokens"] for r in found])
         seqs, messages = fresh_seqs, fresh
-        if cached is not None and cached.epoch == first["epoch"]:  # what this view shares with the last one
+        generation = first["generation"]
+        if cached is not None and cached.generation == generation:  # what this view shares with the last one
             cut = bisect_left(cached.seqs, start)
             kept_seqs = [q for q, m in zip(cached.seqs[:cut], cached.messages[:cut], strict=True) if m.role == "system"]
             kept = [m for m in cached.messages[:cut] if m.role == "system"]
@@ -258,16 +368,17 @@ class PostgresHistoryProvider(PostgresStore):
                 seqs, messages = [q for q, _ in merged], [m for _, m in merged]
         if not messages:
             self._windows.pop(key)
-            return HistoryWindow([], 0, True)
+            return HistoryWindow([], 0, True, 0, generation)
         if first["total"] is None:  # written before counts were kept: this read was of the whole session
             await self._recount(agent_id, session_id)
-            view = window_of(messages, tokens)
+            view = window_of(messages, tokens, generation)
             start = -1
         else:
-            view = HistoryWindow(messages, bisect_left(seqs, start), bool(first["complete"]), int(first["before"]))
+            head = bisect_left(seqs, start)
+            view = HistoryWindow(messages, head, bool(first["complete"]), int(first["before"]), generation)
         if self._cache_size:
             low = seqs[bisect_left(seqs, start)] if bisect_left(seqs, start) < len(seqs) else seqs[-1] + 1
-            self._windows.keep(key, Window(first["epoch"], low, seqs[-1], seqs, messages))
+            self._windows.keep(key, Window(generation, low, seqs[-1], seqs, messages))
         return view
 
     async def search_units(
@@ -278,7 +389,7 @@ class PostgresHistoryProvider(PostgresStore):
         search are indexed first (by this search, once for every process)."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_search(query, before, limit)
-        words = sorted({t for t in terms(query) if len(t) <= _LONGEST_TERM})
+        words = sorted(query_terms(query))
         if not words or not limit:
             return []
         digest = session_digest(agent_id, session_id)
@@ -299,7 +410,7 @@ class PostgresHistoryProvider(PostgresStore):
                 state["pending"],
                 texts,
                 state["next_seq"],
-                state["epoch"],
+                state["generation"],
                 True,
             )
         # the rarer terms: the rarest, then the next ones while they add few messages to rank (a message that
@@ -341,7 +452,7 @@ class PostgresHistoryProvider(PostgresStore):
         return found[:limit]
 
     async def _search_state(self, agent_id: str, session_id: str, quoted: list[str]) -> Any:
-        """The session's epoch and length, how many of its messages hold each of ``quoted`` (capped), and the
+        """The session's generation and length, how many of its messages hold each of ``quoted`` (capped), and the
         rows appended since its last search (``pending``, with their ``bodies``), in one statement. A long
         stretch never searched (a session written before the index, or imported) is indexed here first, a
         chunk at a time. ``None`` for a session that does not exist."""
@@ -359,7 +470,7 @@ class PostgresHistoryProvider(PostgresStore):
         """Index every row the terms index lacks up to the session's length in ``state``, a chunk a statement,
         and mark the session indexed. The terms of one chunk are computed while the server stores the last."""
         digest = session_digest(agent_id, session_id)
-        stop, epoch = state["next_seq"], state["epoch"]
+        stop, generation = state["next_seq"], state["generation"]
         seqs, bodies = list(state["pending"]), list(state["bodies"])
         storing: asyncio.Future[Any] | None = None
         try:
@@ -369,7 +480,7 @@ class PostgresHistoryProvider(PostgresStore):
                 if storing is not None:
                     await storing
                 storing = asyncio.ensure_future(
-                    self.db.execute(self._index_query, agent_id, session_id, seqs, texts, stop, epoch, last)
+                    self.db.execute(self._index_query, agent_id, session_id, seqs, texts, stop, generation, last)
                 )
                 if last:
                     break

@@ -17,7 +17,7 @@ from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult
-from ravi.kernel.values import check_ids, check_vector
+from ravi.kernel.values import check_ids, check_json, check_vector
 
 MIGRATIONS = [
     Migration(
@@ -74,6 +74,9 @@ def filter_sql(filter: Filter | None, first: int) -> tuple[str, list[Any]]:
     clauses, params = [], []
     n = first
     for key, wanted in filter.items():
+        if not isinstance(key, str):
+            raise InvalidArgument(f"filter keys must be strings, got {type(key).__name__} {key!r}")
+        check_json(wanted, f"filter.{key}")
         if isinstance(wanted, list):
             clauses.append(f"metadata -> ${n} = ANY(${n + 1}::jsonb[])")
             params += [str(key), [json.dumps(v) for v in wanted]]
@@ -200,6 +203,8 @@ class PgVectorStore(PostgresStore):
 
     async def _write(self, documents: Sequence[Document], collection: str, *, replace: bool) -> list[str]:
         self._check_collection(collection)
+        if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
+            raise InvalidArgument(f"documents must be a sequence of Document, got {type(documents).__name__}")
         for d in documents:
             if not isinstance(d, Document):
                 raise InvalidArgument(f"expected Document objects, got {type(d).__name__}")

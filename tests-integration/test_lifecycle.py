@@ -1,0 +1,66 @@
+"""What the stores keep about a transcript's life on real servers: shared pools, typed errors at the edges, the
+terms index across removals, bounded searches, and ``RaviSession.pop_item`` on every history store."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from servers import Server, closing
+
+from ravi.capabilities.postgres import PgLongTermMemory, PgVectorStore, PostgresHistoryProvider
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import Document
+
+
+async def test_a_store_joining_a_shared_pool_gets_its_connection_hook(postgres_server: Server, pg_schema: str) -> None:
+    """Stores with the same DSN and pool options share one pool. A store that needs a connection hook (the
+    pgvector codec) and joins a pool another store opened first gets connections with its hook: the pool's
+    connections are replaced when a hook is added (``expire_connections`` is a coroutine in asyncpg 0.32; left
+    unawaited, the old connections stayed, and every save failed with "expected str, got ndarray")."""
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append("a", ChatMessage.user("opens the pool"), session_id="s")
+        async for memory in closing(PgLongTermMemory(postgres_server.address, schema=pg_schema)):
+            for _ in range(3):  # every pooled connection, not only a new one
+                await memory.save("a", "the user prefers tea")
+            assert [m.content for m in await memory.search("a", "tea")][:1] == ["the user prefers tea"]
+        async for vectors in closing(PgVectorStore(postgres_server.address, schema=pg_schema, command_timeout=30.0)):
+            await vectors.upsert([Document(id="d1", content="x", embedding=[1.0, 0.0, 0.0])], collection="c")
+            [hit] = await vectors.search([1.0, 0.0, 0.0], collection="c", limit=1)
+            assert hit.id == "d1"
+
+
+async def test_postgres_edges_raise_typed_errors(postgres_server: Server, pg_schema: str) -> None:
+    """``append_many(None)``, ``upsert(None)`` and a search filter holding a set or an object raise
+    ``InvalidArgument``, never a ``TypeError`` from the driver."""
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        with pytest.raises(InvalidArgument):
+            await history.append_many("a", None, session_id="s")  # type: ignore[arg-type]
+    async for vectors in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+        with pytest.raises(InvalidArgument):
+            await vectors.upsert(None, collection="c")  # type: ignore[arg-type]
+        await vectors.upsert([Document(id="d1", content="x", embedding=[1.0, 0.0])], collection="c")
+        for bad in ({"tag": {"a", "b"}}, {"tag": object()}, {"tag": {"$in": {"a"}}}):
+            with pytest.raises(InvalidArgument):
+                await vectors.search([1.0, 0.0], collection="c", limit=1, filter=bad)  # type: ignore[arg-type]
+
+
+async def test_concurrent_clear_runs_never_deadlock(postgres_server: Server, pg_schema: str) -> None:
+    """Concurrent ``clear_run`` calls of one session on separate connections serialise on the session's lock:
+    none fails with a deadlock (7 of 8 did), and the running totals add up afterwards."""
+    from ravi.kernel.storage import window_of
+
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema, max_size=12)):
+        for round_ in range(3):
+            s = f"s{round_}"
+            for i in range(8):
+                batch = [ChatMessage.user(f"{i}.{k} " + "x" * (k * 37 % 300)) for k in range(40)]
+                await history.append_many("a", batch, session_id=s, run_id=f"r{i % 4}")
+            await asyncio.gather(*(history.clear_run("a", session_id=s, run_id=f"r{i}") for i in range(3)))
+            kept = await history.get_messages("a", session_id=s)
+            assert len(kept) == 80
+            for tokens in (0, 500, 5_000):
+                assert await history.read_window("a", session_id=s, tokens=tokens) == window_of(
+                    kept, tokens, await history.generation("a", session_id=s)
+                )
