@@ -85,6 +85,15 @@ class TestClusterSummaries(SummaryStoreContract):
             yield store
 
 
+class TestClusterHistorySummaries(SummaryStoreContract):
+    @pytest_asyncio.fixture
+    async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(
+            RedisHistoryProvider(redis_cluster_server.address, prefix=redis_prefix, cluster=True, max_connections=1000)
+        ):
+            yield store
+
+
 @pytest.mark.asyncio
 async def test_a_sessions_keys_share_one_slot_spread_across_the_cluster(
     redis_cluster_server: Server, redis_prefix: str
