@@ -168,7 +168,7 @@ class InMemoryHistoryProvider(Closeable):
         check_page(tokens, 0)
         session = self._session(agent_id, session_id)
         if session is None:
-            return HistoryWindow([], 0, True, None, "")
+            return HistoryWindow([], 0, True, 0, "")
         before, messages = session.before, session.messages
         # the latest start whose tail passes ``tokens``: before[start] < total - tokens
         start = max(0, bisect_left(before, before[-1] - tokens) - 1)
