@@ -4,6 +4,8 @@ terms index across removals, bounded searches, and ``RaviSession.pop_item`` on e
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from servers import Server, closing
@@ -64,3 +66,65 @@ async def test_concurrent_clear_runs_never_deadlock(postgres_server: Server, pg_
                 assert await history.read_window("a", session_id=s, tokens=tokens) == window_of(
                     kept, tokens, await history.generation("a", session_id=s)
                 )
+
+
+@pytest.fixture(params=["postgres", "redis"])
+async def server_history(
+    request: pytest.FixtureRequest, postgres_server: Server, pg_schema: str, redis_server: Server, redis_prefix: str
+) -> AsyncIterator[Any]:
+    """A history provider on a real server: Postgres or Redis."""
+    from ravi.capabilities.redis import RedisHistoryProvider
+
+    if request.param == "postgres":
+        store: Any = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    else:
+        store = RedisHistoryProvider(redis_server.address, prefix=redis_prefix)
+    async for opened in closing(store):
+        yield opened
+
+
+def _said(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def _answered(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "id": f"msg-{text}",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+async def test_concurrent_pops_return_different_items(server_history: Any) -> None:
+    """Concurrent ``pop_item`` calls on one session return different items (two used to return the same one in
+    9 of 10 trials, though only one was removed), and together remove exactly the session's items."""
+    from ravi.integrations.openai_agents import RaviSession
+
+    for trial in range(5):
+        session = RaviSession(f"s{trial}", server_history)
+        items = [_said("first"), *(_answered(f"part {i}") for i in range(8)), _said("last")]
+        await session.add_items(items[:5])
+        await session.add_items(items[5:])
+        popped = await asyncio.gather(*(session.pop_item() for _ in range(10)))
+        assert sorted(map(str, popped)) == sorted(map(str, items)), "two pops returned the same item"
+        assert await session.get_items() == []
+
+
+async def test_a_pop_racing_add_items_moves_nothing(server_history: Any) -> None:
+    """A pop racing ``add_items`` removes one item and moves none: the rest of its batch stays before the new
+    items (it used to be written again after them)."""
+    from ravi.integrations.openai_agents import RaviSession
+
+    for trial in range(8):
+        session = RaviSession(f"s{trial}", server_history)
+        first = [_said("question"), _answered("one"), _answered("two"), _answered("three")]
+        await session.add_items(first)
+        later = [_said("follow-up"), _answered("reply")]
+        popped, _ = await asyncio.gather(session.pop_item(), session.add_items(later))
+        got = await session.get_items()
+        if popped == first[-1]:
+            assert got == [*first[:-1], *later], "the batch the pop rewrote moved after the new items"
+        else:
+            assert (popped, got) == (later[-1], [*first, *later[:-1]])
