@@ -306,7 +306,9 @@ class TestPostgresSummaries(SummaryStoreContract):
 
 
 @pytest.mark.parametrize("beside", [False, True], ids=["summary store", "history provider"])
-async def test_a_span_is_summarised_once_across_processes(postgres_server: Server, pg_schema: str, beside: bool) -> None:
+async def test_a_span_is_summarised_once_across_processes(
+    postgres_server: Server, pg_schema: str, beside: bool
+) -> None:
     """Two processes' summarisers sharing the Postgres summaries (a summary store of their own, or the history
     provider's): the second reads, it does not call."""
 

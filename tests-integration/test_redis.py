@@ -362,4 +362,6 @@ async def test_sessions_written_before_counts_were_kept_are_counted_on_their_fir
         messages.append(last)
         assert await store.redis.client.llen(keys[4]) == len(messages)
         for tokens in (0, 50, 300, 10_000):
-            assert await store.read_window("a", session_id="s", tokens=tokens) == window_of(messages, tokens, generation)
+            assert await store.read_window("a", session_id="s", tokens=tokens) == window_of(
+                messages, tokens, generation
+            )
