@@ -430,7 +430,7 @@ class HistoryProviderContract(ContractBase):
         seen: set[str] = {""}
 
         async def new_one(after: str) -> str:
-            generation = await backend.generation(a, session_id=s)  # type: ignore[attr-defined]
+            generation = await backend.generation(a, session_id=s)
             assert generation not in seen, f"{after} kept the generation, or gave back an earlier one"
             seen.add(generation)
             return generation

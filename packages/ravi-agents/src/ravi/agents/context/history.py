@@ -39,7 +39,7 @@ class _Session:
     def fresh(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         """The messages of a batch the session does not hold yet; ``MessageConflict`` (nothing added) when one
         reuses a held id for a different message."""
-        out = []
+        out: list[ChatMessage] = []
         for message in messages:
             held = self.ids.get(message.id)
             if held is None:

@@ -318,7 +318,7 @@ class Database:
 
     async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
         """The first row of one statement."""
-        return await self._statement("fetchrow", query, args)  # type: ignore[no-any-return]
+        return await self._statement("fetchrow", query, args)
 
     async def fetchval(self, query: str, *args: Any) -> Any:
         """The first value of one statement."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Unpack
 
 import asyncpg
@@ -16,8 +16,8 @@ from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
-from ravi.kernel.storage import Document, Filter, SearchResult
-from ravi.kernel.values import check_ids, check_json, check_vector
+from ravi.kernel.storage import Document, Filter, SearchResult, check_filter
+from ravi.kernel.values import check_ids, check_items, check_vector
 
 MIGRATIONS = [
     Migration(
@@ -67,16 +67,12 @@ def filter_sql(filter: Filter | None, first: int) -> tuple[str, list[Any]]:
     Each key must equal its value; a list value means any of its items. Keys and values travel as
     parameters.
     """
+    check_filter(filter)
     if not filter:
         return "", []
-    if not isinstance(filter, Mapping):
-        raise InvalidArgument(f"filter must be a mapping of metadata keys to values, got {type(filter).__name__}")
     clauses, params = [], []
     n = first
     for key, wanted in filter.items():
-        if not isinstance(key, str):
-            raise InvalidArgument(f"filter keys must be strings, got {type(key).__name__} {key!r}")
-        check_json(wanted, f"filter.{key}")
         if isinstance(wanted, list):
             clauses.append(f"metadata -> ${n} = ANY(${n + 1}::jsonb[])")
             params += [str(key), [json.dumps(v) for v in wanted]]
@@ -203,11 +199,7 @@ class PgVectorStore(PostgresStore):
 
     async def _write(self, documents: Sequence[Document], collection: str, *, replace: bool) -> list[str]:
         self._check_collection(collection)
-        if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
-            raise InvalidArgument(f"documents must be a sequence of Document, got {type(documents).__name__}")
-        for d in documents:
-            if not isinstance(d, Document):
-                raise InvalidArgument(f"expected Document objects, got {type(d).__name__}")
+        documents = check_items(documents, Document, "documents")
         if not documents:
             return []
         vectors = await self._vectors(documents)

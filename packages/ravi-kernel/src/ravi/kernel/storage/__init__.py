@@ -46,7 +46,7 @@ from ravi.kernel.storage.history import (
 from ravi.kernel.storage.memory import LongTermMemory, Memory, ShortTermMemory
 from ravi.kernel.storage.summaries import SummaryStore
 from ravi.kernel.storage.tasks import TRANSITIONS, Task, TaskLifecycle, TaskList, TaskStatus, TaskStore, as_tasks
-from ravi.kernel.storage.vector import Document, SearchResult, VectorStore, matches
+from ravi.kernel.storage.vector import Document, SearchResult, VectorStore, check_filter, matches
 from ravi.kernel.values import ttl_seconds
 
 __all__ = [
@@ -92,6 +92,7 @@ __all__ = [
     "check_blob_key",
     "check_blob_metadata",
     "check_content_type",
+    "check_filter",
     "matches",
     "window_of",
     "window_start",
