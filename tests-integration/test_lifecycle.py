@@ -128,3 +128,34 @@ async def test_a_pop_racing_add_items_moves_nothing(server_history: Any) -> None
             assert got == [*first[:-1], *later], "the batch the pop rewrote moved after the new items"
         else:
             assert (popped, got) == (later[-1], [*first, *later[:-1]])
+
+
+async def test_a_search_after_a_window_read_takes_the_newest_rows_from_it(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """The rows a search indexes first are usually the newest, which the window read before it has just parsed:
+    they are not sent again (a 1 MB latest message used to cross the wire twice per window), and the search
+    finds them as it would have."""
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", [ChatMessage.user(f"turn {i} quokka{i}") for i in range(30)], session_id="s")
+        await history.search_units("a", session_id="s", query="turn", before=10**9, limit=1)
+        newest = [ChatMessage.user("the walrus sleeps " + "z" * 50_000), ChatMessage.assistant("noted")]
+        await history.append_many("a", newest, session_id="s")
+        await history.read_window("a", session_id="s", tokens=100)
+        states: list[Any] = []
+        fetchrow = history.db.fetchrow
+
+        async def spy(query: str, *args: Any) -> Any:
+            row = await fetchrow(query, *args)  # noqa: B023 - the loop runs once
+            states.append(row)  # noqa: B023
+            return row
+
+        history.db.fetchrow = spy  # type: ignore[method-assign]
+        matches = await history.search_units("a", session_id="s", query="walrus", before=10**9, limit=3)
+        assert [list(m.messages) for m in matches] == [[newest[0]]]
+        [state] = states
+        assert list(state["pending"]) and all(body is None for body in state["bodies"]), "the held rows came again"
+        other = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)  # holds nothing: reads them
+        async for fresh in closing(other):
+            await fresh.append("a", ChatMessage.user("a narwhal too"), session_id="s")
+            assert len(await fresh.search_units("a", session_id="s", query="narwhal", before=10**9, limit=3)) == 1

@@ -770,7 +770,10 @@ async def test_reads_stay_on_the_session_once_the_table_has_statistics(postgres_
         statements = {
             "first window": (history._window_query, ("a", "s", 150_000, "", 0, -1)),
             "window beside a cached one": (history._window_query, ("a", "s", 600_000, generation, 19_000, 19_500)),
-            "term counts and unindexed rows": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK)),
+            "term counts and unindexed rows": (
+                history._df_query,
+                ("a", "s", words, _RANKED + 1, _INDEX_CHUNK, generation, 19_000, 19_500),
+            ),
             "a whole read after a cached one": (history._refresh_query, ("a", "s", generation, 19_990)),
         }
         async with history.db.connection() as connection:
@@ -799,7 +802,7 @@ async def test_appends_leave_the_terms_index_alone_and_searches_use_it(postgres_
 
         words = [_quoted(session_digest("a", "s") + "kestrel")]
         statements = {
-            "term counts": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK)),
+            "term counts": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK, "", 0, -1)),
             "search": (history._search_query, ("a", "s", words, [1.0], words[0], 10**9, 5)),
         }
         async with history.db.connection() as connection, connection.transaction():

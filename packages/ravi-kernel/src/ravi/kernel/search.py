@@ -19,6 +19,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
 
@@ -26,13 +27,14 @@ _WORD = re.compile(r"\w+(?:[-.]\w+)*")
 _ASCII_WORD = re.compile(r"\w+(?:[-.]\w+)*", re.ASCII)  # the same words in ASCII text, found faster
 # Scripts written without spaces between words: kana, CJK ideographs, Thai, Lao, Myanmar, Khmer.
 _UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]+")
-MAX_INDEXED_CHARS = 100_000
-"""How much of a message's searchable text is indexed (its first characters)."""
+MAX_INDEXED_CHARS = 32_768
+"""How much of a message's searchable text is indexed (its first characters; the offline embedder reads as
+much)."""
 MAX_TERM_CHARS = 200
 """The longest term indexed or asked for: longer "words" are blobs (hashes, base64), never searched for."""
-MAX_MESSAGE_TERMS = 10_000
+MAX_MESSAGE_TERMS = 4_096
 """The most distinct terms one message is indexed under (its first ones), so no message can pass a store's limit
-(Postgres keeps at most 1 MB of lexemes per row) or make an index grow without bound."""
+(Postgres keeps at most 1 MB of lexemes per row) or make indexing it cost more than a few milliseconds."""
 MAX_QUERY_TERMS = 64
 """The most distinct terms a search looks up (:func:`query_terms`)."""
 MAX_QUERY_CHARS = 8_000
@@ -121,15 +123,12 @@ def indexed_terms(message: ChatMessage) -> Counter[str]:
     :data:`MAX_INDEXED_CHARS` characters of its :func:`message_text`, none longer than :data:`MAX_TERM_CHARS`,
     and at most :data:`MAX_MESSAGE_TERMS` distinct ones (the first to occur). Every searching store indexes
     these, so none can be broken or swamped by one huge message."""
-    found = terms(message_text(message)[:MAX_INDEXED_CHARS])
-    counted: Counter[str] = Counter()
-    for term in found:
-        if len(term) > MAX_TERM_CHARS:
-            continue
-        if term in counted:
-            counted[term] += 1
-        elif len(counted) < MAX_MESSAGE_TERMS:
-            counted[term] = 1
+    counted = Counter(terms(message_text(message)[:MAX_INDEXED_CHARS]))
+    long = [t for t in counted if len(t) > MAX_TERM_CHARS]
+    for term in long:
+        del counted[term]
+    if len(counted) > MAX_MESSAGE_TERMS:  # a Counter keeps its keys in order of first occurrence
+        counted = Counter(dict(islice(counted.items(), MAX_MESSAGE_TERMS)))
     return counted
 
 
@@ -138,28 +137,33 @@ def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
     grow with the size of its request.
 
     A request of at most :data:`MAX_QUERY_CHARS` characters is read whole; of a longer one, its first and last
-    halves of that many (where a question sits around what was pasted). Terms longer than
-    :data:`MAX_TERM_CHARS` are never indexed, so never asked for. When more than ``limit`` distinct terms remain,
-    the most distinctive are kept: the longer first (an identifier such as ``inv-2291`` or a rare word; length
-    counts up to 24 characters), among equals the first to occur. Deterministic, in order of first occurrence.
+    halves of that many. Terms longer than :data:`MAX_TERM_CHARS` are never indexed, so never asked for. When
+    more than ``limit`` distinct terms remain, those nearest either end of the request are kept, half from each
+    end: a request that pastes a document or a log puts its question before or after it, and the middle of what
+    was pasted says least about what is asked. Deterministic, in order of first occurrence.
 
     Example:
         >>> query_terms("Where is the invoice INV-2291?")
         ['invoice', 'inv-2291']
-        >>> query_terms("ab x abc y", limit=2)
-        ['ab', 'abc']
+        >>> query_terms("alpha beta gamma delta epsilon", limit=2)
+        ['alpha', 'epsilon']
     """
     if len(text) > MAX_QUERY_CHARS:
         half = MAX_QUERY_CHARS // 2
         text = f"{text[:half]} {text[-half:]}"
-    first: dict[str, int] = {}
-    for term in terms(text):
-        if len(term) <= MAX_TERM_CHARS:
-            first.setdefault(term, len(first))
+    found = [t for t in terms(text) if len(t) <= MAX_TERM_CHARS]
+    first = dict.fromkeys(found)
     if len(first) <= limit:
         return list(first)
-    kept = sorted(first, key=lambda t: (-min(len(t), 24), first[t]))[:limit]
-    return sorted(kept, key=first.__getitem__)
+    kept: dict[str, None] = {}
+    forward, backward = iter(first), iter(dict.fromkeys(reversed(found)))
+    while len(kept) < limit:
+        for side in (forward, backward):
+            term = next((t for t in side if t not in kept), None)
+            if term is not None and len(kept) < limit:
+                kept[term] = None
+    order = {t: i for i, t in enumerate(first)}
+    return sorted(kept, key=order.__getitem__)
 
 
 @dataclass

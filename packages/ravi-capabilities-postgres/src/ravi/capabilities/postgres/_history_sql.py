@@ -65,7 +65,9 @@ WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq"""
         # terms against the average of those matched), the messages before offset $6 that hold one of the rarer
         # terms (those the first statement picked), takes the best (2 x $7) to their units (a tool result to its
         # call, a call to the results after it) and returns each unit's rows with the id of the system message
-        # before it. Every read of a session walks its primary key.
+        # before it. Every read of a session walks its primary key. The first statement also returns the rows
+        # the terms index lacks, without the bodies of those this process holds parsed (generation $6, seq $7 to
+        # $8: its last window of the session).
         self.df = f"""
 SELECT s.generation, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, ARRAY(
     SELECT (SELECT count(*) FROM (
@@ -74,7 +76,8 @@ SELECT s.generation, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncoun
     FROM unnest($3::text[]) WITH ORDINALITY AS t(query, i) ORDER BY t.i) AS dfs, ARRAY(
     SELECT m.seq FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
     AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS pending, ARRAY(
-    SELECT m.body FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
+    SELECT CASE WHEN s.generation = $6 AND m.seq BETWEEN $7 AND $8 THEN NULL ELSE m.body END
+    FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
     AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS bodies
 FROM {sessions} s WHERE s.agent_id = $1 AND s.session_id = $2"""
         # Store the terms of rows the index lacks, and mark the session indexed up to $5, only while the session
@@ -95,7 +98,7 @@ WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generat
   AND EXISTS (SELECT 1 FROM g)"""
         self.search = f"""
 WITH q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
-hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms FROM (
+hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms || ''::tsvector AS terms FROM (
              SELECT m.agent_id, m.session_id, m.seq, m.role, m.terms, m.cum_tokens, m.tokens FROM {m} m
              WHERE m.terms @@ $5::tsquery OFFSET 0) x
          WHERE x.agent_id = $1 AND x.session_id = $2 AND x.role <> 'system' AND x.cum_tokens - x.tokens < $6),

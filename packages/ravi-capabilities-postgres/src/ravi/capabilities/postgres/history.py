@@ -46,6 +46,24 @@ def _rows(messages: Sequence[ChatMessage]) -> tuple[list[str], list[str], list[s
     )
 
 
+def _pending(state: Any, held: Window | None) -> list[ChatMessage] | None:
+    """The messages of the rows ``state`` says the terms index lacks: parsed from the bodies it carries, or taken
+    from ``held`` (the window this provider read last) for the rows it did not send. ``None`` when ``held`` lacks
+    one of those."""
+    bodies = state["bodies"]
+    parsed = iter(messages_from_json([b for b in bodies if b is not None]))
+    out = []
+    for seq, body in zip(state["pending"], bodies, strict=True):
+        if body is not None:
+            out.append(next(parsed))
+            continue
+        i = bisect_left(held.seqs, seq) if held is not None else 0
+        if held is None or i == len(held.seqs) or held.seqs[i] != seq:
+            return None
+        out.append(held.messages[i])
+    return out
+
+
 def _conflicts(error: BaseException) -> RaviError | None:
     """``MessageConflict`` for the append statement's refusal of a held id (SQLSTATE RV409)."""
     if getattr(error, "sqlstate", None) == "RV409":
@@ -394,12 +412,13 @@ class PostgresHistoryProvider(PostgresStore):
             return []
         digest = session_digest(agent_id, session_id)
         quoted = [_quoted(digest + w) for w in words]
-        state = await self._search_state(agent_id, session_id, quoted)
-        if state is None:
+        found_state = await self._search_state(agent_id, session_id, quoted)
+        if found_state is None:
             return []
+        state, pending = found_state
         dfs = list(state["dfs"])
-        if state["pending"]:  # rows appended since the last search: index them, and count them in
-            counted = [message_terms(m) for m in messages_from_json(state["bodies"])]
+        if pending:  # rows appended since the last search: index them, and count them in
+            counted = [message_terms(m) for m in pending]
             for k, word in enumerate(words):
                 dfs[k] = min(dfs[k] + sum(1 for c in counted if word in c), _RANKED + 1)
             texts = [searchable_terms(digest, c) for c in counted]
@@ -451,31 +470,43 @@ class PostgresHistoryProvider(PostgresStore):
         found.sort(key=lambda u: (-u.score, -u.offset))
         return found[:limit]
 
-    async def _search_state(self, agent_id: str, session_id: str, quoted: list[str]) -> Any:
+    async def _search_state(
+        self, agent_id: str, session_id: str, quoted: list[str]
+    ) -> tuple[Any, list[ChatMessage]] | None:
         """The session's generation and length, how many of its messages hold each of ``quoted`` (capped), and the
-        rows appended since its last search (``pending``, with their ``bodies``), in one statement. A long
-        stretch never searched (a session written before the index, or imported) is indexed here first, a
-        chunk at a time. ``None`` for a session that does not exist."""
-        args = (agent_id, session_id, quoted, _RANKED + 1, _INDEX_CHUNK)
-        state = await self.db.fetchrow(self._df_query, *args)
-        if state is not None and state["uncounted"]:
-            await self._recount(agent_id, session_id)
+        rows appended since its last search (``pending``, and their messages), in one statement. The rows of the
+        last window this provider read are not sent again: it holds them parsed (a search usually follows the
+        window read that found the newest rows). A long stretch never searched (a session written before the
+        index, or imported) is indexed here first, a chunk at a time. ``None`` for a session that does not
+        exist."""
+        while True:
+            held = self._windows.get((agent_id, session_id))
+            have = (held.generation, held.low, held.high) if held is not None else ("", 0, -1)
+            args = (agent_id, session_id, quoted, _RANKED + 1, _INDEX_CHUNK, *have)
             state = await self.db.fetchrow(self._df_query, *args)
-        while state is not None and len(state["pending"]) >= _INDEX_CHUNK:
-            await self._index_stretch(agent_id, session_id, state)
-            state = await self.db.fetchrow(self._df_query, *args)
-        return state
+            if state is not None and state["uncounted"]:
+                await self._recount(agent_id, session_id)
+                continue
+            if state is None:
+                return None
+            pending = _pending(state, held)
+            if pending is None:  # what this provider held did not match the rows after all: read them
+                self._windows.pop((agent_id, session_id))
+                continue
+            if len(pending) < _INDEX_CHUNK:
+                return state, pending
+            await self._index_stretch(agent_id, session_id, state, pending)
 
-    async def _index_stretch(self, agent_id: str, session_id: str, state: Any) -> None:
+    async def _index_stretch(self, agent_id: str, session_id: str, state: Any, pending: list[ChatMessage]) -> None:
         """Index every row the terms index lacks up to the session's length in ``state``, a chunk a statement,
         and mark the session indexed. The terms of one chunk are computed while the server stores the last."""
         digest = session_digest(agent_id, session_id)
         stop, generation = state["next_seq"], state["generation"]
-        seqs, bodies = list(state["pending"]), list(state["bodies"])
+        seqs, messages = list(state["pending"]), pending
         storing: asyncio.Future[Any] | None = None
         try:
             while True:
-                texts = [searchable_terms(digest, message_terms(m)) for m in messages_from_json(bodies)]
+                texts = [searchable_terms(digest, message_terms(m)) for m in messages]
                 last = len(seqs) < _INDEX_CHUNK
                 if storing is not None:
                     await storing
@@ -493,7 +524,7 @@ class PostgresHistoryProvider(PostgresStore):
                     stop,
                     _INDEX_CHUNK,
                 )
-                seqs, bodies = [r["seq"] for r in rows], [r["body"] for r in rows]
+                seqs, messages = [r["seq"] for r in rows], messages_from_json([r["body"] for r in rows])
             await storing
         finally:
             if storing is not None and not storing.done():
