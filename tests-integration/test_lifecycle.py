@@ -159,3 +159,23 @@ async def test_a_search_after_a_window_read_takes_the_newest_rows_from_it(
         async for fresh in closing(other):
             await fresh.append("a", ChatMessage.user("a narwhal too"), session_id="s")
             assert len(await fresh.search_units("a", session_id="s", query="narwhal", before=10**9, limit=3)) == 1
+
+
+async def test_a_session_removed_whole_never_serves_a_cached_copy(postgres_server: Server, pg_schema: str) -> None:
+    """A session whose rows are deleted outright (as erasing a person's data does) and then written again with the
+    same ids and length is read fresh by a provider that cached the old one: its generation is a random token, so
+    the new session never has the old one's (an epoch counter started again at 0, and the cached copy was served)."""
+    async for writer in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        async for reader in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            old = [ChatMessage.user(f"old {i}", id=str(i)) for i in range(5)]
+            await writer.append_many("a", old, session_id="s")
+            assert await reader.get_messages("a", session_id="s") == old
+            assert (await reader.read_window("a", session_id="s", tokens=10**6)).messages == old
+            for table in ("messages", "sessions"):
+                await writer.db.execute(
+                    f"DELETE FROM {writer.db.table(table)} WHERE agent_id = 'a' AND session_id = 's'"
+                )
+            new = [ChatMessage.user(f"new {i}", id=str(i)) for i in range(5)]
+            await writer.append_many("a", new, session_id="s")
+            assert await reader.get_messages("a", session_id="s") == new
+            assert (await reader.read_window("a", session_id="s", tokens=10**6)).messages == new

@@ -41,6 +41,11 @@ class TestPostgresHistory(HistoryProviderContract):
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
 
 class TestPostgresHistoryUncached(HistoryProviderContract):
     """The same contract with the read cache off: every read goes to the server."""

@@ -34,6 +34,11 @@ class TestRedisHistory(HistoryProviderContract):
         async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+            yield store
+
 
 class TestRedisHistoryUncachedWithTtl(HistoryProviderContract):
     """The same contract with the read cache off and a (long) session TTL set."""

@@ -51,6 +51,13 @@ class HistoryProviderContract(ContractBase):
         """Override: an empty backend, fresh for each test."""
         raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
+    @pytest.fixture
+    def peer(self, backend: HistoryProvider) -> HistoryProvider:
+        """Override: a second provider on the same store as ``backend``, as another process would have one, so
+        its caches are held to the writes of the first. Without it, the tests that use it read through
+        ``backend`` alone."""
+        return backend
+
     async def test_is_a_history_provider(self, backend: HistoryProvider) -> None:
         """The backend satisfies the ``HistoryProvider`` Protocol."""
         assert isinstance(backend, HistoryProvider)
@@ -329,21 +336,30 @@ class HistoryProviderContract(ContractBase):
                 await backend.append_many(a, bad, session_id=s)  # type: ignore[arg-type]
         assert await backend.count_messages(a, session_id=s) == 0
 
-    async def test_a_new_conversation_after_clear_reuses_ids_freely(self, backend: HistoryProvider) -> None:
-        """After ``clear`` (and after ``clear_run`` for the run's messages), the session may reuse the removed ids
-        for different messages: nothing of the old conversation is read, or in the way."""
+    async def test_a_new_conversation_after_clear_reuses_ids_freely(
+        self, backend: HistoryProvider, peer: HistoryProvider
+    ) -> None:
+        """After ``clear`` (and after ``clear_run`` for the run's messages), the session may reuse the removed ids,
+        positions and sizes for different messages: nothing of the old conversation is read, or in the way, by
+        this provider or by a second one on the same store whose read cache held the old conversation.
+
+        Troubleshooting: check a cached copy against the session's generation on every read, and never let a
+        generation (or the counter a cache compares) come back after a removal."""
         a, s = unique("agent"), unique("session")
         old = [ChatMessage.user(f"old {i}", id=str(i)) for i in range(4)]
         await backend.append_many(a, old, session_id=s, run_id="r1")
-        await backend.get_messages(a, session_id=s)  # fills a read cache, if the backend keeps one
+        for reader in (backend, peer):  # fills the read caches, if the providers keep them
+            assert await reader.get_messages(a, session_id=s) == old
         await backend.clear(a, session_id=s)
         new = [ChatMessage.user(f"new {i}", id=str(i)) for i in range(4)]
         await backend.append_many(a, new, session_id=s, run_id="r1")
-        assert await backend.get_messages(a, session_id=s) == new
+        for reader in (backend, peer):
+            assert await reader.get_messages(a, session_id=s) == new, "a reader returned the removed conversation"
         assert await backend.clear_run(a, session_id=s, run_id="r1") == 4
         newer = [ChatMessage.user(f"newer {i}", id=str(i)) for i in range(2)]
         await backend.append_many(a, newer, session_id=s, run_id="r2")
-        assert await backend.get_messages(a, session_id=s) == newer
+        for reader in (backend, peer):
+            assert await reader.get_messages(a, session_id=s) == newer
 
     async def test_concurrent_clear_runs_of_one_session_all_succeed(self, backend: HistoryProvider) -> None:
         """Many ``clear_run`` calls on one session at once, with appends racing them, all succeed (no deadlock,
@@ -751,6 +767,29 @@ class WindowReaderContract(ContractBase):
         total = sum(stored_tokens(m) for m in session)
         for tokens in [0, 10, 60, 200, 500, total - 1, total, total + 10]:
             check_view(session, await reader.read_window(a, session_id=s, tokens=tokens), tokens)
+
+    async def test_a_new_conversation_reusing_ids_and_offsets_reads_only_itself(
+        self, backend: HistoryProvider, reader: WindowReader, peer: HistoryProvider
+    ) -> None:
+        """After ``clear`` and ``clear_run``, a new conversation with the old ids, positions and token counts is
+        what every windowed read returns, through this provider and through a second one whose cache held the
+        old conversation's window."""
+        readers = [reader, peer] if isinstance(peer, WindowReader) else [reader]
+        a, s = unique("agent"), unique("session")
+        old = [ChatMessage.user(f"old {i:02d} " + "o" * 40, id=str(i)) for i in range(12)]
+        new = [ChatMessage.user(f"new {i:02d} " + "n" * 40, id=str(i)) for i in range(12)]
+        await backend.append_many(a, old, session_id=s, run_id="r")
+        for view_of in readers:
+            check_view(old, await view_of.read_window(a, session_id=s, tokens=60), 60)
+        await backend.clear(a, session_id=s)
+        await backend.append_many(a, new, session_id=s, run_id="r")
+        for view_of in readers:
+            for tokens in (60, 10**6):
+                check_view(new, await view_of.read_window(a, session_id=s, tokens=tokens), tokens)
+        await backend.clear_run(a, session_id=s, run_id="r")
+        await backend.append_many(a, old, session_id=s, run_id="r")
+        for view_of in readers:
+            check_view(old, await view_of.read_window(a, session_id=s, tokens=60), 60)
 
     async def test_the_read_carries_the_sessions_generation(
         self, backend: HistoryProvider, reader: WindowReader
