@@ -252,9 +252,17 @@ class SummaryStoreContract(ContractBase):
         assert await keeper.clear_summaries(a, session_id=s) == 0, "clear_run left the session's summaries behind"
         scope = await scope_of(keeper, a, s)
         await keeper.put_summary(scope, "span-1", "y")
+        await keeper.put_summary(Scope(a, s, None), "span-2", "kept without a generation")
         await history.clear(a, session_id=s)
         assert await keeper.clear_summaries(a, session_id=s) == 0, "clear left the session's summaries behind"
         assert await keeper.get_summary(elsewhere, "span-1") == "kept"
+        never = unique("never-written")  # a summary kept without a generation, for a session with no messages
+        generations: SessionGeneration = keeper  # type: ignore[assignment]
+        assert await keeper.put_summary(Scope(a, never, None), "span-1", "z")
+        assert await generations.generation(a, session_id=never) == "", "a summary gave the session a generation"
+        await history.clear(a, session_id=never)
+        assert await generations.generation(a, session_id=never) == "", "clear gave a session never written one"
+        assert await keeper.get_summary(Scope(a, never, None), "span-1") is None, "clear left a summary behind"
 
     async def test_puts_racing_clear_leave_nothing_of_the_old_generation(self, keeper: SummaryStore) -> None:
         """Summaries put while the session is being cleared are either removed by the clear or refused: after

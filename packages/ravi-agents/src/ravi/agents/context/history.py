@@ -27,6 +27,7 @@ class _Session:
     systems: list[int] = field(default_factory=list)  # positions of the system messages
     index: Bm25 | None = None  # built on the first search, extended by later ones
     summaries: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (generation, span) -> text
+    written: bool = True  # False for a session that holds only summaries kept without a generation
 
     def add(self, message: ChatMessage, run_id: str) -> None:
         if message.role == "system":
@@ -99,6 +100,7 @@ class InMemoryHistoryProvider(Closeable):
         session = self._sessions.get((agent_id, session_id)) or _Session()
         fresh = session.fresh(messages)
         self._sessions.setdefault((agent_id, session_id), session)
+        session.written = True
         for message in fresh:
             session.add(message, run_id)
 
@@ -117,6 +119,9 @@ class InMemoryHistoryProvider(Closeable):
         """Remove the session's messages and summaries; returns how many messages it held."""
         session = self._session(agent_id, session_id)
         if session is None:
+            return 0
+        if not session.written:  # only summaries kept without a generation: nothing else to keep
+            del self._sessions[(agent_id, session_id)]
             return 0
         self._sessions[(agent_id, session_id)] = _Session()  # keeps only a new generation
         return len(session.messages)
@@ -160,14 +165,14 @@ class InMemoryHistoryProvider(Closeable):
     async def generation(self, agent_id: str, *, session_id: str) -> str:
         """The session's generation (``SessionGeneration``); ``""`` for a session never written."""
         session = self._session(agent_id, session_id)
-        return "" if session is None else session.generation
+        return session.generation if session is not None and session.written else ""
 
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The newest messages past ``tokens`` stored tokens and the system messages before them
         (``WindowReader``): O(log n) to find the start, then O(window)."""
         check_page(tokens, 0)
         session = self._session(agent_id, session_id)
-        if session is None:
+        if session is None or not session.written:
             return HistoryWindow([], 0, True, 0, "")
         before, messages = session.before, session.messages
         # the latest start whose tail passes ``tokens``: before[start] < total - tokens
@@ -215,8 +220,8 @@ class InMemoryHistoryProvider(Closeable):
         key = (scope.agent_id, scope.session_id)
         session = self._sessions.get(key)
         if scope.generation is None:
-            session = self._sessions.setdefault(key, session or _Session())
-        elif session is None or session.generation != scope.generation:
+            session = self._sessions.setdefault(key, session or _Session(written=False))
+        elif session is None or not session.written or session.generation != scope.generation:
             return False
         session.summaries.setdefault((scope.generation, span_id), text)
         return True

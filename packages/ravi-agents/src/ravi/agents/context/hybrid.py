@@ -100,13 +100,13 @@ class HybridHistoryProvider(Closeable):
                 return await tier.read_window(agent_id, session_id=session_id, tokens=tokens)
             return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
 
-        # read first: a clear between this and the read gives a window of newer messages under an older
-        # generation, whose derived records are refused; never older messages under a newer one
-        generation = await self.generation(agent_id, session_id=session_id)
-        view = await self._read(agent_id, session_id, read)
-        if view.generation is not None and isinstance(self.cold, SessionGeneration):
-            return view if view.generation == generation else replace(view, generation=generation)
-        return replace(view, generation=generation if isinstance(self.cold, SessionGeneration) else None)
+        if not isinstance(self.cold, SessionGeneration):
+            return replace(await self._read(agent_id, session_id, read), generation=None)
+        # the cold tier's generation, read first: a clear between this and the read gives a window of newer
+        # messages under an older generation, whose derived records are refused; never older messages under a
+        # newer one (and a window the hot tier served carries the hot tier's own token, which names nothing here)
+        generation = await self.cold.generation(agent_id, session_id=session_id)
+        return replace(await self._read(agent_id, session_id, read), generation=generation)
 
     async def search_units(
         self, agent_id: str, *, session_id: str, query: str, before: int, limit: int

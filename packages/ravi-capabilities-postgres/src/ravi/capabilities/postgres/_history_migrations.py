@@ -349,11 +349,12 @@ BEGIN
         SET generation = replace(gen_random_uuid()::text, '-', ''), epoch = epoch + 1, next_seq = 0,
             total_tokens = 0, indexed_seq = 0
         WHERE agent_id = p_agent AND session_id = p_session;
-    IF NOT FOUND THEN
-        RETURN 0;
+    removed := 0;
+    IF FOUND THEN
+        DELETE FROM {schema}."{prefix}messages" WHERE agent_id = p_agent AND session_id = p_session;
+        GET DIAGNOSTICS removed = ROW_COUNT;
     END IF;
-    DELETE FROM {schema}."{prefix}messages" WHERE agent_id = p_agent AND session_id = p_session;
-    GET DIAGNOSTICS removed = ROW_COUNT;
+    -- also the summaries kept without a generation for a session never written
     DELETE FROM {schema}."{prefix}session_summaries" WHERE agent_id = p_agent AND session_id = p_session;
     RETURN removed;
 END

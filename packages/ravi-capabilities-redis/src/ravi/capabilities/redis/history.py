@@ -280,11 +280,14 @@ return {1, total - kept}
 """
 
 # Removes the session's messages and summaries and gives it a new generation, if it was ever written (a session
-# never written keeps no key). KEYS: messages, runs, ids, epoch, tokens, systems, summaries. ARGV: new epoch, ttl
+# never written gets no generation). KEYS: messages, runs, ids, epoch, tokens, systems, summaries. ARGV: new epoch, ttl
 # in ms. Returns how many messages it held.
 _CLEAR = """
 local n = redis.call('LLEN', KEYS[1])
-if n == 0 and redis.call('EXISTS', KEYS[4]) == 0 then return 0 end
+if n == 0 and redis.call('EXISTS', KEYS[4]) == 0 then
+  redis.call('DEL', KEYS[7])  -- summaries kept without a generation, for a session never written
+  return 0
+end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[7])
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then redis.call('SET', KEYS[4], ARGV[1], 'PX', ttl) else redis.call('SET', KEYS[4], ARGV[1]) end
