@@ -401,6 +401,11 @@ BEGIN
 END
 $fn$;
 
+-- Every search probes the terms index once per term of its request; GIN keeps recent entries in a pending list
+-- that every probe reads whole (up to 4 MB by default, until autovacuum or a full list merges it). A smaller list
+-- keeps each probe short; indexing merges it more often.
+ALTER INDEX {schema}."{prefix}messages_terms" SET (gin_pending_list_limit = 256);
+
 -- If the newest message is p_last: remove it and append the replacement in its place (the append's checks
 -- included), in one statement under the session lock, with a new generation. False (nothing changed) otherwise.
 CREATE FUNCTION {schema}."{prefix}replace_last"(
