@@ -88,8 +88,8 @@ async def score_searched(history: Any, budget: int, label: str) -> tuple[int, in
 
 
 def searched_results() -> dict[str, dict[int, float]]:
-    """The same figures for recall asked of the in-memory store (BM25, as in the process) and of Postgres's
-    terms index (BM25 in SQL)."""
+    """The same figures for recall asked of the in-memory store (words and meaning, as in the process) and of
+    Postgres (BM25 in SQL over its terms index, and meaning by pgvector)."""
     from postgres import server
 
     from ravi.agents.context import InMemoryHistoryProvider
@@ -107,7 +107,7 @@ def searched_results() -> dict[str, dict[int, float]]:
     results = {"relevant recall (in-memory store search)": asyncio.run(run(InMemoryHistoryProvider(), "m"))}
     with server() as dsn:
         schema = f"recall_{uuid.uuid4().hex[:8]}"
-        results["relevant recall (Postgres terms index)"] = asyncio.run(
+        results["relevant recall (Postgres: terms index and pgvector)"] = asyncio.run(
             run(PostgresHistoryProvider(dsn, schema=schema), "p")
         )
     return results
