@@ -243,3 +243,27 @@ def test_a_fresh_pipeline_on_the_in_memory_store_reads_only_the_window_with_mean
         assert messages[40].id in {m.id for m in window}
 
     asyncio.run(main())
+
+
+def test_meaning_looks_back_over_the_newest_messages_before_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-memory store compares the request with the newest ``MEANING_LOOKBACK`` messages before the window,
+    as Postgres does; the words still reach the whole session."""
+    import ravi.agents.context.meaning as meaning
+
+    monkeypatch.setattr(meaning, "MEANING_LOOKBACK", 50)
+
+    async def main() -> None:
+        store = InMemoryHistoryProvider()
+        messages = [
+            ChatMessage.user("the walrus sleeps on the ice"),
+            *(ChatMessage.user(f"turn {i}") for i in range(100)),
+        ]
+        await store.append_many("a", messages, session_id="s")
+        client = HashingEmbeddingClient(dimension=32)
+        found = await store.search_hybrid(
+            "a", session_id="s", query="walrus", before=10**9, limit=3, embedder=client, model="h"
+        )
+        assert found.lexical[0].messages[0] == messages[0]
+        assert all(u.messages[0] != messages[0] for u in found.meaning)
+
+    asyncio.run(main())

@@ -189,6 +189,9 @@ def terms(text: str) -> list[str]:
 
 RANKED = 2_000
 """How many messages a search scores at most beyond those holding its rarest term (:meth:`Bm25.scores`)."""
+MEANING_LOOKBACK = 5_000
+"""How many of a session's newest messages (before the part a window keeps) a search by meaning compares with
+the request: every store bounds it the same way, so its cost is a window's, not the session's."""
 
 
 def indexed_terms(message: ChatMessage) -> Counter[str]:
@@ -432,6 +435,7 @@ def match_units(
 
 
 __all__ = [
+    "MEANING_LOOKBACK",
     "RANKED",
     "MAX_INDEXED_CHARS",
     "MAX_MESSAGE_TERMS",

@@ -15,7 +15,7 @@ import numpy as np
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.search import UnitMatch, match_units, message_text
+from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, match_units, message_text
 
 EMBEDDED_CHARS = 2_000
 """How much of a message's searchable text is embedded: the start says what a long tool output is about, and a
@@ -60,9 +60,15 @@ class MessageVectors:
         self.size = min(self.size, size)
 
     def similarity(self, vector: Sequence[float], stop: int) -> np.ndarray:
-        """The cosine similarity of each of the first ``stop`` messages to ``vector``."""
+        """The cosine similarity to ``vector`` of the last :data:`~ravi.kernel.search.MEANING_LOOKBACK` of the
+        first ``stop`` messages, by position (zero for the messages before them)."""
         [query] = _unit_rows([vector], self._buffer.shape[1] if self.size else len(vector))
-        return self._buffer[: min(stop, self.size)] @ query if stop else np.zeros(0, dtype=np.float32)
+        stop = min(stop, self.size)
+        out = np.zeros(stop, dtype=np.float32)
+        start = max(0, stop - MEANING_LOOKBACK)
+        if stop > start:
+            out[start:stop] = self._buffer[start:stop] @ query
+        return out
 
 
 def _unit_rows(vectors: Sequence[Sequence[float]], dimension: int) -> np.ndarray:

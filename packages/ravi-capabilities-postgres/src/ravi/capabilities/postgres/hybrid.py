@@ -23,13 +23,13 @@ from typing import Any
 from ravi.kernel.errors import RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, messages_from_json
-from ravi.kernel.search import UnitMatch, message_text, unit_end
+from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, unit_end
 from ravi.kernel.storage.history import HybridMatches, check_hybrid, check_search
 from ravi.kernel.values import check_scope
 
 log = logging.getLogger(__name__)
 
-MEANING_ROWS = 5_000
+MEANING_ROWS = MEANING_LOOKBACK
 """How far back a search by meaning looks: the session's newest messages, so its cost stays that of a window (an
 exact scan of every message of a 100,000-message session took half a second); words look at the whole session."""
 EMBEDDED_CHARS = 2_000
@@ -227,9 +227,13 @@ ORDER BY sp.opener, r.seq""",
         embeddings, m = self.db.table("embeddings"), self._messages
         rows = await self.db.fetch(
             f"""
+WITH cut AS (SELECT coalesce((SELECT c.seq FROM {m} c WHERE c.agent_id = $1 AND c.session_id = $2
+                              AND c.seq >= 0 AND c.seq < $8 AND c.cum_tokens - c.tokens < $6
+                              ORDER BY c.seq DESC LIMIT 1), -1) AS seq)
 SELECT e.seq, 1 - (e.embedding <=> $4::vector) AS score FROM {embeddings} e
 JOIN {m} x ON x.agent_id = e.agent_id AND x.session_id = e.session_id AND x.seq = e.seq AND x.message_id = e.message_id
-WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5 AND e.seq >= $8 AND e.seq < $9
+WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5
+  AND e.seq > (SELECT seq FROM cut) - $9 AND e.seq <= (SELECT seq FROM cut)
   AND x.cum_tokens - x.tokens < $6 AND x.role <> 'system'
 ORDER BY e.embedding <=> $4::vector LIMIT $7""",
             agent_id,
@@ -239,8 +243,8 @@ ORDER BY e.embedding <=> $4::vector LIMIT $7""",
             epoch,
             before,
             4 * limit,
-            max(0, stop - MEANING_ROWS),
             stop,
+            MEANING_ROWS,
         )
         hits = [(r["seq"], float(r["score"])) for r in rows if r["score"] is not None and r["score"] > 0]
         if not hits:
