@@ -242,7 +242,7 @@ ORDER BY e.embedding <=> $4::vector LIMIT $7""",
             _vector_text(vector),
             epoch,
             before,
-            4 * limit,
+            limit,  # the closest messages: about as many units (a tool group may hold several)
             stop,
             MEANING_ROWS,
         )
