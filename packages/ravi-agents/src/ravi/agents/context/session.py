@@ -54,32 +54,6 @@ class SessionStates:
         return len(self._states)
 
 
-class StoredPrefix:
-    """How much of a session's growing list of messages (a framework's run state) is already stored, so that
-    adapters convert and append only what is new. A list that is not the one seen before, extended, starts again
-    from 0 (the store ignores message ids it already has). Bounded: the ``max_sessions`` most recent sessions."""
-
-    def __init__(self, max_sessions: int = 4_096) -> None:
-        self.max_sessions = max_sessions
-        self._seen: OrderedDict[str, tuple[int, object]] = OrderedDict()
-
-    def start(self, session_id: str, messages: Sequence[object]) -> int:
-        """Where the messages not stored yet begin."""
-        seen = self._seen.get(session_id)
-        if seen is None:
-            return 0
-        count, last = seen
-        return count if 0 < count <= len(messages) and messages[count - 1] is last else 0
-
-    def mark(self, session_id: str, messages: Sequence[object]) -> None:
-        """Record that every one of ``messages`` is stored."""
-        if messages:
-            self._seen[session_id] = (len(messages), messages[-1])
-            self._seen.move_to_end(session_id)
-            while len(self._seen) > self.max_sessions:
-                self._seen.popitem(last=False)
-
-
 _SOLO: weakref.WeakKeyDictionary[object, SessionContext] = weakref.WeakKeyDictionary()
 
 
@@ -129,4 +103,4 @@ async def run_strategy(
     return await strategy.compact(history)
 
 
-__all__ = ["SessionStates", "StoredPrefix", "accepts_session", "counter_of", "own_session", "run_strategy"]
+__all__ = ["SessionStates", "accepts_session", "counter_of", "own_session", "run_strategy"]

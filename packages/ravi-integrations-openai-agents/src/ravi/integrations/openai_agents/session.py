@@ -10,7 +10,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 
 from ravi.agents.context import InMemoryHistoryProvider
 from ravi.integrations.openai_agents.convert import KEY, group, to_ravi
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, UnknownSetting
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
 from ravi.kernel.values import check_scope, thaw
@@ -33,8 +33,10 @@ def _settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSetti
         return SessionSettings()
     try:
         return coerce_session_settings(dict(value) if isinstance(value, Mapping) else value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"session_settings: {exc}; pass agents.SessionSettings(limit=...)") from exc
+    except TypeError as exc:  # an unknown field: the SDK's own sessions raise TypeError there, and so does this
+        raise UnknownSetting(f"session_settings: {exc}", hint="pass agents.SessionSettings(limit=...)") from exc
+    except ValueError as exc:
+        raise ConfigurationError(f"session_settings: {exc}", hint="pass agents.SessionSettings(limit=...)") from exc
 
 
 class RaviSession:
