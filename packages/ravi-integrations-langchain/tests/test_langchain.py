@@ -21,7 +21,7 @@ from ravi.agents.context import (
     ToolResultCompactionStrategy,
 )
 from ravi.integrations.langchain import RaviChatMessageHistory, RaviContextMiddleware, to_langchain, to_ravi
-from ravi.kernel.errors import ConfigurationError, InvalidMessage
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
 
 
 class ScriptedModel(GenericFakeChatModel):
@@ -293,3 +293,17 @@ def test_a_message_replaced_under_its_id_is_stored_as_the_new_message() -> None:
     assert [m.content for m in model.seen[-1]] == ["final", "one", "next"]
     stored = asyncio.run(history.get_messages("agent", session_id="t"))
     assert [m.text for m in stored] == ["draft", "one", "final", "next", "two"]
+
+
+def test_the_session_can_be_named_by_a_function_of_the_runs_config() -> None:
+    """``session_id`` may be a function of the run's config (a user id, say), checked like a name."""
+    history = InMemoryHistoryProvider()
+    model = ScriptedModel(messages=iter([AIMessage("hello Ada"), AIMessage("hello Bob")]))
+    middleware = RaviContextMiddleware(ContextConfig(history), session_id=lambda config: config["configurable"]["user"])
+    agent = create_agent(model, [], middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("hi, I am Ada")]}, config={"configurable": {"user": "ada"}})
+    agent.invoke({"messages": [HumanMessage("hi, I am Bob")]}, config={"configurable": {"user": "bob"}})
+    stored = asyncio.run(history.get_messages("agent", session_id="bob"))
+    assert [m.text for m in stored] == ["hi, I am Bob", "hello Bob"]
+    with pytest.raises(InvalidArgument):
+        agent.invoke({"messages": [HumanMessage("hi")]}, config={"configurable": {"user": ""}})

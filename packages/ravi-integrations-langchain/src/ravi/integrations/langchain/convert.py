@@ -141,6 +141,12 @@ def langchain_id(message: ChatMessage) -> str | None:
     return ident if isinstance(ident, str) else None
 
 
+def changed(message: ChatMessage) -> bool:
+    """Whether ``message`` no longer holds what its stored LangChain message says (the pipeline shortened or
+    folded it, say), or holds no LangChain message at all."""
+    return ORIGINALS.unchanged(message, _blocks) is None
+
+
 def to_langchain(message: ChatMessage) -> BaseMessage:
     """A Ravi message as LangChain's: the stored LangChain message itself when the pipeline left it unchanged,
     else one rebuilt from its blocks, with the stored message's LangChain id (the Ravi id for a message no
@@ -170,4 +176,4 @@ def to_langchain(message: ChatMessage) -> BaseMessage:
     return AIMessage(content=text, tool_calls=calls, **common)
 
 
-__all__ = ["KEY", "ORIGINALS", "langchain_id", "to_langchain", "to_ravi"]
+__all__ = ["KEY", "ORIGINALS", "changed", "langchain_id", "to_langchain", "to_ravi"]

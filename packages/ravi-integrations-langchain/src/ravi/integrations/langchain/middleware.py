@@ -6,12 +6,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from ravi.agents.adapters import StoredPrefix, as_context
 from ravi.agents.context import AgentContext, ContextConfig
 from ravi.integrations.langchain import _loop
-from ravi.integrations.langchain.convert import langchain_id, to_langchain, to_ravi
+from ravi.integrations.langchain.convert import changed, langchain_id, to_langchain, to_ravi
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
@@ -30,8 +31,9 @@ def merge(
 ) -> list[BaseMessage]:
     """What the model is sent: Ravi's window of the stored session, with the request's own view of it.
 
-    * A window message that is in the request goes in the request's order, as the request has it when another
-      middleware changed it (else as the pipeline left it: a shortened tool result, say).
+    * A window message that is in the request goes in the request's order: as the pipeline left it when it
+      changed it (a shortened tool result, say), unless another middleware changed it too, else the request's
+      own message object.
     * A message of the agent's state that the request lacks was taken out by another middleware: not sent.
     * A window message the request does not hold (an earlier turn of the session, a summary) stays in place.
     * A request message that is not in the state (one without an id, such as the error LangChain adds for a
@@ -53,8 +55,8 @@ def merge(
         if lc is not None and lc in position:
             at = position[lc]
             mine, theirs = request[at], in_state.get(lc)
-            unchanged = theirs is not None and (mine is theirs or mine == theirs)
-            placed.append((at, to_langchain(w) if unchanged else mine))
+            compacted = theirs is not None and (mine is theirs or mine == theirs) and changed(w)
+            placed.append((at, to_langchain(w) if compacted else mine))  # the request's own object, if it can
             sent.add(lc)
         elif lc is None or lc not in in_state:
             placed.append((None, to_langchain(w)))
@@ -99,30 +101,41 @@ class RaviContextMiddleware(AgentMiddleware):
     After the run, the final messages are stored too.
 
     The session is ``session_id`` when given, else the run's ``thread_id`` (``config={"configurable":
-    {"thread_id": ...}}``).
+    {"thread_id": ...}}``). ``session_id`` may also be a function of the run's config that names the session
+    (``lambda config: config["configurable"]["user_id"]``, say).
 
     Example:
         >>> from ravi.agents.context import ContextConfig, TokenBudgetComposedStrategy
         >>> middleware = RaviContextMiddleware(ContextConfig.default(), session_id="s1")
     """
 
-    def __init__(self, context: AgentContext | ContextConfig | None = None, *, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        context: AgentContext | ContextConfig | None = None,
+        *,
+        session_id: str | Callable[[RunnableConfig], str] | None = None,
+    ) -> None:
         super().__init__()
-        if session_id is not None:
+        if isinstance(session_id, str) or (session_id is not None and not callable(session_id)):
             check_scope(session_id=session_id)
         self.context = as_context(context)
         self.session_id = session_id
         self._stored = StoredPrefix()
 
     def _session(self) -> str:
-        if self.session_id is not None:
+        if isinstance(self.session_id, str):
             return self.session_id
-        try:
-            from langgraph.config import get_config
+        from langgraph.config import get_config
 
-            thread = get_config().get("configurable", {}).get("thread_id")
+        try:
+            config = get_config()
         except RuntimeError:
-            thread = None
+            config = {}
+        if self.session_id is not None:
+            chosen = self.session_id(config)
+            check_scope(session_id=chosen)
+            return chosen
+        thread = config.get("configurable", {}).get("thread_id")
         if not thread:
             raise ConfigurationError(
                 "RaviContextMiddleware needs a session",
