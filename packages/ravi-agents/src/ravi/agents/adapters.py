@@ -11,9 +11,9 @@ things are the same for every framework, and live here:
 * :class:`Originals`: the framework's own message kept in a Ravi message's metadata, so it reads back exactly,
   and read back only when it is one (an application's own metadata key of the same name is not).
 
-And one call into the engine with the messages given rather than read from the store, :func:`window_of`, for
-faces whose framework hands over the whole input on every call. Everything else a face needs is the public
-``AgentContext`` API: ``add_messages``, ``get_prompt_window`` and ``session``.
+And one call into the engine (``CompactionPipeline.window``) with the messages given rather than read from the
+store, :func:`window_of`, for faces whose framework hands over the whole input on every call. Everything else a
+face needs is the public ``AgentContext`` API: ``add_messages``, ``get_prompt_window`` and ``session``.
 
 Example:
     >>> import asyncio
@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar
 
 from ravi.agents.context.agent_context import AgentContext
 from ravi.agents.context.config import ContextConfig
+from ravi.agents.context.pipeline import WindowRequest
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage, ContentBlock
 from ravi.kernel.values import check_scope, thaw
@@ -69,7 +70,8 @@ async def window_of(context: AgentContext, session_id: str, messages: Sequence[C
     """Ravi's window of ``messages`` (given whole, not read from the store) for ``session_id``: the context's
     pipeline with the session's state (a watermark's anchor, say), its counter and budget. Nothing is stored."""
     check_scope(session_id=session_id)
-    return await context.config.pipeline.compact(messages, context.session(session_id))
+    request = WindowRequest(context.agent_id, session_id, messages=messages)
+    return (await context.config.pipeline.window(request)).messages
 
 
 class StoredPrefix:
