@@ -1,8 +1,9 @@
 """A complete HistoryProvider on SQLite, outside the ravi packages: the worked example of docs/conformance.md.
 
 Messages are stored as JSON (``ChatMessage.model_dump_json``) with their position, run and id, so the session
-order is the insertion order and a retried append of the same id is ignored by a unique index. Reads build them
-back with ``messages_from_json``, as Ravi's own stores do.
+order is the insertion order and a retried append of the same message is ignored by a unique index; a different
+message under a held id is refused (``MessageConflict``), the whole batch with it. Reads build them back with
+``messages_from_json``, as Ravi's own stores do.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import InvalidArgument, MessageConflict
 from ravi.kernel.messages import ChatMessage, messages_from_json
+from ravi.kernel.storage import check_append
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -50,19 +52,25 @@ class SQLiteHistoryProvider:
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
-        _check(agent_id=agent_id, session_id=session_id, run_id=run_id)
-        if not all(isinstance(m, ChatMessage) for m in messages):
-            raise InvalidArgument("append_many takes ChatMessage objects")
-        with self._db:  # one transaction: all or nothing
+        check_append(agent_id, session_id, run_id, messages)  # the kernel's checks: scope, items, in-batch ids
+        with self._db:  # one transaction: all or nothing (an exception inside rolls it back)
             (last,) = self._db.execute(
                 "SELECT COALESCE(MAX(position), -1) FROM messages WHERE agent_id = ? AND session_id = ?",
                 (agent_id, session_id),
             ).fetchone()
             for message in messages:
+                body = message.model_dump_json()
                 cursor = self._db.execute(
                     "INSERT OR IGNORE INTO messages VALUES (?, ?, ?, ?, ?, ?)",
-                    (agent_id, session_id, last + 1, run_id, message.id, message.model_dump_json()),
+                    (agent_id, session_id, last + 1, run_id, message.id, body),
                 )
+                if not cursor.rowcount:  # the id is held: the same message (a retry), or a broken promise
+                    (held,) = self._db.execute(
+                        "SELECT body FROM messages WHERE agent_id = ? AND session_id = ? AND message_id = ?",
+                        (agent_id, session_id, message.id),
+                    ).fetchone()
+                    if held != body:
+                        raise MessageConflict(message.id)
                 last += cursor.rowcount
 
     async def get_messages(

@@ -84,12 +84,20 @@ class ContextConfig:
         Raises:
             ConfigurationError: unknown backend, missing or malformed option; the message names the key.
         """
-        from ravi.agents.settings import build_pipeline, build_store, load_settings, retention_of, uses_strategy
+        from ravi.agents.settings import (
+            build_pipeline,
+            build_store,
+            build_summaries,
+            load_settings,
+            retention_of,
+            uses_strategy,
+        )
 
         settings = settings or load_settings(path)
-        summaries = build_store("summaries", settings) if uses_strategy(settings.context, "summarization") else None
+        history = build_store("history", settings)
+        summaries = build_summaries(settings, history) if uses_strategy(settings.context, "summarization") else None
         return cls(
-            build_store("history", settings),
+            history,
             build_pipeline(settings.context, summaries=summaries),
             retention=retention_of(settings.context),
             agent_id=settings.context.agent_id,
