@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ravi.agents.adapters import Originals, StoredPrefix, as_context, window_of
+from ravi.agents.adapters import Originals, StoredPrefix, append_new, as_context, window_of
 from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider, SlidingWindowCompaction
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage, TextBlock
@@ -115,3 +116,32 @@ def test_an_applications_own_metadata_key_is_not_taken_for_an_original(value: ob
     message = ChatMessage.user("hi", metadata={"fw": value})
     got = originals.of(message)
     assert got is None or got == _load(json.loads(json.dumps(value)))
+
+
+def test_stored_prefix_finds_a_message_replaced_in_place_and_takes_a_copy_for_the_same() -> None:
+    """LangGraph replaces a message by id in place; a state restored from a checkpoint is a copy of the stored
+    one. The first is new, the second is not."""
+    stored = StoredPrefix()
+    run = [ChatMessage.user("a", id="1"), ChatMessage.user("b", id="2")]
+    stored.mark("agent", "s", run)
+    copy = [m.model_copy() for m in run]
+    assert stored.unstored("agent", "s", copy) == []
+    replaced = [ChatMessage.user("A", id="1"), run[1], ChatMessage.user("c", id="3")]
+    assert stored.unstored("agent", "s", replaced) == [0, 2]
+    assert stored.start("agent", "s", replaced) == 0
+
+
+async def test_append_new_keeps_what_the_session_holds_as_it_was_stored() -> None:
+    """A face that converts the same framework message again (in a new process) makes a message under the same id
+    with a new ``created_at``, which the store refuses as a conflict: ``append_new`` appends only what the session
+    does not hold, and the stored message stays as stored."""
+    history = InMemoryHistoryProvider()
+    context = as_context(ContextConfig(history))
+    first = ChatMessage.user("hello", id="h1")
+    await append_new(context, "s", [first])
+    again = first.model_copy(update={"created_at": first.created_at + timedelta(seconds=5)})
+    later = ChatMessage.assistant("hi", id="a1")
+    await append_new(context, "s", [again, later, later])
+    stored = await history.get_messages("agent", session_id="s")
+    assert [(m.id, m.created_at) for m in stored] == [("h1", first.created_at), ("a1", later.created_at)]
+    await append_new(context, "s", [])

@@ -307,3 +307,30 @@ def test_the_session_can_be_named_by_a_function_of_the_runs_config() -> None:
     assert [m.text for m in stored] == ["hi, I am Bob", "hello Bob"]
     with pytest.raises(InvalidArgument):
         agent.invoke({"messages": [HumanMessage("hi")]}, config={"configurable": {"user": ""}})
+
+
+def test_a_new_middleware_over_a_stored_thread_stores_only_the_new_turns() -> None:
+    """A new process (here a new middleware, on the same store and checkpointer) converts the restored state
+    again: what the session holds stays as it was stored, and only the new turns are added (the store refuses
+    the same ids with other content, so nothing may be re-sent as a new message)."""
+    history = InMemoryHistoryProvider()
+    saver = InMemorySaver()
+    thread = {"configurable": {"thread_id": "t"}}
+    first = create_agent(
+        ScriptedModel(messages=iter([AIMessage("one")])),
+        [],
+        middleware=[RaviContextMiddleware(ContextConfig(history))],
+        checkpointer=saver,
+    )
+    first.invoke({"messages": [HumanMessage("hi")]}, config=thread)
+    kept = asyncio.run(history.get_messages("agent", session_id="t"))
+    second = create_agent(
+        ScriptedModel(messages=iter([AIMessage("two")])),
+        [],
+        middleware=[RaviContextMiddleware(ContextConfig(history))],
+        checkpointer=saver,
+    )
+    second.invoke({"messages": [HumanMessage("again")]}, config=thread)
+    stored = asyncio.run(history.get_messages("agent", session_id="t"))
+    assert [m.text for m in stored] == ["hi", "one", "again", "two"]
+    assert stored[:2] == kept  # as stored, created_at included

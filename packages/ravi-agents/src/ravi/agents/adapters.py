@@ -7,7 +7,8 @@ things are the same for every framework, and live here:
   a ``ContextConfig``, or nothing: then ``ContextConfig.from_settings()``, the one default, which is in memory
   with the default sliding window unless ``ravi.toml`` or ``RAVI_*`` name a store).
 * :class:`StoredPrefix`: how much of a framework's growing list of messages (its run state) is stored already, by
-  ``(agent_id, session_id)``, so each call converts and appends only what is new.
+  ``(agent_id, session_id)``, so each call converts and appends only what is new; :func:`append_new` appends
+  it, keeping what the session holds as it was stored.
 * :class:`Originals`: the framework's own message kept in a Ravi message's metadata, so it reads back exactly,
   and read back only when it is one (an application's own metadata key of the same name is not).
 
@@ -39,7 +40,7 @@ from typing import Any, Generic, TypeVar
 from ravi.agents.context.agent_context import AgentContext
 from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.pipeline import WindowRequest
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, MessageConflict
 from ravi.kernel.messages import ChatMessage, ContentBlock
 from ravi.kernel.values import check_scope, thaw
 
@@ -74,14 +75,42 @@ async def window_of(context: AgentContext, session_id: str, messages: Sequence[C
     return (await context.config.pipeline.window(request)).messages
 
 
-class StoredPrefix:
-    """How much of each session's growing list of messages (a framework's run state) is stored already, so a
-    face converts and appends only what is new.
+async def append_new(
+    context: AgentContext, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = ""
+) -> None:
+    """Store the ``messages`` the session does not hold yet, for a face whose message ids are derived from the
+    framework's messages and which may convert the same message again (in a new process, or from a state
+    restored from a checkpoint).
 
-    Kept per ``(agent_id, session_id)``: two agents' sessions of the same name never share it. A list that is
-    not the one seen before, grown, starts again from 0 (a face must then append idempotently, by message ids
-    that the same message always gets). At most ``max_sessions`` sessions are kept, the least recently used
-    dropped first; dropping one only costs its next call a conversion of the whole list.
+    A message id is a promise: the store refuses a message under a held id with other content, and a message
+    converted again differs from the stored one at least in its ``created_at``. So the batch is appended as it
+    is, and only if the store refuses it (``MessageConflict``) is the session read, once, to append just the
+    messages whose ids it does not hold: the stored ones stay as they were stored. Two messages under one id in
+    ``messages`` are one (the first).
+    """
+    unique = list({m.id: m for m in reversed(messages)}.values())[::-1]
+    if not unique:
+        return
+    try:
+        await context.add_messages(session_id, unique, run_id=run_id)
+    except MessageConflict:
+        held = {m.id for m in await context.config.history.get_messages(context.agent_id, session_id=session_id)}
+        new = [m for m in unique if m.id not in held]
+        if new:
+            await context.add_messages(session_id, new, run_id=run_id)
+
+
+class StoredPrefix:
+    """Which of each session's growing list of messages (a framework's run state) are stored already, so a face
+    converts and appends only what is new.
+
+    Kept per ``(agent_id, session_id)``: two agents' sessions of the same name never share it. A message counts
+    as stored when the list holds, at its place, the message marked there (the same object, or an equal one: a
+    state restored from a checkpoint is a copy); one the framework replaced in place (LangGraph does, by id) is
+    new, and so is every message past the marked ones. A list shorter than the marked one starts again from 0.
+    The face appends what is new with :func:`append_new`, by message ids that the same message always gets. At
+    most ``max_sessions`` sessions are kept, the least recently used dropped first; dropping one only costs its
+    next call a conversion of the whole list.
 
     Example:
         >>> stored = StoredPrefix()
@@ -92,28 +121,36 @@ class StoredPrefix:
         >>> run.append("c")
         >>> stored.start("agent", "s1", run)
         2
+        >>> stored.unstored("agent", "s1", ["A", "b", "c"])  # "a" replaced in place, "c" new
+        [0, 2]
     """
 
     def __init__(self, max_sessions: int = 4_096) -> None:
         if not isinstance(max_sessions, int) or isinstance(max_sessions, bool) or max_sessions < 1:
             raise InvalidArgument(f"max_sessions must be an integer >= 1, got {max_sessions!r}")
         self.max_sessions = max_sessions
-        self._seen: OrderedDict[tuple[str, str], tuple[int, object]] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, str], tuple[object, ...]] = OrderedDict()
+
+    def unstored(self, agent_id: str, session_id: str, messages: Sequence[object]) -> list[int]:
+        """The places in ``messages`` of the messages of ``(agent_id, session_id)`` not stored yet."""
+        seen = self._seen.get((agent_id, session_id))
+        if seen is None or len(messages) < len(seen):
+            return list(range(len(messages)))
+        changed = [
+            i for i, (now, then) in enumerate(zip(messages[: len(seen)], seen, strict=True)) if not _same(now, then)
+        ]
+        return changed + list(range(len(seen), len(messages)))
 
     def start(self, agent_id: str, session_id: str, messages: Sequence[object]) -> int:
-        """Where the messages of ``(agent_id, session_id)`` not stored yet begin in ``messages``."""
-        seen = self._seen.get((agent_id, session_id))
-        if seen is None:
-            return 0
-        count, last = seen
-        return count if 0 < count <= len(messages) and messages[count - 1] is last else 0
+        """Where the messages of ``(agent_id, session_id)`` not stored yet begin in ``messages`` (the first of
+        :meth:`unstored`, else the end)."""
+        places = self.unstored(agent_id, session_id, messages)
+        return places[0] if places else len(messages)
 
     def mark(self, agent_id: str, session_id: str, messages: Sequence[object]) -> None:
         """Record that every one of ``messages`` is stored in ``(agent_id, session_id)``."""
-        if not messages:
-            return
         key = (agent_id, session_id)
-        self._seen[key] = (len(messages), messages[-1])
+        self._seen[key] = tuple(messages)
         self._seen.move_to_end(key)
         while len(self._seen) > self.max_sessions:
             self._seen.popitem(last=False)
@@ -124,6 +161,15 @@ class StoredPrefix:
 
     def __len__(self) -> int:
         return len(self._seen)
+
+
+def _same(now: object, then: object) -> bool:
+    if now is then:
+        return True
+    try:
+        return bool(now == then)
+    except Exception:  # a framework's equality that cannot compare these: not the same
+        return False
 
 
 class Originals(Generic[T]):
@@ -181,4 +227,4 @@ class Originals(Generic[T]):
         return original if same else None
 
 
-__all__ = ["Originals", "StoredPrefix", "as_context", "window_of"]
+__all__ = ["Originals", "StoredPrefix", "append_new", "as_context", "window_of"]

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMess
 from langchain_core.runnables import RunnableConfig
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from ravi.agents.adapters import StoredPrefix, as_context
+from ravi.agents.adapters import StoredPrefix, append_new, as_context
 from ravi.agents.context import AgentContext, ContextConfig
 from ravi.integrations.langchain import _loop
 from ravi.integrations.langchain.convert import changed, langchain_id, to_langchain, to_ravi
@@ -145,9 +145,9 @@ class RaviContextMiddleware(AgentMiddleware):
 
     async def _store(self, session_id: str, messages: Sequence[BaseMessage]) -> None:
         agent_id = self.context.agent_id
-        new = [to_ravi(m) for m in messages[self._stored.start(agent_id, session_id, messages) :] if m.id is not None]
-        if new:
-            await self.context.add_messages(session_id, new)
+        places = self._stored.unstored(agent_id, session_id, messages)
+        new = [to_ravi(messages[i]) for i in places if messages[i].id is not None]
+        await append_new(self.context, session_id, new)
         self._stored.mark(agent_id, session_id, messages)
 
     async def _request(self, session_id: str, request: ModelRequest) -> ModelRequest:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage
-from ravi.agents.adapters import StoredPrefix, as_context
+from ravi.agents.adapters import StoredPrefix, append_new, as_context
 from ravi.agents.context import AgentContext, ContextConfig
 from ravi.integrations.pydantic_ai.convert import from_ravi, to_ravi
 from ravi.kernel.messages import ChatMessage
@@ -39,8 +39,7 @@ class RaviHistory(AbstractCapability[Any]):
         converted: list[ChatMessage] = []
         for i in range(start, len(messages)):
             converted += to_ravi(messages[i], salt=f"{self.session_id}:{i}")
-        if converted:
-            await self.context.add_messages(self.session_id, converted)
+        await append_new(self.context, self.session_id, converted)
         self._stored.mark(agent_id, self.session_id, messages)
 
     async def messages(self) -> list[ModelMessage]:
