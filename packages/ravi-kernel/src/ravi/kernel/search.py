@@ -220,7 +220,7 @@ def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
 
     Example:
         >>> query_terms("Where is the invoice INV-2291?")
-        ['invoice', 'inv-2291']
+        ['invoic', 'inv-2291']
         >>> query_terms("alpha beta gamma delta epsilon", limit=2)
         ['alpha', 'epsilon']
     """
