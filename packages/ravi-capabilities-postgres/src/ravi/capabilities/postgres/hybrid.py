@@ -117,8 +117,8 @@ class HybridSearch:
             f"""
 WITH u AS (SELECT f.seq AS first, l.seq AS last, x.score FROM unnest($3::text[], $4::text[], $5::float8[])
                AS x(first_id, last_id, score)
-           JOIN {m} f ON f.message_id = x.first_id AND f.agent_id = $1 AND f.session_id = $2
-           JOIN {m} l ON l.message_id = x.last_id AND l.agent_id = $1 AND l.session_id = $2),
+           JOIN {m} f ON ARRAY[f.agent_id, f.session_id, f.message_id] = ARRAY[$1, $2, x.first_id]
+           JOIN {m} l ON ARRAY[l.agent_id, l.session_id, l.message_id] = ARRAY[$1, $2, x.last_id]),
 near AS (SELECT (SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < u.first
                  AND o.seq >= 0 AND o.role <> 'system' ORDER BY o.seq DESC LIMIT 1) AS seq, u.score FROM u
          UNION ALL
