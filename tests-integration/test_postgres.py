@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
 import pytest
@@ -883,21 +883,37 @@ async def _reads(
     }
 
 
+async def _sent(db: Any, call: Awaitable[Any]) -> tuple[Any, list[tuple[str, tuple[Any, ...]]]]:
+    """What ``call`` returns, and the statements it sends through ``db.fetch`` with their arguments, in order."""
+    sent: list[tuple[str, tuple[Any, ...]]] = []
+    fetch = db.fetch
+
+    async def recording(statement: str, *args: Any) -> Any:
+        sent.append((statement, args))
+        return await fetch(statement, *args)
+
+    db.fetch = recording
+    try:
+        return await call, sent
+    finally:
+        db.fetch = fetch
+
+
 @pytest.mark.parametrize("state", _STATES)
 async def test_reads_keep_to_the_session_whatever_the_statistics(
     postgres_server: Server, pg_schema: str, state: str
 ) -> None:
-    """A window, a search's bookkeeping and its ranking, the indexing of a stretch, a cached whole read, an
-    append (a retried one too) and replace_last read the session's own rows, about as many as they need,
-    whatever the messages table's statistics say and whether the plan is custom or generic: never analysed, so
-    a long session looks a few rows long; analysed while an import was uncommitted, so the table looks empty
-    (every index then costs the planner the same, and PostgreSQL 18 can walk the run or the id index by their
-    later columns); analysed with one long session among many small ones; and settled by VACUUM ANALYZE. A
-    walk bounded on one side only ("the newest row below", with a LIMIT) was read whole, as a bitmap, when the
-    session looked short: a window of about 500 rows read all 12,000, a retried append renumbered through the
-    whole session. No statement scans the table or returns through the primary key (and the system messages and the
-    ids) half the session's rows, and only clear_run reads the run index; the terms index returns the matches of
-    the session's terms, as many as a search ranks."""
+    """A window, a search's bookkeeping and its ranking, hybrid recall's neighbours of the matches, the indexing
+    of a stretch, a cached whole read, an append (a retried one too), replace_last and clear_run read the
+    session's own rows, about as many as they need, whatever the messages table's statistics say and whether
+    the plan is custom or generic: never analysed, so a long session looks a few rows long; analysed while an
+    import was uncommitted, so the table looks empty (every index then costs the planner the same, and
+    PostgreSQL 18 can walk the run or the id index by their later columns); analysed after the first batch of a
+    burst; analysed with one long session among many small ones; and settled by VACUUM ANALYZE. A walk bounded
+    on one side only ("the newest row below", with a LIMIT) was read whole, as a bitmap, when the session looked
+    short: a window of about 500 rows read all 12,000, a retried append renumbered through the whole session.
+    No statement scans the table or returns through the primary key (and the system messages and the ids) half
+    the session's rows, and only clear_run reads the run index."""
     from ravi.agents.demo import agentic_transcript
     from ravi.capabilities.postgres.history import _INDEX_CHUNK, _RANKED, _quoted, _rows, session_digest
 
@@ -950,6 +966,15 @@ async def test_reads_keep_to_the_session_whatever_the_statistics(
             "replace_last": (replace, ("a", "s", newest.id, *_rows(fresh)), ()),
             "clear_run of the newest run": (f"SELECT {history._clear_run}($1, $2, $3)", ("a", "s", "late"), ()),
         }
+        # hybrid recall's statements of its own (the units bordering each match, and their rows), as it sends them
+        search = history.search_hybrid("a", session_id="s", query="src total_amount", before=10**9, limit=5, spread=0.5)
+        found, sent = await _sent(history.db, search)
+        assert found.lexical
+        own = [(text, args) for text, args in sent if text not in (history._df_query, history._search_query)]
+        assert len(own) == 2, [text[:80] for text, _ in own]
+        names = ("hybrid recall: the units bordering the matches", "hybrid recall: the rows of those units")
+        for name, (text, args) in zip(names, own, strict=True):
+            statements[name] = (text, args, ())
         limit = len(messages) // 2
         prefix = history.db.prefix
         bounded = {f"{prefix}messages_pkey", f"{prefix}messages_systems", f"{prefix}messages_ids"}
