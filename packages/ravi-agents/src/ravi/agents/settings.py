@@ -23,19 +23,26 @@ Example ``ravi.toml``::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+from pydantic_settings.sources.utils import parse_env_vars
 
 from ravi.kernel.agent import CompactionStrategy, HistoryRetention
-from ravi.kernel.config import CONFIG_FILE, config_path, read_config
-from ravi.kernel.env import env_name
+from ravi.kernel.config import CONFIG_FILE, config_path, read_config, store_sources
+from ravi.kernel.env import env_name, read_env, read_prefixed
 from ravi.kernel.errors import ConfigurationError, RaviError
-from ravi.kernel.registry import GROUPS, load_backend
+from ravi.kernel.registry import GROUPS, backend_factory, check_options
 
 StrategyName = Literal[
     "sliding_window",
@@ -88,6 +95,27 @@ class ContextSettings(BaseModel):
     pipeline: list[StrategySettings] | None = None
 
 
+class _RaviVariables(EnvSettingsSource):
+    """``RAVI_*`` variables, read through the environment registry (:mod:`ravi.kernel.env`), Ravi's one reader."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(read_prefixed(""), self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+
+
+class _RaviFile(TomlConfigSettingsSource):
+    """``ravi.toml``, less the options of a store whose backend a variable switches to another one: they belong
+    to the file's backend (``RAVI_HISTORY__BACKEND=memory`` over a Postgres ``[history]`` drops its ``dsn``)."""
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        for kind in GROUPS:
+            section = data.get(kind)
+            switched = read_env(f"{kind}__backend")
+            if isinstance(section, dict) and switched and "backend" in section and section["backend"] != switched:
+                data[kind] = {"backend": switched}
+        return data
+
+
 class RaviSettings(BaseSettings):
     """Everything Ravi can be configured with. Build it with :func:`load_settings`."""
 
@@ -115,9 +143,9 @@ class RaviSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, _RaviVariables(settings_cls)]
         if cls.toml_path is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=cls.toml_path))
+            sources.append(_RaviFile(settings_cls, toml_file=cls.toml_path))
         return tuple(sources)
 
     def store(self, kind: str) -> StoreSettings:
@@ -129,6 +157,19 @@ class RaviSettings(BaseSettings):
             beside = self.history.backend in available("summaries")
             return self.history if beside else StoreSettings()
         return getattr(self, kind)  # type: ignore[no-any-return]
+
+    def origins(self, kind: str) -> dict[str, str]:
+        """Where each option of the store ``kind`` came from (a variable, the file, or the settings given in
+        code), for messages that must say where a stray option was set."""
+        if kind == "summaries" and self.summaries is None:
+            kind = "history"
+        path = type(self).toml_path
+        if path is not None:
+            known = store_sources(kind, path).origins
+        else:
+            prefix = env_name(f"{kind}__")
+            known = {name[len(prefix) :].lower(): name for name in read_prefixed(f"{kind}__")}
+        return {key: known.get(key, "the settings given in code") for key in self.store(kind).options()}
 
 
 def load_settings(path: str | Path | None = None, **overrides: Any) -> RaviSettings:
@@ -154,23 +195,34 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> RaviSetti
 
 
 def build_store(kind: str, settings: RaviSettings | None = None) -> Any:
-    """The store of ``kind`` that ``settings`` name, built with its options.
+    """The store of ``kind`` that ``settings`` name, built with its options, checked and converted by the
+    backend's options model (``RAVI_HISTORY__MAX_SIZE=5`` arrives as the integer 5).
 
     Raises:
-        ConfigurationError: naming the ``[kind]`` section, for an unknown backend or options it rejects.
+        ConfigurationError: naming the ``[kind]`` section, for an unknown backend or options it rejects (naming
+            the option and where it was set).
     """
     if kind not in GROUPS:
         raise ConfigurationError(f"unknown store kind {kind!r}", hint=f"one of: {', '.join(GROUPS)}")
-    chosen = (settings or load_settings()).store(kind)
+    settings = settings or load_settings()
+    chosen = settings.store(kind)
+    where = f"[{kind}] backend = {chosen.backend!r}"
     try:
-        return load_backend(kind, chosen.backend, **chosen.options())
+        factory = backend_factory(kind, chosen.backend)
     except RaviError as error:
-        hint = error.hint
-        missing = re.findall(r"'(\w+)'", str(error.__cause__)) if "missing" in str(error.__cause__) else []
+        raise ConfigurationError(f"{where}: {error.message}", hint=error.hint) from error
+    options = check_options(kind, chosen.backend, chosen.options(), origins=settings.origins(kind), where=where)
+    try:
+        return factory(**options)
+    except TypeError as error:  # a backend without an options model
+        missing = re.findall(r"'(\w+)'", str(error)) if "missing" in str(error) else []
+        hint = "check the option names in the backend's documentation"
         if missing:
             keys = ", ".join(f"{k} (or RAVI_{kind.upper()}__{k.upper()})" for k in missing)
             hint = f"set {keys} in the [{kind}] section of {CONFIG_FILE}"
-        raise ConfigurationError(f"[{kind}] backend = {chosen.backend!r}: {error.message}", hint=hint) from error
+        raise ConfigurationError(f"{where}: {error}", hint=hint) from error
+    except RaviError as error:
+        raise ConfigurationError(f"{where}: {error.message}", hint=error.hint) from error
 
 
 def build_strategy(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.options import NoOptions
 from ravi.kernel.search import Bm25, UnitMatch, match_units
 from ravi.kernel.storage.history import HistoryWindow, check_append, check_search
 from ravi.kernel.tokens import stored_tokens
@@ -47,6 +48,9 @@ class InMemoryHistoryProvider(Closeable):
         >>> asyncio.run(history.count_messages("agent", session_id="s1"))
         1
     """
+
+    Options = NoOptions
+    """The store's options model, for configuration."""
 
     def __init__(self) -> None:
         self._sessions: dict[tuple[str, str], _Session] = {}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
+from ravi.capabilities.postgres.options import PostgresHistoryOptions
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.search import UnitMatch, message_text, terms, unit_end
 from ravi.kernel.storage.history import HistoryWindow, check_append, check_search, window_of
@@ -359,7 +360,10 @@ class PostgresHistoryProvider(PostgresStore):
     component = "history"
     migrations = MIGRATIONS
 
+    Options = PostgresHistoryOptions
+
     def __init__(self, dsn: str, *, cache_sessions: int = 64, **options: Unpack[PoolOptions]) -> None:
+        cache_sessions = PostgresHistoryOptions.check(dsn=dsn, cache_sessions=cache_sessions, **options).cache_sessions
         super().__init__(dsn, **options)
         self._messages = self.db.table("messages")
         self._sessions = self.db.table("sessions")

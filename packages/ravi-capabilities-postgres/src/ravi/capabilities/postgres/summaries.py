@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres.options import PostgresSummaryOptions
 from ravi.kernel.values import check_span, check_summary
 
 MIGRATIONS = [
@@ -24,6 +25,7 @@ class PostgresSummaryStore(PostgresStore):
     """The ``SummaryStore`` contract on PostgreSQL: one row per span, the first text kept
     (``ON CONFLICT DO NOTHING``), shared by every process that reads the same schema."""
 
+    Options = PostgresSummaryOptions
     component = "summaries"
     migrations = MIGRATIONS
 

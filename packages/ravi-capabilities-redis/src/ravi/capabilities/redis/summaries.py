@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Unpack
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors
+from ravi.capabilities.redis.options import RedisSummaryOptions
 from ravi.kernel.values import check_span, check_summary, ttl_seconds
 
 
@@ -13,7 +14,10 @@ class RedisSummaryStore(RedisStore):
     """The ``SummaryStore`` contract on Redis: one key per span, written with ``SET NX`` so the first text
     wins; with ``ttl``, summaries expire with the hot tier."""
 
+    Options = RedisSummaryOptions
+
     def __init__(self, url: str, *, ttl: timedelta | float | None = None, **options: Unpack[RedisOptions]) -> None:
+        RedisSummaryOptions.check(url=url, ttl=ttl, **options)
         super().__init__(url, **options)
         seconds = ttl_seconds(ttl)
         self._ttl_ms = None if seconds is None else max(1, int(seconds * 1000))
