@@ -131,4 +131,6 @@ def test_plugin_runs_the_contract_against_a_registered_backend(pytester: pytest.
 def test_plugin_refuses_a_malformed_choice(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--ravi-backend", "histroy=memory", "--pyargs", "ravi.conformance.run")
     assert result.ret != 0
-    result.stderr.fnmatch_lines(["*--ravi-backend expects KIND or KIND=NAME*"])
+    result.stderr.fnmatch_lines(
+        ["*--ravi-backend histroy=memory: unknown store kind 'histroy'*did you mean 'history'?*"]
+    )
