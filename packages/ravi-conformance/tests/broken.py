@@ -174,3 +174,10 @@ class AllowsAnyTransition(TaskStore):
             return t.model_copy(update={"status": TaskStatus(status), "result": result or t.result})
 
         return await self._change(conversation_id, agent_id, task_id, force)
+
+
+class AcceptsNegativeOffsets(InMemoryHistoryProvider):
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        return await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=max(offset, 0))
