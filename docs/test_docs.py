@@ -160,3 +160,20 @@ def test_the_design_map_names_what_exists() -> None:
     for contract in sorted(set(re.findall(r"`(\w+Contract)`", page))):
         assert hasattr(ravi.conformance, contract), contract
     assert '"amplifier.modules"' in (root / "packages/ravi-agents/pyproject.toml").read_text()
+
+
+def test_the_readme_example_runs_as_a_script(tmp_path: Path) -> None:
+    """The README's example used a top-level ``async with``: a SyntaxError when saved and run as a script."""
+    import os
+    import subprocess
+    import sys
+
+    readme = (DOCS.parent / "README.md").read_text()
+    [code] = BLOCK.findall(readme)
+    (tmp_path / "example.py").write_text(code)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAVI_")}
+    done = subprocess.run(
+        [sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "INV-2291" in done.stdout

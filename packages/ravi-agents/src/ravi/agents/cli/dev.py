@@ -91,9 +91,9 @@ def dev(
             )
     running = local_server(server)
     typer.echo(f"starting a local {server} server ...", err=True)
-    running.start()
     previous = signal.signal(signal.SIGTERM, _on_term)
     try:
+        running.start()
         options = running.backend_options()
         address = next(str(v) for k, v in options.items() if k in ("dsn", "url", "endpoint_url"))
         toml, exports = paste_lines(server, kinds, options)
