@@ -142,7 +142,11 @@ def resolve(specs: Sequence[str], isolate: Sequence[str] = ()) -> list[Target]:
             ) from None
         check_options(kind, sources.backend, sources.options, origins=sources.origins, where=where)
         isolated = isolating.get(kind) or ISOLATION.get(sources.backend)
-        targets.append(Target(kind, sources.backend, sources.options, sources.origins, isolated))
+        target = Target(kind, sources.backend, sources.options, sources.origins, isolated)
+        factory = backend_factory(kind, sources.backend)
+        if inspect.isclass(factory):
+            check_destroy(target, factory)
+        targets.append(target)
     return targets
 
 
@@ -180,6 +184,7 @@ async def close_backend(kind: str, backend: Any) -> None:
 
 def check_destroy(target: Target, backend: Any) -> None:
     """An isolated backend must be able to remove what each test made: ``destroy`` exists and is async.
+    ``backend`` is the backend, or its class (checked before one is built, so a refusal leaves nothing).
 
     Raises:
         ConfigurationError: without it every test would leave its scope (a file, a schema) behind.
@@ -188,17 +193,15 @@ def check_destroy(target: Target, backend: Any) -> None:
         return
     destroy = getattr(backend, "destroy", None)
     where = f"{target.kind}={target.name}"
+    name = backend.__name__ if inspect.isclass(backend) else type(backend).__name__
     if destroy is None:
         raise ConfigurationError(
-            f"{where}: isolating each test by {target.isolate!r} needs {type(backend).__name__}.destroy(), which "
-            f"removes what one test made; without it every test would leave its {target.isolate} behind",
-            hint=f"give {type(backend).__name__} an `async def destroy(self) -> None` that removes everything its "
-            f"{target.isolate} holds",
+            f"{where}: isolating each test by {target.isolate!r} needs {name}.destroy(), which removes what one "
+            f"test made; without it every test would leave its {target.isolate} behind",
+            hint=f"give {name} an `async def destroy(self) -> None` that removes everything its {target.isolate} holds",
         )
     if not inspect.iscoroutinefunction(destroy):
-        raise ConfigurationError(
-            f"{where}: {type(backend).__name__}.destroy() must be async (`async def destroy(self) -> None`)"
-        )
+        raise ConfigurationError(f"{where}: {name}.destroy() must be async (`async def destroy(self) -> None`)")
 
 
 async def reach(target: Target) -> None:
