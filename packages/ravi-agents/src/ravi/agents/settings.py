@@ -38,6 +38,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
+from ravi.agents.telemetry import instrument_store
 from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.config import CONFIG_FILE, config_path, read_config, store_sources
 from ravi.kernel.env import env_name, read_env, read_prefixed
@@ -213,7 +214,7 @@ def build_store(kind: str, settings: RaviSettings | None = None) -> Any:
         raise ConfigurationError(f"{where}: {error.message}", hint=error.hint) from error
     options = check_options(kind, chosen.backend, chosen.options(), origins=settings.origins(kind), where=where)
     try:
-        return factory(**options)
+        return instrument_store(factory(**options), kind, chosen.backend)
     except TypeError as error:  # a backend without an options model
         missing = re.findall(r"'(\w+)'", str(error)) if "missing" in str(error) else []
         hint = "check the option names in the backend's documentation"

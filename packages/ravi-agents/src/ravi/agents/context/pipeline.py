@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ravi.agents.context.events import CompactionEvent, EventBus, Listener, held_events
 from ravi.agents.context.session import SessionStates, run_strategy
+from ravi.agents.telemetry import window_assembly
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionStrategy, SessionContext
 from ravi.kernel.llm import TokenCounter
@@ -64,6 +65,7 @@ class CompactionPipeline:
             agent_id, session_id, counter=self.counter, history=history, state=self.sessions.get(agent_id, session_id)
         )
 
+    @window_assembly
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: ``history`` passed through every strategy in turn. ``history`` itself is never changed."""
         session = session or self.session()
@@ -140,6 +142,7 @@ class CompactionPipeline:
         known = [h for h in hints if isinstance(h, int) and h > 0]
         return max(known) * 3 // 2 if known else 8_192
 
+    @window_assembly
     async def assemble(
         self, history: HistoryProvider, session: SessionContext, *, unsaved: Sequence[ChatMessage] = ()
     ) -> list[ChatMessage]:

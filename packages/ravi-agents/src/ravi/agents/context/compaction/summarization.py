@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ravi.agents.context.compaction._keep import TailCut
 from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.session import counter_of, own_session
+from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.cancel import CancelledByToken, CancelToken
@@ -19,6 +21,8 @@ from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCall
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import stored_tokens
+
+_log = logging.getLogger(__name__)
 
 SUMMARY_KEY = "ravi.summary"
 """Metadata key that marks a summary message; its value says what the summary covers."""
@@ -328,6 +332,7 @@ class SummarizationCompaction:
         except CancelledByToken:
             raise
         except Exception as error:
+            log_failure_once(_log, f"the summariser of {type(self).__name__}", error)  # else only an event says so
             if self.events:
                 self.events.emit(
                     CompactionEvent(
