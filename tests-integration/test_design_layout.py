@@ -18,6 +18,7 @@ PLACES = {
     "ravi.agents.context.context": ["ContextConfig", "AgentContext"],
     "ravi.agents.context.history": ["InMemoryHistoryProvider"],
     "ravi.agents.context.compaction": [
+        "CompactionPipeline",
         "SlidingWindowCompaction",
         "ToolResultCompactionStrategy",
         "SelectiveToolCallCompactionStrategy",
@@ -37,6 +38,15 @@ PLACES = {
     ],
     "ravi.agents.storage.vector": ["InMemoryVectorStore"],
     "ravi.agents.storage.graph": ["InMemoryGraphStore"],
+    # 003
+    "ravi.core.context.base_context": ["ModelContext"],
+    "ravi.core.context.implementations": [
+        "UnboundedContext",
+        "SlidingWindowContext",
+        "TokenBudgetContext",
+        "HybridContext",
+        "SummarizingContext",
+    ],
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 from servers import Server, closing
 
+from ravi.agents.context import WindowRequest
 from ravi.capabilities.postgres import (
     PgLongTermMemory,
     PgTaskStore,
@@ -536,12 +537,12 @@ async def test_a_fresh_worker_finds_the_summary_by_key_and_reads_only_the_window
             await history.append_many("a", messages[i : i + 500], session_id="s")
         async for summaries in closing(PostgresSummaryStore(postgres_server.address, schema=pg_schema)):
             first = worker(summaries)
-            window = await first.assemble(history, first.session("a", "s"))
+            window = (await first.window(WindowRequest("a", "s", history=history))).messages
             assert len(calls) == 1
     async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
         async for summaries in closing(PostgresSummaryStore(postgres_server.address, schema=pg_schema)):
             second = worker(summaries)
-            assert await second.assemble(history, second.session("a", "s")) == window
+            assert (await second.window(WindowRequest("a", "s", history=history))).messages == window
             assert len(calls) == 1, "the summary was found by key"
             assert ("a", "s") not in history._cache, "the session was not read whole"
             assert len(history._windows[("a", "s")].messages) < 3 * len(window)
@@ -609,14 +610,14 @@ async def test_a_fresh_worker_recalls_from_the_terms_index_reading_only_the_wind
     memory = InMemoryHistoryProvider()
     await memory.append_many("a", messages, session_id="s")
     reference = CompactionPipeline([RelevantRecallStrategy(1_000)])
-    want = await reference.assemble(memory, reference.session("a", "s", history=memory))
+    want = (await reference.window(WindowRequest("a", "s", history=memory))).messages
     assert want[1:4] == expected_unit
     async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
         for i in range(0, len(messages), 500):
             await history.append_many("a", messages[i : i + 500], session_id="s")
     async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
         pipeline = CompactionPipeline([RelevantRecallStrategy(1_000)])
-        window = await pipeline.assemble(history, pipeline.session("a", "s", history=history))
+        window = (await pipeline.window(WindowRequest("a", "s", history=history))).messages
         assert window == want
         assert ("a", "s") not in history._cache, "the session was not read whole"
         assert len(history._windows[("a", "s")].messages) < 3 * len(window)
@@ -646,14 +647,14 @@ async def test_a_fresh_worker_recalls_by_meaning_from_pgvector_reading_only_the_
             await history.append_many("a", messages[:-1], session_id="s")
             index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors)
             first = CompactionPipeline([RelevantRecallStrategy(1_000, index=index)])
-            await first.assemble(history, first.session("a", "s", history=history))
+            await first.window(WindowRequest("a", "s", history=history))
             await history.append_many("a", messages[-1:], session_id="s")
     async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
         async for vectors in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
             worker = CompactionPipeline(
                 [RelevantRecallStrategy(1_000, index=EmbeddingIndex(Counting(dimension=64), vectors))]
             )
-            window = await worker.assemble(history, worker.session("a", "s", history=history))
+            window = (await worker.window(WindowRequest("a", "s", history=history))).messages
             assert ("a", "s") not in history._cache, "the session was not read whole"
             assert embedded == [messages[-1].text, messages[-1].text]
             assert window[0] == messages[0] and window[-1] == messages[-1]

@@ -27,6 +27,7 @@ from ravi.agents.context import (
     SlidingWindowCompaction,
     SummarizationCompaction,
     TokenBudgetComposedStrategy,
+    WindowRequest,
 )
 from ravi.agents.context.recall_index import message_text
 from ravi.kernel.agent import CompactionStrategy
@@ -74,7 +75,7 @@ async def score_searched(history: Any, budget: int, label: str) -> tuple[int, in
             sid = f"{label}-{budget}-{s}-{k}"
             question = ChatMessage.user(q.text, id=f"{q.fact_id}-question")
             await history.append_many("bench", [*session.messages, question], session_id=sid)
-            window = await pipeline.assemble(history, pipeline.session("bench", sid, history=history))
+            window = (await pipeline.window(WindowRequest("bench", sid, history=history))).messages
             text = "\n".join(message_text(m) for m in window if m.id != question.id)
             hits += q.answer in text
             total += 1

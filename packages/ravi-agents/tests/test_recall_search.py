@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMemoryHistoryProvider
+from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMemoryHistoryProvider, WindowRequest
 from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
 from ravi.agents.context.recall_index import _unit_of
+from ravi.conformance.strategy import transcripts
 from ravi.kernel.errors import InvalidMessage
-from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock
 
 from .doubles import Recording
-from .transcripts import transcripts
 
 WORDS = ["cache", "deploy", "staging", "Straße", "αθηνα", "東京", "port", "walrus"]
 worded = st.lists(
@@ -62,7 +62,7 @@ def test_the_store_search_gives_the_window_the_in_process_index_gives(
         await store.append_many("a", history, session_id="s")
         searched = CompactionPipeline([RelevantRecallStrategy(budget, recall_share=share, search_limit=10_000)])
         indexed = CompactionPipeline([RelevantRecallStrategy(budget, recall_share=share)])
-        got = await searched.assemble(store, searched.session("a", "s", history=store))
+        got = (await searched.window(WindowRequest("a", "s", history=store))).messages
         want = await indexed.compact(history, indexed.session("a", "s"))
         assert got == want
 
@@ -105,7 +105,7 @@ def test_a_fresh_worker_recalls_from_the_store_reading_only_the_window() -> None
         messages = _long_session(5_000)
         await store.append_many("a", messages, session_id="s")
         pipeline = CompactionPipeline([RelevantRecallStrategy(2_000)])
-        window = await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        window = (await pipeline.window(WindowRequest("a", "s", history=store))).messages
         return store, messages, window
 
     store, messages, window = asyncio.run(main())
@@ -125,7 +125,7 @@ def test_an_index_of_its_own_reads_the_session_whole() -> None:
         from ravi.agents.context.recall_index import BM25Index
 
         pipeline = CompactionPipeline([RelevantRecallStrategy(500, index=BM25Index())])
-        await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        await pipeline.window(WindowRequest("a", "s", history=store))
         return store
 
     store = asyncio.run(main())
@@ -143,7 +143,7 @@ def test_a_provider_that_cannot_search_is_read_whole() -> None:
         messages = _long_session(100)
         await store.append_many("a", messages, session_id="s")
         pipeline = CompactionPipeline([RelevantRecallStrategy(500)])
-        return store, await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        return store, (await pipeline.window(WindowRequest("a", "s", history=store))).messages
 
     store, window = asyncio.run(main())
     assert store.windowed == 0 and store.whole > 0
@@ -156,7 +156,7 @@ def test_the_hybrid_provider_searches_the_tier_that_serves_the_session() -> None
         history = HybridHistoryProvider(hot, cold)
         await cold.append_many("a", _long_session(100), session_id="s")  # the hot tier lost the session
         pipeline = CompactionPipeline([RelevantRecallStrategy(500)])
-        return await pipeline.assemble(history, pipeline.session("a", "s", history=history))
+        return (await pipeline.window(WindowRequest("a", "s", history=history))).messages
 
     window = asyncio.run(main())
     assert [m.role for m in window[:3]] == ["system", "assistant", "tool"]
@@ -169,6 +169,24 @@ def _embedding_index(store: object | None = None) -> object:
     return EmbeddingIndex(HashingEmbeddingClient(dimension=64), store, min_score=0.05)  # type: ignore[arg-type]
 
 
+def tool_call(call_id: str) -> ToolCallBlock:
+    return ToolCallBlock(id=call_id, name="tool", arguments={"q": ""})
+
+
+def _late_result() -> list[ChatMessage]:
+    """A system message that stands alone until the tool result after it joins it to the tool group before it."""
+    call = ChatMessage(id="a2", role="assistant", content=(tool_call("c2"), tool_call("c3")))
+    return [
+        ChatMessage(id="u1", role="user", content=(TextBlock(text="0"),)),
+        ChatMessage(id="a1", role="assistant", content=(tool_call("c1"),)),
+        ChatMessage.tool("c1", "", id="t1"),
+        call,
+        ChatMessage.tool("c2", "", id="t2"),
+        ChatMessage(id="s1", role="system", content=(TextBlock(text="0"),)),
+        ChatMessage.tool("c3", "", id="t3"),
+    ]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     spec=worded,
@@ -177,6 +195,7 @@ def _embedding_index(store: object | None = None) -> object:
     share=st.sampled_from([0.0, 0.5, 1.0]),
     step=st.integers(1, 12),
 )
+@example(spec=[], extra=_late_result(), budget=23, share=0.5, step=1)
 def test_an_embedding_index_in_a_shared_store_gives_the_window_of_the_in_process_one(
     spec: list[tuple[str, list[str]]], extra: list[ChatMessage], budget: int, share: float, step: int
 ) -> None:
@@ -199,7 +218,7 @@ def test_an_embedding_index_in_a_shared_store_gives_the_window_of_the_in_process
             chunk = history[i : i + step]
             await store.append_many("a", chunk, session_id="s")
             so_far += chunk
-            got = await stored.assemble(store, stored.session("a", "s", history=store))
+            got = (await stored.window(WindowRequest("a", "s", history=store))).messages
             assert got == await in_process.compact(so_far)
 
     asyncio.run(main())
@@ -215,7 +234,7 @@ def test_a_fresh_worker_finds_the_embedding_index_in_the_shared_store() -> None:
         messages = _long_session(2_000)
         await store.append_many("a", messages[:-1], session_id="s")
         first = CompactionPipeline([RelevantRecallStrategy(2_000, index=_embedding_index(vectors))])  # type: ignore[arg-type]
-        await first.assemble(store, first.session("a", "s", history=store))
+        await first.window(WindowRequest("a", "s", history=store))
         assert store.windowed >= len(messages) - 1  # never indexed: read back to the start
 
         await store.append_many("a", messages[-1:], session_id="s")
@@ -223,7 +242,7 @@ def test_a_fresh_worker_finds_the_embedding_index_in_the_shared_store() -> None:
         index = _embedding_index(vectors)
         embedded = _record_embeddings(index)
         worker = CompactionPipeline([RelevantRecallStrategy(2_000, index=index)])  # type: ignore[arg-type]
-        window = await worker.assemble(store, worker.session("a", "s", history=store))
+        window = (await worker.window(WindowRequest("a", "s", history=store))).messages
         assert store.whole == 0 and store.windowed < 200
         assert embedded == [messages[-1].text, messages[-1].text]  # the request, and the one new message
         assert window[0] == messages[0] and window[1:3] == messages[81:83] and window[-1] == messages[-1]
@@ -240,11 +259,11 @@ def test_an_embedding_index_sees_a_cleared_session_refilled() -> None:
         store, vectors = Recording(), InMemoryVectorStore()
         pipeline = CompactionPipeline([RelevantRecallStrategy(2_000, index=_embedding_index(vectors))])  # type: ignore[arg-type]
         await store.append_many("a", _long_session(300), session_id="s")
-        await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        await pipeline.window(WindowRequest("a", "s", history=store))
         await store.clear("a", session_id="s")
         fresh = [ChatMessage.user(f"note {i} " + "y" * 200) for i in range(300)]
         await store.append_many("a", [*fresh, ChatMessage.user("which port does zanzibar-7 use?")], session_id="s")
-        window = await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        window = (await pipeline.window(WindowRequest("a", "s", history=store))).messages
         assert not any(m.role == "tool" for m in window)
         want = await RelevantRecallStrategy(2_000, index=_embedding_index()).compact(  # type: ignore[arg-type]
             await store.get_messages("a", session_id="s")
@@ -267,7 +286,7 @@ def test_a_read_too_short_for_the_embedding_index_costs_no_embedding() -> None:
         index = _embedding_index(InMemoryVectorStore())
         asked = _record_embeddings(index)
         pipeline = CompactionPipeline([RelevantRecallStrategy(2_000, index=index)])  # type: ignore[arg-type]
-        await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        await pipeline.window(WindowRequest("a", "s", history=store))
         assert asked.count(messages[-1].text) == 2  # the request, and the message itself
         assert len(asked) == sum(1 for m in messages if message_text(m).strip()) + 1  # each message once
 
@@ -286,13 +305,13 @@ def test_a_progress_record_the_index_did_not_write_starts_it_afresh() -> None:
         await store.append_many("a", messages, session_id="s")
         index = _embedding_index(vectors)
         pipeline = CompactionPipeline([RelevantRecallStrategy(2_000, index=index)])  # type: ignore[arg-type]
-        want = await pipeline.assemble(store, pipeline.session("a", "s", history=store))
+        want = (await pipeline.window(WindowRequest("a", "s", history=store))).messages
         [units] = [c for c in await vectors.list_collections() if c.endswith("-units")]
         await vectors.upsert(
             [Document(id="ravi:progress", embedding=(1.0,) * 64, metadata={"units": "x"})], collection=units
         )
         again = CompactionPipeline([RelevantRecallStrategy(2_000, index=_embedding_index(vectors))])  # type: ignore[arg-type]
-        assert await again.assemble(store, again.session("a", "s", history=store)) == want
+        assert (await again.window(WindowRequest("a", "s", history=store))).messages == want
 
     asyncio.run(main())
 

@@ -11,13 +11,14 @@ from ravi.agents.context import (
     InMemoryHistoryProvider,
     SummarizationCompaction,
     TokenBudgetComposedStrategy,
+    WindowRequest,
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
 from ravi.agents.storage.summaries import InMemorySummaryStore
+from ravi.conformance.strategy import check_window
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 from .doubles import Recording, RecordingLLM
-from .invariants import check_window
 
 
 def turn(i: int) -> list[ChatMessage]:
@@ -37,7 +38,7 @@ async def test_the_summary_moves_in_steps_and_folds_the_previous_one() -> None:
     turns = 60
     for i in range(turns):
         await history.append_many("a", turn(i), session_id="s")
-        window = await pipeline.assemble(history, pipeline.session("a", "s"))
+        window = (await pipeline.window(WindowRequest("a", "s", history=history))).messages
         check_window(await history.get_messages("a", session_id="s"), window)
         found = [m for m in window if is_summary(m)]
         assert len(found) <= 1, "a summary is updated, never stacked"
@@ -59,23 +60,23 @@ async def test_a_fresh_worker_fetches_the_summary_by_key_and_reads_only_the_wind
     for i in range(1_000):
         await history.append_many("a", turn(i), session_id="s")
     first = summarising(llm, store)
-    window = await first.assemble(history, first.session("a", "s"))
+    window = (await first.window(WindowRequest("a", "s", history=history))).messages
     assert history.whole + history.windowed > 2_000, "the first summary of a session reads it whole"
     assert len(llm.prompts) == 1
 
     history.whole = history.windowed = 0
     worker = summarising(llm, store)  # another process: no state, the same summary store
-    again = await worker.assemble(history, worker.session("a", "s"))
+    again = (await worker.window(WindowRequest("a", "s", history=history))).messages
     assert again == window
     assert len(llm.prompts) == 1, "the summary is found by key, not written again"
     assert history.whole == 0 and history.windowed < 3 * len(window)
 
     await history.append_many("a", turn(1_000), session_id="s")
     history.whole = history.windowed = 0
-    grown = await worker.assemble(history, worker.session("a", "s"))
+    grown = (await worker.window(WindowRequest("a", "s", history=history))).messages
     assert history.whole == 0 and history.windowed < 3 * len(grown)
     history.whole = history.windowed = 0
-    after = await first.assemble(history, first.session("a", "s"))
+    after = (await first.window(WindowRequest("a", "s", history=history))).messages
     assert after == grown
     assert history.whole == 0 and history.windowed < 3 * len(after), "after a whole read, the next reads the window"
     whole = summarising(llm, store)
@@ -88,8 +89,8 @@ async def test_sessions_with_the_same_messages_keep_their_own_summaries() -> Non
     for session in ("s1", "s2"):
         await history.append_many("a", shared, session_id=session)
     pipeline = summarising(llm, store)
-    one = await pipeline.assemble(history, pipeline.session("a", "s1"))
-    two = await pipeline.assemble(history, pipeline.session("a", "s2"))
+    one = (await pipeline.window(WindowRequest("a", "s1", history=history))).messages
+    two = (await pipeline.window(WindowRequest("a", "s2", history=history))).messages
     ids = [next(m.id for m in w if is_summary(m)) for w in (one, two)]
     assert ids[0] != ids[1]
     assert len(llm.prompts) == 2

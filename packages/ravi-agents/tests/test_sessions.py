@@ -19,6 +19,7 @@ from ravi.agents.context import (
 from ravi.agents.context.recall_index import EmbeddingIndex
 from ravi.agents.context.session import SessionStates
 from ravi.agents.storage import HashingEmbeddingClient
+from ravi.kernel.agent import Slot
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
@@ -133,13 +134,13 @@ async def test_a_strategy_with_the_plain_signature_keeps_working() -> None:
 def test_session_state_is_bounded_least_recently_used_first() -> None:
     states = SessionStates(max_sessions=2)
     a = states.get("agent", "a")
-    a["x"] = 1
+    a.put("owner", Slot("x", int), 1)
     states.get("agent", "b")
     assert states.get("agent", "a") is a  # used again: now the most recent
     states.get("agent", "c")
     assert len(states) == 2
     assert states.get("agent", "a") is a
-    assert states.get("agent", "b") == {}  # dropped, made anew
+    assert len(states.get("agent", "b")) == 0  # dropped, made anew
     with pytest.raises(InvalidArgument):
         SessionStates(max_sessions=0)
 

@@ -13,15 +13,17 @@ from ravi.agents.context import (
     TokenBudgetComposedStrategy,
     ToolResultCompactionStrategy,
     TruncationStrategy,
+    WindowRequest,
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
+from ravi.conformance.strategy import check_window
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import ModelInfo
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 from .doubles import RecordingLLM
-from .invariants import check_window
 
 
 def group(call_id: str, result: str, *, error: bool = False, thought: str | None = None) -> list[ChatMessage]:
@@ -155,7 +157,8 @@ async def test_the_same_span_is_summarised_once() -> None:
     llm = RecordingLLM()
     strategy = SummarizationCompaction(llm, recent_token_budget=300, min_old_tokens=100)
     history = long_chat(10)
-    assert await strategy.compact(history) == await strategy.compact(history)
+    session = SessionContext("agent", "s")
+    assert await strategy.compact(history, session) == await strategy.compact(history, session)
     assert len(llm.prompts) == 1
 
 
@@ -220,8 +223,8 @@ async def test_the_manifest_says_what_happened_to_every_message() -> None:
             TokenBudgetComposedStrategy([], token_budget=5_000),
         ]
     )
-    explained = await pipeline.explain(history)
-    assert explained.messages == await pipeline.compact(history)
+    explained = await pipeline.window(WindowRequest("a", "s", messages=history, explain=True))
+    assert explained.messages == (await pipeline.window(WindowRequest("a", "s", messages=history))).messages
     by_id = {e.message_id: e for e in explained.manifest}
     assert [e.message_id for e in explained.manifest] == [m.id for m in history]
     assert by_id[history[0].id].status == "kept"  # the system message
@@ -243,7 +246,8 @@ async def test_the_manifest_names_recalled_and_dropped_messages() -> None:
     history = [ChatMessage.system("rules"), ChatMessage.user("My locker code is QUARTZ-4411, remember it.")]
     history += [ChatMessage.user(f"filler turn {i} " + "w" * 300) for i in range(20)]
     history.append(ChatMessage.user("What is my locker code?"))
-    explained = await CompactionPipeline([RelevantRecallStrategy(token_budget=600)]).explain(history)
+    pipeline = CompactionPipeline([RelevantRecallStrategy(token_budget=600)])
+    explained = await pipeline.window(WindowRequest(messages=history, explain=True))
     by_id = {e.message_id: e for e in explained.manifest}
     assert by_id[history[1].id].status == "recalled"
     assert by_id[history[2].id].status == "dropped"
@@ -262,14 +266,15 @@ async def test_relevant_recall_by_embeddings_in_a_vector_store() -> None:
     history = [ChatMessage.system("rules"), ChatMessage.user("The staging database lives on host db-staging-3.")]
     history += [ChatMessage.user(f"filler turn {i} " + "w" * 300) for i in range(20)]
     history.append(ChatMessage.user("Which host is the staging database on?"))
-    window = await strategy.compact(history)
+    session = SessionContext("agent", "s")
+    window = await strategy.compact(history, session)
     assert history[1] in window and history[2] not in window
-    assert strategy.recalled(history) == {history[1].id}
+    assert strategy.recalled(session) == {history[1].id}
     [collection] = await store.list_collections()
     assert len(await store.get([m.id for m in history], collection=collection)) == len(history)
     # the session grows: only the new message is embedded and stored
     grown = [*history, ChatMessage.user("And the staging database host again?")]
-    await strategy.compact(grown)
+    await strategy.compact(grown, session)
     assert len(await store.get([m.id for m in grown], collection=collection)) == len(grown)
 
 

@@ -19,15 +19,16 @@ from ravi.agents.context import (
     TokenBudgetComposedStrategy,
     ToolResultCompactionStrategy,
     TruncationStrategy,
+    WindowRequest,
 )
 from ravi.agents.context.compaction._keep import TailCut, newest_cut
-from ravi.agents.context.events import CompactionEvent
+from ravi.conformance.strategy import transcripts
+from ravi.kernel.agent import CompactionEvent
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.storage import HistoryWindow, window_of
 from ravi.kernel.tokens import CachedTokenCounter
 
 from .doubles import Recording
-from .transcripts import transcripts
 
 
 class DoubleCounter(CachedTokenCounter):
@@ -115,7 +116,7 @@ def test_the_window_from_the_newest_part_is_the_window_from_the_whole(
             await store.append_many("a", chunk, session_id="s")
             so_far += chunk
             seen.clear()
-            got = await windowed.assemble(store, windowed.session("a", "s", history=store))
+            got = (await windowed.window(WindowRequest("a", "s", history=store))).messages
             want = await whole.compact(so_far, whole.session("a", "s", history=store))
             assert got == want
             assert [e.kind for e in seen][:1] == ["pre_compact"] and [e.kind for e in seen].count("post_compact") == 1
@@ -134,7 +135,7 @@ def test_a_long_session_is_read_only_near_its_end() -> None:
         ]
         await store.append_many("a", messages, session_id="s")
         pipeline = CompactionPipeline([TokenBudgetComposedStrategy([], token_budget=2_000)])
-        window = await pipeline.assemble(store, pipeline.session("a", "s"))
+        window = (await pipeline.window(WindowRequest("a", "s", history=store))).messages
         assert window == await pipeline.compact(messages)
         return store.windowed, store.whole, window
 
@@ -148,7 +149,7 @@ def test_a_pipeline_that_reads_older_messages_reads_the_whole_session() -> None:
         store = Recording()
         await store.append_many("a", [ChatMessage.user(f"m{i}") for i in range(50)], session_id="s")
         pipeline = CompactionPipeline([SummarizationCompaction(recent_token_budget=20)])
-        await pipeline.assemble(store, pipeline.session("a", "s"))
+        await pipeline.window(WindowRequest("a", "s", history=store))
         return store.windowed, store.whole
 
     assert asyncio.run(main()) == (0, 50)

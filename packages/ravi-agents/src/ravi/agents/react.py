@@ -28,6 +28,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from ravi.agents.context.agent_context import AgentContext
 from ravi.agents.context.config import ContextConfig
+from ravi.agents.storage.context_vars import (
+    DEFAULT,
+    current_agent_id,
+    current_agent_label,
+    current_parent_agent_id,
+    current_thread_id,
+)
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
@@ -86,6 +93,12 @@ class ReActAgent:
             how the window is assembled.
         tools: The tools the model may call.
         max_steps: Model calls per run at most.
+        label: A human-readable name of the agent (``current_agent_label``); its ``name`` by default.
+
+    While it runs, the agent sets the context variables of 000 (``current_thread_id`` to the session,
+    ``current_agent_id`` and ``current_agent_label`` to itself, ``current_parent_agent_id`` to the agent that was
+    running when it started, for a sub-agent), so its tools and stores see who is running; they are restored when
+    the run ends.
     """
 
     def __init__(
@@ -96,12 +109,14 @@ class ReActAgent:
         context: ContextConfig | AgentContext | None = None,
         tools: Sequence[Tool] = (),
         max_steps: int = 8,
+        label: str | None = None,
     ) -> None:
         if not callable(getattr(model, "respond", None)):
             raise ConfigurationError(f"model must have respond(messages, tools=...), got {type(model).__name__}")
         if not isinstance(max_steps, int) or max_steps < 1:
             raise InvalidArgument(f"max_steps must be an integer >= 1, got {max_steps!r}")
         self.name = name
+        self.label = label or name
         self.model = model
         if isinstance(context, AgentContext):
             self.context = context
@@ -117,6 +132,22 @@ class ReActAgent:
             InvalidArgument: the model still calls tools after ``max_steps`` calls.
         """
         message = user_input if isinstance(user_input, ChatMessage) else ChatMessage.user(user_input)
+        parent = current_agent_id.get()
+        tokens = (
+            current_thread_id.set(session_id),
+            current_agent_id.set(self.name),
+            current_agent_label.set(self.label),
+            current_parent_agent_id.set(parent if parent != DEFAULT else None),
+        )
+        try:
+            return await self._run(session_id, message, run_id)
+        finally:
+            current_parent_agent_id.reset(tokens[3])
+            current_agent_label.reset(tokens[2])
+            current_agent_id.reset(tokens[1])
+            current_thread_id.reset(tokens[0])
+
+    async def _run(self, session_id: str, message: ChatMessage, run_id: str | None) -> ChatMessage:
         async with self.context.run(session_id, run_id) as run:
             await run.add(message)
             for _ in range(self.max_steps):

@@ -33,11 +33,12 @@ import inspect
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.messages import SUMMARY_KEY
 
 if TYPE_CHECKING:
     from ravi.kernel.agent import SessionContext
@@ -53,9 +54,6 @@ _in_store_call: ContextVar[bool] = ContextVar("ravi_telemetry_in_store_call", de
 
 _LIFECYCLE = frozenset({"aclose", "close", "connect", "disconnect", "destroy"})
 """A store's own opening and closing: not operations on its data."""
-
-_LAST_WINDOW = "ravi.telemetry:last_window"
-"""The session's previous window (its message ids), kept in the session's own state for the prefix-cache metric."""
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -136,46 +134,86 @@ def enabled() -> bool:
     return _active is not None
 
 
-def window_assembly(method: F) -> F:
-    """Trace an engine entry that assembles one window: ``method(self, source, session, ...)`` returning the
-    window, with ``self.strategies`` and ``self.window_counter()``. Off, the entry's own coroutine is returned
-    as it is: the cost is one call and one check."""
+def traced_window(method: F) -> F:
+    """Trace the engine's entry, ``window(self, request)``: one span per window, and its metrics. Off, the
+    entry's own coroutine is returned as it is: the cost is one call and one check."""
 
     @functools.wraps(method)
-    def entry(self: Any, source: Any, session: SessionContext | None = None, *args: Any, **kwargs: Any) -> Any:
+    def entry(self: Any, request: Any) -> Any:
         instruments = _active
         if instruments is None:
-            return method(self, source, session, *args, **kwargs)
-        return _traced_window(instruments, method, self, source, session, *args, **kwargs)
+            return method(self, request)
+        return _traced_window(instruments, method, self, request)
 
     return entry  # type: ignore[return-value]
 
 
-async def _traced_window(
-    instruments: _Instruments,
+def traced_pass(method: F) -> F:
+    """Note what one pass of the strategies (``_run(self, messages, session, explain)``) assembled the window
+    from, for the traced window around it (a windowed read may take more than one pass; the last one is the
+    window's). Outside a traced window, the pass's own coroutine is returned as it is."""
+
+    @functools.wraps(method)
+    def run(self: Any, history: Sequence[ChatMessage], session: SessionContext, explain: bool) -> Any:
+        passes = _passes.get()
+        if passes is None:
+            return method(self, history, session, explain)
+        return _noted_pass(passes, method, self, history, session, explain)
+
+    return run  # type: ignore[return-value]
+
+
+_passes: ContextVar[list[tuple[list[ChatMessage], SessionContext]] | None] = ContextVar(
+    "ravi_telemetry_passes", default=None
+)
+"""Inside a traced window: what its last pass of the strategies was given, and for which session."""
+
+
+async def _noted_pass(
+    passes: list[tuple[list[ChatMessage], SessionContext]],
     method: Callable[..., Awaitable[Any]],
     pipeline: Any,
-    source: Any,
-    session: SessionContext | None,
-    *args: Any,
-    **kwargs: Any,
+    history: Sequence[ChatMessage],
+    session: SessionContext,
+    explain: bool,
 ) -> Any:
-    if session is None:
-        session = pipeline.session()
-    agent, conversation = session.agent_id or "anonymous", session.session_id
-    started = time.perf_counter()
-    with instruments.tracer.start_as_current_span(
-        f"assemble_window {agent}",
-        attributes={
-            "gen_ai.operation.name": "assemble_window",
-            "gen_ai.agent.id": agent,
-            "gen_ai.conversation.id": conversation,
-            "ravi.pipeline.strategies": [type(s).__name__ for s in pipeline.strategies],
-        },
-    ) as span:
-        window = await method(pipeline, source, session, *args, **kwargs)
-        _record(instruments, span, pipeline, session, window, time.perf_counter() - started)
+    window = await method(pipeline, history, session, explain)
+    passes[:] = [(list(history), session)]
     return window
+
+
+async def _traced_window(
+    instruments: _Instruments, method: Callable[..., Awaitable[Any]], pipeline: Any, request: Any
+) -> Any:
+    agent, conversation = request.agent_id or "anonymous", request.session_id
+    previous = pipeline.last_window(request.agent_id, request.session_id) if request.agent_id else None
+    passes: list[tuple[list[ChatMessage], SessionContext]] = []
+    started = time.perf_counter()
+    noting = _passes.set(passes)
+    try:
+        with instruments.tracer.start_as_current_span(
+            f"assemble_window {agent}",
+            attributes={
+                "gen_ai.operation.name": "assemble_window",
+                "gen_ai.agent.id": agent,
+                "gen_ai.conversation.id": conversation,
+                "ravi.pipeline.strategies": [s.name for s in pipeline.strategies],
+            },
+        ) as span:
+            window = await method(pipeline, request)
+            if passes:
+                source, session = passes[-1]
+                seconds = time.perf_counter() - started
+                _record(instruments, span, pipeline, session, source, window.messages, previous, seconds, agent)
+    finally:
+        _passes.reset(noting)
+    return window
+
+
+def _strategies(strategies: Sequence[Any]) -> Iterator[Any]:
+    for strategy in strategies:
+        yield strategy
+        yield from _strategies(strategy.children())
 
 
 def _record(
@@ -183,12 +221,12 @@ def _record(
     span: Any,
     pipeline: Any,
     session: SessionContext,
+    source: list[ChatMessage],
     window: Sequence[ChatMessage],
+    previous: Sequence[ChatMessage] | None,
     seconds: float,
+    agent: str,
 ) -> None:
-    from ravi.agents.context.compaction.summarization import SUMMARY_KEY
-
-    source = list(session.source)
     kept = {m.id for m in window}
     position = {m.id: i for i, m in enumerate(source)}
     covered: set[str] = set()
@@ -199,18 +237,9 @@ def _record(
     removed = [m.id for m in source if m.id not in kept]
     summarised = sum(1 for i in removed if i in covered)
     dropped = len(removed) - summarised
-    recalled = 0
-    for strategy in pipeline.strategies:
-        # relevant recall says which ids it brought back; other strategies recall nothing
-        which = getattr(strategy, "recalled", None)
-        if callable(which):
-            recalled += len(which(source, session))
-    tokens = pipeline.window_counter().count_messages(window)
-    ids = tuple(m.id for m in window)
-    previous = session.state.get(_LAST_WINDOW)
-    hit = previous is not None and ids[: len(previous)] == previous
-    session.state[_LAST_WINDOW] = ids
-    agent = session.agent_id or "anonymous"
+    recalled = sum(len(strategy.recalled(session)) for strategy in _strategies(pipeline.strategies))
+    tokens = pipeline.window_counter(session.counter).count_messages(window)
+    hit = previous is not None and [m.id for m in window[: len(previous)]] == [m.id for m in previous]
     span.set_attributes(
         {
             "gen_ai.usage.input_tokens": tokens,
@@ -290,4 +319,13 @@ def log_failure_once(logger: logging.Logger, what: str, error: BaseException) ->
     logger.warning("%s failed: %s: %s", what, type(error).__name__, error)
 
 
-__all__ = ["SYSTEMS", "disable", "enable", "enabled", "instrument_store", "log_failure_once", "window_assembly"]
+__all__ = [
+    "SYSTEMS",
+    "disable",
+    "enable",
+    "enabled",
+    "instrument_store",
+    "log_failure_once",
+    "traced_pass",
+    "traced_window",
+]

@@ -23,6 +23,7 @@ pytest.register_assert_rewrite(
     "ravi.conformance.history",
     "ravi.conformance.longterm",
     "ravi.conformance.state",
+    "ravi.conformance.strategy",
     "ravi.conformance.summaries",
     "ravi.conformance.tasks",
     "ravi.conformance.vector",
@@ -38,6 +39,7 @@ from ravi.conformance.history import (  # noqa: E402
 )
 from ravi.conformance.longterm import LongTermMemoryContract  # noqa: E402
 from ravi.conformance.state import ShortTermMemoryContract  # noqa: E402
+from ravi.conformance.strategy import StrategyContract  # noqa: E402
 from ravi.conformance.summaries import SummaryStoreContract  # noqa: E402
 from ravi.conformance.tasks import TaskStoreContract  # noqa: E402
 from ravi.conformance.vector import VectorStoreContract  # noqa: E402
@@ -66,6 +68,7 @@ __all__ = [
     "WindowReaderContract",
     "LongTermMemoryContract",
     "ShortTermMemoryContract",
+    "StrategyContract",
     "SummaryStoreContract",
     "TaskStoreContract",
     "VectorStoreContract",

@@ -540,8 +540,14 @@ def from_openai(items: Iterable[Mapping[str, Any]]) -> list[ChatMessage]:
     return out
 
 
+SUMMARY_KEY = "ravi.summary"
+"""Metadata key that marks a summary message, a derived record that stands in a window for the messages it
+covers (its value says which); the only message a strategy may add to a window."""
+
+
 __all__ = [
     "ROLES",
+    "SUMMARY_KEY",
     "ChatMessage",
     "ContentBlock",
     "DocumentBlock",

@@ -56,6 +56,26 @@ def block_texts(block: Any) -> tuple[str, ...]:
     return texts(block)  # type: ignore[no-any-return]
 
 
+def _payload(text: str) -> int:
+    """The length of a data URL's payload (what follows its comma), or of any other text."""
+    if text.startswith("data:"):
+        comma = text.find(",")
+        if comma >= 0:
+            return len(text) - comma - 1
+    return len(text)
+
+
+def message_chars(message: ChatMessage) -> int:
+    """The characters a message carries, 002's measure of a turn (before its estimate divides by 4): the length of
+    every :func:`block_texts` of its blocks, an image or document sent inline counted by its base64 payload."""
+    total = 0
+    for block in message.content:
+        inline = isinstance(block, ImageBlock | DocumentBlock)
+        for text in block_texts(block):
+            total += _payload(text) if inline else len(text)
+    return total
+
+
 class CachedTokenCounter:
     """A counter that counts each message once: subclasses give ``key`` (the memo key, unique per counting
     rule) and ``count_text``; the message's count is kept in its ``memo`` (messages are immutable)."""
@@ -124,6 +144,7 @@ __all__ = [
     "CachedTokenCounter",
     "HeuristicTokenCounter",
     "block_texts",
+    "message_chars",
     "seed_stored_tokens",
     "stored_tokens",
 ]

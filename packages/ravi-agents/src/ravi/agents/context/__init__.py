@@ -16,7 +16,6 @@ from ravi.agents.context.compaction import (
     TruncationStrategy,
 )
 from ravi.agents.context.config import ContextConfig
-from ravi.agents.context.events import CompactionEvent, EventBus
 from ravi.agents.context.functional import (
     CHARS_PER_TOKEN,
     DEFAULT_POLICY,
@@ -41,47 +40,51 @@ from ravi.agents.context.model_context import (
     UnboundedContext,
 )
 from ravi.agents.context.models import MODELS, model_info
-from ravi.agents.context.pipeline import CompactionPipeline
-from ravi.kernel.agent import HistoryRetention
+from ravi.agents.context.pipeline import CompactionPipeline, WindowRequest
+from ravi.kernel.agent import CompactionEvent, EventBus, HistoryRetention, SessionContext, Strategy, StrategyTraits
 from ravi.kernel.messages import ChatMessage
 
 __all__ = [
-    "CHARS_PER_TOKEN",
-    "DEFAULT_POLICY",
-    "TURN_OVERHEAD_TOKENS",
-    "MODELS",
     "AgentContext",
+    "CHARS_PER_TOKEN",
     "ChatMessage",
+    "compact",
     "CompactionEvent",
     "CompactionPipeline",
     "CompactionPolicy",
     "ContextConfig",
     "ContextManager",
+    "DEFAULT_POLICY",
+    "estimate_context_tokens",
     "EventBus",
+    "find_cut_point",
     "HistoryRetention",
     "HybridContext",
     "HybridHistoryProvider",
     "InMemoryHistoryProvider",
     "ManifestEntry",
+    "model_info",
     "ModelContext",
+    "MODELS",
+    "mount",
     "RelevantRecallStrategy",
     "Run",
     "SelectiveToolCallCompactionStrategy",
+    "SessionContext",
+    "should_compact",
     "SlidingWindowCompaction",
     "SlidingWindowContext",
+    "Strategy",
+    "StrategyTraits",
     "SummarizationCompaction",
+    "summarize",
     "SummarizingContext",
     "TokenBudgetComposedStrategy",
     "TokenBudgetContext",
     "ToolResultCompactionStrategy",
     "TruncationStrategy",
+    "TURN_OVERHEAD_TOKENS",
     "UnboundedContext",
     "Window",
-    "compact",
-    "estimate_context_tokens",
-    "find_cut_point",
-    "model_info",
-    "mount",
-    "should_compact",
-    "summarize",
+    "WindowRequest",
 ]

@@ -8,12 +8,12 @@ from contextlib import asynccontextmanager
 
 from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.manifest import Window
+from ravi.agents.context.pipeline import WindowRequest
 from ravi.kernel.agent import HistoryRetention, SessionContext
 from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
-
-_LAST_WINDOW = "ravi.last_window"  # in the session's state: the last window assembled, for record_usage
 
 
 class AgentContext:
@@ -41,19 +41,30 @@ class AgentContext:
         check_scope(agent_id=self.agent_id)
         self._unsaved: dict[str, dict[str, list[ChatMessage]]] = {}  # session -> run -> turns (retention NONE)
 
-    async def get_prompt_window(self, session_id: str) -> list[ChatMessage]:
+    async def get_prompt_window(self, session_id: str, *, counter: TokenCounter | None = None) -> list[ChatMessage]:
         """The compacted window for ``session_id``: the stored transcript (plus unsaved turns of runs in
         progress, under retention ``NONE``) passed through the pipeline. When the store can read windows and
-        the pipeline allows it, only the newest part of the session is read (``CompactionPipeline.assemble``)."""
+        the pipeline allows it, only the newest part of the session is read (``CompactionPipeline.window``).
+        ``counter`` counts this window's tokens instead of the configured counter (a model client's own)."""
+        return (await self.config.pipeline.window(await self._request(session_id, counter=counter))).messages
+
+    async def _request(
+        self, session_id: str, *, explain: bool = False, counter: TokenCounter | None = None
+    ) -> WindowRequest:
         check_scope(session_id=session_id)
         unsaved = [m for turns in self._unsaved.get(session_id, {}).values() for m in turns]
-        session = self.session(session_id)
+        calibration = 1.0
         if self.config.model is not None:
-            session.calibration = await self.config.calibration.factor(self.config.model)
-        pipeline = self.config.pipeline
-        window = await pipeline.assemble(self.config.history, session, unsaved=unsaved)
-        session.state[_LAST_WINDOW] = window  # counted only if the provider's usage is reported
-        return window
+            calibration = await self.config.calibration.factor(self.config.model)
+        return WindowRequest(
+            self.agent_id,
+            session_id,
+            history=self.config.history,
+            unsaved=unsaved,
+            counter=counter,
+            calibration=calibration,
+            explain=explain,
+        )
 
     async def record_usage(self, session_id: str, prompt_tokens: int) -> float:
         """Tell Ravi how many prompt tokens the provider reported for the last window of ``session_id``
@@ -65,7 +76,7 @@ class AgentContext:
                 positive integer.
         """
         check_scope(session_id=session_id)
-        window = self.session(session_id).state.get(_LAST_WINDOW)
+        window = self.config.pipeline.last_window(self.agent_id, session_id)
         counted = self.config.pipeline.window_counter().count_messages(window) if window else 0
         if not counted:
             raise InvalidArgument(
@@ -77,12 +88,9 @@ class AgentContext:
         )
 
     async def explain(self, session_id: str) -> Window:
-        """The window for ``session_id`` with its manifest (what happened to each stored message, and why)."""
-        check_scope(session_id=session_id)
-        history = await self.config.history.get_messages(self.agent_id, session_id=session_id)
-        for turns in self._unsaved.get(session_id, {}).values():
-            history.extend(turns)
-        return await self.config.pipeline.explain(history, self.session(session_id))
+        """The window for ``session_id`` with its manifest (what happened to each stored message, and why); the
+        whole session is read, since every stored message is accounted for."""
+        return await self.config.pipeline.window(await self._request(session_id, explain=True))
 
     def session(self, session_id: str) -> SessionContext:
         """The context ``session_id``'s windows are assembled in: this agent, the configured counter and

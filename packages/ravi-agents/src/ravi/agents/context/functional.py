@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -24,20 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ravi.agents.context.compaction.summarization import INSTRUCTIONS, is_summary, write_summary
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
 from ravi.kernel.cancel import CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
-from ravi.kernel.messages import (
-    ChatMessage,
-    DocumentBlock,
-    ImageBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
+from ravi.kernel.tokens import message_chars
 
 
 @dataclass(frozen=True)
@@ -70,26 +66,6 @@ DEFAULT_POLICY = CompactionPolicy(trigger_ratio=0.8, keep_recent=8)
 """Condense at 80% of the window, keep the 8 most recent messages verbatim."""
 
 
-def _payload(url: str) -> int:
-    return len(url.split(",", 1)[1]) if url.startswith("data:") and "," in url else len(url)
-
-
-def _chars(block: object) -> int:
-    if isinstance(block, TextBlock):
-        return len(block.text)
-    if isinstance(block, ThinkingBlock):
-        return len(block.thinking)
-    if isinstance(block, ToolCallBlock):
-        return len(block.name) + len(json.dumps(dict(block.arguments), separators=(",", ":"), ensure_ascii=False))
-    if isinstance(block, ToolResultBlock):
-        return len(block.content)
-    if isinstance(block, ImageBlock):
-        return _payload(block.url)
-    if isinstance(block, DocumentBlock):  # not in 002's list; priced like an image so a PDF is not free
-        return len(block.data) if block.data is not None else _payload(block.url or "")
-    return 0
-
-
 def estimate_context_tokens(messages: Sequence[ChatMessage], *, counter: TokenCounter | None = None) -> int:
     """A coarse token estimate of ``messages`` (002): the characters of every block (text and thinking, a tool
     call's name and compact JSON arguments, a tool result's output, an image's base64 payload), divided by
@@ -97,7 +73,7 @@ def estimate_context_tokens(messages: Sequence[ChatMessage], *, counter: TokenCo
     counter's count instead."""
     if counter is not None:
         return counter.count_messages(messages)
-    chars = sum(_chars(block) for message in messages for block in message.content)
+    chars = sum(map(message_chars, messages))
     return math.ceil(chars / CHARS_PER_TOKEN) + TURN_OVERHEAD_TOKENS * len(messages)
 
 
@@ -239,15 +215,25 @@ async def compact(
     return [*(m for m in old if m.role == "system"), summary, *messages[cut:]]
 
 
-class PolicyCompactionStrategy:
+class PolicyCompactionStrategy(Strategy):
     """The 002 conductor as a pipeline strategy: when the window reaches ``policy.trigger_ratio`` of
-    ``token_budget`` and the cut is past 1, everything before :func:`find_cut_point` becomes one summary turn
-    (:func:`compact`), kept in ``store`` so the same span is summarised once. ``ContextManager`` runs it before a
-    ``TokenBudgetComposedStrategy``, so its windows get the pipeline's events and manifest.
+    ``token_budget`` (passes it, with ``above=True``, as 001's context manager has it) and the cut is past 1,
+    everything before :func:`find_cut_point` becomes one summary turn, as :func:`compact` makes it.
+    ``ContextManager`` runs it before a ``TokenBudgetComposedStrategy``, so its windows get the pipeline's events and
+    manifest.
+
+    Each summary is a derived record of the session, kept in ``store`` (else in the session's history provider
+    when it keeps summaries, else in this process) under the session's scope and the message it ends before, so
+    any process finds it by key. The next window folds the previous summary forward with the messages after it
+    (002's ``summarize`` folds summaries in), so a window costs the newest part of the session and a short model
+    call; the session is read whole only to write its first summary.
 
     Example:
         >>> strategy = PolicyCompactionStrategy(8_000, CompactionPolicy(keep_recent=6))
     """
+
+    lookback = 64
+    """How many messages before the cut are looked up for an earlier summary to fold forward."""
 
     def __init__(
         self,
@@ -257,28 +243,137 @@ class PolicyCompactionStrategy:
         *,
         store: SummaryStore | None = None,
         counter: TokenCounter | None = None,
+        above: bool = False,
     ) -> None:
-        if not isinstance(token_budget, int) or token_budget < 0:
+        if not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 0:
             raise InvalidArgument(f"token_budget must be an integer >= 0, got {token_budget!r}")
         self.token_budget = token_budget
         self.policy = policy or DEFAULT_POLICY
         self.llm = llm
         self.store = store
         self.own_counter = counter
+        self.above = above
+        self._own_store: SummaryStore | None = None
 
-    async def compact(self, history: Sequence[ChatMessage], session: Any = None) -> list[ChatMessage]:
+    @property
+    def traits(self) -> StrategyTraits:  # type: ignore[override]
+        """Its window depends on the newest ``keep_recent`` messages and the stored summary before them, and it
+        keeps summaries under the session's scope."""
+        return StrategyTraits(
+            suffix_determined=True, read_hint=self.token_budget, counter=self.own_counter, derives_records=True
+        )
+
+    def summaries(self, session: SessionContext) -> SummaryStore:
+        """Where the session's summaries are kept (see the class docs)."""
+        if self.store is not None:
+            return self.store
+        if isinstance(session.history, SummaryStore):
+            return session.history
+        if self._own_store is None:
+            from ravi.agents.storage.summaries import InMemorySummaryStore
+
+            self._own_store = InMemorySummaryStore()
+        return self._own_store
+
+    def triggered(self, history: Sequence[ChatMessage], session: SessionContext) -> bool:
+        """Whether ``history`` passes the trigger (reaches it, unless ``above``) for ``session``'s budget."""
+        counter = self.own_counter or session.counter or DEFAULT_COUNTER
+        budget = session.budget_for(self.token_budget)
+        if budget <= 0:
+            return False
+        tokens = estimate_context_tokens(history, counter=counter)
+        limit = budget * self.policy.trigger_ratio
+        return tokens > limit if self.above else tokens >= limit
+
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history``, or its summary and newest turns once it passes the trigger."""
-        counter = self.own_counter or getattr(session, "counter", None)
-        if not should_compact(history, self.token_budget, self.policy, counter=counter):
+        session = session or SessionContext.standalone()
+        if not self.triggered(history, session):
+            if session.partial:
+                session.need_older()  # the whole session may pass the trigger
             return list(history)
-        if find_cut_point(history, self.policy.keep_recent) <= 1:  # 002: only when there is something to condense
+        cut = find_cut_point(history, self.policy.keep_recent)
+        older = history[:cut]
+        if not any(m.role != "system" for m in older):
+            if session.partial:
+                session.need_older()  # the cut lies before the part read
             return list(history)
-        scope = getattr(session, "scope", None)
-        store = self.store if scope is not None else None  # summaries are kept per session
-        return await compact(history, None, self.policy, self.llm, store=store, scope=scope)
+        if not session.partial and cut <= 1:  # 002: only when there is something to condense
+            return list(history)
+        summary = await self._summary(history, cut, session)
+        if summary is None:
+            session.need_older()
+            return list(history)
+        if session.partial:
+            session.cut_made()  # everything before the cut is in the summary
+        return [*(m for m in older if m.role == "system"), summary, *history[cut:]]
+
+    async def _summary(self, history: Sequence[ChatMessage], cut: int, session: SessionContext) -> ChatMessage | None:
+        """The summary of everything in the session before ``history[cut]``: stored, or the nearest stored one
+        before it folded forward, or (on a whole read) written afresh. ``None`` when older messages are needed."""
+        scope = session.scope
+        if scope is None:  # no session to keep it for: summarise what is given
+            return await summarize(history[:cut], self.llm)
+        store = self.summaries(session)
+        key = _span_key(session, history, cut)
+        if key is None:
+            return None if session.partial else await summarize(history[:cut], self.llm)
+        done = _summary_message(await store.get_summary(scope, key))
+        if done is not None:
+            return done
+        previous: list[ChatMessage] = []
+        start = 0
+        looked = 0
+        for p in range(cut - 1, -1, -1):
+            if looked >= self.lookback:
+                break
+            if history[p].role == "system":
+                continue
+            earlier = _span_key(session, history, p)
+            if earlier is None:
+                break
+            looked += 1
+            found = _summary_message(await store.get_summary(scope, earlier))
+            if found is not None:
+                previous, start = [found], p
+                break
+        if not previous and session.partial:
+            return None  # the first summary covers the whole session before the cut
+        fresh = [m for m in history[start:cut] if m.role != "system" and not is_summary(m)]
+        summary = await write_summary(self.llm or _extractive(), previous, fresh, key=key)
+        await store.put_summary(scope, key, summary.model_dump_json())
+        # the first one stored wins, in every process
+        return _summary_message(await store.get_summary(scope, key)) or summary
 
     def __repr__(self) -> str:
         return f"PolicyCompactionStrategy(token_budget={self.token_budget}, policy={self.policy!r})"
+
+
+def _extractive() -> LLMClient:
+    from ravi.agents.llm.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer()
+
+
+def _span_key(session: SessionContext, history: Sequence[ChatMessage], cut: int) -> str | None:
+    """The key of the session's summary of everything before ``history[cut]`` (by its offset and id), or ``None``
+    when that message cannot be placed in the session."""
+    at = session.offset(history[cut].id) if cut < len(history) else None
+    if at is None:
+        return None
+    scope = session.scope
+    raw = json.dumps(["conductor", scope.key() if scope else "", at, history[cut].id], ensure_ascii=False)
+    return "summary-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def _summary_message(text: str | None) -> ChatMessage | None:
+    """A stored summary message, or ``None`` for none (or one that does not parse)."""
+    if text is None:
+        return None
+    try:
+        return ChatMessage.model_validate_json(text)
+    except ValueError:
+        return None
 
 
 __all__ = [

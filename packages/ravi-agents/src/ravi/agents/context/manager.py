@@ -12,17 +12,18 @@ import inspect
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from ravi.agents.context.chat_dicts import from_chat_dict, to_chat_dict
 from ravi.agents.context.compaction.token_budget import TokenBudgetComposedStrategy
-from ravi.agents.context.events import EventBus, Listener
 from ravi.agents.context.functional import CompactionPolicy, PolicyCompactionStrategy
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.manifest import Window
-from ravi.agents.context.pipeline import CompactionPipeline
-from ravi.agents.storage.summaries import InMemorySummaryStore
+from ravi.agents.context.pipeline import CompactionPipeline, WindowRequest
+from ravi.agents.context.units import drop_orphan_results
 from ravi.agents.tokens import DEFAULT_COUNTER, tool_tokens
+from ravi.kernel.agent import CompactionEvent, EventBus, Listener
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
@@ -108,12 +109,14 @@ class ContextManager:
     ``get_messages`` returns the raw transcript, never compacted; ``get_messages_for_request`` returns what to
     send, assembled by the engine every face shares (a ``CompactionPipeline``, with its events and manifest).
     The budget is the request's ``token_budget``, else the provider's (:func:`provider_budget`), else
-    ``max_tokens``. When the transcript passes ``compaction_threshold`` of the budget, the manager emits
-    ``context:pre_compact`` through ``hooks``, everything but the newest ``keep_recent`` messages becomes one
-    summary (``PolicyCompactionStrategy``, kept in ``summaries`` so the same span is summarised once), a
-    ``TokenBudgetComposedStrategy`` trims the result to the budget by whole units if it still does not fit, and
-    ``context:post_compact`` follows with the window's counts. Compaction is a view: the stored transcript never
-    changes.
+    ``max_tokens``. When the transcript passes (001: strictly above) ``compaction_threshold`` of the budget,
+    everything but the newest ``keep_recent`` messages becomes one summary (``PolicyCompactionStrategy``, kept in
+    ``summaries``, else beside the history, so the same span is summarised once), a
+    ``TokenBudgetComposedStrategy`` trims the result to the budget by whole units if it still does not fit, tool
+    results whose call is not in the window are dropped (001), and ``context:pre_compact`` (the counts of the
+    messages compaction read) and ``context:post_compact`` (the window's counts) are emitted through ``hooks``, in
+    that order, once the window is assembled. The engine reads only the newest part of the session when the store
+    can read windows. Compaction is a view: the stored transcript never changes.
 
     Messages are ``ChatMessage`` objects or chat dicts (the ``developer`` role and amplifier's content blocks
     included); a dict is given back exactly as it was added (see :mod:`ravi.agents.context.chat_dicts`).
@@ -158,14 +161,20 @@ class ContextManager:
         self.policy = CompactionPolicy(trigger_ratio=float(compaction_threshold), keep_recent=keep_recent)
         self.llm = llm
         self.counter = counter or DEFAULT_COUNTER
-        self.summaries = summaries or InMemorySummaryStore()
+        self.summaries = summaries
         self.tools = list(tools)
         self.reserve = reserve
         self.hooks = hooks
         self.events = EventBus()
         self.resumed = False
-        self._pipelines: dict[int, CompactionPipeline] = {}
         self._warned: set[str] = set()
+        conductor = PolicyCompactionStrategy(max_tokens, self.policy, llm, store=summaries, above=True)
+        self.pipeline = CompactionPipeline(
+            [conductor, TokenBudgetComposedStrategy([], max_tokens)], counter=self.counter, max_sessions=4
+        )
+        """The engine that assembles this conversation's windows (one, whatever each request's budget)."""
+        self.pipeline.subscribe(self.events.emit)
+        self.pipeline.subscribe(_collect)
 
     @property
     def compaction_threshold(self) -> float:
@@ -175,20 +184,6 @@ class ContextManager:
     def subscribe(self, listener: Listener) -> Any:
         """Call ``listener(event)`` for every compaction event; returns a function that unsubscribes it."""
         return self.events.subscribe(listener)
-
-    def pipeline(self, budget: int) -> CompactionPipeline:
-        """The pipeline that assembles windows within ``budget`` (one per budget, kept)."""
-        pipeline = self._pipelines.get(budget)
-        if pipeline is None:
-            conductor = PolicyCompactionStrategy(budget, self.policy, self.llm, store=self.summaries)
-            pipeline = CompactionPipeline(
-                [conductor, TokenBudgetComposedStrategy([], budget)], counter=self.counter, max_sessions=16
-            )
-            pipeline.subscribe(self.events.emit)
-            if len(self._pipelines) >= 8:  # budgets that vary call by call: keep the last few
-                self._pipelines.pop(next(iter(self._pipelines)))
-            self._pipelines[budget] = pipeline
-        return pipeline
 
     def _budget(self, token_budget: int | None, provider: Any) -> int:
         if token_budget is not None:
@@ -255,24 +250,32 @@ class ContextManager:
         The budget is ``token_budget``, else the one ``provider`` allows (:func:`provider_budget`, falling back
         to ``max_tokens`` when the provider cannot say), else ``max_tokens``.
         """
-        stored = await self.history.get_messages(self.agent_id, session_id=self.session_id)
-        budget = self._budget(token_budget, provider)
-        pipeline = self.pipeline(budget)
-        tokens = self.counter.count_messages(stored)
-        compacting = tokens > budget * self.compaction_threshold
-        if compacting:
-            await self._emit(PRE_COMPACT, {"message_count": len(stored), "token_count": tokens})
-        window = await pipeline.compact(stored, pipeline.session(self.agent_id, self.session_id))
-        if compacting:
-            count = self.counter.count_messages(window)
-            await self._emit(POST_COMPACT, {"message_count": len(window), "token_count": count})
-        return [to_chat_dict(m, request=True) for m in window]
+        window = await self._window(token_budget, provider, explain=False)
+        return [to_chat_dict(m, request=True) for m in window.messages]
 
     async def explain_request(self, token_budget: int | None = None, provider: Any = None) -> Window:
         """What ``get_messages_for_request`` would send, with the manifest of every stored message."""
-        stored = await self.history.get_messages(self.agent_id, session_id=self.session_id)
-        pipeline = self.pipeline(self._budget(token_budget, provider))
-        return await pipeline.explain(stored, pipeline.session(self.agent_id, self.session_id))
+        return await self._window(token_budget, provider, explain=True)
+
+    async def _window(self, token_budget: int | None, provider: Any, *, explain: bool) -> Window:
+        budget = self._budget(token_budget, provider)
+        request = WindowRequest(self.agent_id, self.session_id, history=self.history, budget=budget, explain=explain)
+        seen: list[CompactionEvent] = []
+        token = _SEEN.set(seen)
+        try:
+            window = await self.pipeline.window(request)
+        finally:
+            _SEEN.reset(token)
+        if not any(e.kind == "strategy_applied" and e.changed for e in seen):
+            return window
+        kept = drop_orphan_results(window.messages)  # 001: a result whose call is not sent goes too
+        if len(kept) != len(window.messages):
+            window = Window(kept, window.manifest)
+        read = next((e for e in seen if e.kind == "pre_compact"), None)
+        if read is not None:
+            await self._emit(PRE_COMPACT, {"message_count": read.message_count, "token_count": read.tokens})
+        await self._emit(POST_COMPACT, {"message_count": len(kept), "token_count": self.counter.count_messages(kept)})
+        return window
 
 
 _OPTIONS = {
@@ -325,6 +328,17 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Co
     if callable(register):
         register("observability.events", MODULE_NAME, lambda: list(EVENTS))
     return manager
+
+
+_SEEN: ContextVar[list[CompactionEvent] | None] = ContextVar("ravi_context_manager_events", default=None)
+"""The engine's events of the window being assembled in this task (a manager's hooks are told of compaction once
+the window is made)."""
+
+
+def _collect(event: CompactionEvent) -> None:
+    seen = _SEEN.get()
+    if seen is not None:
+        seen.append(event)
 
 
 __all__ = ["EVENTS", "MODULE_NAME", "PROVIDER_SAFETY_MARGIN", "ContextManager", "mount", "provider_budget"]

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
-from ravi.agents.context.session import accepts_session
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import SessionContext, Strategy
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolResultBlock
 
 Status = Literal["kept", "truncated", "summarised", "recalled", "dropped"]
@@ -61,13 +60,13 @@ class ManifestBuilder:
 
     def stage(
         self,
-        strategy: object,
+        strategy: Strategy,
         before: Sequence[ChatMessage],
         after: Sequence[ChatMessage],
-        session: SessionContext | None = None,
+        session: SessionContext,
     ) -> None:
         """Record what one strategy did between its input and its output (for ``session``)."""
-        name = type(strategy).__name__
+        name = strategy.name
         out = {m.id: m for m in after}
         position = {m.id: i for i, m in enumerate(before)}
         summaries = [m for m in after if is_summary(m) and m.id not in position]
@@ -91,9 +90,8 @@ class ManifestBuilder:
                 if removed > 0:
                     self.entries[mid] = ManifestEntry(mid, "truncated", name, old.chars_removed + removed)
                 self.current[mid] = out[mid]
-        recalled = getattr(strategy, "recalled", None)
-        if callable(recalled) and before:
-            for mid in recalled(before, session) if accepts_session(recalled) else recalled(before):
+        if before:
+            for mid in strategy.recalled(session):
                 if mid in self.current:
                     self.entries[mid] = ManifestEntry(mid, "recalled", name)
 

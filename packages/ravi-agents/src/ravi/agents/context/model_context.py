@@ -25,7 +25,6 @@ from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.hybrid import HybridHistoryProvider
 from ravi.agents.context.models import input_budget, model_info
-from ravi.agents.context.pipeline import CompactionPipeline
 from ravi.agents.tokens import ClientTokenCounter
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.errors import ConfigurationError
@@ -47,11 +46,11 @@ class ModelContext(ContextConfig, abc.ABC):
         contexts that count with it."""
 
     async def _window(
-        self, session_id: str, agent_id: str | None, config: ContextConfig | None = None
+        self, session_id: str, agent_id: str | None, counter: TokenCounter | None = None
     ) -> list[ChatMessage]:
         from ravi.agents.context.agent_context import AgentContext
 
-        return await AgentContext(config or self, agent_id=agent_id).get_prompt_window(session_id)
+        return await AgentContext(self, agent_id=agent_id).get_prompt_window(session_id, counter=counter)
 
 
 class UnboundedContext(ModelContext):
@@ -115,14 +114,7 @@ class TokenBudgetContext(ModelContext):
     ) -> list[ChatMessage]:
         """The newest whole units within ``max_tokens``, counted with ``model_client`` when it can count."""
         if model_client is not None and callable(getattr(model_client, "count_tokens", None)):
-            counted = ContextConfig(
-                self.history,
-                CompactionPipeline(self.pipeline.strategies),
-                retention=self.retention,
-                counter=ClientTokenCounter(model_client),
-                agent_id=self.agent_id,
-            )
-            return await self._window(session_id, agent_id, counted)
+            return await self._window(session_id, agent_id, ClientTokenCounter(model_client))
         return await self._window(session_id, agent_id)
 
 

@@ -1,35 +1,104 @@
-"""``CompactionPipeline``: strategies in order, each feeding the next, with events around the run."""
+"""``CompactionPipeline``: the assembly engine. Strategies run in order, each feeding the next, and one call,
+:meth:`CompactionPipeline.window`, assembles every window every face asks for."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from ravi.agents.context.events import CompactionEvent, EventBus, Listener, held_events
-from ravi.agents.context.session import SessionStates, run_strategy
-from ravi.agents.telemetry import window_assembly
+from ravi.agents import telemetry
+from ravi.agents.context.manifest import ManifestBuilder, Window
+from ravi.agents.context.session import SessionStates
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.agent import CompactionStrategy, SessionContext
+from ravi.kernel.agent import (
+    CompactionEvent,
+    CompactionStrategy,
+    EventBus,
+    Listener,
+    SessionContext,
+    Slot,
+    Strategy,
+    as_strategy,
+    held_events,
+)
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider, HistorySearcher, WindowReader
+from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
 
-if TYPE_CHECKING:
-    from ravi.agents.context.manifest import Window
+
+@dataclass(frozen=True)
+class WindowRequest:
+    """One window to assemble: whose, from what, within what.
+
+    Attributes:
+        agent_id, session_id: The session the window is for. Its state (memos, anchors, recall indexes) is kept
+            by the pipeline between requests; both empty for a one-off window of given ``messages`` (nothing is
+            kept, no record is derived).
+        history: The store the session lives in; the engine reads as little of it as the pipeline allows.
+        messages: The transcript itself, when the caller already holds it (a framework's run state); the store
+            is then not read.
+        unsaved: Turns that are not stored (retention ``NONE``), after the stored ones.
+        budget: This request's token budget, when the caller gives one (a provider's window); budget strategies
+            use it instead of their own.
+        counter: How to count tokens for this request, instead of the pipeline's counter (a model client's own
+            ``count_tokens``).
+        calibration: How many times more tokens the provider reported than were counted (see
+            :class:`~ravi.agents.context.calibration.Calibration`); budget strategies divide by it.
+        explain: Also say what happened to every stored message (:attr:`Window.manifest`); the whole session is
+            read for it, since every message is accounted for.
+    """
+
+    agent_id: str = ""
+    session_id: str = ""
+    history: HistoryProvider | None = None
+    messages: Sequence[ChatMessage] | None = None
+    unsaved: Sequence[ChatMessage] = ()
+    budget: int | None = None
+    counter: TokenCounter | None = None
+    calibration: float = 1.0
+    explain: bool = False
+
+    def __post_init__(self) -> None:
+        if self.history is None and self.messages is None:
+            raise InvalidArgument("a window needs history= (the store) or messages= (the transcript)")
+        if bool(self.agent_id) != bool(self.session_id):
+            raise InvalidArgument("give both agent_id and session_id, or neither (a one-off window of messages=)")
+        if not self.agent_id and self.messages is None:
+            raise InvalidArgument("a window read from history= needs agent_id and session_id")
+        if self.budget is not None and (
+            not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget < 0
+        ):
+            raise InvalidArgument(f"budget must be None or an integer >= 0, got {self.budget!r}")
+
+
+_READ_TOKENS: Slot[list[int]] = Slot("pipeline.read_tokens", list)
+"""How many stored tokens the session's next windowed read starts with (empty until a window was assembled)."""
+_SERVED: Slot[list[int]] = Slot("pipeline.served", lambda: [0])
+"""How many windows of the session this pipeline assembled."""
+_LAST_WINDOW: Slot[list[list[ChatMessage]]] = Slot("pipeline.last_window", list)
+"""The session's last window (for usage reports)."""
+_RESIZE_EVERY = 64
 
 
 class CompactionPipeline:
-    """Run ``strategies`` in order on a history; an empty pipeline returns the history as it is.
+    """The assembly engine: ``strategies`` run in order on a session's history; no strategy at all returns the
+    history as it is.
+
+    :meth:`window` is the one entry point every face calls (``AgentContext``, ``ContextManager``, the model
+    contexts, the functional API, the CLI, the framework integrations). It reads only the newest part of a
+    session when the strategies declare they allow it (:class:`~ravi.kernel.agent.StrategyTraits`), keeps each
+    session's state between requests (the last ``max_sessions`` sessions, and nothing of a session once its
+    generation changed), and returns the window, with its manifest when asked.
 
     Subscribers get a ``pre_compact`` event before, a ``strategy_applied`` event after each strategy (with
     ``changed`` telling whether it altered the window), a ``post_compact`` event after, and the events of the
-    strategies themselves (``summarization_failed``, ``budget_unmet``).
+    strategies themselves (``summarization_failed``, ``budget_unmet``), once per window.
 
-    Each window is assembled for a session (:meth:`session`); the pipeline keeps the state of the last
-    ``max_sessions`` sessions it served, and ``counter`` is the counter of every strategy that names none of
-    its own. Called without a session, the pipeline treats all such calls as one anonymous session.
+    ``counter`` counts for every strategy that names no counter of its own. Strategies are
+    :class:`~ravi.kernel.agent.Strategy` objects; a plain ``compact(history)`` object is run as one that needs the
+    whole session.
 
     Example:
         >>> from ravi.agents.context import SlidingWindowCompaction, ToolResultCompactionStrategy
@@ -39,160 +108,195 @@ class CompactionPipeline:
 
     def __init__(
         self,
-        strategies: Sequence[CompactionStrategy] = (),
+        strategies: Sequence[Strategy | CompactionStrategy] = (),
         *,
         counter: TokenCounter | None = None,
         max_sessions: int = 1_024,
     ) -> None:
-        self.strategies = list(strategies)
+        self.strategies: list[Strategy] = [as_strategy(s) for s in strategies]
         self.counter = counter or DEFAULT_COUNTER
         self.sessions = SessionStates(max_sessions)
         self.events = EventBus()
         for strategy in self.strategies:
-            child_events = getattr(strategy, "events", None)
-            if isinstance(child_events, EventBus):
-                child_events.subscribe(self.events.emit)
+            if strategy.events is not None:
+                strategy.events.subscribe(self.events.emit)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(event)`` for every event; returns a function that unsubscribes it."""
         return self.events.subscribe(listener)
 
-    def session(
-        self, agent_id: str = "", session_id: str = "", *, history: HistoryProvider | None = None
-    ) -> SessionContext:
-        """The context of a session this pipeline assembles windows for, with the session's kept state."""
-        return SessionContext(
-            agent_id, session_id, counter=self.counter, history=history, state=self.sessions.get(agent_id, session_id)
-        )
-
-    @window_assembly
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
-        """The window: ``history`` passed through every strategy in turn. ``history`` itself is never changed."""
-        session = session or self.session()
-        session.read_from(history)
-        return await self._run(history, session)
-
-    async def _run(self, history: Sequence[ChatMessage], session: SessionContext) -> list[ChatMessage]:
-        events = self.events
-        window = list(history)
-        if events:
-            events.emit(CompactionEvent("pre_compact", window, counter=self.counter))
-        for strategy in self.strategies:
-            out = await run_strategy(strategy, window, session)
-            if events:
-                changed = len(out) != len(window) or out != window
-                events.emit(
-                    CompactionEvent(
-                        "strategy_applied", out, strategy=type(strategy).__name__, changed=changed, counter=self.counter
-                    )
-                )
-            window = out
-        if events:
-            events.emit(CompactionEvent("post_compact", window, counter=self.counter))
-        return window
-
-    async def explain(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> Window:
-        """The window and its manifest: for each source message, kept, truncated (how much), summarised (into
-        which summary), recalled or dropped, and by which strategy. Costs a pass per strategy: ask only when
-        you need the explanation."""
-        from ravi.agents.context.manifest import ManifestBuilder
-
-        builder = ManifestBuilder(history)
-        session = session or self.session()
-        session.read_from(history)
-        window = list(history)
-        for strategy in self.strategies:
-            out = await run_strategy(strategy, window, session)
-            builder.stage(strategy, window, out, session)
-            window = out
-        return builder.build(window)
+    # -- what the strategies declare ------------------------------------------------------------------------------
 
     @property
     def suffix_determined(self) -> bool:
-        """Whether every strategy is suffix-determined: what it makes of a message depends only on that message,
-        the messages after it and the system messages, never on older ones, and one of them cuts the window
-        (``cuts``). Such a pipeline's window can be assembled from the newest part of a session
-        (:meth:`assemble`)."""
-        strategies = self.strategies
-        return all(getattr(s, "suffix_determined", False) for s in strategies) and any(
-            getattr(s, "cuts", False) for s in strategies
-        )
+        """Whether every strategy is suffix-determined and one of them cuts the window
+        (:class:`~ravi.kernel.agent.StrategyTraits`): the window can then be assembled from the newest part of a
+        session."""
+        traits = [s.traits for s in self.strategies]
+        return all(t.suffix_determined for t in traits) and any(t.cuts for t in traits)
 
-    def reads_windows(self, history: HistoryProvider) -> bool:
-        """Whether :meth:`assemble` reads only the newest part of a session stored in ``history``: the provider
+    def reads_windows(self, history: HistoryProvider | None) -> bool:
+        """Whether a window of a session stored in ``history`` is assembled from its newest part: the provider
         can read windows (``WindowReader``), the pipeline is :attr:`suffix_determined`, and, when a strategy
         ranks older messages by a search (``searches``), the provider can search (``HistorySearcher``)."""
         if not (isinstance(history, WindowReader) and self.suffix_determined):
             return False
-        return isinstance(history, HistorySearcher) or not any(getattr(s, "searches", False) for s in self.strategies)
+        return isinstance(history, HistorySearcher) or not any(s.traits.searches for s in self.strategies)
 
-    def window_counter(self) -> TokenCounter:
-        """The counter the window's size is judged by: that of the last strategy naming its own, else the
-        pipeline's."""
+    @property
+    def derives_records(self) -> bool:
+        """Whether a strategy keeps records derived from the session (then its generation is read with it)."""
+        return any(s.traits.derives_records for s in self.strategies)
+
+    def window_counter(self, counter: TokenCounter | None = None) -> TokenCounter:
+        """The counter the window's size is judged by: that of the last strategy naming its own, else
+        ``counter`` (a request's), else the pipeline's."""
         for strategy in reversed(self.strategies):
-            own = getattr(strategy, "own_counter", None)
+            own = strategy.traits.counter
             if own is not None:
-                return own  # type: ignore[no-any-return]
-        return self.counter
+                return own
+        return counter or self.counter
 
-    def read_hint(self) -> int:
-        """How many stored tokens a windowed read starts with: the largest budget a strategy names (with room for
-        a counter that counts more than the stored heuristic), else 8,192."""
-        hints = [getattr(strategy, "read_hint", None) for strategy in self.strategies]
-        known = [h for h in hints if isinstance(h, int) and h > 0]
+    def read_hint(self, budget: int | None = None) -> int:
+        """How many stored tokens a windowed read starts with: the largest budget a strategy names (or the
+        request's ``budget``), with room for a counter that counts more than the stored heuristic; else 8,192."""
+        known = [h for s in self.strategies if (h := s.traits.read_hint)]
+        if budget:
+            known.append(budget)
         return max(known) * 3 // 2 if known else 8_192
 
-    @window_assembly
-    async def assemble(
-        self, history: HistoryProvider, session: SessionContext, *, unsaved: Sequence[ChatMessage] = ()
-    ) -> list[ChatMessage]:
-        """The window of ``session`` as stored in ``history`` (plus ``unsaved`` turns at its end).
+    # -- the one entry point ----------------------------------------------------------------------------------------
+
+    def session(self, agent_id: str, session_id: str, *, history: HistoryProvider | None = None) -> SessionContext:
+        """The context ``(agent_id, session_id)``'s windows are assembled in, with the state the pipeline keeps
+        for the session."""
+        return SessionContext(
+            agent_id, session_id, counter=self.counter, history=history, state=self.sessions.get(agent_id, session_id)
+        )
+
+    def last_window(self, agent_id: str, session_id: str) -> list[ChatMessage] | None:
+        """The last window this pipeline assembled for the session, if it remembers one."""
+        kept = self.sessions.get(agent_id, session_id).find(self, _LAST_WINDOW)
+        return kept[0] if kept else None
+
+    @telemetry.traced_window
+    async def window(self, request: WindowRequest) -> Window:
+        """The window ``request`` asks for (and its manifest, with ``explain``). The stored transcript is never
+        changed.
 
         When the pipeline :meth:`reads_windows` of the provider, only the newest part of the session is read: as
-        many stored tokens as the session's last window needed (at first, the pipeline's budget), then four times
-        more, until a strategy cuts the window inside the part read (or the part is the whole session). The window
-        is the one the whole transcript gives; its events are delivered once. Otherwise the session is read whole.
+        many stored tokens as the session's last window needed (at first, the largest budget), then four times
+        more, until a strategy cuts the window inside the part read (or the part is the whole session). The
+        window is the one the whole transcript gives; its events are delivered once. Otherwise the session is
+        read whole (and always for ``explain``).
         """
-        if not self.reads_windows(history):
-            messages = await history.get_messages(session.agent_id, session_id=session.session_id)
-            messages.extend(unsaved)
+        if request.agent_id:
+            session = self.session(request.agent_id, request.session_id, history=request.history)
+        else:
+            session = SessionContext.standalone()
+            session.history = request.history
+        session.counter = request.counter or self.counter
+        session.budget, session.calibration = request.budget, request.calibration
+        if request.messages is not None:
+            messages = [*request.messages, *request.unsaved]
+            if request.history is not None and request.agent_id and self.derives_records:
+                self._adopt(session, await _generation(request.history, session))
             session.read_from(messages)
-            return await self._run(messages, session)
+            return await self._run(messages, session, request.explain)
+        history = request.history
+        assert history is not None
+        if request.explain or not self.reads_windows(history):
+            generation = await _generation(history, session) if self.derives_records else None
+            messages = await history.get_messages(session.agent_id, session_id=session.session_id)
+            messages.extend(request.unsaved)
+            self._adopt(session, generation)
+            session.read_from(messages)
+            return await self._run(messages, session, request.explain)
+        return await self._windowed(history, session, request)
+
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
+        """The window of ``history`` (000's ``pipeline.compact(raw)``): every strategy in turn, on the given
+        messages. With ``session`` (from :meth:`session`) the session's state is used and kept; without, nothing
+        is kept between calls."""
+        if session is None:
+            return (await self.window(WindowRequest(messages=history))).messages
+        session.read_from(history)
+        return (await self._run(history, session, explain=False)).messages
+
+    # -- how ----------------------------------------------------------------------------------------------------------
+
+    def _adopt(self, session: SessionContext, generation: str | None) -> None:
+        """Assemble in ``generation`` of the session: state kept from another generation is dropped."""
+        state = session.state
+        if generation is not None and state.generation is not None and state.generation != generation:
+            state.clear()
+        if generation is not None:
+            state.generation = generation
+        session.generation = generation
+
+    @telemetry.traced_pass
+    async def _run(self, history: Sequence[ChatMessage], session: SessionContext, explain: bool) -> Window:
+        events = self.events
+        counter = session.counter or self.counter
+        window = list(history)
+        builder = ManifestBuilder(history) if explain else None
+        if events:
+            events.emit(CompactionEvent("pre_compact", window, counter=counter))
+        for strategy in self.strategies:
+            out = await strategy.compact(window, session)
+            if builder is not None:
+                builder.stage(strategy, window, out, session)
+            if events:
+                changed = len(out) != len(window) or out != window
+                events.emit(
+                    CompactionEvent("strategy_applied", out, strategy=strategy.name, changed=changed, counter=counter)
+                )
+            window = out
+        if events:
+            events.emit(CompactionEvent("post_compact", window, counter=counter))
+        if session.agent_id:
+            session.state.put(self, _LAST_WINDOW, [window])
+        return builder.build(window) if builder is not None else Window(window)
+
+    async def _windowed(self, history: HistoryProvider, session: SessionContext, request: WindowRequest) -> Window:
+        assert isinstance(history, WindowReader)
+        state = session.state
         # start from what this session's last window needed: the pipeline may shrink messages a lot (folded tool
         # groups, shortened results), so its window can hold many more stored tokens than its budget
-        tokens = max(self.read_hint(), session.state.get(_READ_TOKENS, 0))
-        served = session.state.get(_SERVED, 0)
-        session.state[_SERVED] = served + 1
+        sized = state.get(self, _READ_TOKENS)
+        tokens = max(self.read_hint(request.budget), sized[0] if sized else 0)
+        served = state.get(self, _SERVED)
+        served[0] += 1
         first_try = True
         while True:
-            assert isinstance(history, WindowReader)
             view = await history.read_window(session.agent_id, session_id=session.session_id, tokens=tokens)
-            messages = [*view.messages, *unsaved]
+            self._adopt(session, view.generation)
+            sized = state.get(self, _READ_TOKENS)
+            messages = [*view.messages, *request.unsaved]
             if view.complete:
                 session.read_from(messages)
-                window = await self._run(messages, session)
+                window = await self._run(messages, session, explain=False)
                 # a read that had to reach the session's start (to write a first summary, say) need not be
                 # repeated: the next one is sized by what this window kept
-                session.state[_READ_TOKENS] = tokens if first_try else _needed(view.tail, window)
+                sized[:] = [tokens if first_try else _needed(view.tail, window.messages)]
                 return window
             session.read_from(messages, head=view.head, before=view.before)
-            kept = {owner: copy.copy(value) for owner, value in session.state.items()}
+            kept = state.snapshot()
             session.partial, session.bounded, session.older_needed = True, False, False
             try:
                 with held_events() as deliver:
-                    window = await self._run(messages, session)
+                    window = await self._run(messages, session, explain=False)
                     # cut inside the part read: older messages could not have changed the window
                     if session.bounded and not session.older_needed:
                         deliver()
-                        if not first_try or _READ_TOKENS not in session.state or served % _RESIZE_EVERY == 0:
+                        if not first_try or not sized or served[0] % _RESIZE_EVERY == 0:
                             # size the next read; a read that sufficed at once is kept, since a growing session's
                             # window slides forward inside it (re-measured now and then, to shrink it too)
-                            session.state[_READ_TOKENS] = _needed(view.tail, window)
+                            sized[:] = [_needed(view.tail, window.messages)]
                         return window
             finally:
                 session.partial = session.bounded = session.older_needed = False
-            session.state.clear()
-            session.state.update(kept)  # the attempt's state changes are undone: it is redone on more history
+            state.restore(kept)  # the attempt's state changes are undone: it is redone on more history
             tokens *= 4
             first_try = False
 
@@ -200,9 +304,12 @@ class CompactionPipeline:
         return f"CompactionPipeline({self.strategies!r})"
 
 
-_READ_TOKENS = "ravi.pipeline:read_tokens"
-_SERVED = "ravi.pipeline:served"
-_RESIZE_EVERY = 64
+async def _generation(history: HistoryProvider, session: SessionContext) -> str | None:
+    """The session's generation, read before its messages (so records derived from them are never filed under a
+    later generation), when the store tracks generations."""
+    if isinstance(history, SessionGeneration):
+        return await history.generation(session.agent_id, session_id=session.session_id)
+    return None
 
 
 def _needed(tail: Sequence[ChatMessage], window: Sequence[ChatMessage]) -> int:
@@ -215,7 +322,7 @@ def _needed(tail: Sequence[ChatMessage], window: Sequence[ChatMessage]) -> int:
 
 
 def as_pipeline(
-    pipeline: CompactionPipeline | CompactionStrategy | Sequence[CompactionStrategy] | None,
+    pipeline: CompactionPipeline | Strategy | CompactionStrategy | Sequence[Strategy | CompactionStrategy] | None,
     *,
     default: Callable[[], CompactionPipeline],
 ) -> CompactionPipeline:
@@ -229,4 +336,4 @@ def as_pipeline(
     return CompactionPipeline([pipeline])
 
 
-__all__ = ["CompactionPipeline", "as_pipeline"]
+__all__ = ["CompactionPipeline", "WindowRequest", "as_pipeline"]

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ravi.agents.context.memo import PrefixMemo
-from ravi.agents.context.session import own_session
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
@@ -28,9 +27,7 @@ from ravi.kernel.tokens import stored_tokens
 class RecallIndex(Protocol):
     """Scores the messages of a history against a query."""
 
-    async def scores(
-        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
-    ) -> dict[int, float]:
+    async def scores(self, history: Sequence[ChatMessage], query: str, session: SessionContext) -> dict[int, float]:
         """Message position to relevance (positive; absent means irrelevant), for the whole ``history``.
 
         What the index keeps about a session lives in ``session``'s state (see ``SessionContext``)."""
@@ -64,8 +61,8 @@ class BM25Index:
     def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
 
-    def _index(self, history: Sequence[ChatMessage], session: SessionContext | None) -> Bm25:
-        memo: PrefixMemo[Bm25] = own_session(self, session).state_for(self, PrefixMemo)
+    def _index(self, history: Sequence[ChatMessage], session: SessionContext) -> Bm25:
+        memo = session.state.get(self, _BM25)
         hit = memo.lookup(history)
         state = hit[1] if hit is not None else Bm25(self.k1, self.b)
         state.extend(history)
@@ -75,13 +72,20 @@ class BM25Index:
     async def scores(
         self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
     ) -> dict[int, float]:
-        """BM25 score of each message that shares a term with ``query``."""
+        """BM25 score of each message that shares a term with ``query`` (kept for ``session`` as it grows)."""
+        session = session or SessionContext.standalone()
         return self._index(history, session).scores(query)
 
 
 @dataclass
 class _Indexed:
     size: int = 0  # messages of the session already embedded and stored
+
+
+_BM25: Slot[PrefixMemo[Bm25]] = Slot("bm25.index", PrefixMemo)
+"""The session's BM25 index and the history it was built from."""
+_EMBEDDED: Slot[PrefixMemo[_Indexed]] = Slot("embedding.indexed", PrefixMemo)
+"""How much of the history the session's in-process embedding index holds."""
 
 
 _PROGRESS = "ravi:progress"
@@ -101,9 +105,13 @@ def _unit_of(text: str) -> tuple[ChatMessage, ...]:
 
 def _progress(metadata: Any) -> dict[str, Any]:
     """A progress record's fields, or ``{}`` when it is not one this index wrote."""
-    mark = {key: metadata.get(key) for key in ("embedded", "units", "offset", "last")}
+    mark = {key: metadata.get(key) for key in ("embedded", "units", "offset", "last", "generation")}
     numbers = [mark[key] for key in ("embedded", "units", "offset")]
-    if all(isinstance(n, int) and not isinstance(n, bool) for n in numbers) and isinstance(mark["last"], str):
+    if (
+        all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
+        and isinstance(mark["last"], str)
+        and isinstance(mark["generation"], str | None)
+    ):
         return mark
     return {}
 
@@ -151,11 +159,15 @@ class EmbeddingIndex:
         self._sessions = sessions
 
     def _collection(self, session: SessionContext) -> str:
-        digest = hashlib.sha256(f"{session.agent_id}\x00{session.session_id}".encode()).hexdigest()[:24]
+        key = json.dumps([session.agent_id, session.session_id], ensure_ascii=False)
+        digest = hashlib.sha256(key.encode()).hexdigest()[:24]
         return f"{self.collection_prefix}-{digest}"
 
     async def _touch(self, *collections: str) -> None:
-        """Note the collections as used; a store of the index's own drops those of the least recent sessions."""
+        """Note the collections as used; a store of the index's own drops those of the least recent sessions (a
+        shared store keeps every session's, and the index keeps no list of them)."""
+        if not self._owned:
+            return
         for collection in collections:
             self._recent[collection] = None
             self._recent.move_to_end(collection)
@@ -179,6 +191,7 @@ class EmbeddingIndex:
             not mark  # not a progress record this index wrote: start afresh
             or min(mark["units"], mark["offset"]) < start  # indexed only up to a point before the read
             or session.offset(mark["last"]) != mark["offset"]  # the session changed
+            or mark["generation"] != session.generation  # a cleared session: nothing of the old one is used
         ):
             if session.partial:
                 return None
@@ -192,14 +205,16 @@ class EmbeddingIndex:
         await self._extend(session, mark, vector, messages_at, units_at)
         await self._touch(messages_at, units_at)
         best: dict[str, float] = {}
-        for hit in await self.store.search(vector, collection=messages_at, limit=self.limit):
+        generation = session.generation
+        only = {"generation": generation} if generation is not None else None
+        for hit in await self.store.search(vector, collection=messages_at, limit=self.limit, filter=only):
             unit = hit.metadata.get("unit")
             if hit.score > self.min_score and isinstance(unit, str):
                 best[unit] = max(best.get(unit, hit.score), hit.score)
         found = []
         for doc in await self.store.get(list(best), collection=units_at):
             meta = doc.metadata
-            if isinstance(meta.get("last"), int) and meta["last"] < before:
+            if isinstance(meta.get("last"), int) and meta["last"] < before and meta.get("generation") == generation:
                 unit_messages = _unit_of(doc.text)
                 found.append(UnitMatch(best[doc.id], unit_messages, int(meta["offset"]), meta.get("after_system")))
         found.sort(key=lambda u: (-u.score, -u.offset))
@@ -242,6 +257,7 @@ class EmbeddingIndex:
                             "offset": offset(source[i].id),
                             "last": offset(source[j - 1].id),
                             "after_system": newest_system[i],
+                            "generation": session.generation,
                         },
                     )
                 )
@@ -251,19 +267,38 @@ class EmbeddingIndex:
             for i in range(first, len(source))
             if (offset(source[i].id) or 0) >= embedded and (text := message_text(source[i])).strip()
         ]
+        fresh = {i for i, _ in new}
+        # a message embedded earlier in the newest unit may belong to another unit now (a system message that
+        # stood alone joins the tool group whose results arrived after it): its embedding is kept, its unit set
+        moved = [
+            i
+            for i in range(first, len(source))
+            if i not in fresh and (offset(source[i].id) or 0) < embedded and message_text(source[i]).strip()
+        ]
+        documents = []
+        if moved:
+            position = {source[i].id: i for i in moved}
+            for doc in await self.store.get(list(position), collection=messages_at):
+                at = position[doc.id]
+                if doc.metadata.get("unit") == unit_of.get(at):
+                    continue
+                if doc.embedding is None:  # a store that does not give embeddings back: embed it again
+                    new.append((at, message_text(source[at])))
+                    continue
+                metadata = {**doc.metadata, "unit": unit_of.get(at)}
+                documents.append(Document(id=doc.id, content=doc.content, embedding=doc.embedding, metadata=metadata))
         if new:
             vectors = await self.client.embed([text for _, text in new])
-            await self.store.upsert(
-                [
-                    Document(
-                        id=source[i].id,
-                        embedding=tuple(v),
-                        metadata={"unit": unit_of.get(i), "offset": offset(source[i].id)},
-                    )
-                    for (i, _), v in zip(new, vectors, strict=True)
-                ],
-                collection=messages_at,
-            )
+            documents += [
+                Document(
+                    id=source[i].id,
+                    embedding=tuple(v),
+                    metadata={"unit": unit_of.get(i), "offset": offset(source[i].id), "generation": session.generation},
+                )
+                for (i, _), v in zip(new, vectors, strict=True)
+            ]
+        if documents:
+            await self.store.upsert(documents, collection=messages_at)
         end = source[-1]
         end_offset = offset(end.id) or 0
         progress = {
@@ -271,6 +306,7 @@ class EmbeddingIndex:
             "units": offset(source[opener].id),
             "last": end.id,
             "offset": end_offset,
+            "generation": session.generation,
         }
         await self.store.upsert(
             [*units, Document(id=_PROGRESS, embedding=vector, metadata=progress)], collection=units_at
@@ -282,9 +318,9 @@ class EmbeddingIndex:
         """Cosine similarity to ``query`` of the ``limit`` closest messages (those above ``min_score``)."""
         if not history:
             return {}
-        scope = own_session(self, session)
+        scope = session or SessionContext.standalone()
         collection = self._collection(scope)
-        memo: PrefixMemo[_Indexed] = scope.state_for(self, PrefixMemo)
+        memo = scope.state.get(self, _EMBEDDED)
         hit = memo.lookup(history)
         if hit is None:  # a new session, or one that changed before its end: index it again from scratch
             await self.store.delete_collection(collection)

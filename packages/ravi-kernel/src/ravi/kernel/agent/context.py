@@ -1,11 +1,12 @@
 """Assembly contracts (000: ``kernel/agent/context.py``): ``CompactionStrategy``, ``AgentContextProtocol``, and the
-``SessionContext`` that travels with every window."""
+``SessionContext`` that travels with every window, with its typed per-session state."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
@@ -16,22 +17,97 @@ from ravi.kernel.tokens import stored_tokens
 T = TypeVar("T")
 
 
+class Slot(Generic[T]):
+    """A typed place in a session's state: what one kind of owner keeps about a session.
+
+    A slot is declared once, at module level, by the code that owns it, with the factory that makes its first
+    value; every owner (a strategy object, an index, the engine) then gets its own value of the slot in each
+    session. Nothing is keyed by the messages, so two sessions that share a message never share state.
+
+    Example:
+        >>> ANCHOR: Slot[list[str]] = Slot("anchor", list)
+        >>> state = SessionState()
+        >>> state.get("owner", ANCHOR).append("m1")
+        >>> state.get("owner", ANCHOR), state.get("other owner", ANCHOR)
+        (['m1'], [])
+    """
+
+    __slots__ = ("factory", "name")
+
+    def __init__(self, name: str, factory: Callable[[], T]) -> None:
+        self.name = name
+        self.factory = factory
+
+    def __repr__(self) -> str:
+        return f"Slot({self.name!r})"
+
+
+class SessionState:
+    """Everything assembly keeps about one session: one value per ``(owner, slot)``.
+
+    The engine keeps one per ``(agent_id, session_id)``, bounded, and empties it when the session's generation
+    changes (after a ``clear`` in any process), so nothing learnt from a removed conversation is used again.
+    """
+
+    __slots__ = ("_values", "generation")
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[object, Slot[Any]], Any] = {}
+        self.generation: str | None = None
+
+    def get(self, owner: object, slot: Slot[T]) -> T:
+        """``owner``'s value of ``slot``, made by the slot's factory the first time it is asked for."""
+        key = (owner, slot)
+        try:
+            value: T = self._values[key]
+        except KeyError:
+            value = self._values[key] = slot.factory()
+        return value
+
+    def find(self, owner: object, slot: Slot[T]) -> T | None:
+        """``owner``'s value of ``slot``, or ``None`` when it has none yet."""
+        value: T | None = self._values.get((owner, slot))
+        return value
+
+    def put(self, owner: object, slot: Slot[T], value: T) -> None:
+        """Set ``owner``'s value of ``slot``."""
+        self._values[(owner, slot)] = value
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._values.clear()
+
+    def snapshot(self) -> dict[tuple[object, Slot[Any]], Any]:
+        """A copy of the state (each value copied one level deep), for :meth:`restore`."""
+        return {key: copy.copy(value) for key, value in self._values.items()}
+
+    def restore(self, snapshot: dict[tuple[object, Slot[Any]], Any]) -> None:
+        """Go back to a :meth:`snapshot` (the engine undoes an assembly attempt it redoes on more history)."""
+        self._values = dict(snapshot)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
 @dataclass(eq=False)
 class SessionContext:
     """The session a window is assembled for; it travels with every window through the pipeline.
 
-    Strategies that accept it (``compact(history, session=None)``) keep what they learn about a session, such
-    as a watermark's anchor or a recall index, in ``state``, never in themselves: state belongs to its session,
-    identified by ``(agent_id, session_id)``, never inferred from the messages (two sessions may share a message).
+    Strategies keep what they learn about a session, such as a watermark's anchor or a recall index, in
+    ``state`` (typed :class:`Slot` values), never in themselves: state belongs to its session, identified by
+    ``(agent_id, session_id)``, never inferred from the messages (two sessions may share a message). A strategy
+    called on its own, without a session, gets a standalone one (:meth:`standalone`) that keeps nothing between
+    calls.
 
     Attributes:
-        agent_id, session_id: Whose session it is.
-        generation: The session's generation the engine read (:mod:`ravi.kernel.scope`), when the store tracks
-            generations; records derived from the window are kept under :attr:`scope`.
+        agent_id, session_id: Whose session it is (empty for a standalone call).
         counter: How the pipeline counts tokens; a strategy that names no counter of its own counts with it.
         history: The ``HistoryProvider`` the session lives in, when known.
-        state: The session's own state, by owner (a strategy, an index). The engine keeps one per session,
-            bounded, and drops the least recently used.
+        generation: The session's generation the engine read (:mod:`ravi.kernel.scope`), when the store tracks
+            generations; records derived from the window are kept under :attr:`scope`.
+        state: The session's own state (see :class:`SessionState`).
+        budget: The token budget of this request, when the caller gives one (``ContextManager``'s
+            ``token_budget``, a provider's window): budget strategies use it instead of their own.
         calibration: How many times more tokens the model's provider reported for this session's windows than
             were counted (at least 1); budget strategies divide their budget by it.
         partial: Whether the history being compacted is only the newest part of the session (with every system
@@ -48,9 +124,10 @@ class SessionContext:
     agent_id: str
     session_id: str
     counter: TokenCounter | None = None
-    generation: str | None = None
     history: HistoryProvider | None = None
-    state: dict[object, Any] = field(default_factory=dict)
+    generation: str | None = None
+    state: SessionState = field(default_factory=SessionState)
+    budget: int | None = None
     calibration: float = 1.0
     partial: bool = False
     bounded: bool = False
@@ -59,6 +136,12 @@ class SessionContext:
     source_head: int = 0
     source_before: int | None = 0
     _offsets: dict[str, int] | None = field(default=None, repr=False)
+
+    @classmethod
+    def standalone(cls, counter: TokenCounter | None = None) -> SessionContext:
+        """A session of its own for a strategy called without one: it keeps nothing between calls and derives
+        no records (its :attr:`scope` is ``None``)."""
+        return cls("", "", counter=counter)
 
     def read_from(self, messages: Sequence[ChatMessage], *, head: int = 0, before: int | None = 0) -> None:
         """Say what this window is assembled from: ``messages``, of which the first ``head`` are system messages
@@ -93,10 +176,16 @@ class SessionContext:
         if not self.bounded:
             self.older_needed = True
 
+    def budget_for(self, own: int) -> int:
+        """The token budget a budget strategy works to: the request's :attr:`budget` when given, else ``own``
+        (the strategy's), divided by the session's :attr:`calibration` so a calibrated window still fits."""
+        budget = own if self.budget is None else self.budget
+        return budget if self.calibration <= 1.0 else int(budget / self.calibration)
+
     @property
     def scope(self) -> Scope | None:
         """The :class:`~ravi.kernel.scope.Scope` records derived from this session are kept under (its ids and
-        the generation the engine read), or ``None`` for a window assembled outside any session."""
+        the generation the engine read), or ``None`` for a standalone call."""
         if not self.agent_id or not self.session_id:
             return None
         return Scope(self.agent_id, self.session_id, self.generation)
@@ -106,24 +195,17 @@ class SessionContext:
         """``(agent_id, session_id)``."""
         return (self.agent_id, self.session_id)
 
-    def state_for(self, owner: object, factory: Callable[[], T]) -> T:
-        """``owner``'s state for this session, made by ``factory()`` the first time it is asked for."""
-        try:
-            value: T = self.state[owner]
-        except KeyError:
-            value = self.state[owner] = factory()
-        return value
-
 
 @runtime_checkable
 class CompactionStrategy(Protocol):
-    """Turns a history into a smaller window.
+    """Turns a history into a smaller window (000: "every strategy is just an object with one method").
 
     A strategy is a view: it never mutates ``history`` or its messages, keeps every system message, keeps the
     order, keeps each tool call together with its results, and gives the same output for the same input.
 
-    A strategy may also accept the session (``compact(history, session=None)``, a :class:`SessionContext`); the
-    pipeline passes it to those that do, and calls plain ``compact(history)`` on the others.
+    Any object with this method can sit in a pipeline; the engine then treats it as needing the whole session.
+    Subclass :class:`~ravi.kernel.agent.strategy.Strategy` to receive the session and to declare what lets the
+    engine read less (:class:`~ravi.kernel.agent.strategy.StrategyTraits`).
     """
 
     async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -148,4 +230,4 @@ class AgentContextProtocol(Protocol):
         ...
 
 
-__all__ = ["AgentContextProtocol", "CompactionStrategy", "SessionContext"]
+__all__ = ["AgentContextProtocol", "CompactionStrategy", "SessionContext", "SessionState", "Slot"]

@@ -137,6 +137,14 @@ class TaskList(Value):
         """Whether every task is final."""
         return all(t.status.is_final for t in self.tasks)
 
+    @property
+    def max_retries(self) -> int | None:
+        """The retry limit the board's tasks share (004: a TaskList "tracks max_retries"), or ``None`` when they
+        differ or there are none. Each task keeps its own limit, which is what ``increment_retry`` applies (a
+        board can mix a flaky call that deserves retries with a check that never will)."""
+        limits = {t.max_retries for t in self.tasks}
+        return limits.pop() if len(limits) == 1 else None
+
 
 @runtime_checkable
 class TaskStore(Protocol):

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 from ravi.agents.context.units import unit_end, units_backward
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.messages import ChatMessage
 
 _ROLE = attrgetter("role")
@@ -182,6 +182,12 @@ class Anchor:
             self._anchor = (messages[cut].id, cut)
 
 
+ANCHOR: Slot[Anchor] = Slot("anchor", Anchor)
+"""Where a watermarked strategy's windows of the session start."""
+TAIL_CUT: Slot[TailCut] = Slot("tail_cut", TailCut)
+"""The session's last cut of its newest units."""
+
+
 def system_positions(messages: Sequence[ChatMessage]) -> list[int]:
     """The positions of the system messages of ``messages`` (found by C-speed scans: a window has few)."""
     roles = list(map(_ROLE, messages))
@@ -200,4 +206,14 @@ def system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     return [m for m in messages if m.role == "system"]
 
 
-__all__ = ["Anchor", "TailCut", "from_cut", "keep_newest", "newest_cut", "system_messages", "system_positions"]
+__all__ = [
+    "ANCHOR",
+    "TAIL_CUT",
+    "Anchor",
+    "TailCut",
+    "from_cut",
+    "keep_newest",
+    "newest_cut",
+    "system_messages",
+    "system_positions",
+]

@@ -7,18 +7,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from ravi.agents.context.compaction._keep import newest_cut, system_messages
 from ravi.agents.context.compaction.token_budget import fits
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
-from ravi.agents.context.session import accepts_session, counter_of, own_session
+from ravi.agents.context.session import counter_of
 from ravi.agents.context.units import units
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
 
+_RECALLED: Slot[list[frozenset[str]]] = Slot("relevant_recall.recalled", lambda: [frozenset()])
+"""The ids recalled in the session's last window."""
 
-class RelevantRecallStrategy:
+
+class RelevantRecallStrategy(Strategy):
     """A token budget that spends part of itself on relevance instead of recency.
 
     A window that fits is returned as it is. Otherwise the newest whole units fill ``1 - recall_share`` of the
@@ -40,8 +43,6 @@ class RelevantRecallStrategy:
       default), and the engine reads the whole session. The index is kept per session and extended with the
       messages appended since the last window.
     """
-
-    cuts = True
 
     def __init__(
         self,
@@ -66,36 +67,36 @@ class RelevantRecallStrategy:
         self.own_counter = counter
 
     @property
-    def read_hint(self) -> int:
-        """The budget: how many stored tokens a windowed read starts with."""
-        return self.token_budget
+    def traits(self) -> StrategyTraits:  # type: ignore[override]
+        """It cuts; a windowed read starts with its budget. It is suffix-determined when a store ranks the older
+        units: the session's provider (``searches``: then only on a provider that can search,
+        ``HistorySearcher``) or an ``index`` that is a :class:`UnitIndex` (which keeps units derived from the
+        session, so it ``derives_records``)."""
+        unit_index = isinstance(self.own_index, UnitIndex)
+        return StrategyTraits(
+            suffix_determined=self.own_index is None or unit_index,
+            cuts=True,
+            searches=self.own_index is None,
+            read_hint=self.token_budget,
+            counter=self.own_counter,
+            derives_records=unit_index,
+        )
 
-    @property
-    def suffix_determined(self) -> bool:
-        """Whether the window can be assembled from the newest part of a session: when a store ranks the older
-        units (the provider, see :attr:`searches`, or an ``index`` that is a :class:`UnitIndex`)."""
-        return self.own_index is None or isinstance(self.own_index, UnitIndex)
-
-    @property
-    def searches(self) -> bool:
-        """Whether the strategy is suffix-determined only on a provider that can search (``HistorySearcher``):
-        when it has no ``index`` of its own."""
-        return self.own_index is None
-
-    def recalled(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> frozenset[str]:
+    def recalled(self, session: SessionContext) -> frozenset[str]:
         """The ids this strategy recalled in its last window of the session."""
-        chosen: frozenset[str] = own_session(self, session).state.get((self, "recalled"), frozenset())
-        return chosen
+        return session.state.get(self, _RECALLED)[0]
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: system messages, recalled older units, and the newest units, within the budget."""
+        alone = session is None
+        session = session or SessionContext.standalone()
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
-        provider = session.history if session is not None else None
-        if session is not None and self.own_index is None and isinstance(provider, HistorySearcher):
+        provider = session.history
+        if not alone and self.own_index is None and isinstance(provider, HistorySearcher):
             return await self._searched(
                 history, session, _provider_search(provider, session, self.search_limit), counter
             )
-        if session is not None and isinstance(self.own_index, UnitIndex):
+        if not alone and isinstance(self.own_index, UnitIndex):
             index, scope, limit = self.own_index, session, self.search_limit
 
             async def search(query: str, before: int) -> list[UnitMatch] | None:
@@ -104,14 +105,15 @@ class RelevantRecallStrategy:
             window = await self._searched(history, session, search, counter)
             if window is not None:
                 return window
-        if session is not None and session.partial:
+        if session.partial:
             session.need_older()  # the index ranks the whole history
             return list(history)
-        if fits(history, self.token_budget, counter):
+        budget = session.budget_for(self.token_budget)
+        if fits(history, budget, counter):
             return list(history)
         count = counter.count_message
         systems = system_messages(history)
-        allowance = self.token_budget - sum(map(count, systems))
+        allowance = budget - sum(map(count, systems))
         if allowance < 0:
             return systems
         recent_allowance = int(allowance * (1 - self.recall_share))
@@ -120,10 +122,7 @@ class RelevantRecallStrategy:
         query = _query(history)
         chosen: set[int] = set()
         if query and cut > 0:
-            if accepts_session(self.index.scores):
-                scores = await self.index.scores(history, query, session=own_session(self, session))
-            else:
-                scores = await self.index.scores(history, query)
+            scores = await self.index.scores(history, query, session)
             ranked = []
             for start, end in units(history, 0, cut):
                 score = max((scores.get(i, 0.0) for i in range(start, end)), default=0.0)
@@ -137,7 +136,7 @@ class RelevantRecallStrategy:
                     left -= cost
         window = [m for i, m in enumerate(history[:cut]) if m.role == "system" or i in chosen]
         window.extend(history[cut:])
-        own_session(self, session).state[(self, "recalled")] = frozenset(history[i].id for i in chosen)
+        session.state.put(self, _RECALLED, [frozenset(history[i].id for i in chosen)])
         return window
 
     async def _searched(
@@ -152,12 +151,13 @@ class RelevantRecallStrategy:
         partial = session.partial
         count = counter.count_message
         systems = system_messages(history)
-        allowance = self.token_budget - sum(map(count, systems))
+        budget = session.budget_for(self.token_budget)
+        allowance = budget - sum(map(count, systems))
         if allowance < 0:
             if partial and len(systems) < len(history):
                 session.cut_made()
             return systems
-        if fits(history, self.token_budget, counter):
+        if fits(history, budget, counter):
             if partial:
                 session.need_older()  # the older part may not fit
             return list(history)
@@ -181,7 +181,7 @@ class RelevantRecallStrategy:
             matches = found
         if partial:
             session.cut_made()
-        session.state[(self, "recalled")] = frozenset()
+        session.state.put(self, _RECALLED, [frozenset[str]()])
         left = allowance - sum(count(m) for m in history[cut:] if m.role != "system")
         chosen = []
         for match in matches:
@@ -191,7 +191,7 @@ class RelevantRecallStrategy:
                 left -= cost
         if not chosen:
             return [*older, *history[cut:]]
-        session.state[(self, "recalled")] = frozenset(m.id for match in chosen for m in match.messages)
+        session.state.put(self, _RECALLED, [frozenset(m.id for match in chosen for m in match.messages)])
         return [*_placed(older, chosen), *history[cut:]]
 
     def __repr__(self) -> str:

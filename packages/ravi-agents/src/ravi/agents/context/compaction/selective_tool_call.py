@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ravi.agents.context.memo import PrefixMemo
-from ravi.agents.context.session import own_session
 from ravi.agents.context.units import is_group, units, units_backward
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
@@ -21,9 +20,11 @@ class _State:
 
 _FOLDED = "ravi.selective:folded"
 _UNSET = object()
+_MEMO: Slot[PrefixMemo[_State]] = Slot("selective_tool_call.folded", PrefixMemo)
+"""The session's last input and what was folded of it."""
 
 
-class SelectiveToolCallCompactionStrategy:
+class SelectiveToolCallCompactionStrategy(Strategy):
     """Keep the newest ``keep_recent_groups`` tool-call groups whole; older groups lose their calls and results.
 
     A group is an assistant message that calls tools plus the messages carrying the results. In an older group
@@ -33,9 +34,8 @@ class SelectiveToolCallCompactionStrategy:
     folded before and reads only the new part.
     """
 
-    suffix_determined = True
-    """What this strategy makes of a message depends only on it, the messages after it and the system messages
-    (so the engine may assemble from the newest part of a session)."""
+    traits = StrategyTraits(suffix_determined=True)
+    """Whether a group is folded depends only on the groups after it."""
 
     def __init__(self, keep_recent_groups: int = 5) -> None:
         if keep_recent_groups < 0:
@@ -72,7 +72,7 @@ class SelectiveToolCallCompactionStrategy:
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history`` with every tool group older than the newest ``keep_recent_groups`` folded away."""
-        memo: PrefixMemo[_State] = own_session(self, session).state_for(self, PrefixMemo)
+        memo = (session or SessionContext.standalone()).state.get(self, _MEMO)
         cut = self._cut(history)
         hit = memo.lookup(history)
         if hit is not None and hit[1].cut <= cut and self.keep_recent_groups > 0:

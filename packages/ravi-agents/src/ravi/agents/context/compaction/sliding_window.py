@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ravi.agents.context.compaction._keep import Anchor, from_cut, keep_newest, newest_cut
-from ravi.agents.context.session import own_session
-from ravi.kernel.agent import SessionContext
+from ravi.agents.context.compaction._keep import ANCHOR, from_cut, keep_newest, newest_cut
+from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
@@ -15,7 +14,7 @@ def _one(_: ChatMessage) -> int:
     return 1
 
 
-class SlidingWindowCompaction:
+class SlidingWindowCompaction(Strategy):
     """Keep every system message and at most ``max_messages`` of the newest other messages.
 
     The cut moves forward to the next unit boundary rather than split a tool call from its results, so the
@@ -29,12 +28,9 @@ class SlidingWindowCompaction:
         ['be brief', '8', '9']
     """
 
-    cuts = True
-    """This strategy drops the oldest messages (it bounds the window)."""
-
-    suffix_determined = True
-    """What this strategy makes of a message depends only on it, the messages after it and the system messages
-    (so the engine may assemble from the newest part of a session)."""
+    traits = StrategyTraits(suffix_determined=True, cuts=True)
+    """It drops the oldest messages, and what it makes of a message depends only on the messages after it and
+    the system messages: the engine may assemble from the newest part of a session."""
 
     def __init__(self, max_messages: int = 100, *, low_watermark: float | None = None) -> None:
         if max_messages < 0:
@@ -53,7 +49,7 @@ class SlidingWindowCompaction:
         """
         if self.low_watermark is None:
             return keep_newest(history, _one, self.max_messages, session)
-        anchors: Anchor = own_session(self, session).state_for(self, Anchor)
+        anchors = (session or SessionContext.standalone()).state.get(self, ANCHOR)
         anchor = anchors.cut(history)
         if anchor is None and anchors.is_set and session is not None and session.partial:
             session.need_older()  # the remembered start is older than the part read

@@ -8,24 +8,20 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ravi.agents.context.compaction._keep import TailCut
-from ravi.agents.context.events import CompactionEvent, EventBus
-from ravi.agents.context.session import counter_of, own_session
+from ravi.agents.context.compaction._keep import TAIL_CUT
+from ravi.agents.context.session import counter_of
 from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
-from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import stored_tokens
 
 _log = logging.getLogger(__name__)
-
-SUMMARY_KEY = "ravi.summary"
-"""Metadata key that marks a summary message; its value says what the summary covers."""
 
 SUMMARY_HEADING = "[condensed earlier context]"
 """002: the heading of every summary turn."""
@@ -129,7 +125,7 @@ async def write_summary(
     )
 
 
-class SummarizationCompaction:
+class SummarizationCompaction(Strategy):
     """Summarise the older part of the window into one summary message, keeping the newest
     ``recent_token_budget`` tokens verbatim.
 
@@ -154,10 +150,6 @@ class SummarizationCompaction:
     If the model call fails the input is returned unchanged and a ``summarization_failed`` event is emitted: a
     failed summary never breaks the request. A cancelled ``cancel_token`` raises ``CancelledByToken``.
     """
-
-    suffix_determined = True
-    """Its window depends only on the newest part of the session and the stored summaries: on a partial read it
-    asks for older messages whenever it needs them (``SessionContext.need_older``)."""
 
     lookback = 8
     """How many earlier checkpoints are looked up for a summary to fold forward before summarising afresh."""
@@ -194,11 +186,29 @@ class SummarizationCompaction:
         self.cancel_token = cancel_token
         self.instructions = instructions
         self.events = EventBus()
-        if store is None:
+        self.store = store
+        self._own_store: SummaryStore | None = None
+
+    @property
+    def traits(self) -> StrategyTraits:  # type: ignore[override]
+        """Its window depends only on the newest part of the session and the stored summaries (on a partial read
+        it asks for older messages whenever it needs them, ``SessionContext.need_older``), and it keeps summaries
+        under the session's scope."""
+        return StrategyTraits(suffix_determined=True, derives_records=True, counter=self.own_counter)
+
+    def summaries(self, session: SessionContext) -> SummaryStore:
+        """Where the session's summaries are kept: ``store`` when one was given, else the session's history
+        provider when it keeps summaries (they then go with the transcript when it is cleared), else a store in
+        this process's memory."""
+        if self.store is not None:
+            return self.store
+        if isinstance(session.history, SummaryStore):
+            return session.history
+        if self._own_store is None:
             from ravi.agents.storage.summaries import InMemorySummaryStore
 
-            store = InMemorySummaryStore()
-        self.store = store
+            self._own_store = InMemorySummaryStore()
+        return self._own_store
 
     @property
     def counter(self) -> TokenCounter:
@@ -208,13 +218,13 @@ class SummarizationCompaction:
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window with its older part replaced by one summary (or ``history`` itself if too little is old)."""
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
-        own = own_session(self, session)
+        own = session or SessionContext.standalone()
         partial = own.partial
         if not history:
             return []
         if session is None or (not partial and own.offset(history[-1].id) is None):
             own.read_from(history)  # called on its own: ``history`` is the session
-        cut = own.state_for((self, TailCut), TailCut).cut(history, counter.count_message, self.recent_token_budget)
+        cut = own.state.get(self, TAIL_CUT).cut(history, counter.count_message, self.recent_token_budget)
         if cut == 0:
             if partial:
                 own.need_older()  # all read is kept verbatim: what lies before the read may be old enough
@@ -235,13 +245,13 @@ class SummarizationCompaction:
             if partial:
                 own.need_older()
                 return list(history)
-            return await self._whole(history, cut, counter, own.scope)  # summarise all that is older, as one span
+            return await self._whole(history, cut, counter, own)  # summarise all that is older, as one span
         systems = [m for m in history[:b] if m.role == "system"]
         old_tokens = at - sum(map(stored_tokens, systems))
         if old_tokens <= 0 or old_tokens < self.min_old_tokens:
             return list(history)
         key = _chain_key(own, at, history[b].id if b < len(history) else "")
-        memo = own.state_for(self, _Kept)
+        memo = own.state.get(self, _KEPT)
         summary = memo.message if memo.key == key else await self._stored(own, key)
         if summary is None:
             summary = await self._write(history, b, step, offset, partial, own, counter, key)
@@ -299,7 +309,7 @@ class SummarizationCompaction:
         scope = own.scope
         if scope is None:
             return summary  # no session to keep it for
-        await self.store.put_summary(scope, key, summary.model_dump_json())
+        await self.summaries(own).put_summary(scope, key, summary.model_dump_json())
         return await self._stored(own, key) or summary  # the first one stored wins, in every process
 
     async def _summarise(
@@ -345,7 +355,7 @@ class SummarizationCompaction:
         scope = session.scope
         if scope is None:
             return None
-        text = await self.store.get_summary(scope, key)
+        text = await self.summaries(session).get_summary(scope, key)
         if text is None:
             return None
         try:
@@ -354,7 +364,7 @@ class SummarizationCompaction:
             return None
 
     async def _whole(
-        self, history: Sequence[ChatMessage], cut: int, counter: TokenCounter, scope: Scope | None
+        self, history: Sequence[ChatMessage], cut: int, counter: TokenCounter, session: SessionContext
     ) -> list[ChatMessage]:
         """The older part summarised whole, for inputs this strategy cannot place in their session."""
         old = history[:cut]
@@ -362,7 +372,9 @@ class SummarizationCompaction:
         fresh = [m for m in old if m.role != "system" and not is_summary(m)]
         if not fresh or counter.count_messages(fresh) < self.min_old_tokens:
             return list(history)
-        summary = await self._summarise(previous, fresh, history, counter, store=self.store, scope=scope)
+        summary = await self._summarise(
+            previous, fresh, history, counter, store=self.summaries(session), scope=session.scope
+        )
         if summary is None:
             return list(history)
         head = [m for m in old if m.role == "system"]
@@ -382,10 +394,14 @@ class _Kept:
     message: ChatMessage | None = None
 
 
+_KEPT: Slot[_Kept] = Slot("summarization.kept", _Kept)
+
+
 def _chain_key(session: SessionContext, at: int, message_id: str) -> str:
-    """The store key (and message id) of the session's summary of everything before the checkpoint at offset
-    ``at``, the message ``message_id``."""
-    raw = "\x1f".join(("rolling", session.agent_id, session.session_id, str(at), message_id))
+    """The key (and message id) of the session's summary of everything before the checkpoint at offset ``at``, the
+    message ``message_id`` (in the session's generation: each session and generation gets ids of its own)."""
+    scope = session.scope
+    raw = json.dumps(["rolling", scope.key() if scope else "", at, message_id], ensure_ascii=False)
     return "summary-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 

@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ravi.agents.context.compaction._keep import Anchor, TailCut, from_cut, note_cut, system_positions
-from ravi.agents.context.events import CompactionEvent, EventBus
+from ravi.agents.context.compaction._keep import ANCHOR, TAIL_CUT, from_cut, note_cut, system_positions
 from ravi.agents.context.models import SAFETY_MARGIN, model_info
-from ravi.agents.context.session import counter_of, own_session, run_strategy
+from ravi.agents.context.session import counter_of
 from ravi.agents.tokens import DEFAULT_COUNTER, counter_for_model, tool_tokens
-from ravi.kernel.agent import CompactionStrategy, SessionContext
+from ravi.kernel.agent import (
+    CompactionEvent,
+    CompactionStrategy,
+    EventBus,
+    SessionContext,
+    Strategy,
+    StrategyTraits,
+    as_strategy,
+)
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import ModelInfo, TokenCounter
 from ravi.kernel.messages import ChatMessage
@@ -27,7 +34,7 @@ def fits(messages: Sequence[ChatMessage], budget: int, counter: TokenCounter) ->
     return True
 
 
-class TokenBudgetComposedStrategy:
+class TokenBudgetComposedStrategy(Strategy):
     """Fit the window into ``token_budget`` tokens, doing as little as needed.
 
     A window that already fits is returned as it is. Otherwise the child ``strategies`` run in order, each on
@@ -41,7 +48,8 @@ class TokenBudgetComposedStrategy:
     cheap, for providers that cache prompt prefixes) until the next crossing. Children should then be
     prefix-stable themselves (``ToolResultCompactionStrategy`` is; summaries and selective folding are not).
 
-    Tokens are counted with ``counter`` when given, else with the pipeline's (``ContextConfig.counter``).
+    Tokens are counted with ``counter`` when given, else with the pipeline's (``ContextConfig.counter``). A
+    request that carries its own budget (``WindowRequest.budget``) is fitted to that budget instead.
 
     Cost: checking the budget reads from the newest end and stops as soon as the budget is passed.
 
@@ -50,12 +58,9 @@ class TokenBudgetComposedStrategy:
         >>> strategy = TokenBudgetComposedStrategy([ToolResultCompactionStrategy()], token_budget=8_000)
     """
 
-    cuts = True
-    """This strategy drops the oldest messages (it bounds the window)."""
-
     def __init__(
         self,
-        strategies: Sequence[CompactionStrategy] = (),
+        strategies: Sequence[Strategy | CompactionStrategy] = (),
         token_budget: int = 100_000,
         *,
         counter: TokenCounter | None = None,
@@ -66,20 +71,19 @@ class TokenBudgetComposedStrategy:
         if low_watermark is not None and not 0 < low_watermark <= 1:
             raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
         self.low_watermark = low_watermark
-        self.strategies = list(strategies)
+        self.strategies = [as_strategy(s) for s in strategies]
         self.token_budget = token_budget
         self.own_counter = counter
         self.events = EventBus()
         for child in self.strategies:
-            child_events = getattr(child, "events", None)
-            if isinstance(child_events, EventBus):
-                child_events.subscribe(self.events.emit)
+            if child.events is not None:
+                child.events.subscribe(self.events.emit)
 
     @classmethod
     def from_model(
         cls,
         model_name: str,
-        strategies: Sequence[CompactionStrategy] = (),
+        strategies: Sequence[Strategy | CompactionStrategy] = (),
         trigger_ratio: float = 0.80,
         *,
         model_info: ModelInfo | None = None,
@@ -114,14 +118,22 @@ class TokenBudgetComposedStrategy:
         return cls(strategies, max(0, int(room * trigger_ratio)), counter=counter, low_watermark=low_watermark)
 
     @property
-    def suffix_determined(self) -> bool:
-        """Whether every child strategy is suffix-determined (then so is this one)."""
-        return all(getattr(child, "suffix_determined", False) for child in self.strategies)
+    def traits(self) -> StrategyTraits:  # type: ignore[override]
+        """It cuts; it is suffix-determined when every child is (and searches or derives records when a child
+        does); a windowed read starts with its budget; its counter is the one it was given."""
+        children = [child.traits for child in self.strategies]
+        return StrategyTraits(
+            suffix_determined=all(t.suffix_determined for t in children),
+            cuts=True,
+            searches=any(t.searches for t in children),
+            read_hint=self.token_budget,
+            counter=self.own_counter,
+            derives_records=any(t.derives_records for t in children),
+        )
 
-    @property
-    def read_hint(self) -> int:
-        """The budget: how many tokens of the newest messages a windowed read should fetch first."""
-        return self.token_budget
+    def children(self) -> Sequence[Strategy]:
+        """The child strategies, in order."""
+        return self.strategies
 
     @property
     def counter(self) -> TokenCounter:
@@ -133,14 +145,15 @@ class TokenBudgetComposedStrategy:
         return fits(messages, self.budget(session), counter_of(self.own_counter, session, DEFAULT_COUNTER))
 
     def budget(self, session: SessionContext | None = None) -> int:
-        """``token_budget``, divided by the session's calibration (how much more the provider reported than
-        was counted, for the session's model), so a calibrated window still fits."""
-        if session is None or session.calibration <= 1.0:
+        """``token_budget`` (or the request's budget), divided by the session's calibration (how much more the
+        provider reported than was counted, for the session's model), so a calibrated window still fits."""
+        if session is None:
             return self.token_budget
-        return int(self.token_budget / session.calibration)
+        return session.budget_for(self.token_budget)
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window within ``token_budget`` tokens."""
+        session = session or SessionContext.standalone()
         if self.low_watermark is not None:
             return await self._watermarked(history, session)
         if not self.strategies:
@@ -149,13 +162,13 @@ class TokenBudgetComposedStrategy:
             return list(history)
         window = list(history)
         for child in self.strategies:
-            window = await run_strategy(child, window, session)
+            window = await child.compact(window, session)
             if self.fits(window, session):
                 return window
         return self._trim(window, 1.0, session, remember=False)
 
     def _trim(
-        self, window: Sequence[ChatMessage], share: float, session: SessionContext | None, *, remember: bool
+        self, window: Sequence[ChatMessage], share: float, session: SessionContext, *, remember: bool
     ) -> list[ChatMessage]:
         """System messages and the newest whole units within ``share`` of the budget (one scan for the system
         messages); if the system messages alone pass the budget, only they, and a ``budget_unmet`` event."""
@@ -176,28 +189,28 @@ class TokenBudgetComposedStrategy:
                         detail={"budget": budget, "system_tokens": system_tokens},
                     )
                 )
-            if session is not None and session.partial:
+            if session.partial:
                 note_cut(window, len(window), session)
             return systems
         allowance = max(0, int(budget * share) - system_tokens)
-        state = own_session(self, session)
-        cut = state.state_for((self, TailCut), TailCut).cut(window, count, allowance)
+        state = session.state
+        cut = state.get(self, TAIL_CUT).cut(window, count, allowance)
         if remember:
-            state.state_for(self, Anchor).remember(window, cut)
+            state.get(self, ANCHOR).remember(window, cut)
         return from_cut(window, cut, systems_at, session)
 
-    async def _watermarked(self, history: Sequence[ChatMessage], session: SessionContext | None) -> list[ChatMessage]:
+    async def _watermarked(self, history: Sequence[ChatMessage], session: SessionContext) -> list[ChatMessage]:
         window: Sequence[ChatMessage] = history
         for child in self.strategies:
-            window = await run_strategy(child, window, session)
-        anchors = own_session(self, session).state_for(self, Anchor)
+            window = await child.compact(window, session)
+        anchors = session.state.get(self, ANCHOR)
         anchor = anchors.cut(window)
-        if anchor is None and anchors.is_set and session is not None and session.partial:
+        if anchor is None and anchors.is_set and session.partial:
             session.need_older()  # the remembered start is older than the part read
         if anchor is not None:
             anchored = from_cut(window, anchor)
             if self.fits(anchored, session):
-                if session is not None and session.partial:
+                if session.partial:
                     session.cut_made()  # the remembered start decides the window, whatever is older
                 return anchored  # below the high watermark: the same start as before
         elif self.fits(window, session):

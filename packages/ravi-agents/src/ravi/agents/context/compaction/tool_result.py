@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ravi.agents.context.memo import PrefixMemo
-from ravi.agents.context.session import own_session
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolResultBlock
 
+_SHORTENED: Slot[PrefixMemo[list[ChatMessage]]] = Slot("tool_result.shortened", PrefixMemo)
+"""The session's last input and its shortened copy."""
 
-class ToolResultCompactionStrategy:
+
+class ToolResultCompactionStrategy(Strategy):
     """Cut every non-error tool result longer than ``max_chars`` to its first ``max_chars`` characters, followed
     by a ``[N chars truncated]`` marker.
 
@@ -20,9 +22,8 @@ class ToolResultCompactionStrategy:
     one pass over new messages; a growing session reuses the previous result.
     """
 
-    suffix_determined = True
-    """What this strategy makes of a message depends only on it, the messages after it and the system messages
-    (so the engine may assemble from the newest part of a session)."""
+    traits = StrategyTraits(suffix_determined=True)
+    """What it makes of a message depends only on that message."""
 
     def __init__(self, max_chars: int = 500) -> None:
         if max_chars < 0:
@@ -52,7 +53,7 @@ class ToolResultCompactionStrategy:
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history`` with long successful tool results shortened."""
-        memo: PrefixMemo[list[ChatMessage]] = own_session(self, session).state_for(self, PrefixMemo)
+        memo = (session or SessionContext.standalone()).state.get(self, _SHORTENED)
         hit = memo.lookup(history)
         if hit is None:
             out = [self.shorten(m) for m in history]

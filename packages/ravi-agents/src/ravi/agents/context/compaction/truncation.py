@@ -5,19 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ravi.agents.context.compaction._keep import keep_newest, system_messages
-from ravi.kernel.agent import SessionContext
+from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.tokens import message_chars
 
 
-def message_chars(message: ChatMessage) -> int:
-    """The characters a message carries (the measure of 002's estimate, before dividing by 4)."""
-    from ravi.agents.context.functional import _chars
-
-    return sum(_chars(block) for block in message.content)
-
-
-class TruncationStrategy:
+class TruncationStrategy(Strategy):
     """Drop the oldest messages until the window holds at most ``max_messages`` non-system messages and at most
     ``max_chars`` characters (000: "drops oldest until under max_messages and/or max_chars").
 
@@ -31,12 +25,8 @@ class TruncationStrategy:
         ['b', 'c']
     """
 
-    cuts = True
-    """This strategy drops the oldest messages (it bounds the window)."""
-
-    suffix_determined = True
-    """What this strategy makes of a message depends only on it, the messages after it and the system messages
-    (so the engine may assemble from the newest part of a session)."""
+    traits = StrategyTraits(suffix_determined=True, cuts=True)
+    """It drops the oldest messages, judged from the newest end."""
 
     def __init__(self, max_messages: int | None = None, max_chars: int | None = None) -> None:
         for name, value in (("max_messages", max_messages), ("max_chars", max_chars)):
@@ -61,4 +51,4 @@ class TruncationStrategy:
         return f"TruncationStrategy(max_messages={self.max_messages}, max_chars={self.max_chars})"
 
 
-__all__ = ["TruncationStrategy", "message_chars"]
+__all__ = ["TruncationStrategy"]

@@ -1,4 +1,5 @@
-"""Events that assembly emits, and a minimal bus to subscribe to them."""
+"""Events that assembly emits, and a minimal bus to subscribe to them (part of the strategy contract: a strategy
+reports what went wrong, a summary that failed or a budget it could not meet, on its ``events`` bus)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.tokens import STORED_COUNTER
 
 _log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class CompactionEvent:
     changed: bool = False
     error: BaseException | None = None
     detail: dict[str, Any] = field(default_factory=dict)
-    counter: TokenCounter = field(default=DEFAULT_COUNTER, repr=False)
+    counter: TokenCounter = field(default=STORED_COUNTER, repr=False)
 
     @property
     def message_count(self) -> int:
