@@ -26,6 +26,7 @@ BENCHMARKS = {
     "fit": "Windows that fit the model they are sent to: exact counters, the estimator, margins (issue 15)",
     "window": "Windows read from the newest part of a session, in memory, on Postgres and on Redis (issue 12)",
     "frameworks": "Ravi in each framework's agent loop beside the framework's own memory, 1,000 turns (issue 17)",
+    "query": "Recall windows whose request is huge, in memory and on Postgres (issue 30)",
     "telemetry": "What tracing costs a window: none, off (the default) and on (issue 33)",
 }
 

@@ -52,6 +52,11 @@ class TestBouncedHistory(HistoryProviderContract):
         async for store in closing(PostgresHistoryProvider(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
 
 class TestBouncedHistoryUncached(HistoryProviderContract):
     @pytest_asyncio.fixture
@@ -94,6 +99,13 @@ class TestBouncedSummaries(SummaryStoreContract):
     @pytest_asyncio.fixture
     async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresSummaryStore]:
         async for store in closing(PostgresSummaryStore(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
+            yield store
+
+
+class TestBouncedHistorySummaries(SummaryStoreContract):
+    @pytest_asyncio.fixture
+    async def backend(self, pgbouncer_server: Server, bouncer_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(pgbouncer_server.address, schema=bouncer_schema, **BOUNCED)):
             yield store
 
 

@@ -42,6 +42,11 @@ class TestPostgresHistory(HistoryProviderContract):
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
 
 class TestPostgresHistoryUncached(HistoryProviderContract):
     """The same contract with the read cache off: every read goes to the server."""
@@ -67,6 +72,20 @@ class TestPostgresWindowReader(WindowReaderContract):
 
 
 class TestPostgresHistorySearcher(HistorySearcherContract):
+    @pytest_asyncio.fixture
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
+    @pytest_asyncio.fixture
+    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+class TestPostgresHistorySummaries(SummaryStoreContract):
+    """The history provider keeps its sessions' summaries beside them, under their generations."""
+
     @pytest_asyncio.fixture
     async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
@@ -292,10 +311,15 @@ class TestPostgresSummaries(SummaryStoreContract):
             yield store
 
 
-async def test_a_span_is_summarised_once_across_processes(postgres_server: Server, pg_schema: str) -> None:
-    """Two processes' summarisers sharing the Postgres summary store: the second reads, it does not call."""
+@pytest.mark.parametrize("beside", [False, True], ids=["summary store", "history provider"])
+async def test_a_span_is_summarised_once_across_processes(
+    postgres_server: Server, pg_schema: str, beside: bool
+) -> None:
+    """Two processes' summarisers sharing the Postgres summaries (a summary store of their own, or the history
+    provider's): the second reads, it does not call."""
 
     from ravi.agents.context import SummarizationCompaction
+    from ravi.kernel.agent.context import SessionContext
 
     calls: list[int] = []
 
@@ -305,13 +329,18 @@ async def test_a_span_is_summarised_once_across_processes(postgres_server: Serve
             return "the user asked about invoices"
 
     history = [ChatMessage.user(f"question {i} " + "q" * 300) for i in range(12)]
-    stores = [PostgresSummaryStore(postgres_server.address, schema=pg_schema) for _ in range(2)]
+    kind = PostgresHistoryProvider if beside else PostgresSummaryStore
+    stores = [kind(postgres_server.address, schema=pg_schema) for _ in range(2)]
     try:
+        generation = None
+        if isinstance(stores[0], PostgresHistoryProvider):
+            await stores[0].append_many("a", history, session_id="s")
+            generation = await stores[0].generation("a", session_id="s")
         first, second = (
             SummarizationCompaction(CountingLLM(), recent_token_budget=200, min_old_tokens=10, store=s) for s in stores
         )
-        one = await first.compact(history)
-        two = await second.compact(history)
+        one = await first.compact(history, SessionContext("a", "s", generation=generation))
+        two = await second.compact(history, SessionContext("a", "s", generation=generation))
         assert one == two
         assert len(calls) == 1
         assert history == [
@@ -459,14 +488,15 @@ async def test_sessions_written_before_counts_were_kept_are_counted_on_their_fir
     async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
         assert await store.get_messages("a", session_id="s") == messages
         first = await store.read_window("a", session_id="s", tokens=100)
-        assert first == window_of(messages, 100)
+        generation = await store.generation("a", session_id="s")
+        assert first == window_of(messages, 100, generation)
         total = await store.db.fetchval(
             f"SELECT total_tokens FROM {store.db.table('sessions')} WHERE agent_id = 'a' AND session_id = 's'"
         )
         assert total == sum(stored_tokens(m) for m in messages)
         more = ChatMessage.user("new")
         await store.append("a", more, session_id="s")
-        assert await store.read_window("a", session_id="s", tokens=100) == window_of([*messages, more], 100)
+        assert await store.read_window("a", session_id="s", tokens=100) == window_of([*messages, more], 100, generation)
 
 
 async def test_the_engine_reads_only_the_window_from_postgres(postgres_server: Server, pg_schema: str) -> None:
@@ -706,6 +736,7 @@ async def test_indexing_a_chunk_reads_the_chunks_rows_not_the_session(postgres_s
         await history.append_many("a", [ChatMessage.user(f"turn {i}") for i in range(6_000)], session_id="s")
         _, relation = history._messages.replace('"', "").split(".")
         chunk = list(range(3_000, 3_100))
+        generation = await history.generation("a", session_id="s")
         async with history.db.connection() as connection:
             transaction = connection.transaction()
             await transaction.start()
@@ -713,7 +744,7 @@ async def test_indexing_a_chunk_reads_the_chunks_rows_not_the_session(postgres_s
                 [plan] = json.loads(
                     await connection.fetchval(
                         f"EXPLAIN (ANALYZE, FORMAT JSON) {history._index_query}",
-                        *("a", "s", chunk, ["'turn':1"] * len(chunk), 3_100, 0, False),
+                        *("a", "s", chunk, ["'turn':1"] * len(chunk), 3_100, generation, False),
                     )
                 )
             finally:
@@ -741,11 +772,15 @@ async def test_reads_stay_on_the_session_once_the_table_has_statistics(postgres_
         await history.search_units("a", session_id="s", query="index", before=0, limit=1)
         _, relation = history._messages.replace('"', "").split(".")
         words = [_quoted(session_digest("a", "s") + w) for w in ("error", "index")]
+        generation = await history.generation("a", session_id="s")
         statements = {
-            "first window": (history._window_query, ("a", "s", 150_000, -1, 0, -1)),
-            "window beside a cached one": (history._window_query, ("a", "s", 600_000, 0, 19_000, 19_500)),
-            "term counts and unindexed rows": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK)),
-            "a whole read after a cached one": (history._refresh_query, ("a", "s", 0, 19_990)),
+            "first window": (history._window_query, ("a", "s", 150_000, "", 0, -1)),
+            "window beside a cached one": (history._window_query, ("a", "s", 600_000, generation, 19_000, 19_500)),
+            "term counts and unindexed rows": (
+                history._df_query,
+                ("a", "s", words, _RANKED + 1, _INDEX_CHUNK, generation, 19_000, 19_500),
+            ),
+            "a whole read after a cached one": (history._refresh_query, ("a", "s", generation, 19_990)),
         }
         async with history.db.connection() as connection:
             await connection.execute(f"VACUUM ANALYZE {history._messages}")
@@ -773,7 +808,7 @@ async def test_appends_leave_the_terms_index_alone_and_searches_use_it(postgres_
 
         words = [_quoted(session_digest("a", "s") + "kestrel")]
         statements = {
-            "term counts": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK)),
+            "term counts": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK, "", 0, -1)),
             "search": (history._search_query, ("a", "s", words, [1.0], words[0], 10**9, 5)),
         }
         async with history.db.connection() as connection, connection.transaction():

@@ -34,6 +34,11 @@ class TestRedisHistory(HistoryProviderContract):
         async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+            yield store
+
 
 class TestRedisHistoryUncachedWithTtl(HistoryProviderContract):
     """The same contract with the read cache off and a (long) session TTL set."""
@@ -216,6 +221,15 @@ class TestRedisSummaries(SummaryStoreContract):
             yield store
 
 
+class TestRedisHistorySummaries(SummaryStoreContract):
+    """The history provider keeps its sessions' summaries beside them, under their generations (with a TTL)."""
+
+    @pytest_asyncio.fixture
+    async def backend(self, redis_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=600)):
+            yield store
+
+
 async def test_one_store_serves_many_more_concurrent_calls_than_it_has_connections(
     redis_server: Server, redis_prefix: str
 ) -> None:
@@ -345,11 +359,14 @@ async def test_sessions_written_before_counts_were_kept_are_counted_on_their_fir
         await store.append("a", more, session_id="s")  # a session without counts stays so until read
         assert await store.redis.client.llen(keys[4]) == 0
         messages.append(more)
-        assert await store.read_window("a", session_id="s", tokens=100) == window_of(messages, 100)
+        generation = await store.generation("a", session_id="s")
+        assert await store.read_window("a", session_id="s", tokens=100) == window_of(messages, 100, generation)
         assert await store.redis.client.llen(keys[4]) == len(messages)
         last = ChatMessage.user("counted")
         await store.append("a", last, session_id="s")
         messages.append(last)
         assert await store.redis.client.llen(keys[4]) == len(messages)
         for tokens in (0, 50, 300, 10_000):
-            assert await store.read_window("a", session_id="s", tokens=tokens) == window_of(messages, tokens)
+            assert await store.read_window("a", session_id="s", tokens=tokens) == window_of(
+                messages, tokens, generation
+            )

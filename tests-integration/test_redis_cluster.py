@@ -30,6 +30,13 @@ class TestClusterHistory(HistoryProviderContract):
         ):
             yield store
 
+    @pytest_asyncio.fixture
+    async def peer(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(
+            RedisHistoryProvider(redis_cluster_server.address, prefix=redis_prefix, cluster=True, max_connections=1000)
+        ):
+            yield store
+
 
 class TestClusterHistoryUncachedWithTtl(HistoryProviderContract):
     @pytest_asyncio.fixture
@@ -82,6 +89,15 @@ class TestClusterSummaries(SummaryStoreContract):
     @pytest_asyncio.fixture
     async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisSummaryStore]:
         async for store in closing(RedisSummaryStore(redis_cluster_server.address, prefix=redis_prefix, cluster=True)):
+            yield store
+
+
+class TestClusterHistorySummaries(SummaryStoreContract):
+    @pytest_asyncio.fixture
+    async def backend(self, redis_cluster_server: Server, redis_prefix: str) -> AsyncIterator[RedisHistoryProvider]:
+        async for store in closing(
+            RedisHistoryProvider(redis_cluster_server.address, prefix=redis_prefix, cluster=True, max_connections=1000)
+        ):
             yield store
 
 

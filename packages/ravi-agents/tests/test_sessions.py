@@ -189,3 +189,25 @@ def test_stored_prefix_says_where_the_new_messages_begin() -> None:
     stored.mark("t", run)
     stored.mark("u", run)
     assert stored.start("s", run) == 0  # bounded: the least recent session was forgotten
+
+
+async def test_a_cleared_session_starts_with_no_state_of_the_old_conversation() -> None:
+    """A window's state belongs to the session's generation: after a clear (here by another provider object, as
+    another process would), a new conversation reusing the old ids gets the window a fresh pipeline gives, not
+    the old conversation's remembered start."""
+    from ravi.agents.context import InMemoryHistoryProvider, SlidingWindowCompaction, WindowRequest
+
+    store = InMemoryHistoryProvider()
+    pipeline = CompactionPipeline([SlidingWindowCompaction(max_messages=10, low_watermark=0.5)])
+    old = [ChatMessage.user(f"old {i}", id=f"m{i}") for i in range(14)]
+    await store.append_many("agent", old, session_id="s")
+    first = await pipeline.window(WindowRequest("agent", "s", history=store))
+    assert first.messages[0].id == "m9"  # crossed the high watermark: down to the low one, start remembered
+    await store.clear("agent", session_id="s")
+    new = [ChatMessage.user(f"new {i}", id=f"m{i}") for i in range(12)]
+    await store.append_many("agent", new, session_id="s")
+    got = await pipeline.window(WindowRequest("agent", "s", history=store))
+    fresh = await CompactionPipeline([SlidingWindowCompaction(max_messages=10, low_watermark=0.5)]).window(
+        WindowRequest("agent", "s", history=store)
+    )
+    assert got.messages == fresh.messages

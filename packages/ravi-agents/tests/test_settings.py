@@ -144,6 +144,24 @@ def test_summaries_live_beside_the_history_unless_configured(monkeypatch: pytest
     assert isinstance(build_store("summaries", load_settings()), InMemorySummaryStore)
 
 
+def test_summaries_default_to_the_history_store_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unless a ``[summaries]`` section names a store, summaries live in the history store object itself (it
+    keeps them beside the transcript and drops them with a clear): not in a second store of the same backend."""
+    from ravi.agents.context import SummarizationCompaction
+    from ravi.agents.settings import Stores
+
+    (tmp_path / "ravi.toml").write_text('[[context.pipeline]]\nstrategy = "summarization"\n')
+    config = ContextConfig.from_settings()
+    summariser = config.pipeline.strategies[0]
+    assert isinstance(summariser, SummarizationCompaction)
+    assert summariser.store is config.history
+    stores = Stores.from_settings()
+    assert stores.summaries is stores.history
+    monkeypatch.setenv("RAVI_SUMMARIES__BACKEND", "memory")
+    stores = Stores.from_settings()
+    assert stores.summaries is not stores.history
+
+
 def test_nested_summarisation_gets_the_configured_summary_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,10 +13,12 @@ from ravi.agents.storage import (
     InMemoryGraphStore,
     InMemoryLongTermMemory,
     InMemoryStateStore,
+    InMemorySummaryStore,
     InMemoryVectorStore,
     TaskStore,
 )
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.scope import Scope
 from ravi.kernel.storage import Document, SearchResult, Task, TaskStatus
 
 
@@ -174,6 +176,99 @@ class AllowsAnyTransition(TaskStore):
             return t.model_copy(update={"status": TaskStatus(status), "result": result or t.result})
 
         return await self._change(conversation_id, agent_id, task_id, force)
+
+
+class DropsConflictingMessages(InMemoryHistoryProvider):
+    """Drops a message whose id the session holds, whatever its content (a broken promise, silently)."""
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        held = {m.id for m in await self.get_messages(agent_id, session_id=session_id)}
+        fresh = {m.id: m for m in messages if m.id not in held}
+        await super().append_many(agent_id, list(fresh.values()), session_id=session_id, run_id=run_id)
+
+
+class KeysSummariesBySpan(InMemorySummaryStore):
+    """Keys a summary by its span id alone: tenants with equal span ids share it."""
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        return await super().get_summary(Scope("any", "any"), span_id)
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        return await super().put_summary(Scope("any", "any"), span_id, text)
+
+
+class JoinsScopeWithSeparator(InMemorySummaryStore):
+    """Joins agent and session with a separator they may contain: two scopes share one key."""
+
+    def _joined(self, scope: Scope) -> Scope:
+        return Scope(f"{scope.agent_id}\x1f{scope.session_id}", "-", scope.generation)
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        return await super().get_summary(self._joined(scope), span_id)
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        return await super().put_summary(self._joined(scope), span_id, text)
+
+
+class KeepsSummariesOfClearedSessions(InMemoryHistoryProvider):
+    """Keeps a session's summaries (and its generation) across clear and clear_run."""
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        session = self._sessions.get((agent_id, session_id))
+        removed = await super().clear(agent_id, session_id=session_id)
+        if session is not None:
+            self._sessions[(agent_id, session_id)] = session.rebuilt([])
+            self._sessions[(agent_id, session_id)].generation = session.generation
+            self._sessions[(agent_id, session_id)].summaries = session.summaries
+        return removed
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        session = self._sessions.get((agent_id, session_id))
+        removed = await super().clear_run(agent_id, session_id=session_id, run_id=run_id)
+        if session is not None and removed:
+            self._sessions[(agent_id, session_id)].generation = session.generation
+            self._sessions[(agent_id, session_id)].summaries = session.summaries
+        return removed
+
+
+class AcceptsStaleSummaries(InMemoryHistoryProvider):
+    """Keeps a summary of any generation, never checking it against the session's."""
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        return await super().put_summary(Scope(scope.agent_id, scope.session_id, None), span_id, text)
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        return await super().get_summary(Scope(scope.agent_id, scope.session_id, None), span_id)
+
+
+class CountsGenerations(InMemoryHistoryProvider):
+    """Numbers a session's generations from 1 again each time it is written after a clear."""
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        session = self._sessions.get((agent_id, session_id))
+        return "" if session is None else str(int(bool(session.messages)))
+
+
+class ReplacesAnyLast(InMemoryHistoryProvider):
+    """Replaces the newest message whatever its id (no compare before the replace)."""
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        held = await self.get_messages(agent_id, session_id=session_id)
+        if not held:
+            return False
+        return await super().replace_last(
+            agent_id, session_id=session_id, message_id=held[-1].id, messages=messages, run_id=run_id
+        )
 
 
 class AcceptsNegativeOffsets(InMemoryHistoryProvider):

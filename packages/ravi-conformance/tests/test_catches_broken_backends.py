@@ -47,6 +47,17 @@ CASES = [
         "test_delete_entity_detaches_its_relationships",
     ),
     ("AllowsAnyTransition", "TaskStoreContract", "test_illegal_transitions_raise_and_change_nothing"),
+    ("DropsConflictingMessages", "HistoryProviderContract", "test_a_message_id_is_a_promise"),
+    ("CountsGenerations", "HistoryProviderContract", "test_generations_follow_removals"),
+    ("ReplacesAnyLast", "HistoryProviderContract", "test_replace_last_swaps_the_newest_message_only"),
+    ("KeysSummariesBySpan", "SummaryStoreContract", "test_tenants_with_equal_span_ids_never_see_each_other"),
+    ("JoinsScopeWithSeparator", "SummaryStoreContract", "test_hostile_scopes_never_share_a_summary"),
+    (
+        "KeepsSummariesOfClearedSessions",
+        "SummaryStoreContract",
+        "test_clear_and_clear_run_remove_the_sessions_summaries",
+    ),
+    ("AcceptsStaleSummaries", "SummaryStoreContract", "test_a_stale_generation_is_refused"),
 ]
 
 

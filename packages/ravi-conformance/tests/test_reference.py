@@ -122,3 +122,19 @@ class TestInMemorySummaries(SummaryStoreContract):
     @pytest.fixture
     def backend(self) -> InMemorySummaryStore:
         return InMemorySummaryStore()
+
+
+class TestInMemoryHistorySummaries(SummaryStoreContract):
+    """The history provider keeps its sessions' summaries beside them."""
+
+    @pytest.fixture
+    def backend(self) -> InMemoryHistoryProvider:
+        return InMemoryHistoryProvider()
+
+
+class TestHybridHistorySummaries(SummaryStoreContract):
+    """The hybrid provider keeps summaries in its cold tier, under the cold tier's generations."""
+
+    @pytest.fixture
+    def backend(self) -> HybridHistoryProvider:
+        return HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())

@@ -151,7 +151,8 @@ class RaviSettings(BaseSettings):
 
     def store(self, kind: str) -> StoreSettings:
         """The settings of one store kind. Summaries live beside the history unless configured: the history's
-        backend and options when that backend keeps summaries, else in memory."""
+        backend and options when that backend keeps summaries, else in memory (:func:`build_summaries` uses the
+        history store itself when it keeps them)."""
         if kind == "summaries" and self.summaries is None:
             from ravi.kernel.registry import available
 
@@ -224,6 +225,17 @@ def build_store(kind: str, settings: RaviSettings | None = None) -> Any:
         raise ConfigurationError(f"{where}: {error}", hint=hint) from error
     except RaviError as error:
         raise ConfigurationError(f"{where}: {error.message}", hint=error.hint) from error
+
+
+def build_summaries(settings: RaviSettings, history: Any) -> Any:
+    """The summary store for ``history``: a ``[summaries]`` section's store when configured, else ``history``
+    itself when it keeps summaries (every history store Ravi ships does, beside its transcript, and drops them
+    when a session is cleared), else what :func:`build_store` gives."""
+    from ravi.kernel.storage import SummaryStore
+
+    if settings.summaries is None and isinstance(history, SummaryStore):
+        return history
+    return build_store("summaries", settings)
 
 
 def build_strategy(
@@ -338,7 +350,10 @@ class Stores:
     def __getattr__(self, kind: str) -> Any:
         if kind not in GROUPS:
             raise AttributeError(kind)
-        store = build_store(kind, self.settings)
+        if kind == "summaries":
+            store = build_summaries(self.settings, self.history)
+        else:
+            store = build_store(kind, self.settings)
         object.__setattr__(self, kind, store)
         return store
 
@@ -353,6 +368,7 @@ __all__ = [
     "build_pipeline",
     "build_store",
     "build_strategy",
+    "build_summaries",
     "load_settings",
     "retention_of",
     "uses_strategy",

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import strategies as st
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,46 @@ class Capabilities:
 def unique(prefix: str) -> str:
     """A fresh id, so tests never see each other's data even on a shared backend."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+PROPERTY_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.differing_executors]
+"""The health checks a property rule of a contract turns off: every generated example runs against the one
+empty backend of its test (each example uses ids of its own), and each backend's subclass runs the rule."""
+
+
+def hostile_pairs() -> list[tuple[str, str]]:
+    """``(agent_id, session_id)`` pairs, all different, that a careless key encoding gives one key: ids joined
+    with a separator they contain (``\x1f``, ``:``, ``|``), an escape that does not escape itself (``%7C`` beside
+    ``|``), braces of a hash tag, quotes, JSON look-alikes, and the two Unicode spellings of one letter."""
+    return [
+        ("a\x1fb", "c"),
+        ("a", "b\x1fc"),
+        ("a:b", "c"),
+        ("a", "b:c"),
+        ("a|b", "c"),
+        ("a", "b|c"),
+        ("a%7Cb", "c"),
+        ("a}", "{b"),
+        ("a", "}{b"),
+        ('a"', "b"),
+        ("a", '"b'),
+        ('["a", "b"]', "c"),
+        ("a", "b"),
+        ("\u00e9", "s"),
+        ("e\u0301", "s"),
+        ("a\\", "b"),
+        ("a", "\\b"),
+        ("a'", "b"),
+        ("*", "b"),
+        ("a", "*"),
+    ]
+
+
+def hostile_ids() -> st.SearchStrategy[str]:
+    """Ids of any text (no NUL, no lone surrogate) that favour the characters key encodings get wrong."""
+    tricky = st.sampled_from(["\x1f", ":", "|", "%", "{", "}", "'", '"', "\\", "/", "*", "[", "]", ",", " ", "a", "é"])
+    anything = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
+    return st.text(alphabet=tricky | anything, min_size=1, max_size=12)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], *, within: float, what: str) -> None:
@@ -108,10 +150,13 @@ async def call_or_skip_unsupported(coro: Awaitable[Any], ability: str) -> Any:
 
 
 __all__ = [
+    "PROPERTY_CHECKS",
     "Capabilities",
     "ContractBase",
     "call_or_skip_unsupported",
     "eventually",
+    "hostile_ids",
+    "hostile_pairs",
     "refuses",
     "skip_without",
     "unique",

@@ -106,6 +106,21 @@ class BlobStoreContract(ContractBase):
         with pytest.raises(InvalidArgument):
             await backend.upload(key, b"x")
 
+    async def test_a_backslash_never_aliases_a_slash(self, backend: BlobStore) -> None:
+        """A key with a backslash is stored exactly or refused: ``a\\b`` is never ``a/b`` (some S3 servers
+        turn one into the other), and a key ending in a backslash reads back what was written.
+
+        Troubleshooting: refuse backslashes in keys (``check_blob_key`` does), or encode them."""
+        prefix = unique("p")
+        await backend.upload(f"{prefix}/a/b", b"slash")
+        for key, data in ((f"{prefix}/a\\b", b"backslash"), (f"{prefix}/a\\", b"trailing")):
+            try:
+                await backend.upload(key, data)
+            except InvalidArgument:
+                continue
+            assert (await backend.download(key)).data == data, f"{key!r} did not read back"
+        assert (await backend.download(f"{prefix}/a/b")).data == b"slash", "a backslash key overwrote a slash key"
+
     async def test_unicode_keys_work(self, backend: BlobStore) -> None:
         """Keys with non-ASCII characters round-trip."""
         keys = ["dossier/été/файл 漢字 🚀.txt", "quotes'\"and$$dollars", "spaces and + plus & amp=eq?q#frag"]

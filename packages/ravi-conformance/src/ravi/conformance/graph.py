@@ -197,6 +197,15 @@ class GraphStoreContract(ContractBase):
             with pytest.raises(InvalidArgument):
                 await backend.delete_relationship(bad)  # type: ignore[arg-type]
 
+    async def test_what_is_not_a_list_is_refused(self, backend: GraphStore) -> None:
+        """``add_entities`` and ``add_relationships`` given ``None`` or a string instead of a list raise
+        ``InvalidArgument``, never a ``TypeError``."""
+        for bad in (None, "entities", 5):
+            with pytest.raises(InvalidArgument):
+                await backend.add_entities(bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await backend.add_relationships(bad)  # type: ignore[arg-type]
+
     async def test_properties_round_trip(self, backend: GraphStore) -> None:
         """Entity and relationship properties round-trip exactly (nested JSON, Unicode)."""
         props: Mapping[str, Any] = {
@@ -270,3 +279,8 @@ class CypherCapableContract(ContractBase):
         for params in ({"s": {1, 2}}, {"b": b"x"}, {"n": float("nan")}, {"t": "lone \ud800"}):
             with pytest.raises(InvalidArgument):
                 await cypher.query_cypher("RETURN 1 AS one", params)
+
+    async def test_a_query_that_is_not_text_is_refused(self, cypher: CypherCapable) -> None:
+        """A query holding a lone surrogate (no server can receive it) raises ``InvalidArgument``."""
+        with pytest.raises(InvalidArgument):
+            await cypher.query_cypher("RETURN 'lone \ud800' AS one", None)

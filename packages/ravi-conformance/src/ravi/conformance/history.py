@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
-from ravi.conformance._base import ContractBase, refuses, unique
-from ravi.kernel.errors import InvalidArgument, RaviError
+from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, hostile_pairs, refuses, unique
+from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from ravi.kernel.search import UnitMatch, unit_at
 from ravi.kernel.storage import (
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
+    SessionGeneration,
     SessionLister,
+    TailEditor,
     WindowReader,
     window_start,
 )
@@ -49,6 +53,13 @@ class HistoryProviderContract(ContractBase):
     def backend(self) -> HistoryProvider:
         """Override: an empty backend, fresh for each test."""
         raise NotImplementedError("override the 'backend' fixture to build an empty backend")
+
+    @pytest.fixture
+    def peer(self, backend: HistoryProvider) -> HistoryProvider:
+        """Override: a second provider on the same store as ``backend``, as another process would have one, so
+        its caches are held to the writes of the first. Without it, the tests that use it read through
+        ``backend`` alone."""
+        return backend
 
     async def test_is_a_history_provider(self, backend: HistoryProvider) -> None:
         """The backend satisfies the ``HistoryProvider`` Protocol."""
@@ -299,6 +310,241 @@ class HistoryProviderContract(ContractBase):
         await backend.append_many(a, [], session_id=s)
         assert await backend.count_messages(a, session_id=s) == 0
 
+    async def test_a_message_id_is_a_promise(self, backend: HistoryProvider) -> None:
+        """A message id is a promise: appending a different message under an id the session holds is refused
+        with ``MessageConflict``, the whole batch with it (nothing stored, nothing dropped silently); so is a
+        batch that holds two different messages under one id. Re-appending the same message stays a no-op.
+
+        Troubleshooting: compare the stored JSON body of an id already held with the incoming one, in the same
+        statement or script that appends, before anything of the batch is written."""
+        a, s = unique("agent"), unique("session")
+        kept = ChatMessage.user("the original", id="m-1")
+        await backend.append(a, kept, session_id=s)
+        changed = ChatMessage.user("something else", id="m-1")
+        with pytest.raises(MessageConflict) as caught:
+            await backend.append_many(a, [ChatMessage.user("fresh"), changed], session_id=s)
+        assert caught.value.message_id == "m-1"
+        assert await backend.get_messages(a, session_id=s) == [kept], "a refused batch stored part of itself"
+        with pytest.raises(MessageConflict):
+            await backend.append(a, changed, session_id=s)
+        await backend.append_many(a, [kept, ChatMessage.user("second", id="m-2"), kept], session_id=s)  # a retry
+        assert texts(await backend.get_messages(a, session_id=s)) == ["the original", "second"]
+        twice = [ChatMessage.user("one", id="m-3"), ChatMessage.user("two", id="m-3")]
+        with pytest.raises(MessageConflict):
+            await backend.append_many(a, twice, session_id=s)
+        assert await backend.count_messages(a, session_id=s) == 2
+        await backend.append(a, changed, session_id=unique("session"))  # the same id in another session is free
+
+    async def test_append_many_refuses_what_is_not_a_list_of_messages(self, backend: HistoryProvider) -> None:
+        """``append_many`` given ``None``, a string or a dict instead of a sequence of messages raises
+        ``InvalidArgument`` (never ``TypeError``) and stores nothing."""
+        a, s = unique("agent"), unique("session")
+        for bad in (None, "hello", {"role": "user"}, 5):
+            with pytest.raises(InvalidArgument):
+                await backend.append_many(a, bad, session_id=s)  # type: ignore[arg-type]
+        assert await backend.count_messages(a, session_id=s) == 0
+
+    async def test_a_new_conversation_after_clear_reuses_ids_freely(
+        self, backend: HistoryProvider, peer: HistoryProvider
+    ) -> None:
+        """After ``clear`` (and after ``clear_run`` for the run's messages), the session may reuse the removed ids,
+        positions and sizes for different messages: nothing of the old conversation is read, or in the way, by
+        this provider or by a second one on the same store whose read cache held the old conversation.
+
+        Troubleshooting: check a cached copy against the session's generation on every read, and never let a
+        generation (or the counter a cache compares) come back after a removal."""
+        a, s = unique("agent"), unique("session")
+        old = [ChatMessage.user(f"old {i}", id=str(i)) for i in range(4)]
+        await backend.append_many(a, old, session_id=s, run_id="r1")
+        for reader in (backend, peer):  # fills the read caches, if the providers keep them
+            assert await reader.get_messages(a, session_id=s) == old
+        await backend.clear(a, session_id=s)
+        new = [ChatMessage.user(f"new {i}", id=str(i)) for i in range(4)]
+        await backend.append_many(a, new, session_id=s, run_id="r1")
+        for reader in (backend, peer):
+            assert await reader.get_messages(a, session_id=s) == new, "a reader returned the removed conversation"
+        assert await backend.clear_run(a, session_id=s, run_id="r1") == 4
+        newer = [ChatMessage.user(f"newer {i}", id=str(i)) for i in range(2)]
+        await backend.append_many(a, newer, session_id=s, run_id="r2")
+        for reader in (backend, peer):
+            assert await reader.get_messages(a, session_id=s) == newer
+
+    async def test_concurrent_clear_runs_of_one_session_all_succeed(self, backend: HistoryProvider) -> None:
+        """Many ``clear_run`` calls on one session at once, with appends racing them, all succeed (no deadlock,
+        no "kept being cleared"), each removes exactly its run, and every other message stays once, in order.
+
+        Troubleshooting: lock the session before removing its run's messages and recomputing what depends on
+        their positions (the same lock appends take, taken first), so removals serialise instead of
+        deadlocking; retry a deadlock the server still reports."""
+        a, s = unique("agent"), unique("session")
+        runs = [f"r{i}" for i in range(16)]
+        for round_ in range(3):
+            for run in runs:
+                await backend.append_many(
+                    a, [ChatMessage.user(f"{run}.{round_}.{k}") for k in range(3)], session_id=s, run_id=run
+                )
+        late = [ChatMessage.user(f"late {i}") for i in range(8)]
+        removed = await asyncio.gather(
+            *(backend.clear_run(a, session_id=s, run_id=run) for run in runs[:12]),
+            *(backend.append(a, message, session_id=s, run_id="late") for message in late),
+        )
+        assert list(removed[:12]) == [9] * 12
+        kept = texts(await backend.get_messages(a, session_id=s))
+        expected = [f"{r}.{n}.{k}" for n in range(3) for r in runs[12:] for k in range(3)]
+        assert [t for t in kept if not t.startswith("late")] == expected
+        assert sorted(t for t in kept if t.startswith("late")) == sorted(texts(late))
+
+    async def test_retried_appends_racing_clear_run_never_fail(self, backend: HistoryProvider) -> None:
+        """Retried appends that carry messages of the run being removed race its ``clear_run`` without error: each
+        message ends up stored once or not at all, and nothing else is touched."""
+        a, s = unique("agent"), unique("session")
+        for _ in range(4):
+            doomed = [ChatMessage.user(f"doomed {i}") for i in range(20)]
+            await backend.append_many(a, doomed, session_id=s, run_id="doomed")
+            kept = ChatMessage.user("kept")
+            await backend.append(a, kept, session_id=s, run_id="kept")
+            await asyncio.gather(
+                *(backend.append_many(a, doomed[i : i + 5], session_id=s, run_id="doomed") for i in range(0, 20, 5)),
+                backend.clear_run(a, session_id=s, run_id="doomed"),
+                *(backend.append_many(a, [*doomed[i : i + 5], kept], session_id=s, run_id="doomed") for i in (0, 10)),
+            )
+            got = texts(await backend.get_messages(a, session_id=s))
+            assert len(got) == len(set(got)), "a message was stored twice"
+            assert "kept" in got
+            await backend.clear(a, session_id=s)
+
+    async def test_hostile_scopes_never_share_a_session(self, backend: HistoryProvider) -> None:
+        """Agents and sessions whose ids hold separators, quotes, escapes or look-alike Unicode never see each
+        other's messages (a key encoding that joins or escapes carelessly aliases them).
+
+        Troubleshooting: encode the scope injectively: separate columns, a JSON array, or an escape that also
+        escapes its own escape character."""
+        pairs = hostile_pairs()
+        for agent, session in pairs:
+            await backend.append(agent, ChatMessage.user(f"{agent!r}/{session!r}", id="same-id"), session_id=session)
+        for agent, session in pairs:
+            got = texts(await backend.get_messages(agent, session_id=session))
+            assert got == [f"{agent!r}/{session!r}"], f"({agent!r}, {session!r}) read {got}"
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(agent=hostile_ids(), session=hostile_ids(), other_agent=hostile_ids(), other_session=hostile_ids())
+    async def test_scope_encoding_is_injective(
+        self, backend: HistoryProvider, agent: str, session: str, other_agent: str, other_session: str
+    ) -> None:
+        """For any two different sessions (ids of any text with separators, quotes and Unicode), a message
+        appended to one is never read from the other (a property over generated ids)."""
+        if (agent, session) == (other_agent, other_session):
+            return
+        tag = unique("")
+        await backend.append(agent + tag, ChatMessage.user("first", id="m"), session_id=session)
+        got = await backend.get_messages(other_agent + tag, session_id=other_session)
+        assert got == [], f"({agent!r}, {session!r}) and ({other_agent!r}, {other_session!r}) share a key"
+
+    async def test_generations_follow_removals(self, backend: HistoryProvider) -> None:
+        """``generation`` (``SessionGeneration``, optional) is ``""`` for a session never written, the same across
+        appends, and new after ``clear``, a ``clear_run`` that removed something and ``replace_last``: never one
+        the session had before.
+
+        Troubleshooting: keep a random token with the session (not a counter, which restarts when the session
+        is removed or expires), replaced in the same statement or script that removes messages."""
+        if not isinstance(backend, SessionGeneration):
+            pytest.skip(f"backend lacks generation: {type(backend).__name__} is not a SessionGeneration")
+        a, s = unique("agent"), unique("session")
+        assert await backend.generation(a, session_id=s) == ""
+        seen: set[str] = {""}
+
+        async def new_one(after: str) -> str:
+            generation = await backend.generation(a, session_id=s)
+            assert generation not in seen, f"{after} kept the generation, or gave back an earlier one"
+            seen.add(generation)
+            return generation
+
+        await backend.append(a, ChatMessage.user("1"), session_id=s, run_id="r1")
+        current = await new_one("the first append")
+        await backend.append(a, ChatMessage.user("2"), session_id=s, run_id="r2")
+        assert await backend.generation(a, session_id=s) == current, "an append changed the generation"
+        await backend.clear_run(a, session_id=s, run_id="never-ran")
+        assert await backend.generation(a, session_id=s) == current, "a clear_run that removed nothing changed it"
+        await backend.clear_run(a, session_id=s, run_id="r1")
+        current = await new_one("a clear_run that removed a message")
+        for _ in range(3):
+            await backend.clear(a, session_id=s)
+            current = await new_one("clear")
+            await backend.append(a, ChatMessage.user("again"), session_id=s)
+            if await backend.generation(a, session_id=s) != current:
+                current = await new_one("the first append after a clear")
+        if isinstance(backend, TailEditor):
+            last = (await backend.get_messages(a, session_id=s))[-1]
+            assert await backend.replace_last(a, session_id=s, message_id=last.id)
+            await new_one("replace_last")
+        other = unique("session")
+        await backend.append(a, ChatMessage.user("x"), session_id=other)
+        assert await backend.generation(a, session_id=other) not in seen, "two sessions share a generation"
+
+    async def test_replace_last_swaps_the_newest_message_only(self, backend: HistoryProvider) -> None:
+        """``replace_last`` (``TailEditor``, optional) replaces the newest message when its id matches (its
+        replacement tagged with ``run_id``), and changes nothing (returning ``False``) when the newest message is
+        another one or the session is empty."""
+        if not isinstance(backend, TailEditor):
+            pytest.skip(f"backend lacks replace_last: {type(backend).__name__} is not a TailEditor")
+        a, s = unique("agent"), unique("session")
+        assert await backend.replace_last(a, session_id=s, message_id="nothing") is False
+        first, last = ChatMessage.user("first"), ChatMessage.assistant("last")
+        await backend.append_many(a, [first, last], session_id=s, run_id="r1")
+        assert await backend.replace_last(a, session_id=s, message_id=first.id) is False
+        assert await backend.get_messages(a, session_id=s) == [first, last]
+        shorter = ChatMessage.assistant("shorter")
+        assert await backend.replace_last(a, session_id=s, message_id=last.id, messages=[shorter], run_id="r2")
+        assert await backend.get_messages(a, session_id=s) == [first, shorter]
+        assert await backend.count_messages(a, session_id=s) == 2
+        assert await backend.clear_run(a, session_id=s, run_id="r2") == 1
+        assert await backend.replace_last(a, session_id=s, message_id=first.id) is True
+        assert await backend.get_messages(a, session_id=s) == []
+        again = ChatMessage.user("the removed id is free again", id=last.id)
+        await backend.append(a, again, session_id=s)
+        assert await backend.get_messages(a, session_id=s) == [again]
+
+    async def test_concurrent_replace_last_of_one_message_has_one_winner(self, backend: HistoryProvider) -> None:
+        """Concurrent ``replace_last`` calls naming the same newest message: exactly one wins, and the session
+        holds its replacement; appends racing them are never reordered or lost."""
+        if not isinstance(backend, TailEditor):
+            pytest.skip(f"backend lacks replace_last: {type(backend).__name__} is not a TailEditor")
+        for _ in range(5):
+            a, s = unique("agent"), unique("session")
+            head, last = ChatMessage.user("head"), ChatMessage.assistant("last")
+            await backend.append_many(a, [head, last], session_id=s)
+            replacements = [ChatMessage.assistant(f"replacement {i}") for i in range(8)]
+            racing = [ChatMessage.user(f"racing {i}") for i in range(3)]
+            results = await asyncio.gather(
+                *(backend.replace_last(a, session_id=s, message_id=last.id, messages=[r]) for r in replacements),
+                backend.append_many(a, racing, session_id=s),
+            )
+            won = [r for r, ok in zip(replacements, results[:8], strict=True) if ok]
+            got = await backend.get_messages(a, session_id=s)
+            assert len(won) <= 1, f"{len(won)} replace_last calls of one message won"
+            if won:
+                assert got == [head, won[0], *racing], "a replacement was not where the replaced message was"
+            else:  # the appends came first: the named message was no longer the newest
+                assert got == [head, last, *racing]
+
+    async def test_replace_last_that_fails_changes_nothing(self, backend: HistoryProvider) -> None:
+        """A ``replace_last`` refused for its replacement (an item that is not a message, or a message id the
+        session holds for another message) changes nothing: the newest message stays."""
+        if not isinstance(backend, TailEditor):
+            pytest.skip(f"backend lacks replace_last: {type(backend).__name__} is not a TailEditor")
+        a, s = unique("agent"), unique("session")
+        first, last = ChatMessage.user("first", id="m-1"), ChatMessage.assistant("last", id="m-2")
+        await backend.append_many(a, [first, last], session_id=s)
+        generation = await backend.generation(a, session_id=s) if isinstance(backend, SessionGeneration) else None
+        with pytest.raises(InvalidArgument):
+            await backend.replace_last(a, session_id=s, message_id=last.id, messages=["not a message"])  # type: ignore[list-item]
+        clash = ChatMessage.assistant("another first", id="m-1")
+        with pytest.raises(MessageConflict):
+            await backend.replace_last(a, session_id=s, message_id=last.id, messages=[clash])
+        assert await backend.get_messages(a, session_id=s) == [first, last]
+        if generation is not None:
+            assert await backend.generation(a, session_id=s) == generation  # type: ignore[attr-defined]
+
     async def test_readers_cannot_change_the_store(self, backend: HistoryProvider) -> None:
         """Changing what a read returned does not change what is stored."""
         a, s = unique("agent"), unique("session")
@@ -504,6 +750,72 @@ class WindowReaderContract(ContractBase):
         with pytest.raises(InvalidArgument):
             await reader.read_window("agent", session_id="s", tokens="10")  # type: ignore[arg-type]
 
+    async def test_totals_add_up_after_racing_clear_runs_and_appends(
+        self, backend: HistoryProvider, reader: WindowReader
+    ) -> None:
+        """After ``clear_run`` calls race each other, appends and retried appends, every windowed read still
+        places its tail right: ``before`` is the sum of the stored tokens before the tail, and the tail is the
+        newest messages, whatever the budget.
+
+        Troubleshooting: recompute running totals under the session's lock (the one appends take), so a removal
+        never interleaves with an append or another removal."""
+        a, s = unique("agent"), unique("session")
+        runs = [f"r{i}" for i in range(8)]
+        for k, message in enumerate(_transcript()):
+            await backend.append(a, message, session_id=s, run_id=runs[k % len(runs)])
+        stored = await backend.get_messages(a, session_id=s)
+        fresh = [ChatMessage.user(f"fresh {i} " + "w" * (i * 29 % 120)) for i in range(12)]
+        await asyncio.gather(
+            *(backend.clear_run(a, session_id=s, run_id=run) for run in runs[:5]),
+            *(backend.append_many(a, fresh[i : i + 3], session_id=s, run_id="fresh") for i in range(0, 12, 3)),
+            *(backend.append_many(a, stored[i : i + 4], session_id=s, run_id="retry") for i in range(0, 20, 4)),
+        )
+        session = await backend.get_messages(a, session_id=s)
+        assert len(session) == len({m.id for m in session}), "a message was stored twice"
+        total = sum(stored_tokens(m) for m in session)
+        for tokens in [0, 10, 60, 200, 500, total - 1, total, total + 10]:
+            check_view(session, await reader.read_window(a, session_id=s, tokens=tokens), tokens)
+
+    async def test_a_new_conversation_reusing_ids_and_offsets_reads_only_itself(
+        self, backend: HistoryProvider, reader: WindowReader, peer: HistoryProvider
+    ) -> None:
+        """After ``clear`` and ``clear_run``, a new conversation with the old ids, positions and token counts is
+        what every windowed read returns, through this provider and through a second one whose cache held the
+        old conversation's window."""
+        readers = [reader, peer] if isinstance(peer, WindowReader) else [reader]
+        a, s = unique("agent"), unique("session")
+        old = [ChatMessage.user(f"old {i:02d} " + "o" * 40, id=str(i)) for i in range(12)]
+        new = [ChatMessage.user(f"new {i:02d} " + "n" * 40, id=str(i)) for i in range(12)]
+        await backend.append_many(a, old, session_id=s, run_id="r")
+        for view_of in readers:
+            check_view(old, await view_of.read_window(a, session_id=s, tokens=60), 60)
+        await backend.clear(a, session_id=s)
+        await backend.append_many(a, new, session_id=s, run_id="r")
+        for view_of in readers:
+            for tokens in (60, 10**6):
+                check_view(new, await view_of.read_window(a, session_id=s, tokens=tokens), tokens)
+        await backend.clear_run(a, session_id=s, run_id="r")
+        await backend.append_many(a, old, session_id=s, run_id="r")
+        for view_of in readers:
+            check_view(old, await view_of.read_window(a, session_id=s, tokens=60), 60)
+
+    async def test_the_read_carries_the_sessions_generation(
+        self, backend: HistoryProvider, reader: WindowReader
+    ) -> None:
+        """A store that tracks generations (``SessionGeneration``) returns with each windowed read the generation
+        it read (``HistoryWindow.generation``): the session's, before and after a ``clear``."""
+        if not isinstance(backend, SessionGeneration):
+            pytest.skip(f"backend lacks generation: {type(backend).__name__} is not a SessionGeneration")
+        a, s = unique("agent"), unique("session")
+        await backend.append_many(a, _transcript(), session_id=s)
+        for tokens in (0, 100, 10**6):
+            view = await reader.read_window(a, session_id=s, tokens=tokens)
+            assert view.generation == await backend.generation(a, session_id=s)
+        await backend.clear(a, session_id=s)
+        await backend.append(a, ChatMessage.user("new"), session_id=s)
+        view = await reader.read_window(a, session_id=s, tokens=50)
+        assert view.generation == await backend.generation(a, session_id=s)
+
     async def test_reads_racing_appends_see_each_message_once(
         self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
@@ -579,6 +891,12 @@ class HistorySearcherContract(ContractBase):
     def searcher(self, backend: HistoryProvider) -> HistorySearcher:
         if not isinstance(backend, HistorySearcher):
             pytest.skip(f"backend lacks search_units: {type(backend).__name__} is not a HistorySearcher")
+        return backend
+
+    @pytest.fixture
+    def peer(self, backend: HistoryProvider) -> HistoryProvider:
+        """Override: a second provider on the same store as ``backend``, as another process would have one.
+        Without it, the tests that use it search through ``backend`` alone."""
         return backend
 
     async def test_a_rare_word_finds_its_whole_tool_unit(
@@ -671,6 +989,74 @@ class HistorySearcherContract(ContractBase):
         matches = await searcher.search_units(a, session_id=s, query="ocelot", before=10**9, limit=5)
         assert [m.messages[0].text for m in matches] == ["ocelot in a"]
         assert await searcher.search_units(a, session_id=unique("s"), query="ocelot", before=10**9, limit=5) == []
+
+    async def test_tenants_with_equal_message_ids_never_see_each_others_hits(
+        self, backend: HistoryProvider, searcher: HistorySearcher
+    ) -> None:
+        """Two agents whose sessions and messages have equal ids never find each other's messages."""
+        a, b, s = unique("agent"), unique("agent"), unique("session")
+        await backend.append_many(a, [ChatMessage.user("a's account 12345 quokka", id="1")], session_id=s)
+        await backend.append_many(b, [ChatMessage.user("b's note about the weather", id="1")], session_id=s)
+        await searcher.search_units(b, session_id=s, query="weather", before=10**9, limit=5)  # b's index is built
+        assert await searcher.search_units(b, session_id=s, query="quokka 12345", before=10**9, limit=5) == []
+        matches = await searcher.search_units(a, session_id=s, query="quokka", before=10**9, limit=5)
+        assert [m.messages[0].text for m in matches] == ["a's account 12345 quokka"]
+
+    async def test_a_new_conversation_reusing_ids_finds_only_its_own_words(
+        self, backend: HistoryProvider, searcher: HistorySearcher, peer: HistoryProvider
+    ) -> None:
+        """A search racing ``clear`` and the appends of a new conversation that reuses the old ids, offsets and
+        positions never indexes the new messages under the old words: afterwards the old words find nothing and
+        the new ones find their messages, through this provider and through a second one on the same store.
+
+        Troubleshooting: write a search's terms back only if the session is still in the generation the search
+        read, in the same statement."""
+        other = peer if isinstance(peer, HistorySearcher) else searcher
+        for round_ in range(12):
+            a, s = unique("agent"), unique("session")
+            old = [ChatMessage.user(f"walrus{k} gazebo{round_}", id=str(k)) for k in range(30)]
+            new = [ChatMessage.user(f"narwhal{k} pergola{round_}", id=str(k)) for k in range(30)]
+            await backend.append_many(a, old, session_id=s)
+
+            async def renew() -> None:
+                await backend.clear(a, session_id=s)  # noqa: B023 - awaited within the iteration
+                await backend.append_many(a, new, session_id=s)  # noqa: B023
+
+            await asyncio.gather(
+                searcher.search_units(a, session_id=s, query=f"gazebo{round_}", before=10**9, limit=3), renew()
+            )
+            for search in (searcher, other):
+                for k in (0, 17, 29):
+                    stale = await search.search_units(a, session_id=s, query=f"walrus{k}", before=10**9, limit=3)
+                    assert stale == [], f"round {round_}: an old word found {[m.messages[0].text for m in stale]}"
+                    found = await search.search_units(a, session_id=s, query=f"narwhal{k}", before=10**9, limit=3)
+                    assert [m.messages[0].text for m in found] == [new[k].text], f"round {round_}: a new word"
+
+    async def test_huge_messages_and_queries_never_break_the_session(
+        self, backend: HistoryProvider, searcher: HistorySearcher
+    ) -> None:
+        """A message of 1 MB of CJK text, one of 200,000 distinct words and a query of 1 MB are indexed and
+        searched (at most their first terms), or refused with a typed error; either way the session's later
+        searches work and find what they should.
+
+        Troubleshooting: cap the terms a message is indexed under (``ravi.kernel.search.indexed_terms``) and
+        the terms a query looks up (``ravi.kernel.search.query_terms``)."""
+        a, s = unique("agent"), unique("session")
+        rng = random.Random(7)
+        cjk = "".join(chr(0x4E00 + rng.randrange(20_000)) for _ in range(350_000))
+        words = " ".join(f"w{i:06d}" for i in range(200_000))
+        needle = ChatMessage.user("the staging database listens at zanzibar-7")
+        for huge in (ChatMessage.user(cjk), ChatMessage.user(words)):
+            with contextlib.suppress(InvalidArgument):
+                await backend.append(a, huge, session_id=s)
+        await backend.append(a, needle, session_id=s)
+        await backend.append(a, ChatMessage.user("thanks"), session_id=s)
+        for query in ("zanzibar-7", cjk[:12], "w000001", words[:1_000_000] + " zanzibar-7", "zanzibar-7 " + cjk):
+            await searcher.search_units(a, session_id=s, query=query, before=10**9, limit=3)
+        matches = await searcher.search_units(a, session_id=s, query="zanzibar-7", before=10**9, limit=3)
+        assert [list(m.messages) for m in matches] == [[needle]]
+        matches = await searcher.search_units(a, session_id=s, query="w000001 " * 3, before=10**9, limit=3)
+        assert [m.messages[0].text[:7] for m in matches] in ([], ["w000000"]), "a search found the wrong message"
 
     async def test_bad_arguments_are_refused(self, searcher: HistorySearcher) -> None:
         """A query that is not text, a negative offset or limit, or an empty agent id: ``InvalidArgument``."""

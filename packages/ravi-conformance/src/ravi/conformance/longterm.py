@@ -150,6 +150,19 @@ class LongTermMemoryContract(ContractBase):
             await backend.search(a, "q", limit=-1)
         assert await backend.get(a, kept) is not None
 
+    async def test_a_namespace_that_is_not_text_is_refused(self, backend: LongTermMemory) -> None:
+        """A namespace that is not a string raises ``InvalidArgument`` on every call, and removes nothing."""
+        a = unique("agent")
+        kept = await backend.save(a, "kept")
+        for bad in (5, b"ns", ""):
+            with pytest.raises(InvalidArgument):
+                await backend.clear(a, namespace=bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await backend.search(a, "q", namespace=bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await backend.save(a, "x", namespace=bad)  # type: ignore[arg-type]
+        assert await backend.get(a, kept) is not None
+
     async def test_values_no_store_can_keep_are_refused_and_nothing_is_stored(self, backend: LongTermMemory) -> None:
         """TTLs no server can hold (infinite, 1e17 s), NaN in metadata and lone surrogates are refused with
         InvalidArgument before anything is written."""

@@ -206,6 +206,25 @@ class VectorStoreContract(ContractBase):
             await backend.upsert([doc("y", AXES["y"])], collection="c\ud800")
         assert len(await backend.get(list(AXES), collection=collection)) == len(AXES)
 
+    async def test_what_is_not_a_list_of_documents_is_refused(self, backend: VectorStore) -> None:
+        """``add`` and ``upsert`` given ``None`` or a string instead of a list of documents raise
+        ``InvalidArgument`` (never a ``TypeError``), and store nothing."""
+        collection = await self.fill(backend)
+        for bad in (None, "documents", 5):
+            with pytest.raises(InvalidArgument):
+                await backend.upsert(bad, collection=collection)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument):
+                await backend.add(bad, collection=collection)  # type: ignore[arg-type]
+        assert len(await backend.get(list(AXES), collection=collection)) == len(AXES)
+
+    async def test_a_filter_that_is_not_json_is_refused(self, backend: VectorStore) -> None:
+        """A filter whose values are not JSON (a set, an object, NaN) raises ``InvalidArgument``: no store can
+        compare stored metadata with them."""
+        collection = await self.fill(backend)
+        for bad in ({"n": {1, 2}}, {"n": object()}, {"n": float("nan")}, {"n": [1, {2}]}):
+            with pytest.raises(InvalidArgument):
+                await backend.search(AXES["x"], collection=collection, filter=bad)
+
     async def test_search_defaults_and_result_fields(self, backend: VectorStore) -> None:
         """000: ``search(self, query_embedding, *, collection="default", limit=5, filter=None)``; 004: a search
         result has the fields ``id``, ``content``, ``score`` and ``metadata``."""

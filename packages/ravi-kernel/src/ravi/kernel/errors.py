@@ -57,16 +57,38 @@ class InvalidMessage(InvalidArgument):
         super().__init__(message, field=field, hint=hint)
 
 
+class AlreadyExists(RaviError, ValueError):
+    """An insert-only operation met an existing item."""
+
+
+class MessageConflict(AlreadyExists):
+    """A message was appended under an id the session already holds for a different message (or twice in one
+    batch, with different content).
+
+    A message id is a promise: the same id is the same message. Re-appending a stored message (a retried append)
+    changes nothing; one with different content under the same id is refused, with the whole batch, so nothing
+    is stored and nothing is dropped silently. It is an :class:`AlreadyExists` (an insert met an existing item),
+    not an :class:`InvalidMessage`: the message itself is well formed, and the same message under a fresh id is
+    accepted. Retrying the same call fails the same way.
+
+    Attributes:
+        message_id: The id in conflict.
+    """
+
+    def __init__(self, message_id: str, *, hint: str | None = None) -> None:
+        super().__init__(
+            f"message id {message_id!r} is already stored in this session with different content",
+            hint=hint or "give a different message a new id (ChatMessage ids are unique per session)",
+        )
+        self.message_id = message_id
+
+
 class InvalidTransition(RaviError, ValueError):
     """A task was asked to move to a status its lifecycle does not allow from where it is."""
 
 
 class NotFound(RaviError, LookupError):
     """The thing asked for does not exist (an object key, a task, an entity)."""
-
-
-class AlreadyExists(RaviError, ValueError):
-    """An insert-only operation met an existing item."""
 
 
 class BackendUnavailable(RaviError, ConnectionError):
@@ -93,6 +115,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidMessage",
     "InvalidTransition",
+    "MessageConflict",
     "NotFound",
     "PermissionDenied",
     "RaviError",

@@ -25,11 +25,13 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ravi.kernel.errors import InvalidArgument
+
+T = TypeVar("T")
 
 MAX_DEPTH = 64
 """How deeply JSON values (metadata, state, properties, tool arguments) may nest."""
@@ -245,6 +247,20 @@ def check_page(limit: int | None, offset: int) -> None:
         raise InvalidArgument(f"limit must be None or an integer >= 0, got {limit!r}")
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
+
+
+def check_items(items: object, kind: type[T], what: str) -> list[T]:
+    """``items`` as a list of ``kind`` objects, else ``InvalidArgument`` naming ``what`` (a bare string, ``None``
+    or anything but a sequence is refused, and so is the first item of another type)."""
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise InvalidArgument(
+            f"{what} must be a sequence of {kind.__name__}, got {type(items).__name__}",
+            hint=f"pass a list, for example [{kind.__name__}(...)]",
+        )
+    for i, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise InvalidArgument(f"{what}[{i}] is a {type(item).__name__}, not a {kind.__name__}")
+    return list(items)
 
 
 def check_ids(ids: object, what: str = "ids") -> list[str]:

@@ -89,19 +89,28 @@ class ContextConfig:
         Raises:
             ConfigurationError: unknown backend, missing or malformed option; the message names the key.
         """
-        from ravi.agents.settings import build_pipeline, build_store, load_settings, retention_of, uses_strategy
+        from ravi.agents.settings import (
+            build_pipeline,
+            build_store,
+            build_summaries,
+            load_settings,
+            retention_of,
+            uses_strategy,
+        )
 
         settings = settings or load_settings(path)
-        summaries = build_store("summaries", settings) if uses_strategy(settings.context, "summarization") else None
+        history = build_store("history", settings)
+        summaries = build_summaries(settings, history) if uses_strategy(settings.context, "summarization") else None
         config = cls(
-            build_store("history", settings),
+            history,
             build_pipeline(settings.context, summaries=summaries),
             retention=retention_of(settings.context),
             agent_id=settings.context.agent_id,
             model=settings.context.model,
             state=build_store("state", settings) if settings.state.backend != "memory" else None,
         )
-        config._owned = [s for s in (config.history, summaries, config.calibration.state) if s is not None]
+        owned = [s for s in (config.history, summaries, config.calibration.state) if s is not None]
+        config._owned = [s for i, s in enumerate(owned) if all(s is not t for t in owned[:i])]  # each closed once
         return config
 
     async def aclose(self) -> None:

@@ -7,30 +7,56 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ravi.kernel.closing import Closeable
+from ravi.kernel.errors import MessageConflict
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.options import NoOptions
+from ravi.kernel.scope import Scope, new_generation
 from ravi.kernel.search import Bm25, UnitMatch, match_units
-from ravi.kernel.storage.history import HistoryWindow, check_append, check_search
+from ravi.kernel.storage.history import HistoryWindow, check_append, check_replace, check_search, stored_body
+from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope
+from ravi.kernel.values import check_page, check_scope, check_span, check_summary
 
 
 @dataclass
 class _Session:
+    generation: str = field(default_factory=new_generation)
     messages: list[ChatMessage] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
-    ids: set[str] = field(default_factory=set)
+    ids: dict[str, ChatMessage] = field(default_factory=dict)
     before: list[int] = field(default_factory=lambda: [0])  # stored tokens before each position (and the total)
     systems: list[int] = field(default_factory=list)  # positions of the system messages
     index: Bm25 | None = None  # built on the first search, extended by later ones
+    summaries: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (generation, span) -> text
+    written: bool = True  # False for a session that holds only summaries kept without a generation
 
     def add(self, message: ChatMessage, run_id: str) -> None:
         if message.role == "system":
             self.systems.append(len(self.messages))
-        self.ids.add(message.id)
+        self.ids[message.id] = message
         self.messages.append(message)
         self.runs.append(run_id)
         self.before.append(self.before[-1] + stored_tokens(message))
+
+    def fresh(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        """The messages of a batch the session does not hold yet; ``MessageConflict`` (nothing added) when one
+        reuses a held id for a different message."""
+        out: list[ChatMessage] = []
+        for message in messages:
+            held = self.ids.get(message.id)
+            if held is None:
+                if all(m.id != message.id for m in out):
+                    out.append(message)
+            elif held is not message and stored_body(held) != stored_body(message):
+                raise MessageConflict(message.id)
+        return out
+
+    def rebuilt(self, keep: Sequence[tuple[ChatMessage, str]]) -> _Session:
+        """A new life of the session holding ``keep``: a new generation, no summaries, no search index."""
+        session = _Session()
+        for message, run_id in keep:
+            session.add(message, run_id)
+        return session
 
 
 class InMemoryHistoryProvider(Closeable):
@@ -40,6 +66,10 @@ class InMemoryHistoryProvider(Closeable):
     nothing here, and the messages themselves cannot be changed. Operations never await, so each is atomic
     with respect to other tasks on the event loop. Not shared between processes: use the Redis or Postgres
     provider for that.
+
+    The provider also keeps its sessions' generations (``SessionGeneration``) and summaries (``SummaryStore``):
+    ``clear``, a ``clear_run`` that removes something and ``replace_last`` (``TailEditor``) give the session a
+    new generation and drop its summaries and search index with the messages.
 
     Example:
         >>> import asyncio
@@ -60,18 +90,23 @@ class InMemoryHistoryProvider(Closeable):
         return self._sessions.get((agent_id, session_id))
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
-        """Add one message at the end of the session (a message id already there is ignored)."""
+        """Add one message at the end of the session (the same message again is ignored)."""
         await self.append_many(agent_id, [message], session_id=session_id, run_id=run_id)
 
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
-        """Add messages at the end of the session, all or none."""
+        """Add messages at the end of the session, all or none (``MessageConflict`` for a held id of a different
+        message)."""
         check_append(agent_id, session_id, run_id, messages)
-        session = self._sessions.setdefault((agent_id, session_id), _Session())
-        for message in messages:
-            if message.id not in session.ids:
-                session.add(message, run_id)
+        if not messages:
+            return
+        session = self._sessions.get((agent_id, session_id)) or _Session()
+        fresh = session.fresh(messages)
+        self._sessions.setdefault((agent_id, session_id), session)
+        session.written = True
+        for message in fresh:
+            session.add(message, run_id)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -85,33 +120,64 @@ class InMemoryHistoryProvider(Closeable):
         return session.messages[offset:end]
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
-        """Remove the session; returns how many messages it held."""
-        check_scope(agent_id=agent_id, session_id=session_id)
-        session = self._sessions.pop((agent_id, session_id), None)
-        return 0 if session is None else len(session.messages)
+        """Remove the session's messages and summaries; returns how many messages it held."""
+        session = self._session(agent_id, session_id)
+        if session is None:
+            return 0
+        if not session.written:  # only summaries kept without a generation: nothing else to keep
+            del self._sessions[(agent_id, session_id)]
+            return 0
+        self._sessions[(agent_id, session_id)] = _Session()  # keeps only a new generation
+        return len(session.messages)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
-        """Remove the messages ``run_id`` wrote to the session; returns how many."""
+        """Remove the messages ``run_id`` wrote to the session (and, if any, the session's summaries); returns
+        how many."""
         check_scope(run_id=run_id)
         session = self._session(agent_id, session_id)
         if session is None:
             return 0
         removed = session.runs.count(run_id)
         if removed:
-            kept = _Session()
-            for m, r in zip(session.messages, session.runs, strict=True):
-                if r != run_id:
-                    kept.add(m, r)
-            self._sessions[(agent_id, session_id)] = kept
+            kept = [(m, r) for m, r in zip(session.messages, session.runs, strict=True) if r != run_id]
+            self._sessions[(agent_id, session_id)] = session.rebuilt(kept)
         return removed
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        """If the newest message has id ``message_id``, put ``messages`` in its place, atomically, in a new
+        generation of the session (``TailEditor``); ``False`` (nothing changed) otherwise."""
+        check_replace(agent_id, session_id, message_id, messages, run_id)
+        session = self._sessions.get((agent_id, session_id))
+        if session is None or not session.messages or session.messages[-1].id != message_id:
+            return False
+        kept = list(zip(session.messages[:-1], session.runs[:-1], strict=True))
+        replaced = session.rebuilt(kept)
+        fresh = replaced.fresh(messages)
+        for message in fresh:
+            replaced.add(message, run_id)
+        self._sessions[(agent_id, session_id)] = replaced
+        return True
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        """The session's generation (``SessionGeneration``); ``""`` for a session never written."""
+        session = self._session(agent_id, session_id)
+        return session.generation if session is not None and session.written else ""
 
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The newest messages past ``tokens`` stored tokens and the system messages before them
         (``WindowReader``): O(log n) to find the start, then O(window)."""
         check_page(tokens, 0)
         session = self._session(agent_id, session_id)
-        if session is None:
-            return HistoryWindow([], 0, True)
+        if session is None or not session.written:
+            return HistoryWindow([], 0, True, 0, "")
         before, messages = session.before, session.messages
         # the latest start whose tail passes ``tokens``: before[start] < total - tokens
         start = max(0, bisect_left(before, before[-1] - tokens) - 1)
@@ -119,7 +185,9 @@ class InMemoryHistoryProvider(Closeable):
             start -= 1
         systems = session.systems[: bisect_left(session.systems, start)]
         head = [messages[i] for i in systems]
-        return HistoryWindow([*head, *messages[start:]], len(head), len(head) == start, before[start])
+        return HistoryWindow(
+            [*head, *messages[start:]], len(head), len(head) == start, before[start], session.generation
+        )
 
     async def search_units(
         self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
@@ -138,6 +206,42 @@ class InMemoryHistoryProvider(Closeable):
         return match_units(
             session.messages, scores, before=session.before, systems=session.systems, stop=stop, limit=limit
         )
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        """The summary of the span in ``scope`` (``SummaryStore``), or ``None``."""
+        check_summary_scope(scope)
+        check_span(span_id)
+        session = self._sessions.get((scope.agent_id, scope.session_id))
+        return None if session is None else session.summaries.get((scope.generation, span_id))
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        """Keep ``text`` as the span's summary in ``scope`` unless it has one; ``False`` (nothing kept) when
+        ``scope.generation`` is not the session's. A scope without a generation is kept unchecked, until the
+        session is cleared."""
+        check_summary_scope(scope)
+        check_span(span_id)
+        check_summary(text)
+        key = (scope.agent_id, scope.session_id)
+        session = self._sessions.get(key)
+        if scope.generation is None:
+            session = self._sessions.setdefault(key, session or _Session(written=False))
+        elif session is None or not session.written or session.generation != scope.generation:
+            return False
+        session.summaries.setdefault((scope.generation, span_id), text)
+        return True
+
+    async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Remove every summary of the session (of every session of the agent when ``session_id`` is ``None``);
+        returns how many."""
+        check_scope(agent_id=agent_id)
+        if session_id is not None:
+            check_scope(session_id=session_id)
+        removed = 0
+        for (agent, session_key), session in self._sessions.items():
+            if agent == agent_id and (session_id is None or session_key == session_id):
+                removed += len(session.summaries)
+                session.summaries.clear()
+        return removed
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted."""

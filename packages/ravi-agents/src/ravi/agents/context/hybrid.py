@@ -5,20 +5,27 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from itertools import accumulate
 from typing import TypeVar
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.scope import Scope
 from ravi.kernel.search import Bm25, UnitMatch, match_units
 from ravi.kernel.storage import (
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
+    SessionGeneration,
+    SummaryStore,
+    TailEditor,
     WindowReader,
+    check_replace,
     check_search,
     window_of,
 )
+from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope
 
@@ -33,6 +40,11 @@ class HybridHistoryProvider(Closeable):
     Reads are the transcript, never a bounded view: how much of it a window keeps is the pipeline's business
     (``HybridContext`` bounds it with a sliding window of ``max_total``). Windowed reads
     (``read_window``) are served by whichever tier serves the session, when that tier can read windows.
+
+    The cold tier is the authority on what was derived: the session's generation (``SessionGeneration``) and its
+    summaries (``SummaryStore``) are the cold tier's, and ``replace_last`` (``TailEditor``) is decided there
+    first. A windowed read served by the hot tier carries the cold tier's generation read before it, so a record
+    derived from it is never kept under a newer generation than its messages.
 
     Example:
         >>> from ravi.agents.context import InMemoryHistoryProvider
@@ -88,7 +100,13 @@ class HybridHistoryProvider(Closeable):
                 return await tier.read_window(agent_id, session_id=session_id, tokens=tokens)
             return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
 
-        return await self._read(agent_id, session_id, read)
+        if not isinstance(self.cold, SessionGeneration):
+            return replace(await self._read(agent_id, session_id, read), generation=None)
+        # the cold tier's generation, read first: a clear between this and the read gives a window of newer
+        # messages under an older generation, whose derived records are refused; never older messages under a
+        # newer one (and a window the hot tier served carries the hot tier's own token, which names nothing here)
+        generation = await self.cold.generation(agent_id, session_id=session_id)
+        return replace(await self._read(agent_id, session_id, read), generation=generation)
 
     async def search_units(
         self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
@@ -123,6 +141,59 @@ class HybridHistoryProvider(Closeable):
         """Clear the run in both tiers; returns what the cold tier removed."""
         await self.hot.clear_run(agent_id, session_id=session_id, run_id=run_id)
         return await self.cold.clear_run(agent_id, session_id=session_id, run_id=run_id)
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        """``replace_last`` (``TailEditor``) on the cold tier, which decides; then on the hot one. A hot tier
+        that cannot follow (it lacks the ability, or its newest message is another one) drops the session, so
+        reads go to the cold tier until the hot one holds the whole session again."""
+        check_replace(agent_id, session_id, message_id, messages, run_id)
+        if not isinstance(self.cold, TailEditor):
+            raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) cannot replace_last")
+        done = await self.cold.replace_last(
+            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+        )
+        if not done:
+            return False
+        followed = isinstance(self.hot, TailEditor) and await self.hot.replace_last(
+            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+        )
+        if not followed:
+            await self.hot.clear(agent_id, session_id=session_id)
+        return True
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        """The cold tier's generation of the session (``SessionGeneration``)."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        if not isinstance(self.cold, SessionGeneration):
+            raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) keeps no generations")
+        return await self.cold.generation(agent_id, session_id=session_id)
+
+    def _summaries(self) -> SummaryStore:
+        if not isinstance(self.cold, SummaryStore):
+            raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) keeps no summaries")
+        return self.cold
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        """The cold tier's summary of the span in ``scope`` (``SummaryStore``)."""
+        check_summary_scope(scope)
+        return await self._summaries().get_summary(scope, span_id)
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        """Keep the summary in the cold tier, under its generation of the session."""
+        check_summary_scope(scope)
+        return await self._summaries().put_summary(scope, span_id, text)
+
+    async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Remove the session's summaries from the cold tier."""
+        return await self._summaries().clear_summaries(agent_id, session_id=session_id)
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """The cold tier's sessions (it holds every one), when it can list them."""

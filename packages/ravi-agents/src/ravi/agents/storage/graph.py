@@ -9,7 +9,7 @@ from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.options import NoOptions
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
-from ravi.kernel.values import check_scope
+from ravi.kernel.values import check_items, check_scope
 
 
 class InMemoryGraphStore(Closeable):
@@ -30,17 +30,14 @@ class InMemoryGraphStore(Closeable):
 
     async def add_entities(self, entities: Sequence[Entity]) -> None:
         """Insert or replace entities by id."""
-        for e in entities:
-            if not isinstance(e, Entity):
-                raise InvalidArgument(f"expected Entity objects, got {type(e).__name__}")
+        entities = check_items(entities, Entity, "entities")
         for e in entities:
             self._entities[e.id] = e
 
     async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
         """Insert or replace relationships by id; both ends must exist (``NotFound`` otherwise, nothing added)."""
+        relationships = check_items(relationships, Relationship, "relationships")
         for r in relationships:
-            if not isinstance(r, Relationship):
-                raise InvalidArgument(f"expected Relationship objects, got {type(r).__name__}")
             for end in (r.source_id, r.target_id):
                 if end not in self._entities:
                     raise NotFound(

@@ -100,6 +100,8 @@ class InMemoryLongTermMemory(Closeable):
     async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
         """Remove the agent's live memories in ``namespace`` (every namespace when ``None``)."""
         check_scope(agent_id=agent_id)
+        if namespace is not None:
+            check_scope(namespace=namespace)
         now = self._now()
         keys = [k for k in self._spaces if k[0] == agent_id and (namespace is None or k[1] == namespace)]
         removed = 0

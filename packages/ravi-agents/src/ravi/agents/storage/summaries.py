@@ -6,19 +6,9 @@ from collections import OrderedDict
 
 from ravi.agents.storage.options import InMemorySummaryOptions
 from ravi.kernel.closing import Closeable
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.scope import Scope
-from ravi.kernel.values import check_span, check_summary
-
-
-def check_summary_scope(scope: object) -> Scope:
-    """``scope`` if it is a :class:`~ravi.kernel.scope.Scope`, else ``InvalidArgument``."""
-    if not isinstance(scope, Scope):
-        raise InvalidArgument(
-            f"scope must be a ravi.kernel.scope.Scope, got {type(scope).__name__}",
-            hint="Scope(agent_id, session_id, generation)",
-        )
-    return scope
+from ravi.kernel.storage.summaries import check_summary_scope
+from ravi.kernel.values import check_scope, check_span, check_summary
 
 
 class InMemorySummaryStore(Closeable):
@@ -60,6 +50,9 @@ class InMemorySummaryStore(Closeable):
 
     async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Remove the session's summaries (every session's of the agent when ``session_id`` is ``None``)."""
+        check_scope(agent_id=agent_id)
+        if session_id is not None:
+            check_scope(session_id=session_id)
         doomed = [k for k in self._texts if k[0] == agent_id and (session_id is None or k[1] == session_id)]
         for key in doomed:
             del self._texts[key]

@@ -12,8 +12,8 @@ from ravi.agents.storage.options import InMemoryVectorOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.storage import Document, Filter, SearchResult, matches
-from ravi.kernel.values import check_ids, check_scope, check_vector
+from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, matches
+from ravi.kernel.values import check_ids, check_items, check_scope, check_vector
 
 Matrix = npt.NDArray[np.float32]
 
@@ -45,8 +45,7 @@ class _Collection:
 
 
 def _validate_filter(filter: Filter | None) -> None:
-    if filter is not None and not hasattr(filter, "items"):
-        raise InvalidArgument(f"filter must be a mapping of metadata keys to values, got {type(filter).__name__}")
+    check_filter(filter)
 
 
 class InMemoryVectorStore(Closeable):
@@ -94,9 +93,7 @@ class InMemoryVectorStore(Closeable):
 
     async def _write(self, documents: Sequence[Document], collection: str, *, replace: bool) -> list[str]:
         self._check_collection(collection)
-        for d in documents:
-            if not isinstance(d, Document):
-                raise InvalidArgument(f"expected Document objects, got {type(d).__name__}")
+        documents = check_items(documents, Document, "documents")
         if not documents:
             return []
         matrix = await self._vectors(documents)

@@ -18,7 +18,7 @@ from ravi.capabilities.age.options import AGEOptions
 from ravi.capabilities.postgres._db import ConnectionOptions, Database
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound, RaviError
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
-from ravi.kernel.values import check_json, check_scope
+from ravi.kernel.values import check_items, check_json, check_scope, check_text
 
 _GRAPH = re.compile(r"^[a-z_][a-z0-9_]{2,62}$")
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -200,9 +200,7 @@ class AGEGraphStore:
     async def add_entities(self, entities: Sequence[Entity]) -> None:
         """Insert or replace entities by id (an entity keeps its label and its relationships)."""
         latest: dict[str, Entity] = {}
-        for e in entities:
-            if not isinstance(e, Entity):
-                raise InvalidArgument(f"expected Entity objects, got {type(e).__name__}")
+        for e in check_items(entities, Entity, "entities"):
             latest.pop(e.id, None)
             latest[e.id] = e  # an id given twice: the last one wins, as if added one after the other
         entities = list(latest.values())
@@ -234,9 +232,7 @@ class AGEGraphStore:
     async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
         """Insert or replace relationships by id; both ends must exist (``NotFound``, nothing added)."""
         latest: dict[str, Relationship] = {}
-        for r in relationships:
-            if not isinstance(r, Relationship):
-                raise InvalidArgument(f"expected Relationship objects, got {type(r).__name__}")
+        for r in check_items(relationships, Relationship, "relationships"):
             latest.pop(r.id, None)
             latest[r.id] = r  # an id given twice: the last one wins
         relationships = list(latest.values())
@@ -356,6 +352,7 @@ class AGEGraphStore:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgument("query must be a non-empty string")
+        check_text(query, "query")
         names = return_columns(query)
         if names == ["*"]:
             raise InvalidArgument("RETURN * is not supported: AGE needs the columns named")

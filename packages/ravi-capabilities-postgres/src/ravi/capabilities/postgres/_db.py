@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import re
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -75,6 +76,14 @@ _PERMISSION = (
     asyncpg.exceptions.InvalidAuthorizationSpecificationError,
     asyncpg.exceptions.InsufficientPrivilegeError,
 )
+# The server gave up a statement to let another go on (a deadlock, or a serialization failure): the statement did
+# nothing, so running it again is safe (every statement outside an explicit transaction; see Database.fetch).
+_RETRIED: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.SerializationError,
+)
+_ATTEMPTS = 5
+"""How many times a statement the server gave up (``_RETRIED``) is run before the error reaches the caller."""
 _BAD_INPUT = (
     asyncpg.exceptions.DataError,
     asyncpg.exceptions.UntranslatableCharacterError,
@@ -102,11 +111,11 @@ class _SharedPool:
         for hook in list(self.hooks):
             await hook(connection)
 
-    def add_hook(self, hook: Callable[[asyncpg.Connection], Awaitable[None]] | None) -> None:
+    async def add_hook(self, hook: Callable[[asyncpg.Connection], Awaitable[None]] | None) -> None:
         if hook is not None and hook not in self.hooks:
             self.hooks.append(hook)
             if self.pool is not None:
-                self.pool.expire_connections()  # reopened with the new hook on their next acquire
+                await self.pool.expire_connections()  # reopened with the new hook on their next acquire
 
     async def get(self) -> asyncpg.Pool:
         if self.pool is None:
@@ -241,7 +250,7 @@ class Database:
                     if shared is None:
                         shared = _SHARED[key] = _SharedPool(key, self.dsn, dict(self._pool_options))
                     shared.users += 1
-                    shared.add_hook(self._init)
+                    await shared.add_hook(self._init)
                     self._shared[loop] = shared
         with mapped_errors(self):
             return await shared.get()
@@ -289,25 +298,36 @@ class Database:
             async with pool.acquire() as connection:
                 yield connection
 
+    async def _statement(self, method: str, query: str, args: tuple[Any, ...]) -> Any:
+        """``connection.<method>(query, *args)`` on a pooled connection, as one statement of its own: one the
+        server gave up for a deadlock or a serialization failure did nothing, so it is run again (up to
+        ``_ATTEMPTS`` times, after a short random pause that lets the other transaction finish)."""
+        query = check_statement(query)
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                async with self.connection() as connection:
+                    return await getattr(connection, method)(query, *args)
+            except BackendUnavailable as error:
+                if attempt == _ATTEMPTS or not isinstance(error.__cause__, _RETRIED):
+                    raise
+            await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         """Rows of one statement."""
-        async with self.connection() as connection:
-            return list(await connection.fetch(check_statement(query), *args))
+        return list(await self._statement("fetch", query, args))
 
     async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
         """The first row of one statement."""
-        async with self.connection() as connection:
-            return await connection.fetchrow(check_statement(query), *args)
+        return await self._statement("fetchrow", query, args)
 
     async def fetchval(self, query: str, *args: Any) -> Any:
         """The first value of one statement."""
-        async with self.connection() as connection:
-            return await connection.fetchval(check_statement(query), *args)
+        return await self._statement("fetchval", query, args)
 
     async def execute(self, query: str, *args: Any) -> str:
         """Run one statement; returns its status tag (``"DELETE 3"``)."""
-        async with self.connection() as connection:
-            return str(await connection.execute(check_statement(query), *args))
+        return str(await self._statement("execute", query, args))
 
     def prepare_again(self) -> None:
         """Run the migrations and ``prepare`` again before the next pool opens (after dropping what they made)."""
@@ -410,6 +430,12 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
         )
     if isinstance(error, _BAD_INPUT):
         return InvalidArgument(f"Postgres cannot store this value: {error}")
+    if isinstance(error, _RETRIED):
+        return BackendUnavailable(
+            f"Postgres gave up the call to let a concurrent one finish ({type(error).__name__}), "
+            f"{_ATTEMPTS} times for a single statement",
+            hint="try again; frequent ones mean the same rows are written by many callers at once",
+        )
     if isinstance(error, TimeoutError):  # command_timeout: asyncpg cancels the statement, the connection lives on
         return BackendUnavailable(
             "Postgres timed out: the statement ran past command_timeout and was cancelled",

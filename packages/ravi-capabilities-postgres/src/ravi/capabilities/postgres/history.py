@@ -3,335 +3,73 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 from bisect import bisect_left
-from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Unpack
 
-from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
+from ravi.capabilities.postgres._cache import Cached, Lru, Window
+from ravi.capabilities.postgres._db import PoolOptions, PostgresStore
+from ravi.capabilities.postgres._history_migrations import MIGRATIONS
+from ravi.capabilities.postgres._history_sql import HistoryStatements
+from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
+from ravi.capabilities.postgres._terms import quoted as _quoted
 from ravi.capabilities.postgres.options import PostgresHistoryOptions
+from ravi.kernel.errors import MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
-from ravi.kernel.search import UnitMatch, message_text, terms, unit_end
-from ravi.kernel.storage.history import HistoryWindow, check_append, check_search, window_of
+from ravi.kernel.scope import Scope
+from ravi.kernel.search import UnitMatch, query_terms, unit_end
+from ravi.kernel.storage.history import (
+    HistoryWindow,
+    check_append,
+    check_replace,
+    check_search,
+    stored_body,
+    window_of,
+)
+from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope
+from ravi.kernel.values import check_page, check_scope, check_span, check_summary
 
-MIGRATIONS = [
-    Migration(
-        1,
-        "sessions and messages",
-        """
-CREATE TABLE {schema}."{prefix}sessions" (
-    agent_id   text   NOT NULL,
-    session_id text   NOT NULL,
-    next_seq   bigint NOT NULL DEFAULT 0,
-    epoch      bigint NOT NULL DEFAULT 0,
-    PRIMARY KEY (agent_id, session_id)
-);
-CREATE TABLE {schema}."{prefix}messages" (
-    agent_id   text   NOT NULL,
-    session_id text   NOT NULL,
-    seq        bigint NOT NULL,
-    run_id     text   NOT NULL,
-    message_id text   NOT NULL,
-    body       text   NOT NULL,
-    PRIMARY KEY (agent_id, session_id, seq),
-    UNIQUE (agent_id, session_id, message_id)
-);
-CREATE INDEX "{prefix}messages_by_run" ON {schema}."{prefix}messages" (agent_id, session_id, run_id);
-
--- One round trip per batch. The session row is locked first, so appends to one session are serialised and
--- numbered without gaps; each later statement takes a fresh snapshot and sees every earlier append.
-CREATE FUNCTION {schema}."{prefix}append_messages"(
-    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[]
-) RETURNS integer LANGUAGE plpgsql AS $fn$
-DECLARE
-    base bigint;
-    added integer;
-BEGIN
-    INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
-        ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
-        RETURNING s.next_seq INTO base;
-    WITH incoming AS (
-        SELECT t.message_id, t.body, t.ord FROM unnest(p_ids, p_bodies) WITH ORDINALITY AS t(message_id, body, ord)
-    ), firsts AS (
-        SELECT DISTINCT ON (message_id) message_id, body, ord FROM incoming ORDER BY message_id, ord
-    ), fresh AS (
-        SELECT f.message_id, f.body, f.ord FROM firsts f
-        WHERE NOT EXISTS (SELECT 1 FROM {schema}."{prefix}messages" m
-                          WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.message_id = f.message_id)
-    )
-    INSERT INTO {schema}."{prefix}messages" (agent_id, session_id, seq, run_id, message_id, body)
-    SELECT p_agent, p_session, base + row_number() OVER (ORDER BY ord) - 1, p_run, message_id, body FROM fresh;
-    GET DIAGNOSTICS added = ROW_COUNT;
-    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added
-        WHERE agent_id = p_agent AND session_id = p_session;
-    RETURN added;
-END
-$fn$;
-""",
-    ),
-    Migration(
-        2,
-        "stored token counts and roles, for windowed reads",
-        """
--- Each message keeps its stored token count and the running total of its session up to and including it; the
--- session keeps its total. NULL counts (rows written before this version) are filled in on the first windowed
--- read of their session.
-ALTER TABLE {schema}."{prefix}messages" ADD COLUMN role text, ADD COLUMN tokens integer, ADD COLUMN cum_tokens bigint;
-UPDATE {schema}."{prefix}messages" SET role = body::jsonb ->> 'role';
-ALTER TABLE {schema}."{prefix}sessions" ADD COLUMN total_tokens bigint;
-UPDATE {schema}."{prefix}sessions" s SET total_tokens = 0 WHERE NOT EXISTS (
-    SELECT 1 FROM {schema}."{prefix}messages" m WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id);
-ALTER TABLE {schema}."{prefix}sessions" ALTER COLUMN total_tokens SET DEFAULT 0;
-CREATE INDEX "{prefix}messages_systems" ON {schema}."{prefix}messages" (agent_id, session_id, seq)
-    WHERE role = 'system';
-DROP FUNCTION {schema}."{prefix}append_messages"(text, text, text, text[], text[]);
-
-CREATE FUNCTION {schema}."{prefix}append_messages"(
-    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
-) RETURNS integer LANGUAGE plpgsql AS $fn$
-DECLARE
-    base bigint;
-    total bigint;
-    added integer;
-    added_tokens bigint;
-BEGIN
-    INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
-        ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
-        RETURNING s.next_seq, s.total_tokens INTO base, total;
-    WITH incoming AS (
-        SELECT t.message_id, t.body, t.role, t.tokens, t.ord
-        FROM unnest(p_ids, p_bodies, p_roles, p_tokens) WITH ORDINALITY AS t(message_id, body, role, tokens, ord)
-    ), firsts AS (
-        SELECT DISTINCT ON (message_id) message_id, body, role, tokens, ord FROM incoming ORDER BY message_id, ord
-    ), fresh AS (
-        SELECT f.* FROM firsts f
-        WHERE NOT EXISTS (SELECT 1 FROM {schema}."{prefix}messages" m
-                          WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.message_id = f.message_id)
-    )
-    , inserted AS (
-        INSERT INTO {schema}."{prefix}messages"
-            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
-        SELECT p_agent, p_session, base + row_number() OVER (ORDER BY ord) - 1, p_run, message_id, body, role,
-               tokens, total + sum(tokens) OVER (ORDER BY ord)
-        FROM fresh
-        RETURNING tokens
-    )
-    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
-    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
-        WHERE agent_id = p_agent AND session_id = p_session;
-    RETURN added;
-END
-$fn$;
-""",
-    ),
-    Migration(
-        3,
-        "appends probe each incoming id through the unique index, never the session",
-        """
--- A batch is inserted as it comes; the unique index on message ids skips ids the session already holds (a
--- retried append) or that the batch repeats, one index probe per row whatever the planner's statistics say.
--- Only when some were skipped are the batch's rows renumbered, so the numbering stays gap-free. The session row
--- is locked first, as before, so appends to one session are serialised.
-CREATE OR REPLACE FUNCTION {schema}."{prefix}append_messages"(
-    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
-) RETURNS integer LANGUAGE plpgsql AS $fn$
-DECLARE
-    base bigint;
-    total bigint;
-    added integer;
-    added_tokens bigint;
-BEGIN
-    SELECT s.next_seq, s.total_tokens INTO base, total FROM {schema}."{prefix}sessions" s
-        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
-    IF NOT FOUND THEN
-        INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
-            ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
-            RETURNING s.next_seq, s.total_tokens INTO base, total;
-    END IF;
-    WITH inserted AS (
-        INSERT INTO {schema}."{prefix}messages"
-            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
-        SELECT p_agent, p_session, base + t.ord - 1, p_run, t.message_id, t.body, t.role, t.tokens,
-               total + sum(t.tokens) OVER (ORDER BY t.ord)
-        FROM unnest(p_ids, p_bodies, p_roles, p_tokens) WITH ORDINALITY AS t(message_id, body, role, tokens, ord)
-        ORDER BY t.ord
-        ON CONFLICT (agent_id, session_id, message_id) DO NOTHING
-        RETURNING tokens
-    )
-    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
-    IF added < cardinality(p_ids) THEN
-        -- some rows were skipped: number the inserted ones without gaps (through negative numbers, so no two
-        -- rows ever share a number on the way), with their running totals
-        WITH numbered AS (
-            SELECT m.seq, base + row_number() OVER (ORDER BY m.seq) - 1 AS renumbered,
-                   total + sum(m.tokens) OVER (ORDER BY m.seq) AS cum
-            FROM {schema}."{prefix}messages" m
-            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq >= base
-        )
-        UPDATE {schema}."{prefix}messages" m SET seq = -n.renumbered - 1, cum_tokens = n.cum FROM numbered n
-            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = n.seq;
-        UPDATE {schema}."{prefix}messages" SET seq = -seq - 1
-            WHERE agent_id = p_agent AND session_id = p_session AND seq < 0;
-    END IF;
-    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
-        WHERE agent_id = p_agent AND session_id = p_session;
-    RETURN added;
-END
-$fn$;
-""",
-    ),
-    Migration(
-        4,
-        "searchable terms of each message, for relevant recall",
-        """
--- The searchable terms of each message (ravi.kernel.search.terms, counted) as a tsvector whose lexemes carry a
--- digest of the session, so the GIN index finds one session's matches without touching any other's. Appends do
--- not write them: the first search of a session after an append indexes the rows it lacks (below
--- ``indexed_seq``, every row has its terms), so sessions that are never searched cost nothing more.
-ALTER TABLE {schema}."{prefix}messages" ADD COLUMN terms tsvector;
-CREATE INDEX "{prefix}messages_terms" ON {schema}."{prefix}messages" USING gin (terms);
-ALTER TABLE {schema}."{prefix}sessions" ADD COLUMN indexed_seq bigint NOT NULL DEFAULT 0;
--- The primary key is the one index that leads with (agent_id, session_id), so every read of a session walks it
--- in seq order, whatever the statistics say: the run index and the unique ids lead with their own column.
-DROP INDEX {schema}."{prefix}messages_by_run";
-CREATE INDEX "{prefix}messages_by_run" ON {schema}."{prefix}messages" (run_id, agent_id, session_id);
-CREATE UNIQUE INDEX "{prefix}messages_ids" ON {schema}."{prefix}messages" (message_id, agent_id, session_id);
-ALTER TABLE {schema}."{prefix}messages" DROP CONSTRAINT "{prefix}messages_agent_id_session_id_message_id_key";
-""",
-    ),
-    Migration(
-        5,
-        "a retried batch renumbers only its own rows",
-        """
--- The rows a batch inserted lie in [base, base + batch size): bounding the renumbering on both sides keeps it on
--- the primary key once the function's plans are generic, where ``seq >= base`` alone was planned as a third of
--- the table and scanned it whole.
-CREATE OR REPLACE FUNCTION {schema}."{prefix}append_messages"(
-    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
-) RETURNS integer LANGUAGE plpgsql AS $fn$
-DECLARE
-    base bigint;
-    total bigint;
-    added integer;
-    added_tokens bigint;
-BEGIN
-    SELECT s.next_seq, s.total_tokens INTO base, total FROM {schema}."{prefix}sessions" s
-        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
-    IF NOT FOUND THEN
-        INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
-            ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
-            RETURNING s.next_seq, s.total_tokens INTO base, total;
-    END IF;
-    WITH inserted AS (
-        INSERT INTO {schema}."{prefix}messages"
-            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
-        SELECT p_agent, p_session, base + t.ord - 1, p_run, t.message_id, t.body, t.role, t.tokens,
-               total + sum(t.tokens) OVER (ORDER BY t.ord)
-        FROM unnest(p_ids, p_bodies, p_roles, p_tokens) WITH ORDINALITY AS t(message_id, body, role, tokens, ord)
-        ORDER BY t.ord
-        ON CONFLICT (agent_id, session_id, message_id) DO NOTHING
-        RETURNING tokens
-    )
-    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
-    IF added < cardinality(p_ids) THEN
-        -- some rows were skipped: number the inserted ones without gaps (through negative numbers, so no two
-        -- rows ever share a number on the way), with their running totals
-        WITH numbered AS (
-            SELECT m.seq, base + row_number() OVER (ORDER BY m.seq) - 1 AS renumbered,
-                   total + sum(m.tokens) OVER (ORDER BY m.seq) AS cum
-            FROM {schema}."{prefix}messages" m
-            WHERE m.agent_id = p_agent AND m.session_id = p_session
-              AND m.seq >= base AND m.seq < base + cardinality(p_ids)
-        )
-        UPDATE {schema}."{prefix}messages" m SET seq = -n.renumbered - 1, cum_tokens = n.cum FROM numbered n
-            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = n.seq;
-        UPDATE {schema}."{prefix}messages" SET seq = -seq - 1
-            WHERE agent_id = p_agent AND session_id = p_session AND seq < 0;
-    END IF;
-    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
-        WHERE agent_id = p_agent AND session_id = p_session;
-    RETURN added;
-END
-$fn$;
-""",
-    ),
-    Migration(
-        6,
-        "appends leave the terms index alone",
-        """
--- Rows are appended without terms (a search indexes them later); a GIN index keeps an entry even for a NULL
--- value, so every append wrote to it. Only rows with terms are indexed now: every search condition on terms
--- (``terms @@ query``) implies that they are not NULL, so the searches use it as before.
-DROP INDEX {schema}."{prefix}messages_terms";
-CREATE INDEX "{prefix}messages_terms" ON {schema}."{prefix}messages" USING gin (terms) WHERE terms IS NOT NULL;
-""",
-    ),
-]
-
-
-_INDEXED_CHARS = 100_000
-_LONGEST_TERM = 200
 _RANKED = 2_000
 """How many messages a search ranks at most beyond those holding its rarest term."""
 _INDEX_CHUNK = 2_000
 """How many rows the terms index takes in one statement."""
 
 
-def session_digest(agent_id: str, session_id: str) -> str:
-    """The prefix of a session's lexemes: 8 hex digits of a digest of ``(agent_id, session_id)``, so the terms
-    index finds one session's matches without touching the others' (a collision only costs a filtered row)."""
-    return hashlib.sha256(f"{agent_id}\x00{session_id}".encode()).hexdigest()[:8] + ":"
+def _rows(messages: Sequence[ChatMessage]) -> tuple[list[str], list[str], list[str], list[int]]:
+    """The ids, stored bodies, roles and stored token counts of ``messages``, as the statements take them."""
+    return (
+        [m.id for m in messages],
+        [stored_body(m) for m in messages],
+        [m.role for m in messages],
+        [stored_tokens(m) for m in messages],
+    )
 
 
-def _quoted(lexeme: str) -> str:
-    if "'" in lexeme or "\\" in lexeme:
-        return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-    return "'" + lexeme + "'"
+def _pending(state: Any, held: Window | None) -> list[ChatMessage] | None:
+    """The messages of the rows ``state`` says the terms index lacks: parsed from the bodies it carries, or taken
+    from ``held`` (the window this provider read last) for the rows it did not send. ``None`` when ``held`` lacks
+    one of those."""
+    bodies = state["bodies"]
+    parsed = iter(messages_from_json([b for b in bodies if b is not None]))
+    out = []
+    for seq, body in zip(state["pending"], bodies, strict=True):
+        if body is not None:
+            out.append(next(parsed))
+            continue
+        i = bisect_left(held.seqs, seq) if held is not None else 0
+        if held is None or i == len(held.seqs) or held.seqs[i] != seq:
+            return None
+        out.append(held.messages[i])
+    return out
 
 
-# A term's positions in the tsvector text: ``1``, ``1,2``, ... up to 256 of them, written once.
-_POSITIONS = [",".join(map(str, range(1, n + 1))) for n in range(257)]
-
-
-def message_terms(message: ChatMessage) -> Counter[str]:
-    """The terms a message is indexed under, with how often each occurs: those of its first 100,000 characters
-    (a tsvector holds at most 1 MB) up to 200 characters long (longer "words" are blobs, never asked for)."""
-    counted = Counter(terms(message_text(message)[:_INDEXED_CHARS]))
-    for term in [t for t in counted if len(t) > _LONGEST_TERM]:
-        del counted[term]
-    return counted
-
-
-def searchable_terms(scope: str, counted: Counter[str]) -> str:
-    """The tsvector text of a message's terms (:func:`message_terms`): each prefixed with the session's digest,
-    with as many positions as it occurs (at most 256), so a search can weigh repeated terms."""
-    return " ".join(f"{_quoted(scope + term)}:{_POSITIONS[min(n, 256)]}" for term, n in counted.items())
-
-
-@dataclass(frozen=True)
-class _Cached:
-    """A session as read at one moment: replaced, never changed."""
-
-    epoch: int
-    next_seq: int
-    messages: list[ChatMessage]
-
-
-@dataclass(frozen=True)
-class _Window:
-    """The messages of the last window read from a session, by seq, in one life (``epoch``) of the session: its
-    tail (seq ``low`` to ``high``) and the system messages before it."""
-
-    epoch: int
-    low: int
-    high: int
-    seqs: list[int]
-    messages: list[ChatMessage]
+def _conflicts(error: BaseException) -> RaviError | None:
+    """``MessageConflict`` for the append statement's refusal of a held id (SQLSTATE RV409)."""
+    if getattr(error, "sqlstate", None) == "RV409":
+        return MessageConflict(str(getattr(error, "detail", "") or ""))
+    return None
 
 
 class PostgresHistoryProvider(PostgresStore):
@@ -339,10 +77,16 @@ class PostgresHistoryProvider(PostgresStore):
 
     * Each session's messages are numbered in a strict order with no gaps or duplicates, even with many
       concurrent writers (appends to one session are serialised by a row lock on the session).
-    * ``append_many`` is one round trip; a retried append of a message id already in the session is ignored.
+    * ``append_many`` is one round trip; a retried append of a message the session holds is ignored, and a
+      different message under a held id refuses the batch (``MessageConflict``).
     * ``get_messages`` is one query served by the primary key. Messages are immutable, so the provider keeps
       the sessions it read last (``cache_sessions`` of them) and fetches only what was appended since; a
-      ``clear`` or ``clear_run`` from any process bumps the session's epoch and invalidates the copy.
+      removal from any process gives the session a new generation and invalidates the copy.
+    * ``clear``, ``clear_run`` and ``replace_last`` (``TailEditor``) are each one statement that locks the
+      session first, as appends do, so they serialise with appends and each other instead of deadlocking; each
+      gives the session a new generation (``SessionGeneration``) and removes its summaries.
+    * The provider keeps its sessions' summaries too (``SummaryStore``), refusing one of a generation that is no
+      longer the session's in the statement that writes it.
     * ``clear_run`` and ``count_messages`` use indexes, not scans.
 
     Args:
@@ -368,111 +112,20 @@ class PostgresHistoryProvider(PostgresStore):
         self._messages = self.db.table("messages")
         self._sessions = self.db.table("sessions")
         self._append = f'"{self.db.schema}"."{self.db.prefix}append_messages"'
-        self._cache: OrderedDict[tuple[str, str], _Cached] = OrderedDict()
-        self._windows: OrderedDict[tuple[str, str], _Window] = OrderedDict()
+        self._clear = f'"{self.db.schema}"."{self.db.prefix}clear_session"'
+        self._clear_run = f'"{self.db.schema}"."{self.db.prefix}clear_run"'
+        self._replace_last = f'"{self.db.schema}"."{self.db.prefix}replace_last"'
+        self._summaries = self.db.table("session_summaries")
+        self.db.translate = _conflicts
+        self._cache: Lru[Cached] = Lru(cache_sessions)
+        self._windows: Lru[Window] = Lru(cache_sessions)
         self._cache_size = cache_sessions
-        m, sessions = self._messages, self._sessions
-        scope = "m.agent_id = $1 AND m.session_id = $2"
-        # One statement, one snapshot. Each range of seqs is bounded on both sides, even where one bound holds
-        # for every row (below next_seq): a bound computed in the statement is unknown when it is planned, and
-        # with statistics the planner takes a one-sided range for a third of the table and scans it whole.
-        # The tail starts at the newest message whose running total before it is
-        # below (total - tokens), moved back to a message that is neither a tool result nor a system message;
-        # rows of the last window this process read (same epoch: its tail, seq in [$5, $6], and the system
-        # messages before it) are not sent again: the provider still has them parsed.
-        self._window_query = f"""
-WITH s AS (SELECT epoch, total_tokens AS total, next_seq FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
-cut AS (SELECT CASE WHEN (SELECT total FROM s) - $3 <= 0 THEN -1 ELSE coalesce((
-              SELECT m.seq FROM {m} m WHERE {scope} AND m.cum_tokens - m.tokens < (SELECT total FROM s) - $3
-              ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
-start AS (SELECT CASE WHEN (SELECT seq FROM cut) < 0 THEN -1 ELSE coalesce((
-              SELECT m.seq FROM {m} m WHERE {scope} AND m.seq <= (SELECT seq FROM cut)
-              AND m.role NOT IN ('tool', 'system') ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
-info AS (SELECT s.epoch, s.total, start.seq AS start, s.epoch = $4 AS hit, (
-              SELECT m.seq FROM {m} m WHERE {scope} AND m.seq < start.seq AND m.role <> 'system'
-              ORDER BY m.seq LIMIT 1) IS NULL AS complete, coalesce((
-              SELECT m.cum_tokens - m.tokens FROM {m} m WHERE {scope} AND m.seq = start.seq), 0) AS before
-         FROM s, start),
-picked AS (
-    (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope}
-        AND m.seq >= (SELECT CASE WHEN hit THEN greatest(start, $6 + 1) ELSE start END FROM info)
-        AND m.seq < (SELECT next_seq FROM s)
-        ORDER BY m.seq)
-    UNION ALL
-    (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope} AND (SELECT hit FROM info)
-        AND m.seq >= (SELECT start FROM info) AND m.seq < $5 AND m.role <> 'system'
-        ORDER BY m.seq)
-    UNION ALL
-    (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope} AND m.role = 'system'
-        AND m.seq < (SELECT start FROM info) AND (NOT (SELECT hit FROM info) OR m.seq > $6)
-        ORDER BY m.seq)
-)
-SELECT info.epoch, info.total, info.start, info.complete, info.before, p.seq, p.tokens, p.body
-FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
-
-        # A whole read, in one statement: the session's epoch and next number, and every message appended since
-        # the copy of epoch $3 that holds the rows below $4 was made.
-        self._refresh_query = f"""
-SELECT s.epoch, s.next_seq, m.seq, m.body FROM {sessions} s
-LEFT JOIN {m} m ON m.agent_id = s.agent_id AND m.session_id = s.session_id
-    AND m.seq >= CASE WHEN s.epoch = $3 THEN $4 ELSE 0 END AND m.seq < s.next_seq
-WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq"""
-
-        # Relevant recall's search, in two statements. The first counts the session's messages that hold each
-        # query term (df), from the terms index alone (the session digest in each lexeme keeps the count to the
-        # session), up to a cap: a term held by more messages is common, and its exact count does not matter.
-        # The second ranks, by BM25 (a term counted once per message, a message's length its number of distinct
-        # terms against the average of those matched), the messages before offset $6 that hold one of the rarer
-        # terms (those the first statement picked), takes the best (2 x $7) to their units (a tool result to its
-        # call, a call to the results after it) and returns each unit's rows with the id of the system message
-        # before it. Every read of a session walks its primary key.
-        self._df_query = f"""
-SELECT s.epoch, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, ARRAY(
-    SELECT (SELECT count(*) FROM (
-        SELECT 1 FROM (SELECT m.agent_id, m.session_id FROM {m} m WHERE m.terms @@ t.query::tsquery OFFSET 0) x
-        WHERE x.agent_id = $1 AND x.session_id = $2 LIMIT $4) c)
-    FROM unnest($3::text[]) WITH ORDINALITY AS t(query, i) ORDER BY t.i) AS dfs, ARRAY(
-    SELECT m.seq FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
-    AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS pending, ARRAY(
-    SELECT m.body FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
-    AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS bodies
-FROM {sessions} s WHERE s.agent_id = $1 AND s.session_id = $2"""
-        # Store the terms of rows the index lacks, and mark the session indexed up to $5 (if still in epoch $6:
-        # a clear or clear_run in between may have changed the rows). A row another searcher has indexed in the
-        # meantime is left as it is. The seqs come sorted, and the range they span bounds the rows joined:
-        # without it the planner may hash the whole session for each chunk.
-        self._index_query = f"""
-WITH stored AS (UPDATE {m} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) AS u(seq, terms)
-                WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq AND m.terms IS NULL
-                AND m.seq BETWEEN $3[1] AND $3[cardinality($3)] RETURNING 1)
-UPDATE {sessions} s SET indexed_seq = $5
-WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.epoch = $6 AND $7"""
-        self._search_query = f"""
-WITH q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
-hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms FROM (
-             SELECT m.agent_id, m.session_id, m.seq, m.role, m.terms, m.cum_tokens, m.tokens FROM {m} m
-             WHERE m.terms @@ $5::tsquery OFFSET 0) x
-         WHERE x.agent_id = $1 AND x.session_id = $2 AND x.role <> 'system' AND x.cum_tokens - x.tokens < $6),
-average AS MATERIALIZED (SELECT greatest(avg(length(terms)), 1) AS len FROM hits),
-top AS MATERIALIZED (SELECT h.seq, h.role, (SELECT sum(q.idf) FROM q WHERE h.terms @@ q.query) * 2.2
-                            / (1 + 1.2 * (0.25 + 0.75 * length(h.terms) / a.len)) AS score
-         FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $7 * 2),
-keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce((
-              SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < t.seq
-              AND o.role NOT IN ('tool', 'system') ORDER BY o.seq DESC LIMIT 1), t.seq) ELSE t.seq END AS opener
-          FROM top t),
-spans AS MATERIALIZED (SELECT k.opener, coalesce((
-              SELECT n.seq FROM {m} n WHERE n.agent_id = $1 AND n.session_id = $2 AND n.seq > k.opener
-              AND n.role NOT IN ('tool', 'system') ORDER BY n.seq LIMIT 1), 9223372036854775807) AS stop, (
-              SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
-              AND y.seq < k.opener ORDER BY y.seq DESC LIMIT 1) AS after_system
-          FROM (SELECT DISTINCT opener FROM keyed) k)
-SELECT sp.opener, sp.after_system, r.seq, r.body, r.offset, k.score
-FROM spans sp CROSS JOIN LATERAL (
-    SELECT m.seq, m.body, m.cum_tokens - m.tokens AS offset FROM {m} m
-    WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= sp.opener AND m.seq < sp.stop OFFSET 0) r
-LEFT JOIN keyed k ON k.seq = r.seq
-ORDER BY sp.opener, r.seq"""
+        statements = HistoryStatements(self._messages, self._sessions)
+        self._window_query = statements.window
+        self._refresh_query = statements.refresh
+        self._df_query = statements.df
+        self._index_query = statements.index
+        self._search_query = statements.search
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Add one message at the end of the session."""
@@ -485,13 +138,8 @@ ORDER BY sp.opener, r.seq"""
         check_append(agent_id, session_id, run_id, messages)
         if not messages:
             return
-        ids = [m.id for m in messages]
-        bodies = [m.model_dump_json() for m in messages]
-        roles = [m.role for m in messages]
-        tokens = [stored_tokens(m) for m in messages]
         await self.db.fetchval(
-            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7)",
-            *(agent_id, session_id, run_id, ids, bodies, roles, tokens),
+            f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7)", agent_id, session_id, run_id, *_rows(messages)
         )
 
     async def get_messages(
@@ -523,66 +171,139 @@ ORDER BY sp.opener, r.seq"""
             self._refresh_query,
             agent_id,
             session_id,
-            base.epoch if base else -1,
+            base.generation if base else "",
             base.next_seq if base else 0,
         )
         if not rows:
-            self._cache.pop(key, None)
+            self._cache.pop(key)
             return []
-        epoch, next_seq = rows[0]["epoch"], rows[0]["next_seq"]
+        generation, next_seq = rows[0]["generation"], rows[0]["next_seq"]
         fresh = messages_from_json([r["body"] for r in rows if r["body"] is not None])
-        if base is not None and base.epoch == epoch:
-            copy = _Cached(epoch, next_seq, base.messages + fresh if fresh else base.messages)
+        if base is not None and base.generation == generation:
+            copy = Cached(generation, next_seq, base.messages + fresh if fresh else base.messages)
         else:
-            copy = _Cached(epoch, next_seq, fresh)
+            copy = Cached(generation, next_seq, fresh)
         current = self._cache.get(key)
-        # Keep whichever copy is newer: a slower reader must not put back an older one (or one of a cleared epoch).
-        if current is None or current is base or (current.epoch, current.next_seq) <= (copy.epoch, copy.next_seq):
-            self._cache[key] = copy
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        # Keep the newer copy: a slower reader must not put back an older one of the same generation. (Of two
+        # generations, the one just read is kept; every read checks the generation on the server anyway.)
+        if (
+            current is None
+            or current is base
+            or current.generation != copy.generation
+            or current.next_seq <= copy.next_seq
+        ):
+            self._cache.keep(key, copy)
         return copy.messages  # never changed in place: callers get slices of it
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
-        """Remove the session; returns how many messages it held."""
+        """Remove the session's messages and summaries, in a new generation; returns how many messages it held.
+        One statement, under the session's lock."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        async with self.db.connection() as connection, connection.transaction():
-            await connection.execute(
-                f"UPDATE {self._sessions} SET epoch = epoch + 1, next_seq = 0, total_tokens = 0, indexed_seq = 0 "
-                "WHERE agent_id = $1 AND session_id = $2",
-                agent_id,
-                session_id,
-            )
-            status = await connection.execute(
-                f"DELETE FROM {self._messages} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
-            )
-        self._cache.pop((agent_id, session_id), None)
-        self._windows.pop((agent_id, session_id), None)
-        return int(status.split()[-1])
+        removed = await self.db.fetchval(f"SELECT {self._clear}($1, $2)", agent_id, session_id)
+        self._cache.pop((agent_id, session_id))
+        self._windows.pop((agent_id, session_id))
+        return int(removed)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
-        """Remove exactly the messages ``run_id`` wrote to the session; returns how many."""
+        """Remove exactly the messages ``run_id`` wrote to the session (and, when it removed any, the session's
+        summaries, in a new generation); returns how many. One statement, under the session's lock, which also
+        recomputes the running totals after the first removed message."""
         check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
-        async with self.db.connection() as connection, connection.transaction():
-            status = await connection.execute(
-                f"DELETE FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND run_id = $3",
-                agent_id,
-                session_id,
-                run_id,
-            )
-            removed = int(status.split()[-1])
-            if removed:
-                await self._recount_running_totals(connection, agent_id, session_id)
-                await connection.execute(
-                    f"UPDATE {self._sessions} SET epoch = epoch + 1 WHERE agent_id = $1 AND session_id = $2",
-                    agent_id,
-                    session_id,
-                )
+        removed = int(await self.db.fetchval(f"SELECT {self._clear_run}($1, $2, $3)", agent_id, session_id, run_id))
         if removed:
-            self._cache.pop((agent_id, session_id), None)
-            self._windows.pop((agent_id, session_id), None)
+            self._cache.pop((agent_id, session_id))
+            self._windows.pop((agent_id, session_id))
         return removed
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        """If the newest message has id ``message_id``, put ``messages`` (tagged ``run_id``) in its place in a new
+        generation of the session (``TailEditor``): one statement under the session's lock, so concurrent
+        editors and writers never lose or reorder each other's messages. ``False`` (nothing changed)
+        otherwise."""
+        check_replace(agent_id, session_id, message_id, messages, run_id)
+        done = await self.db.fetchval(
+            f"SELECT {self._replace_last}($1, $2, $3, $4, $5, $6, $7, $8)",
+            agent_id,
+            session_id,
+            message_id,
+            run_id,
+            *_rows(messages),
+        )
+        if done:
+            self._cache.pop((agent_id, session_id))
+            self._windows.pop((agent_id, session_id))
+        return bool(done)
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        """The session's generation (``SessionGeneration``); ``""`` for a session never written."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        value = await self.db.fetchval(
+            f"SELECT generation FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
+        )
+        return "" if value is None else str(value)
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        """The summary of the span in ``scope`` (``SummaryStore``), or ``None``."""
+        check_summary_scope(scope)
+        check_span(span_id)
+        value = await self.db.fetchval(
+            f"SELECT text FROM {self._summaries} WHERE agent_id = $1 AND session_id = $2 AND generation = $3 "
+            "AND span_id = $4",
+            scope.agent_id,
+            scope.session_id,
+            scope.generation or "",
+            span_id,
+        )
+        return None if value is None else str(value)
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        """Keep ``text`` as the span's summary in ``scope`` unless it has one; ``False`` (nothing kept) when
+        ``scope.generation`` is not the session's, checked in the statement that writes it (under a share lock
+        on the session, so a ``clear`` under way is waited for). A scope without a generation is kept unchecked,
+        until the session is cleared."""
+        check_summary_scope(scope)
+        check_span(span_id)
+        check_summary(text)
+        args = (scope.agent_id, scope.session_id, scope.generation or "", span_id, text)
+        if scope.generation is None:
+            await self.db.execute(
+                f"INSERT INTO {self._summaries} (agent_id, session_id, generation, span_id, text) "
+                "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                *args,
+            )
+            return True
+        if not scope.generation:
+            return False
+        kept = await self.db.fetchval(
+            f"WITH current AS (SELECT 1 FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2 "
+            "AND generation = $3 FOR SHARE), "
+            f"kept AS (INSERT INTO {self._summaries} (agent_id, session_id, generation, span_id, text) "
+            "SELECT $1, $2, $3, $4, $5 FROM current ON CONFLICT DO NOTHING RETURNING 1) "
+            "SELECT EXISTS (SELECT 1 FROM current)",
+            *args,
+        )
+        return bool(kept)
+
+    async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Remove every summary of the session (of every session of the agent when ``session_id`` is ``None``),
+        whatever its generation; returns how many."""
+        check_scope(agent_id=agent_id)
+        if session_id is None:
+            status = await self.db.execute(f"DELETE FROM {self._summaries} WHERE agent_id = $1", agent_id)
+        else:
+            check_scope(session_id=session_id)
+            status = await self.db.execute(
+                f"DELETE FROM {self._summaries} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
+            )
+        return int(status.split()[-1])
 
     async def _recount_running_totals(self, connection: Any, agent_id: str, session_id: str) -> None:
         """Recompute the session's running totals and total from its stored counts (the total is NULL while any
@@ -642,20 +363,21 @@ ORDER BY sp.opener, r.seq"""
             agent_id,
             session_id,
             tokens,
-            cached.epoch if cached else -1,
+            cached.generation if cached else "",
             cached.low if cached else 0,
             cached.high if cached else -1,
         )
         if not rows:  # no such session
-            self._windows.pop(key, None)
-            return HistoryWindow([], 0, True)
+            self._windows.pop(key)
+            return HistoryWindow([], 0, True, None, "")
         first = rows[0]
         start = first["start"]
         found = [r for r in rows if r["seq"] is not None]
         fresh_seqs: list[int] = [r["seq"] for r in found]
         fresh = messages_from_json([r["body"] for r in found], [r["tokens"] for r in found])
         seqs, messages = fresh_seqs, fresh
-        if cached is not None and cached.epoch == first["epoch"]:  # what this view shares with the last one
+        generation = first["generation"]
+        if cached is not None and cached.generation == generation:  # what this view shares with the last one
             cut = bisect_left(cached.seqs, start)
             kept_seqs = [q for q, m in zip(cached.seqs[:cut], cached.messages[:cut], strict=True) if m.role == "system"]
             kept = [m for m in cached.messages[:cut] if m.role == "system"]
@@ -667,20 +389,18 @@ ORDER BY sp.opener, r.seq"""
                 merged = sorted(zip(kept_seqs + fresh_seqs, kept + fresh, strict=True), key=lambda pair: pair[0])
                 seqs, messages = [q for q, _ in merged], [m for _, m in merged]
         if not messages:
-            self._windows.pop(key, None)
-            return HistoryWindow([], 0, True)
+            self._windows.pop(key)
+            return HistoryWindow([], 0, True, 0, generation)
         if first["total"] is None:  # written before counts were kept: this read was of the whole session
             await self._recount(agent_id, session_id)
-            view = window_of(messages, tokens)
+            view = window_of(messages, tokens, generation)
             start = -1
         else:
-            view = HistoryWindow(messages, bisect_left(seqs, start), bool(first["complete"]), int(first["before"]))
+            head = bisect_left(seqs, start)
+            view = HistoryWindow(messages, head, bool(first["complete"]), int(first["before"]), generation)
         if self._cache_size:
             low = seqs[bisect_left(seqs, start)] if bisect_left(seqs, start) < len(seqs) else seqs[-1] + 1
-            self._windows[key] = _Window(first["epoch"], low, seqs[-1], seqs, messages)
-            self._windows.move_to_end(key)
-            while len(self._windows) > self._cache_size:
-                self._windows.popitem(last=False)
+            self._windows.keep(key, Window(generation, low, seqs[-1], seqs, messages))
         return view
 
     async def search_units(
@@ -691,17 +411,18 @@ ORDER BY sp.opener, r.seq"""
         search are indexed first (by this search, once for every process)."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_search(query, before, limit)
-        words = sorted({t for t in terms(query) if len(t) <= _LONGEST_TERM})
+        words = sorted(query_terms(query))
         if not words or not limit:
             return []
         digest = session_digest(agent_id, session_id)
         quoted = [_quoted(digest + w) for w in words]
-        state = await self._search_state(agent_id, session_id, quoted)
-        if state is None:
+        found_state = await self._search_state(agent_id, session_id, quoted)
+        if found_state is None:
             return []
+        state, pending = found_state
         dfs = list(state["dfs"])
-        if state["pending"]:  # rows appended since the last search: index them, and count them in
-            counted = [message_terms(m) for m in messages_from_json(state["bodies"])]
+        if pending:  # rows appended since the last search: index them, and count them in
+            counted = [message_terms(m) for m in pending]
             for k, word in enumerate(words):
                 dfs[k] = min(dfs[k] + sum(1 for c in counted if word in c), _RANKED + 1)
             texts = [searchable_terms(digest, c) for c in counted]
@@ -712,7 +433,7 @@ ORDER BY sp.opener, r.seq"""
                 state["pending"],
                 texts,
                 state["next_seq"],
-                state["epoch"],
+                state["generation"],
                 True,
             )
         # the rarer terms: the rarest, then the next ones while they add few messages to rank (a message that
@@ -753,36 +474,48 @@ ORDER BY sp.opener, r.seq"""
         found.sort(key=lambda u: (-u.score, -u.offset))
         return found[:limit]
 
-    async def _search_state(self, agent_id: str, session_id: str, quoted: list[str]) -> Any:
-        """The session's epoch and length, how many of its messages hold each of ``quoted`` (capped), and the
-        rows appended since its last search (``pending``, with their ``bodies``), in one statement. A long
-        stretch never searched (a session written before the index, or imported) is indexed here first, a
-        chunk at a time. ``None`` for a session that does not exist."""
-        args = (agent_id, session_id, quoted, _RANKED + 1, _INDEX_CHUNK)
-        state = await self.db.fetchrow(self._df_query, *args)
-        if state is not None and state["uncounted"]:
-            await self._recount(agent_id, session_id)
+    async def _search_state(
+        self, agent_id: str, session_id: str, quoted: list[str]
+    ) -> tuple[Any, list[ChatMessage]] | None:
+        """The session's generation and length, how many of its messages hold each of ``quoted`` (capped), and the
+        rows appended since its last search (``pending``, and their messages), in one statement. The rows of the
+        last window this provider read are not sent again: it holds them parsed (a search usually follows the
+        window read that found the newest rows). A long stretch never searched (a session written before the
+        index, or imported) is indexed here first, a chunk at a time. ``None`` for a session that does not
+        exist."""
+        while True:
+            held = self._windows.get((agent_id, session_id))
+            have = (held.generation, held.low, held.high) if held is not None else ("", 0, -1)
+            args = (agent_id, session_id, quoted, _RANKED + 1, _INDEX_CHUNK, *have)
             state = await self.db.fetchrow(self._df_query, *args)
-        while state is not None and len(state["pending"]) >= _INDEX_CHUNK:
-            await self._index_stretch(agent_id, session_id, state)
-            state = await self.db.fetchrow(self._df_query, *args)
-        return state
+            if state is not None and state["uncounted"]:
+                await self._recount(agent_id, session_id)
+                continue
+            if state is None:
+                return None
+            pending = _pending(state, held)
+            if pending is None:  # what this provider held did not match the rows after all: read them
+                self._windows.pop((agent_id, session_id))
+                continue
+            if len(pending) < _INDEX_CHUNK:
+                return state, pending
+            await self._index_stretch(agent_id, session_id, state, pending)
 
-    async def _index_stretch(self, agent_id: str, session_id: str, state: Any) -> None:
+    async def _index_stretch(self, agent_id: str, session_id: str, state: Any, pending: list[ChatMessage]) -> None:
         """Index every row the terms index lacks up to the session's length in ``state``, a chunk a statement,
         and mark the session indexed. The terms of one chunk are computed while the server stores the last."""
         digest = session_digest(agent_id, session_id)
-        stop, epoch = state["next_seq"], state["epoch"]
-        seqs, bodies = list(state["pending"]), list(state["bodies"])
+        stop, generation = state["next_seq"], state["generation"]
+        seqs, messages = list(state["pending"]), pending
         storing: asyncio.Future[Any] | None = None
         try:
             while True:
-                texts = [searchable_terms(digest, message_terms(m)) for m in messages_from_json(bodies)]
+                texts = [searchable_terms(digest, message_terms(m)) for m in messages]
                 last = len(seqs) < _INDEX_CHUNK
                 if storing is not None:
                     await storing
                 storing = asyncio.ensure_future(
-                    self.db.execute(self._index_query, agent_id, session_id, seqs, texts, stop, epoch, last)
+                    self.db.execute(self._index_query, agent_id, session_id, seqs, texts, stop, generation, last)
                 )
                 if last:
                     break
@@ -795,7 +528,7 @@ ORDER BY sp.opener, r.seq"""
                     stop,
                     _INDEX_CHUNK,
                 )
-                seqs, bodies = [r["seq"] for r in rows], [r["body"] for r in rows]
+                seqs, messages = [r["seq"] for r in rows], messages_from_json([r["body"] for r in rows])
             await storing
         finally:
             if storing is not None and not storing.done():
@@ -823,4 +556,10 @@ ORDER BY sp.opener, r.seq"""
         return int(count)
 
 
-__all__ = ["PostgresHistoryProvider"]
+__all__ = [
+    "MIGRATIONS",
+    "PostgresHistoryProvider",
+    "message_terms",
+    "searchable_terms",
+    "session_digest",
+]

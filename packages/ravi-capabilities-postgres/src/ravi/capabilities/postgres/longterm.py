@@ -172,6 +172,8 @@ class PgLongTermMemory(PostgresStore):
     async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
         """Remove the agent's memories in ``namespace`` (every namespace when ``None``); returns the live ones."""
         check_scope(agent_id=agent_id)
+        if namespace is not None:
+            check_scope(namespace=namespace)
         count = await self.db.fetchval(
             f"WITH gone AS (DELETE FROM {self._table} WHERE agent_id = $1 AND ($2::text IS NULL OR namespace = $2) "
             "RETURNING expires_at) SELECT count(*) FROM gone WHERE expires_at IS NULL OR expires_at > now()",

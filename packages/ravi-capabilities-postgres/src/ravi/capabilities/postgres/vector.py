@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Unpack
 
 import asyncpg
@@ -17,8 +17,8 @@ from ravi.capabilities.postgres.options import PgVectorOptions
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
-from ravi.kernel.storage import Document, Filter, SearchResult
-from ravi.kernel.values import check_ids, check_vector
+from ravi.kernel.storage import Document, Filter, SearchResult, check_filter
+from ravi.kernel.values import check_ids, check_items, check_vector
 
 MIGRATIONS = [
     Migration(
@@ -68,10 +68,9 @@ def filter_sql(filter: Filter | None, first: int) -> tuple[str, list[Any]]:
     Each key must equal its value; a list value means any of its items. Keys and values travel as
     parameters.
     """
+    check_filter(filter)
     if not filter:
         return "", []
-    if not isinstance(filter, Mapping):
-        raise InvalidArgument(f"filter must be a mapping of metadata keys to values, got {type(filter).__name__}")
     clauses, params = [], []
     n = first
     for key, wanted in filter.items():
@@ -210,9 +209,7 @@ class PgVectorStore(PostgresStore):
 
     async def _write(self, documents: Sequence[Document], collection: str, *, replace: bool) -> list[str]:
         self._check_collection(collection)
-        for d in documents:
-            if not isinstance(d, Document):
-                raise InvalidArgument(f"expected Document objects, got {type(d).__name__}")
+        documents = check_items(documents, Document, "documents")
         if not documents:
             return []
         vectors = await self._vectors(documents)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from bisect import bisect_left
 from collections import OrderedDict
@@ -14,20 +15,29 @@ from urllib.parse import unquote
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.capabilities.redis.options import RedisHistoryOptions
-from ravi.kernel.errors import BackendUnavailable
+from ravi.kernel.errors import BackendUnavailable, MessageConflict
 from ravi.kernel.messages import ChatMessage, messages_from_json
-from ravi.kernel.storage.history import HistoryWindow, check_append, window_of
+from ravi.kernel.scope import Scope, new_generation
+from ravi.kernel.storage.history import HistoryWindow, check_append, check_replace, stored_body, window_of
+from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope, ttl_seconds
+from ravi.kernel.values import check_page, check_scope, check_span, check_summary, ttl_seconds
 
-# KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> 1), epoch,
-#       tokens (list of "<running total> <stored count> <role letter>", same positions), systems (positions of the
-#       system messages)
+# KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> SHA-1 of its body,
+#       or 1 when written before bodies were compared), epoch, tokens (list of "<running total> <stored count> <role
+#       letter>", same positions), systems (positions of the system messages), summaries (hash)
 # ARGV: ttl in ms (0 = none), a fresh epoch token, then quadruples of (message id, run id, body, "<count> <role>")
-# The epoch names one life of the session: set when the session is created, replaced by clear_run, gone with the
-# session (clear or expiry). A cached copy is good only while its epoch is the session's. A session written before
-# counts were kept has a shorter tokens list; it gets no counts until a windowed read fills them in.
-_APPEND = """
+# The epoch is the session's generation: set when the session is created, replaced by clear, clear_run and
+# replace_last, gone with the session on expiry; a random token, never the same twice. A cached copy is good only
+# while its epoch is the session's. A session written before counts were kept has a shorter tokens list; it gets
+# no counts until a windowed read fills them in.
+# A message id is a promise: an id the session holds with another body refuses the whole batch, before anything is
+# written ({-1, id}); the same body again is skipped (a retry).
+_APPEND_BODY = """
+for i = first, #ARGV, 4 do
+  local held = redis.call('HGET', KEYS[3], ARGV[i])
+  if held and held ~= '1' and held ~= redis.sha1hex(ARGV[i + 2]) then return {-1, ARGV[i]} end
+end
 redis.call('SET', KEYS[4], ARGV[2], 'NX')
 local n = redis.call('LLEN', KEYS[1])
 local counted = redis.call('LLEN', KEYS[5]) == n
@@ -36,8 +46,8 @@ if counted and n > 0 then
   total = tonumber(string.match(redis.call('LINDEX', KEYS[5], -1), '^(%d+)'))
 end
 local added = 0
-for i = 3, #ARGV, 4 do
-  if redis.call('HSETNX', KEYS[3], ARGV[i], 1) == 1 then
+for i = first, #ARGV, 4 do
+  if redis.call('HSETNX', KEYS[3], ARGV[i], redis.sha1hex(ARGV[i + 2])) == 1 then
     redis.call('RPUSH', KEYS[1], ARGV[i + 2])
     redis.call('RPUSH', KEYS[2], ARGV[i + 1])
     if counted then
@@ -51,10 +61,40 @@ for i = 3, #ARGV, 4 do
 end
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then
-  for k = 1, 6 do if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ttl) end end
+  for k = 1, 7 do if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], ttl) end end
 end
-return added
 """
+_APPEND = "local first = 3\n" + _APPEND_BODY + "return added\n"
+
+# Replaces the newest message if its id is ARGV[3]: removes it (with its entries in every list), then appends as
+# _APPEND does (its checks first), in a new generation without summaries. KEYS: as _APPEND. ARGV: ttl in ms, a
+# fresh epoch token, the id of the message to replace, then quadruples as _APPEND's. Returns 0
+# (nothing changed), 1, or {-1, id} for an id held with another body (nothing changed).
+_REPLACE_LAST = (
+    """
+local first = 4
+local last = redis.call('LINDEX', KEYS[1], -1)
+if not last or cjson.decode(last)['id'] ~= ARGV[3] then return 0 end
+for i = 4, #ARGV, 4 do
+  if ARGV[i] ~= ARGV[3] then
+    local held = redis.call('HGET', KEYS[3], ARGV[i])
+    if held and held ~= '1' and held ~= redis.sha1hex(ARGV[i + 2]) then return {-1, ARGV[i]} end
+  end
+end
+local n = redis.call('LLEN', KEYS[1])
+local counted = redis.call('LLEN', KEYS[5]) == n
+redis.call('RPOP', KEYS[1])
+redis.call('RPOP', KEYS[2])
+redis.call('HDEL', KEYS[3], ARGV[3])
+if counted then
+  redis.call('RPOP', KEYS[5])
+  if tonumber(redis.call('LINDEX', KEYS[6], -1) or -1) == n - 1 then redis.call('RPOP', KEYS[6]) end
+end
+redis.call('DEL', KEYS[4], KEYS[7])
+"""
+    + _APPEND_BODY
+    + "return 1\n"
+)
 
 # The windowed read: the newest messages past ARGV[1] stored tokens (walking back from the end, a chunk at a time),
 # moved back past tool results and system messages, and the system messages before them.
@@ -158,18 +198,22 @@ return 1
 
 # Rebuilds the session without one run's messages, on the server and a chunk at a time, so a long session never
 # blocks Redis for long. The kept messages go to scratch keys; the last chunk swaps them in atomically (with a
-# new epoch), so readers see the session before or after, never half-rewritten. Appends that land meanwhile go
-# to the session's tail and are taken by a later chunk. A clear (the epoch changes) abandons the rewrite.
+# new epoch, and without the session's summaries), so readers see the session before or after, never
+# half-rewritten. Appends that land meanwhile go to the session's tail and are taken by a later chunk. A removal
+# that completes meanwhile (the epoch changes) abandons the rewrite; the first chunk takes the session as it is
+# (returning its epoch), so a session that fits one chunk is rewritten in one step and never abandoned.
 # KEYS: messages, runs, ids, epoch, scratch messages, scratch runs, scratch ids, tokens, systems, scratch tokens,
-#       scratch systems
+#       scratch systems, summaries
 # ARGV: epoch when the rewrite began, first position of this chunk, chunk size, run id, new epoch, ttl in ms
-# Counts are carried over with their messages (running totals recomputed); a session without counts stays so.
+# Returns {-1, 0} (abandoned), {0, next position, epoch} (more to do) or {1, removed}. Counts are carried over with
+# their messages (running totals recomputed); a session without counts stays so.
 _CLEAR_RUN = """
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then
+local start = tonumber(ARGV[2])
+local epoch = redis.call('GET', KEYS[4]) or ''
+if start > 0 and epoch ~= ARGV[1] then
   redis.call('DEL', KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11])
   return {-1, 0}
 end
-local start = tonumber(ARGV[2])
 local stop = start + tonumber(ARGV[3]) - 1
 local runs = redis.call('LRANGE', KEYS[2], start, stop)
 local bodies = redis.call('LRANGE', KEYS[1], start, stop)
@@ -186,7 +230,7 @@ for i = 1, #runs do
   if runs[i] ~= ARGV[4] then
     redis.call('RPUSH', KEYS[5], bodies[i])
     redis.call('RPUSH', KEYS[6], runs[i])
-    redis.call('HSET', KEYS[7], cjson.decode(bodies[i])['id'], 1)
+    redis.call('HSET', KEYS[7], cjson.decode(bodies[i])['id'], redis.sha1hex(bodies[i]))
     if counted then
       local _, tokens, role = string.match(entries[i], '^(%d+) (%d+) (%a)$')
       sum = sum + tonumber(tokens)
@@ -200,10 +244,14 @@ if done < total then
   for _, k in ipairs({5, 6, 7, 10, 11}) do
     if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('PEXPIRE', KEYS[k], 3600000) end
   end
-  return {0, done}
+  return {0, done, epoch}
 end
 local kept = redis.call('LLEN', KEYS[6])
-redis.call('DEL', KEYS[8], KEYS[9])
+if kept == total then  -- nothing of the run (another removal took it): the session stays as it is
+  redis.call('DEL', KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11])
+  return {1, 0}
+end
+redis.call('DEL', KEYS[8], KEYS[9], KEYS[12])
 if kept == 0 then
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[10], KEYS[11])
 else
@@ -231,6 +279,72 @@ if ttl > 0 then
 end
 return {1, total - kept}
 """
+
+# Removes the session's messages and summaries and gives it a new generation, if it was ever written (a session
+# never written gets no generation). KEYS: messages, runs, ids, epoch, tokens, systems, summaries. ARGV: new epoch, ttl
+# in ms. Returns how many messages it held.
+_CLEAR = """
+local n = redis.call('LLEN', KEYS[1])
+if n == 0 and redis.call('EXISTS', KEYS[4]) == 0 then
+  redis.call('DEL', KEYS[7])  -- summaries kept without a generation, for a session never written
+  return 0
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[7])
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then redis.call('SET', KEYS[4], ARGV[1], 'PX', ttl) else redis.call('SET', KEYS[4], ARGV[1]) end
+return n
+"""
+
+# The session's generation; a session written before generations were kept gets one now. KEYS: messages, epoch.
+# ARGV: a fresh epoch token.
+_GENERATION = """
+local epoch = redis.call('GET', KEYS[2])
+if epoch then return epoch end
+if redis.call('LLEN', KEYS[1]) == 0 then return '' end
+redis.call('SET', KEYS[2], ARGV[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return ARGV[1]
+"""
+
+# Keeps a summary unless the span has one, if the generation is still the session's ('' skips the check: a summary
+# kept unchecked). KEYS: epoch, summaries. ARGV: generation, field, text, ttl in ms. Returns 1 if the span has a
+# summary afterwards, else 0.
+_PUT_SUMMARY = """
+if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
+local ttl = tonumber(ARGV[4])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+"""
+
+
+_REWRITES = 100
+"""How many times ``clear_run`` starts a rewrite again that other removals overtook (only sessions longer than
+one chunk can be overtaken)."""
+
+
+def summary_field(generation: str | None, span_id: str) -> str:
+    """The hash field of a summary: an injective JSON encoding of its generation (``None`` included) and span."""
+    return json.dumps([generation, span_id], ensure_ascii=False)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _quadruples(messages: Sequence[ChatMessage], run_id: str) -> list[str]:
+    """The script arguments of ``messages``: id, run id, stored body and "<count> <role>" of each."""
+    args: list[str] = []
+    for m in messages:
+        args += [m.id, run_id, stored_body(m), _count(m)]
+    return args
+
+
+def _refused(result: object) -> None:
+    """``MessageConflict`` when a script refused a batch for a held id of another message (``{-1, id}``)."""
+    if isinstance(result, list) and result and int(result[0]) == -1:
+        raise MessageConflict(_text(result[1]))
 
 
 def _count(message: ChatMessage) -> str:
@@ -305,7 +419,7 @@ class RedisHistoryProvider(RedisStore):
 
     def _keys(self, agent_id: str, session_id: str) -> list[str]:
         key = self.redis.key
-        tails = ("messages", "runs", "ids", "epoch", "tokens", "systems")
+        tails = ("messages", "runs", "ids", "epoch", "tokens", "systems", "summaries")
         return [key("h", agent_id, session_id, tail=t) for t in tails]
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
@@ -319,11 +433,10 @@ class RedisHistoryProvider(RedisStore):
         check_append(agent_id, session_id, run_id, messages)
         if not messages:
             return
-        args: list[str | int] = [self._ttl_ms, uuid.uuid4().hex]
-        for m in messages:
-            args += [m.id, run_id, m.model_dump_json(), _count(m)]
+        args: list[str | int] = [self._ttl_ms, new_generation(), *_quadruples(messages, run_id)]
         with mapped_errors():
-            await self.redis.run_script(_APPEND, self._keys(agent_id, session_id), args)
+            result = await self.redis.run_script(_APPEND, self._keys(agent_id, session_id), args)
+        _refused(result)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -374,58 +487,139 @@ class RedisHistoryProvider(RedisStore):
         return epoch, int(length), list(raw)
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
-        """Remove the session; returns how many messages it held."""
+        """Remove the session's messages and summaries, in a new generation; returns how many messages it held.
+        One script."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        keys = self._keys(agent_id, session_id)
         with mapped_errors():
-            async with self.redis.client.pipeline(transaction=True) as pipe:
-                pipe.llen(keys[0])
-                pipe.delete(*keys)  # the epoch goes too: the session's next life gets a new one
-                count, _ = await pipe.execute()
+            count = await self.redis.run_script(
+                _CLEAR, self._keys(agent_id, session_id), [new_generation(), self._ttl_ms]
+            )
         self._cache.pop((agent_id, session_id), None)
         self._windows.pop((agent_id, session_id), None)
         return int(count)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
-        """Remove exactly the messages ``run_id`` wrote to the session; returns how many.
+        """Remove exactly the messages ``run_id`` wrote to the session (and, when it removed any, the session's
+        summaries, in a new generation); returns how many.
 
         Runs on the server, ``clear_run_chunk`` messages per script call, so a long session never blocks Redis
-        for long; readers see the session before or after, never in between.
+        for long; readers see the session before or after, never in between. A session that fits one chunk is
+        rewritten in one step; a longer one whose rewrite another removal overtakes starts again.
         """
         check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
         keys = self._keys(agent_id, session_id)
-        for _ in range(10):  # a clear racing the rewrite makes it start again
+        key = self.redis.key
+        for _ in range(_REWRITES):
             with mapped_errors():
-                async with self.redis.client.pipeline(transaction=True) as pipe:
-                    pipe.get(keys[3])
-                    pipe.lpos(keys[1], run_id)
-                    epoch, found = await pipe.execute()
-            if epoch is None or found is None:
+                found = await self.redis.client.lpos(keys[1], run_id)
+            if found is None:
                 return 0
             token = uuid.uuid4().hex
-            key = self.redis.key
             scratch = [key("h", agent_id, session_id, tail=f"rewrite:{token}:{t}") for t in ("m", "r", "i", "t", "s")]
-            start, state, removed = 0, 0, 0
+            start, state, removed, epoch = 0, 0, 0, ""
             try:
                 while state == 0:
                     with mapped_errors():
-                        state, value = await self.redis.run_script(
+                        result = await self.redis.run_script(
                             _CLEAR_RUN,
-                            [*keys[:4], *scratch[:3], *keys[4:], *scratch[3:]],
-                            [epoch, start, self.clear_run_chunk, run_id, uuid.uuid4().hex, self._ttl_ms],
+                            [*keys[:4], *scratch[:3], *keys[4:6], *scratch[3:], keys[6]],
+                            [epoch, start, self.clear_run_chunk, run_id, new_generation(), self._ttl_ms],
                         )
-                    start = removed = int(value)
+                    state, start = int(result[0]), int(result[1])
+                    if state == 0 and len(result) > 2:
+                        epoch = result[2]
+                    removed = start
             finally:
                 if state == 0:  # interrupted: drop the scratch copy
                     with contextlib.suppress(Exception):
                         await self.redis.client.delete(*scratch)
             if state == 1:
-                self._cache.pop((agent_id, session_id), None)
-                self._windows.pop((agent_id, session_id), None)
+                if removed:
+                    self._cache.pop((agent_id, session_id), None)
+                    self._windows.pop((agent_id, session_id), None)
                 return removed
         raise BackendUnavailable(
-            "clear_run: the session kept being cleared while its run was being removed", hint="try again"
+            f"clear_run: {_REWRITES} rewrites of this long session were overtaken by other removals",
+            hint="try again, or raise clear_run_chunk so the session is rewritten in one step",
         )
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        """If the newest message has id ``message_id``, put ``messages`` (tagged ``run_id``) in its place in a new
+        generation of the session (``TailEditor``): one script, so concurrent editors and writers never lose or
+        reorder each other's messages. ``False`` (nothing changed) otherwise."""
+        check_replace(agent_id, session_id, message_id, messages, run_id)
+        args: list[str | int] = [self._ttl_ms, new_generation(), message_id, *_quadruples(messages, run_id)]
+        with mapped_errors():
+            result = await self.redis.run_script(_REPLACE_LAST, self._keys(agent_id, session_id), args)
+        _refused(result)
+        if result:
+            self._cache.pop((agent_id, session_id), None)
+            self._windows.pop((agent_id, session_id), None)
+        return bool(result)
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        """The session's generation (``SessionGeneration``); ``""`` for a session never written (or expired)."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        keys = self._keys(agent_id, session_id)
+        with mapped_errors():
+            value = await self.redis.run_script(_GENERATION, [keys[0], keys[3]], [new_generation()])
+        return _text(value)
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        """The summary of the span in ``scope`` (``SummaryStore``), or ``None``."""
+        check_summary_scope(scope)
+        check_span(span_id)
+        with mapped_errors():
+            value = await self.redis.client.hget(
+                self._keys(scope.agent_id, scope.session_id)[6], summary_field(scope.generation, span_id)
+            )
+        return None if value is None else _text(value)
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        """Keep ``text`` as the span's summary in ``scope`` unless it has one; ``False`` (nothing kept) when
+        ``scope.generation`` is not the session's, checked in the script that writes it. A scope without a
+        generation is kept unchecked, until the session is cleared. Summaries expire with the session."""
+        check_summary_scope(scope)
+        check_span(span_id)
+        check_summary(text)
+        if scope.generation == "":
+            return False
+        keys = self._keys(scope.agent_id, scope.session_id)
+        field = summary_field(scope.generation, span_id)
+        with mapped_errors():
+            kept = await self.redis.run_script(
+                _PUT_SUMMARY, [keys[3], keys[6]], [scope.generation or "", field, text, self._ttl_ms]
+            )
+        return bool(kept)
+
+    async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Remove every summary of the session (of every session of the agent when ``session_id`` is ``None``,
+        found by ``SCAN``), whatever its generation; returns how many."""
+        check_scope(agent_id=agent_id)
+        if session_id is not None:
+            check_scope(session_id=session_id)
+            found = [self._keys(agent_id, session_id)[6]]
+        else:
+            pattern = f"{self.redis.prefix}:h:{{{part(agent_id)}|*}}:summaries"
+            with mapped_errors():
+                found = [raw async for raw in self.redis.client.scan_iter(match=pattern, count=1_000)]
+        removed = 0
+        for summaries in found:
+            with mapped_errors():
+                async with self.redis.client.pipeline(transaction=True) as pipe:
+                    pipe.hlen(summaries)
+                    pipe.delete(summaries)
+                    count, _ = await pipe.execute()
+            removed += int(count)
+        return removed
 
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The newest messages past ``tokens`` stored tokens, and the system messages before them
@@ -450,7 +644,8 @@ class RedisHistoryProvider(RedisStore):
                     await self.redis.run_script(
                         _RECOUNT, [keys[0], keys[4], keys[5], keys[3]], [epoch, length, *map(_count, whole)]
                     )
-            return window_of(whole, tokens)
+            generation = _text(epoch) if epoch else await self.generation(agent_id, session_id=session_id)
+            return window_of(whole, tokens, generation)
         start, complete, epoch, hit, head_at, head, older_from, older, older_counts, newer_from, newer, newer_counts = (
             result[:12]
         )
@@ -474,6 +669,9 @@ class RedisHistoryProvider(RedisStore):
             messages += cached.messages[since:]
         self._parse(newer_from, newer, newer_counts, positions, messages)
         head_size = bisect_left(positions, start)
+        generation = _text(epoch) if epoch else ""
+        if messages and not generation:  # written before generations were kept: give it one
+            generation = await self.generation(agent_id, session_id=session_id)
         if not messages or not epoch:
             self._windows.pop(key, None)
         elif self._cache_size:
@@ -481,7 +679,7 @@ class RedisHistoryProvider(RedisStore):
             self._windows.move_to_end(key)
             while len(self._windows) > self._cache_size:
                 self._windows.popitem(last=False)
-        return HistoryWindow(messages, head_size, bool(complete), offset)
+        return HistoryWindow(messages, head_size, bool(complete), offset, generation)
 
     @staticmethod
     def _parse(

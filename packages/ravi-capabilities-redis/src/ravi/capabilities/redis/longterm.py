@@ -175,6 +175,8 @@ class RedisLongTermMemory(RedisStore):
     async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
         """Remove the agent's memories in ``namespace`` (every namespace when ``None``); returns the live ones."""
         check_scope(agent_id=agent_id)
+        if namespace is not None:
+            check_scope(namespace=namespace)
         with mapped_errors():
             if namespace is None:
                 namespaces = sorted(_text(n) for n in await self.redis.client.smembers(self._namespaces(agent_id)))

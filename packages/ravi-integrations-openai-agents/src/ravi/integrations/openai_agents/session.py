@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,7 +14,7 @@ from ravi.agents.context import InMemoryHistoryProvider
 from ravi.integrations.openai_agents.convert import KEY, group, to_ravi
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.storage import HistoryProvider, TailEditor, WindowReader
 from ravi.kernel.values import check_scope, thaw
 
 
@@ -26,6 +28,15 @@ def _items(message: ChatMessage) -> list[dict[str, Any]]:
 def _batch(message: ChatMessage) -> str | None:
     kept = message.metadata.get(KEY)
     return str(kept.get("batch")) if isinstance(kept, Mapping) and kept.get("batch") else None
+
+
+_POP_LOCKS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], asyncio.Lock]] = weakref.WeakKeyDictionary()
+"""Per history store and session: the lock that serialises this process's pops on a store without
+``TailEditor``."""
+
+
+def _pop_lock(history: Any, agent_id: str, session_id: str) -> asyncio.Lock:
+    return _POP_LOCKS.setdefault(history, {}).setdefault((agent_id, session_id), asyncio.Lock())
 
 
 def _settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
@@ -43,8 +54,8 @@ class RaviSession:
 
     Items are stored exactly as the SDK gives them and returned exactly; each ``add_items`` call is one atomic
     append, grouped into Ravi turns (consecutive assistant items, parallel function calls included, are one
-    turn) so the assembly engine keeps calls and results together. ``pop_item`` removes the last item: the last
-    ``add_items`` batch is rewritten without it.
+    turn) so the assembly engine keeps calls and results together. ``pop_item`` removes the last item: the newest
+    message is replaced, atomically, by the same turn without it.
 
     Example:
         >>> import asyncio
@@ -94,7 +105,51 @@ class RaviSession:
         await self.history.append_many(self.agent_id, messages, session_id=self.session_id, run_id=batch)
 
     async def pop_item(self) -> Any | None:
-        """Remove and return the newest item (``None`` for an empty session)."""
+        """Remove and return the newest item (``None`` for an empty session, or one whose newest message was not
+        written by a ``RaviSession``).
+
+        On a store that replaces its newest message atomically (``TailEditor``, as every history store Ravi
+        ships does), this is a compare-and-replace loop: read the newest message, then replace it (if it is
+        still the newest) with nothing when it holds one item, else with the same turn less its last item under
+        a new id; read again when another writer got there first. Concurrent pops return different items, a
+        pop never moves another writer's items, and a failure loses nothing. On a store without it, pops of one
+        session are serialised within this process only: a pop racing a writer or a pop in another process may
+        move or lose items of the batch it rewrites.
+        """
+        history = self.history
+        if not isinstance(history, TailEditor):
+            async with _pop_lock(history, self.agent_id, self.session_id):
+                return await self._pop_rewriting()
+        while True:
+            last = await self._newest()
+            if last is None:
+                return None
+            items, batch = _items(last), _batch(last)
+            if batch is None or not items:  # not written by a RaviSession: nothing of ours to pop
+                return None
+            rest = []
+            if len(items) > 1:
+                rest = [to_ravi(items[:-1], salt=f"{batch}:pop:{uuid.uuid4().hex}", extra={"batch": batch})]
+            if await history.replace_last(
+                self.agent_id, session_id=self.session_id, message_id=last.id, messages=rest, run_id=batch
+            ):
+                return items[-1]
+
+    async def _newest(self) -> ChatMessage | None:
+        """The session's newest message, or ``None``; read without reading the session when the store can."""
+        history = self.history
+        if isinstance(history, WindowReader):
+            view = await history.read_window(self.agent_id, session_id=self.session_id, tokens=0)
+            return view.messages[-1] if view.messages else None
+        count = await history.count_messages(self.agent_id, session_id=self.session_id)
+        if not count:
+            return None
+        newest = await history.get_messages(self.agent_id, session_id=self.session_id, offset=count - 1)
+        return newest[-1] if newest else None
+
+    async def _pop_rewriting(self) -> Any | None:
+        """``pop_item`` on a store without ``TailEditor``: the last batch removed and written again without its
+        last item (not atomic on the store: callers hold this process's lock for the session)."""
         messages = await self._messages()
         if not messages:
             return None

@@ -37,14 +37,16 @@ from ravi.kernel.storage.history import (
     TailEditor,
     WindowReader,
     check_append,
+    check_replace,
     check_search,
+    stored_body,
     window_of,
     window_start,
 )
 from ravi.kernel.storage.memory import LongTermMemory, Memory, ShortTermMemory
 from ravi.kernel.storage.summaries import SummaryStore
 from ravi.kernel.storage.tasks import TRANSITIONS, Task, TaskLifecycle, TaskList, TaskStatus, TaskStore, as_tasks
-from ravi.kernel.storage.vector import Document, SearchResult, VectorStore, matches
+from ravi.kernel.storage.vector import Document, SearchResult, VectorStore, check_filter, matches
 from ravi.kernel.values import ttl_seconds
 
 __all__ = [
@@ -84,10 +86,13 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_ENTRIES",
     "check_append",
+    "check_replace",
     "check_search",
+    "stored_body",
     "check_blob_key",
     "check_blob_metadata",
     "check_content_type",
+    "check_filter",
     "matches",
     "window_of",
     "window_start",

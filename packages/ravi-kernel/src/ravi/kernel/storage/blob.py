@@ -70,10 +70,12 @@ MAX_KEY_BYTES = 1024
 def check_blob_key(key: object) -> str:
     """``key`` if it is a valid blob key, else ``InvalidArgument``.
 
-    A key is a non-empty string of at most :data:`MAX_KEY_BYTES` UTF-8 bytes without control characters
-    (unicode is welcome), made of ``/``-separated segments: no leading or trailing ``/``, no empty segment
-    (``a//b``) and no ``.`` or ``..`` segment. Object stores and their gateways normalise such keys, so ``/x``
-    or ``a/./b`` would alias ``x`` and ``a/b``; refusing them keeps one key, one blob, on every backend.
+    A key is a non-empty string of at most :data:`MAX_KEY_BYTES` UTF-8 bytes without control characters or
+    backslashes (unicode is welcome), made of ``/``-separated segments: no leading or trailing ``/``, no empty
+    segment (``a//b``) and no ``.`` or ``..`` segment. Object stores and their gateways normalise such keys, so
+    ``/x`` or ``a/./b`` would alias ``x`` and ``a/b``, and some S3 servers (SeaweedFS) read a backslash as a
+    ``/`` (``a\\b`` overwrote ``a/b``, and a key ending in one was acknowledged and read back empty); refusing
+    them keeps one key, one blob, on every backend.
     """
     if not isinstance(key, str):
         raise InvalidArgument(f"a blob key must be a string, got {type(key).__name__}")
@@ -85,6 +87,11 @@ def check_blob_key(key: object) -> str:
     bad = next((c for c in key if ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF), None)
     if bad is not None:
         raise InvalidArgument(f"a blob key must not contain control characters or lone surrogates ({bad!r})")
+    if "\\" in key:
+        raise InvalidArgument(
+            f"a blob key must not contain a backslash ({key!r}): some S3 servers read it as '/'",
+            hint="use '/' to separate segments, or percent-encode the backslash (%5C)",
+        )
     if any(segment in ("", ".", "..") for segment in key.split("/")):
         raise InvalidArgument(
             f"blob key {key!r} has an empty, '.' or '..' segment, or a leading or trailing '/'",

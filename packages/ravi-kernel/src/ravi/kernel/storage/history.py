@@ -16,8 +16,9 @@ class HistoryProvider(Protocol):
     """The full transcript of every session: append-only, ordered, never compacted.
 
     Messages are kept per ``(agent_id, session_id)`` in the order they were appended, each tagged with the
-    ``run_id`` that wrote it. Appending a message whose ``id`` the session already holds does nothing, so a
-    retried append is stored once.
+    ``run_id`` that wrote it. A message id is a promise: appending a message the session already holds (the same
+    id and the same content, :func:`stored_body`) does nothing, so a retried append is stored once; appending a
+    different message under a stored id refuses the whole batch with ``MessageConflict``.
     """
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
@@ -27,7 +28,12 @@ class HistoryProvider(Protocol):
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
-        """Add messages at the end of the session, all or none, keeping their order."""
+        """Add messages at the end of the session, all or none, keeping their order.
+
+        Raises:
+            InvalidArgument: a bad scope, or an item that is not a ``ChatMessage``.
+            MessageConflict: an id the session (or the batch) already holds for a different message.
+        """
         ...
 
     async def get_messages(
@@ -50,18 +56,48 @@ class HistoryProvider(Protocol):
 
 
 def check_append(agent_id: str, session_id: str, run_id: str, messages: Sequence[ChatMessage]) -> None:
-    """What every ``append_many`` checks first: the scope, and that each item is a ``ChatMessage``
-    (``InvalidArgument`` naming the first that is not, so nothing of the batch is stored)."""
-    from ravi.kernel.errors import InvalidArgument
+    """What every ``append_many`` checks first: the scope, that ``messages`` is a sequence of ``ChatMessage``
+    (``InvalidArgument`` naming the first item that is not), and that no id stands for two different messages in
+    the batch (``MessageConflict``), so nothing of a bad batch is stored."""
+    from ravi.kernel.errors import InvalidArgument, MessageConflict
     from ravi.kernel.values import check_scope
 
     check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidArgument(
+            f"messages must be a sequence of ChatMessage, got {type(messages).__name__}",
+            hint="pass a list, for example [ChatMessage.user('hi')]",
+        )
+    seen: dict[str, ChatMessage] = {}
     for i, message in enumerate(messages):
         if not isinstance(message, ChatMessage):
             raise InvalidArgument(
                 f"messages[{i}] is a {type(message).__name__}, not a ChatMessage",
                 hint="build it with ChatMessage(...) or ChatMessage.from_openai(...)",
             )
+        first = seen.setdefault(message.id, message)
+        if first is not message and first.model_dump_json() != message.model_dump_json():
+            raise MessageConflict(message.id, hint="the batch holds two different messages under this id")
+
+
+def check_replace(
+    agent_id: str, session_id: str, message_id: object, messages: Sequence[ChatMessage], run_id: str
+) -> None:
+    """What every ``replace_last`` checks first: what ``append_many`` checks of the replacement, and a message id
+    to compare with (a non-empty string)."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.values import check_text
+
+    check_append(agent_id, session_id, run_id, messages)
+    if not isinstance(message_id, str) or not message_id:
+        raise InvalidArgument(f"message_id must be a non-empty string, got {message_id!r}")
+    check_text(message_id, "message_id")
+
+
+def stored_body(message: ChatMessage) -> str:
+    """The JSON body a store keeps for ``message``: two messages are the same message exactly when their bodies
+    are equal (what ``append_many`` compares when an id is already stored)."""
+    return message.model_dump_json()
 
 
 @runtime_checkable
@@ -221,7 +257,9 @@ __all__ = [
     "TailEditor",
     "WindowReader",
     "check_append",
+    "check_replace",
     "check_search",
+    "stored_body",
     "window_of",
     "window_start",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.scope import Scope
 
 
@@ -38,4 +39,15 @@ class SummaryStore(Protocol):
         ...
 
 
-__all__ = ["SummaryStore"]
+def check_summary_scope(scope: object) -> Scope:
+    """``scope`` if it is a :class:`~ravi.kernel.scope.Scope`, else ``InvalidArgument`` (what every
+    ``SummaryStore`` checks first)."""
+    if not isinstance(scope, Scope):
+        raise InvalidArgument(
+            f"scope must be a ravi.kernel.scope.Scope, got {type(scope).__name__}",
+            hint="Scope(agent_id, session_id, generation)",
+        )
+    return scope
+
+
+__all__ = ["SummaryStore", "check_summary_scope"]

@@ -106,6 +106,19 @@ class VectorStore(Protocol):
         ...
 
 
+def check_filter(filter: object) -> None:
+    """``InvalidArgument`` unless ``filter`` is ``None`` or a mapping of string keys to JSON values (what every
+    store can compare stored metadata with)."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.values import check_json
+
+    if filter is None:
+        return
+    if not isinstance(filter, Mapping):
+        raise InvalidArgument(f"filter must be a mapping of metadata keys to values, got {type(filter).__name__}")
+    check_json(filter, "filter")
+
+
 def matches(metadata: Mapping[str, JSON], filter: Filter | None) -> bool:
     """Whether ``metadata`` satisfies ``filter``: each key equal to the value, or to one of a list's values."""
     if not filter:
@@ -122,4 +135,4 @@ def matches(metadata: Mapping[str, JSON], filter: Filter | None) -> bool:
     return True
 
 
-__all__ = ["Document", "SearchResult", "VectorStore", "matches"]
+__all__ = ["Document", "SearchResult", "VectorStore", "check_filter", "matches"]
