@@ -75,9 +75,13 @@ def start_dev(server: str, tmp_path: Path) -> Iterator[Dev]:
     try:
         yield dev
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        if process.poll() is None:  # Ctrl-C, so that the command stops its server (a kill would orphan it)
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from ravi.agents.cli._common import (
     known_sessions,
     preview,
 )
-from ravi.agents.context import AgentContext, ContextConfig, Window
+from ravi.agents.context import ContextConfig, Window, WindowRequest
 from ravi.agents.settings import load_settings
 from ravi.kernel.errors import ConfigurationError, NotFound
 from ravi.kernel.messages import ChatMessage
@@ -65,21 +65,18 @@ def window(
     agent_id = agent or settings.context.agent_id
 
     async def assemble() -> tuple[list[ChatMessage], Window, float]:
-        try:
+        async with context_config:  # closes the stores it opened
+            # one read: the stored messages are what the table shows, and what the window is assembled from
             stored = await context_config.history.get_messages(agent_id, session_id=session)
             if not stored:
                 hint = await known_sessions(context_config.history, agent_id)
                 raise NotFound(f"agent {agent_id!r} has no session {session!r}", hint=hint)
             model = context_config.model
             factor = await context_config.calibration.factor(model) if model else 1.0
-            return stored, await AgentContext(context_config, agent_id=agent_id).explain(session), factor
-        finally:
-            for store in (context_config.history, context_config.calibration.state):
-                closer = getattr(store, "close", None)
-                if closer is not None:
-                    result = closer()
-                    if asyncio.iscoroutine(result):
-                        await result
+            request = WindowRequest(
+                agent_id, session, history=context_config.history, messages=stored, calibration=factor, explain=True
+            )
+            return stored, await context_config.pipeline.window(request), factor
 
     stored, explained, factor = asyncio.run(assemble())
     messages = explained.messages
