@@ -48,6 +48,9 @@ dist: setup ## Build a wheel and an sdist of every distribution into dist/ and c
 	@rm -rf dist && $(UV) build --quiet --all-packages --out-dir dist
 	@$(BIN)/twine check --strict dist/*
 
+upstream: setup ## Regenerate the frameworks' own tests, ported to Ravi, from their installed versions' sdists
+	@$(BIN)/python scripts/upstream/port.py
+
 lock: $(UV) ## Re-resolve dependencies and rewrite requirements/dev.txt (uv.lock stays local)
 	@$(UV) lock --quiet
 	@$(UV) export --quiet --frozen --all-packages --all-groups --no-emit-project --format requirements-txt -o $(REQUIREMENTS)
@@ -55,4 +58,4 @@ lock: $(UV) ## Re-resolve dependencies and rewrite requirements/dev.txt (uv.lock
 clean: ## Remove the virtual environments and caches
 	@rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis site dist
 
-.PHONY: help setup demo test lint format bench docs dist lock clean
+.PHONY: help setup demo test lint format bench docs dist upstream lock clean

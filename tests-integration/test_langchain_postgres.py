@@ -27,8 +27,9 @@ def test_sync_and_async_calls_on_one_postgres_provider(postgres_server: Server, 
         return [str(m.content) for m in await history.aget_messages()]
 
     assert asyncio.run(from_a_new_loop()) == ["hello", "hi there", "again"]
-    assert asyncio.run(from_a_new_loop()) == ["hello", "hi there", "again"]  # yet another loop, same provider
-    assert [m.id for m in history.messages] == ["h1", "a1", "h2"]
+    # yet another loop, same provider; every add appends, as LangChain's own histories do
+    assert asyncio.run(from_a_new_loop()) == ["hello", "hi there", "again", "again"]
+    assert [m.id for m in history.messages] == ["h1", "a1", "h2", "h2"]
     history.clear()
     assert history.messages == []
     # the sync calls opened a pool on the package's background loop, which runs on: close it there

@@ -174,23 +174,6 @@ async def test_relevant_recall_reads_any_script(fact: str, question: str) -> Non
     assert history[2] not in window
 
 
-def test_stored_prefix_says_where_the_new_messages_begin() -> None:
-    """An adapter converts and appends only what a run added; a list it has not seen grown starts again."""
-    from ravi.agents.context.session import StoredPrefix
-
-    stored = StoredPrefix(max_sessions=2)
-    run = [ChatMessage.user("a"), ChatMessage.user("b")]
-    assert stored.start("s", run) == 0
-    stored.mark("s", run)
-    run.append(ChatMessage.user("c"))
-    assert stored.start("s", run) == 2  # only "c" is new
-    assert stored.start("s", [ChatMessage.user("x"), ChatMessage.user("y"), ChatMessage.user("z")]) == 0
-    assert stored.start("s", run[:1]) == 0  # shorter than what was stored: from the start
-    stored.mark("t", run)
-    stored.mark("u", run)
-    assert stored.start("s", run) == 0  # bounded: the least recent session was forgotten
-
-
 async def test_a_cleared_session_starts_with_no_state_of_the_old_conversation() -> None:
     """A window's state belongs to the session's generation: after a clear (here by another provider object, as
     another process would), a new conversation reusing the old ids gets the window a fresh pipeline gives, not

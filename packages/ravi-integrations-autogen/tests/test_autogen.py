@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_core import FunctionCall
 from autogen_core.models import (
@@ -102,7 +103,7 @@ def test_messages_round_trip_exactly() -> None:
     assert from_ravi(ravi) == messages
 
 
-def test_state_names_the_session_and_loads_another_contexts_messages() -> None:
+def test_state_loads_into_another_context_as_its_transcript() -> None:
     async def main() -> None:
         history = InMemoryHistoryProvider()
         context = RaviChatCompletionContext(ContextConfig(history), session_id="s1")
@@ -115,5 +116,104 @@ def test_state_names_the_session_and_loads_another_contexts_messages() -> None:
         assert [m.content for m in await other.get_messages()] == ["two"]
         await other.clear()
         assert await other.get_messages() == []
+
+    asyncio.run(main())
+
+
+def test_clear_then_load_state_restores_the_conversation() -> None:
+    """AutoGen's snapshot contract: ``save_state()``, ``clear()``, ``load_state(state)`` gives the conversation
+    back (the state used to name the session only, so after ``clear()`` it restored nothing)."""
+
+    async def main() -> None:
+        history = InMemoryHistoryProvider()
+        context = RaviChatCompletionContext(ContextConfig(history), session_id="s1")
+        said = [UserMessage(content="Hello!", source="user"), AssistantMessage(content="Hi.", source="assistant")]
+        for message in said:
+            await context.add_message(message)
+        state = await context.save_state()
+        await context.clear()
+        assert await context.get_messages() == []
+        await context.load_state(state)
+        assert await context.get_messages() == said
+        assert [m.text for m in await history.get_messages("agent", session_id="s1")] == ["Hello!", "Hi."]
+
+    asyncio.run(main())
+
+
+def test_load_state_with_malformed_messages_is_a_ravi_error_and_changes_nothing() -> None:
+    """It leaked pydantic's ``ValidationError``; now it is ``InvalidMessage``, raised before anything stored is
+    removed."""
+    from ravi.kernel.errors import InvalidArgument, InvalidMessage
+
+    async def main() -> None:
+        context = RaviChatCompletionContext(ContextConfig(InMemoryHistoryProvider()), session_id="s1")
+        await context.add_message(UserMessage(content="kept", source="user"))
+        for bad in ({"messages": [{"type": "UserMessage"}]}, {"messages": "not a list"}, {"messages": [42]}):
+            with pytest.raises(InvalidMessage, match=r"state\.messages"):
+                await context.load_state(bad)
+        with pytest.raises(InvalidArgument):
+            await context.load_state({"something": "else"})
+        assert [m.content for m in await context.get_messages()] == ["kept"]
+
+    asyncio.run(main())
+
+
+def test_a_function_result_message_without_results_is_kept_exactly() -> None:
+    """``FunctionExecutionResultMessage(content=[])`` was dropped silently; it is stored and read back, and,
+    as in AutoGen's own bounded contexts, a window does not start with it."""
+
+    async def main() -> None:
+        context = RaviChatCompletionContext(ContextConfig(InMemoryHistoryProvider()), session_id="s1")
+        said = [FunctionExecutionResultMessage(content=[]), UserMessage(content="Hello!", source="user")]
+        for message in said:
+            await context.add_message(message)
+        assert (await context.save_state())["messages"] == [m.model_dump() for m in said]
+        assert await context.get_messages() == said[1:]
+
+    asyncio.run(main())
+
+
+def test_an_applications_own_autogen_metadata_key_is_read_as_a_plain_message() -> None:
+    from ravi.kernel.messages import ChatMessage
+
+    own = [
+        ChatMessage.user("hello", metadata={"autogen": {"trace": "t-1"}}),
+        ChatMessage.assistant("hi", metadata={"autogen": "tagged", "autogen_part": "x"}),
+    ]
+    assert from_ravi(own) == [
+        UserMessage(content="hello", source="user"),
+        AssistantMessage(content="hi", source="assistant"),
+    ]
+
+
+def test_the_context_serialises_as_an_autogen_component_by_its_settings() -> None:
+    """``dump_component()``/``load_component()``: the session and the settings its store and pipeline are built
+    from; an ``AssistantAgent`` with Ravi as its context serialises whole (it failed in ``dump_component``)."""
+    from autogen_core.model_context import ChatCompletionContext
+
+    from ravi.kernel.errors import ConfigurationError
+
+    async def main() -> None:
+        settings = {"context": {"agent_id": "ops", "pipeline": [{"strategy": "sliding_window", "max_messages": 2}]}}
+        context = RaviChatCompletionContext(
+            session_id="s1", settings=settings, initial_messages=[SystemMessage(content="Be brief.")]
+        )
+        dumped = context.dump_component()
+        assert dumped.provider == "ravi.integrations.autogen.RaviChatCompletionContext"
+        loaded = ChatCompletionContext.load_component(dumped.model_dump())
+        assert isinstance(loaded, RaviChatCompletionContext)
+        assert (loaded.session_id, loaded.context.agent_id) == ("s1", "ops")
+        for text in ("one", "two", "three"):
+            await loaded.add_message(UserMessage(content=text, source="user"))
+        assert [m.content for m in await loaded.get_messages()] == ["Be brief.", "two", "three"]  # its pipeline
+
+        client = ReplayChatCompletionClient(["ok"], model_info=INFO)  # type: ignore[arg-type]
+        agent = AssistantAgent("ops", model_client=client, model_context=context)
+        again = AssistantAgent.load_component(agent.dump_component())
+        assert isinstance(again._model_context, RaviChatCompletionContext)
+
+        on_objects = RaviChatCompletionContext(ContextConfig(InMemoryHistoryProvider()), session_id="s1")
+        with pytest.raises(ConfigurationError, match="settings"):
+            on_objects.dump_component()
 
     asyncio.run(main())

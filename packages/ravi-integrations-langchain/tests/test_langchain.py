@@ -21,7 +21,7 @@ from ravi.agents.context import (
     ToolResultCompactionStrategy,
 )
 from ravi.integrations.langchain import RaviChatMessageHistory, RaviContextMiddleware, to_langchain, to_ravi
-from ravi.kernel.errors import ConfigurationError, InvalidMessage
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
 
 
 class ScriptedModel(GenericFakeChatModel):
@@ -64,7 +64,7 @@ def test_the_agent_loop_keeps_the_whole_transcript_in_ravi_and_sends_the_window(
     state = result["messages"]
     assert [m.type for m in state] == ["human", "ai", "tool", "ai", "tool", "ai"]
     stored = asyncio.run(history.get_messages("agent", session_id="s1"))
-    assert [m.id for m in stored] == [m.id for m in state]  # every message, once, in order
+    assert [to_langchain(m).id for m in stored] == [m.id for m in state]  # every message, once, in order
     assert [message_to_dict(to_langchain(m)) for m in stored] == [message_to_dict(m) for m in state]
     # the model saw the window: long tool output shortened; the graph's state kept it whole
     last_call = model.seen[-1]
@@ -128,8 +128,8 @@ EVERY_KIND: list[BaseMessage] = [
 def test_every_message_kind_round_trips_through_the_chat_history() -> None:
     history = RaviChatMessageHistory(InMemoryHistoryProvider(), session_id="s")
     history.add_messages(EVERY_KIND)
-    history.add_messages(EVERY_KIND[:2])  # a retried append stores nothing twice
     assert [message_to_dict(m) for m in history.messages] == [message_to_dict(m) for m in EVERY_KIND]
+    assert history.messages == EVERY_KIND
     errors = [to_ravi(m).content[0] for m in EVERY_KIND if isinstance(m, ToolMessage)]
     assert [e.is_error for e in errors] == [False, True]  # type: ignore[union-attr]
     history.clear()
@@ -172,3 +172,165 @@ def test_a_message_with_a_malformed_block_is_refused_with_a_ravi_error() -> None
     broken = HumanMessage(content=[{"type": "image_url"}], id="b1")  # no image_url in the block
     with pytest.raises(InvalidMessage):
         to_ravi(broken)
+
+
+def test_a_message_added_without_an_id_reads_back_equal_to_what_was_added() -> None:
+    """LangChain's own histories give back what was added: ``id=None`` stays ``None`` (Ravi's own message id is
+    kept where LangChain does not see it)."""
+    history = RaviChatMessageHistory(InMemoryHistoryProvider(), session_id="s")
+    added = [SystemMessage("Meow"), AIMessage("woof"), HumanMessage("bark")]
+    history.add_messages(added)
+    assert history.messages == added
+    assert [m.id for m in history.messages] == [None, None, None]
+
+
+def test_every_add_appends_even_a_message_whose_id_is_stored() -> None:
+    """A second message with an id already stored is stored too, as LangChain's own histories do, above all when
+    its content differs (it used to be dropped silently)."""
+    history = RaviChatMessageHistory(InMemoryHistoryProvider(), session_id="s")
+    history.add_messages([HumanMessage("first", id="m1")])
+    history.add_messages([HumanMessage("second, same id", id="m1"), HumanMessage("first", id="m1")])
+    assert [(m.id, m.content) for m in history.messages] == [
+        ("m1", "first"),
+        ("m1", "second, same id"),
+        ("m1", "first"),
+    ]
+
+
+def test_an_applications_own_langchain_metadata_key_is_read_as_a_plain_message() -> None:
+    """A message written through Ravi by an application that keeps its own ``"langchain"`` key in metadata reads
+    back rebuilt from its blocks (it raised ``KeyError``)."""
+    from ravi.kernel.messages import ChatMessage
+
+    store = InMemoryHistoryProvider()
+    own = [
+        ChatMessage.user("hello", id="u1", metadata={"langchain": {"run": "r-7"}}),
+        ChatMessage.assistant("hi", id="a1", metadata={"langchain": "tagged"}),
+        ChatMessage.user("again", id="u2", metadata={"langchain": {"type": "human", "data": {"nope": 1}}}),
+    ]
+    asyncio.run(store.append_many("agent", own, session_id="s"))
+    messages = RaviChatMessageHistory(store, session_id="s").messages
+    assert [(type(m).__name__, m.content, m.id) for m in messages] == [
+        ("HumanMessage", "hello", "u1"),
+        ("AIMessage", "hi", "a1"),
+        ("HumanMessage", "again", "u2"),
+    ]
+
+
+def test_the_error_for_a_malformed_tool_call_reaches_the_model() -> None:
+    """LangChain answers a tool call whose arguments were malformed, on the next turn, with an error message that
+    has no id yet; the model must see it, after its call, to learn the call failed (the middleware used to send
+    only stored messages)."""
+    broken = AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"name": "fetch_logs", "args": "{bad", "id": "call-9", "error": "bad json", "type": "invalid_tool_call"}
+        ],
+    )
+    model = ScriptedModel(messages=iter([broken, AIMessage("I will retry with valid arguments.")]))
+    agent = create_agent(
+        model,
+        [fetch_logs],
+        middleware=[RaviContextMiddleware(ContextConfig(InMemoryHistoryProvider()))],
+        checkpointer=InMemorySaver(),
+    )
+    thread = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [HumanMessage("logs of the api?")]}, config=thread)
+    agent.invoke({"messages": [HumanMessage("try again")]}, config=thread)
+    seen = model.seen[-1]
+    assert [type(m).__name__ for m in seen] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage"]
+    assert (seen[2].tool_call_id, seen[2].status) == ("call-9", "error")  # type: ignore[attr-defined]
+    assert "malformed" in str(seen[2].content)
+
+
+def test_what_another_middleware_does_to_the_request_reaches_the_model() -> None:
+    """Ravi's window keeps the request as the outer middleware left it: a message it added (with or without an
+    id) is sent where it put it, a message it changed is sent changed, one it took out is not sent back."""
+    from langchain.agents.middleware import wrap_model_call
+
+    @wrap_model_call
+    def redact_and_remind(request: Any, handler: Any) -> Any:
+        messages = [
+            HumanMessage("[redacted]", id=m.id) if isinstance(m, HumanMessage) and "secret" in str(m.content) else m
+            for m in request.messages
+            if "drop me" not in str(m.content)
+        ]
+        messages.append(HumanMessage("Reminder: answer in one line."))  # no id
+        messages.append(HumanMessage("Reminder with an id.", id="reminder-1"))
+        return handler(request.override(messages=messages))
+
+    history = InMemoryHistoryProvider()
+    model = ScriptedModel(messages=iter([AIMessage("fine")]))
+    middleware = RaviContextMiddleware(ContextConfig(history), session_id="s1")
+    agent = create_agent(model, [fetch_logs], middleware=[redact_and_remind, middleware])
+    agent.invoke({"messages": [HumanMessage("drop me"), HumanMessage("my secret is 42"), HumanMessage("status?")]})
+    assert [m.content for m in model.seen[-1]] == [
+        "[redacted]",
+        "status?",
+        "Reminder: answer in one line.",
+        "Reminder with an id.",
+    ]
+    stored = asyncio.run(history.get_messages("agent", session_id="s1"))
+    assert [m.text for m in stored] == [
+        "drop me",
+        "my secret is 42",
+        "status?",
+        "fine",
+    ]  # the transcript is the state's
+
+
+def test_a_message_replaced_under_its_id_is_stored_as_the_new_message() -> None:
+    """LangGraph replaces a state message that is added again under its id; Ravi keeps both versions (nothing
+    stored is dropped or changed) and the model is sent the new one."""
+    history = InMemoryHistoryProvider()
+    model = ScriptedModel(messages=iter([AIMessage("one", id="a1"), AIMessage("two", id="a2")]))
+    agent = create_agent(
+        model, [], middleware=[RaviContextMiddleware(ContextConfig(history))], checkpointer=InMemorySaver()
+    )
+    thread = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [HumanMessage("draft", id="h1")]}, config=thread)
+    agent.invoke({"messages": [HumanMessage("final", id="h1"), HumanMessage("next", id="h2")]}, config=thread)
+    assert [m.content for m in model.seen[-1]] == ["final", "one", "next"]
+    stored = asyncio.run(history.get_messages("agent", session_id="t"))
+    assert [m.text for m in stored] == ["draft", "one", "final", "next", "two"]
+
+
+def test_the_session_can_be_named_by_a_function_of_the_runs_config() -> None:
+    """``session_id`` may be a function of the run's config (a user id, say), checked like a name."""
+    history = InMemoryHistoryProvider()
+    model = ScriptedModel(messages=iter([AIMessage("hello Ada"), AIMessage("hello Bob")]))
+    middleware = RaviContextMiddleware(ContextConfig(history), session_id=lambda config: config["configurable"]["user"])
+    agent = create_agent(model, [], middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("hi, I am Ada")]}, config={"configurable": {"user": "ada"}})
+    agent.invoke({"messages": [HumanMessage("hi, I am Bob")]}, config={"configurable": {"user": "bob"}})
+    stored = asyncio.run(history.get_messages("agent", session_id="bob"))
+    assert [m.text for m in stored] == ["hi, I am Bob", "hello Bob"]
+    with pytest.raises(InvalidArgument):
+        agent.invoke({"messages": [HumanMessage("hi")]}, config={"configurable": {"user": ""}})
+
+
+def test_a_new_middleware_over_a_stored_thread_stores_only_the_new_turns() -> None:
+    """A new process (here a new middleware, on the same store and checkpointer) converts the restored state
+    again: what the session holds stays as it was stored, and only the new turns are added (the store refuses
+    the same ids with other content, so nothing may be re-sent as a new message)."""
+    history = InMemoryHistoryProvider()
+    saver = InMemorySaver()
+    thread = {"configurable": {"thread_id": "t"}}
+    first = create_agent(
+        ScriptedModel(messages=iter([AIMessage("one")])),
+        [],
+        middleware=[RaviContextMiddleware(ContextConfig(history))],
+        checkpointer=saver,
+    )
+    first.invoke({"messages": [HumanMessage("hi")]}, config=thread)
+    kept = asyncio.run(history.get_messages("agent", session_id="t"))
+    second = create_agent(
+        ScriptedModel(messages=iter([AIMessage("two")])),
+        [],
+        middleware=[RaviContextMiddleware(ContextConfig(history))],
+        checkpointer=saver,
+    )
+    second.invoke({"messages": [HumanMessage("again")]}, config=thread)
+    stored = asyncio.run(history.get_messages("agent", session_id="t"))
+    assert [m.text for m in stored] == ["hi", "one", "again", "two"]
+    assert stored[:2] == kept  # as stored, created_at included

@@ -146,7 +146,8 @@ def test_a_malformed_item_is_refused_and_nothing_of_its_batch_is_stored() -> Non
 
 
 def test_unknown_or_malformed_session_settings_are_a_configuration_error() -> None:
-    """``session_settings`` as the SDK takes them (an object or a dict); a bad one is Ravi's typed error."""
+    """``session_settings`` as the SDK takes them (an object or a dict); a bad one is Ravi's typed error, and an
+    unknown field is also the ``TypeError`` the SDK's own sessions raise."""
     import pytest
     from agents import SessionSettings
 
@@ -155,6 +156,8 @@ def test_unknown_or_malformed_session_settings_are_a_configuration_error() -> No
     assert RaviSession("s", session_settings={"limit": 2}).session_settings == SessionSettings(limit=2)
     assert RaviSession("s", session_settings=SessionSettings(limit=3)).session_settings.limit == 3
     with pytest.raises(ConfigurationError, match="limitt"):
+        RaviSession("s", session_settings={"limitt": 1})
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
         RaviSession("s", session_settings={"limitt": 1})
     with pytest.raises(ConfigurationError, match="limit"):
         RaviSession("s", session_settings={"limit": "many"})

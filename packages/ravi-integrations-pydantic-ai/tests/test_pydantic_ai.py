@@ -161,3 +161,37 @@ def test_a_run_continued_from_ravi_appends_only_its_own_messages() -> None:
         assert [m.role for m in stored] == ["user", "assistant"] * 5
 
     asyncio.run(main())
+
+
+def test_a_request_without_parts_is_kept_exactly() -> None:
+    """``ModelRequest(parts=[])`` was dropped silently (it became no Ravi message at all); it is stored and read
+    back in its place."""
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("hi")]),
+        ModelRequest(parts=[]),
+        ModelResponse(parts=[TextPart("hello")]),
+        ModelRequest(parts=[], instructions="be kind"),
+    ]
+    ravi = [r for i, m in enumerate(messages) for r in to_ravi(m, salt=str(i))]
+    assert [m.role for m in ravi] == ["user", "user", "assistant", "user"]
+    assert from_ravi(ravi) == messages
+
+    async def main() -> None:
+        history = RaviHistory(ContextConfig(InMemoryHistoryProvider()), session_id="s1")
+        await history.store(messages)
+        assert await history.messages() == messages
+
+    asyncio.run(main())
+
+
+def test_an_applications_own_pydantic_ai_metadata_key_is_read_as_a_plain_message() -> None:
+    from ravi.kernel.messages import ChatMessage
+
+    own = [
+        ChatMessage.user("hello", metadata={"pydantic_ai": {"message": {"kind": "nope"}}}),
+        ChatMessage.assistant("hi", metadata={"pydantic_ai": ["tagged"]}),
+    ]
+    got = from_ravi(own)
+    assert [type(m).__name__ for m in got] == ["ModelRequest", "ModelResponse"]
+    assert got[0].parts[0].content == "hello"  # type: ignore[union-attr]
+    assert got[1].parts[0].content == "hi"  # type: ignore[union-attr]

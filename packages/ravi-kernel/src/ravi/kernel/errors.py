@@ -99,6 +99,12 @@ class ConfigurationError(RaviError, ValueError):
     """Settings or backend options are missing, unknown or malformed; raised at start-up where possible."""
 
 
+class UnknownSetting(ConfigurationError, TypeError):
+    """A setting or option of a name that is not known. A ``TypeError`` too, as Python's own error for an
+    unexpected keyword argument is, so code written against a framework that raises ``TypeError`` there keeps
+    working."""
+
+
 class PermissionDenied(RaviError, PermissionError):
     """The backend refused the credentials or the operation."""
 
@@ -119,4 +125,5 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "RaviError",
+    "UnknownSetting",
 ]

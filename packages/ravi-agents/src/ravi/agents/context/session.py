@@ -10,7 +10,6 @@ prompt, say) never see each other's state.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
 
 from ravi.kernel.agent import SessionContext, SessionState
 from ravi.kernel.errors import InvalidArgument
@@ -48,32 +47,6 @@ class SessionStates:
         return len(self._states)
 
 
-class StoredPrefix:
-    """How much of a session's growing list of messages (a framework's run state) is already stored, so that
-    adapters convert and append only what is new. A list that is not the one seen before, extended, starts again
-    from 0 (the store ignores message ids it already has). Bounded: the ``max_sessions`` most recent sessions."""
-
-    def __init__(self, max_sessions: int = 4_096) -> None:
-        self.max_sessions = max_sessions
-        self._seen: OrderedDict[str, tuple[int, object]] = OrderedDict()
-
-    def start(self, session_id: str, messages: Sequence[object]) -> int:
-        """Where the messages not stored yet begin."""
-        seen = self._seen.get(session_id)
-        if seen is None:
-            return 0
-        count, last = seen
-        return count if 0 < count <= len(messages) and messages[count - 1] is last else 0
-
-    def mark(self, session_id: str, messages: Sequence[object]) -> None:
-        """Record that every one of ``messages`` is stored."""
-        if messages:
-            self._seen[session_id] = (len(messages), messages[-1])
-            self._seen.move_to_end(session_id)
-            while len(self._seen) > self.max_sessions:
-                self._seen.popitem(last=False)
-
-
 def counter_of(own: TokenCounter | None, session: SessionContext | None, default: TokenCounter) -> TokenCounter:
     """The counter a strategy uses: its own when it names one, else the session's (the pipeline's), else
     ``default``."""
@@ -84,4 +57,4 @@ def counter_of(own: TokenCounter | None, session: SessionContext | None, default
     return default
 
 
-__all__ = ["SessionStates", "StoredPrefix", "counter_of"]
+__all__ = ["SessionStates", "counter_of"]

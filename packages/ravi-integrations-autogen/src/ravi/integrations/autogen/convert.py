@@ -2,7 +2,9 @@
 
 Each Ravi message keeps the AutoGen message it came from (its JSON form) under ``"autogen"`` in its metadata.
 A ``FunctionExecutionResultMessage`` carries several results; Ravi keeps one result per tool message, so it
-becomes one tool message per result, each knowing its place, and they are joined again when read back.
+becomes one tool message per result, each knowing its place, and they are joined again when read back. One
+that holds no result at all is kept too, as a user message with no content (it answers no call, so nothing
+of it counts), and reads back as it was.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from autogen_core.models import (
     UserMessage,
 )
 
+from ravi.agents.adapters import Originals
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
-from ravi.kernel.values import thaw
 
 KEY = "autogen"
 """The metadata key under which a Ravi message keeps its AutoGen message."""
@@ -39,8 +41,12 @@ def _dump(message: LLMMessage) -> dict[str, Any]:
     return dict(dumped)
 
 
-def _load(data: Mapping[str, Any]) -> LLMMessage:
-    return ChatCompletionContextState.model_validate({"messages": [thaw(data)]}).messages[0]
+def _load(data: Any) -> LLMMessage:
+    return ChatCompletionContextState.model_validate({"messages": [data]}).messages[0]
+
+
+ORIGINALS: Originals[LLMMessage] = Originals(KEY, load=_load)
+"""The AutoGen messages kept in Ravi messages (an application's own ``"autogen"`` metadata is not one)."""
 
 
 def _arguments(raw: str) -> dict[str, Any]:
@@ -85,12 +91,21 @@ def to_ravi(message: LLMMessage, *, salt: str = "") -> list[ChatMessage]:
         return [
             ChatMessage(id=ident, role="assistant", content=tuple(blocks), name=message.source, metadata={KEY: data})
         ]
+    if not message.content:
+        return [ChatMessage(id=ident, role="user", content=(), metadata={KEY: data})]
     out = []
     for i, result in enumerate(message.content):
         block = ToolResultBlock(tool_call_id=result.call_id, content=result.content, is_error=bool(result.is_error))
         meta = {KEY: data, "autogen_part": [i, len(message.content)]}
         out.append(ChatMessage(id=f"{ident}-{i}", role="tool", content=(block,), metadata=meta))
     return out
+
+
+def _place(part: Any, size: int | None) -> int | None:
+    """A result's place in its message, from ``autogen_part`` (``None`` when it is not one)."""
+    if not isinstance(part, Sequence) or isinstance(part, str) or not part or not isinstance(part[0], int):
+        return None
+    return part[0] if part[0] >= 0 and (size is None or part[0] < size) else None
 
 
 def _unchanged(message: ChatMessage, original: LLMMessage, part: int | None) -> bool:
@@ -112,16 +127,18 @@ def from_ravi(messages: Sequence[ChatMessage]) -> list[LLMMessage]:
             pending.clear()
 
     for message in messages:
-        data = message.metadata.get(KEY)
-        original = _load(data) if isinstance(data, Mapping) else None
+        original = ORIGINALS.of(message)
         part = message.metadata.get("autogen_part")
         if message.role == "tool":
             result = message.content[0]
             assert isinstance(result, ToolResultBlock)
             name = ""
-            if isinstance(original, FunctionExecutionResultMessage) and isinstance(part, Sequence):
-                name = original.content[int(part[0])].name
-            if pending and isinstance(part, Sequence) and int(part[0]) == 0:
+            place = (
+                _place(part, len(original.content)) if isinstance(original, FunctionExecutionResultMessage) else None
+            )
+            if isinstance(original, FunctionExecutionResultMessage) and place is not None:
+                name = original.content[place].name
+            if pending and _place(part, None) == 0:
                 flush()  # the first result of another message
             pending.append(
                 FunctionExecutionResult(

@@ -2,15 +2,16 @@
 
 A LangChain message becomes a ``ChatMessage`` whose content blocks are what assembly needs (text, tool calls,
 tool results with their error flag, images, reasoning), and whose metadata keeps the whole LangChain message
-(``message_to_dict``) under ``"langchain"``. Reading it back gives the very message that was stored. A message the
-pipeline changed (a shortened tool result, a tool call folded away, a summary) is rebuilt from its blocks, with
-its id, name and the LangChain fields that were not changed.
+(``message_to_dict``) under ``"langchain"``. Reading it back gives the very message that was stored, equal to
+what was added: its ``id`` too, ``None`` included. Ravi's own message id is the ``ChatMessage``'s, which
+LangChain never sees. A message the pipeline changed (a shortened tool result, a tool call folded away, a
+summary) is rebuilt from its blocks, with its LangChain id and name.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,12 +25,22 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
+from ravi.agents.adapters import Originals
 from ravi.kernel.errors import InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
-from ravi.kernel.values import thaw
 
 KEY = "langchain"
 """The metadata key under which a stored message keeps its LangChain form."""
+
+
+def _load(data: Any) -> BaseMessage:
+    if not isinstance(data, Mapping) or not isinstance(data.get("data"), Mapping):
+        raise ValueError("not a LangChain message dict")
+    return messages_from_dict([dict(data)])[0]
+
+
+ORIGINALS: Originals[BaseMessage] = Originals(KEY, load=_load)
+"""The LangChain messages kept in Ravi messages (an application's own ``"langchain"`` metadata is not one)."""
 
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "developer": "system"}
 
@@ -86,21 +97,25 @@ def _blocks(message: BaseMessage) -> tuple[Any, ...]:
     return tuple(blocks)
 
 
-def to_ravi(message: BaseMessage) -> ChatMessage:
-    """A LangChain message as a Ravi ``ChatMessage`` (same id; one is made for a message without one).
+def to_ravi(message: BaseMessage, *, ravi_id: str | None = None) -> ChatMessage:
+    """A LangChain message as a Ravi ``ChatMessage`` whose metadata keeps the LangChain message exactly.
+
+    The Ravi message's id is ``ravi_id`` when given, else one derived from the whole LangChain message (its
+    ``id`` and content): the same message always gets the same id, so storing it again is a no-op, and a
+    message with an id already stored but different content gets another, so it is never taken for the first.
 
     Raises:
         InvalidMessage: the message is of a kind Ravi cannot store, or a field is not JSON.
     """
     try:
-        return _to_ravi(message)
+        return _to_ravi(message, ravi_id)
     except RaviError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise InvalidMessage(f"a LangChain message cannot be stored: {error!r}", field="message") from None
 
 
-def _to_ravi(message: BaseMessage) -> ChatMessage:
+def _to_ravi(message: BaseMessage, ravi_id: str | None) -> ChatMessage:
     if not isinstance(message, BaseMessage):
         raise InvalidMessage(f"expected a LangChain message, got {type(message).__name__}", field="message")
     role = _ROLES.get(message.type) or ("system" if getattr(message, "role", None) == "developer" else None)
@@ -109,21 +124,39 @@ def _to_ravi(message: BaseMessage) -> ChatMessage:
     if role is None:
         raise InvalidMessage(f"LangChain message type {message.type!r} has no Ravi role", field="type")
     data = message_to_dict(message)
-    ident = message.id or uuid.uuid4().hex
-    data["data"]["id"] = ident
-    return ChatMessage(id=ident, role=role, content=_blocks(message), name=message.name or None, metadata={KEY: data})
+    if ravi_id is None:
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+        ravi_id = f"lc-{digest[:32]}"
+    return ChatMessage(
+        id=ravi_id, role=role, content=_blocks(message), name=message.name or None, metadata=ORIGINALS.keep(data)
+    )
+
+
+def langchain_id(message: ChatMessage) -> str | None:
+    """The LangChain ``id`` of the message a Ravi message stands for (``None`` for one that had none, or for a
+    message that no LangChain message was stored as, such as a summary)."""
+    data = ORIGINALS.data(message)
+    inner = data.get("data") if isinstance(data, Mapping) else None
+    ident = inner.get("id") if isinstance(inner, Mapping) else None
+    return ident if isinstance(ident, str) else None
+
+
+def changed(message: ChatMessage) -> bool:
+    """Whether ``message`` no longer holds what its stored LangChain message says (the pipeline shortened or
+    folded it, say), or holds no LangChain message at all."""
+    return ORIGINALS.unchanged(message, _blocks) is None
 
 
 def to_langchain(message: ChatMessage) -> BaseMessage:
     """A Ravi message as LangChain's: the stored LangChain message itself when the pipeline left it unchanged,
-    else one rebuilt from its blocks (keeping its id and name)."""
-    stored = message.metadata.get(KEY)
-    if isinstance(stored, Mapping):
-        original = messages_from_dict([thaw(stored)])[0]
-        if _blocks(original) == message.content:
-            return original
+    else one rebuilt from its blocks, with the stored message's LangChain id (the Ravi id for a message no
+    LangChain message was stored as) and its name."""
+    original = ORIGINALS.unchanged(message, _blocks)
+    if original is not None:
+        return original
     text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
-    common: dict[str, Any] = {"id": message.id}
+    kept = ORIGINALS.of(message)
+    common: dict[str, Any] = {"id": kept.id if kept is not None else message.id}
     if message.name:
         common["name"] = message.name
     if message.role == "system":
@@ -143,4 +176,4 @@ def to_langchain(message: ChatMessage) -> BaseMessage:
     return AIMessage(content=text, tool_calls=calls, **common)
 
 
-__all__ = ["KEY", "to_langchain", "to_ravi"]
+__all__ = ["KEY", "ORIGINALS", "changed", "langchain_id", "to_langchain", "to_ravi"]

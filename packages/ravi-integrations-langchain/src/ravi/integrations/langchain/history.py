@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -15,8 +16,9 @@ from ravi.kernel.values import check_scope
 
 class RaviChatMessageHistory(BaseChatMessageHistory):
     """A LangChain ``BaseChatMessageHistory`` over a Ravi history store: every message, of every kind, is stored
-    and read back exactly (see :mod:`ravi.integrations.langchain.convert`), appends are idempotent by message id,
-    and ``clear`` removes the session.
+    and read back exactly, equal to what was added (see :mod:`ravi.integrations.langchain.convert`); every add
+    appends, as LangChain's own histories do (a message added twice is there twice, whatever its ``id``); and
+    ``clear`` removes the session.
 
     The async methods run on the caller's event loop. The synchronous ones (``messages``, ``add_messages``,
     ``clear``) run on one background loop that this package keeps, so a store's connection pool is used from one
@@ -45,7 +47,8 @@ class RaviChatMessageHistory(BaseChatMessageHistory):
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Store ``messages`` at the end of the session, all or none."""
-        await self.history.append_many(self.agent_id, [to_ravi(m) for m in messages], session_id=self.session_id)
+        converted = [to_ravi(m, ravi_id=uuid.uuid4().hex) for m in messages]  # each add is a new turn
+        await self.history.append_many(self.agent_id, converted, session_id=self.session_id)
 
     async def aclear(self) -> None:
         """Remove the session."""

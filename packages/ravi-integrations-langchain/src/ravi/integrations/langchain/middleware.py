@@ -2,67 +2,140 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from ravi.agents.adapters import StoredPrefix, append_new, as_context
 from ravi.agents.context import AgentContext, ContextConfig
-from ravi.agents.context.session import StoredPrefix
 from ravi.integrations.langchain import _loop
-from ravi.integrations.langchain.convert import to_langchain, to_ravi
+from ravi.integrations.langchain.convert import changed, langchain_id, to_langchain, to_ravi
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
 
 
-def _as_state(window: Sequence[ChatMessage]) -> list[AnyMessage]:
-    return cast("list[AnyMessage]", [to_langchain(m) for m in window])
+def _state_messages(request: ModelRequest) -> Sequence[BaseMessage]:
+    """The agent's transcript: the graph state's messages (what another middleware changed in the request only
+    is not part of it), or the request's when it carries no state."""
+    state = request.state
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    return messages if isinstance(messages, Sequence) else request.messages
+
+
+def merge(
+    window: Sequence[ChatMessage], request: Sequence[BaseMessage], state: Sequence[BaseMessage]
+) -> list[BaseMessage]:
+    """What the model is sent: Ravi's window of the stored session, with the request's own view of it.
+
+    * A window message that is in the request goes in the request's order: as the pipeline left it when it
+      changed it (a shortened tool result, say), unless another middleware changed it too, else the request's
+      own message object.
+    * A message of the agent's state that the request lacks was taken out by another middleware: not sent.
+    * A window message the request does not hold (an earlier turn of the session, a summary) stays in place.
+    * A request message that is not in the state (one without an id, such as the error LangChain adds for a
+      malformed tool call, or one another middleware added) is sent where the request has it, unless it is a
+      tool result whose call is not sent (a provider refuses such an orphan).
+    """
+    in_state = {m.id: m for m in state if m.id is not None}
+    position: dict[str, int] = {}
+    for i, m in enumerate(request):
+        if m.id is not None:
+            position.setdefault(m.id, i)
+    ids = [langchain_id(w) for w in window]
+    newest = {lc: i for i, lc in enumerate(ids) if lc is not None}  # a message stored again changed: its newest
+    placed: list[tuple[int | None, BaseMessage]] = []  # each window message with its place in the request
+    sent: set[str] = set()
+    for i, (w, lc) in enumerate(zip(window, ids, strict=True)):
+        if lc is not None and newest[lc] != i:
+            continue
+        if lc is not None and lc in position:
+            at = position[lc]
+            mine, theirs = request[at], in_state.get(lc)
+            compacted = theirs is not None and (mine is theirs or mine == theirs) and changed(w)
+            placed.append((at, to_langchain(w) if compacted else mine))  # the request's own object, if it can
+            sent.add(lc)
+        elif lc is None or lc not in in_state:
+            placed.append((None, to_langchain(w)))
+    slots = [k for k, (at, _) in enumerate(placed) if at is not None]  # the request's messages in its order
+    for k, item in zip(slots, sorted((placed[k] for k in slots), key=lambda item: item[0] or 0), strict=True):
+        placed[k] = item
+    extra: list[tuple[int, BaseMessage]] = [
+        (i, m) for i, m in enumerate(request) if m.id is None or (m.id not in in_state and m.id not in sent)
+    ]
+    out: list[BaseMessage] = []
+    calls: set[str] = set()
+
+    def add(message: BaseMessage, *, own: bool) -> None:
+        if isinstance(message, AIMessage):
+            calls.update(c["id"] for c in message.tool_calls if c["id"] is not None)
+            calls.update(c["id"] for c in message.invalid_tool_calls if c["id"] is not None)
+        elif own and isinstance(message, ToolMessage) and message.tool_call_id not in calls:
+            return
+        out.append(message)
+
+    j = 0
+    for place, message in placed:
+        while place is not None and j < len(extra) and extra[j][0] < place:
+            add(extra[j][1], own=True)
+            j += 1
+        add(message, own=False)
+    for _, message in extra[j:]:
+        add(message, own=True)
+    return out
 
 
 class RaviContextMiddleware(AgentMiddleware):
     """Keeps a LangChain agent's whole transcript in Ravi and sends the model Ravi's window.
 
     Before each model call, the messages of the agent's state that Ravi has not stored yet are appended to the
-    session (idempotent by id, so nothing is stored twice), and the model is called with the window the
-    configured pipeline assembles from the stored transcript (within its budget, tool calls with their
-    results). The window only goes to the model: the graph's state, and so its checkpoints and
-    ``result["messages"]``, keep every message whole. After the run, the final messages are stored too.
+    session (idempotent: the same message always gets the same Ravi id, so nothing is stored twice, and a
+    message replaced under its id is stored as the new message it is), and the model is called with the window
+    the configured pipeline assembles from the stored transcript (within its budget, tool calls with their
+    results), merged with the request as other middleware left it (see :func:`merge`): every message of the
+    request reaches the model, with or without an id, unless the window left it out. The window only goes to
+    the model: the graph's state, and so its checkpoints and ``result["messages"]``, keep every message whole.
+    After the run, the final messages are stored too.
 
     The session is ``session_id`` when given, else the run's ``thread_id`` (``config={"configurable":
-    {"thread_id": ...}}``).
+    {"thread_id": ...}}``). ``session_id`` may also be a function of the run's config that names the session
+    (``lambda config: config["configurable"]["user_id"]``, say).
 
     Example:
         >>> from ravi.agents.context import ContextConfig, TokenBudgetComposedStrategy
         >>> middleware = RaviContextMiddleware(ContextConfig.default(), session_id="s1")
     """
 
-    def __init__(self, context: AgentContext | ContextConfig | None = None, *, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        context: AgentContext | ContextConfig | None = None,
+        *,
+        session_id: str | Callable[[RunnableConfig], str] | None = None,
+    ) -> None:
         super().__init__()
-        if context is None:
-            context = AgentContext(ContextConfig.from_settings())
-        elif isinstance(context, ContextConfig):
-            context = AgentContext(context)
-        if not isinstance(context, AgentContext):
-            raise ConfigurationError(
-                f"context must be an AgentContext or a ContextConfig, got {type(context).__name__}"
-            )
-        if session_id is not None:
+        if isinstance(session_id, str) or (session_id is not None and not callable(session_id)):
             check_scope(session_id=session_id)
-        self.context = context
+        self.context = as_context(context)
         self.session_id = session_id
         self._stored = StoredPrefix()
 
     def _session(self) -> str:
-        if self.session_id is not None:
+        if isinstance(self.session_id, str):
             return self.session_id
-        try:
-            from langgraph.config import get_config
+        from langgraph.config import get_config
 
-            thread = get_config().get("configurable", {}).get("thread_id")
+        try:
+            config = get_config()
         except RuntimeError:
-            thread = None
+            config = {}
+        if self.session_id is not None:
+            chosen = self.session_id(config)
+            check_scope(session_id=chosen)
+            return chosen
+        thread = config.get("configurable", {}).get("thread_id")
         if not thread:
             raise ConfigurationError(
                 "RaviContextMiddleware needs a session",
@@ -71,16 +144,17 @@ class RaviContextMiddleware(AgentMiddleware):
         return str(thread)
 
     async def _store(self, session_id: str, messages: Sequence[BaseMessage]) -> None:
-        new = [to_ravi(m) for m in messages[self._stored.start(session_id, messages) :] if m.id is not None]
-        if new:
-            await self.context.add_messages(session_id, new)
-        self._stored.mark(session_id, messages)
+        agent_id = self.context.agent_id
+        places = self._stored.unstored(agent_id, session_id, messages)
+        new = [to_ravi(messages[i]) for i in places if messages[i].id is not None]
+        await append_new(self.context, session_id, new)
+        self._stored.mark(agent_id, session_id, messages)
 
-    async def _window(self, request: ModelRequest) -> ModelRequest:
-        session_id = self._session()
-        await self._store(session_id, request.messages)
+    async def _request(self, session_id: str, request: ModelRequest) -> ModelRequest:
+        state = _state_messages(request)
+        await self._store(session_id, state)
         window = await self.context.get_prompt_window(session_id)
-        return request.override(messages=_as_state(window))
+        return request.override(messages=cast("list[AnyMessage]", merge(window, request.messages, state)))
 
     async def awrap_model_call(
         self,
@@ -88,7 +162,7 @@ class RaviContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         """Store what is new, then call the model with Ravi's window."""
-        return await handler(await self._window(request))
+        return await handler(await self._request(self._session(), request))
 
     def wrap_model_call(
         self,
@@ -96,14 +170,7 @@ class RaviContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
         """The synchronous form (``agent.invoke``): the same, on the package's background loop."""
-        session_id = self._session()
-
-        async def window() -> ModelRequest:
-            await self._store(session_id, request.messages)
-            stored = await self.context.get_prompt_window(session_id)
-            return request.override(messages=_as_state(stored))
-
-        return handler(_loop.run(window()))
+        return handler(_loop.run(self._request(self._session(), request)))
 
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Store the run's last messages (the final answer)."""
@@ -117,4 +184,4 @@ class RaviContextMiddleware(AgentMiddleware):
         return None
 
 
-__all__ = ["RaviContextMiddleware"]
+__all__ = ["RaviContextMiddleware", "merge"]

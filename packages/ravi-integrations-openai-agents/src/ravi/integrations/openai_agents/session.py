@@ -10,9 +10,9 @@ from typing import Any
 
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
-from ravi.agents.context import InMemoryHistoryProvider
+from ravi.agents.adapters import as_context
 from ravi.integrations.openai_agents.convert import KEY, group, to_ravi
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, UnknownSetting
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, TailEditor, WindowReader
 from ravi.kernel.values import check_scope, thaw
@@ -44,13 +44,16 @@ def _settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSetti
         return SessionSettings()
     try:
         return coerce_session_settings(dict(value) if isinstance(value, Mapping) else value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"session_settings: {exc}; pass agents.SessionSettings(limit=...)") from exc
+    except TypeError as exc:  # an unknown field: the SDK's own sessions raise TypeError there, and so does this
+        raise UnknownSetting(f"session_settings: {exc}", hint="pass agents.SessionSettings(limit=...)") from exc
+    except ValueError as exc:
+        raise ConfigurationError(f"session_settings: {exc}", hint="pass agents.SessionSettings(limit=...)") from exc
 
 
 class RaviSession:
     """A ``Session`` of the OpenAI Agents SDK (``Runner.run(..., session=RaviSession("s1", history))``) kept in a
-    Ravi history store: in memory by default, Postgres or Redis for production.
+    Ravi history store: the one given, else the one settings name (``ravi.toml``, ``RAVI_*``; in memory when they
+    name none, as every face's default is), Postgres or Redis for production.
 
     Items are stored exactly as the SDK gives them and returned exactly; each ``add_items`` call is one atomic
     append, grouped into Ravi turns (consecutive assistant items, parallel function calls included, are one
@@ -78,7 +81,7 @@ class RaviSession:
         check_scope(agent_id=agent_id, session_id=session_id)
         self.session_id = session_id
         self.agent_id = agent_id
-        self.history = history if history is not None else InMemoryHistoryProvider()
+        self.history = history if history is not None else as_context(None).config.history
         self.session_settings = _settings(session_settings)
 
     async def _messages(self) -> list[ChatMessage]:

@@ -7,8 +7,8 @@ from typing import Any
 
 from agents.run_config import CallModelData, ModelInputData
 
-from ravi.agents.context import AgentContext, CompactionPipeline, ContextConfig
-from ravi.agents.context.pipeline import as_pipeline
+from ravi.agents.adapters import as_context, window_of
+from ravi.agents.context import AgentContext, CompactionPipeline, ContextConfig, InMemoryHistoryProvider
 from ravi.integrations.openai_agents.convert import group, items_of, to_ravi
 from ravi.kernel.agent import CompactionStrategy
 from ravi.kernel.messages import ChatMessage
@@ -38,7 +38,7 @@ def ravi_input_filter(
     pipeline: AgentContext | ContextConfig | CompactionPipeline | CompactionStrategy | Sequence[CompactionStrategy],
     *,
     session_id: str,
-    agent_id: str = "agent",
+    agent_id: str | None = None,
 ) -> Callable[[CallModelData[Any]], Awaitable[ModelInputData]]:
     """A ``RunConfig(call_model_input_filter=...)`` that sends the model Ravi's window of its input.
 
@@ -46,25 +46,27 @@ def ravi_input_filter(
     pipeline (within its budget, calls with their results, every system message kept), and turned back into
     items: unchanged turns as their original items, changed ones (a shortened output, folded calls) rebuilt.
     The session itself is not changed: the window goes to the model only. ``session_id`` names the session whose
-    window state (a watermark's start, say) the pipeline keeps: use one filter per session.
+    window state (a watermark's start, say) the pipeline keeps: use one filter per session. ``agent_id`` is the
+    context's (``"agent"`` unless it names another) unless given.
 
     Example:
         >>> from ravi.agents.context import TokenBudgetComposedStrategy
         >>> input_filter = ravi_input_filter([TokenBudgetComposedStrategy.from_model("gpt-4o")], session_id="s1")
     """
-    check_scope(agent_id=agent_id, session_id=session_id)
-    if isinstance(pipeline, AgentContext):
-        pipeline = pipeline.config
-    engine = (
-        pipeline.pipeline if isinstance(pipeline, ContextConfig) else as_pipeline(pipeline, default=CompactionPipeline)
-    )
+    if isinstance(pipeline, (AgentContext, ContextConfig)):
+        context = as_context(pipeline)
+    else:  # strategies alone: the window is built from the input, so no store is read
+        context = AgentContext(ContextConfig(InMemoryHistoryProvider(), pipeline))
+    if agent_id is not None and agent_id != context.agent_id:
+        context = AgentContext(context.config, agent_id=agent_id)  # the same pipeline, so the same session states
+    check_scope(agent_id=context.agent_id, session_id=session_id)
 
     converted = _Converted()
 
     async def input_filter(data: CallModelData[Any]) -> ModelInputData:
         turns = group(data.model_data.input)
         messages = converted(turns)
-        window = await engine.compact(messages, engine.session(agent_id, session_id))
+        window = await window_of(context, session_id, messages)
         unchanged = {id(m): turn for m, turn in zip(messages, turns, strict=True)}  # the pipeline kept these as given
         items: list[Any] = [item for m in window for item in unchanged.get(id(m)) or items_of(m)]
         return ModelInputData(input=items, instructions=data.model_data.instructions)

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage
+from ravi.agents.adapters import StoredPrefix, append_new, as_context
 from ravi.agents.context import AgentContext, ContextConfig
-from ravi.agents.context.session import StoredPrefix
 from ravi.integrations.pydantic_ai.convert import from_ravi, to_ravi
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
@@ -27,30 +27,27 @@ class RaviHistory(AbstractCapability[Any]):
     """
 
     def __init__(self, context: AgentContext | ContextConfig | None = None, *, session_id: str) -> None:
-        if context is None:
-            context = AgentContext(ContextConfig.from_settings())
-        elif isinstance(context, ContextConfig):
-            context = AgentContext(context)
         check_scope(session_id=session_id)
-        self.context = context
+        self.context = as_context(context)
         self.session_id = session_id
         self._stored = StoredPrefix()
 
     async def store(self, messages: list[ModelMessage]) -> None:
         """Store the conversation ``messages`` (those already stored are skipped)."""
-        start = self._stored.start(self.session_id, messages)
+        agent_id = self.context.agent_id
+        start = self._stored.start(agent_id, self.session_id, messages)
         converted: list[ChatMessage] = []
         for i in range(start, len(messages)):
             converted += to_ravi(messages[i], salt=f"{self.session_id}:{i}")
-        if converted:
-            await self.context.add_messages(self.session_id, converted)
-        self._stored.mark(self.session_id, messages)
+        await append_new(self.context, self.session_id, converted)
+        self._stored.mark(agent_id, self.session_id, messages)
 
     async def messages(self) -> list[ModelMessage]:
         """The stored conversation, as PydanticAI messages (for ``message_history=``)."""
         history = self.context.config.history
         messages = from_ravi(await history.get_messages(self.context.agent_id, session_id=self.session_id))
-        self._stored.mark(self.session_id, messages)  # they are the store's: a run continuing them adds only its own
+        # they are the store's: a run continuing them adds only its own
+        self._stored.mark(self.context.agent_id, self.session_id, messages)
         return messages
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:

@@ -3,9 +3,10 @@
 A ``ModelResponse`` is one assistant message (text, thinking with its signature, tool calls). A ``ModelRequest``
 carries parts of different kinds, so each part is one Ravi message: a system prompt is a system message, a user
 prompt a user message, a tool return a tool result, a retry prompt for a tool an error result (else a user
-message). Every Ravi message keeps the PydanticAI message it came from (its JSON form) and its part's place, so
-reading back gives the very messages that were stored; when the pipeline changed a part (a shortened tool
-return), that part is rebuilt and the message keeps its other fields.
+message). A request with no parts is kept too, as a user message with no content. Every Ravi message keeps the
+PydanticAI message it came from (its JSON form) and its part's place, so reading back gives the very messages
+that were stored; when the pipeline changed a part (a shortened tool return), that part is rebuilt and the
+message keeps its other fields.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from ravi.agents.adapters import Originals
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
-from ravi.kernel.values import thaw
 
 KEY = "pydantic_ai"
 """The metadata key under which a Ravi message keeps its PydanticAI message and its part's place."""
@@ -42,7 +43,11 @@ def _dump(message: ModelMessage) -> dict[str, Any]:
 
 
 def _load(data: Any) -> ModelMessage:
-    return ModelMessagesTypeAdapter.validate_python([thaw(data)])[0]
+    return ModelMessagesTypeAdapter.validate_python([data])[0]
+
+
+ORIGINALS: Originals[ModelMessage] = Originals(KEY, load=lambda kept: _load(kept["message"]))
+"""The PydanticAI messages kept in Ravi messages (an application's own ``"pydantic_ai"`` metadata is not one)."""
 
 
 def _text(content: Any) -> str:
@@ -106,6 +111,8 @@ def to_ravi(message: ModelMessage, *, salt: str = "") -> list[ChatMessage]:
     if isinstance(message, ModelResponse):
         meta: dict[str, Any] = {KEY: {"message": data, "origin": ident}}
         return [ChatMessage(id=ident, role="assistant", content=_response_blocks(message), metadata=meta)]
+    if not message.parts:
+        return [ChatMessage(id=ident, role="user", content=(), metadata={KEY: {"message": data, "origin": ident}})]
     out = []
     for i, part in enumerate(message.parts):
         role, blocks = _request_blocks(part)
@@ -140,14 +147,18 @@ def from_ravi(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
         current, parts, base = None, [], None
 
     for message in messages:
-        kept = message.metadata.get(KEY)
-        original = _load(kept["message"]) if isinstance(kept, Mapping) else None
+        original = ORIGINALS.of(message)
+        kept = ORIGINALS.data(message) if original is not None else None
         if message.role == "assistant":
             flush()
             if isinstance(original, ModelResponse) and _response_blocks(original) == message.content:
                 out.append(original)
             else:
                 out.append(_response_from_blocks(message, original))
+            continue
+        if isinstance(original, ModelRequest) and not original.parts and not message.content:
+            flush()
+            out.append(original)  # a request with no parts, as it was
             continue
         origin = kept.get("origin") if isinstance(kept, Mapping) else None
         if origin is None or origin != current:
