@@ -41,7 +41,7 @@ from ravi.agents.context import (
 from ravi.agents.demo import agentic_transcript
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistorySearcher
+from ravi.kernel.storage import HistorySearcher, HybridSearcher
 
 BUDGET = 100_000
 SIZES = (1_000, 10_000, 100_000)
@@ -240,9 +240,17 @@ async def fresh_worker(
         gc.collect()
         timings, reference, recall = [], [], []
         if searches:  # the session's first search indexes it, once for every worker (an agent's windows search
-            # every turn, so a live session is indexed as it grows)
+            # every turn, so a live session is indexed as it grows): its terms, and the embeddings recall's
+            # default meaning ranking keeps in the store
             start = time.perf_counter()
-            await writer.search_units("agent", session_id="s", query="index", before=0, limit=1)
+            meaning = RelevantRecallStrategy(BUDGET).meaning
+            if isinstance(writer, HybridSearcher) and meaning is not None and meaning.client is not None:
+                await writer.search_hybrid(
+                    "agent", session_id="s", query="index", before=0, limit=1, embedder=meaning.client,
+                    model=meaning.model,
+                )  # fmt: skip
+            else:
+                await writer.search_units("agent", session_id="s", query="index", before=0, limit=1)
             indexing[size] = time.perf_counter() - start
         if settle is not None:
             await settle(writer)

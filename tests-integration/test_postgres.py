@@ -632,25 +632,26 @@ async def test_a_fresh_worker_recalls_from_the_terms_index_reading_only_the_wind
 ) -> None:
     """Relevant recall on Postgres: a new worker (empty caches) reads the newest rows and asks the terms index
     for the old tool unit that answers the request; the session is never read whole, and the window is the one
-    the in-memory store gives for the same transcript."""
+    the in-memory store gives for the same transcript (ranked by words alone: the two stores weigh the
+    neighbours of a match and the meaning of the request each their own way)."""
     from ravi.agents.context import CompactionPipeline, InMemoryHistoryProvider, RelevantRecallStrategy
 
     messages = _recall_session(3_000)
     expected_unit = messages[61:64]
     memory = InMemoryHistoryProvider()
     await memory.append_many("a", messages, session_id="s")
-    reference = CompactionPipeline([RelevantRecallStrategy(1_000)])
+    reference = CompactionPipeline([RelevantRecallStrategy(1_000, meaning=None, spread=0.0)])
     want = (await reference.window(WindowRequest("a", "s", history=memory))).messages
     assert want[1:4] == expected_unit
     async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
         for i in range(0, len(messages), 500):
             await history.append_many("a", messages[i : i + 500], session_id="s")
     async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-        pipeline = CompactionPipeline([RelevantRecallStrategy(1_000)])
+        pipeline = CompactionPipeline([RelevantRecallStrategy(1_000, meaning=None, spread=0.0)])
         window = (await pipeline.window(WindowRequest("a", "s", history=history))).messages
         assert window == want
         assert ("a", "s") not in history._cache, "the session was not read whole"
-        assert len(history._windows[("a", "s")].messages) < 3 * len(window)
+        assert len(history._windows[("a", "s")].messages) < 200  # of 6,004
 
 
 async def test_a_fresh_worker_recalls_by_meaning_from_pgvector_reading_only_the_window(

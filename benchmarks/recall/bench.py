@@ -1,11 +1,12 @@
-"""Relevant recall versus recency: how many answers are still in the window (issue 9).
+"""Relevant recall versus recency on agent sessions: how many answers are still in the window (issues 9, 32).
 
 For each of 120 questions asked at the end of a 300+ message session, the window is assembled at budgets of
 2,000, 4,000 and 8,000 tokens by: a sliding window (the newest 40 messages, then trimmed to the budget), a
 token budget (the newest units that fit), the summarising strategy (older part summarised, newest half of the
-budget verbatim), and RelevantRecallStrategy (BM25 over the session). The score is the share of questions whose
-answer is still in the window. Target: relevant recall at 4,000 tokens keeps at least twice as many answers as
-the best recency strategy.
+budget verbatim), and RelevantRecallStrategy (its defaults: words and meaning, in the process, from the
+in-memory store, and from Postgres). The score is the share of questions whose answer is still in the window.
+The same is asked again with the facts buried under 50,000 tokens of tool output. Targets: relevant recall at
+4,000 tokens keeps at least twice as many answers as the best recency strategy, and does not drop when buried.
 """
 
 from __future__ import annotations
@@ -48,17 +49,21 @@ STRATEGIES: dict[str, Callable[[int], CompactionStrategy]] = {
     "summarising": lambda b: TokenBudgetComposedStrategy(
         [SummarizationCompaction(recent_token_budget=b // 2, min_old_tokens=0, max_summary_tokens=b // 4)], b
     ),
-    "relevant recall (BM25)": lambda b: RelevantRecallStrategy(b),
+    "relevant recall (in the process)": lambda b: RelevantRecallStrategy(b),
 }
+BURIED = 50_000
 
 
-async def score(make: Callable[[int], CompactionStrategy], budget: int) -> tuple[int, int]:
+async def score(make: Callable[[int], CompactionStrategy], budget: int, *, buried: int = 0) -> tuple[int, int]:
     hits = total = 0
-    for session in build():
-        strategy = make(budget)  # one strategy per session: it indexes the session once, then grows
+    for session in build(buried=buried):
+        made = make(budget)
+        # one session per scenario: what its windows learn (an index, embeddings) is kept between questions
+        pipeline = made if isinstance(made, CompactionPipeline) else CompactionPipeline([made])
         for q in session.questions:
             history = [*session.messages, ChatMessage.user(q.text, id=f"{q.fact_id}-question")]
-            window = await strategy.compact(history)
+            request = WindowRequest("bench", session.scenario, messages=history)
+            window = (await pipeline.window(request)).messages
             text = "\n".join(message_text(m) for m in window if m.id != f"{q.fact_id}-question")
             hits += q.answer in text
             total += 1
@@ -83,8 +88,8 @@ async def score_searched(history: Any, budget: int, label: str) -> tuple[int, in
 
 
 def searched_results() -> dict[str, dict[int, float]]:
-    """The same figures for recall asked of the in-memory store (BM25, as in the process) and of Postgres's
-    terms index (BM25 in SQL)."""
+    """The same figures for recall asked of the in-memory store (words and meaning, as in the process) and of
+    Postgres (BM25 in SQL over its terms index, and meaning by pgvector)."""
     from postgres import server
 
     from ravi.agents.context import InMemoryHistoryProvider
@@ -102,7 +107,7 @@ def searched_results() -> dict[str, dict[int, float]]:
     results = {"relevant recall (in-memory store search)": asyncio.run(run(InMemoryHistoryProvider(), "m"))}
     with server() as dsn:
         schema = f"recall_{uuid.uuid4().hex[:8]}"
-        results["relevant recall (Postgres terms index)"] = asyncio.run(
+        results["relevant recall (Postgres: terms index and pgvector)"] = asyncio.run(
             run(PostgresHistoryProvider(dsn, schema=schema), "p")
         )
     return results
@@ -151,6 +156,23 @@ def main() -> None:
     console.print(
         f"the summarising strategy keeps {results['summarising'][4_000]:.0%} here: the default extractive "
         "summariser keeps user turns first, and every fact of this dataset is a user turn\n"
+    )
+    buried: dict[str, dict[int, float]] = {}
+    for name in ("token budget", "relevant recall (in the process)"):
+        buried[name] = {}
+        for budget in BUDGETS:
+            hits, total = asyncio.run(score(STRATEGIES[name], budget, buried=BURIED))
+            buried[name][budget] = hits / total
+    table(
+        f"The same questions, the facts buried under {BURIED:,} tokens of tool output",
+        ["strategy", *(f"{b:,} tokens" for b in BUDGETS)],
+        [(name, *(f"{r[b]:.0%}" for b in BUDGETS)) for name, r in buried.items()],
+    )
+    kept = buried["relevant recall (in the process)"][4_000]
+    plain = results["relevant recall (in the process)"][4_000]
+    console.print(
+        f"target: buried, relevant recall at 4,000 tokens keeps as many: {kept:.0%} vs {plain:.0%}, "
+        f"{verdict(kept >= plain)}\n"
     )
 
 

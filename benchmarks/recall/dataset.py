@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 from ravi.agents.demo import model_calls
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 # (statement, question, answer-generator) per scenario; {v} is the answer
 SCENARIOS: dict[str, list[tuple[str, str]]] = {
@@ -92,8 +92,9 @@ class Session:
     questions: list[Question]
 
 
-def build(seed: int = 11, facts_per_scenario: int = 30, filler_requests: int = 48) -> list[Session]:
-    """Four sessions of 300+ messages and their 120 questions."""
+def build(seed: int = 11, facts_per_scenario: int = 30, filler_requests: int = 48, buried: int = 0) -> list[Session]:
+    """Four sessions of 300+ messages and their 120 questions; with ``buried``, the facts are followed by about
+    that many tokens of tool output (large results of a log search) before the ordinary agent work."""
     sessions = []
     for s_index, (scenario, templates) in enumerate(SCENARIOS.items()):
         rng = random.Random(seed * 100 + s_index)
@@ -108,10 +109,34 @@ def build(seed: int = 11, facts_per_scenario: int = 30, filler_requests: int = 4
             fact = ChatMessage.user(statement.format(v=answer) + suffix, id=f"{scenario}-fact-{k}")
             messages += [fact, ChatMessage.assistant("Noted, thank you.", id=f"{scenario}-ack-{k}")]
             questions.append(Question(scenario, question + suffix, answer, fact.id))
+        messages += _buried(rng, scenario, buried)
         for batch in model_calls(seed + s_index, requests=filler_requests):
             messages.extend(m.model_copy(update={"id": f"{scenario}-{m.id}"}) for m in batch if m.role != "system")
         sessions.append(Session(scenario, messages, questions))
     return sessions
+
+
+def _buried(rng: random.Random, scenario: str, tokens: int) -> list[ChatMessage]:
+    """About ``tokens`` tokens of tool output: log searches whose results are long runs of log lines."""
+    out: list[ChatMessage] = []
+    spent, k = 0, 0
+    while spent < tokens:
+        lines = [
+            f"2024-03-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} "
+            f"{rng.choice(['INFO', 'WARN', 'DEBUG'])} worker-{rng.randint(1, 64)} "
+            f"{rng.choice(WORDS)} {rng.choice(['retry', 'flush', 'sync', 'poll', 'ack'])} "
+            f"id={rng.randint(10**6, 10**7)} took {rng.randint(1, 900)}ms"
+            for _ in range(160)
+        ]
+        result = "\n".join(lines)
+        call = ToolCallBlock(id=f"{scenario}-logs-{k}", name="search_logs", arguments={"query": f"batch {k}"})
+        out += [
+            ChatMessage.assistant(None, tool_calls=[call], id=f"{scenario}-logs-call-{k}"),
+            ChatMessage.tool(call.id, result, id=f"{scenario}-logs-result-{k}"),
+        ]
+        spent += len(result) // 4
+        k += 1
+    return out
 
 
 if __name__ == "__main__":

@@ -51,7 +51,14 @@ FACTORIES: dict[str, Callable[[int], CompactionStrategy]] = {
         [ToolResultCompactionStrategy(200)], token_budget=n * 60, low_watermark=0.6
     ),
     "relevant_recall": lambda n: RelevantRecallStrategy(token_budget=n * 60, recall_share=0.5),
+    # its defaults: the share follows the request, words and meaning fused, neighbours, labels
+    "relevant_recall_defaults": lambda n: RelevantRecallStrategy(token_budget=n * 60),
+    "relevant_recall_words": lambda n: RelevantRecallStrategy(
+        token_budget=n * 60, meaning=None, spread=0.0, annotate=False, search_limit=1 + n % 5
+    ),
+    "relevant_recall_cache": lambda n: RelevantRecallStrategy(token_budget=n * 60, prefer="cache"),
 }
+RECALL = [name for name in FACTORIES if name.startswith("relevant_recall")]
 
 sizes = st.integers(0, 30)
 
@@ -168,15 +175,87 @@ def test_the_checker_catches_broken_windows() -> None:
     check_window(source, source)
 
 
+@pytest.mark.parametrize("name", RECALL)
 @settings(max_examples=60, deadline=None)
 @given(history=transcripts, n=sizes)
-def test_relevant_recall_meets_its_budget(history: list[ChatMessage], n: int) -> None:
-    strategy = RelevantRecallStrategy(token_budget=n * 60, recall_share=0.5)
+def test_relevant_recall_meets_its_budget(name: str, history: list[ChatMessage], n: int) -> None:
+    strategy = FACTORIES[name](n)
+    assert isinstance(strategy, RelevantRecallStrategy)
     window = run(strategy, history)
     if DEFAULT_COUNTER.count_messages([m for m in history if m.role == "system"]) <= strategy.token_budget:
         assert DEFAULT_COUNTER.count_messages(window) <= strategy.token_budget
     if DEFAULT_COUNTER.count_messages(history) <= strategy.token_budget:
         assert window == history
+
+
+_names = st.sampled_from([None, "Maya", "Sam"])
+_days = st.integers(0, 400)
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[ChatMessage]:
+    """A transcript whose turns have senders' names and dates over a year, ending with a question: what recall
+    labels."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    out = []
+    for m in draw(transcripts):
+        if m.role in ("user", "assistant"):
+            when = start + timedelta(days=draw(_days))
+            m = m.model_copy(update={"name": draw(_names), "created_at": when})
+        out.append(m)
+    question = draw(st.sampled_from(["What did Maya do in March 2023?", "When did Sam adopt the puppy?", "Why?"]))
+    return [*out, ChatMessage.user(question, id=f"q{len(out)}")]
+
+
+@pytest.mark.parametrize("name", RECALL)
+@settings(max_examples=60, deadline=None)
+@given(history=conversations(), n=sizes)
+def test_recalled_turns_keep_their_ids_and_the_budget_with_their_labels(
+    name: str, history: list[ChatMessage], n: int
+) -> None:
+    """Labels (day, sender) are counted in the budget, and a labelled turn is still the turn: same id, same
+    position, its text at the end of the label."""
+    strategy = FACTORIES[name](n)
+    assert isinstance(strategy, RelevantRecallStrategy)
+    window = run(strategy, history)
+    check_window(history, window)
+    if DEFAULT_COUNTER.count_messages([m for m in history if m.role == "system"]) <= strategy.token_budget:
+        assert DEFAULT_COUNTER.count_messages(window) <= strategy.token_budget
+    source = {m.id: m for m in history}
+    for m in window:
+        if m != source[m.id]:
+            assert m.role in ("user", "assistant") and m.text.endswith(source[m.id].text)
+            assert m.text.startswith("[") or (m.name is not None and m.text.startswith(m.name))
+
+
+@settings(max_examples=40, deadline=None)
+@given(history=conversations(), n=st.integers(1, 30))
+def test_a_cache_stable_recall_window_grows_at_its_end_while_its_request_and_budget_allow(
+    history: list[ChatMessage], n: int
+) -> None:
+    """As a session grows, a ``prefer="cache"`` window is the previous one with the new turn appended whenever
+    that fits the budget and the request (the latest user turn) is the same (a tool result may belong to a call
+    the window no longer holds); every window keeps the invariants and the budget."""
+    from ravi.agents.context.recall_request import read_request
+
+    strategy = RelevantRecallStrategy(token_budget=n * 60, prefer="cache")
+    session = SessionContext("agent", "s")
+    previous: list[ChatMessage] | None = None
+    for end in range(1, len(history) + 1):
+        source = history[:end]
+        window = run(strategy, source, session)
+        check_window(source, window)
+        if DEFAULT_COUNTER.count_messages([m for m in source if m.role == "system"]) <= strategy.token_budget:
+            assert DEFAULT_COUNTER.count_messages(window) <= strategy.token_budget
+        if previous is not None:
+            grown = [*previous, source[-1]]
+            same_request = read_request(source).text == read_request(source[:-1]).text
+            turn = source[-1].role in ("user", "assistant")
+            if turn and same_request and DEFAULT_COUNTER.count_messages(grown) <= strategy.token_budget:
+                assert window == grown, "the window did not keep its prefix"
+        previous = window
 
 
 @pytest.mark.parametrize("name", ["sliding_watermark", "budget_watermark"])

@@ -326,3 +326,39 @@ def test_a_unit_read_back_from_a_vector_store_is_checked_like_a_stored_message()
     for bad in ("not json", '{"role": "user"}', '[{"role": "user", "content": [{"type": "text"}]}]', deep):
         with pytest.raises(InvalidMessage):
             _unit_of(bad)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    spec=worded,
+    extra=transcripts,
+    budget=st.integers(0, 400),
+    prefer=st.sampled_from(["relevance", "cache"]),
+    step=st.integers(1, 12),
+)
+def test_recall_from_the_store_as_the_session_grows_gives_the_windows_of_the_whole_history(
+    spec: list[tuple[str, list[str]]], extra: list[ChatMessage], budget: int, prefer: str, step: int
+) -> None:
+    """Both preferences, with their defaults (the share that follows the request, words and meaning fused,
+    neighbours, labels), on a session appended in chunks: each window read from the newest part of the store
+    (searched in the store) equals the window the same strategy makes of the whole history in the process, with
+    a session of its own."""
+    from ravi.kernel.agent import SessionContext
+
+    history = [*extra, *_build(spec)]
+
+    async def main() -> None:
+        store = Recording()
+        stored = CompactionPipeline([RelevantRecallStrategy(budget, prefer=prefer)])  # type: ignore[arg-type]
+        in_process = RelevantRecallStrategy(budget, prefer=prefer)  # type: ignore[arg-type]
+        session = SessionContext("a", "s")
+        so_far: list[ChatMessage] = []
+        for i in range(0, max(len(history), 1), step):
+            chunk = history[i : i + step]
+            await store.append_many("a", chunk, session_id="s")
+            so_far += chunk
+            got = (await stored.window(WindowRequest("a", "s", history=store))).messages
+            session.read_from(so_far)
+            assert got == await in_process.compact(so_far, session)
+
+    asyncio.run(main())

@@ -250,8 +250,8 @@ async def test_the_manifest_names_recalled_and_dropped_messages() -> None:
     explained = await pipeline.window(WindowRequest(messages=history, explain=True))
     by_id = {e.message_id: e for e in explained.manifest}
     assert by_id[history[1].id].status == "recalled"
-    assert by_id[history[2].id].status == "dropped"
-    assert by_id[history[2].id].strategy == "RelevantRecallStrategy"
+    assert by_id[history[10].id].status == "dropped"
+    assert by_id[history[10].id].strategy == "RelevantRecallStrategy"
     assert by_id[history[-1].id].status == "kept"
 
 

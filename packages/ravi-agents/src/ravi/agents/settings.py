@@ -239,9 +239,14 @@ def build_summaries(settings: RaviSettings, history: Any) -> Any:
 
 
 def build_strategy(
-    spec: StrategySettings, *, default_model: str | None = None, summaries: Any = None
+    spec: StrategySettings,
+    *,
+    default_model: str | None = None,
+    summaries: Any = None,
+    vectors: Callable[[], Any] | None = None,
 ) -> CompactionStrategy:
-    """One strategy from its settings; unknown parameters are a ``ConfigurationError`` naming them."""
+    """One strategy from its settings; unknown parameters are a ``ConfigurationError`` naming them.
+    ``vectors`` builds the ``[vector]`` store, for relevant recall that keeps its embeddings there."""
     from ravi.agents.context.compaction import (
         SelectiveToolCallCompactionStrategy,
         SlidingWindowCompaction,
@@ -255,7 +260,10 @@ def build_strategy(
     where = f"context.pipeline strategy {spec.strategy!r}"
     try:
         if spec.strategy == "token_budget":
-            children = [build_strategy(c, default_model=default_model, summaries=summaries) for c in spec.children]
+            children = [
+                build_strategy(c, default_model=default_model, summaries=summaries, vectors=vectors)
+                for c in spec.children
+            ]
             model = params.pop("model", None)
             if "token_budget" in params:
                 return TokenBudgetComposedStrategy(children, int(params.pop("token_budget")), **params)
@@ -281,6 +289,9 @@ def build_strategy(
                 from ravi.agents.context.models import input_budget, model_info
 
                 params["token_budget"] = int(input_budget(model_info(model)) * float(params.pop("trigger_ratio", 0.8)))
+            from ravi.agents.context.recall_ranking import meaning_setting
+
+            params["meaning"] = meaning_setting(params.pop("meaning", "auto"), vectors)
             return RelevantRecallStrategy(**params)
         factories: dict[str, Callable[..., CompactionStrategy]] = {
             "sliding_window": SlidingWindowCompaction,
@@ -293,9 +304,12 @@ def build_strategy(
         raise ConfigurationError(f"{where}: {error}", hint="check the parameter names in docs/strategies.md") from error
 
 
-def build_pipeline(context: ContextSettings, *, summaries: Any = None) -> list[CompactionStrategy] | None:
+def build_pipeline(
+    context: ContextSettings, *, summaries: Any = None, vectors: Callable[[], Any] | None = None
+) -> list[CompactionStrategy] | None:
     """The strategies ``context`` settings describe (``None`` means the default sliding window); summarising
-    strategies keep their summaries in ``summaries``."""
+    strategies keep their summaries in ``summaries``, relevant recall its embeddings in ``vectors()`` when told
+    to."""
     from ravi.agents.context.compaction import (
         SelectiveToolCallCompactionStrategy,
         TokenBudgetComposedStrategy,
@@ -303,7 +317,10 @@ def build_pipeline(context: ContextSettings, *, summaries: Any = None) -> list[C
     )
 
     if context.pipeline is not None:
-        return [build_strategy(s, default_model=context.model, summaries=summaries) for s in context.pipeline]
+        return [
+            build_strategy(s, default_model=context.model, summaries=summaries, vectors=vectors)
+            for s in context.pipeline
+        ]
     if context.model is None and context.token_budget is None:
         return None
     head: list[CompactionStrategy] = [ToolResultCompactionStrategy(), SelectiveToolCallCompactionStrategy()]

@@ -1,8 +1,9 @@
 """Searching a transcript: terms in any script, BM25 scores, and the units a search returns.
 
 One tokenizer serves every store that searches a session (:func:`terms`), so a query matches the same words in
-memory and on a server. Words are case-folded and stripped of accents (:func:`fold`); scripts written without
-spaces between words become overlapping character pairs.
+memory and on a server. Words are case-folded and stripped of accents (:func:`fold`), and English inflections
+are taken off (:func:`stem`: "adopted" and "adopts" match "adopt"); scripts written without spaces between words
+become overlapping character pairs.
 
 A search returns whole *units* (:func:`unit_at`): a message, or an assistant message that makes tool calls
 together with the tool results (and the system messages among them) that follow it, so a recalled tool result
@@ -12,6 +13,7 @@ always comes with its call.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 import re
 import unicodedata
@@ -47,8 +49,9 @@ STOPWORDS = frozenset(
 
 
 def message_text(message: ChatMessage, *, limit: int = 4_000) -> str:
-    """The searchable text of a message: its text, tool calls and tool results (long results cut)."""
-    parts: list[str] = []
+    """The searchable text of a message: who sent it (its ``name``), its text, tool calls and tool results (long
+    results cut)."""
+    parts: list[str] = [message.name] if message.name else []
     for block in message.content:
         if isinstance(block, TextBlock):
             parts.append(block.text)
@@ -101,21 +104,94 @@ def _marks() -> re.Pattern[str]:
     return re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in ranges) + "]+")
 
 
+def _form(word: str) -> str:
+    """Porter's consonant (``c``) and vowel (``v``) pattern of a lower-case ASCII word: ``y`` after a consonant
+    is a vowel."""
+    out = []
+    previous = "v"
+    for char in word:
+        kind = "v" if char in "aeiou" or (char == "y" and previous == "c") else "c"
+        out.append(kind)
+        previous = kind
+    return "".join(out)
+
+
+def _measure(word: str) -> int:
+    """Porter's measure: how many vowel-consonant sequences ``word`` has."""
+    form = _form(word)
+    return sum(1 for i in range(1, len(form)) if form[i - 1] == "v" and form[i] == "c")
+
+
+def _short(word: str) -> bool:
+    """Whether ``word`` ends consonant-vowel-consonant, the last not ``w``, ``x`` or ``y`` (``hop``, not ``hoop``)."""
+    form = _form(word)
+    return form.endswith("cvc") and word[-1] not in "wxy"
+
+
+@functools.lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """``word`` without its English inflection: plurals, ``-ed`` and ``-ing``, a final ``-y`` and ``-e``
+    (``puppies`` -> ``puppi``, ``adopted`` -> ``adopt``, ``hiking`` -> ``hike``, ``practising`` -> ``practis``).
+
+    Steps 1 and 5a of Porter's algorithm, the "light" stemming that finds most inflected forms and merges few
+    unrelated words. Only lower-case ASCII words of more than three letters are stemmed; identifiers (with digits,
+    ``-`` or ``.``) and other scripts stay as they are. The standard library has no stemmer, and the kernel needs
+    only pydantic, so the two steps are written here (the rule is small and fixed: a store's terms index depends
+    on it never changing).
+    """
+    if len(word) <= 3 or not (word.isascii() and word.isalpha() and word.islower()):
+        return word
+    w = word
+    if w.endswith("sses") or w.endswith("ies"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if w.endswith("eed"):
+        if _measure(w[:-3]) > 0:
+            w = w[:-1]
+    else:
+        for suffix in ("ed", "ing"):
+            if w.endswith(suffix) and "v" in _form(w[: -len(suffix)]):
+                w = w[: -len(suffix)]
+                if w.endswith(("at", "bl", "iz")):
+                    w += "e"
+                elif len(w) >= 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz":
+                    w = w[:-1]
+                elif _measure(w) == 1 and _short(w):
+                    w += "e"
+                break
+    if w.endswith("y") and len(w) > 2 and "v" in _form(w[:-1]):
+        w = w[:-1] + "i"
+    if w.endswith("e") and len(w) > 3:
+        measure = _measure(w[:-1])
+        if measure > 1 or (measure == 1 and not _short(w[:-1])):
+            w = w[:-1]
+    return w
+
+
 def terms(text: str) -> list[str]:
     """The searchable terms of ``text``, in any script.
 
-    Words (letters and digits of any script) are folded (:func:`fold`) and English stop words dropped;
-    identifiers such as ``db-staging-3`` stay whole. Runs of scripts written without spaces (Chinese,
-    Japanese, Thai, ...) become overlapping character pairs, the usual unit for searching them.
+    Words (letters and digits of any script) are folded (:func:`fold`), English stop words dropped and English
+    inflections taken off (:func:`stem`); identifiers such as ``db-staging-3`` stay whole. Runs of scripts
+    written without spaces (Chinese, Japanese, Thai, ...) become overlapping character pairs, the usual unit
+    for searching them.
     """
     folded = fold(text)
     if folded.isascii():  # no script without spaces: words only
-        return [w for w in _ASCII_WORD.findall(folded) if w not in STOPWORDS]
+        return [stem(w) for w in _ASCII_WORD.findall(folded) if w not in STOPWORDS]
     out: list[str] = []
     for run in _UNSPACED.findall(folded):
         out.extend(run[i : i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
-    out.extend(w for w in _WORD.findall(_UNSPACED.sub(" ", folded)) if w not in STOPWORDS)
+    out.extend(stem(w) for w in _WORD.findall(_UNSPACED.sub(" ", folded)) if w not in STOPWORDS)
     return out
+
+
+RANKED = 2_000
+"""How many messages a search scores at most beyond those holding its rarest term (:meth:`Bm25.scores`)."""
+MEANING_LOOKBACK = 5_000
+"""How many of a session's newest messages (before the part a window keeps) a search by meaning compares with
+the request: every store bounds it the same way, so its cost is a window's, not the session's."""
 
 
 def indexed_terms(message: ChatMessage) -> Counter[str]:
@@ -144,7 +220,7 @@ def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
 
     Example:
         >>> query_terms("Where is the invoice INV-2291?")
-        ['invoice', 'inv-2291']
+        ['invoic', 'inv-2291']
         >>> query_terms("alpha beta gamma delta epsilon", limit=2)
         ['alpha', 'epsilon']
     """
@@ -195,19 +271,27 @@ class Bm25:
                 self.postings[word][i] = tf
         self.size = max(self.size, len(messages))
 
-    def scores(self, query: str) -> dict[int, float]:
-        """The BM25 score of each indexed message that shares a term with ``query``, by position."""
+    def scores(self, query: str, *, ranked: int = RANKED) -> dict[int, float]:
+        """The BM25 score of each indexed message that shares a term with ``query``, by position.
+
+        Terms are taken from the rarest: the rarest always, then each next one while the messages they hold stay
+        within ``ranked`` in all (a message that holds only common terms scores too little to be recalled, and
+        scoring every message that holds one would cost the whole session). Postgres's search takes the same
+        terms."""
         n = self.size
         if not n:
             return {}
         average = (self.total / n) or 1.0
         k1, b, lengths = self.k1, self.b, self.lengths
         out: dict[int, float] = defaultdict(float)
-        for word in query_terms(query):
-            posting = self.postings.get(word)
-            if not posting:
-                continue
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+        held = sorted((len(p), w) for w in query_terms(query) if (p := self.postings.get(w)))
+        total = 0
+        for df, word in held:
+            if total and total + df > ranked:
+                break
+            total += df
+            posting = self.postings[word]
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
             for i, tf in posting.items():
                 out[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[i] / average))
         return dict(out)
@@ -265,6 +349,41 @@ class UnitMatch:
     after_system: str | None = None
 
 
+def spread(
+    messages: Sequence[ChatMessage], scores: Mapping[int, float], *, stop: int, weight: float
+) -> dict[int, float]:
+    """``scores`` (of ``messages[:stop]``) with each message's neighbours scored too: the nearest message on each
+    side that is not a system message gets ``weight`` times the score, unless it scores more itself.
+
+    In a conversation the turn that answers often sits beside the one that shares the request's words (the
+    question it answers, the reply that repeats its keywords), so a search that keeps the neighbours of its
+    matches finds it. Costs O(matches)."""
+    out: dict[int, float] = {}
+    for i, score in scores.items():
+        if i >= stop or score <= 0 or messages[i].role == "system":
+            continue
+        if score > out.get(i, 0.0):
+            out[i] = score
+        if weight <= 0:
+            continue
+        near = score * weight
+        j = i - 1
+        while j >= 0 and messages[j].role == "system":
+            j -= 1
+        if j >= 0 and near > out.get(j, 0.0):
+            out[j] = near
+        j = i + 1
+        while j < stop and messages[j].role == "system":
+            j += 1
+        if j < stop and near > out.get(j, 0.0):
+            out[j] = near
+    return out
+
+
+def _by_score(item: tuple[int, float]) -> float:
+    return item[1]
+
+
 def match_units(
     messages: Sequence[ChatMessage],
     scores: Mapping[int, float],
@@ -277,16 +396,35 @@ def match_units(
     """The reference ranking of a search: the units of ``messages[:stop]`` that hold a scored message that is
     not a system message, each scored by its best such message, best first (the newer first among equals), at
     most ``limit``. ``before[i]`` is the stored tokens before ``messages[i]``, ``systems`` the positions of
-    the system messages, in order. Costs O(matches), not O(session)."""
-    best: dict[tuple[int, int], float] = {}
-    for i, score in scores.items():
-        if i >= stop or score <= 0 or messages[i].role == "system":
-            continue
-        span = unit_at(messages, i)
-        if span[1] > stop:
-            continue
-        if score > best.get(span, 0.0):
-            best[span] = score
+    the system messages, in order. Costs O(matches) to order the scores, and finds the units of only as many of
+    the best messages as it takes to fill ``limit`` units, never O(session)."""
+    if limit <= 0:
+        return []
+    take = max(4 * limit, 64)
+    while True:
+        if take < len(scores):
+            candidates = heapq.nlargest(take, scores.items(), key=_by_score)
+        else:
+            candidates = sorted(scores.items(), key=_by_score, reverse=True)
+        best: dict[tuple[int, int], float] = {}
+        floor = None  # once ``limit`` units are found: the score below which no unit can enter
+        settled = take >= len(scores)  # every score was looked at, or one below the floor was reached
+        for i, score in candidates:
+            if floor is not None and score < floor:
+                settled = True
+                break
+            if i >= stop or score <= 0 or messages[i].role == "system":
+                continue
+            span = unit_at(messages, i)
+            if span[1] > stop:
+                continue
+            if score > best.get(span, 0.0):
+                best[span] = score
+            if floor is None and len(best) >= limit:
+                floor = score
+        if settled:
+            break
+        take *= 4  # the best messages held too few units, or ties at the floor may lie further: look further
     ranked = sorted(best.items(), key=lambda item: (-item[1], -item[0][0]))[:limit]
     out = []
     for (start, end), score in ranked:
@@ -297,6 +435,8 @@ def match_units(
 
 
 __all__ = [
+    "MEANING_LOOKBACK",
+    "RANKED",
     "MAX_INDEXED_CHARS",
     "MAX_MESSAGE_TERMS",
     "MAX_QUERY_CHARS",
@@ -311,6 +451,8 @@ __all__ = [
     "message_text",
     "opens_group",
     "query_terms",
+    "spread",
+    "stem",
     "terms",
     "unit_at",
     "unit_end",

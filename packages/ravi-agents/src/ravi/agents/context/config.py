@@ -103,7 +103,7 @@ class ContextConfig:
         summaries = build_summaries(settings, history) if uses_strategy(settings.context, "summarization") else None
         config = cls(
             history,
-            build_pipeline(settings.context, summaries=summaries),
+            build_pipeline(settings.context, summaries=summaries, vectors=lambda: build_store("vector", settings)),
             retention=retention_of(settings.context),
             agent_id=settings.context.agent_id,
             model=settings.context.model,

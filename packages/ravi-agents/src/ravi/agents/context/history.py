@@ -6,13 +6,24 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ravi.agents.context.meaning import MessageVectors, meaning_units
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import MessageConflict
+from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.options import NoOptions
 from ravi.kernel.scope import Scope, new_generation
 from ravi.kernel.search import Bm25, UnitMatch, match_units
-from ravi.kernel.storage.history import HistoryWindow, check_append, check_replace, check_search, stored_body
+from ravi.kernel.search import spread as spread_scores
+from ravi.kernel.storage.history import (
+    HistoryWindow,
+    HybridMatches,
+    check_append,
+    check_hybrid,
+    check_replace,
+    check_search,
+    stored_body,
+)
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope, check_span, check_summary
@@ -27,6 +38,7 @@ class _Session:
     before: list[int] = field(default_factory=lambda: [0])  # stored tokens before each position (and the total)
     systems: list[int] = field(default_factory=list)  # positions of the system messages
     index: Bm25 | None = None  # built on the first search, extended by later ones
+    vectors: MessageVectors | None = None  # the embeddings of one model, made by the first search by meaning
     summaries: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (generation, span) -> text
     written: bool = True  # False for a session that holds only summaries kept without a generation
 
@@ -206,6 +218,47 @@ class InMemoryHistoryProvider(Closeable):
         return match_units(
             session.messages, scores, before=session.before, systems=session.systems, stop=stop, limit=limit
         )
+
+    async def search_hybrid(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        query: str,
+        before: int,
+        limit: int,
+        spread: float = 0.0,
+        embedder: EmbeddingClient | None = None,
+        model: str = "",
+    ) -> HybridMatches:
+        """The units before offset ``before`` that best match ``query`` by BM25, with the neighbours of each
+        match scored ``spread`` times its score, and, with an ``embedder``, those closest in meaning
+        (``HybridSearcher``). Each message is embedded once, on the first search by meaning under ``model``."""
+        check_search(query, before, limit)
+        check_hybrid(spread, embedder, model)
+        session = self._session(agent_id, session_id)
+        if session is None or not limit or not query:
+            return HybridMatches([], [])
+        if session.index is None:
+            session.index = Bm25()
+        messages = session.messages
+        session.index.extend(messages)
+        stop = bisect_left(session.before, before, hi=len(messages))
+        scores = spread_scores(messages, session.index.scores(query), stop=stop, weight=spread)
+        lexical = match_units(messages, scores, before=session.before, systems=session.systems, stop=stop, limit=limit)
+        if embedder is None:
+            return HybridMatches(lexical, [])
+        if session.vectors is None or session.vectors.model != model:
+            session.vectors = MessageVectors(model)
+        await session.vectors.extend(messages, embedder)
+        if self._sessions.get((agent_id, session_id)) is not session:  # cleared or rewritten meanwhile
+            return HybridMatches(lexical, [])
+        [vector] = await embedder.embed([query])
+        similar = session.vectors.similarity(vector, stop)
+        meaning = meaning_units(
+            messages, similar, before=session.before, systems=session.systems, stop=stop, limit=limit
+        )
+        return HybridMatches(lexical, meaning)
 
     async def get_summary(self, scope: Scope, span_id: str) -> str | None:
         """The summary of the span in ``scope`` (``SummaryStore``), or ``None``."""

@@ -440,6 +440,17 @@ END
 $fn$;
 """,
     ),
+    Migration(
+        8,
+        "terms stemmed and with the sender's name: every session indexed again",
+        """
+-- ravi.kernel.search.terms now takes English inflections off and searches a message's sender too, so terms
+-- stored before would not match a request's. They are dropped; the next search of each session indexes its rows
+-- again, as it does rows appended since its last search.
+UPDATE {schema}."{prefix}messages" SET terms = NULL WHERE terms IS NOT NULL;
+UPDATE {schema}."{prefix}sessions" SET indexed_seq = 0 WHERE indexed_seq > 0;
+""",
+    ),
 ]
 
 

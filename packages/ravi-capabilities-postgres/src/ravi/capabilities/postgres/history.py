@@ -15,6 +15,7 @@ from ravi.capabilities.postgres._history_sql import HistoryStatements
 from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
 from ravi.capabilities.postgres.options import PostgresHistoryOptions
+from ravi.capabilities.postgres.hybrid import HybridSearch
 from ravi.kernel.errors import MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope
@@ -72,7 +73,7 @@ def _conflicts(error: BaseException) -> RaviError | None:
     return None
 
 
-class PostgresHistoryProvider(PostgresStore):
+class PostgresHistoryProvider(HybridSearch, PostgresStore):
     """The ``HistoryProvider`` contract on PostgreSQL (asyncpg, a connection pool).
 
     * Each session's messages are numbered in a strict order with no gaps or duplicates, even with many
@@ -88,6 +89,8 @@ class PostgresHistoryProvider(PostgresStore):
     * The provider keeps its sessions' summaries too (``SummaryStore``), refusing one of a generation that is no
       longer the session's in the statement that writes it.
     * ``clear_run`` and ``count_messages`` use indexes, not scans.
+    * ``search_units`` ranks a session's messages by BM25 over a terms index, and ``search_hybrid`` adds the
+      neighbours of each match and the messages closest in meaning, by pgvector (:mod:`.hybrid`).
 
     Args:
         dsn: ``postgresql://user:password@host:port/database``.

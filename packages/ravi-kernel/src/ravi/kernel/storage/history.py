@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.tokens import stored_tokens
@@ -178,6 +179,52 @@ class HistorySearcher(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class HybridMatches:
+    """What a hybrid search returns: the units that best match a query by its words and by its meaning, each
+    list best first. The caller fuses the two (by rank: the scores of the two are on different scales).
+
+    Attributes:
+        lexical: The units whose messages share the query's terms (:func:`ravi.kernel.search.terms`), ranked
+            by BM25 or the store's full-text rank, with the neighbours of each match scored
+            (:func:`ravi.kernel.search.spread`).
+        meaning: The units whose messages are closest to the query's embedding (cosine similarity), empty when
+            no embedding client was given.
+    """
+
+    lexical: list[UnitMatch]
+    meaning: list[UnitMatch]
+
+
+@runtime_checkable
+class HybridSearcher(Protocol):
+    """An optional ability of a history provider: find a session's best units for a query by its words and by
+    its meaning, in the store, in one call, so that relevant recall never reads the whole session.
+
+    ``search_hybrid`` ranks as :class:`HistorySearcher` does, and also scores each match's neighbours with
+    ``spread`` times its score (:func:`ravi.kernel.search.spread`). With an ``embedder``, it also keeps an
+    embedding of every message of the session under ``model`` (a name for the embedder's model: a store computes
+    each embedding once, and again only for another model), embeds ``query``, and returns the units whose
+    messages are closest. Units are whole (:func:`ravi.kernel.search.unit_at`), lie before offset ``before``,
+    at most ``limit`` in each list, system messages never matches.
+    """
+
+    async def search_hybrid(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        query: str,
+        before: int,
+        limit: int,
+        spread: float = 0.0,
+        embedder: EmbeddingClient | None = None,
+        model: str = "",
+    ) -> HybridMatches:
+        """The best units before ``before`` for ``query``, by its words and by its meaning."""
+        ...
+
+
 @runtime_checkable
 class SessionGeneration(Protocol):
     """An optional ability of a history provider: the session's generation (:mod:`ravi.kernel.scope`), an opaque
@@ -224,6 +271,19 @@ def check_search(query: object, before: object, limit: object) -> None:
             raise InvalidArgument(f"{name} must be an integer >= 0, got {value!r}")
 
 
+def check_hybrid(spread: object, embedder: object, model: object) -> None:
+    """What every ``search_hybrid`` checks besides :func:`check_search`: a spread in [0, 1], an embedding client
+    or ``None``, and a model name (non-empty with an embedder) (``InvalidArgument``)."""
+    from ravi.kernel.errors import InvalidArgument
+
+    if isinstance(spread, bool) or not isinstance(spread, int | float) or not 0 <= spread <= 1:
+        raise InvalidArgument(f"spread must be a number in [0, 1], got {spread!r}")
+    if embedder is not None and not isinstance(embedder, EmbeddingClient):
+        raise InvalidArgument(f"embedder must be an EmbeddingClient, got {type(embedder).__name__}")
+    if not isinstance(model, str) or (embedder is not None and not model):
+        raise InvalidArgument(f"model must name the embedder's model, got {model!r}")
+
+
 def window_start(messages: Sequence[ChatMessage], tokens: int) -> int:
     """Where the tail of a windowed read of ``messages`` starts at the latest (the reference rule of
     :class:`WindowReader`): the newest messages until their stored counts pass ``tokens``, moved back past tool
@@ -252,11 +312,14 @@ __all__ = [
     "HistoryProvider",
     "HistorySearcher",
     "HistoryWindow",
+    "HybridMatches",
+    "HybridSearcher",
     "SessionGeneration",
     "SessionLister",
     "TailEditor",
     "WindowReader",
     "check_append",
+    "check_hybrid",
     "check_replace",
     "check_search",
     "stored_body",

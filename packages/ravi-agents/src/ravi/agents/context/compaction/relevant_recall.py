@@ -3,83 +3,134 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Literal
 
+from ravi.agents.context.compaction._keep import _cut_and_cost as cut_and_cost
 from ravi.agents.context.compaction._keep import newest_cut, system_messages
 from ravi.agents.context.compaction.token_budget import fits
+from ravi.agents.context.recall_annotation import annotated, label
+from ravi.agents.context.recall_fusion import NearDuplicates, fuse
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
+from ravi.agents.context.recall_placement import Held, place
+from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
+from ravi.agents.context.recall_request import MIN_SHARE, Request, read_request, recall_share
 from ravi.agents.context.session import counter_of
-from ravi.agents.context.units import units
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.llm import TokenCounter
+from ravi.kernel.llm import EmbeddingClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
+from ravi.kernel.tokens import stored_tokens
+
+Rank = Callable[[Request, int, int], Awaitable[list[UnitMatch] | None]]
+"""Ranks the older units for a request, given where the newest turns start and how many units each ranking
+gives at most (``None``: older messages needed)."""
 
 _RECALLED: Slot[list[frozenset[str]]] = Slot("relevant_recall.recalled", lambda: [frozenset()])
 """The ids recalled in the session's last window."""
+_HELD: Slot[Held] = Slot("relevant_recall.held", Held)
+"""What the session's cache-stable window holds: its recalled units and the start of its newest turns."""
 
 
 class RelevantRecallStrategy(Strategy):
     """A token budget that spends part of itself on relevance instead of recency.
 
-    A window that fits is returned as it is. Otherwise the newest whole units fill ``1 - recall_share`` of the
-    budget (after the system messages), and the rest goes to the older units most relevant to the current
-    request, the latest user turn. Recalled units keep their conversation order and their tool calls and
-    results together, and every system message stays. The budget is always met when the system messages alone
-    fit.
+    A window that fits is returned as it is. Otherwise the newest whole units fill part of the budget (after the
+    system messages), and the rest goes to the older units most relevant to the current request, the latest user
+    turn. Recalled units keep their conversation order and their tool calls and results together, and every
+    system message stays. The budget is always met when the system messages alone fit.
 
-    Where the older units come from:
+    How much goes to older units (``recall_share``) follows the request unless it is given: most of the budget
+    for a question about the past, little for a follow-up of the last turns or while the agent works through
+    tool calls (:func:`~ravi.agents.context.recall_request.recall_share`).
 
-    * With no ``index`` and a session whose history provider can search (``HistorySearcher``: the in-memory
-      provider, and Postgres with its full-text index), the store ranks them and returns the best
-      ``search_limit`` units, as stored. The window then needs only the newest part of the session, so the
-      engine reads just that (``WindowReader``), and a fresh worker's first window costs about a plain one.
+    Relevance is two rankings fused by reciprocal rank (:mod:`~ravi.agents.context.recall_fusion`): by words
+    (BM25 over stemmed terms; a turn beside a match scores ``spread`` times the match, since in a conversation
+    the answer often sits next to the turn that repeats the question's words) and by meaning (``meaning``:
+    ``"auto"`` uses the offline model of ``pip install 'ravi-agents[embeddings]'`` when it is installed; an
+    ``EmbeddingClient`` uses any provider's embeddings; ``None`` ranks by words only). A period the request
+    names ("in March 2023") and a request about how things are now raise the matching units further. A unit
+    that repeats one already recalled is skipped. With ``annotate``, a recalled turn starts with its day (when
+    it is another than the request's) and its sender's name (``ChatMessage.name``).
+
+    ``prefer="cache"`` keeps the window's prefix byte-stable for provider caches: the recalled units stay while
+    the request's topic does, new turns are appended, and the newest turns' start moves only when the window
+    would pass the budget, down to ``low_watermark`` of it (:mod:`~ravi.agents.context.recall_placement`).
+
+    Where the rankings come from:
+
+    * With no ``index`` and a session whose history provider can search, the store ranks (``HybridSearcher``:
+      words and meaning in one call; the in-memory provider; else ``HistorySearcher``: words only) and returns
+      the best ``search_limit`` units, as stored. The window then needs only the newest part of the session, so
+      the engine reads just that (``WindowReader``), and a fresh worker's first window costs about a plain one.
     * With an ``index`` that keeps sessions in a shared store (a :class:`UnitIndex`: an :class:`EmbeddingIndex`
       on the session's vector store), the index stores what the read adds and ranks in the store; the engine
       reads only the newest part of the session, and further back only when the index ends before it.
     * Otherwise ``index`` ranks every older message of the history in the process (:class:`BM25Index` by
       default), and the engine reads the whole session. The index is kept per session and extended with the
-      messages appended since the last window.
+      messages appended since the last window; so are the messages' embeddings.
     """
 
     def __init__(
         self,
         token_budget: int,
         *,
-        recall_share: float = 0.4,
+        recall_share: float | None = None,
         index: RecallIndex | None = None,
-        search_limit: int = 64,
+        meaning: EmbeddingClient | RecallIndex | UnitIndex | Literal["auto"] | None = "auto",
+        prefer: Literal["relevance", "cache"] = "relevance",
+        annotate: bool = True,
+        spread: float = 0.5,
+        low_watermark: float = 0.6,
+        search_limit: int | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
         if token_budget < 0:
             raise InvalidArgument(f"token_budget must be >= 0, got {token_budget}")
-        if not 0 <= recall_share <= 1:
-            raise InvalidArgument(f"recall_share must be in [0, 1], got {recall_share}")
-        if isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1:
-            raise InvalidArgument(f"search_limit must be an integer >= 1, got {search_limit!r}")
+        if recall_share is not None and not 0 <= recall_share <= 1:
+            raise InvalidArgument(f"recall_share must be in [0, 1] or None, got {recall_share}")
+        if search_limit is not None and (
+            isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1
+        ):
+            raise InvalidArgument(f"search_limit must be an integer >= 1 or None, got {search_limit!r}")
+        if prefer not in ("relevance", "cache"):
+            raise InvalidArgument(f"prefer must be 'relevance' or 'cache', got {prefer!r}")
+        if isinstance(spread, bool) or not isinstance(spread, int | float) or not 0 <= spread <= 1:
+            raise InvalidArgument(f"spread must be in [0, 1], got {spread!r}")
+        if not 0 < low_watermark <= 1:
+            raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
         self.token_budget = token_budget
         self.recall_share = recall_share
         self.own_index = index
         self.index: RecallIndex = index or BM25Index()
+        self.meaning = resolve_meaning(meaning, index)
+        self.prefer = prefer
+        self.annotate = annotate
+        self.spread = float(spread)
+        self.low_watermark = low_watermark
         self.search_limit = search_limit
         self.own_counter = counter
+        self._local = LocalRankings()
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
-        """It cuts; a windowed read starts with its budget. It is suffix-determined when a store ranks the older
+        """It cuts; a windowed read starts with the most its newest turns may take of the budget (the rest of a
+        window comes from the store's search). It is suffix-determined when stores rank the older
         units: the session's provider (``searches``: then only on a provider that can search,
         ``HistorySearcher``) or an ``index`` that is a :class:`UnitIndex` (which keeps units derived from the
-        session, so it ``derives_records``)."""
+        session, so it ``derives_records``), with a meaning ranking that needs no whole session either."""
         unit_index = isinstance(self.own_index, UnitIndex)
+        meaning_index = self.meaning is not None and isinstance(self.meaning.index, UnitIndex)
         return StrategyTraits(
-            suffix_determined=self.own_index is None or unit_index,
+            suffix_determined=(self.own_index is None or unit_index) and pushed_down(self.meaning),
             cuts=True,
             searches=self.own_index is None,
-            read_hint=self.token_budget,
+            read_hint=int(self.token_budget * (1 - (MIN_SHARE if self.recall_share is None else self.recall_share))),
             counter=self.own_counter,
-            derives_records=unit_index,
+            derives_records=unit_index or meaning_index,
         )
 
     def recalled(self, session: SessionContext) -> frozenset[str]:
@@ -92,62 +143,74 @@ class RelevantRecallStrategy(Strategy):
         session = session or SessionContext.standalone()
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
         provider = session.history
-        if not alone and self.own_index is None and isinstance(provider, HistorySearcher):
-            return await self._searched(
-                history, session, _provider_search(provider, session, self.search_limit), counter
-            )
-        if not alone and isinstance(self.own_index, UnitIndex):
-            index, scope, limit = self.own_index, session, self.search_limit
-
-            async def search(query: str, before: int) -> list[UnitMatch] | None:
-                return await index.search_units(scope, query=query, before=before, limit=limit)
-
-            window = await self._searched(history, session, search, counter)
+        searchable = not alone and pushed_down(self.meaning)
+        if searchable and self.own_index is None and isinstance(provider, HistorySearcher):
+            window = await self._window(history, session, counter, self._store_rank(history, session, provider))
+            if window is not None:
+                return window
+        elif searchable and isinstance(self.own_index, UnitIndex):
+            window = await self._window(history, session, counter, self._index_rank(history, session, self.own_index))
             if window is not None:
                 return window
         if session.partial:
-            session.need_older()  # the index ranks the whole history
+            session.need_older()  # the ranking needs the whole history
             return list(history)
-        budget = session.budget_for(self.token_budget)
-        if fits(history, budget, counter):
-            return list(history)
-        count = counter.count_message
-        systems = system_messages(history)
-        allowance = budget - sum(map(count, systems))
-        if allowance < 0:
-            return systems
-        recent_allowance = int(allowance * (1 - self.recall_share))
-        cut = newest_cut(history, count, recent_allowance)
-        spent = sum(count(m) for m in history[cut:] if m.role != "system")
-        query = _query(history)
-        chosen: set[int] = set()
-        if query and cut > 0:
-            scores = await self.index.scores(history, query, session)
-            ranked = []
-            for start, end in units(history, 0, cut):
-                score = max((scores.get(i, 0.0) for i in range(start, end)), default=0.0)
-                if score > 0:
-                    ranked.append((score, start, end))
-            left = allowance - spent
-            for _, start, end in sorted(ranked, key=lambda r: (-r[0], -r[1])):
-                cost = sum(count(history[i]) for i in range(start, end) if history[i].role != "system")
-                if cost <= left:
-                    chosen.update(range(start, end))
-                    left -= cost
-        window = [m for i, m in enumerate(history[:cut]) if m.role == "system" or i in chosen]
-        window.extend(history[cut:])
-        session.state.put(self, _RECALLED, [frozenset(history[i].id for i in chosen)])
+        window = await self._window(history, session, counter, self._local_rank(history, session))
+        assert window is not None
         return window
 
-    async def _searched(
-        self,
-        history: Sequence[ChatMessage],
-        session: SessionContext,
-        search: Callable[[str, int], Awaitable[list[UnitMatch] | None]],
-        counter: TokenCounter,
+    def _limit(self, room: int, typical: int) -> int:
+        """How many units a ranking returns: ``search_limit``, else half again as many as ``room`` tokens hold
+        of units that cost ``typical`` tokens (some will not fit), between 32 and 256."""
+        if self.search_limit is not None:
+            return self.search_limit
+        return min(256, max(32, 3 * room // max(2 * typical, 16)))
+
+    def _store_rank(self, history: Sequence[ChatMessage], session: SessionContext, provider: HistorySearcher) -> Rank:
+        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
+            before = _offset_of(history, cut, session)
+            rankings = await store_rankings(
+                provider,
+                session,
+                request.text,
+                before,
+                limit=limit,
+                weight=self.spread,
+                meaning=self.meaning,
+            )
+            return None if rankings is None else fuse(rankings, request)
+
+        return rank
+
+    def _index_rank(self, history: Sequence[ChatMessage], session: SessionContext, index: UnitIndex) -> Rank:
+        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
+            before = _offset_of(history, cut, session)
+            found = await index.search_units(session, query=request.text, before=before, limit=limit)
+            return None if found is None else fuse([found], request)
+
+        return rank
+
+    def _local_rank(self, history: Sequence[ChatMessage], session: SessionContext) -> Rank:
+        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
+            rankings = await self._local.rankings(
+                history,
+                request.text,
+                cut,
+                session=session,
+                index=self.index,
+                limit=limit,
+                weight=self.spread,
+                meaning=self.meaning,
+            )
+            return fuse(rankings, request)
+
+        return rank
+
+    async def _window(
+        self, history: Sequence[ChatMessage], session: SessionContext, counter: TokenCounter, rank: Rank
     ) -> list[ChatMessage] | None:
-        """The window with the older units a store ranks (``search(query, before)``: as stored, fetched by the
-        search, never by reading the session). ``None`` when the search needs the whole history and has it."""
+        """The window with the older units ``rank`` gives; ``None`` when the ranking needs the whole history
+        and the engine has it (then it is ranked in the process)."""
         partial = session.partial
         count = counter.count_message
         systems = system_messages(history)
@@ -161,86 +224,190 @@ class RelevantRecallStrategy(Strategy):
             if partial:
                 session.need_older()  # the older part may not fit
             return list(history)
-        cut = newest_cut(history, count, int(allowance * (1 - self.recall_share)))
-        query = _query(history)
-        if partial and (not query or all(m.role == "system" for m in history[:cut])):
-            session.need_older()  # the request, or the cut, lies further back
-            return list(history)
-        older = [m for m in history[:cut] if m.role == "system"]
-        matches: list[UnitMatch] = []
-        if query:
-            before = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
-            if before is None:  # the cut is past every stored message
-                before = 2**62
-            found = await search(query, before)
+        request = read_request(history)
+        share = self.recall_share if self.recall_share is not None else recall_share(request)
+        if self.prefer == "cache":
+            return await self._held(history, session, counter, rank, request, allowance, share)
+        cut, recent = cut_and_cost(history, count, int(allowance * (1 - share)))
+        limit = self._limit(int(allowance * share), recent // max(1, len(history) - cut) if cut < len(history) else 24)
+        ranked = await self._ranked(history, session, rank, request, cut, limit)
+        if ranked is None:
+            return None if not partial else list(history)
+        chosen = self._choose(ranked, allowance - recent, counter, request)
+        self._note(session, chosen)
+        return [*place([m for m in history[:cut] if m.role == "system"], chosen), *history[cut:]]
+
+    async def _ranked(
+        self,
+        history: Sequence[ChatMessage],
+        session: SessionContext,
+        rank: Rank,
+        request: Request,
+        cut: int,
+        limit: int,
+        *,
+        tell: bool = True,
+    ) -> list[UnitMatch] | None:
+        """The ranked older units (before ``cut``), with the engine told whether the part read sufficed
+        (``tell=False``: not yet, the window may still be made otherwise); ``None`` when older messages are
+        needed."""
+        partial = session.partial
+        if partial and (not request.text or all(m.role == "system" for m in history[:cut])):
+            if tell:
+                session.need_older()  # the request, or the cut, lies further back
+            return None
+        ranked: list[UnitMatch] = []
+        if request.text and any(m.role != "system" for m in history[:cut]):
+            found = await rank(request, cut, limit)
             if found is None:
-                if not partial:
-                    return None
-                session.need_older()  # the index ends before the part read
-                return list(history)
-            matches = found
-        if partial:
+                if partial and tell:
+                    session.need_older()  # the index ends before the part read
+                return None
+            ranked = found
+        if partial and tell:
             session.cut_made()
-        session.state.put(self, _RECALLED, [frozenset[str]()])
-        left = allowance - sum(count(m) for m in history[cut:] if m.role != "system")
-        chosen = []
-        for match in matches:
-            cost = sum(count(m) for m in match.messages if m.role != "system")
-            if cost <= left:
-                chosen.append(match)
-                left -= cost
-        if not chosen:
-            return [*older, *history[cut:]]
-        session.state.put(self, _RECALLED, [frozenset(m.id for match in chosen for m in match.messages)])
-        return [*_placed(older, chosen), *history[cut:]]
+        return ranked
+
+    def _choose(
+        self,
+        ranked: Sequence[UnitMatch],
+        left: int,
+        counter: TokenCounter,
+        request: Request,
+    ) -> list[UnitMatch]:
+        """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
+        skipping any that repeats one already chosen. A unit is labelled once it is chosen, and sent unlabelled
+        when only that fits."""
+        count = counter.count_message
+        today = request.day
+        seen = NearDuplicates()
+        chosen: list[UnitMatch] = []
+        for match in ranked:
+            if left <= 0:
+                break
+            stored = match.messages
+            cost = _cost(stored, count)
+            if cost > left or seen.repeats(stored):
+                continue
+            if self.annotate and any(label(m, today) for m in stored):
+                messages = tuple(annotated(m, today) for m in stored)
+                labelled = _cost(messages, count)
+                if labelled <= left:
+                    match, cost = replace(match, messages=messages), labelled
+            seen.add(stored)
+            chosen.append(match)
+            left -= cost
+        return chosen
+
+    async def _held(
+        self,
+        history: Sequence[ChatMessage],
+        session: SessionContext,
+        counter: TokenCounter,
+        rank: Rank,
+        request: Request,
+        allowance: int,
+        share: float,
+    ) -> list[ChatMessage] | None:
+        """The cache-stable window: the held recalled units and the held start of the newest turns, with the
+        recalled units chosen again only when the topic changed, and the start moved (down to ``low_watermark``
+        of the budget) only when the window would pass the budget."""
+        partial = session.partial
+        count = counter.count_message
+        held = session.state.get(self, _HELD)
+        start = _held_start(history, held, session)
+        if start is None and held.start is not None and partial:
+            session.need_older()  # the held start is older than the part read
+            return list(history)
+        if start is not None:
+            units = held.units
+            recent = _cost(history[start:], count)
+            if request.text != held.request:
+                limit = self._limit(int(allowance * share), _typical(history, start, count))
+                ranked = await self._ranked(history, session, rank, request, start, limit, tell=False)
+                if ranked is None:
+                    if partial:
+                        session.need_older()  # the ranking needs more than the part read
+                        return list(history)
+                    return None
+                if not held.keeps(request.text, ranked):
+                    room = min(allowance - recent, int(allowance * share))
+                    units = self._choose(ranked, room, counter, request)
+            if recent + _cost([m for u in units for m in u.messages], count) <= allowance:
+                if partial:
+                    session.cut_made()  # the held start decides the window, whatever is older
+                held.request, held.units = request.text, list(units)
+                self._note(session, units)
+                return [*place([m for m in history[:start] if m.role == "system"], units), *history[start:]]
+        # crossed (or first): the relevance window at the low watermark, whose start and units are then held
+        low = int(allowance * self.low_watermark)
+        cut = newest_cut(history, count, int(low * (1 - share)))
+        limit = self._limit(int(low * share), _typical(history, cut, count))
+        ranked = await self._ranked(history, session, rank, request, cut, limit)
+        if ranked is None:
+            return None if not partial else list(history)
+        units = self._choose(ranked, low - _cost(history[cut:], count), counter, request)
+        first = next((k for k in range(cut, len(history)) if history[k].role != "system"), None)
+        if first is not None:
+            held.start, held.after, held.offset = history[first].id, False, _offset_of(history, first, session)
+        elif history:  # no newest turn fits: they start with the next message to come
+            last = len(history) - 1
+            held.start, held.after, held.offset = history[last].id, True, _offset_of(history, last, session)
+        held.request, held.units = request.text, list(units)
+        self._note(session, units)
+        return [*place([m for m in history[:cut] if m.role == "system"], units), *history[cut:]]
+
+    def _note(self, session: SessionContext, chosen: Sequence[UnitMatch]) -> None:
+        session.state.put(self, _RECALLED, [frozenset(m.id for u in chosen for m in u.messages)])
 
     def __repr__(self) -> str:
-        return f"RelevantRecallStrategy(token_budget={self.token_budget}, recall_share={self.recall_share})"
+        share = "adaptive" if self.recall_share is None else self.recall_share
+        return f"RelevantRecallStrategy(token_budget={self.token_budget}, recall_share={share}, prefer={self.prefer!r})"
 
 
-def _provider_search(
-    provider: HistorySearcher, session: SessionContext, limit: int
-) -> Callable[[str, int], Awaitable[list[UnitMatch] | None]]:
-    """A search of the session in its provider."""
-
-    async def search(query: str, before: int) -> list[UnitMatch] | None:
-        return await provider.search_units(
-            session.agent_id, session_id=session.session_id, query=query, before=before, limit=limit
-        )
-
-    return search
+def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
+    """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
+    return sum(count(m) for m in messages if m.role != "system")
 
 
-def _query(history: Sequence[ChatMessage]) -> str:
-    """The current request: the text of the latest user turn."""
-    return next((m.text for m in reversed(history) if m.role == "user" and m.text), "")
+def _typical(history: Sequence[ChatMessage], cut: int, count: Callable[[ChatMessage], int]) -> int:
+    """What a message of the newest turns (from ``cut`` on, system messages aside) costs on average: the size
+    the session's units have lately."""
+    costs = [count(m) for m in history[cut:] if m.role != "system"]
+    return sum(costs) // len(costs) if costs else 24
 
 
-def _placed(systems: list[ChatMessage], chosen: list[UnitMatch]) -> list[ChatMessage]:
-    """``systems`` with the recalled units in conversation order: each right after the system message it
-    follows in the session (by offset among those that follow the same one), and any system message of a unit
-    given once."""
-    by_anchor: dict[str | None, list[UnitMatch]] = {}
-    for match in sorted(chosen, key=lambda m: m.offset):
-        by_anchor.setdefault(match.after_system, []).append(match)
-    known = {m.id for m in systems}
-    out: list[ChatMessage] = []
-    given: set[str] = set()
+def _offset_of(history: Sequence[ChatMessage], cut: int, session: SessionContext) -> int:
+    """The offset (stored tokens before it in the session) of the first message from ``cut`` on that the read
+    places, or past every stored message when none is placed."""
+    if session.agent_id or session.session_id or session.source:
+        found = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
+        return 2**62 if found is None else found
+    return sum(stored_tokens(m) for m in history[:cut])  # a standalone call: the history is the session
 
-    def place(matches: list[UnitMatch]) -> None:
-        for match in matches:
-            for m in match.messages:
-                if m.id not in given:
-                    given.add(m.id)
-                    out.append(m)
 
-    place(sorted((m for a, ms in by_anchor.items() if a is None or a not in known for m in ms), key=lambda m: m.offset))
-    for system in systems:
-        if system.id not in given:
-            given.add(system.id)
-            out.append(system)
-        place(by_anchor.get(system.id, []))
-    return out
+def _held_start(history: Sequence[ChatMessage], held: Held, session: SessionContext) -> int | None:
+    """Where a cache-stable window's newest turns start in ``history``, or ``None`` when that is not known (not
+    in the part read, or something before it was removed, which the start's offset shows) or no longer a unit's
+    start (the results of a call it followed arrived)."""
+    if held.start is None:
+        return None
+    at = _position(history, held.start)
+    if at is None or _offset_of(history, at, session) != held.offset:
+        return None
+    start = at + 1 if held.after else at
+    first = next((k for k in range(start, len(history)) if history[k].role != "system"), None)
+    if first is not None and history[first].role == "tool":
+        return None
+    return start
+
+
+def _position(history: Sequence[ChatMessage], message_id: str) -> int | None:
+    """Where the message with ``message_id`` is in ``history`` (searched from the newest end)."""
+    for k in range(len(history) - 1, -1, -1):
+        if history[k].id == message_id:
+            return k
+    return None
 
 
 __all__ = ["RelevantRecallStrategy"]

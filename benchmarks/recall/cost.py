@@ -1,0 +1,142 @@
+"""What relevant recall costs: warm windows beside plain ones, and the offline embedding model's size and speed.
+
+* Warm windows of a 10,000-message agent session in the in-memory store (median of 50, one message appended
+  before each), ``[ToolResultCompactionStrategy(), RelevantRecallStrategy(budget)]`` beside the same pipeline
+  with a plain token budget, at 16,000 and 100,000 tokens; recall by words only and by words and meaning.
+  Target: a warm recall window within 3x of a plain warm window.
+* The ``embeddings`` extra: what it adds to an install of ``ravi-agents`` (the files of the distributions it
+  brings that ``ravi-agents`` alone does not), and how long it takes to embed 1,000 messages of that session
+  (median of 5, the model loaded). Targets: at most 50 MB, under a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _table import console, table, verdict
+from assembly import forget_counts, warm_runs
+
+from ravi.agents.context import (
+    AgentContext,
+    ContextConfig,
+    InMemoryHistoryProvider,
+    RelevantRecallStrategy,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+)
+from ravi.agents.demo import agentic_transcript
+from ravi.agents.embeddings import offline_embedding_client
+from ravi.kernel.search import message_text
+
+SIZE = 10_000
+BUDGETS = (16_000, 100_000)
+
+
+def warm_ms(pipeline: list[object], messages: list) -> float:  # type: ignore[type-arg]
+    history = InMemoryHistoryProvider()
+    asyncio.run(history.append_many("agent", messages, session_id="s"))
+    forget_counts(messages)
+    context = AgentContext(ContextConfig(history, pipeline))  # type: ignore[arg-type]
+
+    async def run() -> float:
+        await context.get_prompt_window("s")  # the first window indexes the session
+        return statistics.median(await warm_runs(context, 50)) * 1000
+
+    return asyncio.run(run())
+
+
+def windows() -> float:
+    messages = agentic_transcript(SIZE)
+    rows, worst = [], 0.0
+    for budget in BUDGETS:
+        plain = warm_ms([ToolResultCompactionStrategy(), TokenBudgetComposedStrategy([], budget)], messages)
+        words = warm_ms([ToolResultCompactionStrategy(), RelevantRecallStrategy(budget, meaning=None)], messages)
+        both = warm_ms([ToolResultCompactionStrategy(), RelevantRecallStrategy(budget)], messages)
+        worst = max(worst, words / plain, both / plain)
+        ratios = (f"{words / plain:.1f}x", f"{both / plain:.1f}x")
+        rows.append((f"{budget:,}", f"{plain:.2f}", f"{words:.2f}", ratios[0], f"{both:.2f}", ratios[1]))
+    table(
+        f"Warm windows of a {SIZE:,}-message agent session in memory (ms, median of 50)",
+        ["budget", "plain", "recall, words", "words / plain", "recall, words + meaning", "both / plain"],
+        rows,
+    )
+    return worst
+
+
+def _closure(name: str, extras: tuple[str, ...] = ()) -> set[str]:
+    """The installed distributions ``name`` (with ``extras``) needs, itself included (markers evaluated)."""
+    from packaging.requirements import Requirement
+
+    seen: set[str] = set()
+    todo = [(name, extras)]
+    while todo:
+        dist_name, wanted = todo.pop()
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:
+            continue
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in seen and not wanted:
+            continue
+        seen.add(key)
+        for line in dist.requires or []:
+            req = Requirement(line)
+            environments = [{"extra": e} for e in wanted] or [{"extra": ""}]
+            if req.marker is None or any(req.marker.evaluate(env) for env in environments):
+                todo.append((req.name, tuple(req.extras)))
+    return seen
+
+
+def _size_mb(names: set[str]) -> float:
+    total = 0
+    for name in names:
+        dist = metadata.distribution(name)
+        for file in dist.files or []:
+            path = Path(str(dist.locate_file(file)))
+            if path.is_file():
+                total += path.stat().st_size
+    return total / 1e6
+
+
+def embeddings() -> tuple[float, float]:
+    added = _closure("ravi-agents", ("embeddings",)) - _closure("ravi-agents")
+    size = _size_mb(added)
+    client = offline_embedding_client()
+    if client is None:
+        console.print("the embeddings extra is not installed: pip install 'ravi-agents[embeddings]'")
+        return size, float("nan")
+    texts = [message_text(m) for m in agentic_transcript(1_000)][:1_000]
+    texts = [t[:2_000] for t in texts]
+    client.embed_now(texts[:10])
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        client.embed_now(texts)
+        times.append(time.perf_counter() - start)
+    took = statistics.median(times)
+    biggest = sorted(((round(_size_mb({n}), 1), n) for n in added), reverse=True)
+    table(
+        "The offline embedding model (pip install 'ravi-agents\\[embeddings]')",
+        ["added to an install of ravi-agents", "embed 1,000 agent messages"],
+        [(f"{size:.1f} MB ({', '.join(f'{n} {s}' for s, n in biggest[:5])}, ...)", f"{took * 1000:.0f} ms")],
+    )
+    return size, took
+
+
+def main() -> None:
+    worst = windows()
+    size, took = embeddings()
+    console.print(f"target: a warm recall window within 3x of a plain warm window: {worst:.1f}x, {verdict(worst <= 3)}")
+    console.print(f"target: the embedding extra adds <= 50 MB: {size:.1f} MB, {verdict(size <= 50)}")
+    console.print(f"target: 1,000 messages embedded in under a second: {took:.2f} s, {verdict(took < 1)}\n")
+
+
+if __name__ == "__main__":
+    main()

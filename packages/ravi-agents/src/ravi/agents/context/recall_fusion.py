@@ -1,0 +1,124 @@
+"""Fusing recall's rankings: the units found by words and by meaning, by reciprocal rank, and the request's
+period and order among them; near-duplicate units are recalled once.
+
+Reciprocal rank fusion (Cormack, Clarke and Büttcher, 2009) scores a unit ``1 / (k + rank)`` in each ranking
+that holds it and adds the scores up: it needs no calibration between a BM25 score and a cosine, neither scale
+dominates, and a unit both rankings place high comes first. Two more rankings apply only among the units found:
+those dated inside the period a request names ("in March 2023"), and, for a request about how things are now (or
+how they began), the found units from the newest (or the oldest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import date
+
+from ravi.agents.context.recall_request import Request
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.search import UnitMatch, message_text
+
+RRF_K = 60
+"""The usual constant of reciprocal rank fusion: a unit's score in a ranking is ``1 / (RRF_K + rank)``."""
+
+
+def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = RRF_K) -> list[UnitMatch]:
+    """Every unit of ``rankings`` once (by its offset), scored by reciprocal rank fusion, best first (the newer
+    first among equals, the older when the request asks how things began); the request's period and order rank
+    the units found once more."""
+    fused: dict[int, float] = {}
+    units: dict[int, UnitMatch] = {}
+    for ranking in rankings:
+        for rank, match in enumerate(ranking, 1):
+            fused[match.offset] = fused.get(match.offset, 0.0) + 1.0 / (k + rank)
+            units.setdefault(match.offset, match)
+    if request.period is not None:
+        first, last = request.period
+        dated = [o for o in units if (day := _day_of(units[o])) is not None and first <= day <= last]
+        for rank, offset in enumerate(sorted(dated, key=lambda o: (-fused[o], -o)), 1):
+            fused[offset] += 1.0 / (k + rank)
+    oldest_first = request.order == "first"
+    if request.order is not None and len(units) > 1:
+        for rank, offset in enumerate(sorted(units, reverse=not oldest_first), 1):
+            fused[offset] += 1.0 / (k + rank)
+    ranked = sorted(units, key=lambda o: (-fused[o], o if oldest_first else -o))
+    return [UnitMatch(fused[o], units[o].messages, o, units[o].after_system) for o in ranked]
+
+
+def _day_of(match: UnitMatch) -> date | None:
+    """The day the unit was written (its first message's ``created_at``, UTC)."""
+    for message in match.messages:
+        if message.role != "system":
+            return message.created_at.date()
+    return None
+
+
+class NearDuplicates:
+    """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text
+    (a repeated tool output), or, for short units (4 to ``SHORT`` words), nearly the same words (a Jaccard
+    similarity of their sets of lower-cased words of at least ``threshold``: a restated fact). Each message's
+    text and words are worked out once (kept in its ``memo``)."""
+
+    SHORT = 200
+
+    def __init__(self, threshold: float = 0.8) -> None:
+        self.threshold = threshold
+        self._texts: set[tuple[str, ...]] = set()
+        self._terms: list[frozenset[str]] = []
+
+    def add(self, messages: Iterable[ChatMessage]) -> None:
+        """Hold ``messages`` as one unit."""
+        shown = [m for m in messages if m.role != "system"]
+        self._texts.add(tuple(_text(m) for m in shown))
+        words = _unit_words(shown)
+        if 4 <= len(words) <= self.SHORT:
+            self._terms.append(words)
+
+    def repeats(self, messages: Sequence[ChatMessage]) -> bool:
+        """Whether ``messages`` say again what a held unit says."""
+        shown = [m for m in messages if m.role != "system"]
+        texts = tuple(_text(m) for m in shown)
+        if not any(t.strip() for t in texts):
+            return False
+        if texts in self._texts:
+            return True
+        mine = _unit_words(shown)
+        size = len(mine)
+        if size < 4 or size > self.SHORT:
+            return False
+        threshold = self.threshold
+        for other in self._terms:
+            # the Jaccard similarity is at most the ratio of the sizes: most pairs need no set operation
+            if (
+                min(size, len(other)) >= threshold * max(size, len(other))
+                and len(other) >= 4
+                and len(mine & other) >= threshold * len(mine | other)
+            ):
+                return True
+        return False
+
+
+_TEXT, _WORDS = "recall:text", "recall:words"
+
+
+def _text(message: ChatMessage) -> str:
+    """The message's searchable text, worked out once."""
+    memo = message.memo
+    text: str | None = memo.get(_TEXT)
+    if text is None:
+        text = memo[_TEXT] = message_text(message)
+    return text
+
+
+def _unit_words(messages: Sequence[ChatMessage]) -> frozenset[str]:
+    """The lower-cased words of the messages (split at whitespace: cheap, and enough to compare two units)."""
+    out: frozenset[str] = frozenset()
+    for message in messages:
+        memo = message.memo
+        words: frozenset[str] | None = memo.get(_WORDS)
+        if words is None:
+            words = memo[_WORDS] = frozenset(_text(message).lower().split())
+        out = words if not out else out | words
+    return out
+
+
+__all__ = ["RRF_K", "NearDuplicates", "fuse"]

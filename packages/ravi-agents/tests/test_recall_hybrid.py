@@ -1,0 +1,269 @@
+"""Relevant recall's parts: reading the request, fusing rankings, labelling recalled turns, ranking by meaning, the
+offline embedding model, and the in-memory store's hybrid search."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import UTC, date, datetime, timedelta
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ravi.agents.context import CompactionPipeline, InMemoryHistoryProvider, RelevantRecallStrategy, WindowRequest
+from ravi.agents.context.meaning import MessageVectors, meaning_units
+from ravi.agents.context.recall_annotation import annotated, label
+from ravi.agents.context.recall_fusion import NearDuplicates, fuse
+from ravi.agents.context.recall_request import Request, _read, read_request, recall_share
+from ravi.agents.embeddings import StaticEmbeddingClient, offline_embeddings_installed
+from ravi.conformance.strategy import transcripts
+from ravi.kernel.embeddings import HashingEmbeddingClient
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.search import UnitMatch, match_units
+
+AT = datetime(2023, 6, 10, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "share"),
+    [
+        ("When did Maya adopt her dog?", 0.85),
+        ("What did we decide in March 2023?", 0.85),
+        ("What is my order number?", 0.75),
+        ("Why?", 0.25),
+        ("ok, do it", 0.25),
+        ("Deploy the staging build and run the tests", 0.4),
+    ],
+)
+def test_the_share_for_older_turns_follows_the_request(text: str, share: float) -> None:
+    assert recall_share(_read(text, AT, working=False)) == share
+
+
+def test_while_the_agent_works_on_a_request_the_newest_turns_come_first() -> None:
+    from ravi.kernel.messages import ToolCallBlock
+
+    call = ChatMessage.assistant(None, tool_calls=[ToolCallBlock(id="c", name="grep")])
+    history = [ChatMessage.user("When did the deploy fail last week?"), call, ChatMessage.tool("c", "...")]
+    request = read_request(history)
+    assert request.working and recall_share(request) == 0.25
+
+
+@pytest.mark.parametrize(
+    ("text", "period"),
+    [
+        ("What did Maya do in March 2023?", (date(2023, 3, 1), date(2023, 3, 31))),
+        ("what happened on 8 May?", (date(2023, 5, 8), date(2023, 5, 8))),
+        ("anything in 2022?", (date(2022, 1, 1), date(2022, 12, 31))),
+        ("What did I say in September?", (date(2022, 9, 1), date(2022, 9, 30))),
+        ("What did we cook yesterday?", (date(2023, 6, 9), date(2023, 6, 9))),
+        ("I may go", None),
+    ],
+)
+def test_a_request_names_the_days_it_asks_about(text: str, period: tuple[date, date] | None) -> None:
+    assert _read(text, AT, working=False).period == period
+
+
+def _unit(offset: int, day: date | None = None, text: str = "x") -> UnitMatch:
+    when = datetime(day.year, day.month, day.day, tzinfo=UTC) if day else AT
+    return UnitMatch(1.0, (ChatMessage.user(text, created_at=when),), offset)
+
+
+def test_fusion_by_rank_puts_first_what_both_rankings_place_high() -> None:
+    a, b, c, d = _unit(10), _unit(20), _unit(30), _unit(40)
+    fused = fuse([[a, b, c], [c, d, b]], Request("q"))
+    assert [u.offset for u in fused] == [30, 20, 10, 40]  # c and b in both; c higher on average, newer on a tie
+    assert fused[0].score == pytest.approx(1 / 63 + 1 / 61)
+
+
+def test_a_named_period_and_a_question_about_now_raise_the_matching_units() -> None:
+    march, may = _unit(10, date(2023, 3, 5)), _unit(20, date(2023, 5, 1))
+    plain = fuse([[may, march]], Request("q"))
+    assert [u.offset for u in plain] == [20, 10]
+    dated = fuse([[may, march]], Request("q", period=(date(2023, 3, 1), date(2023, 3, 31))))
+    assert [u.offset for u in dated] == [10, 20]
+    newest = fuse([[march, may]], Request("q", order="newest"))
+    assert [u.offset for u in newest] == [20, 10]
+    first = fuse([[may, march]], Request("q", order="first"))
+    assert [u.offset for u in first] == [10, 20]
+
+
+def test_a_unit_that_says_again_what_one_held_says_is_a_near_duplicate() -> None:
+    seen = NearDuplicates()
+    seen.add([ChatMessage.tool("c", "build failed: 3 errors in src/app.py line 10 and line 12")])
+    assert seen.repeats([ChatMessage.tool("d", "build failed: 3 errors in src/app.py line 10 and line 12")])
+    assert seen.repeats([ChatMessage.tool("d", "Build failed: 3 errors in src/app.py line 10 and line 12!")])
+    assert not seen.repeats([ChatMessage.tool("d", "tests passed: 120 in 4 s, no warnings at all today")])
+
+
+def test_a_recalled_turn_says_its_day_and_sender_and_keeps_its_id() -> None:
+    old = ChatMessage.user("We adopted a puppy yesterday!", name="Maya", created_at=datetime(2023, 5, 8, tzinfo=UTC))
+    labelled = annotated(old, date(2023, 6, 10))
+    assert labelled.text == "[8 May 2023] Maya: We adopted a puppy yesterday!"
+    assert labelled.id == old.id and labelled.name == old.name and old.text == "We adopted a puppy yesterday!"
+    assert annotated(old, date(2023, 5, 8)).text == "Maya: We adopted a puppy yesterday!"
+    prefixed = old.model_copy(update={"content": ChatMessage.user("Maya: hi").content})
+    assert label(prefixed, date(2023, 5, 8)) == ""
+    result = ChatMessage.tool("c", "result")
+    assert annotated(result, date(2020, 1, 1)) is result
+
+
+def test_a_window_with_labels_still_meets_its_budget() -> None:
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    history = [
+        ChatMessage.user(f"turn {i} about the garden and the weather", name="Sam", created_at=start + timedelta(i))
+        for i in range(200)
+    ]
+    history.append(ChatMessage.user("What did Sam say about the garden?", name="Maya"))
+    strategy = RelevantRecallStrategy(500)
+    window = asyncio.run(strategy.compact(history))
+    from ravi.agents.tokens import DEFAULT_COUNTER
+
+    assert DEFAULT_COUNTER.count_messages(window) <= 500
+    recalled = [m for m in window[:-1] if m.text.startswith("[")]
+    assert recalled and all("Sam: turn" in m.text for m in recalled)
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=transcripts, data=st.data())
+def test_ranking_by_meaning_is_the_reference_ranking_of_the_similarities(history: list, data: st.DataObject) -> None:
+    """Looking only at the best messages gives the units :func:`match_units` gives over every similarity."""
+    if not history:
+        return
+    client = HashingEmbeddingClient(dimension=16)
+    vectors = MessageVectors("hashing-16")
+    asyncio.run(vectors.extend(history, client))
+    [query] = asyncio.run(client.embed([data.draw(st.sampled_from(["x", "tool", "ünï", "0"]))]))
+    stop = data.draw(st.integers(0, len(history)))
+    limit = data.draw(st.integers(1, 8))
+    before = [0]
+    for m in history:
+        before.append(before[-1] + len(m.text))
+    systems = [i for i, m in enumerate(history) if m.role == "system"]
+    similar = vectors.similarity(query, stop)
+    got = meaning_units(history, similar, before=before, systems=systems, stop=stop, limit=limit)
+    scores = {i: float(similar[i]) for i in range(stop) if similar[i] > 0}
+    assert got == match_units(history, scores, before=before, systems=systems, stop=stop, limit=limit)
+
+
+def test_embeddings_of_a_growing_history_are_computed_once_and_truncated_when_it_changes() -> None:
+    class Counting(HashingEmbeddingClient):
+        def __init__(self) -> None:
+            super().__init__(dimension=8)
+            self.calls: list[int] = []
+
+        async def embed(self, texts):  # type: ignore[no-untyped-def]
+            self.calls.append(len(texts))
+            return await super().embed(texts)
+
+    client = Counting()
+    vectors = MessageVectors("m")
+    history = [ChatMessage.user(f"m{i}") for i in range(300)]
+    asyncio.run(vectors.extend(history[:100], client))
+    asyncio.run(vectors.extend(history, client))
+    assert client.calls == [100, 200] and vectors.size == 300
+    vectors.truncate(50)
+    asyncio.run(vectors.extend(history, client))
+    assert client.calls[-1] == 250 and vectors.size == 300
+    with pytest.raises(InvalidArgument):
+        vectors.similarity([1.0, 2.0], 10)
+
+
+needs_model = pytest.mark.skipif(not offline_embeddings_installed(), reason="pip install 'ravi-agents[embeddings]'")
+
+
+@needs_model
+def test_the_offline_model_embeds_without_the_network() -> None:
+    """The model comes from the installed wheel: embedding works with the hub offline, vectors are unit-length
+    and deterministic, and words that mean alike land closer than unrelated ones."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    client = StaticEmbeddingClient()
+    texts = ["we adopted a puppy", "my new dog is great", "the quarterly tax return", ""]
+    vectors = np.array(asyncio.run(client.embed(texts)))
+    assert vectors.shape == (4, 256)
+    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-5) and not vectors[3].any()
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    assert np.array_equal(vectors, np.array(asyncio.run(client.embed(texts))))
+    assert StaticEmbeddingClient(64).dimension == 64
+    with pytest.raises(InvalidArgument):
+        StaticEmbeddingClient(100)
+
+
+@needs_model
+def test_the_default_recall_ranks_by_meaning_with_the_offline_model() -> None:
+    strategy = RelevantRecallStrategy(300)
+    assert strategy.meaning is not None and strategy.meaning.model == "wordllama-l2_supercat-128"
+    assert RelevantRecallStrategy(300, meaning=None).meaning is None
+
+
+def test_the_in_memory_store_searches_by_words_with_neighbours_and_by_meaning() -> None:
+    async def main() -> None:
+        store = InMemoryHistoryProvider()
+        messages = [ChatMessage.user(f"chat {i}") for i in range(40)]
+        messages[20:20] = [ChatMessage.user("any tips for the fern?"), ChatMessage.assistant("water it less")]
+        await store.append_many("a", messages, session_id="s")
+        plain = await store.search_units("a", session_id="s", query="fern", before=10**9, limit=5)
+        found = await store.search_hybrid("a", session_id="s", query="fern", before=10**9, limit=5)
+        assert found.lexical == plain and found.meaning == []
+        spread = await store.search_hybrid("a", session_id="s", query="fern", before=10**9, limit=5, spread=0.5)
+        assert [u.messages[0].id for u in spread.lexical] == [messages[20].id, messages[21].id, messages[19].id]
+        client = HashingEmbeddingClient(dimension=32)
+        both = await store.search_hybrid(
+            "a", session_id="s", query="water less", before=10**9, limit=3, embedder=client, model="h"
+        )
+        assert both.meaning[0].messages[0].id == messages[21].id
+        await store.clear_run("a", session_id="s", run_id="")
+        gone = await store.search_hybrid(
+            "a", session_id="s", query="water less", before=10**9, limit=3, embedder=client, model="h"
+        )
+        assert gone.meaning == [] and gone.lexical == []
+        with pytest.raises(InvalidArgument):
+            await store.search_hybrid("a", session_id="s", query="q", before=1, limit=1, spread=2.0)
+        with pytest.raises(InvalidArgument):
+            await store.search_hybrid("a", session_id="s", query="q", before=1, limit=1, embedder=client)
+
+    asyncio.run(main())
+
+
+def test_a_fresh_pipeline_on_the_in_memory_store_reads_only_the_window_with_meaning() -> None:
+    """Words and meaning both come from the store: the first window of a long session reads its newest part."""
+    from .doubles import Recording
+
+    async def main() -> None:
+        store = Recording()
+        messages = [ChatMessage.user(f"turn {i} " + "x" * 200) for i in range(3_000)]
+        messages[40:40] = [ChatMessage.user("the staging host is zanzibar-7")]
+        messages.append(ChatMessage.user("which host is staging?"))
+        await store.append_many("a", messages, session_id="s")
+        pipeline = CompactionPipeline([RelevantRecallStrategy(2_000, meaning=HashingEmbeddingClient(32))])
+        window = (await pipeline.window(WindowRequest("a", "s", history=store))).messages
+        assert store.whole == 0 and store.windowed < 200
+        assert messages[40].id in {m.id for m in window}
+
+    asyncio.run(main())
+
+
+def test_meaning_looks_back_over_the_newest_messages_before_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-memory store compares the request with the newest ``MEANING_LOOKBACK`` messages before the window,
+    as Postgres does; the words still reach the whole session."""
+    import ravi.agents.context.meaning as meaning
+
+    monkeypatch.setattr(meaning, "MEANING_LOOKBACK", 50)
+
+    async def main() -> None:
+        store = InMemoryHistoryProvider()
+        messages = [
+            ChatMessage.user("the walrus sleeps on the ice"),
+            *(ChatMessage.user(f"turn {i}") for i in range(100)),
+        ]
+        await store.append_many("a", messages, session_id="s")
+        client = HashingEmbeddingClient(dimension=32)
+        found = await store.search_hybrid(
+            "a", session_id="s", query="walrus", before=10**9, limit=3, embedder=client, model="h"
+        )
+        assert found.lexical[0].messages[0] == messages[0]
+        assert all(u.messages[0] != messages[0] for u in found.meaning)
+
+    asyncio.run(main())

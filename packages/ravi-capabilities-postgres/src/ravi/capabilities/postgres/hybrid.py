@@ -1,0 +1,347 @@
+"""Relevant recall's hybrid search on PostgreSQL: the terms index with each match's neighbours, and the meaning of
+the request with pgvector, both in the database (``HybridSearcher``).
+
+By words, the provider's own search (``search_units``: BM25 over the terms index) finds the best units; one more
+statement finds the unit right before and right after each (walking the primary key) and scores them ``spread``
+times the unit they border.
+
+By meaning, every message of a session is embedded once per model, by the first search that needs it (in any
+worker), and kept beside the messages in ``<prefix>embeddings`` (a pgvector column, created with the extension
+on first use). A search embeds only the rows appended since, then asks for the messages closest to the request,
+among the session's newest ``MEANING_ROWS`` (5,000), exactly (those rows by the session's key, ordered by
+cosine distance), and returns their units. An embedding records the id of the message it came from and the
+session's epoch, so nothing embedded before a ``clear`` or ``clear_run`` is ever returned: a session whose epoch
+changed is embedded again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from ravi.kernel.errors import RaviError
+from ravi.kernel.llm import EmbeddingClient
+from ravi.kernel.messages import ChatMessage, messages_from_json
+from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, unit_end
+from ravi.kernel.storage.history import HybridMatches, check_hybrid, check_search
+from ravi.kernel.values import check_scope
+
+log = logging.getLogger(__name__)
+
+MEANING_ROWS = MEANING_LOOKBACK
+"""How far back a search by meaning looks: the session's newest messages, so its cost stays that of a window (an
+exact scan of every message of a 100,000-message session took half a second); words look at the whole session."""
+EMBEDDED_CHARS = 2_000
+"""How much of a message's searchable text is embedded (the start says what a long tool output is about)."""
+_EMBED_CHUNK = 1_000
+"""How many rows are embedded and stored in one step."""
+
+_SETUP = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS {embeddings} (
+    agent_id   text   NOT NULL,
+    session_id text   NOT NULL,
+    model      text   NOT NULL,
+    seq        bigint NOT NULL,
+    message_id text   NOT NULL,
+    epoch      bigint NOT NULL,
+    embedding  vector NOT NULL,
+    PRIMARY KEY (agent_id, session_id, model, seq)
+);
+CREATE TABLE IF NOT EXISTS {embedded} (
+    agent_id   text   NOT NULL,
+    session_id text   NOT NULL,
+    model      text   NOT NULL,
+    epoch      bigint NOT NULL,
+    upto       bigint NOT NULL,
+    last_id    text,
+    PRIMARY KEY (agent_id, session_id, model)
+);
+"""
+
+
+class HybridSearch:
+    """``search_hybrid`` for :class:`~ravi.capabilities.postgres.PostgresHistoryProvider` (a mixin: it uses the
+    provider's connection, tables and ``search_units``)."""
+
+    db: Any
+    _messages: str
+    _sessions: str
+    _meaning_ready: bool | None = None  # None: not set up yet; False: pgvector is not available here
+
+    async def search_units(
+        self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
+    ) -> list[UnitMatch]:
+        raise NotImplementedError  # the provider's
+
+    async def search_hybrid(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        query: str,
+        before: int,
+        limit: int,
+        spread: float = 0.0,
+        embedder: EmbeddingClient | None = None,
+        model: str = "",
+    ) -> HybridMatches:
+        """The units before offset ``before`` that best match ``query`` by the terms index, with the units
+        bordering each match scored ``spread`` times its score, and, with an ``embedder``, those closest in
+        meaning by pgvector (``HybridSearcher``). Rows not yet embedded under ``model`` are embedded first, once
+        for every worker. Without pgvector on the server, the meaning list is empty (logged once)."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_search(query, before, limit)
+        check_hybrid(spread, embedder, model)
+        if not limit or not query:
+            return HybridMatches([], [])
+        lexical = await self.search_units(agent_id, session_id=session_id, query=query, before=before, limit=limit)
+        if spread > 0 and lexical:
+            lexical = await self._with_neighbours(agent_id, session_id, lexical, before, limit, spread)
+        meaning: list[UnitMatch] = []
+        if embedder is not None and await self._meaning_available():
+            meaning = await self._by_meaning(agent_id, session_id, query, before, limit, embedder, model)
+        return HybridMatches(lexical, meaning)
+
+    async def _with_neighbours(
+        self, agent_id: str, session_id: str, found: list[UnitMatch], before: int, limit: int, weight: float
+    ) -> list[UnitMatch]:
+        """``found`` with the units that border each (nearest non-system message before its first, after its
+        last) scored ``weight`` times it, unless they score more already; best first, at most ``limit``."""
+        firsts = [u.messages[0].id for u in found]
+        lasts = [u.messages[-1].id for u in found]
+        scores = [u.score * weight for u in found]
+        m = self._messages
+        rows = await self.db.fetch(
+            f"""
+WITH u AS (SELECT f.seq AS first, l.seq AS last, x.score FROM unnest($3::text[], $4::text[], $5::float8[])
+               AS x(first_id, last_id, score)
+           JOIN {m} f ON f.message_id = x.first_id AND f.agent_id = $1 AND f.session_id = $2
+           JOIN {m} l ON l.message_id = x.last_id AND l.agent_id = $1 AND l.session_id = $2),
+near AS (SELECT (SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < u.first
+                 AND o.seq >= 0 AND o.role <> 'system' ORDER BY o.seq DESC LIMIT 1) AS seq, u.score FROM u
+         UNION ALL
+         SELECT (SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq > u.last
+                 AND o.seq <= u.last + 1000000 AND o.role <> 'system' ORDER BY o.seq LIMIT 1), u.score FROM u)
+SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq""",
+            agent_id,
+            session_id,
+            firsts,
+            lasts,
+            scores,
+        )
+        if not rows:
+            return found
+        bordering = await self._units_of(agent_id, session_id, [(r["seq"], r["score"]) for r in rows], before)
+        best = {u.offset: u for u in found}
+        for unit in bordering:
+            if unit.offset not in best or unit.score > best[unit.offset].score:
+                best[unit.offset] = unit
+        return sorted(best.values(), key=lambda u: (-u.score, -u.offset))[:limit]
+
+    async def _units_of(
+        self, agent_id: str, session_id: str, hits: Sequence[tuple[int, float]], before: int
+    ) -> list[UnitMatch]:
+        """The whole units holding the messages ``hits`` (seq, score) names, each scored by its best hit, those
+        lying before ``before``, best first: a tool result's unit starts at its call, and a call's takes the
+        results after it (with the system message before each unit, for placing it)."""
+        m = self._messages
+        rows = await self.db.fetch(
+            f"""
+WITH top AS (SELECT h.seq, h.score, x.role FROM unnest($3::bigint[], $4::float8[]) AS h(seq, score)
+             JOIN {m} x ON x.agent_id = $1 AND x.session_id = $2 AND x.seq = h.seq AND x.role <> 'system'
+             WHERE x.cum_tokens - x.tokens < $5),
+keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce((
+              SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < t.seq
+              AND o.seq >= 0 AND o.role NOT IN ('tool', 'system') ORDER BY o.seq DESC LIMIT 1), t.seq)
+              ELSE t.seq END AS opener
+          FROM top t),
+spans AS MATERIALIZED (SELECT k.opener, coalesce((
+              SELECT n.seq FROM {m} n WHERE n.agent_id = $1 AND n.session_id = $2 AND n.seq > k.opener
+              AND n.seq <= k.opener + 1000000 AND n.role NOT IN ('tool', 'system') ORDER BY n.seq LIMIT 1),
+              9223372036854775807) AS stop, (
+              SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
+              AND y.seq < k.opener AND y.seq >= 0 ORDER BY y.seq DESC LIMIT 1) AS after_system
+          FROM (SELECT DISTINCT opener FROM keyed) k)
+SELECT sp.opener, sp.after_system, r.seq, r.body, r.offset, k.score
+FROM spans sp CROSS JOIN LATERAL (
+    SELECT o.seq, o.body, o.cum_tokens - o.tokens AS offset FROM {m} o
+    WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq >= sp.opener AND o.seq < sp.stop OFFSET 0) r
+LEFT JOIN keyed k ON k.seq = r.seq
+ORDER BY sp.opener, r.seq""",
+            agent_id,
+            session_id,
+            [seq for seq, _ in hits],
+            [float(score) for _, score in hits],
+            before,
+        )
+        spans: dict[int, list[Any]] = {}
+        for r in rows:
+            spans.setdefault(r["opener"], []).append(r)
+        found: list[UnitMatch] = []
+        for span in spans.values():
+            messages = messages_from_json([r["body"] for r in span])
+            i = 0
+            while i < len(messages):
+                j = unit_end(messages, i)
+                scores = [r["score"] for r, x in zip(span[i:j], messages[i:j], strict=True) if x.role != "system"]
+                best = max((s for s in scores if s is not None), default=None)
+                offset = span[i]["offset"]
+                if best is not None and best > 0 and offset is not None and offset < before:
+                    anchor = span[0]["after_system"]
+                    if i:  # the newest system message before a later unit of the span may lie inside it
+                        anchor = next((x.id for x in reversed(messages[:i]) if x.role == "system"), anchor)
+                    found.append(UnitMatch(float(best), tuple(messages[i:j]), int(offset), anchor))
+                i = j
+        found.sort(key=lambda u: (-u.score, -u.offset))
+        return found
+
+    async def _meaning_available(self) -> bool:
+        """Whether pgvector and the embeddings tables are there (set up on first use)."""
+        if self._meaning_ready is None:
+            try:
+                embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
+                await self.db.execute(_SETUP.format(embeddings=embeddings, embedded=embedded))
+                self._meaning_ready = True
+            except RaviError as error:
+                log.warning("recall by meaning is off on this Postgres: pgvector is not available (%s)", error)
+                self._meaning_ready = False
+        return self._meaning_ready
+
+    async def _by_meaning(
+        self,
+        agent_id: str,
+        session_id: str,
+        query: str,
+        before: int,
+        limit: int,
+        embedder: EmbeddingClient,
+        model: str,
+    ) -> list[UnitMatch]:
+        done = await self._embed_pending(agent_id, session_id, embedder, model)
+        if done is None:
+            return []
+        epoch, stop = done
+        [vector] = await embedder.embed([query])
+        embeddings, m = self.db.table("embeddings"), self._messages
+        rows = await self.db.fetch(
+            f"""
+WITH cut AS (SELECT coalesce((SELECT c.seq FROM {m} c WHERE c.agent_id = $1 AND c.session_id = $2
+                              AND c.seq >= 0 AND c.seq < $8 AND c.cum_tokens - c.tokens < $6
+                              ORDER BY c.seq DESC LIMIT 1), -1) AS seq)
+SELECT e.seq, 1 - (e.embedding <=> $4::vector) AS score FROM {embeddings} e
+JOIN {m} x ON x.agent_id = e.agent_id AND x.session_id = e.session_id AND x.seq = e.seq AND x.message_id = e.message_id
+WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5
+  AND e.seq > (SELECT seq FROM cut) - $9 AND e.seq <= (SELECT seq FROM cut)
+  AND x.cum_tokens - x.tokens < $6 AND x.role <> 'system'
+ORDER BY e.embedding <=> $4::vector LIMIT $7""",
+            agent_id,
+            session_id,
+            model,
+            _vector_text(vector),
+            epoch,
+            before,
+            limit,  # the closest messages: about as many units (a tool group may hold several)
+            stop,
+            MEANING_ROWS,
+        )
+        hits = [(r["seq"], float(r["score"])) for r in rows if r["score"] is not None and r["score"] > 0]
+        if not hits:
+            return []
+        return (await self._units_of(agent_id, session_id, hits, before))[:limit]
+
+    async def _embed_pending(
+        self, agent_id: str, session_id: str, embedder: EmbeddingClient, model: str
+    ) -> tuple[int, int] | None:
+        """Embed the session's rows not yet embedded under ``model`` (all of them when its epoch changed, or the
+        row last embedded is no longer the same message); the session's epoch and length, or ``None`` for no
+        session."""
+        embeddings, embedded, m, sessions = (
+            self.db.table("embeddings"),
+            self.db.table("embedded"),
+            self._messages,
+            self._sessions,
+        )
+        state = await self.db.fetchrow(
+            f"""
+SELECT s.epoch, s.next_seq, e.epoch AS done_epoch, e.upto, e.last_id, (
+    SELECT x.message_id FROM {m} x WHERE x.agent_id = $1 AND x.session_id = $2 AND x.seq = e.upto - 1) AS at_last
+FROM {sessions} s LEFT JOIN {embedded} e ON e.agent_id = s.agent_id AND e.session_id = s.session_id AND e.model = $3
+WHERE s.agent_id = $1 AND s.session_id = $2""",
+            agent_id,
+            session_id,
+            model,
+        )
+        if state is None:
+            return None
+        epoch, stop = state["epoch"], state["next_seq"]
+        upto = state["upto"] or 0
+        if state["done_epoch"] != epoch or upto > stop or (upto and state["at_last"] != state["last_id"]):
+            await self.db.execute(
+                f"DELETE FROM {embeddings} WHERE agent_id = $1 AND session_id = $2 AND model = $3",
+                agent_id,
+                session_id,
+                model,
+            )
+            upto = 0
+        while upto < stop:
+            rows = await self.db.fetch(
+                f"SELECT seq, message_id, body FROM {m} WHERE agent_id = $1 AND session_id = $2 AND seq >= $3 "
+                "AND seq < $4 ORDER BY seq LIMIT $5",
+                agent_id,
+                session_id,
+                upto,
+                stop,
+                _EMBED_CHUNK,
+            )
+            if not rows:
+                break
+            messages = messages_from_json([r["body"] for r in rows])
+            wanted = [
+                (r, text)
+                for r, message in zip(rows, messages, strict=True)
+                if message.role != "system" and (text := _embedded_text(message)).strip()
+            ]
+            if wanted:
+                vectors = await embedder.embed([text for _, text in wanted])
+                await self.db.execute(
+                    f"""
+INSERT INTO {embeddings} (agent_id, session_id, model, seq, message_id, epoch, embedding)
+SELECT $1, $2, $3, u.seq, u.id, $4, u.v::vector FROM unnest($5::bigint[], $6::text[], $7::text[]) AS u(seq, id, v)
+ON CONFLICT (agent_id, session_id, model, seq) DO UPDATE
+    SET message_id = excluded.message_id, epoch = excluded.epoch, embedding = excluded.embedding""",
+                    agent_id,
+                    session_id,
+                    model,
+                    epoch,
+                    [r["seq"] for r, _ in wanted],
+                    [r["message_id"] for r, _ in wanted],
+                    [_vector_text(v) for v in vectors],
+                )
+            upto = rows[-1]["seq"] + 1
+            await self.db.execute(
+                f"""
+INSERT INTO {embedded} AS e (agent_id, session_id, model, epoch, upto, last_id) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (agent_id, session_id, model) DO UPDATE SET epoch = $4, upto = $5, last_id = $6
+    WHERE e.epoch <> $4 OR e.upto < $5""",
+                agent_id,
+                session_id,
+                model,
+                epoch,
+                upto,
+                rows[-1]["message_id"],
+            )
+        return int(epoch), int(stop)
+
+
+def _embedded_text(message: ChatMessage) -> str:
+    return message_text(message)[:EMBEDDED_CHARS]
+
+
+def _vector_text(vector: Sequence[float]) -> str:
+    """pgvector's text form of ``vector`` (``[0.1,0.2]``)."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+__all__ = ["HybridSearch"]

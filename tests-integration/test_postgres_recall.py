@@ -1,0 +1,143 @@
+"""Relevant recall's hybrid search on a real PostgreSQL: the terms index with the neighbours of each match, and the
+meaning of a request by pgvector, kept in the database and embedded once for every worker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from servers import Server, closing
+
+from ravi.agents.context import CompactionPipeline, RelevantRecallStrategy, WindowRequest
+from ravi.capabilities.postgres import PostgresHistoryProvider
+from ravi.kernel.embeddings import HashingEmbeddingClient
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+
+
+class Counting(HashingEmbeddingClient):
+    """A deterministic embedder that records what it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(dimension=64)
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return await super().embed(texts)
+
+
+def _conversation(n: int) -> list[ChatMessage]:
+    messages = [ChatMessage.system("be brief")]
+    for i in range(n):
+        if i == 30:
+            messages += [
+                ChatMessage.user("any tips for the dying fern on my desk?", name="Sam"),
+                ChatMessage.assistant("water it less and move it to the east window", name="Maya"),
+            ]
+        messages += [ChatMessage.user(f"chat {i} about the weekend", name="Sam"), ChatMessage.assistant(f"ok {i}")]
+    return messages
+
+
+async def test_the_neighbours_of_a_match_and_the_closest_in_meaning_come_from_the_database(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """The words find the question about the fern; its neighbour, the answer (which shares no word with the
+    request), comes with half its score; by meaning, units are found in the database too."""
+    messages = _conversation(200)
+    question, answer = messages[61], messages[62]
+    embedder = Counting()
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", messages, session_id="s")
+        found = await history.search_hybrid(
+            "a", session_id="s", query="tips for the fern", before=10**9, limit=5, spread=0.5,
+            embedder=embedder, model="hashing-64",
+        )  # fmt: skip
+        lexical = [u.messages[0].id for u in found.lexical]
+        assert lexical[:2] == [question.id, answer.id]
+        assert found.lexical[1].score == 0.5 * found.lexical[0].score
+        assert found.meaning, "nothing found by meaning"
+        assert all(u.messages[0].role != "system" for u in found.meaning)
+        embedded = len(embedder.texts)
+        assert embedded == sum(1 for m in messages if m.role != "system") + 1  # every message once, and the query
+        again = await history.search_hybrid(
+            "a", session_id="s", query="fern", before=10**9, limit=5, embedder=embedder, model="hashing-64"
+        )
+        assert len(embedder.texts) == embedded + 1 and again.meaning  # nothing embedded again: only the query
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        worker = Counting()  # a fresh worker finds the embeddings in the database
+        await history.append_many("a", [ChatMessage.user("and the fern again?")], session_id="s")
+        await history.search_hybrid(
+            "a", session_id="s", query="fern", before=10**9, limit=5, embedder=worker, model="hashing-64"
+        )
+        assert worker.texts == ["and the fern again?", "fern"]
+
+
+async def test_nothing_embedded_before_a_clear_is_found_after_it(postgres_server: Server, pg_schema: str) -> None:
+    """A cleared session written again with other words is embedded afresh: no unit of its old life is found,
+    by words or by meaning, even by a provider that searched it before."""
+    embedder = Counting()
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", _conversation(50), session_id="s")
+        await history.search_hybrid(
+            "a", session_id="s", query="fern", before=10**9, limit=5, embedder=embedder, model="hashing-64"
+        )
+        await history.clear("a", session_id="s")
+        fresh = [ChatMessage.user(f"note {i} on the budget spreadsheet") for i in range(40)]
+        await history.append_many("a", fresh, session_id="s")
+        found = await history.search_hybrid(
+            "a", session_id="s", query="fern tips", before=10**9, limit=5, spread=0.5, embedder=embedder,
+            model="hashing-64",
+        )  # fmt: skip
+        ids = {m.id for m in fresh}
+        assert all(m.id in ids for u in [*found.lexical, *found.meaning] for m in u.messages)
+
+
+async def test_a_tool_unit_found_by_meaning_comes_whole(postgres_server: Server, pg_schema: str) -> None:
+    call = ToolCallBlock(id="c1", name="lookup", arguments={"q": "host"})
+    unit = [
+        ChatMessage.assistant(None, tool_calls=[call]),
+        ChatMessage.system("a note among the results"),
+        ChatMessage.tool("c1", "the staging database listens on port 6543 at zanzibar-7"),
+    ]
+    messages = [ChatMessage.user("start"), *unit, *(ChatMessage.user(f"turn {i}") for i in range(30))]
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", messages, session_id="s")
+        found = await history.search_hybrid(
+            "a", session_id="s", query="staging database port", before=10**9, limit=3, embedder=Counting(),
+            model="hashing-64",
+        )  # fmt: skip
+        assert list(found.meaning[0].messages) == unit
+        assert list(found.lexical[0].messages) == unit
+
+
+async def test_recall_on_postgres_reads_only_the_window_with_words_and_meaning(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """The default recall (words and meaning fused) on Postgres: a fresh worker reads the newest rows, and the
+    answer to the request comes back from the database."""
+    messages = [*_conversation(1_500), ChatMessage.user("what did Maya suggest for the fern?", name="Sam")]
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", messages, session_id="s")
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        pipeline = CompactionPipeline([RelevantRecallStrategy(600, meaning=Counting())])
+        window = (await pipeline.window(WindowRequest("a", "s", history=history))).messages
+        assert ("a", "s") not in history._cache, "the session was read whole"
+        assert messages[62].id in {m.id for m in window}
+        assert window[-1] == messages[-1]
+
+
+async def test_meaning_looks_back_over_the_newest_messages_only(
+    postgres_server: Server, pg_schema: str, monkeypatch: object
+) -> None:
+    """A search by meaning scans the session's newest ``MEANING_ROWS`` messages (its cost stays a window's); the
+    words still find an older one."""
+    import ravi.capabilities.postgres.hybrid as hybrid
+
+    monkeypatch.setattr(hybrid, "MEANING_ROWS", 50)  # type: ignore[attr-defined]
+    messages = [ChatMessage.user("the walrus sleeps on the ice"), *(ChatMessage.user(f"turn {i}") for i in range(100))]
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", messages, session_id="s")
+        found = await history.search_hybrid(
+            "a", session_id="s", query="walrus", before=10**9, limit=3, embedder=Counting(), model="hashing-64"
+        )
+        assert found.lexical[0].messages[0] == messages[0]
+        assert all(u.messages[0] != messages[0] for u in found.meaning)
