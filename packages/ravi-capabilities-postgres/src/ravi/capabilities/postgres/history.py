@@ -14,8 +14,8 @@ from ravi.capabilities.postgres._history_migrations import MIGRATIONS
 from ravi.capabilities.postgres._history_sql import HistoryStatements
 from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
-from ravi.capabilities.postgres.options import PostgresHistoryOptions
 from ravi.capabilities.postgres.hybrid import HybridSearch
+from ravi.capabilities.postgres.options import PostgresHistoryOptions
 from ravi.kernel.errors import MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope
