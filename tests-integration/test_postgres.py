@@ -649,7 +649,7 @@ async def test_a_small_collection_is_searched_exactly(postgres_server: Server, p
 @pytest.mark.parametrize("size", [-1, 1.5, True, "10"])
 def test_exact_search_kb_must_be_a_size(size: object) -> None:
     """Refused when the store is built, before any connection."""
-    with pytest.raises(InvalidArgument, match="exact_search_kb"):
+    with pytest.raises(ConfigurationError, match="exact_search_kb"):
         PgVectorStore("postgresql://localhost:1/none", exact_search_kb=size)  # type: ignore[arg-type]
 
 

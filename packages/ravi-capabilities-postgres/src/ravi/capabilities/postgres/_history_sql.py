@@ -1,7 +1,7 @@
 """The statements of the Postgres history provider, written once per provider for its tables.
 
 Each is written for the plan it needs, whatever the table's statistics say (``docs/decisions.md``, decisions 29
-and 56): every read of a session walks its primary key (or the terms index) over a range of seqs bounded on both
+and 59): every read of a session walks its primary key (or the terms index) over a range of seqs bounded on both
 sides by values the statement computes before it reads the rows. However the planner then reads the range (in
 order, or a bitmap of it), it reads no more than the range: a walk "to the newest row such that" is a few
 ranges, each twice the last, looked at newest first (:func:`newest`, :func:`oldest`).

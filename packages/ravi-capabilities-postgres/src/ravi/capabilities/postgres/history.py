@@ -15,6 +15,7 @@ from ravi.capabilities.postgres._history_sql import HistoryStatements
 from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
 from ravi.capabilities.postgres.hybrid import HybridSearch
+from ravi.capabilities.postgres.options import PostgresHistoryOptions
 from ravi.kernel.errors import MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope
@@ -106,7 +107,10 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
     component = "history"
     migrations = MIGRATIONS
 
+    Options = PostgresHistoryOptions
+
     def __init__(self, dsn: str, *, cache_sessions: int = 64, **options: Unpack[PoolOptions]) -> None:
+        cache_sessions = PostgresHistoryOptions.check(dsn=dsn, cache_sessions=cache_sessions, **options).cache_sessions
         super().__init__(dsn, **options)
         self._messages = self.db.table("messages")
         self._sessions = self.db.table("sessions")

@@ -117,7 +117,7 @@ class HybridSearch:
         m = self._messages
         # Each id is looked up through the ids' index, keyed by ARRAY[agent_id, session_id, message_id], one
         # lookup each; the nearest rows are found by walks bounded on both sides (newest, oldest), so the
-        # statement keeps to the session's rows whatever the table's statistics say (decision 56).
+        # statement keeps to the session's rows whatever the table's statistics say (decision 59).
         other = "x.role <> 'system'"
         before_first = newest(m, "u.first", other, 16)
         after_last = oldest(m, "u.last", "(SELECT next_seq FROM s)", other, 16)
@@ -157,7 +157,7 @@ SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq""",
         results after it (with the system message before each unit, for placing it)."""
         m = self._messages
         # As the provider's search: each hit looked up by its seq (one lookup each), the unit's ends found by
-        # walks bounded on both sides (decision 56).
+        # walks bounded on both sides (decision 59).
         opens = "x.role NOT IN ('tool', 'system')"
         opener = newest(m, "t.seq", opens, 16)
         stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", opens, 16)
