@@ -150,6 +150,7 @@ def test_an_unknown_session_is_an_error_that_lists_the_sessions_there_are(tmp_pa
     assert done.returncode == 1
     assert "agent 'agent' has no session 'nope'" in done.stderr
     assert "has no sessions here" in done.stderr  # a fresh in-memory store: nothing to list
+    assert "in memory, so nothing survives between processes" in " ".join(done.stderr.split())
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ class TestKeepLastTurns(StrategyContract):
         return lambda n: KeepLastTurns(turns=n % 8)
 
 
+@pytest.mark.asyncio
 async def test_the_engine_reads_only_the_newest_turns():
     history = InMemoryHistoryProvider()
     turns = [m for i in range(500) for m in (ChatMessage.user(f"q{i}"), ChatMessage.assistant(f"a{i}"))]

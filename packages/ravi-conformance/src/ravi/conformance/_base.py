@@ -92,6 +92,7 @@ class ContractBase:
     capabilities: ClassVar[Capabilities] = Capabilities()
     contract_name: ClassVar[str] = "contract"
 
+    @pytest.mark.asyncio  # marked here: a contract whose class is not marked (StrategyContract) runs it too
     async def test_no_overrides_DO_NOT_OVERRIDE(self) -> None:  # noqa: N802 - the name is the warning
         """A subclass may not replace or delete a contract test silently: it must mark its override
         ``@pytest.mark.xfail(reason=...)``, which shows in every report.

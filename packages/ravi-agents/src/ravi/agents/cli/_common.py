@@ -28,6 +28,12 @@ async def known_sessions(history: Any, agent_id: str) -> str:
     except NotImplementedError:
         return "check the session id, and --agent (default: [context] agent_id)"
     if not known:
+        where = type(history).__name__
+        if where.startswith("InMemory"):  # the default: nothing outlives the process that wrote it
+            return (
+                f"agent {agent_id!r} has no sessions here: the history is in memory, so nothing survives"
+                " between processes; point --config (or RAVI_HISTORY__*) at the store your agent writes to"
+            )
         return f"agent {agent_id!r} has no sessions here; check --agent (default: [context] agent_id) and --config"
     more = ", ..." if len(known) > 20 else ""
     return f"its sessions: {', '.join(known[:20])}{more}"
