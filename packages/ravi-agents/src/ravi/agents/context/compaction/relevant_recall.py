@@ -278,7 +278,6 @@ class RelevantRecallStrategy(Strategy):
         """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
         skipping any that repeats one already chosen. A unit is labelled once it is chosen, and sent unlabelled
         when only that fits."""
-        count = counter.count_message
         today = request.day
         seen = NearDuplicates()
         chosen: list[UnitMatch] = []
@@ -286,12 +285,12 @@ class RelevantRecallStrategy(Strategy):
             if left <= 0:
                 break
             stored = match.messages
-            cost = _cost(stored, count)
+            cost = _unit_cost(stored, counter)
             if cost > left or seen.repeats(stored):
                 continue
             if self.annotate and any(label(m, today) for m in stored):
                 messages = tuple(annotated(m, today) for m in stored)
-                labelled = _cost(messages, count)
+                labelled = _unit_cost(messages, counter)
                 if labelled <= left:
                     match, cost = replace(match, messages=messages), labelled
             seen.add(stored)
@@ -368,6 +367,20 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
+
+
+def _unit_cost(messages: Sequence[ChatMessage], counter: TokenCounter) -> int:
+    """:func:`_cost` of a unit, kept in its first message's ``memo`` when ``counter`` names its counting rule
+    (a cached counter's ``key``), by the unit's length and newest message (a tool call's unit grows)."""
+    rule = getattr(counter, "key", None)
+    if not messages or not isinstance(rule, str):
+        return _cost(messages, counter.count_message)
+    memo = messages[0].memo
+    key = f"recall:cost:{rule}:{len(messages)}:{messages[-1].id}"
+    cost: int | None = memo.get(key)
+    if cost is None:
+        cost = memo[key] = _cost(messages, counter.count_message)
+    return cost
 
 
 def _typical(history: Sequence[ChatMessage], cut: int, count: Callable[[ChatMessage], int]) -> int:
