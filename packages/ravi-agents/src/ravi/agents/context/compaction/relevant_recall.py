@@ -6,9 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Literal
 
-from ravi.agents.context.compaction._keep import _cut_and_cost as cut_and_cost
-from ravi.agents.context.compaction._keep import newest_cut, system_messages
-from ravi.agents.context.compaction.token_budget import fits
+from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_messages
 from ravi.agents.context.recall_annotation import annotated, label
 from ravi.agents.context.recall_fusion import NearDuplicates, fuse
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
@@ -33,6 +31,11 @@ _RECALLED: Slot[list[frozenset[str]]] = Slot("relevant_recall.recalled", lambda:
 """The ids recalled in the session's last window."""
 _HELD: Slot[Held] = Slot("relevant_recall.held", Held)
 """What the session's cache-stable window holds: its recalled units and the start of its newest turns."""
+_WHOLE: Slot[TailCut] = Slot("relevant_recall.whole", TailCut)
+"""Where the newest units that fit the budget start (at 0: the whole history fits), found from the messages
+appended since the last window."""
+_NEWEST: Slot[TailCut] = Slot("relevant_recall.newest", TailCut)
+"""Where the newest turns of a relevance window start, found the same way."""
 
 
 class RelevantRecallStrategy(Strategy):
@@ -220,7 +223,7 @@ class RelevantRecallStrategy(Strategy):
             if partial and len(systems) < len(history):
                 session.cut_made()
             return systems
-        if fits(history, budget, counter):
+        if not session.state.get(self, _WHOLE).cut(history, count, allowance):  # the whole history fits
             if partial:
                 session.need_older()  # the older part may not fit
             return list(history)
@@ -228,7 +231,7 @@ class RelevantRecallStrategy(Strategy):
         share = self.recall_share if self.recall_share is not None else recall_share(request)
         if self.prefer == "cache":
             return await self._held(history, session, counter, rank, request, allowance, share)
-        cut, recent = cut_and_cost(history, count, int(allowance * (1 - share)))
+        cut, recent = session.state.get(self, _NEWEST).cut_and_cost(history, count, int(allowance * (1 - share)))
         limit = self._limit(int(allowance * share), recent // max(1, len(history) - cut) if cut < len(history) else 24)
         ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
