@@ -133,3 +133,23 @@ def age_dsn(postgres_server: Server) -> str:
     import os
 
     return os.environ.get("RAVI_TEST_AGE_DSN") or postgres_server.address
+
+
+@pytest.fixture(autouse=True)
+def no_pool_outlives_its_test() -> Iterator[None]:
+    """A Postgres pool left open on an event loop that keeps running (a background thread's) outlives its test:
+    once the session's server stops, asyncpg tries to restore the pool's connections and logs a traceback after
+    a green run ("Failed to restore the pool connection floor"). Close stores on the loop that opened them."""
+    try:
+        from ravi.capabilities.postgres._db import _SHARED
+    except ImportError:
+        yield
+        return
+
+    def alive() -> set[tuple[object, ...]]:
+        return {key for key, shared in _SHARED.items() if shared.pool is not None and key[0].is_running()}
+
+    before = alive()
+    yield
+    opened = alive() - before  # only this test's: one test's leak must not fail every later one
+    assert not opened, f"Postgres pools still open on a running event loop after the test: {sorted(map(str, opened))}"

@@ -99,3 +99,45 @@ def test_window_and_history_commands_read_the_configured_postgres(
     assert unknown.exit_code != 0
     assert isinstance(unknown.exception, NotFound) and "its sessions: s" in str(unknown.exception)
     assert isinstance(runner.invoke(app, ["window", "nope"]).exception, NotFound)
+
+
+def test_ravi_window_reads_the_session_once(
+    tmp_path: Path, postgres_server: Server, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ravi window`` used to read the session twice (once for the table, once for the window): the store's
+    calls, as telemetry sees them, are one read."""
+    import asyncio
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from typer.testing import CliRunner
+
+    from ravi.agents import telemetry
+    from ravi.agents.cli import app
+    from ravi.capabilities.postgres import PostgresHistoryProvider
+
+    async def store() -> None:
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+        await history.append_many("bot", [ChatMessage.user(f"turn {i}") for i in range(6)], session_id="s")
+        await history.aclose()
+
+    asyncio.run(store())
+    (tmp_path / "ravi.toml").write_text(
+        f'[history]\nbackend = "postgres"\ndsn = "{postgres_server.address}"\nschema = "{pg_schema}"\n\n'
+        '[context]\nagent_id = "bot"\ntoken_budget = 300\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry.enable(tracer_provider=provider)
+    try:
+        for args in (["window", "s", "--json"], ["window", "s", "--explain", "--json"]):
+            spans.clear()
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 0, result.output
+            reads = [s.name for s in spans.get_finished_spans() if s.attributes.get("db.collection.name") == "history"]
+            assert reads == ["get_messages history"], reads
+    finally:
+        telemetry.disable()

@@ -10,6 +10,7 @@ from servers import Server
 
 from ravi.capabilities.postgres import PostgresHistoryProvider
 from ravi.integrations.langchain import RaviChatMessageHistory
+from ravi.integrations.langchain._loop import run as loop_run
 
 
 def test_sync_and_async_calls_on_one_postgres_provider(postgres_server: Server, pg_schema: str) -> None:
@@ -31,3 +32,5 @@ def test_sync_and_async_calls_on_one_postgres_provider(postgres_server: Server, 
     assert [m.id for m in history.messages] == ["h1", "a1", "h2", "h2"]
     history.clear()
     assert history.messages == []
+    # the sync calls opened a pool on the package's background loop, which runs on: close it there
+    loop_run(provider.aclose())

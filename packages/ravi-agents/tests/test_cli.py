@@ -150,3 +150,89 @@ def test_an_unknown_session_is_an_error_that_lists_the_sessions_there_are(tmp_pa
     assert done.returncode == 1
     assert "agent 'agent' has no session 'nope'" in done.stderr
     assert "has no sessions here" in done.stderr  # a fresh in-memory store: nothing to list
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["histroy=memory"], {}, "unknown store kind 'histroy' (hint: did you mean 'history'?"),
+        (["history=memroy"], {}, "no history backend named 'memroy' is installed"),
+        (["history"], {"RAVI_HISTORY__BACKEND": "postgres"}, "history=postgres: needs dsn"),
+        (["history=postgres"], {"RAVI_HISTORY__DSN": "postgresql://127.0.0.1:1/none"}, "cannot be reached"),
+        (["history=redis"], {"RAVI_HISTORY__URL": "redis://127.0.0.1:1/0"}, "cannot be reached"),
+        (["history=postgres"], {"RAVI_HISTORY__DSN": "postgresql://x/y", "RAVI_HISTORY__MAX_SIZE": "5.5"}, "max_size"),
+    ],
+    ids=["misspelt-kind", "misspelt-backend", "missing-option", "dead-postgres", "dead-redis", "bad-number"],
+)
+def test_conformance_fails_once_in_one_line_before_any_test(
+    tmp_path: Path, args: list[str], env: dict[str, str], expected: str
+) -> None:
+    """A misspelt backend, an unreachable server or a missing dsn used to run every test (52 identical failures,
+    or 38 over 44 s); ``histroy=memory`` named ``--ravi-backend``, an option nobody typed, with no did-you-mean."""
+    import os
+
+    pytest.importorskip("ravi.capabilities.postgres")
+    pytest.importorskip("ravi.capabilities.redis")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RAVI_")}
+    done = subprocess.run(
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", "conformance", *args, "--json"],
+        cwd=tmp_path,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""  # no test ran, no table
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert expected in lines[0]
+    assert "--ravi-backend" not in lines[0]
+
+
+def test_conformance_supplies_the_peer_of_the_in_memory_store(tmp_path: Path) -> None:
+    """The cross-process cache tests used to skip with "override 'peer' fixture", which a CLI user cannot act on."""
+    done = run_ravi(tmp_path, "conformance", "history=memory", "--json")
+    assert done.returncode == 0, done.stderr
+    cached = [r for r in json.loads(done.stdout) if r["test"].startswith("test_cached_reads_follow")]
+    assert len(cached) == 12 and all(r["outcome"] == "passed" for r in cached)
+
+
+def test_version_and_json_help(tmp_path: Path) -> None:
+    """``ravi --version`` did not exist, and ``--json`` had no help text."""
+    from importlib.metadata import version
+
+    done = run_ravi(tmp_path, "--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"ravi {version('ravi-agents')}"
+    for command in (["window"], ["history", "list"], ["backends"], ["demo"], ["conformance"]):
+        shown = runner.invoke(app, [*command, "--help"], terminal_width=200)
+        line = next(line for line in shown.output.splitlines() if "--json" in line)
+        assert "JSON" in line.replace("--json", ""), (command, line)
+
+
+def test_an_unknown_model_hints_the_command_line_option(tmp_path: Path) -> None:
+    """``ravi window s --model gpt-9`` used to hint ``model_info=ModelInfo(...)``, a Python call."""
+    done = run_ravi(tmp_path, "window", "s", "--model", "gpt-9")
+    assert done.returncode == 1
+    assert "unknown model 'gpt-9'" in done.stderr and "--budget" in done.stderr
+    assert "ModelInfo(" not in done.stderr
+
+
+def test_dev_prints_lines_that_configure_ravi() -> None:
+    """What ``ravi dev`` prints to paste is valid TOML and shell, and configures the store it names."""
+    import shlex
+    import tomllib
+
+    from ravi.agents.cli.dev import paste_lines
+
+    options = {"bucket": "ravi", "endpoint_url": "http://127.0.0.1:9000", "create_bucket": True, "note": 'a "q"'}
+    toml, exports = paste_lines("s3", ["blob"], options)
+    assert tomllib.loads(toml) == {"blob": {"backend": "s3", **options}}
+    variables = dict(shlex.split(line.removeprefix("export "))[0].split("=", 1) for line in exports.splitlines())
+    assert variables == {
+        "RAVI_BLOB__BACKEND": "s3",
+        "RAVI_BLOB__BUCKET": "ravi",
+        "RAVI_BLOB__ENDPOINT_URL": "http://127.0.0.1:9000",
+        "RAVI_BLOB__CREATE_BUCKET": "true",
+        "RAVI_BLOB__NOTE": 'a "q"',
+    }

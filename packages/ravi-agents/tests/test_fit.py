@@ -127,7 +127,8 @@ def test_the_budget_reserves_output_tools_and_margin() -> None:
 
 
 def test_the_settings_reserve_too(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from ravi.agents.settings import build_pipeline, load_settings
+    from ravi.agents.context.build import build_pipeline
+    from ravi.agents.settings import load_settings
 
     path = tmp_path / "ravi.toml"
     path.write_text('[context]\nmodel = "gpt-4o"\ntrigger_ratio = 1.0\noutput_reserve = 4000\ntools_reserve = 3000\n')
@@ -178,3 +179,20 @@ def test_a_window_assembled_after_calibration_fits() -> None:
             await context.record_usage("s", 0)
 
     asyncio.run(main())
+
+
+def test_the_lean_install_warning_gives_its_hint_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without ``bpe-openai`` the warning used to repeat "pip install 'ravi-agents[exact]'" twice in one line."""
+    import sys
+
+    from ravi.agents import tokens
+
+    monkeypatch.setitem(sys.modules, "bpe_openai", None)  # as in a lean install
+    monkeypatch.setattr(tokens, "_WARNED", set())
+    with caplog.at_level("WARNING", logger="ravi.tokens"):
+        counter = tokens.counter_for_model("gpt-4o")
+    assert type(counter).__name__ == "ConservativeTokenCounter"
+    [record] = caplog.records
+    assert record.getMessage().count("pip install 'ravi-agents[exact]'") == 1, record.getMessage()

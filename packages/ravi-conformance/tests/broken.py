@@ -269,3 +269,10 @@ class ReplacesAnyLast(InMemoryHistoryProvider):
         return await super().replace_last(
             agent_id, session_id=session_id, message_id=held[-1].id, messages=messages, run_id=run_id
         )
+
+
+class AcceptsNegativeOffsets(InMemoryHistoryProvider):
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        return await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=max(offset, 0))

@@ -142,4 +142,50 @@ def test_plugin_runs_the_contract_against_a_registered_backend(pytester: pytest.
 def test_plugin_refuses_a_malformed_choice(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--ravi-backend", "histroy=memory", "--pyargs", "ravi.conformance.run")
     assert result.ret != 0
-    result.stderr.fnmatch_lines(["*--ravi-backend expects KIND or KIND=NAME*"])
+    result.stderr.fnmatch_lines(
+        ["*--ravi-backend histroy=memory: unknown store kind 'histroy'*did you mean 'history'?*"]
+    )
+
+
+def test_a_failure_names_the_call_that_broke_the_rule(pytester: pytest.Pytester) -> None:
+    """ "DID NOT RAISE InvalidArgument" used to leave the author to guess which of four bad calls raised nothing."""
+    pytester.makepyfile(broken=BROKEN)
+    pytester.makepyfile(
+        test_backend="""
+import pytest
+from ravi.conformance import HistoryProviderContract
+from broken import AcceptsNegativeOffsets
+
+class TestBroken(HistoryProviderContract):
+    @pytest.fixture
+    def backend(self):
+        return AcceptsNegativeOffsets()
+"""
+    )
+    result = run(pytester, "-k", "bad_input_raises_typed_errors")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*get_messages(offset=-3) did not raise InvalidArgument*"])
+    assert "DID NOT RAISE" not in result.stdout.str()
+
+
+def test_a_shared_fixture_is_told_how_to_fix_it(pytester: pytest.Pytester) -> None:
+    """A fixture that shares one store between tests fails the second canary, and the report says how to fix it."""
+    pytester.makepyfile(
+        test_backend="""
+import pytest
+from ravi.agents.context.history import InMemoryHistoryProvider
+from ravi.conformance import HistoryProviderContract
+
+SHARED = InMemoryHistoryProvider()
+
+class TestShared(HistoryProviderContract):
+    @pytest.fixture
+    def backend(self):
+        return SHARED
+"""
+    )
+    result = run(pytester, "-k", "canary")
+    result.assert_outcomes(passed=1, failed=1)
+    text = " ".join(result.stdout.str().split())
+    assert "how to fix it" in text and "--isolate KIND=OPTION" in text and "async def destroy(self)" in text
+    assert "count_messages('canary') found the first canary's message" in text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ravi.kernel.env import ENV_PREFIX, env_name, ravi_home, read_env, read_raw
+from ravi.kernel.env import ENV_PREFIX, env_name, environment, ravi_home, read_env, read_prefixed, read_raw
 
 
 def test_env_name_brands_a_suffix() -> None:
@@ -38,10 +38,27 @@ def test_the_home_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 def test_nothing_else_reads_the_environment_directly() -> None:
     """002: "Subsystems do not touch os.environ directly — they go through these helpers"."""
     root = Path(__file__).resolve().parents[3]
-    reads = re.compile(r"os\.environ\.get|os\.getenv|os\.environ\[")
+    reads = re.compile(r"os\.environ\b|os\.getenv|\bgetenv\(|\benviron\.")
     offenders = [
         str(source.relative_to(root))
         for source in root.glob("packages/*/src/ravi/**/*.py")
         if source.name != "env.py" and reads.search(source.read_text())
     ]
     assert offenders == []
+
+
+def test_every_variable_under_a_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``ravi.kernel.config`` reads for a store's ``RAVI_<KIND>__<KEY>`` options: set, non-empty variables
+    under the prefix, whatever the case of their names."""
+    monkeypatch.setenv("RAVI_HISTORY__DSN", "postgresql://x")
+    monkeypatch.setenv("ravi_history__max_size", "5")
+    monkeypatch.setenv("RAVI_HISTORY__EMPTY", "")
+    monkeypatch.setenv("RAVI_HISTORYX", "not under the prefix")
+    found = read_prefixed("history__")
+    assert found["RAVI_HISTORY__DSN"] == "postgresql://x" and found["ravi_history__max_size"] == "5"
+    assert "RAVI_HISTORY__EMPTY" not in found and "RAVI_HISTORYX" not in found
+    monkeypatch.setenv("SOME_TOOL_HOME", "/opt/tool")
+    copy = environment()
+    assert copy["SOME_TOOL_HOME"] == "/opt/tool"
+    copy["SOME_TOOL_HOME"] = "changed"
+    assert environment()["SOME_TOOL_HOME"] == "/opt/tool"

@@ -52,3 +52,15 @@ def test_bad_options_are_a_configuration_error(monkeypatch: pytest.MonkeyPatch) 
     assert registry.load_backend("state", "dict", a=1) == {"a": 1}
     with pytest.raises(ConfigurationError, match="bad options"):
         registry.load_backend("state", "int", nonsense=True)
+
+
+def test_a_misspelt_kind_or_backend_gets_a_did_you_mean() -> None:
+    """``histroy`` and ``memroy`` used to get only the lists."""
+    from ravi.kernel.registry import available, backend_factory
+
+    with pytest.raises(ConfigurationError) as info:
+        available("histroy")
+    assert "did you mean 'history'?" in str(info.value)
+    with pytest.raises(ConfigurationError) as info:
+        backend_factory("history", "memroy")
+    assert "did you mean 'memory'?" in str(info.value)

@@ -23,19 +23,26 @@ Example ``ravi.toml``::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+from pydantic_settings.sources.utils import parse_env_vars
 
-from ravi.kernel.agent import CompactionStrategy, HistoryRetention
-from ravi.kernel.config import CONFIG_FILE, config_path, read_config
-from ravi.kernel.env import env_name
+from ravi.agents.telemetry import instrument_store
+from ravi.kernel.config import CONFIG_FILE, config_path, read_config, store_sources
+from ravi.kernel.env import env_name, read_env, read_prefixed
 from ravi.kernel.errors import ConfigurationError, RaviError
-from ravi.kernel.registry import GROUPS, load_backend
+from ravi.kernel.registry import GROUPS, backend_factory, check_options
 
 StrategyName = Literal[
     "sliding_window",
@@ -88,6 +95,27 @@ class ContextSettings(BaseModel):
     pipeline: list[StrategySettings] | None = None
 
 
+class _RaviVariables(EnvSettingsSource):
+    """``RAVI_*`` variables, read through the environment registry (:mod:`ravi.kernel.env`), Ravi's one reader."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(read_prefixed(""), self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+
+
+class _RaviFile(TomlConfigSettingsSource):
+    """``ravi.toml``, less the options of a store whose backend a variable switches to another one: they belong
+    to the file's backend (``RAVI_HISTORY__BACKEND=memory`` over a Postgres ``[history]`` drops its ``dsn``)."""
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        for kind in GROUPS:
+            section = data.get(kind)
+            switched = read_env(f"{kind}__backend")
+            if isinstance(section, dict) and switched and "backend" in section and section["backend"] != switched:
+                data[kind] = {"backend": switched}
+        return data
+
+
 class RaviSettings(BaseSettings):
     """Everything Ravi can be configured with. Build it with :func:`load_settings`."""
 
@@ -115,9 +143,9 @@ class RaviSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, _RaviVariables(settings_cls)]
         if cls.toml_path is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=cls.toml_path))
+            sources.append(_RaviFile(settings_cls, toml_file=cls.toml_path))
         return tuple(sources)
 
     def store(self, kind: str) -> StoreSettings:
@@ -130,6 +158,19 @@ class RaviSettings(BaseSettings):
             beside = self.history.backend in available("summaries")
             return self.history if beside else StoreSettings()
         return getattr(self, kind)  # type: ignore[no-any-return]
+
+    def origins(self, kind: str) -> dict[str, str]:
+        """Where each option of the store ``kind`` came from (a variable, the file, or the settings given in
+        code), for messages that must say where a stray option was set."""
+        if kind == "summaries" and self.summaries is None:
+            kind = "history"
+        path = type(self).toml_path
+        if path is not None:
+            known = store_sources(kind, path).origins
+        else:
+            prefix = env_name(f"{kind}__")
+            known = {name[len(prefix) :].lower(): name for name in read_prefixed(f"{kind}__")}
+        return {key: known.get(key, "the settings given in code") for key in self.store(kind).options()}
 
 
 def load_settings(path: str | Path | None = None, **overrides: Any) -> RaviSettings:
@@ -155,23 +196,34 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> RaviSetti
 
 
 def build_store(kind: str, settings: RaviSettings | None = None) -> Any:
-    """The store of ``kind`` that ``settings`` name, built with its options.
+    """The store of ``kind`` that ``settings`` name, built with its options, checked and converted by the
+    backend's options model (``RAVI_HISTORY__MAX_SIZE=5`` arrives as the integer 5).
 
     Raises:
-        ConfigurationError: naming the ``[kind]`` section, for an unknown backend or options it rejects.
+        ConfigurationError: naming the ``[kind]`` section, for an unknown backend or options it rejects (naming
+            the option and where it was set).
     """
     if kind not in GROUPS:
         raise ConfigurationError(f"unknown store kind {kind!r}", hint=f"one of: {', '.join(GROUPS)}")
-    chosen = (settings or load_settings()).store(kind)
+    settings = settings or load_settings()
+    chosen = settings.store(kind)
+    where = f"[{kind}] backend = {chosen.backend!r}"
     try:
-        return load_backend(kind, chosen.backend, **chosen.options())
+        factory = backend_factory(kind, chosen.backend)
     except RaviError as error:
-        hint = error.hint
-        missing = re.findall(r"'(\w+)'", str(error.__cause__)) if "missing" in str(error.__cause__) else []
+        raise ConfigurationError(f"{where}: {error.message}", hint=error.hint) from error
+    options = check_options(kind, chosen.backend, chosen.options(), origins=settings.origins(kind), where=where)
+    try:
+        return instrument_store(factory(**options), kind, chosen.backend)
+    except TypeError as error:  # a backend without an options model
+        missing = re.findall(r"'(\w+)'", str(error)) if "missing" in str(error) else []
+        hint = "check the option names in the backend's documentation"
         if missing:
             keys = ", ".join(f"{k} (or RAVI_{kind.upper()}__{k.upper()})" for k in missing)
             hint = f"set {keys} in the [{kind}] section of {CONFIG_FILE}"
-        raise ConfigurationError(f"[{kind}] backend = {chosen.backend!r}: {error.message}", hint=hint) from error
+        raise ConfigurationError(f"{where}: {error}", hint=hint) from error
+    except RaviError as error:
+        raise ConfigurationError(f"{where}: {error.message}", hint=error.hint) from error
 
 
 def build_summaries(settings: RaviSettings, history: Any) -> Any:
@@ -183,121 +235,6 @@ def build_summaries(settings: RaviSettings, history: Any) -> Any:
     if settings.summaries is None and isinstance(history, SummaryStore):
         return history
     return build_store("summaries", settings)
-
-
-def build_strategy(
-    spec: StrategySettings,
-    *,
-    default_model: str | None = None,
-    summaries: Any = None,
-    vectors: Callable[[], Any] | None = None,
-) -> CompactionStrategy:
-    """One strategy from its settings; unknown parameters are a ``ConfigurationError`` naming them.
-    ``vectors`` builds the ``[vector]`` store, for relevant recall that keeps its embeddings there."""
-    from ravi.agents.context.compaction import (
-        SelectiveToolCallCompactionStrategy,
-        SlidingWindowCompaction,
-        SummarizationCompaction,
-        TokenBudgetComposedStrategy,
-        ToolResultCompactionStrategy,
-        TruncationStrategy,
-    )
-
-    params = spec.params()
-    where = f"context.pipeline strategy {spec.strategy!r}"
-    try:
-        if spec.strategy == "token_budget":
-            children = [
-                build_strategy(c, default_model=default_model, summaries=summaries, vectors=vectors)
-                for c in spec.children
-            ]
-            model = params.pop("model", None)
-            if "token_budget" in params:
-                return TokenBudgetComposedStrategy(children, int(params.pop("token_budget")), **params)
-            model = model or default_model
-            if model is None:
-                raise ConfigurationError(f"{where} needs token_budget or model")
-            return TokenBudgetComposedStrategy.from_model(model, children, **params)
-        if spec.strategy == "summarization":
-            llm = None
-            llm_model = params.pop("llm_model", None)
-            if llm_model:
-                from ravi.agents.llm.openai import OpenAICompatibleClient
-
-                llm = OpenAICompatibleClient(llm_model, base_url=params.pop("llm_base_url", None))
-            return SummarizationCompaction(llm, store=summaries, **params)
-        if spec.strategy == "relevant_recall":
-            from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
-
-            if "token_budget" not in params:
-                model = params.pop("model", None) or default_model
-                if model is None:
-                    raise ConfigurationError(f"{where} needs token_budget or model")
-                from ravi.agents.context.models import input_budget, model_info
-
-                params["token_budget"] = int(input_budget(model_info(model)) * float(params.pop("trigger_ratio", 0.8)))
-            from ravi.agents.context.recall_ranking import meaning_setting
-
-            params["meaning"] = meaning_setting(params.pop("meaning", "auto"), vectors)
-            return RelevantRecallStrategy(**params)
-        factories: dict[str, Callable[..., CompactionStrategy]] = {
-            "sliding_window": SlidingWindowCompaction,
-            "tool_result": ToolResultCompactionStrategy,
-            "selective_tool_call": SelectiveToolCallCompactionStrategy,
-            "truncation": TruncationStrategy,
-        }
-        return factories[spec.strategy](**params)
-    except TypeError as error:
-        raise ConfigurationError(f"{where}: {error}", hint="check the parameter names in docs/strategies.md") from error
-
-
-def build_pipeline(
-    context: ContextSettings, *, summaries: Any = None, vectors: Callable[[], Any] | None = None
-) -> list[CompactionStrategy] | None:
-    """The strategies ``context`` settings describe (``None`` means the default sliding window); summarising
-    strategies keep their summaries in ``summaries``, relevant recall its embeddings in ``vectors()`` when told
-    to."""
-    from ravi.agents.context.compaction import (
-        SelectiveToolCallCompactionStrategy,
-        TokenBudgetComposedStrategy,
-        ToolResultCompactionStrategy,
-    )
-
-    if context.pipeline is not None:
-        return [
-            build_strategy(s, default_model=context.model, summaries=summaries, vectors=vectors)
-            for s in context.pipeline
-        ]
-    if context.model is None and context.token_budget is None:
-        return None
-    head: list[CompactionStrategy] = [ToolResultCompactionStrategy(), SelectiveToolCallCompactionStrategy()]
-    if context.token_budget is not None:
-        return [*head, TokenBudgetComposedStrategy([], context.token_budget)]
-    assert context.model is not None
-    return [
-        *head,
-        TokenBudgetComposedStrategy.from_model(
-            context.model,
-            trigger_ratio=context.trigger_ratio,
-            output_reserve=context.output_reserve,
-            reserve=context.tools_reserve,
-            safety_margin=context.safety_margin,
-        ),
-    ]
-
-
-def uses_strategy(context: ContextSettings, name: str) -> bool:
-    """Whether the configured pipeline has strategy ``name`` anywhere, children of children included."""
-
-    def inside(specs: list[StrategySettings]) -> bool:
-        return any(s.strategy == name or inside(s.children) for s in specs)
-
-    return inside(context.pipeline or [])
-
-
-def retention_of(context: ContextSettings) -> HistoryRetention:
-    """The retention policy the settings name."""
-    return HistoryRetention(context.retention)
 
 
 @dataclass
@@ -329,11 +266,7 @@ __all__ = [
     "StoreSettings",
     "Stores",
     "StrategySettings",
-    "build_pipeline",
     "build_store",
-    "build_strategy",
     "build_summaries",
     "load_settings",
-    "retention_of",
-    "uses_strategy",
 ]

@@ -219,7 +219,7 @@ def counter_for_model(name: str) -> CachedTokenCounter:
     except ConfigurationError as error:
         if encoding not in _WARNED:
             _WARNED.add(encoding)
-            _log.warning("%s; counting %s with the conservative estimate (%s)", error, name, error.hint)
+            _log.warning("%s; counting %s with the conservative estimate (%s)", error.message, name, error.hint)
         return ConservativeTokenCounter()
 
 

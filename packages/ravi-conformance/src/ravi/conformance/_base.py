@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -94,7 +94,10 @@ class ContractBase:
 
     async def test_no_overrides_DO_NOT_OVERRIDE(self) -> None:  # noqa: N802 - the name is the warning
         """A subclass may not replace or delete a contract test silently: it must mark its override
-        ``@pytest.mark.xfail(reason=...)``, which shows in every report."""
+        ``@pytest.mark.xfail(reason=...)``, which shows in every report.
+
+        Fix: remove the override, or mark it ``@pytest.mark.xfail(reason="what your backend does instead")``.
+        """
         contract = next(
             c
             for c in type(self).__mro__
@@ -114,6 +117,22 @@ class ContractBase:
             f"{type(self).__name__} overrides contract tests without @pytest.mark.xfail(reason=...): "
             f"{', '.join(silently_changed)}"
         )
+
+
+async def refuses(error: type[BaseException], calls: Mapping[str, Callable[[], Awaitable[Any]]]) -> None:
+    """Each of ``calls`` (a description of the call, as the failure should name it, to the call) raises ``error``.
+
+    A call that raises nothing, or another error, fails the test naming that call: "get_messages(limit=-1) did
+    not raise InvalidArgument", not pytest's bare "DID NOT RAISE".
+    """
+    for what, call in calls.items():
+        try:
+            await call()
+        except error:
+            continue
+        except Exception as other:
+            pytest.fail(f"{what} raised {type(other).__name__} ({other}), not {error.__name__}", pytrace=False)
+        pytest.fail(f"{what} did not raise {error.__name__}", pytrace=False)
 
 
 def skip_without(capabilities: Capabilities, ability: str, *, reason: str) -> None:
@@ -138,6 +157,7 @@ __all__ = [
     "eventually",
     "hostile_ids",
     "hostile_pairs",
+    "refuses",
     "skip_without",
     "unique",
 ]

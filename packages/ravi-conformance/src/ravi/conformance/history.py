@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, hostile_pairs, unique
+from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, hostile_pairs, refuses, unique
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from ravi.kernel.search import UnitMatch, unit_at
@@ -27,6 +27,9 @@ from ravi.kernel.storage import (
     window_start,
 )
 from ravi.kernel.tokens import stored_tokens
+
+A_DICT = {"role": "user", "content": "a dict"}
+"""A message as a dict, which ``append`` must refuse: it takes ``ChatMessage`` objects."""
 
 
 def texts(messages: list[ChatMessage]) -> list[str]:
@@ -68,8 +71,15 @@ class HistoryProviderContract(ContractBase):
         await backend.append("canary", ChatMessage.user("left behind"), session_id="canary")
 
     async def test_canary_fixture_gives_an_empty_backend_second(self, backend: HistoryProvider) -> None:
-        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
-        assert await backend.count_messages("canary", session_id="canary") == 0, "state leaked between tests"
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind).
+
+        Fix: give each test a store of its own: build it in the ``backend`` fixture (an in-memory or temporary
+        store), or isolate a persistent one with ``--isolate KIND=OPTION`` (``--ravi-isolate``) and an
+        ``async def destroy(self)`` that removes what the option names.
+        """
+        assert await backend.count_messages("canary", session_id="canary") == 0, (
+            "state leaked between tests: count_messages('canary') found the first canary's message"
+        )
         await backend.append("canary", ChatMessage.user("left behind"), session_id="canary")
 
     async def test_append_then_read_back_exactly(self, backend: HistoryProvider) -> None:
@@ -282,15 +292,13 @@ class HistoryProviderContract(ContractBase):
         """Bad input raises a typed error and loses nothing already stored."""
         a, s = unique("agent"), unique("session")
         await backend.append(a, ChatMessage.user("kept"), session_id=s)
-        bad_calls: list[Callable[[], Awaitable[Any]]] = [
-            lambda: backend.get_messages(a, session_id=s, limit=-1),
-            lambda: backend.get_messages(a, session_id=s, offset=-3),
-            lambda: backend.append(a, {"role": "user", "content": "a dict"}, session_id=s),  # type: ignore[arg-type]
-            lambda: backend.append("", ChatMessage.user("no agent"), session_id=s),
-        ]
-        for call in bad_calls:
-            with pytest.raises(InvalidArgument):
-                await call()
+        bad_calls: dict[str, Callable[[], Awaitable[Any]]] = {
+            "get_messages(limit=-1)": lambda: backend.get_messages(a, session_id=s, limit=-1),
+            "get_messages(offset=-3)": lambda: backend.get_messages(a, session_id=s, offset=-3),
+            "append(a dict, not a ChatMessage)": lambda: backend.append(a, A_DICT, session_id=s),  # type: ignore[arg-type]
+            "append(agent_id='')": lambda: backend.append("", ChatMessage.user("no agent"), session_id=s),
+        }
+        await refuses(InvalidArgument, bad_calls)
         assert texts(await backend.get_messages(a, session_id=s)) == ["kept"]
 
     async def test_append_many_is_all_or_nothing(self, backend: HistoryProvider) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, skip_without, unique
+from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, refuses, skip_without, unique
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.storage import LongTermMemory
 
@@ -167,16 +167,14 @@ class LongTermMemoryContract(ContractBase):
         """TTLs no server can hold (infinite, 1e17 s), NaN in metadata and lone surrogates are refused with
         InvalidArgument before anything is written."""
         a = unique("agent")
-        bad_calls: list[Callable[[], Awaitable[Any]]] = [
-            lambda: backend.save(a, "forever", ttl=float("inf")),
-            lambda: backend.save(a, "too long", ttl=1e17),
-            lambda: backend.save(a, "nan", metadata={"n": float("nan")}),
-            lambda: backend.save(a, "lone \ud800 surrogate"),
-            lambda: backend.save(a, "bad key", metadata={"k\udfff": 1}),
-        ]
-        for call in bad_calls:
-            with pytest.raises(InvalidArgument):
-                await call()
+        bad_calls: dict[str, Callable[[], Awaitable[Any]]] = {
+            "save(ttl=inf)": lambda: backend.save(a, "forever", ttl=float("inf")),
+            "save(ttl=1e17)": lambda: backend.save(a, "too long", ttl=1e17),
+            "save(metadata={'n': nan})": lambda: backend.save(a, "nan", metadata={"n": float("nan")}),
+            "save(content with a lone surrogate)": lambda: backend.save(a, "lone \ud800 surrogate"),
+            "save(metadata key with a lone surrogate)": lambda: backend.save(a, "bad key", metadata={"k\udfff": 1}),
+        }
+        await refuses(InvalidArgument, bad_calls)
         assert await backend.search(a, "forever too long nan lone bad key", limit=10) == []
 
     async def test_ids_that_are_not_text_are_refused(self, backend: LongTermMemory) -> None:

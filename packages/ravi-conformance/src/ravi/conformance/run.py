@@ -6,7 +6,6 @@ deselected.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,29 +24,30 @@ from ravi.conformance import (
     VectorStoreContract,
     WindowReaderContract,
 )
-from ravi.conformance.plugin import backend_options, isolated_options, selected_backends
-from ravi.kernel.registry import load_backend
+from ravi.conformance.plugin import SHARED_IN_PROCESS, check_destroy, close_backend, targets
+from ravi.kernel.registry import build_backend
 
 
 async def _build(request: pytest.FixtureRequest, kind: str) -> AsyncIterator[Any]:
-    name = selected_backends(request.config).get(kind)
-    if name is None:
+    target = next((t for t in targets(request.config) if t.kind == kind), None)
+    if target is None:
         pytest.skip(f"no --ravi-backend {kind}=NAME given")
-    isolate = isolated_options(request.config).get(kind)
-    built = load_backend(kind, name, **backend_options(kind, isolate=isolate))
+    options = target.test_options()
+    request.node.stash[_OPTIONS] = options
+    built = build_backend(kind, target.name, options, origins=target.origins)
     if kind == "blob":
         await built.connect()
     try:
         yield built
     finally:
-        destroy = getattr(built, "destroy", None)
-        if isolate and destroy is not None:  # the test's own scope: leave nothing behind
-            await destroy()
-        closer = getattr(built, "disconnect" if kind == "blob" else "close", None)
-        if closer is not None:
-            result = closer()
-            if inspect.isawaitable(result):
-                await result
+        if target.isolate:  # the test's own scope: leave nothing behind
+            check_destroy(target, built)
+            await built.destroy()
+        await close_backend(kind, built)
+
+
+_OPTIONS = pytest.StashKey[dict[str, Any]]()
+"""The options the test's backend was built with, so that its peer reaches the same store."""
 
 
 # The contracts and the kind of backend each runs against; a test class per contract, named after it.
@@ -66,7 +66,8 @@ CONTRACTS: dict[type, str] = {
 
 
 class _Registered:
-    """The ``backend`` fixture of every contract here: the registered backend of the class's ``ravi_kind``."""
+    """The ``backend`` fixture of every contract here: the registered backend of the class's ``ravi_kind``; and
+    its ``peer``: another provider on the same store, as a second process would have one."""
 
     ravi_kind: str
 
@@ -74,6 +75,25 @@ class _Registered:
     async def backend(self, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
         async for built in _build(request, self.ravi_kind):
             yield built
+
+    @pytest_asyncio.fixture
+    async def peer(self, request: pytest.FixtureRequest, backend: Any) -> AsyncIterator[Any]:
+        """The in-memory store is its one instance; a persistent one is built again with the test's options (the
+        same schema, prefix or file). A backend whose store its options do not name (not isolated) has none."""
+        target = next(t for t in targets(request.config) if t.kind == self.ravi_kind)
+        if target.name in SHARED_IN_PROCESS:
+            yield backend
+            return
+        if not target.isolate:
+            pytest.skip(
+                f"no second provider on the same store: {target.name} is not isolated per test, so its options "
+                "may not name one store; run with --isolate KIND=OPTION (ravi conformance) or --ravi-isolate"
+            )
+        built = build_backend(self.ravi_kind, target.name, request.node.stash[_OPTIONS], origins=target.origins)
+        try:
+            yield built
+        finally:
+            await close_backend(self.ravi_kind, built)
 
 
 for _contract, _kind in CONTRACTS.items():

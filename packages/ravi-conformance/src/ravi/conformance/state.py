@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ravi.conformance._base import ContractBase, unique
+from ravi.conformance._base import ContractBase, refuses, unique
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.storage import ShortTermMemory
 
@@ -134,10 +134,14 @@ class ShortTermMemoryContract(ContractBase):
             {"deep": deep},
         ]
         for bad in bad_states:
-            with pytest.raises(InvalidArgument):
-                await backend.set_state(s, bad)
-            with pytest.raises(InvalidArgument):
-                await backend.update_state(s, bad)
+            shown = f"a state with the key {next(iter(bad))!r}"  # not repr(bad): one is nested 5,000 deep
+            await refuses(
+                InvalidArgument,
+                {
+                    f"set_state({shown})": lambda bad=bad: backend.set_state(s, bad),  # type: ignore[misc]
+                    f"update_state({shown})": lambda bad=bad: backend.update_state(s, bad),  # type: ignore[misc]
+                },
+            )
         assert await backend.get_state(s) == {"kept": 1}
 
     async def test_returned_state_is_a_copy(self, backend: ShortTermMemory) -> None:

@@ -3,8 +3,10 @@
 The file is the path given, else ``$RAVI_CONFIG``, else ``./ravi.toml`` if it exists. Each store kind has a table
 (``[history]``, ``[vector]``, ...) with its ``backend`` and options, and ``RAVI_<KIND>__<KEY>`` variables set or
 override single keys (``RAVI_HISTORY__DSN=...``; their values are strings). ``ravi.agents.settings.RaviSettings``
-reads the whole configuration, validated; :func:`store_config` reads one store's table the same way for code
-below the agents layer (the conformance plugin).
+reads the whole configuration, validated; :func:`store_sources` reads one store's table the same way for code
+below the agents layer (the conformance plugin), saying where each option came from. A variable that switches a
+store to another backend drops the file's options of the old one. The environment is read through the
+registry of :mod:`ravi.kernel.env`.
 
 Example:
     >>> CONFIG_FILE
@@ -13,12 +15,12 @@ Example:
 
 from __future__ import annotations
 
-import os
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ravi.kernel.env import env_name, read_env
+from ravi.kernel.env import env_name, read_env, read_prefixed
 from ravi.kernel.errors import ConfigurationError
 
 CONFIG_FILE = "ravi.toml"
@@ -58,26 +60,80 @@ def read_config(path: str | Path | None = None) -> dict[str, Any]:
         raise ConfigurationError(f"{found} is not valid TOML: {error}") from error
 
 
-def store_config(kind: str, path: str | Path | None = None) -> dict[str, Any]:
-    """One store's configuration: its ``[kind]`` table with ``RAVI_<KIND>__<KEY>`` variables over it, and
-    ``backend`` (``"memory"`` unless configured).
+@dataclass(frozen=True)
+class StoreConfig:
+    """One store's configuration, and where each part of it came from.
+
+    Attributes:
+        kind: The store kind (``history``, ``vector``, ...).
+        backend: The backend's entry-point name (``memory`` unless configured).
+        options: The backend's options (values from variables are strings until the backend's options model
+            converts them).
+        origins: For each option, and for ``backend``, where it came from: the file (``ravi.toml [history]``),
+            a variable (``RAVI_HISTORY__DSN``) or the caller.
+        dropped: Options of the file's ``[kind]`` table left out because a variable (or the caller) switched
+            the backend to another one.
+    """
+
+    kind: str
+    backend: str
+    options: dict[str, Any] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+    dropped: tuple[str, ...] = ()
+
+
+def store_sources(kind: str, path: str | Path | None = None, *, backend: str | None = None) -> StoreConfig:
+    """One store's configuration: its ``[kind]`` table with ``RAVI_<KIND>__<KEY>`` variables over it.
+
+    A variable that names another backend than the file does (``RAVI_HISTORY__BACKEND=memory`` over a
+    ``[history]`` table with ``backend = "postgres"``) switches the store: the file's options, which belong to
+    the file's backend, are dropped. ``backend`` (a caller's choice, such as ``ravi conformance history=NAME``)
+    switches it the same way, over both.
 
     Raises:
         ConfigurationError: the file is invalid, or ``[kind]`` is not a table.
     """
-    section = read_config(path).get(kind, {})
+    found = config_path(path)
+    section = read_config(found).get(kind, {})
     if not isinstance(section, dict):
         raise ConfigurationError(
             f"[{kind}] in {CONFIG_FILE} must be a table", hint=f'write it as [{kind}] with backend = "..." below'
         )
-    out: dict[str, Any] = dict(section)
+    where = f"{found.name if found else CONFIG_FILE} [{kind}]"
+    file_options = {k: v for k, v in section.items() if k != "backend"}
+    variables: dict[str, tuple[str, str]] = {}
     prefix = env_name(f"{kind}__")
-    for name, value in os.environ.items():
+    for name, value in read_prefixed(f"{kind}__").items():
         key = name[len(prefix) :].lower()
-        if name.upper().startswith(prefix) and key and value != "":
-            out[key] = value
-    out.setdefault("backend", "memory")
-    return out
+        if key:
+            variables[key] = (name, value)
+    chosen, origin = str(section.get("backend", "memory")), where if "backend" in section else "the default"
+    dropped: tuple[str, ...] = ()
+    switched = [(variables["backend"][1], variables["backend"][0])] if "backend" in variables else []
+    if backend is not None:
+        switched.append((backend, "the caller"))
+    for name, source in switched:
+        if "backend" in section and name != section["backend"] and file_options:
+            dropped = tuple(file_options)
+            file_options = {}
+        chosen, origin = name, source
+    options: dict[str, Any] = dict(file_options)
+    origins = dict.fromkeys(file_options, where)
+    for key, (name, value) in variables.items():
+        if key != "backend":
+            options[key], origins[key] = value, name
+    origins["backend"] = origin
+    return StoreConfig(kind, chosen, options, origins, dropped)
 
 
-__all__ = ["CONFIG_FILE", "config_path", "read_config", "store_config"]
+def store_config(kind: str, path: str | Path | None = None) -> dict[str, Any]:
+    """One store's configuration as one mapping: ``backend`` and its options (see :func:`store_sources`).
+
+    Raises:
+        ConfigurationError: the file is invalid, or ``[kind]`` is not a table.
+    """
+    sources = store_sources(kind, path)
+    return {**sources.options, "backend": sources.backend}
+
+
+__all__ = ["CONFIG_FILE", "StoreConfig", "config_path", "read_config", "store_config", "store_sources"]

@@ -1,8 +1,10 @@
 """The environment registry: the one sanctioned way Ravi reads environment variables.
 
 Ravi's own variables carry the ``RAVI_`` prefix (:data:`ENV_PREFIX`); :func:`env_name` brands a suffix into
-one, :func:`read_env` reads it, and :func:`read_raw` is the escape hatch for names that are not Ravi's own
-(``OPENAI_API_KEY``, ``RUNTIME_BACKEND``). :func:`ravi_home` is Ravi's state directory.
+one, :func:`read_env` reads it, :func:`read_prefixed` reads every variable under a prefix (the
+``RAVI_<KIND>__<KEY>`` options of a store), and :func:`read_raw` is the escape hatch for names that are not
+Ravi's own (``OPENAI_API_KEY``, ``RUNTIME_BACKEND``). :func:`environment` copies the whole environment for a
+child process. :func:`ravi_home` is Ravi's state directory.
 
 Example:
     >>> env_name("agent-dir")
@@ -35,6 +37,18 @@ def read_raw(name: str) -> str | None:
     return os.environ.get(name)
 
 
+def read_prefixed(suffix: str) -> dict[str, str]:
+    """Every set, non-empty Ravi variable whose name starts with ``env_name(suffix)`` (the case of the name is
+    ignored), by its name: ``read_prefixed("history__")`` gives ``{"RAVI_HISTORY__DSN": "..."}``."""
+    prefix = env_name(suffix)
+    return {name: value for name, value in os.environ.items() if name.upper().startswith(prefix) and value != ""}
+
+
+def environment() -> dict[str, str]:
+    """A copy of the whole environment, for a child process that must inherit it (a local server)."""
+    return dict(os.environ)
+
+
 def ravi_home() -> Path:
     """Ravi's state directory: ``$RAVI_HOME`` (with ``~`` and variables expanded) when set, else ``~/.ravi``."""
     configured = read_env("home")
@@ -43,4 +57,4 @@ def ravi_home() -> Path:
     return Path.home() / ".ravi"
 
 
-__all__ = ["ENV_PREFIX", "env_name", "ravi_home", "read_env", "read_raw"]
+__all__ = ["ENV_PREFIX", "env_name", "environment", "ravi_home", "read_env", "read_prefixed", "read_raw"]

@@ -5,8 +5,10 @@ A distribution registers a backend by declaring an entry point, for example in i
     [project.entry-points."ravi.history"]
     postgres = "ravi.capabilities.postgres:PostgresHistoryProvider"
 
-The object named is a factory (usually the class) called with the backend's options as keyword arguments.
-Entry points stay strings until a backend is asked for: listing backends imports nothing of them.
+The object named is a factory (usually the class) called with the backend's options as keyword arguments; a
+factory that declares an options model (``Options``, a :class:`ravi.kernel.options.BackendOptions`) has them
+checked and converted by it first. Entry points stay strings until a backend is asked for: listing backends
+imports nothing of them.
 
 Example:
     >>> from ravi.kernel.registry import available
@@ -16,11 +18,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal
 
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.options import options_model
 
 Kind = Literal["history", "state", "longterm", "vector", "graph", "blob", "tasks", "summaries"]
 
@@ -61,11 +65,19 @@ KNOWN_BACKENDS: Mapping[str, tuple[str, frozenset[str]]] = {
 """Backends Ravi publishes: name to (distribution, kinds it serves), used to say what to install."""
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"did you mean 'x'? "`` for the closest of ``choices`` to a misspelt ``word``, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def _group(kind: str) -> str:
     try:
         return GROUPS[kind]
     except KeyError:
-        raise ConfigurationError(f"unknown store kind {kind!r}", hint=f"expected one of: {', '.join(GROUPS)}") from None
+        raise ConfigurationError(
+            f"unknown store kind {kind!r}", hint=f"{did_you_mean(kind, GROUPS)}expected one of: {', '.join(GROUPS)}"
+        ) from None
 
 
 def _entry_points(kind: str) -> dict[str, EntryPoint]:
@@ -119,8 +131,8 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
         hint = (
             f"install it with: pip install {dist}"
             if dist
-            else "it is either misspelled or not installed; a backend registers itself under the "
-            f"entry-point group {GROUPS[kind]!r}"
+            else f"{did_you_mean(name, eps)}it is either misspelled or not installed; a backend registers itself "
+            f"under the entry-point group {GROUPS[kind]!r}"
         )
         raise ConfigurationError(f"no {kind} backend named {name!r} is installed (installed: {installed})", hint=hint)
     try:
@@ -165,18 +177,44 @@ def local_server(name: str) -> Any:
         ) from error
 
 
-def load_backend(kind: str, name: str, **options: Any) -> Any:
-    """Build backend ``name`` of ``kind`` with ``options`` (for example ``dsn=...``).
+def check_options(
+    kind: str,
+    name: str,
+    options: Mapping[str, Any],
+    *,
+    origins: Mapping[str, str] | None = None,
+    where: str | None = None,
+) -> dict[str, Any]:
+    """The options of backend ``name`` of ``kind``, checked and converted by the options model it declares
+    (:class:`ravi.kernel.options.BackendOptions`; strings from variables become numbers, booleans, durations).
+    A backend that declares none gets ``options`` as they are.
+
+    Args:
+        kind, name: The backend.
+        options: Its options, from configuration (strings from variables included).
+        origins: Where each option came from (``RAVI_HISTORY__DSN``, ``ravi.toml [history]``), for messages.
+        where: What the message says the options are for (default ``the history backend 'postgres'``).
+
+    Raises:
+        ConfigurationError: unknown kind or name, or options the model refuses (naming each, and where it came
+            from when ``origins`` says).
+    """
+    model = options_model(backend_factory(kind, name))
+    if model is None:
+        return dict(options)
+    return model.parse(options, origins=origins, where=where or f"the {kind} backend {name!r}", kind=kind).given()
+
+
+def build_backend(kind: str, name: str, options: Mapping[str, Any], *, origins: Mapping[str, str] | None = None) -> Any:
+    """Backend ``name`` of ``kind``, built with ``options`` checked by its options model (:func:`check_options`).
 
     Raises:
         ConfigurationError: unknown kind or name, an import failure, or options the backend rejects.
-
-    Example:
-        >>> history = load_backend("history", "memory")
     """
     factory = backend_factory(kind, name)
+    checked = check_options(kind, name, options, origins=origins)
     try:
-        return factory(**options)
+        return factory(**checked)
     except TypeError as error:
         raise ConfigurationError(
             f"bad options for the {kind} backend {name!r}: {error}",
@@ -184,13 +222,31 @@ def load_backend(kind: str, name: str, **options: Any) -> Any:
         ) from error
 
 
+def load_backend(kind: str, name: str, **options: Any) -> Any:
+    """Build backend ``name`` of ``kind`` with ``options`` (for example ``dsn=...``), checked by its options
+    model (:func:`build_backend`).
+
+    Raises:
+        ConfigurationError: unknown kind or name, an import failure, or options the backend rejects.
+
+    Example:
+        >>> history = load_backend("history", "memory")
+    """
+    return build_backend(kind, name, options)
+
+
 __all__ = [
     "GROUPS",
     "KNOWN_BACKENDS",
     "PROTOCOLS",
     "Kind",
+    "LOCAL_SERVERS",
     "available",
     "backend_factory",
+    "build_backend",
+    "check_options",
+    "did_you_mean",
     "install_hint",
     "load_backend",
+    "local_server",
 ]

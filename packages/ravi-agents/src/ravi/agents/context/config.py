@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from ravi.agents.context.calibration import Calibration
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
@@ -40,6 +41,9 @@ class ContextConfig:
         state: A session-state store to keep the calibration in, shared by every process using it (else it is
             kept in this process).
 
+    A configuration built :meth:`from_settings` owns the stores it built: close it with :meth:`aclose` (or use it
+    as an async context manager) when the agent is done.
+
     Example:
         >>> from ravi.agents.context import InMemoryHistoryProvider, ToolResultCompactionStrategy
         >>> config = ContextConfig(InMemoryHistoryProvider(), [ToolResultCompactionStrategy()])
@@ -73,6 +77,7 @@ class ContextConfig:
         self.counter = self.pipeline.counter
         self.model = model
         self.calibration = Calibration(state)
+        self._owned: list[object] = []
 
     @classmethod
     def from_settings(cls, settings: RaviSettings | None = None, *, path: str | Path | None = None) -> ContextConfig:
@@ -84,19 +89,13 @@ class ContextConfig:
         Raises:
             ConfigurationError: unknown backend, missing or malformed option; the message names the key.
         """
-        from ravi.agents.settings import (
-            build_pipeline,
-            build_store,
-            build_summaries,
-            load_settings,
-            retention_of,
-            uses_strategy,
-        )
+        from ravi.agents.context.build import build_pipeline, retention_of, uses_strategy
+        from ravi.agents.settings import build_store, build_summaries, load_settings
 
         settings = settings or load_settings(path)
         history = build_store("history", settings)
         summaries = build_summaries(settings, history) if uses_strategy(settings.context, "summarization") else None
-        return cls(
+        config = cls(
             history,
             build_pipeline(settings.context, summaries=summaries, vectors=lambda: build_store("vector", settings)),
             retention=retention_of(settings.context),
@@ -104,6 +103,26 @@ class ContextConfig:
             model=settings.context.model,
             state=build_store("state", settings) if settings.state.backend != "memory" else None,
         )
+        owned = [s for s in (config.history, summaries, config.calibration.state) if s is not None]
+        config._owned = [s for i, s in enumerate(owned) if all(s is not t for t in owned[:i])]  # each closed once
+        return config
+
+    async def aclose(self) -> None:
+        """Close the stores :meth:`from_settings` opened (their connection pools); stores passed in are the
+        caller's to close. Safe to call again."""
+        owned, self._owned = self._owned, []
+        for store in owned:
+            closer = getattr(store, "aclose", None) or getattr(store, "close", None)
+            if closer is not None:
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     @classmethod
     def default(cls) -> ContextConfig:

@@ -12,6 +12,7 @@ from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import MessageConflict
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.options import NoOptions
 from ravi.kernel.scope import Scope, new_generation
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage.history import (
@@ -89,6 +90,9 @@ class InMemoryHistoryProvider(Closeable):
         >>> asyncio.run(history.count_messages("agent", session_id="s1"))
         1
     """
+
+    Options = NoOptions
+    """The store's options model, for configuration."""
 
     def __init__(self) -> None:
         self._sessions: dict[tuple[str, str], _Session] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ravi.agents import telemetry
 from ravi.agents.context.manifest import ManifestBuilder, Window
 from ravi.agents.context.session import SessionStates
 from ravi.agents.tokens import DEFAULT_COUNTER
@@ -178,6 +179,7 @@ class CompactionPipeline:
         kept = self.sessions.get(agent_id, session_id).find(self, _LAST_WINDOW)
         return kept[0] if kept else None
 
+    @telemetry.traced_window
     async def window(self, request: WindowRequest) -> Window:
         """The window ``request`` asks for (and its manifest, with ``explain``). The stored transcript is never
         changed.
@@ -232,6 +234,7 @@ class CompactionPipeline:
             state.generation = generation
         session.generation = generation
 
+    @telemetry.traced_pass
     async def _run(self, history: Sequence[ChatMessage], session: SessionContext, explain: bool) -> Window:
         events = self.events
         counter = session.counter or self.counter

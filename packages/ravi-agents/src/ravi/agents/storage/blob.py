@@ -7,6 +7,7 @@ from datetime import timedelta
 from types import TracebackType
 
 from ravi.agents.storage._clock import Clock, system_clock
+from ravi.agents.storage.options import InMemoryBlobOptions
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import Blob, check_blob_key, check_blob_metadata, check_content_type
 from ravi.kernel.values import ttl_seconds
@@ -18,6 +19,9 @@ class InMemoryFileStore:
     ``presign_url`` gives ``memory://{key}`` (there is no server to fetch from); ``connect`` and ``disconnect``
     do nothing. An expired blob is gone: it is never returned and is dropped when next touched.
     """
+
+    Options = InMemoryBlobOptions
+    """The store's options model, for configuration."""
 
     def __init__(self, *, clock: Clock = system_clock) -> None:
         self._blobs: dict[str, tuple[Blob, float | None]] = {}

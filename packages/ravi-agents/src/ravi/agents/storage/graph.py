@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument, NotFound
+from ravi.kernel.options import NoOptions
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
 from ravi.kernel.values import check_items, check_scope
 
@@ -18,6 +19,9 @@ class InMemoryGraphStore(Closeable):
     the neighbourhood it returns: its cost grows with the neighbourhood, not with the graph. Not
     ``CypherCapable``: use the AGE backend for openCypher.
     """
+
+    Options = NoOptions
+    """The store's options model, for configuration."""
 
     def __init__(self) -> None:
         self._entities: dict[str, Entity] = {}

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ravi.agents.storage._clock import Clock, system_clock
+from ravi.agents.storage.options import InMemoryLongTermOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
@@ -24,6 +25,9 @@ class InMemoryLongTermMemory(Closeable):
     The embeddings come from ``embedding_client`` (by default :class:`HashingEmbeddingClient`, offline). A memory
     saved with a ``ttl`` is never returned once it has expired.
     """
+
+    Options = InMemoryLongTermOptions
+    """The store's options model, for configuration."""
 
     def __init__(self, *, embedding_client: EmbeddingClient | None = None, clock: Clock = system_clock) -> None:
         self._embedder = embedding_client or HashingEmbeddingClient()

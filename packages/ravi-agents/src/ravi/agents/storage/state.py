@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ravi.kernel.closing import Closeable
+from ravi.kernel.options import NoOptions
 from ravi.kernel.values import check_scope, json_copy
 
 
@@ -14,6 +15,9 @@ class InMemoryStateStore(Closeable):
     """One JSON object per session. Values are copied in and out through JSON, so what comes back is what
     a database backend would return (tuples become lists) and no caller can change another's copy.
     ``update_state`` never awaits, so concurrent updaters on the event loop never lose each other's keys."""
+
+    Options = NoOptions
+    """The store's options model, for configuration."""
 
     def __init__(self) -> None:
         self._states: dict[str, str] = {}

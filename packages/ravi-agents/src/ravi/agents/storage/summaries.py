@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ravi.agents.storage.options import InMemorySummaryOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage.summaries import check_summary_scope
@@ -17,6 +18,9 @@ class InMemorySummaryStore(Closeable):
     under the full scope (a summary of another generation is never returned, since its scope differs).
     ``InMemoryHistoryProvider`` keeps the summaries of its own sessions and drops them when a session is cleared.
     """
+
+    Options = InMemorySummaryOptions
+    """The store's options model, for configuration."""
 
     def __init__(self, max_entries: int = 10_000) -> None:
         self._texts: OrderedDict[tuple[str, str, str | None, str], str] = OrderedDict()

@@ -15,6 +15,7 @@ from ravi.agents.storage.context_vars import (  # 000: the ContextVars live with
 from ravi.kernel.closing import Closeable
 from ravi.kernel.env import read_raw
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound
+from ravi.kernel.options import NoOptions
 from ravi.kernel.storage import Task, TaskList, as_tasks
 from ravi.kernel.storage import TaskStore as TaskStoreProtocol
 from ravi.kernel.tasks import TaskLifecycle
@@ -34,6 +35,9 @@ class TaskStore(TaskLifecycle, Closeable):
         >>> [t.status.value for t in board.tasks]
         ['planned', 'planned']
     """
+
+    Options = NoOptions
+    """The store's options model, for configuration."""
 
     def __init__(self) -> None:
         self._boards: dict[tuple[str, str], TaskList] = {}
@@ -131,6 +135,17 @@ class GlobalTaskStore:
                 raise ConfigurationError(f"the tasks backend {settings.tasks.backend!r} does not implement TaskStore")
             cls._stores[key] = store
         return store
+
+    @classmethod
+    async def aclose(cls) -> None:
+        """Close every shared store this process built (their connection pools) and forget them; the next
+        :meth:`get` builds afresh. Call it when the application shuts down."""
+        stores = list(cls._stores.values())
+        cls._stores.clear()
+        for store in stores:
+            close = getattr(store, "aclose", None)
+            if close is not None:
+                await close()
 
 
 __all__ = [

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from ravi.agents.storage.options import InMemoryVectorOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
@@ -56,6 +57,9 @@ class InMemoryVectorStore(Closeable):
     (as pgvector stores them). Documents without an embedding are embedded with ``embedding_client`` if one was
     given; otherwise they are refused with ``InvalidArgument`` (a ``ValueError``).
     """
+
+    Options = InMemoryVectorOptions
+    """The store's options model, for configuration."""
 
     def __init__(self, *, embedding_client: EmbeddingClient | None = None) -> None:
         self._collections: dict[str, _Collection] = {}

@@ -14,6 +14,7 @@ import asyncpg
 
 from ravi.capabilities.age.agtype import parse
 from ravi.capabilities.age.cypher import return_columns
+from ravi.capabilities.age.options import AGEOptions
 from ravi.capabilities.postgres._db import ConnectionOptions, Database
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound, RaviError
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
@@ -84,10 +85,11 @@ class AGEGraphStore:
     search_path`` in PgBouncer's configuration.
     """
 
+    Options = AGEOptions
+    """The store's options model (types, documentation, defaults), for configuration and keyword arguments."""
+
     def __init__(self, dsn: str, *, graph: str = "ravi_graph", **options: Unpack[ConnectionOptions]) -> None:
-        unknown = set(options) - set(ConnectionOptions.__annotations__)
-        if unknown:
-            raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
+        AGEOptions.check(dsn=dsn, graph=graph, **options)
         if not _GRAPH.match(graph):
             raise ConfigurationError(
                 f"graph name {graph!r} is not valid", hint="3-63 lower-case letters, digits and underscores"

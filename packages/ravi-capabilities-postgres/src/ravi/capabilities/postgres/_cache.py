@@ -57,6 +57,10 @@ class Lru(Generic[V]):
         """Forget the entry of ``key``, if any."""
         self._entries.pop(key, None)
 
+    def values(self) -> list[V]:
+        """The entries, the least recently kept first."""
+        return list(self._entries.values())
+
     def __contains__(self, key: object) -> bool:
         return key in self._entries
 

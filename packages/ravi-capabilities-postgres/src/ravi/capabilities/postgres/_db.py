@@ -15,10 +15,11 @@ import re
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Self, TypedDict, Unpack
+from typing import Any, ClassVar, Self, TypedDict, Unpack
 
 import asyncpg
 
+from ravi.capabilities.postgres.options import PostgresStoreOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import (
     BackendUnavailable,
@@ -384,11 +385,12 @@ class PostgresStore(Closeable):
     init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None
     """A hook run on each new pooled connection (pgvector's codec, say)."""
 
+    Options: ClassVar[type[PostgresStoreOptions]] = PostgresStoreOptions
+    """The store's options model (types, documentation, defaults), for configuration and keyword arguments."""
+
     def __init__(self, dsn: str, **options: Unpack[PoolOptions]) -> None:
-        unknown = set(options) - set(PoolOptions.__annotations__)
-        if unknown:
-            raise TypeError(f"unexpected options: {', '.join(sorted(unknown))}")
-        self.db = Database(dsn, init=self.init, **options)
+        given = PostgresStoreOptions.check(dsn=dsn, **options).given()
+        self.db = Database(given.pop("dsn"), init=self.init, **given)
         self.db.add_migrations(self.component, self.migrations)
 
     async def __aenter__(self) -> Self:

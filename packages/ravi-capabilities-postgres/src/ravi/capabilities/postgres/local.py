@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError
 
 SERVER_USER = "ravi-postgres"
 _log = logging.getLogger(__name__)
@@ -110,38 +110,58 @@ class LocalPostgres:
         return entry.pw_uid, entry.pw_gid
 
     def start(self) -> str:
-        """Create the cluster (first time) and start the server; returns the DSN."""
-        if self._root is None:
-            self._ids = self._ensure_user()
-            self._root = Path(tempfile.mkdtemp(prefix="ravi-postgres-"))
-            os.chmod(self._root, 0o755)
-            # The server user must be able to read the binaries: copy them out of a possibly private venv,
-            # keeping the layout their RPATH expects (site-packages/pgserver/pginstall beside *.libs).
-            source = installed_binaries().parent
-            site = source.parent.parent
-            target = self._root / "site"
-            shutil.copytree(source, target / "pgserver" / "pginstall", symlinks=True)
-            for libs in site.glob("pgserver*.libs"):
-                shutil.copytree(libs, target / libs.name, symlinks=True)
-            self._bin = target / "pgserver" / "pginstall" / "bin"
-            for sub in ("data", "run"):
-                (self._root / sub).mkdir()
-                if self._ids is not None:
-                    os.chown(self._root / sub, *self._ids)
-            done = self._run(
-                "initdb",
-                "-D",
-                str(self._root / "data"),
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--no-sync",
-                "--no-instructions",
-            )
-            if done.returncode != 0:
-                raise RuntimeError(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
+        """Create the cluster (first time) and start the server; returns the DSN.
+
+        Raises:
+            ConfigurationError: no PostgreSQL build is installed.
+            BackendUnavailable: the cluster could not be created or the server did not start (a first start
+                that fails removes everything it made).
+        """
+        first = self._root is None
+        try:
+            if first:
+                self._create()
+            self._start()
+        except BaseException:
+            if first:  # nothing of a failed first start is left behind
+                self._remove()
+            raise
+        return self.dsn
+
+    def _create(self) -> None:
+        self._ids = self._ensure_user()
+        self._root = Path(tempfile.mkdtemp(prefix="ravi-postgres-"))
+        os.chmod(self._root, 0o755)
+        # The server user must be able to read the binaries: copy them out of a possibly private venv,
+        # keeping the layout their RPATH expects (site-packages/pgserver/pginstall beside *.libs).
+        source = installed_binaries().parent
+        site = source.parent.parent
+        target = self._root / "site"
+        shutil.copytree(source, target / "pgserver" / "pginstall", symlinks=True)
+        for libs in site.glob("pgserver*.libs"):
+            shutil.copytree(libs, target / libs.name, symlinks=True)
+        self._bin = target / "pgserver" / "pginstall" / "bin"
+        for sub in ("data", "run"):
+            (self._root / sub).mkdir()
+            if self._ids is not None:
+                os.chown(self._root / sub, *self._ids)
+        done = self._run(
+            "initdb",
+            "-D",
+            str(self._root / "data"),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--no-instructions",
+        )
+        if done.returncode != 0:
+            raise BackendUnavailable(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
+
+    def _start(self) -> None:
+        assert self._root is not None
         options = f"-h 127.0.0.1 -p {self.port} -k {self._root / 'run'} -c max_connections=200"
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -161,8 +181,14 @@ class LocalPostgres:
         if done.returncode != 0:
             log = self._root / "run" / "server.log"
             detail = log.read_text()[-2000:] if log.exists() else done.stderr
-            raise RuntimeError(f"PostgreSQL did not start: {detail.strip()}")
-        return self.dsn
+            raise BackendUnavailable(f"PostgreSQL did not start on port {self.port}: {detail.strip()}")
+
+    def _remove(self) -> None:
+        if self._root is not None:
+            if self._bin is not None and (self._root / "data" / "postmaster.pid").exists():
+                self._run("pg_ctl", "-D", str(self._root / "data"), "-w", "-t", "30", "-m", "immediate", "stop")
+            shutil.rmtree(self._root, ignore_errors=True)
+        self._root, self._bin = None, None
 
     def stop(self, *, keep_data: bool = False) -> None:
         """Stop the server; unless ``keep_data``, remove everything it wrote."""
@@ -173,7 +199,7 @@ class LocalPostgres:
         self._run("pg_ctl", "-D", str(self._root / "data"), "-w", "-t", "30", "-m", mode, "stop")
         if not keep_data:
             shutil.rmtree(self._root, ignore_errors=True)
-            self._root = None
+            self._root, self._bin = None, None
 
     def restart(self) -> None:
         """Stop and start again with the same data and port."""

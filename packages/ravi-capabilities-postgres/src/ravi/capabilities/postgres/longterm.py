@@ -12,6 +12,7 @@ import asyncpg
 import numpy as np
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
+from ravi.capabilities.postgres.options import PgLongTermOptions
 from ravi.capabilities.postgres.vector import register_vector_codec
 from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
@@ -58,6 +59,7 @@ class PgLongTermMemory(PostgresStore):
     method names (``search``, ``get``, ``delete``) with different meanings, so one object cannot be both.
     """
 
+    Options = PgLongTermOptions
     component = "longterm"
 
     init = staticmethod(register_vector_codec)
@@ -65,6 +67,7 @@ class PgLongTermMemory(PostgresStore):
     def __init__(
         self, dsn: str, *, embedding_client: EmbeddingClient | None = None, **options: Unpack[PoolOptions]
     ) -> None:
+        PgLongTermOptions.check(dsn=dsn, embedding_client=embedding_client, **options)
         self._embedder = embedding_client or HashingEmbeddingClient()
         self.migrations = _migrations(self._embedder.dimension)
         super().__init__(dsn, **options)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres.options import PostgresStateOptions
 from ravi.kernel.values import check_scope, json_copy
 
 MIGRATIONS = [
@@ -32,6 +33,7 @@ class PostgresMemoryStore(PostgresStore):
     ``table_prefix``, pool sizes).
     """
 
+    Options = PostgresStateOptions
     component = "state"
     migrations = MIGRATIONS
 

@@ -7,6 +7,7 @@ and removes them with the messages): this store is for summaries kept apart from
 from __future__ import annotations
 
 from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres.options import PostgresSummaryOptions
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.values import check_scope, check_span, check_summary
@@ -58,6 +59,7 @@ class PostgresSummaryStore(PostgresStore):
     another generation is never returned, since its scope differs.
     """
 
+    Options = PostgresSummaryOptions
     component = "summaries"
     migrations = MIGRATIONS
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 import asyncpg
 
 from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres.options import PgTaskOptions
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
 from ravi.kernel.tasks import TaskLifecycle
@@ -68,6 +69,7 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
     cannot both move it: the second waits, then sees the first one's move.
     """
 
+    Options = PgTaskOptions
     component = "tasks"
     migrations = MIGRATIONS
 

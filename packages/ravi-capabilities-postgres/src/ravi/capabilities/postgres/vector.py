@@ -13,6 +13,7 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
+from ravi.capabilities.postgres.options import PgVectorOptions
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
@@ -105,6 +106,7 @@ class PgVectorStore(PostgresStore):
             exactly; a larger one through its HNSW index. ``0`` always uses the index.
     """
 
+    Options = PgVectorOptions
     component = "vector"
     migrations = MIGRATIONS
 
@@ -121,8 +123,16 @@ class PgVectorStore(PostgresStore):
         exact_search_kb: int = 10_240,
         **options: Unpack[PoolOptions],
     ) -> None:
-        if isinstance(exact_search_kb, bool) or not isinstance(exact_search_kb, int) or exact_search_kb < 0:
-            raise InvalidArgument(f"exact_search_kb must be an integer >= 0, got {exact_search_kb!r}")
+        checked = PgVectorOptions.check(
+            dsn=dsn,
+            ef_search=ef_search,
+            hnsw_m=hnsw_m,
+            hnsw_ef_construction=hnsw_ef_construction,
+            exact_search_kb=exact_search_kb,
+            **options,
+        )
+        ef_search, hnsw_m, hnsw_ef_construction = checked.ef_search, checked.hnsw_m, checked.hnsw_ef_construction
+        exact_search_kb = checked.exact_search_kb
         options.setdefault("command_timeout", 60.0)
         super().__init__(dsn, **options)
         self._catalogue = self.db.table("collections")

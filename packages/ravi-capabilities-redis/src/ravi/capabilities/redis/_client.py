@@ -6,13 +6,14 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import Any, TypedDict, Unpack, cast
+from typing import Any, ClassVar, TypedDict, Unpack, cast
 from urllib.parse import quote
 
 import redis.asyncio as aioredis
 import redis.exceptions as rex
 from redis.commands.core import AsyncScript
 
+from ravi.capabilities.redis.options import RedisConnectionOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied, RaviError
 
@@ -202,8 +203,12 @@ class RedisStore(Closeable):
         cluster: ``url`` names a node of a Redis Cluster (see :class:`RedisConnection`).
     """
 
+    Options: ClassVar[type[RedisConnectionOptions]] = RedisConnectionOptions
+    """The store's options model (types, documentation, defaults), for configuration and keyword arguments."""
+
     def __init__(self, url: str, **options: Unpack[RedisOptions]) -> None:
-        self.redis = RedisConnection(url, **options)
+        given = RedisConnectionOptions.check(url=url, **options).given()
+        self.redis = RedisConnection(given.pop("url"), **given)
 
     async def aclose(self) -> None:
         """Release the connections (the shared client closes with its last store); safe to call again."""

@@ -14,7 +14,8 @@ from typing import Unpack
 from urllib.parse import unquote
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError, MessageConflict
+from ravi.capabilities.redis.options import RedisHistoryOptions
+from ravi.kernel.errors import BackendUnavailable, MessageConflict
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope, new_generation
 from ravi.kernel.storage.history import HistoryWindow, check_append, check_replace, stored_body, window_of
@@ -394,6 +395,8 @@ class RedisHistoryProvider(RedisStore):
         clear_run_chunk: Messages ``clear_run`` rewrites per script call (the longest Redis is kept busy).
     """
 
+    Options = RedisHistoryOptions
+
     def __init__(
         self,
         url: str,
@@ -403,8 +406,9 @@ class RedisHistoryProvider(RedisStore):
         clear_run_chunk: int = 1_000,
         **options: Unpack[RedisOptions],
     ) -> None:
-        if not isinstance(clear_run_chunk, int) or clear_run_chunk < 1:
-            raise ConfigurationError(f"clear_run_chunk must be an integer >= 1, got {clear_run_chunk!r}")
+        RedisHistoryOptions.check(
+            url=url, ttl=ttl, cache_sessions=cache_sessions, clear_run_chunk=clear_run_chunk, **options
+        )
         super().__init__(url, **options)
         seconds = ttl_seconds(ttl)
         self._ttl_ms = 0 if seconds is None else max(1, int(seconds * 1000))

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError
 
 
 def server_binary() -> tuple[str, str]:
@@ -43,13 +43,14 @@ class LocalRedis:
     """Start, stop and restart a private Redis on ``127.0.0.1``.
 
     Args:
+        port: The loopback port (a free one by default).
         extra_args: More ``redis-server`` options (``["--cluster-enabled", "yes"]``, say).
     """
 
-    def __init__(self, *, extra_args: list[str] | None = None) -> None:
+    def __init__(self, *, port: int | None = None, extra_args: list[str] | None = None) -> None:
         self.binary, self.flavour = server_binary()
         self.extra_args = list(extra_args or [])
-        self.port = _free_port()
+        self.port = port or _free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="ravi-redis-"))
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -92,7 +93,8 @@ class LocalRedis:
             except OSError:
                 pass
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{self.flavour} did not start on port {self.port}")
+                self.stop()  # nothing of a failed start is left behind
+                raise BackendUnavailable(f"{self.flavour} did not start on port {self.port}")
             time.sleep(0.02)
 
     def stop(self, *, keep_data: bool = False) -> None:

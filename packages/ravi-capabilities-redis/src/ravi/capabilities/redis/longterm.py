@@ -11,6 +11,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
+from ravi.capabilities.redis.options import RedisLongTermOptions
 from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
@@ -35,9 +36,12 @@ class RedisLongTermMemory(RedisStore):
     ``ShortTermMemory.clear(session_id)`` share a name with different meanings, so one object cannot be both.
     """
 
+    Options = RedisLongTermOptions
+
     def __init__(
         self, url: str, *, embedding_client: EmbeddingClient | None = None, **options: Unpack[RedisOptions]
     ) -> None:
+        RedisLongTermOptions.check(url=url, embedding_client=embedding_client, **options)
         super().__init__(url, **options)
         self._embedder = embedding_client or HashingEmbeddingClient()
 

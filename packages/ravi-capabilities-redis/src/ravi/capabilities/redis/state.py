@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any, Unpack
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors
+from ravi.capabilities.redis.options import RedisStateOptions
 from ravi.kernel.values import check_scope, json_copy, ttl_seconds
 
 
@@ -19,7 +20,10 @@ class RedisSessionStore(RedisStore):
     writes.
     """
 
+    Options = RedisStateOptions
+
     def __init__(self, url: str, *, ttl: timedelta | float | None = None, **options: Unpack[RedisOptions]) -> None:
+        RedisStateOptions.check(url=url, ttl=ttl, **options)
         super().__init__(url, **options)
         seconds = ttl_seconds(ttl)
         self._ttl_ms = None if seconds is None else max(1, int(seconds * 1000))

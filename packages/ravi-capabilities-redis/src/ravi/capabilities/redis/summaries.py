@@ -11,6 +11,7 @@ from typing import Unpack
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.capabilities.redis.history import summary_field
+from ravi.capabilities.redis.options import RedisSummaryOptions
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.values import check_scope, check_span, check_summary, ttl_seconds
@@ -33,7 +34,10 @@ class RedisSummaryStore(RedisStore):
     another generation is never returned, since its scope differs.
     """
 
+    Options = RedisSummaryOptions
+
     def __init__(self, url: str, *, ttl: timedelta | float | None = None, **options: Unpack[RedisOptions]) -> None:
+        RedisSummaryOptions.check(url=url, ttl=ttl, **options)
         super().__init__(url, **options)
         seconds = ttl_seconds(ttl)
         self._ttl_ms = 0 if seconds is None else max(1, int(seconds * 1000))

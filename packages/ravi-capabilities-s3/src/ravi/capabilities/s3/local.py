@@ -7,7 +7,6 @@ explicit free port on ``127.0.0.1``.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from ravi.kernel.env import environment
 from ravi.kernel.errors import ConfigurationError
 
 ACCESS_KEY = "ravi"
@@ -89,8 +89,8 @@ class LocalS3:
             f"-filer.localSocket={self.dir}/filer.sock",
             f"-s3.localSocket={self.dir}/s3.sock",
         ]
-        env = {
-            **os.environ,
+        env = {  # the child inherits the environment, read through Ravi's one reader of it
+            **environment(),
             "AWS_ACCESS_KEY_ID": ACCESS_KEY,
             "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
             "TMPDIR": str(self.dir),

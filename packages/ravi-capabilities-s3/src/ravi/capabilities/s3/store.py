@@ -18,6 +18,7 @@ import botocore.exceptions as bce
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
+from ravi.capabilities.s3.options import S3Options
 from ravi.kernel.errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -108,6 +109,9 @@ class S3FileStore:
     (lower-case keys, printable ASCII values, at most 2 KiB), so a blob comes back exactly as it was stored.
     """
 
+    Options = S3Options
+    """The store's options model (types, documentation, defaults), for configuration and keyword arguments."""
+
     def __init__(
         self,
         bucket: str,
@@ -124,6 +128,20 @@ class S3FileStore:
         max_attempts: int = 1,
         lifecycle_rules: bool = True,
     ) -> None:
+        S3Options.check(
+            bucket=bucket,
+            endpoint_url=endpoint_url,
+            region=region,
+            access_key=access_key,
+            secret_key=secret_key,
+            addressing_style=addressing_style,
+            key_prefix=key_prefix,
+            create_bucket=create_bucket,
+            multipart_threshold=multipart_threshold,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            lifecycle_rules=lifecycle_rules,
+        )
         if not isinstance(bucket, str) or not bucket:
             raise ConfigurationError("bucket must be a non-empty string")
         if not isinstance(max_attempts, int) or max_attempts < 1:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ravi.agents.context.compaction._keep import TAIL_CUT
 from ravi.agents.context.session import counter_of
+from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.cancel import CancelledByToken, CancelToken
@@ -18,6 +20,8 @@ from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBl
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import stored_tokens
+
+_log = logging.getLogger(__name__)
 
 SUMMARY_HEADING = "[condensed earlier context]"
 """002: the heading of every summary turn."""
@@ -338,6 +342,7 @@ class SummarizationCompaction(Strategy):
         except CancelledByToken:
             raise
         except Exception as error:
+            log_failure_once(_log, f"the summariser of {type(self).__name__}", error)  # else only an event says so
             if self.events:
                 self.events.emit(
                     CompactionEvent(

@@ -1,0 +1,67 @@
+"""The ``ravi`` command: watch Ravi assemble windows, inspect sessions, run local servers and the contract suite.
+
+Built on Typer (arguments, help, completion) and Rich (tables, progress), both well-kept and widely used, so
+the command behaves like the CLIs people already know. One module per command: :mod:`.demo`, :mod:`.backends`,
+:mod:`.sessions` (``ravi history``), :mod:`.window`, :mod:`.conformance` and :mod:`.dev`.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ravi.agents.cli import backends, conformance, demo, dev, sessions, window
+from ravi.kernel.errors import RaviError
+
+# Help texts are plain text: rich markup would eat bracketed names such as "[context] agent_id".
+app = typer.Typer(
+    help="Ravi: memory for LLM agents.", no_args_is_help=True, add_completion=False, rich_markup_mode=None
+)
+
+
+def installed_version() -> str:
+    """The installed version of ``ravi-agents`` (the distribution that provides the command)."""
+    try:
+        return version("ravi-agents")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _print_version(given: bool) -> None:
+    if given:
+        typer.echo(f"ravi {installed_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the installed version and exit.", callback=_print_version, is_eager=True),
+    ] = False,
+) -> None:
+    """Ravi: memory for LLM agents."""
+
+
+app.command()(demo.demo)
+app.command()(backends.backends)
+app.add_typer(sessions.history_app, name="history")
+app.command()(window.window)
+app.command()(conformance.conformance)
+app.command()(dev.dev)
+
+
+def main() -> None:
+    """Entry point of the ``ravi`` command: Ravi errors print one line and exit with status 1."""
+    try:
+        app()
+    except RaviError as error:
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(error))}")
+        raise SystemExit(1) from None
+
+
+__all__ = ["app", "installed_version", "main"]

@@ -1,0 +1,67 @@
+"""What the commands share: the console, the options every command that reads a session takes, and previews."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ravi.kernel.messages import ChatMessage
+
+console = Console()
+
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="ravi.toml to read (default: ./ravi.toml).")]
+AgentOption = Annotated[str | None, typer.Option("--agent", help="Agent id (default: [context] agent_id).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
+
+
+async def known_sessions(history: Any, agent_id: str) -> str:
+    """What to say about the sessions that do exist."""
+    lister = getattr(history, "list_sessions", None)
+    if lister is None:
+        return "check the session id, and --agent (default: [context] agent_id)"
+    try:
+        known = await lister(agent_id, limit=21)
+    except NotImplementedError:
+        return "check the session id, and --agent (default: [context] agent_id)"
+    if not known:
+        return f"agent {agent_id!r} has no sessions here; check --agent (default: [context] agent_id) and --config"
+    more = ", ..." if len(known) > 20 else ""
+    return f"its sessions: {', '.join(known[:20])}{more}"
+
+
+def preview(message: ChatMessage, width: int = 70) -> str:
+    """One line of a message: its text, or its tool calls, or its tool output, cut to ``width``."""
+    if message.role == "tool" and message.tool_result is not None:
+        text = ("ERROR " if message.tool_result.is_error else "") + message.tool_result.content
+    else:
+        text = message.text or " ".join(f"{c.name}({json.dumps(dict(c.arguments))})" for c in message.tool_calls)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe_counter(counter: Any) -> str:
+    """How a counter counts, in a few words."""
+    from ravi.agents.tokens import ConservativeTokenCounter, ExactTokenCounter, HeuristicTokenCounter
+
+    if isinstance(counter, ExactTokenCounter):
+        return f"exact {counter.encoding}"
+    if isinstance(counter, ConservativeTokenCounter):
+        return "the conservative estimate" + (f" x{counter.scale:g}" if counter.scale != 1.0 else "")
+    if isinstance(counter, HeuristicTokenCounter):
+        return "the heuristic (chars / 4)"
+    return type(counter).__name__
+
+
+async def close_store(store: Any) -> None:
+    """Close ``store`` with whichever close it has (``aclose`` or ``close``, awaited when it is a coroutine)."""
+    import inspect
+
+    closer = getattr(store, "aclose", None) or getattr(store, "close", None)
+    if closer is not None:
+        result = closer()
+        if inspect.isawaitable(result):
+            await result

@@ -1,0 +1,83 @@
+"""``ravi history``: inspect a stored session of the configured history backend."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ravi.agents.cli._common import AgentOption, ConfigOption, JsonOption, close_store, console, known_sessions, preview
+from ravi.agents.settings import build_store, load_settings
+from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.kernel.errors import NotFound
+from ravi.kernel.messages import ChatMessage
+
+history_app = typer.Typer(
+    help="Inspect a stored session (from the configured history backend).", no_args_is_help=True, rich_markup_mode=None
+)
+
+
+async def _stored(session: str, config: Path | None, agent: str | None) -> tuple[list[ChatMessage], str]:
+    settings = load_settings(config)
+    history = build_store("history", settings)
+    agent_id = agent or settings.context.agent_id
+    try:
+        messages = await history.get_messages(agent_id, session_id=session)
+        if not messages:
+            raise NotFound(
+                f"agent {agent_id!r} has no session {session!r}", hint=await known_sessions(history, agent_id)
+            )
+        return messages, agent_id
+    finally:
+        await close_store(history)
+
+
+@history_app.command("list")
+def history_list(
+    session: str,
+    config: ConfigOption = None,
+    agent: AgentOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One line per stored message: position, role, tokens, a preview."""
+    messages, agent_id = asyncio.run(_stored(session, config, agent))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [
+                    {"index": i, "id": m.id, "role": m.role, "tokens": DEFAULT_COUNTER.count_message(m)}
+                    for i, m in enumerate(messages)
+                ],
+                indent=2,
+            )
+        )
+        return
+    table = Table(
+        title=f"session {session!r} of agent {agent_id!r}: {len(messages)} messages, "
+        f"{DEFAULT_COUNTER.count_messages(messages):,} tokens"
+    )
+    for name in ("#", "role", "tokens", "content"):
+        table.add_column(name, justify="right" if name in ("#", "tokens") else "left")
+    for i, m in enumerate(messages):
+        table.add_row(str(i), m.role, str(DEFAULT_COUNTER.count_message(m)), preview(m))
+    console.print(table)
+
+
+@history_app.command("show")
+def history_show(session: str, config: ConfigOption = None, agent: AgentOption = None) -> None:
+    """Every stored message in full."""
+    messages, _ = asyncio.run(_stored(session, config, agent))
+    for i, m in enumerate(messages):
+        console.rule(f"#{i} {m.role} ({m.id})")
+        console.print(json.dumps(m.to_openai(extras=False), indent=2, ensure_ascii=False), markup=False)
+
+
+@history_app.command("export")
+def history_export(session: str, config: ConfigOption = None, agent: AgentOption = None) -> None:
+    """The session as JSON lines of OpenAI-style dicts (lossless: ids, metadata, timestamps included)."""
+    messages, _ = asyncio.run(_stored(session, config, agent))
+    for m in messages:
+        typer.echo(json.dumps(m.to_openai(), ensure_ascii=False))
