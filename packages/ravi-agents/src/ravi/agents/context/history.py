@@ -6,15 +6,15 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ravi.agents.context.meaning import MessageVectors, meaning_units
+from ravi.agents.context.meaning import MessageVectors
+from ravi.agents.context.recall_postings import SessionPostings
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import MessageConflict
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.options import NoOptions
 from ravi.kernel.scope import Scope, new_generation
-from ravi.kernel.search import Bm25, UnitMatch, match_units
-from ravi.kernel.search import spread as spread_scores
+from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage.history import (
     HistoryWindow,
     HybridMatches,
@@ -37,7 +37,7 @@ class _Session:
     ids: dict[str, ChatMessage] = field(default_factory=dict)
     before: list[int] = field(default_factory=lambda: [0])  # stored tokens before each position (and the total)
     systems: list[int] = field(default_factory=list)  # positions of the system messages
-    index: Bm25 | None = None  # built on the first search, extended by later ones
+    index: SessionPostings | None = None  # built on the first search, extended by later ones
     vectors: MessageVectors | None = None  # the embeddings of one model, made by the first search by meaning
     summaries: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (generation, span) -> text
     written: bool = True  # False for a session that holds only summaries kept without a generation
@@ -211,13 +211,9 @@ class InMemoryHistoryProvider(Closeable):
         if session is None or not limit:
             return []
         if session.index is None:
-            session.index = Bm25()
-        session.index.extend(session.messages)
+            session.index = SessionPostings()
         stop = bisect_left(session.before, before, hi=len(session.messages))
-        scores = session.index.scores(query)
-        return match_units(
-            session.messages, scores, before=session.before, systems=session.systems, stop=stop, limit=limit
-        )
+        return session.index.search(session.messages, query, stop=stop, limit=limit, before=session.before)
 
     async def search_hybrid(
         self,
@@ -240,12 +236,10 @@ class InMemoryHistoryProvider(Closeable):
         if session is None or not limit or not query:
             return HybridMatches([], [])
         if session.index is None:
-            session.index = Bm25()
-        messages = session.messages
-        session.index.extend(messages)
+            session.index = SessionPostings()
+        index, messages = session.index, session.messages
         stop = bisect_left(session.before, before, hi=len(messages))
-        scores = spread_scores(messages, session.index.scores(query), stop=stop, weight=spread)
-        lexical = match_units(messages, scores, before=session.before, systems=session.systems, stop=stop, limit=limit)
+        lexical = index.search(messages, query, stop=stop, limit=limit, before=session.before, spread=spread)
         if embedder is None:
             return HybridMatches(lexical, [])
         if session.vectors is None or session.vectors.model != model:
@@ -255,9 +249,7 @@ class InMemoryHistoryProvider(Closeable):
             return HybridMatches(lexical, [])
         [vector] = await embedder.embed([query])
         similar = session.vectors.similarity(vector, stop)
-        meaning = meaning_units(
-            messages, similar, before=session.before, systems=session.systems, stop=stop, limit=limit
-        )
+        meaning = index.units(messages, similar, before=session.before, limit=limit)
         return HybridMatches(lexical, meaning)
 
     async def get_summary(self, scope: Scope, span_id: str) -> str | None:

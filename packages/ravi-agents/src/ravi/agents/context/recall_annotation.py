@@ -42,6 +42,14 @@ def annotated(message: ChatMessage, today: date | None) -> ChatMessage:
     prefix = label(message, today)
     if not prefix:
         return message
+    key = f"recall:annotated:{prefix}"
+    copy: ChatMessage | None = message.memo.get(key)
+    if copy is None:  # made once: the copy keeps its own token counts in its memo
+        copy = message.memo[key] = _labelled(message, prefix)
+    return copy
+
+
+def _labelled(message: ChatMessage, prefix: str) -> ChatMessage:
     content = list(message.content)
     first = next(k for k, b in enumerate(content) if isinstance(b, TextBlock) and b.text)
     block = content[first]

@@ -10,7 +10,7 @@ how they began), the found units from the newest (or the oldest).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import date
 
 from ravi.agents.context.recall_request import Request
@@ -65,23 +65,20 @@ class NearDuplicates:
         self._texts: set[tuple[str, ...]] = set()
         self._terms: list[frozenset[str]] = []
 
-    def add(self, messages: Iterable[ChatMessage]) -> None:
+    def add(self, messages: Sequence[ChatMessage]) -> None:
         """Hold ``messages`` as one unit."""
-        shown = [m for m in messages if m.role != "system"]
-        self._texts.add(tuple(_text(m) for m in shown))
-        words = _unit_words(shown)
+        texts, words = _unit_of(messages)
+        self._texts.add(texts)
         if 4 <= len(words) <= self.SHORT:
             self._terms.append(words)
 
     def repeats(self, messages: Sequence[ChatMessage]) -> bool:
         """Whether ``messages`` say again what a held unit says."""
-        shown = [m for m in messages if m.role != "system"]
-        texts = tuple(_text(m) for m in shown)
+        texts, mine = _unit_of(messages)
         if not any(t.strip() for t in texts):
             return False
         if texts in self._texts:
             return True
-        mine = _unit_words(shown)
         size = len(mine)
         if size < 4 or size > self.SHORT:
             return False
@@ -97,7 +94,21 @@ class NearDuplicates:
         return False
 
 
-_TEXT, _WORDS = "recall:text", "recall:words"
+_TEXT, _WORDS, _UNIT = "recall:text", "recall:words", "recall:unit"
+
+
+def _unit_of(messages: Sequence[ChatMessage]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The texts of a unit's messages (system messages aside) and their words, worked out once per unit (kept in
+    its first message's ``memo``, by the unit's length: a tool call's unit grows as its results arrive)."""
+    if not messages:
+        return (), frozenset()
+    memo = messages[0].memo
+    key = f"{_UNIT}:{len(messages)}:{messages[-1].id}"
+    found: tuple[tuple[str, ...], frozenset[str]] | None = memo.get(key)
+    if found is None:
+        shown = [m for m in messages if m.role != "system"]
+        found = memo[key] = (tuple(_text(m) for m in shown), _unit_words(shown))
+    return found
 
 
 def _text(message: ChatMessage) -> str:

@@ -136,6 +136,8 @@ class SessionContext:
     source_head: int = 0
     source_before: int | None = 0
     _offsets: dict[str, int] | None = field(default=None, repr=False)
+    _scanned: int = field(default=0, repr=False)  # where :meth:`offset` stopped walking the read
+    _running: int = field(default=0, repr=False)  # the stored tokens before that message
 
     @classmethod
     def standalone(cls, counter: TokenCounter | None = None) -> SessionContext:
@@ -156,14 +158,24 @@ class SessionContext:
         offsets = self._offsets
         if offsets is None:
             offsets = self._offsets = {}
-            running = self.source_before
-            if running is not None:
-                source = self.source
-                for i in range(self.source_head, len(source)):
-                    message = source[i]
-                    offsets[message.id] = running
-                    running += stored_tokens(message)
-        return offsets.get(message_id)
+            self._scanned, self._running = self.source_head, self.source_before or 0
+            if self.source_before is None:
+                self._scanned = len(self.source)
+        found = offsets.get(message_id)
+        if found is not None:
+            return found
+        # walked as far as the message asked for only: a window asks of its newest part, never of all it read
+        source, i, running = self.source, self._scanned, self._running
+        while i < len(source):
+            message = source[i]
+            offsets[message.id] = running
+            running += stored_tokens(message)
+            i += 1
+            if message.id == message_id:
+                found = offsets[message_id]
+                break
+        self._scanned, self._running = i, running
+        return found
 
     def cut_made(self) -> None:
         """Say that a strategy cut the window inside the part read (dropping a non-system message of its input,

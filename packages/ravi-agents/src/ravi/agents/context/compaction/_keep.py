@@ -70,6 +70,13 @@ class TailCut:
         self._allowance, self._cost = allowance, cost
         return cut
 
+    def cut_and_cost(
+        self, messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int
+    ) -> tuple[int, int]:
+        """:meth:`cut`, and the non-system cost of the messages from the cut on."""
+        cut = self.cut(messages, cost, allowance)
+        return cut, self._spent
+
     def _grown(
         self, messages: Sequence[ChatMessage], cost: Callable[[ChatMessage], int], allowance: int
     ) -> tuple[int, int] | None:

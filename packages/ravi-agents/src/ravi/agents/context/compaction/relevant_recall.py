@@ -6,9 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Literal
 
-from ravi.agents.context.compaction._keep import _cut_and_cost as cut_and_cost
-from ravi.agents.context.compaction._keep import newest_cut, system_messages
-from ravi.agents.context.compaction.token_budget import fits
+from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_messages
 from ravi.agents.context.recall_annotation import annotated, label
 from ravi.agents.context.recall_fusion import NearDuplicates, fuse
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
@@ -33,6 +31,11 @@ _RECALLED: Slot[list[frozenset[str]]] = Slot("relevant_recall.recalled", lambda:
 """The ids recalled in the session's last window."""
 _HELD: Slot[Held] = Slot("relevant_recall.held", Held)
 """What the session's cache-stable window holds: its recalled units and the start of its newest turns."""
+_WHOLE: Slot[TailCut] = Slot("relevant_recall.whole", TailCut)
+"""Where the newest units that fit the budget start (at 0: the whole history fits), found from the messages
+appended since the last window."""
+_NEWEST: Slot[TailCut] = Slot("relevant_recall.newest", TailCut)
+"""Where the newest turns of a relevance window start, found the same way."""
 
 
 class RelevantRecallStrategy(Strategy):
@@ -220,7 +223,7 @@ class RelevantRecallStrategy(Strategy):
             if partial and len(systems) < len(history):
                 session.cut_made()
             return systems
-        if fits(history, budget, counter):
+        if not session.state.get(self, _WHOLE).cut(history, count, allowance):  # the whole history fits
             if partial:
                 session.need_older()  # the older part may not fit
             return list(history)
@@ -228,7 +231,7 @@ class RelevantRecallStrategy(Strategy):
         share = self.recall_share if self.recall_share is not None else recall_share(request)
         if self.prefer == "cache":
             return await self._held(history, session, counter, rank, request, allowance, share)
-        cut, recent = cut_and_cost(history, count, int(allowance * (1 - share)))
+        cut, recent = session.state.get(self, _NEWEST).cut_and_cost(history, count, int(allowance * (1 - share)))
         limit = self._limit(int(allowance * share), recent // max(1, len(history) - cut) if cut < len(history) else 24)
         ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
@@ -278,7 +281,6 @@ class RelevantRecallStrategy(Strategy):
         """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
         skipping any that repeats one already chosen. A unit is labelled once it is chosen, and sent unlabelled
         when only that fits."""
-        count = counter.count_message
         today = request.day
         seen = NearDuplicates()
         chosen: list[UnitMatch] = []
@@ -286,12 +288,12 @@ class RelevantRecallStrategy(Strategy):
             if left <= 0:
                 break
             stored = match.messages
-            cost = _cost(stored, count)
+            cost = _unit_cost(stored, counter)
             if cost > left or seen.repeats(stored):
                 continue
             if self.annotate and any(label(m, today) for m in stored):
                 messages = tuple(annotated(m, today) for m in stored)
-                labelled = _cost(messages, count)
+                labelled = _unit_cost(messages, counter)
                 if labelled <= left:
                     match, cost = replace(match, messages=messages), labelled
             seen.add(stored)
@@ -368,6 +370,20 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
+
+
+def _unit_cost(messages: Sequence[ChatMessage], counter: TokenCounter) -> int:
+    """:func:`_cost` of a unit, kept in its first message's ``memo`` when ``counter`` names its counting rule
+    (a cached counter's ``key``), by the unit's length and newest message (a tool call's unit grows)."""
+    rule = getattr(counter, "key", None)
+    if not messages or not isinstance(rule, str):
+        return _cost(messages, counter.count_message)
+    memo = messages[0].memo
+    key = f"recall:cost:{rule}:{len(messages)}:{messages[-1].id}"
+    cost: int | None = memo.get(key)
+    if cost is None:
+        cost = memo[key] = _cost(messages, counter.count_message)
+    return cost
 
 
 def _typical(history: Sequence[ChatMessage], cut: int, count: Callable[[ChatMessage], int]) -> int:

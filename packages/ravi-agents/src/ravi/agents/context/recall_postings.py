@@ -1,0 +1,226 @@
+"""A session's search index as arrays: BM25 postings, the units each message belongs to, and the ranking of
+units by the best score of their messages, with NumPy instead of a loop per message.
+
+It gives exactly what :class:`~ravi.kernel.search.Bm25`, :func:`~ravi.kernel.search.spread` and
+:func:`~ravi.kernel.search.match_units` give (the same terms, the same floating-point operations in the same
+order, the same ties), which stay the kernel's reference: the kernel needs only pydantic, and every store ranks
+as they do. A warm window asks a new request of the whole session, so what it costs is the postings of the
+request's rarest terms and the units of the best messages, a few array operations each.
+
+The index grows with the session: each search first indexes the messages appended since the last one. Only the
+newest unit can still change (a tool call's results arrive after it), and it is worked out again as it grows.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+
+import numpy as np
+
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.search import RANKED, UnitMatch, indexed_terms, opens_group, query_terms
+
+
+class _Growing:
+    """A one-dimensional NumPy array that grows at its end, doubling its room."""
+
+    def __init__(self, dtype: type) -> None:
+        self.data: np.ndarray = np.zeros(256, dtype=dtype)
+        self.size = 0
+
+    def append(self, value: float) -> None:
+        if self.size == len(self.data):
+            grown = np.zeros(2 * len(self.data), dtype=self.data.dtype)
+            grown[: self.size] = self.data
+            self.data = grown
+        self.data[self.size] = value
+        self.size += 1
+
+    @property
+    def view(self) -> np.ndarray:
+        return self.data[: self.size]
+
+
+class _Posting:
+    """One term's postings: the positions of the messages that hold it, and how often each does."""
+
+    __slots__ = ("counts", "positions")
+
+    def __init__(self) -> None:
+        self.positions = _Growing(np.int64)
+        self.counts = _Growing(np.float64)
+
+
+class SessionPostings:
+    """BM25 (``k1``, ``b``) over a growing list of messages, and its units, kept as arrays.
+
+    Example:
+        >>> index = SessionPostings()
+        >>> messages = [ChatMessage.user("the cache is cold"), ChatMessage.user("lunch?")]
+        >>> index.extend(messages)
+        >>> [m.messages[0].text for m in index.search(messages, "cold cache", stop=2, limit=5, before=[0, 9, 15])]
+        ['the cache is cold']
+    """
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.size = 0
+        self.total = 0
+        self._lengths = _Growing(np.float64)
+        self._postings: dict[str, _Posting] = {}
+        self._system = _Growing(np.bool_)
+        self._start = _Growing(np.int64)  # the first message of each message's unit
+        self._end = _Growing(np.int64)  # where the unit that starts at each position ends (others: unused)
+        self._previous = _Growing(np.int64)  # the nearest message before that is not a system message (-1: none)
+        self._next = _Growing(np.int64)  # the nearest one after (the session's size while none is known)
+        self._waiting: list[int] = []  # positions whose next non-system message is still to come
+        self._last_other = -1  # the newest message that is not a system message
+        self._opener = -1  # the assistant message whose tool results may still follow, or -1
+        self._systems: list[int] = []
+
+    def extend(self, messages: Sequence[ChatMessage]) -> None:
+        """Index ``messages[self.size:]``: those appended since the last call."""
+        for i in range(self.size, len(messages)):
+            message = messages[i]
+            words = indexed_terms(message)
+            length = sum(words.values())
+            self._lengths.append(length)
+            self.total += length
+            for word, tf in words.items():
+                posting = self._postings.get(word)
+                if posting is None:
+                    posting = self._postings[word] = _Posting()
+                posting.positions.append(i)
+                posting.counts.append(tf)
+            self._place(message, i)
+        self.size = max(self.size, len(messages))
+
+    def _place(self, message: ChatMessage, i: int) -> None:
+        """Note message ``i``'s role, neighbours and unit (the rule of :func:`~ravi.kernel.search.unit_at`)."""
+        role = message.role
+        system = role == "system"
+        self._system.append(system)
+        self._end.append(i + 1)
+        self._previous.append(self._last_other)
+        self._next.append(-1)
+        if system:
+            self._systems.append(i)
+            self._start.append(i)
+            self._waiting.append(i)
+            return
+        nexts = self._next.data
+        for k in self._waiting:
+            nexts[k] = i
+        self._waiting = [i]
+        self._last_other = i
+        if role == "tool" and self._opener >= 0:
+            self._start.append(self._opener)
+            self._end.data[self._opener] = i + 1  # the group ends after its newest result
+            return
+        self._opener = i if opens_group(message) else -1
+        self._start.append(i)
+
+    def scores(self, query: str, stop: int, *, ranked: int = RANKED) -> np.ndarray:
+        """The BM25 score of each of the first ``stop`` messages for ``query`` (zero: no shared term), the terms
+        taken from the rarest as :meth:`~ravi.kernel.search.Bm25.scores` takes them."""
+        n = self.size
+        out = np.zeros(min(stop, n), dtype=np.float64)
+        if not n or not len(out):
+            return out
+        average = (self.total / n) or 1.0
+        k1, b = self.k1, self.b
+        held = sorted((p.positions.size, w) for w in query_terms(query) if (p := self._postings.get(w)))
+        lengths = self._lengths.data
+        total = 0
+        for df, word in held:
+            if total and total + df > ranked:
+                break
+            total += df
+            posting = self._postings[word]
+            positions, tf = posting.positions.view, posting.counts.view
+            inside = int(np.searchsorted(positions, len(out)))
+            positions, tf = positions[:inside], tf[:inside]
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            out[positions] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[positions] / average))
+        return out
+
+    def spread(self, scores: np.ndarray, weight: float) -> np.ndarray:
+        """``scores`` with each scored message's nearest neighbours that are not system messages scored
+        ``weight`` times its score, unless they score more (:func:`~ravi.kernel.search.spread`); system messages
+        score nothing."""
+        stop = len(scores)
+        out = np.where(self._system.data[:stop], 0.0, scores)
+        if weight <= 0:
+            return out
+        scored = np.flatnonzero(out > 0)
+        if not len(scored):
+            return out
+        near = out[scored] * weight
+        for neighbours in (self._previous.data[scored], self._next.data[scored]):
+            inside = (neighbours >= 0) & (neighbours < stop)
+            np.maximum.at(out, neighbours[inside], near[inside])
+        return out
+
+    def units(
+        self, messages: Sequence[ChatMessage], scores: np.ndarray, *, before: Sequence[int], limit: int
+    ) -> list[UnitMatch]:
+        """The units of the first ``len(scores)`` messages that hold a scored message that is not a system
+        message, each scored by its best one, best first (the newer first among equals), at most ``limit``: what
+        :func:`~ravi.kernel.search.match_units` gives for the positive ``scores``."""
+        stop = len(scores)
+        if limit <= 0 or not stop:
+            return []
+        scored = np.flatnonzero((scores > 0) & ~self._system.data[:stop])
+        if not len(scored):
+            return []
+        starts = self._start.data[scored]
+        keep = self._end.data[starts] <= stop
+        starts, values = starts[keep], scores[scored][keep]
+        if not len(starts):
+            return []
+        order = np.lexsort((-values, starts))  # by unit, its best message first
+        starts, values = starts[order], values[order]
+        first = np.ones(len(starts), dtype=bool)
+        first[1:] = starts[1:] != starts[:-1]
+        starts, values = starts[first], values[first]
+        if len(starts) > limit:  # only the best ``limit`` (with every tie at the last) need sorting
+            floor = np.partition(values, len(values) - limit)[len(values) - limit]
+            best = values >= floor
+            starts, values = starts[best], values[best]
+        ranked = np.lexsort((-starts, -values))[:limit]
+        systems, ends = self._systems, self._end.data
+        out = []
+        for k in ranked:
+            start = int(starts[k])
+            end = int(ends[start])
+            s = _newest_before(systems, start)
+            anchor = messages[s].id if s is not None else None
+            out.append(UnitMatch(float(values[k]), tuple(messages[start:end]), before[start], anchor))
+        return out
+
+    def search(
+        self,
+        messages: Sequence[ChatMessage],
+        query: str,
+        *,
+        stop: int,
+        limit: int,
+        before: Sequence[int],
+        spread: float = 0.0,
+    ) -> list[UnitMatch]:
+        """The best units of ``messages[:stop]`` for ``query`` by BM25, each match's neighbours scored ``spread``
+        times its score, after indexing what was appended since the last call."""
+        self.extend(messages)
+        scores = self.scores(query, stop)
+        return self.units(messages, self.spread(scores, spread), before=before, limit=limit)
+
+
+def _newest_before(systems: list[int], start: int) -> int | None:
+    """The newest of the (sorted) ``systems`` positions before ``start``."""
+    k = bisect_left(systems, start)
+    return systems[k - 1] if k else None
+
+
+__all__ = ["SessionPostings"]
