@@ -116,6 +116,14 @@ def _progress(metadata: Any) -> dict[str, Any]:
     return {}
 
 
+def collection_name(prefix: str, agent_id: str, session_id: str) -> str:
+    """The name of the session's collection of an :class:`EmbeddingIndex` (its messages and units are kept in
+    ``<name>-messages`` and ``<name>-units``): ``prefix`` and a digest of the injective encoding of the scope."""
+    key = json.dumps([agent_id, session_id], ensure_ascii=False)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return f"{prefix}-{digest}"
+
+
 class EmbeddingIndex:
     """Relevance by meaning: message embeddings from any :class:`EmbeddingClient`, kept in a
     :class:`~ravi.kernel.storage.VectorStore` (the session's store, or one in memory by default).
@@ -159,9 +167,7 @@ class EmbeddingIndex:
         self._sessions = sessions
 
     def _collection(self, session: SessionContext) -> str:
-        key = json.dumps([session.agent_id, session.session_id], ensure_ascii=False)
-        digest = hashlib.sha256(key.encode()).hexdigest()[:24]
-        return f"{self.collection_prefix}-{digest}"
+        return collection_name(self.collection_prefix, session.agent_id, session.session_id)
 
     async def _touch(self, *collections: str) -> None:
         """Note the collections as used; a store of the index's own drops those of the least recent sessions (a
@@ -346,4 +352,4 @@ class EmbeddingIndex:
         return {int(h.metadata["position"]): h.score for h in hits if h.score > self.min_score}
 
 
-__all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "UnitIndex", "fold", "message_text", "terms"]
+__all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "UnitIndex", "collection_name", "fold", "message_text", "terms"]

@@ -20,6 +20,7 @@ from ravi.kernel.storage.blob import (
     check_blob_metadata,
     check_content_type,
 )
+from ravi.kernel.storage.forget import Forgetter, blob_prefix, check_forget, in_scope
 from ravi.kernel.storage.graph import (
     CypherCapable,
     Entity,
@@ -61,6 +62,7 @@ __all__ = [
     "Document",
     "Entity",
     "Filter",
+    "Forgetter",
     "GraphStore",
     "HistoryProvider",
     "HistorySearcher",
@@ -89,7 +91,10 @@ __all__ = [
     "check_relationship_types",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_ENTRIES",
+    "blob_prefix",
     "check_append",
+    "check_forget",
+    "in_scope",
     "check_replace",
     "check_search",
     "stored_body",

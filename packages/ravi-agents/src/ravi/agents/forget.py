@@ -1,0 +1,142 @@
+"""Forget an agent, or one of its sessions, in every configured store (``Stores.forget``, ``ravi forget``).
+
+The steps run in an order that makes a crash halfway harmless: everything found through the history's list of
+the agent's sessions (session state, relevant recall's collections in the vector store) goes first, the stores
+keyed by the agent itself next, and the history, which identifies the sessions, last. Running it again finishes
+what a crashed run left; a finished run run again removes nothing. What each store holds "under the scope" is the
+convention of :mod:`ravi.kernel.storage.forget`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ravi.kernel.storage import Forgetter, SessionLister, SummaryStore, check_forget
+
+ALL_SESSIONS = 1_000_000
+"""How many of an agent's sessions an agent-wide forget asks the history for (``SessionLister``)."""
+
+RECALL_PREFIX = "ravi-recall"
+"""The default ``collection_prefix`` of relevant recall's collections in the vector store."""
+
+_AGENT_STORES = ("longterm", "vector", "graph", "blob", "tasks")
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What a forget removed, per store.
+
+    Attributes:
+        agent_id: The agent forgotten (or whose session was).
+        session_id: The session forgotten, ``None`` for every session of the agent.
+        sessions: The sessions whose per-session records were erased (state, recall collections).
+        removed: How many records each store removed, by name: ``history`` (messages), ``summaries`` (a separately
+            configured summary store), ``state`` (sessions whose state was cleared), ``recall`` (relevant
+            recall's collections dropped from the vector store), ``longterm``, ``vector``, ``graph``, ``blob``,
+            ``tasks``.
+        not_covered: The stores that cannot forget (no ``forget``), by name, with their type: whatever they hold
+            for the scope is still there.
+    """
+
+    agent_id: str
+    session_id: str | None
+    sessions: tuple[str, ...] = ()
+    removed: dict[str, int] = field(default_factory=dict)
+    not_covered: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every store could forget (nothing is ``not_covered``)."""
+        return not self.not_covered
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready values."""
+        return {
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "sessions": list(self.sessions),
+            "removed": dict(self.removed),
+            "not_covered": dict(self.not_covered),
+            "complete": self.complete,
+        }
+
+
+def recall_collections(agent_id: str, session_id: str, prefix: str = RECALL_PREFIX) -> list[str]:
+    """The vector-store collections relevant recall (``EmbeddingIndex``) keeps for the session."""
+    from ravi.agents.context.recall_index import collection_name
+
+    name = collection_name(prefix, agent_id, session_id)
+    return [name, f"{name}-messages", f"{name}-units"]
+
+
+def _recall_prefixes(stores: Any) -> list[str]:
+    """The collection prefixes of the configured relevant-recall strategies (the default one included)."""
+    prefixes = {RECALL_PREFIX}
+
+    def walk(specs: list[Any]) -> None:
+        for spec in specs:
+            prefix = spec.params().get("collection_prefix")
+            if isinstance(prefix, str) and prefix:
+                prefixes.add(prefix)
+            walk(spec.children)
+
+    walk(stores.settings.context.pipeline or [])
+    return sorted(prefixes)
+
+
+async def _sessions(history: Any, agent_id: str, session_id: str | None) -> list[str]:
+    if session_id is not None:
+        return [session_id]
+    if not isinstance(history, SessionLister):
+        return []
+    return await history.list_sessions(agent_id, limit=ALL_SESSIONS)
+
+
+async def forget(stores: Any, agent_id: str, *, session_id: str | None = None) -> ForgetReport:
+    """Erase the agent (or its session ``session_id``) from every store of ``stores`` (a
+    :class:`~ravi.agents.settings.Stores`); returns what each store removed, and which stores could not forget.
+
+    Raises:
+        InvalidArgument: an empty or invalid agent or session id.
+        RaviError: a store failed; nothing is lost by running it again, which finishes the job.
+    """
+    check_forget(agent_id, session_id)
+    removed: dict[str, int] = {}
+    not_covered: dict[str, str] = {}
+    history = stores.history
+    sessions = await _sessions(history, agent_id, session_id)
+    if session_id is None and not isinstance(history, SessionLister):
+        not_covered["state"] = "the history cannot list the agent's sessions"
+    # per session, found through the history: before the history is gone
+    state = stores.state
+    for session in sessions:
+        await state.clear(session)
+    removed["state"] = len(sessions)
+    vector = stores.vector
+    dropped = 0
+    for prefix in _recall_prefixes(stores):
+        for session in sessions:
+            for collection in recall_collections(agent_id, session, prefix):
+                dropped += bool(await vector.delete_collection(collection))
+    removed["recall"] = dropped
+    # keyed by the agent itself
+    if stores.settings.summaries is not None:
+        summaries = stores.summaries
+        if isinstance(summaries, SummaryStore):
+            removed["summaries"] = await summaries.clear_summaries(agent_id, session_id=session_id)
+    for kind in _AGENT_STORES:
+        store = getattr(stores, kind)
+        if isinstance(store, Forgetter):
+            removed[kind] = await store.forget(agent_id, session_id=session_id)
+        else:
+            not_covered[kind] = type(store).__name__
+    # the history last: it names the sessions a run started again finds
+    if isinstance(history, Forgetter):
+        removed["history"] = await history.forget(agent_id, session_id=session_id)
+    else:
+        not_covered["history"] = type(history).__name__
+    return ForgetReport(agent_id, session_id, tuple(sessions), removed, not_covered)
+
+
+__all__ = ["ALL_SESSIONS", "RECALL_PREFIX", "ForgetReport", "forget", "recall_collections"]
