@@ -125,17 +125,15 @@ async def forget(stores: Any, agent_id: str, *, session_id: str | None = None) -
         summaries = stores.summaries
         if isinstance(summaries, SummaryStore):
             removed["summaries"] = await summaries.clear_summaries(agent_id, session_id=session_id)
-    for kind in _AGENT_STORES:
-        store = getattr(stores, kind)
-        if isinstance(store, Forgetter):
-            removed[kind] = await store.forget(agent_id, session_id=session_id)
-        else:
-            not_covered[kind] = type(store).__name__
     # the history last: it names the sessions a run started again finds
-    if isinstance(history, Forgetter):
-        removed["history"] = await history.forget(agent_id, session_id=session_id)
-    else:
-        not_covered["history"] = type(history).__name__
+    for kind in (*_AGENT_STORES, "history"):
+        store = getattr(stores, kind)
+        try:
+            if not isinstance(store, Forgetter):
+                raise NotImplementedError(f"{type(store).__name__} cannot forget")
+            removed[kind] = await store.forget(agent_id, session_id=session_id)
+        except NotImplementedError as error:  # a store without the ability, or a composite with a part without
+            not_covered[kind] = str(error)
     return ForgetReport(agent_id, session_id, tuple(sessions), removed, not_covered)
 
 

@@ -16,12 +16,15 @@ from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, h
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from ravi.kernel.search import UnitMatch, unit_at
+from ravi.kernel.scope import Scope
 from ravi.kernel.storage import (
+    Forgetter,
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
     SessionGeneration,
     SessionLister,
+    SummaryStore,
     TailEditor,
     WindowReader,
     window_start,
@@ -480,6 +483,91 @@ class HistoryProviderContract(ContractBase):
         other = unique("session")
         await backend.append(a, ChatMessage.user("x"), session_id=other)
         assert await backend.generation(a, session_id=other) not in seen, "two sessions share a generation"
+
+    async def test_forget_erases_the_session_from_every_read_path(
+        self, backend: HistoryProvider, peer: HistoryProvider
+    ) -> None:
+        """``forget`` (``Forgetter``, optional) of a session leaves nothing of it readable by any read path of
+        this provider or of another on the same store that read it before (messages, windows, search, summaries,
+        the list of sessions, the session's record: its generation is ``""`` again), refuses a summary written back under its old generation, is idempotent, and
+        touches neither another session of the agent nor the same session id under another agent.
+
+        Troubleshooting: remove every record of the session (messages, terms, summaries, embeddings, its
+        generation), and check the generation on the server in every cached read."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a, b, s, other = unique("agent"), unique("agent"), unique("session"), unique("session")
+        secret = [ChatMessage.user("my account is 4711 zebra", id="1"), ChatMessage.assistant("noted zebra", id="2")]
+        for agent, session in ((a, s), (a, other), (b, s)):
+            await backend.append_many(agent, secret, session_id=session, run_id="r")
+        old = await backend.generation(a, session_id=s) if isinstance(backend, SessionGeneration) else None
+        if isinstance(backend, SummaryStore):
+            assert await backend.put_summary(Scope(a, s, old), "span", "the account is 4711")
+        for reader in {id(backend): backend, id(peer): peer}.values():  # warm every cache
+            await reader.get_messages(a, session_id=s)
+            if isinstance(reader, WindowReader):
+                await reader.read_window(a, session_id=s, tokens=10**6)
+            if isinstance(reader, HistorySearcher):
+                await reader.search_units(a, session_id=s, query="zebra", before=10**9, limit=5)
+
+        assert await backend.forget(a, session_id=s) == 2
+        for reader in {id(backend): backend, id(peer): peer}.values():
+            name = "the provider that forgot" if reader is backend else "another provider"
+            assert await reader.get_messages(a, session_id=s) == [], f"{name}: get_messages still returns it"
+            assert await reader.count_messages(a, session_id=s) == 0, f"{name}: count_messages still counts it"
+            if isinstance(reader, WindowReader):
+                window = await reader.read_window(a, session_id=s, tokens=10**6)
+                assert window.messages == [], f"{name}: read_window still returns it"
+            if isinstance(reader, HistorySearcher):
+                found = await reader.search_units(a, session_id=s, query="zebra", before=10**9, limit=5)
+                assert found == [], f"{name}: search_units still finds it"
+            if isinstance(reader, SummaryStore):
+                assert await reader.get_summary(Scope(a, s, old), "span") is None, f"{name}: its summary is kept"
+            if isinstance(reader, SessionLister):
+                assert s not in await reader.list_sessions(a), f"{name}: list_sessions still lists it"
+        if isinstance(backend, SessionGeneration):
+            generation = await backend.generation(a, session_id=s)
+            assert generation == "", "the session's record (its generation) outlived forget"
+        if isinstance(backend, SummaryStore) and old is not None:
+            assert not await backend.put_summary(Scope(a, s, old), "late", "x"), "a late summary was kept"
+        assert await backend.forget(a, session_id=s) == 0, "a second forget found something to remove"
+        for agent, session in ((a, other), (b, s)):
+            assert texts(await backend.get_messages(agent, session_id=session)) == texts(secret), (
+                f"forget removed ({agent!r}, {session!r}) too"
+            )
+        await backend.append_many(a, secret, session_id=s)  # the session id starts again, afresh
+        assert texts(await backend.get_messages(a, session_id=s)) == texts(secret)
+        if isinstance(backend, SessionGeneration):
+            assert await backend.generation(a, session_id=s) != old, "a forgotten generation came back"
+
+    async def test_forget_of_an_agent_erases_all_its_sessions_only(self, backend: HistoryProvider) -> None:
+        """``forget`` (``Forgetter``) without a session erases every session of the agent (hostile ids
+        included), and nothing of any other agent, even one whose id starts with the first's."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a = unique("agent") + "*|{x}"
+        sessions = ["s", "s*", "a|b", "{tag}", "%2A", "x:y"]
+        others = (a + "2", a[:-1], "*" + a)
+        for session in sessions:
+            await backend.append(a, ChatMessage.user(f"hi {session}"), session_id=session)
+            for agent in others:
+                await backend.append(agent, ChatMessage.user("keep"), session_id=session)
+        assert await backend.forget(a) == len(sessions)
+        for session in sessions:
+            assert await backend.count_messages(a, session_id=session) == 0, f"session {session!r} survived"
+            for agent in others:
+                assert await backend.count_messages(agent, session_id=session) == 1, f"{agent!r} lost {session!r}"
+        assert await backend.forget(a) == 0
+        await refuses(
+            InvalidArgument,
+            {
+                "forget('')": lambda: backend.forget(""),
+                "forget(a, session_id='')": lambda: backend.forget(a, session_id=""),
+                "forget(5)": lambda: backend.forget(5),  # type: ignore[arg-type]
+            },
+        )
+        for agent in others:
+            await backend.forget(agent)
 
     async def test_replace_last_swaps_the_newest_message_only(self, backend: HistoryProvider) -> None:
         """``replace_last`` (``TailEditor``, optional) replaces the newest message when its id matches (its

@@ -14,6 +14,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import Bm25, UnitMatch, match_units
 from ravi.kernel.storage import (
+    Forgetter,
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
@@ -21,6 +22,7 @@ from ravi.kernel.storage import (
     SummaryStore,
     TailEditor,
     WindowReader,
+    check_forget,
     check_replace,
     check_search,
     window_of,
@@ -136,6 +138,21 @@ class HybridHistoryProvider(Closeable):
         """Clear both tiers; returns what the cold tier held."""
         await self.hot.clear(agent_id, session_id=session_id)
         return await self.cold.clear(agent_id, session_id=session_id)
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the session (every session of the agent when ``session_id`` is ``None``) from the hot tier, then
+        from the cold one, which names the sessions a second run finds (``Forgetter``); returns what the cold
+        tier removed.
+
+        Raises:
+            NotImplementedError: a tier cannot forget (nothing is removed).
+        """
+        check_forget(agent_id, session_id)
+        for tier, name in ((self.hot, "hot"), (self.cold, "cold")):
+            if not isinstance(tier, Forgetter):
+                raise NotImplementedError(f"{type(tier).__name__} (the {name} tier) cannot forget")
+        await self.hot.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined]
+        return await self.cold.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined,no-any-return]
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
         """Clear the run in both tiers; returns what the cold tier removed."""

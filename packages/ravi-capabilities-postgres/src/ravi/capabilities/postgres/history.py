@@ -28,6 +28,7 @@ from ravi.kernel.storage.history import (
     stored_body,
     window_of,
 )
+from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope, check_span, check_summary
@@ -536,6 +537,28 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         finally:
             if storing is not None and not storing.done():
                 storing.cancel()
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the session (every session of the agent when ``session_id`` is ``None``): its messages with
+        their terms, its summaries, its embeddings and its session record, generation included (``Forgetter``),
+        in one statement; returns how many messages it held. Other processes' cached copies are never used
+        again: every read checks the session's generation on the server, and a summary or terms written back
+        under the old generation are refused, as after ``clear``."""
+        check_forget(agent_id, session_id)
+        where = "agent_id = $1" if session_id is None else "agent_id = $1 AND session_id = $2"
+        args = (agent_id,) if session_id is None else (agent_id, session_id)
+        tables = [self._sessions, self._summaries]
+        embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
+        if await self.db.fetchval("SELECT to_regclass($1) IS NOT NULL", embeddings):
+            tables += [embeddings, embedded]
+        steps = ", ".join(f"d{i} AS (DELETE FROM {t} WHERE {where})" for i, t in enumerate(tables))
+        removed = await self.db.fetchval(
+            f"WITH {steps}, m AS (DELETE FROM {self._messages} WHERE {where} RETURNING 1) SELECT count(*) FROM m",
+            *args,
+        )
+        self._cache.drop(agent_id, session_id)
+        self._windows.drop(agent_id, session_id)
+        return int(removed)
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""
