@@ -108,14 +108,12 @@ class InMemoryGraphStore(Closeable):
         relationship touching it, and every relationship whose own properties place it in the scope
         (``Forgetter``); returns how many entities and relationships."""
         check_forget(agent_id, session_id)
-        removed = 0
-        for entity in [e for e in self._entities.values() if in_scope(e.properties, agent_id, session_id)]:
-            removed += len(self._adjacent.get(entity.id, ()))
-            await self.delete_entity(entity.id)
-            removed += 1
+        before = len(self._entities) + len(self._relationships)
         for rel in [r for r in self._relationships.values() if in_scope(r.properties, agent_id, session_id)]:
-            removed += await self.delete_relationship(rel.id)
-        return removed
+            await self.delete_relationship(rel.id)
+        for entity in [e for e in self._entities.values() if in_scope(e.properties, agent_id, session_id)]:
+            await self.delete_entity(entity.id)
+        return before - len(self._entities) - len(self._relationships)
 
     async def delete_relationship(self, relationship_id: str) -> bool:
         """Remove one relationship."""

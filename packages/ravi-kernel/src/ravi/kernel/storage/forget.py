@@ -13,7 +13,8 @@ What each kind of store holds "under a scope" is a convention (docs/privacy.md):
 * vector store: documents whose metadata has ``agent_id`` (and ``session_id``) equal to the scope's, in every
   collection;
 * graph: entities whose properties have ``agent_id`` (and ``session_id``), with their relationships;
-* blob store: objects whose key starts with ``agent_id/`` (``agent_id/session_id/`` for a session);
+* blob store: objects whose key starts with ``agent_id/`` (``agent_id/session_id/`` for a session), each id
+  percent-encoded (:func:`blob_prefix`);
 * tasks: the task lists of the agent whose conversation id is the session id (all of the agent's with
   ``session_id=None``).
 """
@@ -21,6 +22,7 @@ What each kind of store holds "under a scope" is a convention (docs/privacy.md):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import quote
 from typing import Protocol, runtime_checkable
 
 from ravi.kernel.values import check_scope
@@ -58,9 +60,17 @@ def in_scope(properties: object, agent_id: str, session_id: str | None) -> bool:
     return session_id is None or properties.get("session_id") == session_id
 
 
-def blob_prefix(agent_id: str, session_id: str | None) -> str:
-    """The key prefix of the blobs stored under the scope: ``agent_id/`` or ``agent_id/session_id/``."""
-    return f"{agent_id}/" if session_id is None else f"{agent_id}/{session_id}/"
+def blob_prefix(agent_id: str, session_id: str | None = None) -> str:
+    """The key prefix of the blobs stored under the scope: ``agent_id/`` or ``agent_id/session_id/``, each id
+    percent-encoded (``quote(id, safe="")``: ids of letters, digits, ``-``, ``_``, ``.`` and ``~`` stay as they
+    are), so that no agent's prefix is another's: agent ``a/b`` stores under ``a%2Fb/``, never under ``a/``.
+
+    Example:
+        >>> blob_prefix("alice", "s1") + "upload.pdf"
+        'alice/s1/upload.pdf'
+    """
+    head = quote(agent_id, safe="") + "/"
+    return head if session_id is None else head + quote(session_id, safe="") + "/"
 
 
 __all__ = ["Forgetter", "blob_prefix", "check_forget", "in_scope"]
