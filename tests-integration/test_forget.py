@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -78,8 +78,8 @@ async def close_all(stores: Stores) -> None:
 @pytest.fixture(params=["postgres", "redis"])
 def settings(
     request: pytest.FixtureRequest, postgres_server: Server, redis_server: Server, s3_server: Server, age_dsn: str
-) -> Iterator[RaviSettings]:
-    yield settings_for(request.param, postgres_server, redis_server, s3_server, age_dsn)
+) -> RaviSettings:
+    return settings_for(request.param, postgres_server, redis_server, s3_server, age_dsn)
 
 
 @pytest_asyncio.fixture
@@ -105,7 +105,9 @@ async def write_everywhere(stores: Stores, agent: str, session: str) -> None:
             agent, session_id=session, query="zebra", before=10**9, limit=5, embedder=EMBEDDER, model="hash"
         )
     for collection in recall_collections(agent, session):
-        await stores.vector.upsert([Document(id="u", content="zebra 4711", embedding=(1.0, 0.0))], collection=collection)
+        await stores.vector.upsert(
+            [Document(id="u", content="zebra 4711", embedding=(1.0, 0.0))], collection=collection
+        )
     await stores.state.set_state(session, {"account": "4711"})
     await stores.longterm.save(agent, "owns zebra account 4711", metadata={"session_id": session})
     scope = {"agent_id": agent, "session_id": session}
@@ -127,7 +129,9 @@ async def found(stores: Stores, agent: str, session: str, generation: str) -> di
         "window": window.messages,
         "summary": await stores.summaries.get_summary(Scope(agent, session, generation), "span"),
         "longterm": [
-            m for m in await stores.longterm.search(agent, "zebra account", limit=10) if m.metadata["session_id"] == session
+            m
+            for m in await stores.longterm.search(agent, "zebra account", limit=10)
+            if m.metadata["session_id"] == session
         ],
         "documents": await stores.vector.get([f"{agent}/{session}"], collection="documents"),
         "entity": await stores.graph.get_entity(f"{agent}/{session}"),
@@ -160,9 +164,7 @@ async def leftovers(stores: Stores, agent: str, session: str) -> int:
                 f"SELECT count(*) FROM {db.table(table)} WHERE agent_id = $1 AND session_id = $2", agent, session
             )
         return int(count)
-    return sum(
-        [int(await history.redis.client.exists(key)) for key in history._keys(agent, session)]  # noqa: SLF001
-    )
+    return sum([int(await history.redis.client.exists(key)) for key in history._keys(agent, session)])
 
 
 def empty(values: dict[str, Any]) -> list[str]:
@@ -249,7 +251,10 @@ def test_ravi_forget_erases_through_the_configuration(
         section = getattr(settings, kind, None)
         if section is not None and kind != "summaries":
             lines.append(f"[{kind}]")
-            lines += [f"{key} = {json.dumps(value)}" for key, value in {"backend": section.backend, **section.options()}.items()]
+            lines += [
+                f"{key} = {json.dumps(value)}"
+                for key, value in {"backend": section.backend, **section.options()}.items()
+            ]
     config = tmp_path / "ravi.toml"
     config.write_text("\n".join(lines) + "\n")
     a = f"agent-{uuid.uuid4().hex[:8]}"

@@ -228,10 +228,7 @@ class GraphStoreContract(ContractBase):
         [walked] = (await backend.get_neighbors(e, depth=1)).relationships
         assert walked == rel
 
-
-    async def test_forget_erases_the_entities_of_the_scope_and_their_relationships(
-        self, backend: GraphStore
-    ) -> None:
+    async def test_forget_erases_the_entities_of_the_scope_and_their_relationships(self, backend: GraphStore) -> None:
         """``forget`` (``Forgetter``, optional) erases the entities whose properties have the scope's
         ``agent_id`` (and ``session_id``), every relationship touching one, and every relationship whose own
         properties place it in the scope; nothing else; a second call removes nothing."""
@@ -258,6 +255,7 @@ class GraphStoreContract(ContractBase):
         assert {r.id for r in around.relationships} == set()
         assert await backend.forget(a) == 2  # ``later`` and the relationship touching it
         assert await backend.get_entity(theirs.id) is not None
+
 
 class CypherCapableContract(ContractBase):
     """Subclass and override the ``backend`` fixture with a store that is also ``CypherCapable``."""

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, hostile_pairs, refuses, unique
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
-from ravi.kernel.search import UnitMatch, unit_at
 from ravi.kernel.scope import Scope
+from ravi.kernel.search import UnitMatch, unit_at
 from ravi.kernel.storage import (
     Forgetter,
     HistoryProvider,
@@ -489,8 +489,9 @@ class HistoryProviderContract(ContractBase):
     ) -> None:
         """``forget`` (``Forgetter``, optional) of a session leaves nothing of it readable by any read path of
         this provider or of another on the same store that read it before (messages, windows, search, summaries,
-        the list of sessions, the session's record: its generation is ``""`` again), refuses a summary written back under its old generation, is idempotent, and
-        touches neither another session of the agent nor the same session id under another agent.
+        the list of sessions, the session's record: its generation is ``""`` again), refuses a summary written
+        back under its old generation, is idempotent, and touches neither another session of the agent nor the
+        same session id under another agent.
 
         Troubleshooting: remove every record of the session (messages, terms, summaries, embeddings, its
         generation), and check the generation on the server in every cached read."""

@@ -203,7 +203,7 @@ class LongTermMemoryContract(ContractBase):
         if not isinstance(backend, Forgetter):
             pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
         a, b = unique("agent"), unique("agent")
-        ids = {}
+        ids: dict[tuple[str, str, str | None], str] = {}
         for agent in (a, b):
             for ns in ("default", "other"):
                 for session in ("s1", "s2"):
@@ -213,9 +213,9 @@ class LongTermMemoryContract(ContractBase):
             ids[agent, "default", None] = await backend.save(agent, "a fact of no session")
         assert await backend.forget(a, session_id="s1") == 2
         assert await backend.forget(a, session_id="s1") == 0
-        for (agent, ns, session), memory_id in ids.items():
+        for (agent, ns, tag), memory_id in ids.items():
             kept = await backend.get(agent, memory_id, namespace=ns)
-            assert (kept is None) == (agent == a and session == "s1"), f"{agent} {ns} {session}"
+            assert (kept is None) == (agent == a and tag == "s1"), f"{agent} {ns} {tag}"
         assert await backend.forget(a) == 3
         for (agent, ns, _), memory_id in ids.items():
             assert (await backend.get(agent, memory_id, namespace=ns) is None) == (agent == a)

@@ -15,6 +15,7 @@ from ravi.kernel.options import NoOptions
 from ravi.kernel.scope import Scope, new_generation
 from ravi.kernel.search import Bm25, UnitMatch, match_units
 from ravi.kernel.search import spread as spread_scores
+from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.history import (
     HistoryWindow,
     HybridMatches,
@@ -24,7 +25,6 @@ from ravi.kernel.storage.history import (
     check_search,
     stored_body,
 )
-from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope, check_span, check_summary
@@ -302,9 +302,7 @@ class InMemoryHistoryProvider(Closeable):
         summaries, search index, embeddings and generation (``Forgetter``); returns how many messages it held.
         A summary written afterwards under the old generation is refused, as after ``clear``."""
         check_forget(agent_id, session_id)
-        doomed = [
-            key for key in self._sessions if key[0] == agent_id and (session_id is None or key[1] == session_id)
-        ]
+        doomed = [key for key in self._sessions if key[0] == agent_id and (session_id is None or key[1] == session_id)]
         return sum(len(self._sessions.pop(key).messages) for key in doomed)
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:

@@ -352,4 +352,14 @@ class EmbeddingIndex:
         return {int(h.metadata["position"]): h.score for h in hits if h.score > self.min_score}
 
 
-__all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "UnitIndex", "collection_name", "fold", "message_text", "terms"]
+__all__ = [
+    "STOPWORDS",
+    "BM25Index",
+    "EmbeddingIndex",
+    "RecallIndex",
+    "UnitIndex",
+    "collection_name",
+    "fold",
+    "message_text",
+    "terms",
+]

@@ -116,7 +116,9 @@ class InMemoryLongTermMemory(Closeable):
         removed = 0
         for key in [k for k in self._spaces if k[0] == agent_id]:
             space = self._spaces[key]
-            doomed = [i for i, (m, _) in space.items() if session_id is None or m.metadata.get("session_id") == session_id]
+            doomed = [
+                i for i, (m, _) in space.items() if session_id is None or m.metadata.get("session_id") == session_id
+            ]
             for memory_id in doomed:
                 del space[memory_id]
             removed += len(doomed)

@@ -14,12 +14,13 @@ from ravi.capabilities.postgres._history_migrations import MIGRATIONS
 from ravi.capabilities.postgres._history_sql import HistoryStatements
 from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
-from ravi.capabilities.postgres.options import PostgresHistoryOptions
 from ravi.capabilities.postgres.hybrid import HybridSearch
+from ravi.capabilities.postgres.options import PostgresHistoryOptions
 from ravi.kernel.errors import MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import UnitMatch, query_terms, unit_end
+from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.history import (
     HistoryWindow,
     check_append,
@@ -28,7 +29,6 @@ from ravi.kernel.storage.history import (
     stored_body,
     window_of,
 )
-from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope, check_span, check_summary

@@ -18,8 +18,8 @@ from ravi.capabilities.redis.options import RedisHistoryOptions
 from ravi.kernel.errors import BackendUnavailable, MessageConflict
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope, new_generation
-from ravi.kernel.storage.history import HistoryWindow, check_append, check_replace, stored_body, window_of
 from ravi.kernel.storage.forget import check_forget
+from ravi.kernel.storage.history import HistoryWindow, check_append, check_replace, stored_body, window_of
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope, check_span, check_summary, ttl_seconds

@@ -22,8 +22,8 @@ What each kind of store holds "under a scope" is a convention (docs/privacy.md):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import quote
 from typing import Protocol, runtime_checkable
+from urllib.parse import quote
 
 from ravi.kernel.values import check_scope
 
