@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +15,14 @@ from hypothesis import given, settings
 
 from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, hostile_pairs, refuses, unique
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
-from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
+from ravi.kernel.messages import (
+    ChatMessage,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+)
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import UnitMatch, unit_at
 from ravi.kernel.storage import (
@@ -22,13 +30,16 @@ from ravi.kernel.storage import (
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
+    RunReader,
     SessionGeneration,
     SessionLister,
     SummaryStore,
     TailEditor,
     WindowReader,
+    stored_body,
     window_start,
 )
+from ravi.kernel.storage.transfer import export_session, import_records, parse_export, split_lines
 from ravi.kernel.tokens import stored_tokens
 
 A_DICT = {"role": "user", "content": "a dict"}
@@ -37,6 +48,39 @@ A_DICT = {"role": "user", "content": "a dict"}
 
 def texts(messages: list[ChatMessage]) -> list[str]:
     return [m.text for m in messages]
+
+
+def every_kind() -> list[ChatMessage]:
+    """A conversation holding every kind of message and block, with names, metadata and exact timestamps (fixed
+    ids, so two calls give the same messages)."""
+    at = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    calls = (
+        ToolCallBlock(id="c1", name="search", arguments={"q": "zèbre", "n": 3, "deep": {"x": [1, 2.5, None]}}),
+        ToolCallBlock(id="c2", name="fetch", arguments={}),
+    )
+    return [
+        ChatMessage.system("be exact", id="k0", created_at=at),
+        ChatMessage.user("look 🦓", id="k1", name="alice", metadata={"lang": "fr", "n": 1}, created_at=at),
+        ChatMessage(
+            id="k2",
+            role="user",
+            content=(
+                TextBlock(text="these:"),
+                ImageBlock(url="https://example.com/a.png", detail="high"),
+                DocumentBlock(data="JVBERi0=", media_type="application/pdf", title="a.pdf"),
+            ),
+        ),
+        ChatMessage(
+            id="k3",
+            role="assistant",
+            content=(ThinkingBlock(thinking="two lookups", signature="sig=="), TextBlock(text="checking"), *calls),
+        ),
+        ChatMessage.tool("c1", "3 results", id="k4", name="search"),
+        ChatMessage.tool("c2", "timeout", is_error=True, id="k5", name="fetch", metadata={"retry": True}),
+        ChatMessage.assistant("found it", id="k6"),
+        ChatMessage.user('multi\nline \u2028 \u2029 \x85 \x0c and "quotes"', id="k7"),
+        ChatMessage.assistant("", id="k8"),
+    ]
 
 
 class HistoryProviderContract(ContractBase):
@@ -569,6 +613,42 @@ class HistoryProviderContract(ContractBase):
         )
         for agent in others:
             await backend.forget(agent)
+
+    async def test_export_and_import_round_trip_every_message_kind(self, backend: HistoryProvider) -> None:
+        """``get_stored`` (``RunReader``, optional) returns every message exactly as appended with its run id, in
+        order; an export of the session (:mod:`ravi.kernel.storage.transfer`) imported under another agent holds
+        the same messages, runs and order; importing it again stores nothing; a different message under an
+        imported id is ``MessageConflict`` naming the id, and changes nothing."""
+        if not isinstance(backend, RunReader):
+            pytest.skip(f"backend lacks get_stored: {type(backend).__name__} is not a RunReader")
+        a, b, s = unique("agent"), unique("agent"), unique("session")
+        runs = [("r1", every_kind()[:5]), ("", every_kind()[5:7]), ("r2", every_kind()[7:])]
+        for run_id, batch in runs:
+            await backend.append_many(a, batch, session_id=s, run_id=run_id)
+        expected = [(stored_body(m), run_id) for run_id, batch in runs for m in batch]
+        stored = await backend.get_stored(a, session_id=s)
+        assert [(stored_body(x.message), x.run_id) for x in stored] == expected, "a message or run id changed"
+        page = await backend.get_stored(a, session_id=s, limit=3, offset=4)
+        assert [(stored_body(x.message), x.run_id) for x in page] == expected[4:7]
+
+        lines = await export_session(backend, a, s)
+        text = "".join(line + "\n" for line in lines)
+        assert text.splitlines() == lines, "a line of the export holds a character readers take for a line end"
+        records = [replace(r, agent_id=b) for r in parse_export(split_lines(text))]
+        assert await import_records(backend, records) == {(b, s): len(expected)}
+        assert [(stored_body(x.message), x.run_id) for x in await backend.get_stored(b, session_id=s)] == expected
+        await import_records(backend, records)
+        assert await backend.count_messages(b, session_id=s) == len(expected), "a second import stored something"
+        changed = records[3].message.model_copy(update={"content": (TextBlock(text="another text"),)})
+        with pytest.raises(MessageConflict) as conflict:
+            await import_records(backend, [replace(records[3], message=changed)])
+        assert records[3].message.id in str(conflict.value)
+        assert await backend.count_messages(b, session_id=s) == len(expected)
+        assert await backend.clear_run(b, session_id=s, run_id="r2") == len(runs[2][1])
+        kept = [x.message.id for x in await backend.get_stored(b, session_id=s)]
+        assert kept == [m.id for _, batch in runs[:2] for m in batch], "run ids did not survive the copy"
+        with pytest.raises(InvalidArgument, match="line 2"):
+            parse_export([lines[0], '{"format": "ravi.session/1", "agent_id": ""}'])
 
     async def test_replace_last_swaps_the_newest_message_only(self, backend: HistoryProvider) -> None:
         """``replace_last`` (``TailEditor``, optional) replaces the newest message when its id matches (its

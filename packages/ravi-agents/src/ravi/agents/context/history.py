@@ -19,6 +19,7 @@ from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.history import (
     HistoryWindow,
     HybridMatches,
+    StoredMessage,
     check_append,
     check_hybrid,
     check_replace,
@@ -131,6 +132,20 @@ class InMemoryHistoryProvider(Closeable):
             return []
         end = None if limit is None else offset + limit
         return session.messages[offset:end]
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The session's messages with their run ids (``RunReader``), oldest first, from ``offset``, at most
+        ``limit``."""
+        check_page(limit, offset)
+        session = self._session(agent_id, session_id)
+        if session is None:
+            return []
+        end = None if limit is None else offset + limit
+        return [
+            StoredMessage(m, r) for m, r in zip(session.messages[offset:end], session.runs[offset:end], strict=True)
+        ]
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Remove the session's messages and summaries; returns how many messages it held."""

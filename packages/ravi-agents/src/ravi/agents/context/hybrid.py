@@ -18,7 +18,9 @@ from ravi.kernel.storage import (
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
+    RunReader,
     SessionGeneration,
+    StoredMessage,
     SummaryStore,
     TailEditor,
     WindowReader,
@@ -133,6 +135,18 @@ class HybridHistoryProvider(Closeable):
             return match_units(messages, scores, before=offsets, systems=systems, stop=stop, limit=limit)
 
         return await self._read(agent_id, session_id, search)
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The cold tier's messages with their run ids (``RunReader``): it holds the whole transcript.
+
+        Raises:
+            NotImplementedError: the cold tier cannot read run ids.
+        """
+        if not isinstance(self.cold, RunReader):
+            raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) cannot read run ids")
+        return await self.cold.get_stored(agent_id, session_id=session_id, limit=limit, offset=offset)
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Clear both tiers; returns what the cold tier held."""

@@ -23,6 +23,7 @@ from ravi.kernel.search import UnitMatch, query_terms, unit_end
 from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.history import (
     HistoryWindow,
+    StoredMessage,
     check_append,
     check_replace,
     check_search,
@@ -165,6 +166,24 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         messages = await self._refresh(agent_id, session_id)
         end = None if limit is None else offset + limit
         return messages[offset:end]
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The session's messages with their run ids (``RunReader``), oldest first, from ``offset``, at most
+        ``limit``; one query."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_page(limit, offset)
+        rows = await self.db.fetch(
+            f"SELECT body, run_id FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 ORDER BY seq "
+            "LIMIT $3 OFFSET $4",
+            agent_id,
+            session_id,
+            limit,
+            offset,
+        )
+        messages = messages_from_json([r["body"] for r in rows])
+        return [StoredMessage(m, r["run_id"]) for m, r in zip(messages, rows, strict=True)]
 
     async def _refresh(self, agent_id: str, session_id: str) -> list[ChatMessage]:
         key = (agent_id, session_id)

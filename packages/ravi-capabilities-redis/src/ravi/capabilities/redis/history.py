@@ -19,7 +19,14 @@ from ravi.kernel.errors import BackendUnavailable, MessageConflict
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope, new_generation
 from ravi.kernel.storage.forget import check_forget
-from ravi.kernel.storage.history import HistoryWindow, check_append, check_replace, stored_body, window_of
+from ravi.kernel.storage.history import (
+    HistoryWindow,
+    StoredMessage,
+    check_append,
+    check_replace,
+    stored_body,
+    window_of,
+)
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope, check_span, check_summary, ttl_seconds
@@ -485,6 +492,25 @@ class RedisHistoryProvider(RedisStore):
                     self._cache.popitem(last=False)
         end_index = None if limit is None else offset + limit
         return messages[offset:end_index]
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The session's messages with their run ids (``RunReader``), oldest first, from ``offset``, at most
+        ``limit``: both lists read in one transaction, so the run ids are those of the messages."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_page(limit, offset)
+        if limit == 0:
+            return []
+        keys = self._keys(agent_id, session_id)
+        end = -1 if limit is None else offset + limit - 1
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                pipe.lrange(keys[0], offset, end)
+                pipe.lrange(keys[1], offset, end)
+                bodies, runs = await pipe.execute()
+        messages = messages_from_json(bodies)
+        return [StoredMessage(m, _text(r)) for m, r in zip(messages, runs, strict=True)]
 
     async def _read(self, keys: list[str], start: int) -> tuple[bytes | None, int, list[bytes]]:
         """The session's epoch, length and messages from ``start``, read atomically in one round trip."""
