@@ -614,6 +614,41 @@ class HistoryProviderContract(ContractBase):
         for agent in others:
             await backend.forget(agent)
 
+    async def test_forget_racing_appends_never_fails_them_and_leaves_no_orphan(self, backend: HistoryProvider) -> None:
+        """``forget`` (``Forgetter``) racing appends to the same session never makes an append fail, and leaves no
+        message of the forgotten session behind: after the race, each writer's stored messages are in its order,
+        every message once, and a last ``forget`` leaves the session empty and writable.
+
+        Troubleshooting: lock the session first (as appends do), then remove its messages in a statement that
+        sees every append committed before the lock was granted."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a, s = unique("agent"), unique("session")
+        written: dict[int, list[str]] = {}
+
+        async def writer(n: int) -> None:
+            for k in range(15):
+                batch = [ChatMessage.user(f"{n}.{k}.{j} " + "x" * (k * 13 % 200)) for j in range(3)]
+                await backend.append_many(a, batch, session_id=s, run_id=f"w{n}")
+                written.setdefault(n, []).extend(m.id for m in batch)
+
+        async def forgetter() -> None:
+            for _ in range(15):
+                await backend.forget(a, session_id=s)
+                await asyncio.sleep(0)
+
+        await asyncio.gather(*(writer(n) for n in range(8)), forgetter())
+        stored = [m.id for m in await backend.get_messages(a, session_id=s)]
+        assert len(stored) == len(set(stored)) == await backend.count_messages(a, session_id=s)
+        position = {i: p for p, i in enumerate(stored)}
+        for ids in written.values():
+            places = [position[i] for i in ids if i in position]
+            assert places == sorted(places), "a writer's messages are out of order"
+        await backend.forget(a, session_id=s)
+        assert await backend.get_messages(a, session_id=s) == []
+        await backend.append(a, ChatMessage.user("again"), session_id=s)
+        assert texts(await backend.get_messages(a, session_id=s)) == ["again"]
+
     async def test_export_and_import_round_trip_every_message_kind(self, backend: HistoryProvider) -> None:
         """``get_stored`` (``RunReader``, optional) returns every message exactly as appended with its run id, in
         order; an export of the session (:mod:`ravi.kernel.storage.transfer`) imported under another agent holds

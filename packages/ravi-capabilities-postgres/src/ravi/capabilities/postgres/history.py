@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from typing import Any, Unpack
 
 from ravi.capabilities.postgres._cache import Cached, Lru, Window
-from ravi.capabilities.postgres._db import PoolOptions, PostgresStore
+from ravi.capabilities.postgres._db import _ATTEMPTS, _RETRIED, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._history_migrations import MIGRATIONS
 from ravi.capabilities.postgres._history_sql import HistoryStatements
 from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
 from ravi.capabilities.postgres.hybrid import HybridSearch
 from ravi.capabilities.postgres.options import PostgresHistoryOptions
-from ravi.kernel.errors import MessageConflict, RaviError
+from ravi.kernel.errors import BackendUnavailable, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import UnitMatch, query_terms, unit_end
@@ -560,24 +560,35 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Erase the session (every session of the agent when ``session_id`` is ``None``): its messages with
         their terms, its summaries, its embeddings and its session record, generation included (``Forgetter``),
-        in one statement; returns how many messages it held. Other processes' cached copies are never used
+        in one transaction; returns how many messages it held. Other processes' cached copies are never used
         again: every read checks the session's generation on the server, and a summary or terms written back
-        under the old generation are refused, as after ``clear``."""
+        under the old generation are refused, as after ``clear``.
+
+        The sessions' records go first (their rows locked, as appends lock them, waiting for appends under way),
+        then the messages and what is derived from them, in later statements that see every append committed
+        before: removed the other way round, or in one statement, an append committed meanwhile outlived its
+        session's record, and the next append to the session failed on a position it held."""
         check_forget(agent_id, session_id)
         where = "agent_id = $1" if session_id is None else "agent_id = $1 AND session_id = $2"
         args = (agent_id,) if session_id is None else (agent_id, session_id)
-        tables = [self._sessions, self._summaries]
+        tables = [self._summaries]
         embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
         if await self.db.fetchval("SELECT to_regclass($1) IS NOT NULL", embeddings):
             tables += [embeddings, embedded]
-        steps = ", ".join(f"d{i} AS (DELETE FROM {t} WHERE {where})" for i, t in enumerate(tables))
-        removed = await self.db.fetchval(
-            f"WITH {steps}, m AS (DELETE FROM {self._messages} WHERE {where} RETURNING 1) SELECT count(*) FROM m",
-            *args,
-        )
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                async with self.db.connection() as connection, connection.transaction():
+                    await connection.execute(f"DELETE FROM {self._sessions} WHERE {where}", *args)
+                    status = await connection.execute(f"DELETE FROM {self._messages} WHERE {where}", *args)
+                    for table in tables:
+                        await connection.execute(f"DELETE FROM {table} WHERE {where}", *args)
+                break
+            except BackendUnavailable as error:  # a deadlock the server broke: nothing was done, run it again
+                if attempt == _ATTEMPTS or not isinstance(error.__cause__, _RETRIED):
+                    raise
         self._cache.drop(agent_id, session_id)
         self._windows.drop(agent_id, session_id)
-        return int(removed)
+        return int(status.split()[-1])
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""
