@@ -95,3 +95,19 @@ async def test_model_contexts_read_the_window() -> None:
     budget = TokenBudgetContext(2_000, store)
     whole, windowed = await _warm(store, lambda: budget.build("s", agent_id="agent", model_client=Client()))
     assert whole == 0 and 0 < windowed < SESSION // 2
+
+
+async def test_integration_faces_read_nothing_the_framework_holds() -> None:
+    """The four framework integrations hand Ravi the messages their framework holds (``window_of``) and store
+    the new ones (``append_new``): no read of the session, whole or windowed, while ids are new."""
+    from ravi.agents.adapters import append_new, as_context, window_of
+
+    store = Recording()
+    await _stored(store)
+    context = as_context(ContextConfig(store, [TokenBudgetComposedStrategy([], 2_000)]))
+    held = await store.get_messages("agent", session_id="s")
+    store.windowed = store.whole = 0
+    window = await window_of(context, "s", held)
+    await append_new(context, "s", [ChatMessage.user("one more")])
+    assert store.whole == 0 and store.windowed == 0
+    assert 0 < len(window) < SESSION // 10

@@ -127,7 +127,8 @@ def test_the_budget_reserves_output_tools_and_margin() -> None:
 
 
 def test_the_settings_reserve_too(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from ravi.agents.settings import build_pipeline, load_settings
+    from ravi.agents.context.build import build_pipeline
+    from ravi.agents.settings import load_settings
 
     path = tmp_path / "ravi.toml"
     path.write_text('[context]\nmodel = "gpt-4o"\ntrigger_ratio = 1.0\noutput_reserve = 4000\ntools_reserve = 3000\n')

@@ -110,3 +110,18 @@ def test_global_task_store_is_process_wide_and_follows_runtime_backend(monkeypat
     monkeypatch.delenv("RAVI_TASKS__DSN")
     with pytest.raises(ConfigurationError, match=r"\[tasks\] backend = 'postgres'.*dsn"):
         GlobalTaskStore.get()  # one error format for bad configuration: the key and the fix
+
+
+async def test_global_task_store_closes_what_it_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RUNTIME_BACKEND", raising=False)
+    closed: list[object] = []
+    first = GlobalTaskStore.get()
+    monkeypatch.setattr(type(first), "aclose", lambda self: _note(closed, self))
+    await GlobalTaskStore.aclose()
+    assert closed == [first]  # the shared store was closed, once
+    assert GlobalTaskStore.get() is not first  # and forgotten: the next get builds afresh
+    await GlobalTaskStore.aclose()
+
+
+async def _note(closed: list[object], store: object) -> None:
+    closed.append(store)

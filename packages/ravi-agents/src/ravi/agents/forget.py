@@ -9,6 +9,8 @@ convention of :mod:`ravi.kernel.storage.forget`.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,10 +64,17 @@ class ForgetReport:
         }
 
 
+def collection_name(prefix: str, agent_id: str, session_id: str) -> str:
+    """The name of the session's collection of an ``EmbeddingIndex`` (its messages and units are kept in
+    ``<name>-messages`` and ``<name>-units``): ``prefix`` and a digest of the injective encoding of the scope.
+    Kept here, below the assembly engine, so forget finds them without importing it."""
+    key = json.dumps([agent_id, session_id], ensure_ascii=False)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return f"{prefix}-{digest}"
+
+
 def recall_collections(agent_id: str, session_id: str, prefix: str = RECALL_PREFIX) -> list[str]:
     """The vector-store collections relevant recall (``EmbeddingIndex``) keeps for the session."""
-    from ravi.agents.context.recall_index import collection_name
-
     name = collection_name(prefix, agent_id, session_id)
     return [name, f"{name}-messages", f"{name}-units"]
 
@@ -137,4 +146,4 @@ async def forget(stores: Any, agent_id: str, *, session_id: str | None = None) -
     return ForgetReport(agent_id, session_id, tuple(sessions), removed, not_covered)
 
 
-__all__ = ["ALL_SESSIONS", "RECALL_PREFIX", "ForgetReport", "forget", "recall_collections"]
+__all__ = ["ALL_SESSIONS", "RECALL_PREFIX", "ForgetReport", "collection_name", "forget", "recall_collections"]

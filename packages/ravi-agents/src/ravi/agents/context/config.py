@@ -89,14 +89,8 @@ class ContextConfig:
         Raises:
             ConfigurationError: unknown backend, missing or malformed option; the message names the key.
         """
-        from ravi.agents.settings import (
-            build_pipeline,
-            build_store,
-            build_summaries,
-            load_settings,
-            retention_of,
-            uses_strategy,
-        )
+        from ravi.agents.context.build import build_pipeline, retention_of, uses_strategy
+        from ravi.agents.settings import build_store, build_summaries, load_settings
 
         settings = settings or load_settings(path)
         history = build_store("history", settings)

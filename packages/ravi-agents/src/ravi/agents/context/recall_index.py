@@ -6,7 +6,6 @@ previous one (a history that changed in the middle, a cleared run, is indexed ag
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ravi.agents.context.memo import PrefixMemo
+from ravi.agents.forget import collection_name
 from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.llm import EmbeddingClient
@@ -114,14 +114,6 @@ def _progress(metadata: Any) -> dict[str, Any]:
     ):
         return mark
     return {}
-
-
-def collection_name(prefix: str, agent_id: str, session_id: str) -> str:
-    """The name of the session's collection of an :class:`EmbeddingIndex` (its messages and units are kept in
-    ``<name>-messages`` and ``<name>-units``): ``prefix`` and a digest of the injective encoding of the scope."""
-    key = json.dumps([agent_id, session_id], ensure_ascii=False)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
-    return f"{prefix}-{digest}"
 
 
 class EmbeddingIndex:
@@ -358,7 +350,6 @@ __all__ = [
     "EmbeddingIndex",
     "RecallIndex",
     "UnitIndex",
-    "collection_name",
     "fold",
     "message_text",
     "terms",

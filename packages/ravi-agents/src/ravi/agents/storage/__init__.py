@@ -4,7 +4,6 @@ They are the reference implementations: the conformance suite is tested against 
 Ravi runs on when nothing else is configured. Nothing here is shared between processes.
 """
 
-from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.storage.blob import InMemoryFileStore
 from ravi.agents.storage.context_vars import (
     current_agent_id,
@@ -26,7 +25,6 @@ __all__ = [
     "HashingEmbeddingClient",
     "InMemoryFileStore",
     "InMemoryGraphStore",
-    "InMemoryHistoryProvider",
     "InMemoryLongTermMemory",
     "InMemoryStateStore",
     "InMemorySummaryStore",

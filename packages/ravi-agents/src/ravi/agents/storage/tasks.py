@@ -146,6 +146,17 @@ class GlobalTaskStore:
             cls._stores[key] = store
         return store
 
+    @classmethod
+    async def aclose(cls) -> None:
+        """Close every shared store this process built (their connection pools) and forget them; the next
+        :meth:`get` builds afresh. Call it when the application shuts down."""
+        stores = list(cls._stores.values())
+        cls._stores.clear()
+        for store in stores:
+            close = getattr(store, "aclose", None)
+            if close is not None:
+                await close()
+
 
 __all__ = [
     "GlobalTaskStore",
