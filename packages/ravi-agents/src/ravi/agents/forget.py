@@ -37,8 +37,9 @@ class ForgetReport:
             configured summary store), ``state`` (sessions whose state was cleared), ``recall`` (relevant
             recall's collections dropped from the vector store), ``longterm``, ``vector``, ``graph``, ``blob``,
             ``tasks``.
-        not_covered: The stores that cannot forget (no ``forget``), by name, with their type: whatever they hold
-            for the scope is still there.
+        not_covered: The stores that cannot forget, by name, with why (a store without ``forget``, a hybrid
+            history with a tier without it, a history that cannot list the agent's sessions for the state
+            store): whatever they hold for the scope is still there.
     """
 
     agent_id: str
