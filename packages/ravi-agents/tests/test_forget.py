@@ -105,3 +105,15 @@ def test_ravi_forget_asks_first_and_reports(tmp_path: Path) -> None:
     assert report["session_id"] == "s" and report["complete"] and report["removed"]["history"] == 0
     table = runner.invoke(app, ["forget", "a", "--yes", "--config", str(config)], terminal_width=100)
     assert table.exit_code == 0 and "history" in table.output
+
+
+async def test_a_history_that_cannot_list_sessions_leaves_state_and_recall_reported() -> None:
+    class Unlisted:  # forgets, but cannot say which sessions an agent has
+        async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+            return 0
+
+    stores = Stores(RaviSettings())
+    object.__setattr__(stores, "history", Unlisted())
+    report = await stores.forget("a")
+    assert set(report.not_covered) == {"state", "recall"}
+    assert (await stores.forget("a", session_id="s")).complete  # a named session needs no list

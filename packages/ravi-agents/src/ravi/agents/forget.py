@@ -95,12 +95,16 @@ def _recall_prefixes(stores: Any) -> list[str]:
     return sorted(prefixes)
 
 
-async def _sessions(history: Any, agent_id: str, session_id: str | None) -> list[str]:
+async def _sessions(history: Any, agent_id: str, session_id: str | None) -> list[str] | None:
+    """The sessions to erase the per-session records of; ``None`` when the history cannot list them."""
     if session_id is not None:
         return [session_id]
     if not isinstance(history, SessionLister):
-        return []
-    return await history.list_sessions(agent_id, limit=ALL_SESSIONS)
+        return None
+    try:
+        return await history.list_sessions(agent_id, limit=ALL_SESSIONS)
+    except NotImplementedError:  # a hybrid history whose cold tier cannot list
+        return None
 
 
 async def forget(stores: Any, agent_id: str, *, session_id: str | None = None) -> ForgetReport:
@@ -115,9 +119,11 @@ async def forget(stores: Any, agent_id: str, *, session_id: str | None = None) -
     removed: dict[str, int] = {}
     not_covered: dict[str, str] = {}
     history = stores.history
-    sessions = await _sessions(history, agent_id, session_id)
-    if session_id is None and not isinstance(history, SessionLister):
-        not_covered["state"] = "the history cannot list the agent's sessions"
+    listed = await _sessions(history, agent_id, session_id)
+    if listed is None:
+        for kind in ("state", "recall"):
+            not_covered[kind] = "the history cannot list the agent's sessions (forget them one by one)"
+    sessions = listed or []
     # per session, found through the history: before the history is gone
     state = stores.state
     for session in sessions:
