@@ -31,6 +31,7 @@ BENCHMARKS = {
     "frameworks": "Ravi in each framework's agent loop beside the framework's own memory, 1,000 turns (issue 17)",
     "query": "Recall windows whose request is huge, in memory and on Postgres (issue 30)",
     "telemetry": "What tracing costs a window: none, off (the default) and on (issue 33)",
+    "plans": "Warm Postgres windows before statistics, mid-burst, skewed and after VACUUM ANALYZE (issue 31)",
 }
 
 

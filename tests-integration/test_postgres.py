@@ -4,7 +4,8 @@ server can show (restarts, concurrent migrations, hostile strings, one-round-tri
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
 import pytest
@@ -499,6 +500,45 @@ async def test_sessions_written_before_counts_were_kept_are_counted_on_their_fir
         assert await store.read_window("a", session_id="s", tokens=100) == window_of([*messages, more], 100, generation)
 
 
+async def test_a_session_written_at_version_8_keeps_its_ids_and_runs_once_the_indexes_are_keyed_by_arrays(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Version 9 rebuilds the run index and the unique message ids over the rows already stored: a retried
+    message is still skipped, a different message under a held id still refused with nothing stored, the same id
+    in another session still accepted, clear_run still removes exactly its run's messages, and a session searched
+    before is still found."""
+    from ravi.capabilities.postgres import history as module
+    from ravi.kernel.errors import MessageConflict
+
+    class Version8(PostgresHistoryProvider):
+        migrations = module.MIGRATIONS[:8]
+
+    early = [ChatMessage.user(f"early {i}") for i in range(5)]
+    run = [ChatMessage.assistant(f"run {i} about the harbour") for i in range(3)]
+    async for old in closing(Version8(postgres_server.address, schema=pg_schema)):
+        await old.append_many("a", early, session_id="s")
+        await old.append_many("a", run, session_id="s", run_id="r1")
+        assert [u.messages for u in await old.search_units("a", session_id="s", query="harbour", before=10**9, limit=5)]
+    async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        assert await store.count_messages("a", session_id="s") == len(early) + len(run)  # migrated
+        keyed = await store.db.fetch("SELECT indexdef FROM pg_indexes WHERE schemaname = $1", pg_schema)
+        assert sum("ARRAY[agent_id, session_id, message_id]" in r["indexdef"] for r in keyed) == 1
+        assert sum("ARRAY[agent_id, session_id, run_id]" in r["indexdef"] for r in keyed) == 1
+        late = ChatMessage.user("late")
+        await store.append_many("a", [early[-1], run[0], late], session_id="s")
+        assert await store.get_messages("a", session_id="s") == [*early, *run, late]
+        found = await store.search_units("a", session_id="s", query="harbour", before=10**9, limit=5)
+        assert sorted(u.messages[0].id for u in found) == sorted(m.id for m in run)
+        with pytest.raises(MessageConflict):
+            await store.append_many("a", [ChatMessage.user("other", id=early[0].id)], session_id="s")
+        await store.append_many("a", [early[0]], session_id="t")
+        assert await store.get_messages("a", session_id="t") == [early[0]]
+        assert await store.clear_run("a", session_id="s", run_id="r1") == 3
+        assert await store.get_messages("a", session_id="s") == [*early, late]
+        window = await store.read_window("a", session_id="s", tokens=10**6)
+        assert window.messages == [*early, late] and window.complete
+
+
 async def test_the_engine_reads_only_the_window_from_postgres(postgres_server: Server, pg_schema: str) -> None:
     """Through ``AgentContext``: the window of a long session equals the window of its whole transcript, and
     the rows read are about the window, not the session."""
@@ -755,40 +795,266 @@ async def test_indexing_a_chunk_reads_the_chunks_rows_not_the_session(postgres_s
         assert read and sum(read) <= len(chunk), read
 
 
-async def test_reads_stay_on_the_session_once_the_table_has_statistics(postgres_server: Server, pg_schema: str) -> None:
-    """After ANALYZE (autovacuum runs it soon after a bulk write), a range whose bound is computed inside the
-    statement was planned as a third of the table: the window read and the search's look for unindexed rows
-    scanned the whole table (a 100,000-message session's first window took 3x one read of its rows), and so did
-    a cached whole read asking for the rows appended since. Every read of a window, a search's bookkeeping or a
-    cached whole read walks the session's own rows through an index."""
-    import json
+_STATES = (
+    "never analysed",
+    "analysed mid-burst",
+    "analysed early in the burst",
+    "analysed with other tenants' skew",
+    "after VACUUM ANALYZE",
+)
 
-    from ravi.agents.demo import agentic_transcript
-    from ravi.capabilities.postgres.history import _INDEX_CHUNK, _RANKED, _quoted, session_digest
 
-    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-        messages = agentic_transcript(20_000)
-        for i in range(0, len(messages), 2_000):
-            await history.append_many("a", messages[i : i + 2_000], session_id="s")
-        await history.search_units("a", session_id="s", query="index", before=0, limit=1)
-        _, relation = history._messages.replace('"', "").split(".")
-        words = [_quoted(session_digest("a", "s") + w) for w in ("error", "index")]
-        generation = await history.generation("a", session_id="s")
-        statements = {
-            "first window": (history._window_query, ("a", "s", 150_000, "", 0, -1)),
-            "window beside a cached one": (history._window_query, ("a", "s", 600_000, generation, 19_000, 19_500)),
-            "term counts and unindexed rows": (
-                history._df_query,
-                ("a", "s", words, _RANKED + 1, _INDEX_CHUNK, generation, 19_000, 19_500),
-            ),
-            "a whole read after a cached one": (history._refresh_query, ("a", "s", generation, 19_990)),
-        }
+async def _write_in_state(history: PostgresHistoryProvider, state: str, messages: list[ChatMessage]) -> None:
+    """Write ``messages`` to session ("a", "s") and search it once (which indexes it), leaving the messages
+    table's planner statistics in ``state``. Autovacuum is off for the tables, so the state holds."""
+    from ravi.capabilities.postgres.history import _rows
+
+    await history.count_messages("a", session_id="s")  # the tables exist
+    for name in (history._messages, history._sessions):
+        await history.db.execute(f"ALTER TABLE {name} SET (autovacuum_enabled = false)")
+    append = f"SELECT {history._append}($1, $2, '', $3, $4, $5, $6)"
+    if state == "analysed with other tenants' skew":  # 1,000 small sessions of 100 agents beside the long one
+        async with history.db.connection() as connection:
+            await connection.executemany(
+                append,
+                [
+                    (f"tenant{k % 100}", f"t{k}", *_rows([ChatMessage.user(f"hello {k}.{j}") for j in range(10)]))
+                    for k in range(1_000)
+                ],
+            )
+    if state == "analysed mid-burst":  # imported in one transaction, analysed before it commits
+        async with history.db.connection() as importer, importer.transaction():
+            for i in range(0, len(messages), 1_000):
+                await importer.fetchval(append, "a", "s", *_rows(messages[i : i + 1_000]))
+            await history.db.execute(f"ANALYZE {history._messages}")
+            await history.db.execute(f"ANALYZE {history._sessions}")
+    else:
+        for i in range(0, len(messages), 1_000):
+            await history.append_many("a", messages[i : i + 1_000], session_id="s")
+            if i == 0 and state == "analysed early in the burst":  # autovacuum's ANALYZE after the first batch
+                await history.db.execute(f"ANALYZE {history._messages}")
+                await history.db.execute(f"ANALYZE {history._sessions}")
+    await history.search_units("a", session_id="s", query="index", before=0, limit=1)
+    if state in ("analysed with other tenants' skew", "after VACUUM ANALYZE"):
         async with history.db.connection() as connection:
             await connection.execute(f"VACUUM ANALYZE {history._messages}")
-            for name, (statement, args) in statements.items():
-                [plan] = json.loads(await connection.fetchval(f"EXPLAIN (FORMAT JSON) {statement}", *args))
-                scans = {scan["Node Type"] for scan in _scans(plan["Plan"], relation)}
-                assert not scans & {"Seq Scan", "Parallel Seq Scan"}, (name, scans)
+            await connection.execute(f"VACUUM ANALYZE {history._sessions}")
+    believed = await history.db.fetchval(f"SELECT reltuples FROM pg_class WHERE oid = '{history._messages}'::regclass")
+    if state == "never analysed":
+        assert believed == -1
+    elif state == "analysed mid-burst":
+        assert believed == 0  # the rows of the import were not yet anyone's to count
+    elif state == "analysed early in the burst":
+        assert believed == 1_000
+    else:
+        assert believed >= len(messages)
+
+
+_READS = """
+SELECT c.relname, pg_stat_get_xact_numscans(c.oid) AS scans, pg_stat_get_xact_tuples_returned(c.oid) AS rows
+FROM pg_class c
+WHERE c.oid = $1::regclass OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = $1::regclass)"""
+
+
+async def _reads(
+    connection: Any, table: str, statement: str, args: Sequence[Any], mode: str, setup: Sequence[str] = ()
+) -> dict[str, int]:
+    """What ``statement`` read of ``table``, run once (after ``setup``) in a transaction rolled back after it, its
+    plan chosen as ``mode`` says (``plan_cache_mode``): ``"scans"`` (sequential scans of the table), ``"scanned"``
+    (the rows they read) and, for each index of the table, how many entries it returned."""
+    transaction = connection.transaction()
+    await transaction.start()
+    try:
+        await connection.execute(f"SET LOCAL plan_cache_mode = {mode}")
+        for step in setup:
+            await connection.execute(step)
+        prepared = await connection.prepare(statement)
+        before = {r["relname"]: r for r in await connection.fetch(_READS, table)}
+        await prepared.fetch(*args)
+        after = {r["relname"]: r for r in await connection.fetch(_READS, table)}
+    finally:
+        await transaction.rollback()
+    name = table.split(".")[-1].strip('"')
+    reads = {index: after[index]["rows"] - before[index]["rows"] for index in after if index != name}
+    return {
+        **reads,
+        "scans": after[name]["scans"] - before[name]["scans"],
+        "scanned": after[name]["rows"] - before[name]["rows"],
+    }
+
+
+async def _sent(db: Any, call: Awaitable[Any]) -> tuple[Any, list[tuple[str, tuple[Any, ...]]]]:
+    """What ``call`` returns, and the statements it sends through ``db.fetch`` with their arguments, in order."""
+    sent: list[tuple[str, tuple[Any, ...]]] = []
+    fetch = db.fetch
+
+    async def recording(statement: str, *args: Any) -> Any:
+        sent.append((statement, args))
+        return await fetch(statement, *args)
+
+    db.fetch = recording
+    try:
+        return await call, sent
+    finally:
+        db.fetch = fetch
+
+
+@pytest.mark.parametrize("state", _STATES)
+async def test_reads_keep_to_the_session_whatever_the_statistics(
+    postgres_server: Server, pg_schema: str, state: str
+) -> None:
+    """A window, a search's bookkeeping and its ranking, hybrid recall's neighbours of the matches, the indexing
+    of a stretch, a cached whole read, an append (a retried one too), replace_last and clear_run read the
+    session's own rows, about as many as they need, whatever the messages table's statistics say and whether
+    the plan is custom or generic: never analysed, so a long session looks a few rows long; analysed while an
+    import was uncommitted, so the table looks empty (every index then costs the planner the same, and
+    PostgreSQL 18 can walk the run or the id index by their later columns); analysed after the first batch of a
+    burst; analysed with one long session among many small ones; and settled by VACUUM ANALYZE. A walk bounded
+    on one side only ("the newest row below", with a LIMIT) was read whole, as a bitmap, when the session looked
+    short: a window of about 500 rows read all 12,000, a retried append renumbered through the whole session.
+    No statement scans the table or returns through the primary key (and the system messages and the ids) half
+    the session's rows, and only clear_run reads the run index."""
+    from ravi.agents.demo import agentic_transcript
+    from ravi.capabilities.postgres.history import _INDEX_CHUNK, _RANKED, _quoted, _rows, session_digest
+
+    messages = agentic_transcript(12_000)
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await _write_in_state(history, state, messages)
+        last_run = [ChatMessage.user(f"late {i}") for i in range(10)]
+        await history.append_many("a", last_run, session_id="s", run_id="late")
+        await history.read_window("a", session_id="s", tokens=150_000)
+        held = history._windows[("a", "s")]
+        newest = held.messages[-1]
+        generation, end = held.generation, held.seqs[-1] + 1
+        common, in_tools = (_quoted(session_digest("a", "s") + w) for w in ("src", "total_amount"))
+        fresh = [ChatMessage.user("one"), ChatMessage.user("two")]
+        append = f"SELECT {history._append}($1, $2, '', $3, $4, $5, $6)"
+        replace = f"SELECT {history._replace_last}($1, $2, $3, '', $4, $5, $6, $7)"
+        statements: dict[str, tuple[str, tuple[Any, ...], tuple[str, ...]]] = {
+            "first window": (history._window_query, ("a", "s", 150_000, "", 0, -1), ()),
+            "window beside a cached one": (
+                history._window_query,
+                ("a", "s", 150_000, generation, held.low, held.high),
+                (),
+            ),
+            "term counts and unindexed rows": (
+                history._df_query,
+                ("a", "s", [common, in_tools], _RANKED + 1, _INDEX_CHUNK, generation, held.low, held.high),
+                (),
+            ),
+            "term counts of a session never searched": (
+                history._df_query,
+                ("a", "s", [in_tools], _RANKED + 1, _INDEX_CHUNK, "", 0, -1),
+                (f"UPDATE {history._sessions} SET indexed_seq = 0",),
+            ),
+            "a range of a stretch never searched": (history._unindexed_query, ("a", "s", 4_000, 6_000), ()),
+            "storing a range's terms": (
+                history._index_query,
+                ("a", "s", [end - 2, end - 1], ["'x':1", "'y':1"], end, generation, False),
+                (),
+            ),
+            "a search for a common term": (history._search_query, ("a", "s", [common], [1.0], common, 10**9, 5), ()),
+            "a search for a term of tool results": (
+                history._search_query,
+                ("a", "s", [in_tools], [1.0], in_tools, 10**9, 20),
+                (),
+            ),
+            "a whole read after a cached one": (history._refresh_query, ("a", "s", generation, end - 10), ()),
+            "an append": (append, ("a", "s", *_rows(fresh)), ()),
+            "a retried append": (append, ("a", "s", *_rows([newest, *fresh])), ()),
+            "replace_last of another id": (replace, ("a", "s", "no such id", *_rows(fresh)), ()),
+            "replace_last": (replace, ("a", "s", newest.id, *_rows(fresh)), ()),
+            "clear_run of the newest run": (f"SELECT {history._clear_run}($1, $2, $3)", ("a", "s", "late"), ()),
+        }
+        # hybrid recall's statements of its own (the units bordering each match, and their rows), as it sends them
+        search = history.search_hybrid("a", session_id="s", query="src total_amount", before=10**9, limit=5, spread=0.5)
+        found, sent = await _sent(history.db, search)
+        assert found.lexical
+        own = [(text, args) for text, args in sent if text not in (history._df_query, history._search_query)]
+        assert len(own) == 2, [text[:80] for text, _ in own]
+        names = ("hybrid recall: the units bordering the matches", "hybrid recall: the rows of those units")
+        for name, (text, args) in zip(names, own, strict=True):
+            statements[name] = (text, args, ())
+        limit = len(messages) // 2
+        prefix = history.db.prefix
+        bounded = {f"{prefix}messages_pkey", f"{prefix}messages_systems", f"{prefix}messages_ids"}
+        problems = []
+        async with history.db.connection() as connection:
+            for mode in ("force_custom_plan", "force_generic_plan"):
+                for name, (statement, args, setup) in statements.items():
+                    reads = await _reads(connection, history._messages, statement, args, mode, setup)
+                    walked = sum(reads[index] for index in bounded)
+                    runs = reads[f"{prefix}messages_by_run"]  # clear_run's own index, and no other statement's
+                    wrong_index = runs == 0 if name.startswith("clear_run") else runs > 0
+                    if reads["scans"] or wrong_index or walked >= limit:
+                        problems.append((mode, name, {k: v for k, v in reads.items() if v}))
+        assert not problems, problems
+
+
+def test_bounded_walks_find_the_nearest_row_whatever_the_gaps(postgres_server: Server, pg_schema: str) -> None:
+    """The walks the statements find a unit's ends and a window's cut with (ranges below or above a seq, each
+    twice the last) give what a plain walk gives: the newest matching row below a seq, the oldest above one and
+    below a stop, and the newest row whose running total before it is below a number, over sessions with the
+    gaps clear_run leaves, from every starting range size."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from ravi.capabilities.postgres._history_sql import newest, oldest
+
+    roles = st.sampled_from(["user", "assistant", "tool", "system"])
+    opens = "x.role NOT IN ('tool', 'system')"
+
+    async def check(history: PostgresHistoryProvider, rows: list[tuple[str, bool]], points: list[int]) -> None:
+        session = uuid.uuid4().hex
+        made = {
+            "user": lambda: ChatMessage.user("u"),
+            "assistant": lambda: ChatMessage.assistant("a " * 3),
+            "tool": lambda: ChatMessage.tool("c", "t " * 5),
+            "system": lambda: ChatMessage.system("s"),
+        }
+        messages = [made[role]() for role, _ in rows]
+        for message, (_, dropped) in zip(messages, rows, strict=True):
+            await history.append("a", message, session_id=session, run_id="drop" if dropped else "keep")
+        await history.clear_run("a", session_id=session, run_id="drop")
+        kept = [
+            (seq, message.role, stored_tokens(message))
+            for seq, (message, (_, dropped)) in enumerate(zip(messages, rows, strict=True))
+            if not dropped
+        ]
+        before = {seq: sum(t for _, _, t in kept[:i]) for i, (seq, _, _) in enumerate(kept)}
+        m = history._messages
+        for first in (1, 3, 16):
+            below = f"SELECT {newest(m, '$3', opens, first)}"
+            above = f"SELECT {oldest(m, '$3', '$4', opens, first)}"
+            under = f"SELECT {newest(m, '$3', 'x.cum_tokens - x.tokens < $4', first)}"
+            for p in points:
+                openers = [seq for seq, role, _ in kept if role not in ("tool", "system")]
+                want = max((seq for seq in openers if seq < p), default=None)
+                assert await history.db.fetchval(below, "a", session, p) == want
+                stop = p + 7
+                want = min((seq for seq in openers if p < seq < stop), default=None)
+                assert await history.db.fetchval(above, "a", session, p, stop) == want
+                total = p * 3
+                want = max((seq for seq, _, _ in kept if seq < len(rows) and before[seq] < total), default=None)
+                assert await history.db.fetchval(under, "a", session, len(rows), total) == want
+
+    with asyncio.Runner() as runner:
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+        @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(
+            rows=st.integers(0, 60).flatmap(
+                lambda n: st.lists(st.tuples(roles, st.booleans()), min_size=n, max_size=n)
+            ),
+            points=st.lists(st.integers(-2, 70), min_size=1, max_size=6),
+        )
+        def walks(rows: list[tuple[str, bool]], points: list[int]) -> None:
+            runner.run(check(history, rows, points))
+
+        try:
+            walks()
+        finally:
+            runner.run(history.close())
 
 
 async def test_appends_leave_the_terms_index_alone_and_searches_use_it(postgres_server: Server, pg_schema: str) -> None:

@@ -62,6 +62,10 @@ class Lru(Generic[V]):
         for key in [k for k in self._entries if k[0] == agent_id and session_id in (None, k[1])]:
             del self._entries[key]
 
+    def values(self) -> list[V]:
+        """The entries, the least recently kept first."""
+        return list(self._entries.values())
+
     def __contains__(self, key: object) -> bool:
         return key in self._entries
 

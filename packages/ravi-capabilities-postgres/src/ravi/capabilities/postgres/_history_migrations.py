@@ -451,6 +451,180 @@ UPDATE {schema}."{prefix}messages" SET terms = NULL WHERE terms IS NOT NULL;
 UPDATE {schema}."{prefix}sessions" SET indexed_seq = 0 WHERE indexed_seq > 0;
 """,
     ),
+    Migration(
+        9,
+        "the primary key is the one index a read of a session can walk",
+        """
+-- PostgreSQL 18 walks a btree by its later columns too (a skip scan over the first), so the run index and the
+-- unique message ids, which hold agent_id and session_id after a column of their own, could serve any read of a
+-- session. When the statistics say the table holds no rows (ANALYZE while a bulk import was uncommitted, or
+-- just after a clear), every index costs the planner the same and it took the run index: each row a window
+-- wanted cost a walk of the whole session. Both are now keyed by one array that no read of a session names;
+-- the statements that look up a run or an id name that array, and nothing else.
+CREATE INDEX "{prefix}messages_runs" ON {schema}."{prefix}messages" ((ARRAY[agent_id, session_id, run_id]));
+DROP INDEX {schema}."{prefix}messages_by_run";
+ALTER INDEX {schema}."{prefix}messages_runs" RENAME TO "{prefix}messages_by_run";
+CREATE UNIQUE INDEX "{prefix}messages_keys" ON {schema}."{prefix}messages" ((ARRAY[agent_id, session_id, message_id]));
+DROP INDEX {schema}."{prefix}messages_ids";
+ALTER INDEX {schema}."{prefix}messages_keys" RENAME TO "{prefix}messages_ids";
+
+-- As version 7, with the ids found through their array, one lookup each, and every range of the renumbering
+-- bounded on both sides on the rows it changes (a join's condition alone may be left to a filter over the whole
+-- session when the planner believes it a few rows long).
+CREATE OR REPLACE FUNCTION {schema}."{prefix}append_messages"(
+    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
+) RETURNS integer LANGUAGE plpgsql AS $fn$
+DECLARE
+    base bigint;
+    total bigint;
+    added integer;
+    added_tokens bigint;
+    clash text;
+    stop bigint;
+BEGIN
+    SELECT s.next_seq, s.total_tokens INTO base, total FROM {schema}."{prefix}sessions" s
+        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
+            ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq
+            RETURNING s.next_seq, s.total_tokens INTO base, total;
+    END IF;
+    WITH inserted AS (
+        INSERT INTO {schema}."{prefix}messages"
+            (agent_id, session_id, seq, run_id, message_id, body, role, tokens, cum_tokens)
+        SELECT p_agent, p_session, base + t.ord - 1, p_run, t.message_id, t.body, t.role, t.tokens,
+               total + sum(t.tokens) OVER (ORDER BY t.ord)
+        FROM unnest(p_ids, p_bodies, p_roles, p_tokens) WITH ORDINALITY AS t(message_id, body, role, tokens, ord)
+        ORDER BY t.ord
+        ON CONFLICT ((ARRAY[agent_id, session_id, message_id])) DO NOTHING
+        RETURNING tokens
+    )
+    SELECT count(*), coalesce(sum(tokens), 0) INTO added, added_tokens FROM inserted;
+    IF added < cardinality(p_ids) THEN
+        -- one lookup of the ids' index per id (a join may be planned as a walk of the whole index)
+        SELECT t.message_id INTO clash FROM unnest(p_ids, p_bodies) AS t(message_id, body)
+            CROSS JOIN LATERAL (
+                SELECT m.body FROM {schema}."{prefix}messages" m
+                WHERE ARRAY[m.agent_id, m.session_id, m.message_id] = ARRAY[p_agent, p_session, t.message_id]
+                LIMIT 1) m
+            WHERE m.body <> t.body LIMIT 1;
+        IF clash IS NOT NULL THEN
+            RAISE EXCEPTION 'message id already stored with different content'
+                USING ERRCODE = 'RV409', DETAIL = clash;
+        END IF;
+        -- some rows were skipped: number the inserted ones without gaps (through negative numbers, so no two
+        -- rows ever share a number on the way), with their running totals
+        stop := base + cardinality(p_ids);
+        WITH numbered AS (
+            SELECT m.seq, base + row_number() OVER (ORDER BY m.seq) - 1 AS renumbered,
+                   total + sum(m.tokens) OVER (ORDER BY m.seq) AS cum
+            FROM {schema}."{prefix}messages" m
+            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq >= base AND m.seq < stop
+        )
+        UPDATE {schema}."{prefix}messages" m SET seq = -n.renumbered - 1, cum_tokens = n.cum FROM numbered n
+            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq >= base AND m.seq < stop
+              AND m.seq = n.seq;
+        UPDATE {schema}."{prefix}messages" SET seq = -seq - 1
+            WHERE agent_id = p_agent AND session_id = p_session AND seq >= -stop AND seq < -base;
+    END IF;
+    UPDATE {schema}."{prefix}sessions" SET next_seq = base + added, total_tokens = total + added_tokens
+        WHERE agent_id = p_agent AND session_id = p_session;
+    RETURN added;
+END
+$fn$;
+
+-- As version 7, with the run's rows found through their array, and the running total before the first of them
+-- taken from that row (a walk down to the newest row before it was bounded on one side only). The removal is
+-- planned for the run it is given, every time (EXECUTE): a run holds one message or most of a session, and a
+-- plan made for any run (a generic one, which PL/pgSQL keeps after a few calls) takes each for the average of
+-- a few runs a session, and reads the table whole.
+CREATE OR REPLACE FUNCTION {schema}."{prefix}clear_run"(p_agent text, p_session text, p_run text) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    stop bigint;
+    removed bigint;
+    first_seq bigint;
+    removed_tokens bigint;
+    prior bigint;
+BEGIN
+    SELECT s.next_seq INTO stop FROM {schema}."{prefix}sessions" s
+        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    EXECUTE $q$
+    WITH gone AS (
+        DELETE FROM {schema}."{prefix}messages"
+        WHERE ARRAY[agent_id, session_id, run_id] = ARRAY[$1, $2, $3]
+        RETURNING seq, tokens, cum_tokens - tokens AS before
+    )
+    SELECT count(*), min(seq), sum(tokens), (array_agg(before ORDER BY seq))[1] FROM gone$q$
+        INTO removed, first_seq, removed_tokens, prior USING p_agent, p_session, p_run;
+    IF removed = 0 THEN
+        RETURN 0;
+    END IF;
+    UPDATE {schema}."{prefix}messages" m SET cum_tokens = x.cum FROM (
+        SELECT r.seq, coalesce(prior, 0) + sum(r.tokens) OVER (ORDER BY r.seq) AS cum
+        FROM {schema}."{prefix}messages" r
+        WHERE r.agent_id = p_agent AND r.session_id = p_session AND r.seq > first_seq AND r.seq < stop) x
+    WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = x.seq AND m.seq > first_seq
+      AND m.seq < stop AND m.cum_tokens IS DISTINCT FROM x.cum;
+    UPDATE {schema}."{prefix}sessions"
+        SET generation = replace(gen_random_uuid()::text, '-', ''), epoch = epoch + 1,
+            total_tokens = total_tokens - removed_tokens
+        WHERE agent_id = p_agent AND session_id = p_session;
+    DELETE FROM {schema}."{prefix}session_summaries" WHERE agent_id = p_agent AND session_id = p_session;
+    RETURN removed;
+END
+$fn$;
+
+-- As version 7, with the newest message found in ranges below the session's next number, each twice the last
+-- (a walk bounded on one side only is read whole, as a bitmap, when the planner believes the session short).
+CREATE OR REPLACE FUNCTION {schema}."{prefix}replace_last"(
+    p_agent text, p_session text, p_last text, p_run text, p_ids text[], p_bodies text[], p_roles text[],
+    p_tokens integer[]
+) RETURNS boolean LANGUAGE plpgsql AS $fn$
+DECLARE
+    last_seq bigint;
+    last_id text;
+    last_tokens integer;
+    hi bigint;
+    span bigint := 16;
+BEGIN
+    SELECT s.next_seq INTO hi FROM {schema}."{prefix}sessions" s
+        WHERE s.agent_id = p_agent AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    LOOP
+        SELECT max(m.seq) INTO last_seq FROM {schema}."{prefix}messages" m
+            WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq >= hi - span AND m.seq < hi;
+        EXIT WHEN last_seq IS NOT NULL OR hi - span <= 0;
+        hi := hi - span;
+        span := span * 2;
+    END LOOP;
+    IF last_seq IS NULL THEN
+        RETURN false;
+    END IF;
+    SELECT m.message_id, m.tokens INTO last_id, last_tokens FROM {schema}."{prefix}messages" m
+        WHERE m.agent_id = p_agent AND m.session_id = p_session AND m.seq = last_seq;
+    IF last_id <> p_last THEN
+        RETURN false;
+    END IF;
+    DELETE FROM {schema}."{prefix}messages" WHERE agent_id = p_agent AND session_id = p_session AND seq = last_seq;
+    UPDATE {schema}."{prefix}sessions"
+        SET generation = replace(gen_random_uuid()::text, '-', ''), epoch = epoch + 1,
+            total_tokens = total_tokens - last_tokens
+        WHERE agent_id = p_agent AND session_id = p_session;
+    DELETE FROM {schema}."{prefix}session_summaries" WHERE agent_id = p_agent AND session_id = p_session;
+    IF cardinality(p_ids) > 0 THEN
+        PERFORM {schema}."{prefix}append_messages"(p_agent, p_session, p_run, p_ids, p_bodies, p_roles, p_tokens);
+    END IF;
+    RETURN true;
+END
+$fn$;
+""",
+    ),
 ]
 
 

@@ -1,10 +1,49 @@
 """The statements of the Postgres history provider, written once per provider for its tables.
 
-Each is written for the plan it needs: every read of a session walks its primary key, and every range of seqs is
-bounded on both sides (``docs/decisions.md``, decision 29).
+Each is written for the plan it needs, whatever the table's statistics say (``docs/decisions.md``, decisions 29
+and 59): every read of a session walks its primary key (or the terms index) over a range of seqs bounded on both
+sides by values the statement computes before it reads the rows. However the planner then reads the range (in
+order, or a bitmap of it), it reads no more than the range: a walk "to the newest row such that" is a few
+ranges, each twice the last, looked at newest first (:func:`newest`, :func:`oldest`).
 """
 
 from __future__ import annotations
+
+_BIGGEST = 9_223_372_036_854_775_807
+"""The largest bigint: the end of a unit that runs to the end of its session."""
+
+
+def newest(m: str, below: str, condition: str, first: int) -> str:
+    """SQL for the newest seq below ``below`` (an SQL expression) of a row of session ($1, $2) in table ``m`` for
+    which ``condition`` (on the row ``x``) holds, or NULL: the ranges ``first``, ``2 * first``, ... rows long
+    below it are looked at newest first, and the walk stops at the first range that holds one. A plan that reads
+    every row of a range reads at most twice the rows between the answer and ``below``, plus ``first``; a walk of
+    the primary key stops at the answer."""
+    return f"""(WITH RECURSIVE walk(hi, span, found) AS (
+        SELECT ({below})::bigint, {first}::bigint, NULL::bigint
+        UNION ALL
+        SELECT w.hi - w.span, w.span * 2, (
+            SELECT max(x.seq) FROM {m} x WHERE x.agent_id = $1 AND x.session_id = $2
+            AND x.seq >= w.hi - w.span AND x.seq < w.hi AND {condition})
+        FROM walk w WHERE w.found IS NULL AND w.hi > 0)
+    SELECT max(found) FROM walk)"""
+
+
+def oldest(m: str, above: str, stop: str, condition: str, first: int) -> str:
+    """SQL for the oldest seq above ``above`` and below ``stop`` (SQL expressions) of a row of session ($1, $2)
+    in table ``m`` for which ``condition`` (on the row ``x``) holds, or NULL: :func:`newest`, walking up."""
+    return f"""(WITH RECURSIVE walk(lo, span, found) AS (
+        SELECT ({above})::bigint + 1, {first}::bigint, NULL::bigint
+        UNION ALL
+        SELECT w.lo + w.span, w.span * 2, (
+            SELECT min(x.seq) FROM {m} x WHERE x.agent_id = $1 AND x.session_id = $2
+            AND x.seq >= w.lo AND x.seq < least(w.lo + w.span, {stop}) AND {condition})
+        FROM walk w WHERE w.found IS NULL AND w.lo < {stop})
+    SELECT min(found) FROM walk)"""
+
+
+_OPENS = "x.role NOT IN ('tool', 'system')"
+"""A row that opens a unit: neither a tool result nor a system message."""
 
 
 class HistoryStatements:
@@ -13,26 +52,31 @@ class HistoryStatements:
 
     def __init__(self, m: str, sessions: str) -> None:
         scope = "m.agent_id = $1 AND m.session_id = $2"
-        # One statement, one snapshot. Each range of seqs is bounded on both sides, even where one bound holds
-        # for every row (below next_seq): a bound computed in the statement is unknown when it is planned, and
-        # with statistics the planner takes a one-sided range for a third of the table and scans it whole.
-        # The tail starts at the newest message whose running total before it is
-        # below (total - tokens), moved back to a message that is neither a tool result nor a system message;
-        # rows of the last window this process read (same generation: its tail, seq in [$5, $6], and the system
-        # messages before it) are not sent again: the provider still has them parsed.
+        # One statement, one snapshot. The tail starts at the newest message whose running total before it is
+        # below (total - tokens), moved back to a message that opens a unit; both are found by walking back in
+        # bounded ranges (newest), since a walk bounded on one side only ("the newest row below", with a LIMIT)
+        # is read whole, as a bitmap, whenever the planner believes the session a few rows long (a table never
+        # analysed, or analysed while an import was uncommitted). For the same reason the window is complete
+        # when the tokens before it are those of the system messages before it (every message counts at least
+        # 1), not when a walk from the session's start finds none other. Rows of the last window this process
+        # read (same generation: its tail, seq in [$5, $6], and the system messages before it) are not sent
+        # again: the provider still has them parsed. Each range of seqs is bounded on both sides, even where one
+        # bound holds for every row (below next_seq): a bound computed in the statement is unknown when it is
+        # planned, and with statistics the planner takes a one-sided range for a third of the table.
+        cut = newest(m, "(SELECT next_seq FROM s)", "x.cum_tokens - x.tokens < (SELECT total FROM s) - $3", 256)
+        start = newest(m, "(SELECT seq FROM cut) + 1", _OPENS, 16)
         self.window = f"""
 WITH s AS (SELECT generation, total_tokens AS total, next_seq FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
-cut AS (SELECT CASE WHEN (SELECT total FROM s) - $3 <= 0 THEN -1 ELSE coalesce((
-              SELECT m.seq FROM {m} m WHERE {scope} AND m.cum_tokens - m.tokens < (SELECT total FROM s) - $3
-              ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
-start AS (SELECT CASE WHEN (SELECT seq FROM cut) < 0 THEN -1 ELSE coalesce((
-              SELECT m.seq FROM {m} m WHERE {scope} AND m.seq <= (SELECT seq FROM cut)
-              AND m.role NOT IN ('tool', 'system') ORDER BY m.seq DESC LIMIT 1), -1) END AS seq),
-info AS (SELECT s.generation, s.total, start.seq AS start, s.generation = $4 AS hit, (
-              SELECT m.seq FROM {m} m WHERE {scope} AND m.seq < start.seq AND m.role <> 'system'
-              ORDER BY m.seq LIMIT 1) IS NULL AS complete, coalesce((
+cut AS MATERIALIZED (SELECT CASE WHEN (SELECT total IS NULL OR total - $3 <= 0 FROM s) THEN -1
+              ELSE coalesce({cut}, -1) END AS seq),
+start AS MATERIALIZED (SELECT CASE WHEN (SELECT seq FROM cut) < 0 THEN -1 ELSE coalesce({start}, -1) END AS seq),
+head AS MATERIALIZED (SELECT start.seq AS start, coalesce((
               SELECT m.cum_tokens - m.tokens FROM {m} m WHERE {scope} AND m.seq = start.seq), 0) AS before
-         FROM s, start),
+         FROM start),
+info AS (SELECT s.generation, s.total, head.start, s.generation = $4 AS hit, head.before = (
+              SELECT coalesce(sum(m.tokens), 0) FROM {m} m WHERE {scope} AND m.role = 'system'
+              AND m.seq < head.start) AS complete, head.before
+         FROM s, head),
 picked AS (
     (SELECT m.seq, m.tokens, m.body FROM {m} m WHERE {scope}
         AND m.seq >= (SELECT CASE WHEN hit THEN greatest(start, $6 + 1) ELSE start END FROM info)
@@ -51,12 +95,15 @@ SELECT info.generation, info.total, info.start, info.complete, info.before, p.se
 FROM info LEFT JOIN picked p ON true ORDER BY p.seq"""
 
         # A whole read, in one statement: the session's generation and next number, and every message appended
-        # since the copy of generation $3 that holds the rows below $4 was made.
+        # since the copy of generation $3 that holds the rows below $4 was made. The range's bounds are computed
+        # before the rows are read (subqueries, not join conditions): a join's condition may be left to a filter
+        # over every row of the session when the planner believes the table empty.
         self.refresh = f"""
-SELECT s.generation, s.next_seq, m.seq, m.body FROM {sessions} s
-LEFT JOIN {m} m ON m.agent_id = s.agent_id AND m.session_id = s.session_id
-    AND m.seq >= CASE WHEN s.generation = $3 THEN $4 ELSE 0 END AND m.seq < s.next_seq
-WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq"""
+WITH s AS (SELECT generation, next_seq FROM {sessions} WHERE agent_id = $1 AND session_id = $2)
+SELECT s.generation, s.next_seq, r.seq, r.body FROM s LEFT JOIN (
+    SELECT m.seq, m.body FROM {m} m WHERE {scope}
+    AND m.seq >= (SELECT CASE WHEN generation = $3 THEN $4 ELSE 0 END FROM s) AND m.seq < (SELECT next_seq FROM s)
+) r ON true ORDER BY r.seq"""
 
         # Relevant recall's search, in two statements. The first counts the session's messages that hold each
         # query term (df), from the terms index alone (the session digest in each lexeme keeps the count to the
@@ -65,21 +112,25 @@ WHERE s.agent_id = $1 AND s.session_id = $2 ORDER BY m.seq"""
         # terms against the average of those matched), the messages before offset $6 that hold one of the rarer
         # terms (those the first statement picked), takes the best (2 x $7) to their units (a tool result to its
         # call, a call to the results after it) and returns each unit's rows with the id of the system message
-        # before it. Every read of a session walks its primary key. The first statement also returns the rows
-        # the terms index lacks, without the bodies of those this process holds parsed (generation $6, seq $7 to
-        # $8: its last window of the session).
+        # before it. The first statement also returns the rows the terms index lacks among the $5 after the
+        # session's indexed_seq (a longer stretch is indexed a range at a time), without the bodies of those this
+        # process holds parsed (generation $6, seq $7 to $8: its last window of the session).
         self.df = f"""
 SELECT s.generation, s.indexed_seq, s.next_seq, s.total_tokens IS NULL AS uncounted, ARRAY(
     SELECT (SELECT count(*) FROM (
         SELECT 1 FROM (SELECT m.agent_id, m.session_id FROM {m} m WHERE m.terms @@ t.query::tsquery OFFSET 0) x
         WHERE x.agent_id = $1 AND x.session_id = $2 LIMIT $4) c)
-    FROM unnest($3::text[]) WITH ORDINALITY AS t(query, i) ORDER BY t.i) AS dfs, ARRAY(
-    SELECT m.seq FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
-    AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS pending, ARRAY(
-    SELECT CASE WHEN s.generation = $6 AND m.seq BETWEEN $7 AND $8 THEN NULL ELSE m.body END
-    FROM {m} m WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= s.indexed_seq
-    AND m.seq < s.next_seq AND m.terms IS NULL ORDER BY m.seq LIMIT $5) AS bodies
-FROM {sessions} s WHERE s.agent_id = $1 AND s.session_id = $2"""
+    FROM unnest($3::text[]) WITH ORDINALITY AS t(query, i) ORDER BY t.i) AS dfs, u.pending, u.bodies
+FROM {sessions} s CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(m.seq ORDER BY m.seq), '{{}}') AS pending, coalesce(array_agg(
+        CASE WHEN s.generation = $6 AND m.seq BETWEEN $7 AND $8 THEN NULL ELSE m.body END ORDER BY m.seq), '{{}}')
+        AS bodies
+    FROM {m} m WHERE {scope} AND m.seq >= s.indexed_seq AND m.seq < least(s.next_seq, s.indexed_seq + $5)
+    AND m.terms IS NULL) u
+WHERE s.agent_id = $1 AND s.session_id = $2"""
+        # The rows the terms index lacks among seqs $3 to $4 (a range of a long stretch never searched).
+        self.unindexed = f"""
+SELECT m.seq, m.body FROM {m} m WHERE {scope} AND m.seq >= $3 AND m.seq < $4 AND m.terms IS NULL ORDER BY m.seq"""
         # Store the terms of rows the index lacks, and mark the session indexed up to $5, only while the session
         # is in generation $6, the one the terms were computed in: a clear, clear_run or replace_last in between
         # removed or renumbered rows, and the terms of the removed rows must never land on the rows that now
@@ -96,32 +147,36 @@ stored AS (UPDATE {m} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], 
 UPDATE {sessions} s SET indexed_seq = $5
 WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generation = $6 AND $7
   AND EXISTS (SELECT 1 FROM g)"""
+        # The query of the terms index is a value computed in the statement, not a constant the planner can look
+        # up in the statistics: with them, a term most of a long session holds was planned as a scan of the
+        # whole table. The unit around each match is found by bounded walks (newest, oldest).
+        opener = newest(m, "t.seq", _OPENS, 16)
+        stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", _OPENS, 16)
         self.search = f"""
-WITH q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
+WITH s AS (SELECT next_seq FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
+q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
 hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms || ''::tsvector AS terms FROM (
              SELECT m.agent_id, m.session_id, m.seq, m.role, m.terms, m.cum_tokens, m.tokens FROM {m} m
-             WHERE m.terms @@ $5::tsquery OFFSET 0) x
+             WHERE m.terms @@ (SELECT $5::tsquery) OFFSET 0) x
          WHERE x.agent_id = $1 AND x.session_id = $2 AND x.role <> 'system' AND x.cum_tokens - x.tokens < $6),
 average AS MATERIALIZED (SELECT greatest(avg(length(terms)), 1) AS len FROM hits),
 top AS MATERIALIZED (SELECT h.seq, h.role, (SELECT sum(q.idf) FROM q WHERE h.terms @@ q.query) * 2.2
                             / (1 + 1.2 * (0.25 + 0.75 * length(h.terms) / a.len)) AS score
          FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $7 * 2),
-keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce((
-              SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < t.seq
-              AND o.role NOT IN ('tool', 'system') ORDER BY o.seq DESC LIMIT 1), t.seq) ELSE t.seq END AS opener
+keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce({opener}, t.seq)
+              ELSE t.seq END AS opener
           FROM top t),
-spans AS MATERIALIZED (SELECT k.opener, coalesce((
-              SELECT n.seq FROM {m} n WHERE n.agent_id = $1 AND n.session_id = $2 AND n.seq > k.opener
-              AND n.role NOT IN ('tool', 'system') ORDER BY n.seq LIMIT 1), 9223372036854775807) AS stop, (
+spans AS MATERIALIZED (SELECT k.opener, coalesce({stop}, {_BIGGEST}) AS stop, (
               SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
               AND y.seq < k.opener ORDER BY y.seq DESC LIMIT 1) AS after_system
           FROM (SELECT DISTINCT opener FROM keyed) k)
 SELECT sp.opener, sp.after_system, r.seq, r.body, r.offset, k.score
 FROM spans sp CROSS JOIN LATERAL (
     SELECT m.seq, m.body, m.cum_tokens - m.tokens AS offset FROM {m} m
-    WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= sp.opener AND m.seq < sp.stop OFFSET 0) r
+    WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= sp.opener
+    AND m.seq < least(sp.stop, (SELECT next_seq FROM s)) OFFSET 0) r
 LEFT JOIN keyed k ON k.seq = r.seq
 ORDER BY sp.opener, r.seq"""
 
 
-__all__ = ["HistoryStatements"]
+__all__ = ["HistoryStatements", "newest", "oldest"]

@@ -130,6 +130,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         self._refresh_query = statements.refresh
         self._df_query = statements.df
         self._index_query = statements.index
+        self._unindexed_query = statements.unindexed
         self._search_query = statements.search
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
@@ -504,7 +505,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         rows appended since its last search (``pending``, and their messages), in one statement. The rows of the
         last window this provider read are not sent again: it holds them parsed (a search usually follows the
         window read that found the newest rows). A long stretch never searched (a session written before the
-        index, or imported) is indexed here first, a chunk at a time. ``None`` for a session that does not
+        index, or imported) is indexed here first, a range of seqs at a time. ``None`` for a session that does not
         exist."""
         while True:
             held = self._windows.get((agent_id, session_id))
@@ -520,39 +521,41 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
             if pending is None:  # what this provider held did not match the rows after all: read them
                 self._windows.pop((agent_id, session_id))
                 continue
-            if len(pending) < _INDEX_CHUNK:
+            if state["next_seq"] - state["indexed_seq"] <= _INDEX_CHUNK:  # pending: every row the index lacks
                 return state, pending
             await self._index_stretch(agent_id, session_id, state, pending)
 
     async def _index_stretch(self, agent_id: str, session_id: str, state: Any, pending: list[ChatMessage]) -> None:
-        """Index every row the terms index lacks up to the session's length in ``state``, a chunk a statement,
-        and mark the session indexed. The terms of one chunk are computed while the server stores the last."""
+        """Index every row the terms index lacks up to the session's length in ``state``, a range of
+        ``_INDEX_CHUNK`` seqs a statement (``pending`` holds the first range's), and mark the session indexed.
+        Each read is a range bounded on both sides, so however it is planned it reads that range only. The terms
+        of one range are computed while the server stores the last."""
         digest = session_digest(agent_id, session_id)
         stop, generation = state["next_seq"], state["generation"]
+        low = state["indexed_seq"]
         seqs, messages = list(state["pending"]), pending
         storing: asyncio.Future[Any] | None = None
         try:
             while True:
+                high = min(low + _INDEX_CHUNK, stop)
+                last = high >= stop
                 texts = [searchable_terms(digest, message_terms(m)) for m in messages]
-                last = len(seqs) < _INDEX_CHUNK
                 if storing is not None:
                     await storing
-                storing = asyncio.ensure_future(
-                    self.db.execute(self._index_query, agent_id, session_id, seqs, texts, stop, generation, last)
-                )
+                    storing = None
+                if seqs or last:  # the last statement marks the session indexed, even with no rows to store
+                    storing = asyncio.ensure_future(
+                        self.db.execute(self._index_query, agent_id, session_id, seqs, texts, stop, generation, last)
+                    )
                 if last:
                     break
+                low = high
                 rows = await self.db.fetch(
-                    f"SELECT seq, body FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 AND seq > $3 "
-                    "AND seq < $4 AND terms IS NULL ORDER BY seq LIMIT $5",
-                    agent_id,
-                    session_id,
-                    seqs[-1],
-                    stop,
-                    _INDEX_CHUNK,
+                    self._unindexed_query, agent_id, session_id, low, min(low + _INDEX_CHUNK, stop)
                 )
                 seqs, messages = [r["seq"] for r in rows], messages_from_json([r["body"] for r in rows])
-            await storing
+            if storing is not None:
+                await storing
         finally:
             if storing is not None and not storing.done():
                 storing.cancel()

@@ -27,6 +27,8 @@ from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, unit_e
 from ravi.kernel.storage.history import HybridMatches, check_hybrid, check_search
 from ravi.kernel.values import check_scope
 
+from ._history_sql import newest, oldest
+
 log = logging.getLogger(__name__)
 
 MEANING_ROWS = MEANING_LOOKBACK
@@ -113,17 +115,24 @@ class HybridSearch:
         lasts = [u.messages[-1].id for u in found]
         scores = [u.score * weight for u in found]
         m = self._messages
+        # Each id is looked up through the ids' index, keyed by ARRAY[agent_id, session_id, message_id], one
+        # lookup each; the nearest rows are found by walks bounded on both sides (newest, oldest), so the
+        # statement keeps to the session's rows whatever the table's statistics say (decision 59).
+        other = "x.role <> 'system'"
+        before_first = newest(m, "u.first", other, 16)
+        after_last = oldest(m, "u.last", "(SELECT next_seq FROM s)", other, 16)
         rows = await self.db.fetch(
             f"""
-WITH u AS (SELECT f.seq AS first, l.seq AS last, x.score FROM unnest($3::text[], $4::text[], $5::float8[])
-               AS x(first_id, last_id, score)
-           JOIN {m} f ON f.message_id = x.first_id AND f.agent_id = $1 AND f.session_id = $2
-           JOIN {m} l ON l.message_id = x.last_id AND l.agent_id = $1 AND l.session_id = $2),
-near AS (SELECT (SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < u.first
-                 AND o.seq >= 0 AND o.role <> 'system' ORDER BY o.seq DESC LIMIT 1) AS seq, u.score FROM u
+WITH s AS (SELECT next_seq FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2),
+u AS (SELECT f.seq AS first, l.seq AS last, x.score FROM unnest($3::text[], $4::text[], $5::float8[])
+          AS x(first_id, last_id, score)
+      CROSS JOIN LATERAL (SELECT f.seq FROM {m} f
+          WHERE ARRAY[f.agent_id, f.session_id, f.message_id] = ARRAY[$1, $2, x.first_id] LIMIT 1) f
+      CROSS JOIN LATERAL (SELECT l.seq FROM {m} l
+          WHERE ARRAY[l.agent_id, l.session_id, l.message_id] = ARRAY[$1, $2, x.last_id] LIMIT 1) l),
+near AS (SELECT {before_first} AS seq, u.score FROM u
          UNION ALL
-         SELECT (SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq > u.last
-                 AND o.seq <= u.last + 1000000 AND o.role <> 'system' ORDER BY o.seq LIMIT 1), u.score FROM u)
+         SELECT {after_last}, u.score FROM u)
 SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq""",
             agent_id,
             session_id,
@@ -147,27 +156,29 @@ SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq""",
         lying before ``before``, best first: a tool result's unit starts at its call, and a call's takes the
         results after it (with the system message before each unit, for placing it)."""
         m = self._messages
+        # As the provider's search: each hit looked up by its seq (one lookup each), the unit's ends found by
+        # walks bounded on both sides (decision 59).
+        opens = "x.role NOT IN ('tool', 'system')"
+        opener = newest(m, "t.seq", opens, 16)
+        stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", opens, 16)
         rows = await self.db.fetch(
             f"""
-WITH top AS (SELECT h.seq, h.score, x.role FROM unnest($3::bigint[], $4::float8[]) AS h(seq, score)
-             JOIN {m} x ON x.agent_id = $1 AND x.session_id = $2 AND x.seq = h.seq AND x.role <> 'system'
-             WHERE x.cum_tokens - x.tokens < $5),
-keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce((
-              SELECT o.seq FROM {m} o WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq < t.seq
-              AND o.seq >= 0 AND o.role NOT IN ('tool', 'system') ORDER BY o.seq DESC LIMIT 1), t.seq)
+WITH s AS (SELECT next_seq FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2),
+top AS (SELECT h.seq, h.score, x.role FROM unnest($3::bigint[], $4::float8[]) AS h(seq, score)
+        CROSS JOIN LATERAL (SELECT x.role FROM {m} x WHERE x.agent_id = $1 AND x.session_id = $2 AND x.seq = h.seq
+            AND x.role <> 'system' AND x.cum_tokens - x.tokens < $5 LIMIT 1) x),
+keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce({opener}, t.seq)
               ELSE t.seq END AS opener
           FROM top t),
-spans AS MATERIALIZED (SELECT k.opener, coalesce((
-              SELECT n.seq FROM {m} n WHERE n.agent_id = $1 AND n.session_id = $2 AND n.seq > k.opener
-              AND n.seq <= k.opener + 1000000 AND n.role NOT IN ('tool', 'system') ORDER BY n.seq LIMIT 1),
-              9223372036854775807) AS stop, (
+spans AS MATERIALIZED (SELECT k.opener, coalesce({stop}, 9223372036854775807) AS stop, (
               SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
               AND y.seq < k.opener AND y.seq >= 0 ORDER BY y.seq DESC LIMIT 1) AS after_system
           FROM (SELECT DISTINCT opener FROM keyed) k)
 SELECT sp.opener, sp.after_system, r.seq, r.body, r.offset, k.score
 FROM spans sp CROSS JOIN LATERAL (
     SELECT o.seq, o.body, o.cum_tokens - o.tokens AS offset FROM {m} o
-    WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq >= sp.opener AND o.seq < sp.stop OFFSET 0) r
+    WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq >= sp.opener
+    AND o.seq < least(sp.stop, (SELECT next_seq FROM s)) OFFSET 0) r
 LEFT JOIN keyed k ON k.seq = r.seq
 ORDER BY sp.opener, r.seq""",
             agent_id,
