@@ -25,6 +25,7 @@ BENCHMARKS = {
     "recall.cost": "What relevant recall costs: warm windows, the offline embedding model (issue 32)",
     "cache": "Cache-stable windows with watermarks (issue 9)",
     "load": "Eight worker processes on one Postgres and one Redis, checked exactly (issue 16)",
+    "lifecycle": "Eight processes append and read windows while others clear, clear_run and forget (issue 30)",
     "fit": "Windows that fit the model they are sent to: exact counters, the estimator, margins (issue 15)",
     "window": "Windows read from the newest part of a session, in memory, on Postgres and on Redis (issue 12)",
     "frameworks": "Ravi in each framework's agent loop beside the framework's own memory, 1,000 turns (issue 17)",

@@ -33,6 +33,28 @@ async def test_a_store_joining_a_shared_pool_gets_its_connection_hook(postgres_s
             assert hit.id == "d1"
 
 
+async def test_recall_by_meaning_works_on_a_pool_that_has_the_pgvector_codec(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """The history's search by meaning on a pool a ``PgLongTermMemory`` joined (the pool's connections then carry
+    the pgvector codec) sends the query's embedding as text cast to ``vector``: sent as a bare ``$4::vector``,
+    the codec took it and every search failed with ``InvalidArgument ... could not convert string to float``."""
+    from ravi.kernel.embeddings import HashingEmbeddingClient
+
+    embedder = HashingEmbeddingClient()
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        for session in ("s1", "s2"):
+            await history.append_many(
+                "a", [ChatMessage.user("the zebra account"), ChatMessage.assistant("ok")], session_id=session
+            )
+            found = await history.search_hybrid(
+                "a", session_id=session, query="zebra", before=10**9, limit=5, embedder=embedder, model="hash"
+            )
+            assert found.meaning, "no match by meaning"
+            async for memory in closing(PgLongTermMemory(postgres_server.address, schema=pg_schema)):
+                await memory.save("a", "the user prefers tea")  # joins the history's pool with the codec
+
+
 async def test_postgres_edges_raise_typed_errors(postgres_server: Server, pg_schema: str) -> None:
     """``append_many(None)``, ``upsert(None)`` and a search filter holding a set or an object raise
     ``InvalidArgument``, never a ``TypeError`` from the driver."""

@@ -276,3 +276,19 @@ class AcceptsNegativeOffsets(InMemoryHistoryProvider):
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
     ) -> list[ChatMessage]:
         return await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=max(offset, 0))
+
+
+class ClearsInsteadOfForgetting(InMemoryHistoryProvider):
+    """Forgets a session by clearing it: the session's record (its generation) stays."""
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        sessions = [session_id] if session_id is not None else await self.list_sessions(agent_id)
+        return sum([await self.clear(agent_id, session_id=s) for s in sessions])
+
+
+class ForgetsAgentsByPrefix(InMemoryHistoryProvider):
+    """Forgets every agent whose id starts with the one given (a key pattern without escaping)."""
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        doomed = [k for k in self._sessions if k[0].startswith(agent_id) and session_id in (None, k[1])]
+        return sum(len(self._sessions.pop(k).messages) for k in doomed)

@@ -58,6 +58,12 @@ CASES = [
         "test_clear_and_clear_run_remove_the_sessions_summaries",
     ),
     ("AcceptsStaleSummaries", "SummaryStoreContract", "test_a_stale_generation_is_refused"),
+    (
+        "ClearsInsteadOfForgetting",
+        "HistoryProviderContract",
+        "test_forget_erases_the_session_from_every_read_path",
+    ),
+    ("ForgetsAgentsByPrefix", "HistoryProviderContract", "test_forget_of_an_agent_erases_all_its_sessions_only"),
 ]
 
 

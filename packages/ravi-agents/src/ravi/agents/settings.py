@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import (
@@ -43,6 +43,9 @@ from ravi.kernel.config import CONFIG_FILE, config_path, read_config, store_sour
 from ravi.kernel.env import env_name, read_env, read_prefixed
 from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.registry import GROUPS, backend_factory, check_options
+
+if TYPE_CHECKING:
+    from ravi.agents.forget import ForgetReport
 
 StrategyName = Literal[
     "sliding_window",
@@ -247,6 +250,19 @@ class Stores:
     def from_settings(cls, settings: RaviSettings | None = None, *, path: str | Path | None = None) -> Stores:
         """Stores as ``settings`` (or the configuration at ``path``) describe them."""
         return cls(settings or load_settings(path))
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> ForgetReport:
+        """Erase the agent (or its session ``session_id``) from every store, for a privacy request: the history
+        and everything derived from it, session state, long-term memory, vector documents, graph entities, blobs
+        and task lists under the scope (docs/privacy.md says what each store holds under it). Idempotent; after
+        a crash halfway, running it again finishes the job.
+
+        Returns:
+            What each store removed, and which stores cannot forget (``ForgetReport.not_covered``).
+        """
+        from ravi.agents.forget import forget
+
+        return await forget(self, agent_id, session_id=session_id)
 
     def __getattr__(self, kind: str) -> Any:
         if kind not in GROUPS:

@@ -8,7 +8,7 @@ import pytest
 
 from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, skip_without, unique
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import BlobStore
+from ravi.kernel.storage import BlobStore, Forgetter, blob_prefix
 
 
 class BlobStoreContract(ContractBase):
@@ -218,3 +218,33 @@ class BlobStoreContract(ContractBase):
         key = unique("k")
         await backend.upload(key, b"x")
         assert (await backend.download(key)).data == b"x"
+
+    async def test_forget_erases_the_blobs_under_the_scope_only(self, backend: BlobStore) -> None:
+        """``forget`` (``Forgetter``, optional) erases the blobs whose key starts with
+        ``blob_prefix(agent_id, session_id)`` (``agent_id/session_id/``, each id percent-encoded), and none of
+        another session, of another agent, nor of an agent whose id starts with the first's."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a = unique("agent")
+        keys = {
+            (a, "s1"): [f"{blob_prefix(a, 's1')}x", f"{blob_prefix(a, 's1')}deep/y"],
+            (a, "s2"): [f"{blob_prefix(a, 's2')}x"],
+            (a + "x", "s1"): [f"{blob_prefix(a + 'x', 's1')}x"],
+            (a + "/s1", None): [f"{blob_prefix(a + '/s1')}x"],
+        }
+        for group in keys.values():
+            for key in group:
+                await backend.upload(key, b"data")
+        assert await backend.forget(a, session_id="s1") == 2
+        assert await backend.forget(a, session_id="s1") == 0
+        for (agent, session), group in keys.items():
+            for key in group:
+                gone = agent == a and session == "s1"
+                if gone:
+                    with pytest.raises(NotFound):
+                        await backend.download(key)
+                else:
+                    assert (await backend.download(key)).data == b"data", f"{key} was removed"
+        assert await backend.forget(a) == 1
+        assert (await backend.download(keys[a + "x", "s1"][0])).data == b"data"
+        assert (await backend.download(keys[a + "/s1", None][0])).data == b"data"

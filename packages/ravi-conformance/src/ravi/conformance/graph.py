@@ -10,7 +10,7 @@ import pytest
 
 from ravi.conformance._base import ContractBase, unique
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import CypherCapable, Entity, GraphStore, Relationship
+from ravi.kernel.storage import CypherCapable, Entity, Forgetter, GraphStore, Relationship
 
 
 class GraphStoreContract(ContractBase):
@@ -227,6 +227,34 @@ class GraphStoreContract(ContractBase):
         await backend.add_relationships([rel])
         [walked] = (await backend.get_neighbors(e, depth=1)).relationships
         assert walked == rel
+
+    async def test_forget_erases_the_entities_of_the_scope_and_their_relationships(self, backend: GraphStore) -> None:
+        """``forget`` (``Forgetter``, optional) erases the entities whose properties have the scope's
+        ``agent_id`` (and ``session_id``), every relationship touching one, and every relationship whose own
+        properties place it in the scope; nothing else; a second call removes nothing."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a, b = unique("agent"), unique("agent")
+        mine = Entity(id=unique("e"), label="Person", properties={"agent_id": a, "session_id": "s1"})
+        later = Entity(id=unique("e"), label="Person", properties={"agent_id": a, "session_id": "s2"})
+        theirs = Entity(id=unique("e"), label="Person", properties={"agent_id": b, "session_id": "s1"})
+        shared = Entity(id=unique("e"), label="Place")
+        await backend.add_entities([mine, later, theirs, shared])
+        touching = Relationship(source_id=shared.id, target_id=mine.id, type="KNOWS")
+        tagged = Relationship(
+            source_id=shared.id, target_id=theirs.id, type="SAW", properties={"agent_id": a, "session_id": "s1"}
+        )
+        kept = Relationship(source_id=theirs.id, target_id=later.id, type="KNOWS")
+        await backend.add_relationships([touching, tagged, kept])
+        assert await backend.forget(a, session_id="s1") == 3
+        assert await backend.forget(a, session_id="s1") == 0
+        assert await backend.get_entity(mine.id) is None
+        for entity in (later, theirs, shared):
+            assert await backend.get_entity(entity.id) is not None
+        around = await backend.get_neighbors(shared.id, depth=1)
+        assert {r.id for r in around.relationships} == set()
+        assert await backend.forget(a) == 2  # ``later`` and the relationship touching it
+        assert await backend.get_entity(theirs.id) is not None
 
 
 class CypherCapableContract(ContractBase):

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,18 +15,31 @@ from hypothesis import given, settings
 
 from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, hostile_pairs, refuses, unique
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
-from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
+from ravi.kernel.messages import (
+    ChatMessage,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+)
+from ravi.kernel.scope import Scope
 from ravi.kernel.search import UnitMatch, unit_at
 from ravi.kernel.storage import (
+    Forgetter,
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
+    RunReader,
     SessionGeneration,
     SessionLister,
+    SummaryStore,
     TailEditor,
     WindowReader,
+    stored_body,
     window_start,
 )
+from ravi.kernel.storage.transfer import export_session, import_records, parse_export, split_lines
 from ravi.kernel.tokens import stored_tokens
 
 A_DICT = {"role": "user", "content": "a dict"}
@@ -34,6 +48,39 @@ A_DICT = {"role": "user", "content": "a dict"}
 
 def texts(messages: list[ChatMessage]) -> list[str]:
     return [m.text for m in messages]
+
+
+def every_kind() -> list[ChatMessage]:
+    """A conversation holding every kind of message and block, with names, metadata and exact timestamps (fixed
+    ids, so two calls give the same messages)."""
+    at = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    calls = (
+        ToolCallBlock(id="c1", name="search", arguments={"q": "zèbre", "n": 3, "deep": {"x": [1, 2.5, None]}}),
+        ToolCallBlock(id="c2", name="fetch", arguments={}),
+    )
+    return [
+        ChatMessage.system("be exact", id="k0", created_at=at),
+        ChatMessage.user("look 🦓", id="k1", name="alice", metadata={"lang": "fr", "n": 1}, created_at=at),
+        ChatMessage(
+            id="k2",
+            role="user",
+            content=(
+                TextBlock(text="these:"),
+                ImageBlock(url="https://example.com/a.png", detail="high"),
+                DocumentBlock(data="JVBERi0=", media_type="application/pdf", title="a.pdf"),
+            ),
+        ),
+        ChatMessage(
+            id="k3",
+            role="assistant",
+            content=(ThinkingBlock(thinking="two lookups", signature="sig=="), TextBlock(text="checking"), *calls),
+        ),
+        ChatMessage.tool("c1", "3 results", id="k4", name="search"),
+        ChatMessage.tool("c2", "timeout", is_error=True, id="k5", name="fetch", metadata={"retry": True}),
+        ChatMessage.assistant("found it", id="k6"),
+        ChatMessage.user('multi\nline \u2028 \u2029 \x85 \x0c and "quotes"', id="k7"),
+        ChatMessage.assistant("", id="k8"),
+    ]
 
 
 class HistoryProviderContract(ContractBase):
@@ -480,6 +527,163 @@ class HistoryProviderContract(ContractBase):
         other = unique("session")
         await backend.append(a, ChatMessage.user("x"), session_id=other)
         assert await backend.generation(a, session_id=other) not in seen, "two sessions share a generation"
+
+    async def test_forget_erases_the_session_from_every_read_path(
+        self, backend: HistoryProvider, peer: HistoryProvider
+    ) -> None:
+        """``forget`` (``Forgetter``, optional) of a session leaves nothing of it readable by any read path of
+        this provider or of another on the same store that read it before (messages, windows, search, summaries,
+        the list of sessions, the session's record: its generation is ``""`` again), refuses a summary written
+        back under its old generation, is idempotent, and touches neither another session of the agent nor the
+        same session id under another agent.
+
+        Troubleshooting: remove every record of the session (messages, terms, summaries, embeddings, its
+        generation), and check the generation on the server in every cached read."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a, b, s, other = unique("agent"), unique("agent"), unique("session"), unique("session")
+        secret = [ChatMessage.user("my account is 4711 zebra", id="1"), ChatMessage.assistant("noted zebra", id="2")]
+        for agent, session in ((a, s), (a, other), (b, s)):
+            await backend.append_many(agent, secret, session_id=session, run_id="r")
+        old = await backend.generation(a, session_id=s) if isinstance(backend, SessionGeneration) else None
+        if isinstance(backend, SummaryStore):
+            assert await backend.put_summary(Scope(a, s, old), "span", "the account is 4711")
+        for reader in {id(backend): backend, id(peer): peer}.values():  # warm every cache
+            await reader.get_messages(a, session_id=s)
+            if isinstance(reader, WindowReader):
+                await reader.read_window(a, session_id=s, tokens=10**6)
+            if isinstance(reader, HistorySearcher):
+                await reader.search_units(a, session_id=s, query="zebra", before=10**9, limit=5)
+
+        assert await backend.forget(a, session_id=s) == 2
+        for reader in {id(backend): backend, id(peer): peer}.values():
+            name = "the provider that forgot" if reader is backend else "another provider"
+            assert await reader.get_messages(a, session_id=s) == [], f"{name}: get_messages still returns it"
+            assert await reader.count_messages(a, session_id=s) == 0, f"{name}: count_messages still counts it"
+            if isinstance(reader, WindowReader):
+                window = await reader.read_window(a, session_id=s, tokens=10**6)
+                assert window.messages == [], f"{name}: read_window still returns it"
+            if isinstance(reader, HistorySearcher):
+                found = await reader.search_units(a, session_id=s, query="zebra", before=10**9, limit=5)
+                assert found == [], f"{name}: search_units still finds it"
+            if isinstance(reader, SummaryStore):
+                assert await reader.get_summary(Scope(a, s, old), "span") is None, f"{name}: its summary is kept"
+            if isinstance(reader, SessionLister):
+                assert s not in await reader.list_sessions(a), f"{name}: list_sessions still lists it"
+        if isinstance(backend, SessionGeneration):
+            generation = await backend.generation(a, session_id=s)
+            assert generation == "", "the session's record (its generation) outlived forget"
+        if isinstance(backend, SummaryStore) and old is not None:
+            assert not await backend.put_summary(Scope(a, s, old), "late", "x"), "a late summary was kept"
+        assert await backend.forget(a, session_id=s) == 0, "a second forget found something to remove"
+        for agent, session in ((a, other), (b, s)):
+            assert texts(await backend.get_messages(agent, session_id=session)) == texts(secret), (
+                f"forget removed ({agent!r}, {session!r}) too"
+            )
+        await backend.append_many(a, secret, session_id=s)  # the session id starts again, afresh
+        assert texts(await backend.get_messages(a, session_id=s)) == texts(secret)
+        if isinstance(backend, SessionGeneration):
+            assert await backend.generation(a, session_id=s) != old, "a forgotten generation came back"
+
+    async def test_forget_of_an_agent_erases_all_its_sessions_only(self, backend: HistoryProvider) -> None:
+        """``forget`` (``Forgetter``) without a session erases every session of the agent (hostile ids
+        included), and nothing of any other agent, even one whose id starts with the first's."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a = unique("agent") + "*|{x}"
+        sessions = ["s", "s*", "a|b", "{tag}", "%2A", "x:y"]
+        others = (a + "2", a[:-1], "*" + a)
+        for session in sessions:
+            await backend.append(a, ChatMessage.user(f"hi {session}"), session_id=session)
+            for agent in others:
+                await backend.append(agent, ChatMessage.user("keep"), session_id=session)
+        assert await backend.forget(a) == len(sessions)
+        for session in sessions:
+            assert await backend.count_messages(a, session_id=session) == 0, f"session {session!r} survived"
+            for agent in others:
+                assert await backend.count_messages(agent, session_id=session) == 1, f"{agent!r} lost {session!r}"
+        assert await backend.forget(a) == 0
+        await refuses(
+            InvalidArgument,
+            {
+                "forget('')": lambda: backend.forget(""),
+                "forget(a, session_id='')": lambda: backend.forget(a, session_id=""),
+                "forget(5)": lambda: backend.forget(5),  # type: ignore[arg-type]
+            },
+        )
+        for agent in others:
+            await backend.forget(agent)
+
+    async def test_forget_racing_appends_never_fails_them_and_leaves_no_orphan(self, backend: HistoryProvider) -> None:
+        """``forget`` (``Forgetter``) racing appends to the same session never makes an append fail, and leaves no
+        message of the forgotten session behind: after the race, each writer's stored messages are in its order,
+        every message once, and a last ``forget`` leaves the session empty and writable.
+
+        Troubleshooting: lock the session first (as appends do), then remove its messages in a statement that
+        sees every append committed before the lock was granted."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a, s = unique("agent"), unique("session")
+        written: dict[int, list[str]] = {}
+
+        async def writer(n: int) -> None:
+            for k in range(15):
+                batch = [ChatMessage.user(f"{n}.{k}.{j} " + "x" * (k * 13 % 200)) for j in range(3)]
+                await backend.append_many(a, batch, session_id=s, run_id=f"w{n}")
+                written.setdefault(n, []).extend(m.id for m in batch)
+
+        async def forgetter() -> None:
+            for _ in range(15):
+                await backend.forget(a, session_id=s)
+                await asyncio.sleep(0)
+
+        await asyncio.gather(*(writer(n) for n in range(8)), forgetter())
+        stored = [m.id for m in await backend.get_messages(a, session_id=s)]
+        assert len(stored) == len(set(stored)) == await backend.count_messages(a, session_id=s)
+        position = {i: p for p, i in enumerate(stored)}
+        for ids in written.values():
+            places = [position[i] for i in ids if i in position]
+            assert places == sorted(places), "a writer's messages are out of order"
+        await backend.forget(a, session_id=s)
+        assert await backend.get_messages(a, session_id=s) == []
+        await backend.append(a, ChatMessage.user("again"), session_id=s)
+        assert texts(await backend.get_messages(a, session_id=s)) == ["again"]
+
+    async def test_export_and_import_round_trip_every_message_kind(self, backend: HistoryProvider) -> None:
+        """``get_stored`` (``RunReader``, optional) returns every message exactly as appended with its run id, in
+        order; an export of the session (:mod:`ravi.kernel.storage.transfer`) imported under another agent holds
+        the same messages, runs and order; importing it again stores nothing; a different message under an
+        imported id is ``MessageConflict`` naming the id, and changes nothing."""
+        if not isinstance(backend, RunReader):
+            pytest.skip(f"backend lacks get_stored: {type(backend).__name__} is not a RunReader")
+        a, b, s = unique("agent"), unique("agent"), unique("session")
+        runs = [("r1", every_kind()[:5]), ("", every_kind()[5:7]), ("r2", every_kind()[7:])]
+        for run_id, batch in runs:
+            await backend.append_many(a, batch, session_id=s, run_id=run_id)
+        expected = [(stored_body(m), run_id) for run_id, batch in runs for m in batch]
+        stored = await backend.get_stored(a, session_id=s)
+        assert [(stored_body(x.message), x.run_id) for x in stored] == expected, "a message or run id changed"
+        page = await backend.get_stored(a, session_id=s, limit=3, offset=4)
+        assert [(stored_body(x.message), x.run_id) for x in page] == expected[4:7]
+
+        lines = await export_session(backend, a, s)
+        text = "".join(line + "\n" for line in lines)
+        assert text.splitlines() == lines, "a line of the export holds a character readers take for a line end"
+        records = [replace(r, agent_id=b) for r in parse_export(split_lines(text))]
+        assert await import_records(backend, records) == {(b, s): len(expected)}
+        assert [(stored_body(x.message), x.run_id) for x in await backend.get_stored(b, session_id=s)] == expected
+        await import_records(backend, records)
+        assert await backend.count_messages(b, session_id=s) == len(expected), "a second import stored something"
+        changed = records[3].message.model_copy(update={"content": (TextBlock(text="another text"),)})
+        with pytest.raises(MessageConflict) as conflict:
+            await import_records(backend, [replace(records[3], message=changed)])
+        assert records[3].message.id in str(conflict.value)
+        assert await backend.count_messages(b, session_id=s) == len(expected)
+        assert await backend.clear_run(b, session_id=s, run_id="r2") == len(runs[2][1])
+        kept = [x.message.id for x in await backend.get_stored(b, session_id=s)]
+        assert kept == [m.id for _, batch in runs[:2] for m in batch], "run ids did not survive the copy"
+        with pytest.raises(InvalidArgument, match="line 2"):
+            parse_export([lines[0], '{"format": "ravi.session/1", "agent_id": ""}'])
 
     async def test_replace_last_swaps_the_newest_message_only(self, backend: HistoryProvider) -> None:
         """``replace_last`` (``TailEditor``, optional) replaces the newest message when its id matches (its

@@ -9,7 +9,7 @@ import pytest
 
 from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, refuses, skip_without, unique
 from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.storage import LongTermMemory
+from ravi.kernel.storage import Forgetter, LongTermMemory
 
 FACTS = [
     "The customer's invoice number is INV-2291 and it was paid in March.",
@@ -195,3 +195,29 @@ class LongTermMemoryContract(ContractBase):
         memory_id = await backend.save(a, text, namespace="ünï")
         got = await backend.get(a, memory_id, namespace="ünï")
         assert got is not None and got.content == text
+
+    async def test_forget_erases_the_agent_or_its_session_only(self, backend: LongTermMemory) -> None:
+        """``forget`` (``Forgetter``, optional) of a session erases the agent's memories whose metadata has that
+        ``session_id``, in every namespace; of an agent, every memory of it; never another agent's, nor another
+        session's; and a second call removes nothing."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a, b = unique("agent"), unique("agent")
+        ids: dict[tuple[str, str, str | None], str] = {}
+        for agent in (a, b):
+            for ns in ("default", "other"):
+                for session in ("s1", "s2"):
+                    ids[agent, ns, session] = await backend.save(
+                        agent, f"fact of {session}", namespace=ns, metadata={"session_id": session}
+                    )
+            ids[agent, "default", None] = await backend.save(agent, "a fact of no session")
+        assert await backend.forget(a, session_id="s1") == 2
+        assert await backend.forget(a, session_id="s1") == 0
+        for (agent, ns, tag), memory_id in ids.items():
+            kept = await backend.get(agent, memory_id, namespace=ns)
+            assert (kept is None) == (agent == a and tag == "s1"), f"{agent} {ns} {tag}"
+        assert await backend.forget(a) == 3
+        for (agent, ns, _), memory_id in ids.items():
+            assert (await backend.get(agent, memory_id, namespace=ns) is None) == (agent == a)
+        assert await backend.search(a, "fact", limit=10) == []
+        await refuses(InvalidArgument, {"forget('')": lambda: backend.forget("")})

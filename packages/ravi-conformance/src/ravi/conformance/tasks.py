@@ -8,7 +8,7 @@ import pytest
 
 from ravi.conformance._base import ContractBase, unique
 from ravi.kernel.errors import InvalidArgument, InvalidTransition, NotFound
-from ravi.kernel.storage import Task, TaskStatus, TaskStore
+from ravi.kernel.storage import Forgetter, Task, TaskStatus, TaskStore
 
 S = TaskStatus
 
@@ -225,3 +225,22 @@ class TaskStoreContract(ContractBase):
         conv, agent = "conv 'ü' 🚀", 'agent "漢"'
         board = await backend.create_task_list(conv, agent, ["Überprüfen 🚀 'quotes' \"$$\""])
         assert await backend.get_task_list(conv, agent) == board
+
+    async def test_forget_erases_the_task_lists_of_the_scope_only(self, backend: TaskStore) -> None:
+        """``forget`` (``Forgetter``, optional) of a session erases the agent's task list of that conversation;
+        of an agent, all of its task lists; never another agent's; a second call removes nothing."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a, b = unique("agent"), unique("agent")
+        c1, c2 = unique("conv"), unique("conv")
+        for conv in (c1, c2):
+            for agent in (a, b):
+                await backend.create_task_list(conv, agent, ["one", "two"])
+        assert await backend.forget(a, session_id=c1) == 1
+        assert await backend.forget(a, session_id=c1) == 0
+        assert await backend.get_task_list(c1, a) is None
+        assert await backend.get_task_list(c2, a) is not None
+        assert await backend.forget(a) == 1
+        assert await backend.get_task_list(c2, a) is None
+        for conv in (c1, c2):
+            assert await backend.get_task_list(conv, b) is not None

@@ -10,7 +10,7 @@ import pytest
 from ravi.conformance._base import ContractBase, unique
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ImageBlock, TextBlock
-from ravi.kernel.storage import Document, VectorStore
+from ravi.kernel.storage import Document, Forgetter, VectorStore
 
 
 def doc(doc_id: str, vector: list[float], **metadata: object) -> Document:
@@ -266,3 +266,31 @@ class VectorStoreContract(ContractBase):
         hits = await backend.search([1.0, 0.0], collection=c, limit=10)
         assert {h.id: h.content for h in hits} == kinds
         assert Document(id="s", content="as a string").content == (TextBlock(text="as a string"),)
+
+    async def test_forget_erases_the_documents_of_the_scope_only(self, backend: VectorStore) -> None:
+        """``forget`` (``Forgetter``, optional) erases, in every collection, the documents whose metadata has the
+        scope's ``agent_id`` (and ``session_id``), and no other; a second call removes nothing."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        a, b = unique("agent"), unique("agent")
+        c1, c2 = unique("c"), unique("c")
+        docs = {
+            (c, agent, session): doc(unique("d"), [1.0, 0.0], agent_id=agent, session_id=session)
+            for c in (c1, c2)
+            for agent in (a, b)
+            for session in ("s1", "s2")
+        }
+        plain = doc(unique("d"), [1.0, 0.0], topic="a")
+        for (c, _, _), d in docs.items():
+            await backend.add([d], collection=c)
+        await backend.add([plain], collection=c1)
+        assert await backend.forget(a, session_id="s1") == 2
+        assert await backend.forget(a, session_id="s1") == 0
+        for (c, agent, session), d in docs.items():
+            assert bool(await backend.get([d.id], collection=c)) != (agent == a and session == "s1")
+        assert await backend.forget(a) == 2
+        for (c, agent, _), d in docs.items():
+            assert bool(await backend.get([d.id], collection=c)) == (agent == b)
+        assert await backend.get([plain.id], collection=c1)
+        hits = await backend.search([1.0, 0.0], collection=c1, limit=10)
+        assert all(h.metadata.get("agent_id") != a for h in hits)

@@ -2,7 +2,8 @@
 
 Built on Typer (arguments, help, completion) and Rich (tables, progress), both well-kept and widely used, so
 the command behaves like the CLIs people already know. One module per command: :mod:`.demo`, :mod:`.backends`,
-:mod:`.sessions` (``ravi history``), :mod:`.window`, :mod:`.conformance` and :mod:`.dev`.
+:mod:`.sessions` (``ravi history``), :mod:`.window`, :mod:`.conformance`, :mod:`.dev`, :mod:`.forget`,
+:mod:`.export` and :mod:`.imports` (``ravi import``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ravi.agents.cli import backends, conformance, demo, dev, sessions, window
+from ravi.agents.cli import backends, conformance, demo, dev, export, forget, imports, sessions, window
 from ravi.kernel.errors import RaviError
 
 # Help texts are plain text: rich markup would eat bracketed names such as "[context] agent_id".
@@ -53,6 +54,9 @@ app.add_typer(sessions.history_app, name="history")
 app.command()(window.window)
 app.command()(conformance.conformance)
 app.command()(dev.dev)
+app.command()(forget.forget)
+app.command()(export.export)
+app.command("import")(imports.import_)
 
 
 def main() -> None:

@@ -15,9 +15,11 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.options import NoOptions
 from ravi.kernel.scope import Scope, new_generation
 from ravi.kernel.search import UnitMatch
+from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.history import (
     HistoryWindow,
     HybridMatches,
+    StoredMessage,
     check_append,
     check_hybrid,
     check_replace,
@@ -130,6 +132,20 @@ class InMemoryHistoryProvider(Closeable):
             return []
         end = None if limit is None else offset + limit
         return session.messages[offset:end]
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The session's messages with their run ids (``RunReader``), oldest first, from ``offset``, at most
+        ``limit``."""
+        check_page(limit, offset)
+        session = self._session(agent_id, session_id)
+        if session is None:
+            return []
+        end = None if limit is None else offset + limit
+        return [
+            StoredMessage(m, r) for m, r in zip(session.messages[offset:end], session.runs[offset:end], strict=True)
+        ]
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Remove the session's messages and summaries; returns how many messages it held."""
@@ -287,6 +303,14 @@ class InMemoryHistoryProvider(Closeable):
                 removed += len(session.summaries)
                 session.summaries.clear()
         return removed
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the session (every session of the agent when ``session_id`` is ``None``): its messages,
+        summaries, search index, embeddings and generation (``Forgetter``); returns how many messages it held.
+        A summary written afterwards under the old generation is refused, as after ``clear``."""
+        check_forget(agent_id, session_id)
+        doomed = [key for key in self._sessions if key[0] == agent_id and (session_id is None or key[1] == session_id)]
+        return sum(len(self._sessions.pop(key).messages) for key in doomed)
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted."""

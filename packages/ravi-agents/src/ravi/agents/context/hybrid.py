@@ -14,13 +14,17 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import Bm25, UnitMatch, match_units
 from ravi.kernel.storage import (
+    Forgetter,
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
+    RunReader,
     SessionGeneration,
+    StoredMessage,
     SummaryStore,
     TailEditor,
     WindowReader,
+    check_forget,
     check_replace,
     check_search,
     window_of,
@@ -132,10 +136,37 @@ class HybridHistoryProvider(Closeable):
 
         return await self._read(agent_id, session_id, search)
 
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The cold tier's messages with their run ids (``RunReader``): it holds the whole transcript.
+
+        Raises:
+            NotImplementedError: the cold tier cannot read run ids.
+        """
+        if not isinstance(self.cold, RunReader):
+            raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) cannot read run ids")
+        return await self.cold.get_stored(agent_id, session_id=session_id, limit=limit, offset=offset)
+
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Clear both tiers; returns what the cold tier held."""
         await self.hot.clear(agent_id, session_id=session_id)
         return await self.cold.clear(agent_id, session_id=session_id)
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the session (every session of the agent when ``session_id`` is ``None``) from the hot tier, then
+        from the cold one, which names the sessions a second run finds (``Forgetter``); returns what the cold
+        tier removed.
+
+        Raises:
+            NotImplementedError: a tier cannot forget (nothing is removed).
+        """
+        check_forget(agent_id, session_id)
+        for tier, name in ((self.hot, "hot"), (self.cold, "cold")):
+            if not isinstance(tier, Forgetter):
+                raise NotImplementedError(f"{type(tier).__name__} (the {name} tier) cannot forget")
+        await self.hot.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined]
+        return await self.cold.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined,no-any-return]
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
         """Clear the run in both tiers; returns what the cold tier removed."""

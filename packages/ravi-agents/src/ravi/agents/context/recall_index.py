@@ -6,7 +6,6 @@ previous one (a history that changed in the middle, a cleared run, is indexed ag
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ravi.agents.context.memo import PrefixMemo
+from ravi.agents.forget import collection_name
 from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.llm import EmbeddingClient
@@ -159,9 +159,7 @@ class EmbeddingIndex:
         self._sessions = sessions
 
     def _collection(self, session: SessionContext) -> str:
-        key = json.dumps([session.agent_id, session.session_id], ensure_ascii=False)
-        digest = hashlib.sha256(key.encode()).hexdigest()[:24]
-        return f"{self.collection_prefix}-{digest}"
+        return collection_name(self.collection_prefix, session.agent_id, session.session_id)
 
     async def _touch(self, *collections: str) -> None:
         """Note the collections as used; a store of the index's own drops those of the least recent sessions (a
@@ -346,4 +344,13 @@ class EmbeddingIndex:
         return {int(h.metadata["position"]): h.score for h in hits if h.score > self.min_score}
 
 
-__all__ = ["STOPWORDS", "BM25Index", "EmbeddingIndex", "RecallIndex", "UnitIndex", "fold", "message_text", "terms"]
+__all__ = [
+    "STOPWORDS",
+    "BM25Index",
+    "EmbeddingIndex",
+    "RecallIndex",
+    "UnitIndex",
+    "fold",
+    "message_text",
+    "terms",
+]

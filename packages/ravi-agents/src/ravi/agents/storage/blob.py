@@ -9,7 +9,7 @@ from types import TracebackType
 from ravi.agents.storage._clock import Clock, system_clock
 from ravi.agents.storage.options import InMemoryBlobOptions
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import Blob, check_blob_key, check_blob_metadata, check_content_type
+from ravi.kernel.storage import Blob, blob_prefix, check_blob_key, check_blob_metadata, check_content_type, check_forget
 from ravi.kernel.values import ttl_seconds
 
 
@@ -86,6 +86,17 @@ class InMemoryFileStore:
         present = self._live(key) is not None
         self._blobs.pop(key, None)
         return present
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase every blob whose key starts with ``agent_id/`` (``agent_id/session_id/`` for a session)
+        (``Forgetter``); returns how many live ones there were."""
+        check_forget(agent_id, session_id)
+        prefix = blob_prefix(agent_id, session_id)
+        doomed = [key for key in self._blobs if key.startswith(prefix)]
+        live = sum(1 for key in doomed if self._live(key) is not None)
+        for key in doomed:
+            self._blobs.pop(key, None)
+        return live
 
     async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
         """``memory://{key}``; ``NotFound`` if there is no such blob."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.options import NoOptions
-from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
+from ravi.kernel.storage import Entity, Relationship, SubGraph, check_forget, check_relationship_types, in_scope
 from ravi.kernel.values import check_items, check_scope
 
 
@@ -102,6 +102,18 @@ class InMemoryGraphStore(Closeable):
             other = rel.target_id if rel.source_id == entity_id else rel.source_id
             self._adjacent[other].discard(rel_id)
         return True
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase every entity whose properties have ``agent_id`` (and ``session_id``) of the scope, with every
+        relationship touching it, and every relationship whose own properties place it in the scope
+        (``Forgetter``); returns how many entities and relationships."""
+        check_forget(agent_id, session_id)
+        before = len(self._entities) + len(self._relationships)
+        for rel in [r for r in self._relationships.values() if in_scope(r.properties, agent_id, session_id)]:
+            await self.delete_relationship(rel.id)
+        for entity in [e for e in self._entities.values() if in_scope(e.properties, agent_id, session_id)]:
+            await self.delete_entity(entity.id)
+        return before - len(self._entities) - len(self._relationships)
 
     async def delete_relationship(self, relationship_id: str) -> bool:
         """Remove one relationship."""

@@ -15,7 +15,7 @@ from ravi.kernel.closing import Closeable
 from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.storage import Memory
+from ravi.kernel.storage import Memory, check_forget
 from ravi.kernel.values import check_memory, check_scope
 
 
@@ -107,6 +107,23 @@ class InMemoryLongTermMemory(Closeable):
         removed = 0
         for key in keys:
             removed += sum(1 for m, _ in self._spaces.pop(key).values() if self._alive(m, now))
+        return removed
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the agent's memories in every namespace (``Forgetter``), or, for a session, those whose metadata
+        has ``session_id`` equal to it; returns how many (expired ones included)."""
+        check_forget(agent_id, session_id)
+        removed = 0
+        for key in [k for k in self._spaces if k[0] == agent_id]:
+            space = self._spaces[key]
+            doomed = [
+                i for i, (m, _) in space.items() if session_id is None or m.metadata.get("session_id") == session_id
+            ]
+            for memory_id in doomed:
+                del space[memory_id]
+            removed += len(doomed)
+            if not space:
+                del self._spaces[key]
         return removed
 
 

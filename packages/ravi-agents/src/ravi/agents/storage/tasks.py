@@ -16,7 +16,7 @@ from ravi.kernel.closing import Closeable
 from ravi.kernel.env import read_raw
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound
 from ravi.kernel.options import NoOptions
-from ravi.kernel.storage import Task, TaskList, as_tasks
+from ravi.kernel.storage import Task, TaskList, as_tasks, check_forget
 from ravi.kernel.storage import TaskStore as TaskStoreProtocol
 from ravi.kernel.tasks import TaskLifecycle
 from ravi.kernel.values import check_scope
@@ -81,6 +81,16 @@ class TaskStore(TaskLifecycle, Closeable):
             tasks = tuple(changed if t.id == task_id else t for t in board.tasks)
             self._boards[(conversation_id, agent_id)] = board.model_copy(update={"tasks": tasks})
             return changed
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the agent's task list of the conversation ``session_id`` (every one of the agent's with ``None``)
+        (``Forgetter``); returns how many task lists."""
+        check_forget(agent_id, session_id)
+        async with self._lock:
+            doomed = [k for k in self._boards if k[1] == agent_id and (session_id is None or k[0] == session_id)]
+            for key in doomed:
+                del self._boards[key]
+        return len(doomed)
 
     async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
         """Every ``in_progress`` task of the conversation becomes ``succeeded``; returns its boards, by agent id."""

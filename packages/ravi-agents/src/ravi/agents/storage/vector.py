@@ -12,7 +12,7 @@ from ravi.agents.storage.options import InMemoryVectorOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, matches
+from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget, in_scope, matches
 from ravi.kernel.values import check_ids, check_items, check_scope, check_vector
 
 Matrix = npt.NDArray[np.float32]
@@ -220,6 +220,17 @@ class InMemoryVectorStore(Closeable):
         """Remove a collection; ``False`` if it did not exist."""
         self._check_collection(collection)
         return self._collections.pop(collection, None) is not None
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase every document whose metadata has ``agent_id`` (and ``session_id``) of the scope, in every
+        collection (``Forgetter``); returns how many."""
+        check_forget(agent_id, session_id)
+        removed = 0
+        for name, col in list(self._collections.items()):
+            doomed = [d.id for d in col.docs if in_scope(d.metadata, agent_id, session_id)]
+            if doomed:
+                removed += await self.delete(doomed, collection=name)
+        return removed
 
 
 __all__ = ["InMemoryVectorStore"]

@@ -17,7 +17,7 @@ from ravi.capabilities.age.cypher import return_columns
 from ravi.capabilities.age.options import AGEOptions
 from ravi.capabilities.postgres._db import ConnectionOptions, Database
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound, RaviError
-from ravi.kernel.storage import Entity, Relationship, SubGraph, check_relationship_types
+from ravi.kernel.storage import Entity, Relationship, SubGraph, check_forget, check_relationship_types
 from ravi.kernel.values import check_items, check_json, check_scope, check_text
 
 _GRAPH = re.compile(r"^[a-z_][a-z0-9_]{2,62}$")
@@ -340,6 +340,27 @@ class AGEGraphStore:
                 connection, "MATCH ()-[r]->() WHERE r.id = $id DELETE r RETURN 1", {"id": relationship_id}
             )
         return bool(rows)
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase every relationship whose properties have ``agent_id`` (and ``session_id``) of the scope, every
+        entity whose properties do, and every relationship touching one (``Forgetter``), in one transaction;
+        returns how many entities and relationships."""
+        check_forget(agent_id, session_id)
+        params = {"a": agent_id} if session_id is None else {"a": agent_id, "s": session_id}
+
+        def where(x: str) -> str:
+            return f"{x}.agent_id = $a" + ("" if session_id is None else f" AND {x}.session_id = $s")
+
+        removed = 0
+        async with self._connection() as connection, connection.transaction():
+            for query in (
+                f"MATCH ()-[r]->() WHERE {where('r')} DELETE r RETURN 1",
+                f"MATCH (n)-[r]->() WHERE {where('n')} DELETE r RETURN 1",
+                f"MATCH ()-[r]->(n) WHERE {where('n')} DELETE r RETURN 1",
+                f"MATCH (n) WHERE {where('n')} DELETE n RETURN 1",
+            ):
+                removed += len(await self._run(connection, query, params))
+        return removed
 
     # -- CypherCapable --------------------------------------------------------------------------------------
 

@@ -57,6 +57,11 @@ class Lru(Generic[V]):
         """Forget the entry of ``key``, if any."""
         self._entries.pop(key, None)
 
+    def drop(self, agent_id: str, session_id: str | None) -> None:
+        """Forget the entries of the agent's session (of every session of the agent when ``None``)."""
+        for key in [k for k in self._entries if k[0] == agent_id and session_id in (None, k[1])]:
+            del self._entries[key]
+
     def values(self) -> list[V]:
         """The entries, the least recently kept first."""
         return list(self._entries.values())

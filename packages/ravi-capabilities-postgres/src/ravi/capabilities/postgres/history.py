@@ -9,19 +9,21 @@ from collections.abc import Sequence
 from typing import Any, Unpack
 
 from ravi.capabilities.postgres._cache import Cached, Lru, Window
-from ravi.capabilities.postgres._db import PoolOptions, PostgresStore
+from ravi.capabilities.postgres._db import _ATTEMPTS, _RETRIED, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._history_migrations import MIGRATIONS
 from ravi.capabilities.postgres._history_sql import HistoryStatements
 from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
 from ravi.capabilities.postgres.hybrid import HybridSearch
 from ravi.capabilities.postgres.options import PostgresHistoryOptions
-from ravi.kernel.errors import MessageConflict, RaviError
+from ravi.kernel.errors import BackendUnavailable, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import UnitMatch, query_terms, unit_end
+from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.history import (
     HistoryWindow,
+    StoredMessage,
     check_append,
     check_replace,
     check_search,
@@ -165,6 +167,24 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         messages = await self._refresh(agent_id, session_id)
         end = None if limit is None else offset + limit
         return messages[offset:end]
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The session's messages with their run ids (``RunReader``), oldest first, from ``offset``, at most
+        ``limit``; one query."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_page(limit, offset)
+        rows = await self.db.fetch(
+            f"SELECT body, run_id FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 ORDER BY seq "
+            "LIMIT $3 OFFSET $4",
+            agent_id,
+            session_id,
+            limit,
+            offset,
+        )
+        messages = messages_from_json([r["body"] for r in rows])
+        return [StoredMessage(m, r["run_id"]) for m, r in zip(messages, rows, strict=True)]
 
     async def _refresh(self, agent_id: str, session_id: str) -> list[ChatMessage]:
         key = (agent_id, session_id)
@@ -539,6 +559,39 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         finally:
             if storing is not None and not storing.done():
                 storing.cancel()
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the session (every session of the agent when ``session_id`` is ``None``): its messages with
+        their terms, its summaries, its embeddings and its session record, generation included (``Forgetter``),
+        in one transaction; returns how many messages it held. Other processes' cached copies are never used
+        again: every read checks the session's generation on the server, and a summary or terms written back
+        under the old generation are refused, as after ``clear``.
+
+        The sessions' records go first (their rows locked, as appends lock them, waiting for appends under way),
+        then the messages and what is derived from them, in later statements that see every append committed
+        before: removed the other way round, or in one statement, an append committed meanwhile outlived its
+        session's record, and the next append to the session failed on a position it held."""
+        check_forget(agent_id, session_id)
+        where = "agent_id = $1" if session_id is None else "agent_id = $1 AND session_id = $2"
+        args = (agent_id,) if session_id is None else (agent_id, session_id)
+        tables = [self._summaries]
+        embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
+        if await self.db.fetchval("SELECT to_regclass($1) IS NOT NULL", embeddings):
+            tables += [embeddings, embedded]
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                async with self.db.connection() as connection, connection.transaction():
+                    await connection.execute(f"DELETE FROM {self._sessions} WHERE {where}", *args)
+                    status = await connection.execute(f"DELETE FROM {self._messages} WHERE {where}", *args)
+                    for table in tables:
+                        await connection.execute(f"DELETE FROM {table} WHERE {where}", *args)
+                break
+            except BackendUnavailable as error:  # a deadlock the server broke: nothing was done, run it again
+                if attempt == _ATTEMPTS or not isinstance(error.__cause__, _RETRIED):
+                    raise
+        self._cache.drop(agent_id, session_id)
+        self._windows.drop(agent_id, session_id)
+        return int(status.split()[-1])
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""

@@ -236,17 +236,19 @@ ORDER BY sp.opener, r.seq""",
         epoch, stop = done
         [vector] = await embedder.embed([query])
         embeddings, m = self.db.table("embeddings"), self._messages
+        # The embedding goes as text cast to vector: a pool shared with a pgvector store has its codec, which
+        # takes arrays only, and a bare $4::vector parameter would be handed to it.
         rows = await self.db.fetch(
             f"""
 WITH cut AS (SELECT coalesce((SELECT c.seq FROM {m} c WHERE c.agent_id = $1 AND c.session_id = $2
                               AND c.seq >= 0 AND c.seq < $8 AND c.cum_tokens - c.tokens < $6
                               ORDER BY c.seq DESC LIMIT 1), -1) AS seq)
-SELECT e.seq, 1 - (e.embedding <=> $4::vector) AS score FROM {embeddings} e
+SELECT e.seq, 1 - (e.embedding <=> $4::text::vector) AS score FROM {embeddings} e
 JOIN {m} x ON x.agent_id = e.agent_id AND x.session_id = e.session_id AND x.seq = e.seq AND x.message_id = e.message_id
 WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5
   AND e.seq > (SELECT seq FROM cut) - $9 AND e.seq <= (SELECT seq FROM cut)
   AND x.cum_tokens - x.tokens < $6 AND x.role <> 'system'
-ORDER BY e.embedding <=> $4::vector LIMIT $7""",
+ORDER BY e.embedding <=> $4::text::vector LIMIT $7""",
             agent_id,
             session_id,
             model,

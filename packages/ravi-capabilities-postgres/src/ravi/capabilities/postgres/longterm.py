@@ -17,7 +17,7 @@ from ravi.capabilities.postgres.vector import register_vector_codec
 from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.storage import Memory
+from ravi.kernel.storage import Memory, check_forget
 from ravi.kernel.values import check_memory, check_scope
 
 
@@ -181,6 +181,20 @@ class PgLongTermMemory(PostgresStore):
             namespace,
         )
         return int(count)
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the agent's memories in every namespace (``Forgetter``), or, for a session, those whose metadata
+        has ``session_id`` equal to it; returns how many (expired ones included)."""
+        check_forget(agent_id, session_id)
+        if session_id is None:
+            status = await self.db.execute(f"DELETE FROM {self._table} WHERE agent_id = $1", agent_id)
+        else:
+            status = await self.db.execute(
+                f"DELETE FROM {self._table} WHERE agent_id = $1 AND metadata @> $2::jsonb",
+                agent_id,
+                json.dumps({"session_id": session_id}, ensure_ascii=False),
+            )
+        return int(status.split()[-1])
 
 
 __all__ = ["PgLongTermMemory"]

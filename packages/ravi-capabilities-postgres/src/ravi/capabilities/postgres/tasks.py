@@ -10,7 +10,7 @@ import asyncpg
 from ravi.capabilities.postgres._db import Migration, PostgresStore
 from ravi.capabilities.postgres.options import PgTaskOptions
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks
+from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks, check_forget
 from ravi.kernel.tasks import TaskLifecycle
 from ravi.kernel.values import check_scope
 
@@ -146,6 +146,20 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
             board = await self._board(connection, conversation_id, agent_id)
         assert board is not None
         return board
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the agent's task list of the conversation ``session_id`` (every one of the agent's with ``None``)
+        (``Forgetter``), in one statement; returns how many task lists."""
+        check_forget(agent_id, session_id)
+        where = "agent_id = $1" if session_id is None else "agent_id = $1 AND conversation_id = $2"
+        args = (agent_id,) if session_id is None else (agent_id, session_id)
+        count = await self.db.fetchval(
+            f"WITH b AS (DELETE FROM {self._boards} WHERE {where} RETURNING conversation_id), "
+            f"t AS (DELETE FROM {self._tasks} WHERE {where} RETURNING conversation_id) "
+            "SELECT count(*) FROM (SELECT conversation_id FROM b UNION SELECT conversation_id FROM t) x",
+            *args,
+        )
+        return int(count)
 
     async def get_task_list(self, conversation_id: str, agent_id: str) -> TaskList | None:
         """The board, or ``None``."""

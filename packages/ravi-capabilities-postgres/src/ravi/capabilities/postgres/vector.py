@@ -17,7 +17,7 @@ from ravi.capabilities.postgres.options import PgVectorOptions
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
-from ravi.kernel.storage import Document, Filter, SearchResult, check_filter
+from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
 from ravi.kernel.values import check_ids, check_items, check_vector
 
 MIGRATIONS = [
@@ -329,6 +329,20 @@ class PgVectorStore(PostgresStore):
             return 0
         status = await self.db.execute(f"DELETE FROM {found[0]} WHERE id = ANY($1::text[])", list(set(ids)))
         return int(status.split()[-1])
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase every document whose metadata has ``agent_id`` (and ``session_id``) of the scope, in every
+        collection (``Forgetter``); returns how many."""
+        check_forget(agent_id, session_id)
+        scope = {"agent_id": agent_id} if session_id is None else {"agent_id": agent_id, "session_id": session_id}
+        removed = 0
+        for row in await self.db.fetch(f'SELECT table_name FROM {self._catalogue} ORDER BY name COLLATE "C"'):
+            status = await self.db.execute(
+                f'DELETE FROM "{self.db.schema}"."{row["table_name"]}" WHERE metadata @> $1::jsonb',
+                json.dumps(scope, ensure_ascii=False),
+            )
+            removed += int(status.split()[-1])
+        return removed
 
     async def list_collections(self) -> list[str]:
         """Collection names, sorted."""

@@ -18,7 +18,15 @@ from ravi.capabilities.redis.options import RedisHistoryOptions
 from ravi.kernel.errors import BackendUnavailable, MessageConflict
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope, new_generation
-from ravi.kernel.storage.history import HistoryWindow, check_append, check_replace, stored_body, window_of
+from ravi.kernel.storage.forget import check_forget
+from ravi.kernel.storage.history import (
+    HistoryWindow,
+    StoredMessage,
+    check_append,
+    check_replace,
+    stored_body,
+    window_of,
+)
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_page, check_scope, check_span, check_summary, ttl_seconds
@@ -295,6 +303,15 @@ if ttl > 0 then redis.call('SET', KEYS[4], ARGV[1], 'PX', ttl) else redis.call('
 return n
 """
 
+# Erases the session: every key of it, its generation included (a summary written back under the old generation is
+# refused, as the epoch it checks is gone). KEYS: messages, runs, ids, epoch, tokens, systems, summaries. Returns
+# how many messages it held.
+_FORGET = """
+local n = redis.call('LLEN', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+return n
+"""
+
 # The session's generation; a session written before generations were kept gets one now. KEYS: messages, epoch.
 # ARGV: a fresh epoch token.
 _GENERATION = """
@@ -475,6 +492,25 @@ class RedisHistoryProvider(RedisStore):
                     self._cache.popitem(last=False)
         end_index = None if limit is None else offset + limit
         return messages[offset:end_index]
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The session's messages with their run ids (``RunReader``), oldest first, from ``offset``, at most
+        ``limit``: both lists read in one transaction, so the run ids are those of the messages."""
+        check_scope(agent_id=agent_id, session_id=session_id)
+        check_page(limit, offset)
+        if limit == 0:
+            return []
+        keys = self._keys(agent_id, session_id)
+        end = -1 if limit is None else offset + limit - 1
+        with mapped_errors():
+            async with self.redis.client.pipeline(transaction=True) as pipe:
+                pipe.lrange(keys[0], offset, end)
+                pipe.lrange(keys[1], offset, end)
+                bodies, runs = await pipe.execute()
+        messages = messages_from_json(bodies)
+        return [StoredMessage(m, _text(r)) for m, r in zip(messages, runs, strict=True)]
 
     async def _read(self, keys: list[str], start: int) -> tuple[bytes | None, int, list[bytes]]:
         """The session's epoch, length and messages from ``start``, read atomically in one round trip."""
@@ -689,13 +725,25 @@ class RedisHistoryProvider(RedisStore):
         positions.extend(range(first, first + len(bodies)))
         messages += messages_from_json(bodies, [int(entry.split()[1]) for entry in entries])
 
-    async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
-        """Up to ``limit`` of the agent's session ids that hold messages, sorted. Scans the keys (``SCAN``, never
-        ``KEYS``): meant for tools and the CLI, not for the request path."""
-        check_scope(agent_id=agent_id)
-        check_page(limit, 0)
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the session (every session of the agent when ``session_id`` is ``None``, found by ``SCAN``): its
+        messages, summaries, counts and generation (``Forgetter``), one script per session; returns how many
+        messages it held. Other processes' cached copies are never used again: every read checks the session's
+        generation in Redis."""
+        check_forget(agent_id, session_id)
+        sessions = [session_id] if session_id is not None else await self._sessions_of(agent_id, "*")
+        removed = 0
+        for session in sessions:
+            with mapped_errors():
+                removed += int(await self.redis.run_script(_FORGET, self._keys(agent_id, session), []))
+            self._cache.pop((agent_id, session), None)
+            self._windows.pop((agent_id, session), None)
+        return removed
+
+    async def _sessions_of(self, agent_id: str, tail: str) -> list[str]:
+        """The agent's session ids that have a key ending in ``tail`` (a glob), by ``SCAN``, sorted."""
         # ids are percent-escaped in keys, so no glob character of the agent id survives into the pattern
-        pattern = f"{self.redis.prefix}:h:{{{part(agent_id)}|*}}:messages"
+        pattern = f"{self.redis.prefix}:h:{{{part(agent_id)}|*}}:{tail}"
         found: set[str] = set()
         with mapped_errors():
             async for raw in self.redis.client.scan_iter(match=pattern, count=1_000):
@@ -704,7 +752,14 @@ class RedisHistoryProvider(RedisStore):
                 owner, _, session = tag.partition("|")
                 if unquote(owner) == agent_id:
                     found.add(unquote(session))
-        return sorted(found)[:limit]
+        return sorted(found)
+
+    async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
+        """Up to ``limit`` of the agent's session ids that hold messages, sorted. Scans the keys (``SCAN``, never
+        ``KEYS``): meant for tools and the CLI, not for the request path."""
+        check_scope(agent_id=agent_id)
+        check_page(limit, 0)
+        return (await self._sessions_of(agent_id, "messages"))[:limit]
 
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
         """How many messages the session holds (``LLEN``)."""

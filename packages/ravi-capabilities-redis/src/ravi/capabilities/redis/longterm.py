@@ -15,7 +15,7 @@ from ravi.capabilities.redis.options import RedisLongTermOptions
 from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
-from ravi.kernel.storage import Memory
+from ravi.kernel.storage import Memory, check_forget
 from ravi.kernel.values import check_memory, check_scope
 
 
@@ -190,6 +190,21 @@ class RedisLongTermMemory(RedisStore):
                     removed += int(await self.redis.client.delete(*[self._memory_key(agent_id, ns, i) for i in ids]))
                 await self.redis.client.delete(index, self._dimension_key(agent_id, ns))
                 await self.redis.client.srem(self._namespaces(agent_id), ns)
+        return removed
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase the agent's memories in every namespace (``Forgetter``), or, for a session, those whose metadata
+        has ``session_id`` equal to it; returns how many."""
+        check_forget(agent_id, session_id)
+        if session_id is None:
+            return await self.clear(agent_id)
+        with mapped_errors():
+            namespaces = sorted(_text(n) for n in await self.redis.client.smembers(self._namespaces(agent_id)))
+        removed = 0
+        for ns in namespaces:
+            for memory_id, record in await self._live(agent_id, ns):
+                if record["metadata"].get("session_id") == session_id:
+                    removed += await self.delete(agent_id, memory_id, namespace=ns)
         return removed
 
 

@@ -27,7 +27,7 @@ from ravi.kernel.errors import (
     PermissionDenied,
     RaviError,
 )
-from ravi.kernel.storage import Blob, check_blob_key, check_blob_metadata, check_content_type
+from ravi.kernel.storage import Blob, blob_prefix, check_blob_key, check_blob_metadata, check_content_type, check_forget
 from ravi.kernel.values import ttl_seconds
 
 _log = logging.getLogger(__name__)
@@ -355,6 +355,25 @@ class S3FileStore:
         finally:
             if not lock.locked() and self._deleting.get(key) is lock:
                 del self._deleting[key]
+
+    async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+        """Erase every object whose key starts with :func:`~ravi.kernel.storage.blob_prefix` of the scope
+        (``agent_id/``, or ``agent_id/session_id/``) (``Forgetter``); returns how many objects (expired ones
+        included: they are deleted too)."""
+        check_forget(agent_id, session_id)
+        client = self._client or await self._connected()
+        prefix = self.key_prefix + blob_prefix(agent_id, session_id)
+        paginator = client.get_paginator("list_objects_v2")
+
+        def remove() -> int:
+            removed = 0
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+                for item in page.get("Contents", []):  # one by one: not every S3 server takes DeleteObjects
+                    client.delete_object(Bucket=self.bucket, Key=item["Key"])
+                    removed += 1
+            return removed
+
+        return await self._call(f"forget {prefix!r}", remove)
 
     async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
         """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS)."""

@@ -111,6 +111,32 @@ class SessionLister(Protocol):
 
 
 @dataclass(frozen=True)
+class StoredMessage:
+    """A stored message with the run that wrote it (what :class:`RunReader` returns).
+
+    Attributes:
+        message: The message, exactly as stored.
+        run_id: The ``run_id`` it was appended with (``""`` for none).
+    """
+
+    message: ChatMessage
+    run_id: str
+
+
+@runtime_checkable
+class RunReader(Protocol):
+    """An optional ability of a history provider: read a session's messages with the run id of each, so a
+    session can be copied whole (``ravi export``) and ``clear_run`` keeps meaning the same after the copy."""
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        """The session's messages with their run ids, oldest first, from ``offset``, at most ``limit``, read
+        as one consistent snapshot."""
+        ...
+
+
+@dataclass(frozen=True)
 class HistoryWindow:
     """What a windowed read returns: the newest part of a session, with every system message before it.
 
@@ -314,8 +340,10 @@ __all__ = [
     "HistoryWindow",
     "HybridMatches",
     "HybridSearcher",
+    "RunReader",
     "SessionGeneration",
     "SessionLister",
+    "StoredMessage",
     "TailEditor",
     "WindowReader",
     "check_append",

@@ -1,0 +1,119 @@
+"""``Stores.forget`` and ``ravi forget`` on the in-memory stores: every store forgets, a store that cannot is
+reported, relevant recall's collections go with the session, and the command asks before it erases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ravi.agents.cli import app
+from ravi.agents.forget import recall_collections
+from ravi.agents.settings import RaviSettings, Stores
+from ravi.kernel.agent import SessionContext
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import Document, Entity, blob_prefix
+
+
+async def write(stores: Stores, agent: str, session: str) -> None:
+    await stores.history.append_many(
+        agent, [ChatMessage.user("hi"), ChatMessage.assistant("hello")], session_id=session
+    )
+    await stores.state.set_state(session, {"k": 1})
+    await stores.longterm.save(agent, "a fact", metadata={"session_id": session})
+    scope = {"agent_id": agent, "session_id": session}
+    await stores.vector.add([Document(content="d", embedding=(1.0, 0.0), metadata=scope)], collection="docs")
+    await stores.graph.add_entities([Entity(id=f"{agent}/{session}", properties=scope)])
+    await stores.blob.upload(blob_prefix(agent, session) + "f", b"x")
+    await stores.tasks.create_task_list(session, agent, ["t"])
+
+
+async def test_forget_a_session_then_the_agent() -> None:
+    stores = Stores(RaviSettings())
+    for agent, session in (("a", "s1"), ("a", "s2"), ("b", "s1")):
+        await write(stores, agent, session)
+    report = await stores.forget("a", session_id="s1")
+    assert report.complete
+    assert report.removed == {
+        "state": 1,
+        "recall": 0,
+        "longterm": 1,
+        "vector": 1,
+        "graph": 1,
+        "blob": 1,
+        "tasks": 1,
+        "history": 2,
+    }
+    again = await stores.forget("a", session_id="s1")
+    assert {k: v for k, v in again.removed.items() if k != "state"} == dict.fromkeys(
+        report.removed.keys() - {"state"}, 0
+    )
+    everything = await stores.forget("a")
+    assert everything.sessions == ("s2",) and everything.removed["history"] == 2
+    assert await stores.history.list_sessions("a") == []
+    assert await stores.history.list_sessions("b") == ["s1"]
+    assert await stores.tasks.get_task_list("s1", "b") is not None
+    assert json.loads(json.dumps(everything.as_dict()))["complete"] is True
+
+
+async def test_a_store_that_cannot_forget_is_reported_not_covered() -> None:
+    class Blobs:  # a third-party blob store without the ability
+        async def delete(self, key: str) -> bool:
+            return False
+
+    stores = Stores(RaviSettings())
+    object.__setattr__(stores, "blob", Blobs())
+    await stores.history.append("a", ChatMessage.user("hi"), session_id="s")
+    report = await stores.forget("a", session_id="s")
+    assert not report.complete
+    assert list(report.not_covered) == ["blob"] and "Blobs" in report.not_covered["blob"]
+    assert report.removed["history"] == 1  # everything else is still erased
+
+
+async def test_relevant_recall_collections_go_with_the_session() -> None:
+    from ravi.agents.context import RelevantRecallStrategy
+    from ravi.agents.context.recall_index import EmbeddingIndex
+    from ravi.agents.storage import HashingEmbeddingClient
+
+    stores = Stores(RaviSettings())
+    index = EmbeddingIndex(HashingEmbeddingClient(), stores.vector)
+    strategy = RelevantRecallStrategy(token_budget=600, index=index)
+    history = [ChatMessage.user("The staging database lives on host db-staging-3.")]
+    history += [ChatMessage.user(f"filler turn {i} " + "w" * 300) for i in range(20)]
+    history.append(ChatMessage.user("Which host is the staging database on?"))
+    await stores.history.append_many("agent", history, session_id="s")
+    for session in ("s", "t"):
+        await strategy.compact(history, SessionContext("agent", session))
+    [mine] = set(recall_collections("agent", "s")) & set(await stores.vector.list_collections())
+    report = await stores.forget("agent", session_id="s")
+    assert report.removed["recall"] == 1
+    collections = await stores.vector.list_collections()
+    assert mine not in collections
+    assert set(recall_collections("agent", "t")) & set(collections)  # another session's stays
+
+
+def test_ravi_forget_asks_first_and_reports(tmp_path: Path) -> None:
+    config = tmp_path / "ravi.toml"
+    config.write_text('[history]\nbackend = "memory"\n')
+    runner = CliRunner()
+    refused = runner.invoke(app, ["forget", "a", "--config", str(config)], input="n\n")
+    assert refused.exit_code == 1 and "Erase every session of agent 'a'" in refused.output
+    done = runner.invoke(app, ["forget", "a", "--session", "s", "--yes", "--json", "--config", str(config)])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert report["session_id"] == "s" and report["complete"] and report["removed"]["history"] == 0
+    table = runner.invoke(app, ["forget", "a", "--yes", "--config", str(config)], terminal_width=100)
+    assert table.exit_code == 0 and "history" in table.output
+
+
+async def test_a_history_that_cannot_list_sessions_leaves_state_and_recall_reported() -> None:
+    class Unlisted:  # forgets, but cannot say which sessions an agent has
+        async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
+            return 0
+
+    stores = Stores(RaviSettings())
+    object.__setattr__(stores, "history", Unlisted())
+    report = await stores.forget("a")
+    assert set(report.not_covered) == {"state", "recall"}
+    assert (await stores.forget("a", session_id="s")).complete  # a named session needs no list

@@ -1,0 +1,40 @@
+"""``ravi export`` and ``ravi import`` on the in-memory store: the errors they give (the round trip between
+real backends is in ``tests-integration/test_transfer.py``), and the kernel's line format."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from ravi.agents.context import InMemoryHistoryProvider
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import stored_body
+from ravi.kernel.storage.transfer import export_session, import_records, parse_export, split_lines
+
+RAVI = str(Path(sys.executable).with_name("ravi"))
+
+
+def ravi(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    return subprocess.run(
+        [RAVI, *args], cwd=tmp_path, input=stdin, capture_output=True, text=True, check=False, timeout=60
+    )
+
+
+def test_import_refuses_a_missing_file_and_a_bad_line_by_name(tmp_path: Path) -> None:
+    missing = ravi(tmp_path, "import", "nope.jsonl")
+    assert missing.returncode == 1 and "no file 'nope.jsonl'" in missing.stderr
+    bad = ravi(tmp_path, "import", "-", stdin='{"format": "ravi.session/1"}\n')
+    assert bad.returncode == 1 and "line 1" in bad.stderr
+    unknown = ravi(tmp_path, "export", "a", "--session", "s")
+    assert unknown.returncode == 1 and "has no session 's'" in unknown.stderr
+
+
+async def test_a_round_trip_through_text_keeps_every_character() -> None:
+    source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+    messages = [ChatMessage.user(f"a{c}b", id=str(i)) for i, c in enumerate("\n\r\u2028\u2029\x85\x0c\x1c\x00")]
+    await source.append_many("a", messages, session_id="s", run_id="r")
+    text = "\r\n".join(await export_session(source, "a", "s")) + "\r\n"  # written on Windows, say
+    await import_records(target, parse_export(split_lines(text)))
+    assert [stored_body(m) for m in await target.get_messages("a", session_id="s")] == list(map(stored_body, messages))

@@ -1,0 +1,136 @@
+"""Export and import of sessions as JSON Lines, losslessly, between any two history stores.
+
+One line per message, in the session's order::
+
+    {"format": "ravi.session/1", "agent_id": "alice", "session_id": "s1", "run_id": "r1", "message": {...}}
+
+``message`` is the message as stores keep it (:func:`~ravi.kernel.storage.history.stored_body`): every content
+block, the name, the metadata and the timestamp. Importing appends each run of consecutive lines of one session
+and run with ``append_many``, so the order and the run ids are kept, and importing the same file twice stores
+nothing the second time (message ids are a promise; a different message under a held id is ``MessageConflict``
+naming it, and nothing of that batch is stored).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
+
+from ravi.kernel.errors import InvalidArgument, RaviError
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage.history import HistoryProvider, RunReader, StoredMessage
+from ravi.kernel.values import check_scope
+
+FORMAT = "ravi.session/1"
+"""The format of each line (its ``format`` key)."""
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """One line of an export: a message of a session, with the run that wrote it."""
+
+    agent_id: str
+    session_id: str
+    run_id: str
+    message: ChatMessage
+
+
+def export_line(agent_id: str, session_id: str, stored: StoredMessage) -> str:
+    """One line of an export (no newline)."""
+    record = {
+        "format": FORMAT,
+        "agent_id": agent_id,
+        "session_id": session_id,
+        "run_id": stored.run_id,
+        "message": json.loads(stored.message.model_dump_json()),
+    }
+    # U+0085, U+2028 and U+2029 are valid in JSON strings but end a line for many readers (Python's splitlines
+    # among them): written escaped, every line holds exactly one record for any reader.
+    line = json.dumps(record, ensure_ascii=False)
+    return line.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of an export: split at ``\\n`` only (a ``\\r`` before it dropped), never at the other
+    characters ``str.splitlines`` takes for line ends (U+2028, form feeds), which a message may hold."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+async def export_session(history: HistoryProvider, agent_id: str, session_id: str) -> list[str]:
+    """The session as lines of an export, oldest message first, read in one consistent read.
+
+    Raises:
+        InvalidArgument: the store cannot read run ids (it is not a ``RunReader``).
+    """
+    if not isinstance(history, RunReader):
+        raise InvalidArgument(
+            f"{type(history).__name__} cannot read the run ids of its messages, so it cannot export losslessly",
+            hint="a history store with get_stored (RunReader): memory, Postgres, Redis, hybrid",
+        )
+    stored = await history.get_stored(agent_id, session_id=session_id)
+    return [export_line(agent_id, session_id, s) for s in stored]
+
+
+def parse_line(line: str, number: int = 1) -> SessionRecord:
+    """The record of one line of an export.
+
+    Raises:
+        InvalidArgument: naming the line, when it is not a record of this format.
+    """
+    where = f"line {number}"
+    try:
+        data: Any = json.loads(line)
+    except ValueError as error:
+        raise InvalidArgument(f"{where} is not JSON: {error}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InvalidArgument(
+            f"{where} is not a record of a Ravi export (format {FORMAT!r})", hint="write it with ravi export"
+        )
+    agent_id, session_id, run_id = data.get("agent_id"), data.get("session_id"), data.get("run_id")
+    try:
+        check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
+        assert isinstance(agent_id, str) and isinstance(session_id, str) and isinstance(run_id, str)
+        message = ChatMessage.model_validate(data.get("message"))
+    except RaviError as error:
+        raise InvalidArgument(f"{where}: {error.message}", hint=error.hint) from None
+    return SessionRecord(agent_id, session_id, run_id, message)
+
+
+def parse_export(lines: Iterable[str]) -> list[SessionRecord]:
+    """Every record of an export (blank lines skipped), all checked before any is stored.
+
+    Raises:
+        InvalidArgument: naming the first line that is not a record.
+    """
+    return [parse_line(line, n) for n, line in enumerate(lines, 1) if line.strip()]
+
+
+async def import_records(history: HistoryProvider, records: Iterable[SessionRecord]) -> dict[tuple[str, str], int]:
+    """Append the records to ``history``, each run of consecutive records of one session and run in one
+    ``append_many``; returns how many records each ``(agent_id, session_id)`` had.
+
+    Raises:
+        MessageConflict: a record's id is held by the session for another message (the batch is not stored; the
+            batches before it are, and importing again after fixing the file skips them).
+    """
+    given: dict[tuple[str, str], int] = {}
+    for (agent_id, session_id, run_id), group in groupby(records, lambda r: (r.agent_id, r.session_id, r.run_id)):
+        batch = [r.message for r in group]
+        await history.append_many(agent_id, batch, session_id=session_id, run_id=run_id)
+        given[agent_id, session_id] = given.get((agent_id, session_id), 0) + len(batch)
+    return given
+
+
+__all__ = [
+    "FORMAT",
+    "SessionRecord",
+    "export_line",
+    "export_session",
+    "import_records",
+    "parse_export",
+    "parse_line",
+    "split_lines",
+]

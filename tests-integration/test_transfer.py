@@ -1,0 +1,91 @@
+"""``ravi export | ravi import`` between two real backends: a session of every message kind moves from Redis to
+Postgres (and back) with its run ids and order, and importing it twice stores nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from servers import Server
+
+from ravi.agents.settings import RaviSettings, build_store
+from ravi.conformance.history import every_kind
+from ravi.kernel.storage import StoredMessage, stored_body
+
+RAVI = str(Path(sys.executable).with_name("ravi"))
+
+
+def config(path: Path, section: dict[str, str]) -> Path:
+    path.write_text("[history]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in section.items()))
+    return path
+
+
+async def stored(section: dict[str, str], agent: str, session: str) -> list[StoredMessage]:
+    history = build_store("history", RaviSettings(history=section))
+    try:
+        return await history.get_stored(agent, session_id=session)
+    finally:
+        await history.close()
+
+
+def test_export_piped_into_import_moves_sessions_between_backends_losslessly(
+    postgres_server: Server, redis_server: Server, tmp_path: Path
+) -> None:
+    tag = uuid.uuid4().hex[:12]
+    redis = {"backend": "redis", "url": redis_server.address, "prefix": f"x{tag}"}
+    postgres = {"backend": "postgres", "dsn": postgres_server.address, "schema": f"transfer_{tag}"}
+    from_redis, to_postgres = config(tmp_path / "redis.toml", redis), config(tmp_path / "postgres.toml", postgres)
+    agent = "alice"
+    runs = [("r1", every_kind()[:4]), ("r2", every_kind()[4:])]
+
+    async def write() -> None:
+        history = build_store("history", RaviSettings(history=redis))
+        try:
+            for session in ("s1", "s 2"):
+                for run_id, batch in runs:
+                    await history.append_many(agent, batch, session_id=session, run_id=run_id)
+        finally:
+            await history.close()
+
+    asyncio.run(write())
+    pipe = f"{RAVI} export {agent} --config {from_redis} | {RAVI} import - --config {to_postgres} --json"
+    for attempt in range(2):
+        done = subprocess.run(pipe, shell=True, capture_output=True, text=True, check=False, timeout=120)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert {r["session_id"]: r["messages"] for r in report} == {"s1": 9, "s 2": 9}
+        assert {r["session_id"]: r["added"] for r in report} == dict.fromkeys(("s1", "s 2"), 9 if attempt == 0 else 0)
+        assert "exported 18 messages" in done.stderr
+    expected = [(stored_body(m), run_id) for run_id, batch in runs for m in batch]
+    for session in ("s1", "s 2"):
+        for section in (redis, postgres):
+            got = asyncio.run(stored(section, agent, session))
+            assert [(stored_body(x.message), x.run_id) for x in got] == expected, (section["backend"], session)
+
+    # and back, one session, through a file
+    export_file = tmp_path / "s1.jsonl"
+    back = {**redis, "prefix": f"y{tag}"}
+    to_redis = config(tmp_path / "back.toml", back)
+    run = [RAVI, "export", agent, "--session", "s1", "--config", str(to_postgres), "--output", str(export_file)]
+    assert subprocess.run(run, capture_output=True, text=True, check=False, timeout=120).returncode == 0
+    done = subprocess.run(
+        [RAVI, "import", str(export_file), "--config", str(to_redis)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert [(stored_body(x.message), x.run_id) for x in asyncio.run(stored(back, agent, "s1"))] == expected
+
+    # a conflicting id is refused by name, and nothing of its batch is stored
+    lines = export_file.read_text().splitlines()
+    record = json.loads(lines[2])
+    record["message"]["content"] = [{"type": "text", "text": "changed"}]
+    lines[2] = json.dumps(record)
+    export_file.write_text("\n".join(lines) + "\n")
+    done = subprocess.run(
+        [RAVI, "import", str(export_file), "--config", str(to_redis)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1 and record["message"]["id"] in done.stderr
+    assert len(asyncio.run(stored(back, agent, "s1"))) == len(expected)
