@@ -90,6 +90,46 @@ def test_a_named_period_and_a_question_about_now_raise_the_matching_units() -> N
     assert [u.offset for u in first] == [10, 20]
 
 
+def test_a_unit_told_just_after_a_period_ranks_after_those_inside_and_before_the_rest() -> None:
+    inside, told, later = _unit(10, date(2023, 3, 20)), _unit(20, date(2023, 4, 3)), _unit(30, date(2023, 4, 20))
+    fused = fuse([[later, told, inside]], Request("q", period=(date(2023, 3, 1), date(2023, 3, 31))))
+    assert [u.offset for u in fused] == [10, 20, 30]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rankings=st.lists(st.lists(st.integers(0, 40), unique=True, max_size=12), max_size=3),
+    days=st.lists(st.integers(0, 120), min_size=41, max_size=41),
+    period=st.one_of(st.none(), st.tuples(st.integers(0, 120), st.integers(0, 30))),
+)
+def test_fusion_keeps_every_unit_found_once(
+    rankings: list[list[int]], days: list[int], period: tuple[int, int] | None
+) -> None:
+    start = date(2023, 1, 1)
+    units = {o: _unit(o, start + timedelta(days[o])) for r in rankings for o in r}
+    named = None if period is None else (start + timedelta(period[0]), start + timedelta(period[0] + period[1]))
+    fused = fuse([[units[o] for o in r] for r in rankings], Request("q", period=named))
+    assert sorted(u.offset for u in fused) == sorted(units)
+    assert [u.score for u in fused] == sorted((u.score for u in fused), reverse=True)
+
+
+def test_a_question_about_a_month_recalls_what_the_person_said_then() -> None:
+    start = datetime(2023, 1, 1, 18, tzinfo=UTC)
+    chat = ["Maya, lovely weather today!", "Work was busy, Maya.", "Dinner was pasta again, Maya."]
+    history = [
+        ChatMessage.user(chat[i % 3], name="Maya" if i % 2 else "Sam", created_at=start + timedelta(hours=12 * i))
+        for i in range(240)
+    ]
+    told = start + timedelta(days=74)  # 16 March 2023
+    history[148] = ChatMessage.user((
+        "I ran my first half marathon on Sunday, the last mile along the river was hard but the crowd carried "
+        "me all the way to the finish line and my legs still ache today."
+    ), name="Maya", created_at=told)
+    history.append(ChatMessage.user("What did Maya do in March 2023?", name="Sam", created_at=start + timedelta(160)))
+    window = asyncio.run(RelevantRecallStrategy(1_000, meaning=None).compact(history))
+    assert history[148].id in {m.id for m in window}
+
+
 def test_a_unit_that_says_again_what_one_held_says_is_a_near_duplicate() -> None:
     seen = NearDuplicates()
     seen.add([ChatMessage.tool("c", "build failed: 3 errors in src/app.py line 10 and line 12")])

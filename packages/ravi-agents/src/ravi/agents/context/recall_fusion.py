@@ -11,7 +11,7 @@ how they began), the found units from the newest (or the oldest).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 
 from ravi.agents.context.recall_request import Request
 from ravi.kernel.messages import ChatMessage
@@ -19,6 +19,14 @@ from ravi.kernel.search import UnitMatch, message_text
 
 RRF_K = 60
 """The usual constant of reciprocal rank fusion: a unit's score in a ranking is ``1 / (RRF_K + rank)``."""
+
+PERIOD_LIMIT = 256
+"""How many units a ranking returns at least for a request that names a period: the period's units share few
+words with the request ("What did Maya do in March?"), so the ranking must reach far enough to hold them."""
+
+PERIOD_GRACE = timedelta(days=7)
+"""How long after a period a unit may still tell of it (people tell what they did after they did it: "last
+weekend"); such a unit ranks after the ones dated inside the period."""
 
 
 def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = RRF_K) -> list[UnitMatch]:
@@ -33,8 +41,11 @@ def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = 
             units.setdefault(match.offset, match)
     if request.period is not None:
         first, last = request.period
-        dated = [o for o in units if (day := _day_of(units[o])) is not None and first <= day <= last]
-        for rank, offset in enumerate(sorted(dated, key=lambda o: (-fused[o], -o)), 1):
+        days = {o: _day_of(units[o]) for o in units}
+        inside = [o for o, day in days.items() if day is not None and first <= day <= last]
+        after = [o for o, day in days.items() if day is not None and last < day <= last + PERIOD_GRACE]
+        by_score = sorted(inside, key=lambda o: (-fused[o], -o)) + sorted(after, key=lambda o: (-fused[o], -o))
+        for rank, offset in enumerate(by_score, 1):
             fused[offset] += 1.0 / (k + rank)
     oldest_first = request.order == "first"
     if request.order is not None and len(units) > 1:
@@ -132,4 +143,4 @@ def _unit_words(messages: Sequence[ChatMessage]) -> frozenset[str]:
     return out
 
 
-__all__ = ["RRF_K", "NearDuplicates", "fuse"]
+__all__ = ["PERIOD_GRACE", "PERIOD_LIMIT", "RRF_K", "NearDuplicates", "fuse"]

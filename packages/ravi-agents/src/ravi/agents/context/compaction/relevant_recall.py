@@ -8,7 +8,7 @@ from typing import Literal
 
 from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_messages
 from ravi.agents.context.recall_annotation import annotated, label
-from ravi.agents.context.recall_fusion import NearDuplicates, fuse
+from ravi.agents.context.recall_fusion import PERIOD_LIMIT, NearDuplicates, fuse
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
 from ravi.agents.context.recall_placement import Held, place
 from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
@@ -260,6 +260,9 @@ class RelevantRecallStrategy(Strategy):
                 session.need_older()  # the request, or the cut, lies further back
             return None
         ranked: list[UnitMatch] = []
+        if request.period is not None and self.search_limit is None:
+            # a period's units share few words with the request: rank enough of them for the period to pick from
+            limit = max(limit, PERIOD_LIMIT)
         if request.text and any(m.role != "system" for m in history[:cut]):
             found = await rank(request, cut, limit)
             if found is None:
