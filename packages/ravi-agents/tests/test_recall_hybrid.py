@@ -121,10 +121,14 @@ def test_a_question_about_a_month_recalls_what_the_person_said_then() -> None:
         for i in range(240)
     ]
     told = start + timedelta(days=74)  # 16 March 2023
-    history[148] = ChatMessage.user((
-        "I ran my first half marathon on Sunday, the last mile along the river was hard but the crowd carried "
-        "me all the way to the finish line and my legs still ache today."
-    ), name="Maya", created_at=told)
+    history[148] = ChatMessage.user(
+        (
+            "I ran my first half marathon on Sunday, the last mile along the river was hard but the crowd carried "
+            "me all the way to the finish line and my legs still ache today."
+        ),
+        name="Maya",
+        created_at=told,
+    )
     history.append(ChatMessage.user("What did Maya do in March 2023?", name="Sam", created_at=start + timedelta(160)))
     window = asyncio.run(RelevantRecallStrategy(1_000, meaning=None).compact(history))
     assert history[148].id in {m.id for m in window}
