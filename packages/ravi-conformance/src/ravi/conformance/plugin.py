@@ -313,7 +313,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _paragraphs(doc: str) -> list[str]:
-    return [" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n") if p.strip()]
+    text = inspect.cleandoc(doc).replace("``", "`")  # a report is read as plain text: one backtick quotes code
+    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
 
 
 def contract_rule(item: pytest.Item) -> str | None:
