@@ -110,10 +110,19 @@ class HybridSearch:
         self, agent_id: str, session_id: str, found: list[UnitMatch], before: int, limit: int, weight: float
     ) -> list[UnitMatch]:
         """``found`` with the units that border each (nearest non-system message before its first, after its
-        last) scored ``weight`` times it, unless they score more already; best first, at most ``limit``."""
-        firsts = [u.messages[0].id for u in found]
-        lasts = [u.messages[-1].id for u in found]
-        scores = [u.score * weight for u in found]
+        last) scored ``weight`` times it, unless they score more already; best first, at most ``limit``.
+
+        Only the units that can make the ``limit`` best are looked for: when ``found`` holds ``limit`` units
+        already, a unit bordering one scores ``weight`` times it and must reach the lowest score among them (a
+        tie may still enter, by its offset), so the borders of the lower matches are neither walked nor
+        fetched."""
+        floor = min(u.score for u in found) if len(found) >= limit else float("-inf")
+        sources = [u for u in found if u.score * weight >= floor]
+        if not sources:
+            return found
+        firsts = [u.messages[0].id for u in sources]
+        lasts = [u.messages[-1].id for u in sources]
+        scores = [u.score * weight for u in sources]
         m = self._messages
         # Each id is looked up through the ids' index, keyed by ARRAY[agent_id, session_id, message_id], one
         # lookup each; the nearest rows are found by walks bounded on both sides (newest, oldest), so the
