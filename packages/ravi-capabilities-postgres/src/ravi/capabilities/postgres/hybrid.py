@@ -247,6 +247,8 @@ ORDER BY sp.opener, r.seq""",
         embeddings, m = self.db.table("embeddings"), self._messages
         # The embedding goes as text cast to vector: a pool shared with a pgvector store has its codec, which
         # takes arrays only, and a bare $4::vector parameter would be handed to it.
+        # The messages are bounded by the same range of seqs as the embeddings (it holds for both, since the
+        # join is on seq): the two ranges are merged in one pass instead of a lookup per embedding.
         rows = await self.db.fetch(
             f"""
 WITH cut AS (SELECT coalesce((SELECT c.seq FROM {m} c WHERE c.agent_id = $1 AND c.session_id = $2
@@ -256,6 +258,7 @@ SELECT e.seq, 1 - (e.embedding <=> $4::text::vector) AS score FROM {embeddings} 
 JOIN {m} x ON x.agent_id = e.agent_id AND x.session_id = e.session_id AND x.seq = e.seq AND x.message_id = e.message_id
 WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5
   AND e.seq > (SELECT seq FROM cut) - $9 AND e.seq <= (SELECT seq FROM cut)
+  AND x.seq > (SELECT seq FROM cut) - $9 AND x.seq <= (SELECT seq FROM cut)
   AND x.cum_tokens - x.tokens < $6 AND x.role <> 'system'
 ORDER BY e.embedding <=> $4::text::vector LIMIT $7""",
             agent_id,
