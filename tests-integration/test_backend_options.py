@@ -254,3 +254,13 @@ def test_keyword_arguments_are_taken_as_given(build: Any, message: str) -> None:
     with pytest.raises(ConfigurationError) as info:
         build()
     assert message in str(info.value)
+
+
+def test_a_misspelt_option_gets_the_closest_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAVI_HISTORY__BACKEND", "postgres")
+    monkeypatch.setenv("RAVI_HISTORY__DSN", "postgresql://nowhere.invalid/db")
+    monkeypatch.setenv("RAVI_HISTORY__MAX_SIZ", "4")
+    with pytest.raises(ConfigurationError) as info:
+        build_store("history", load_settings())
+    assert "max_siz (from RAVI_HISTORY__MAX_SIZ) is not one of its options" in str(info.value)
+    assert "did you mean 'max_size'?" in str(info.value)

@@ -168,3 +168,13 @@ def test_a_misspelt_backend_gets_the_closest_name(tutorial: Installed) -> None:
     done = tutorial.run("ravi conformance history=sqlit")
     assert done.returncode == 1
     assert "did you mean 'sqlite'?" in done.stderr
+
+
+def test_a_misspelt_isolating_option_gets_the_closest_name(tutorial: Installed) -> None:
+    """``--isolate history=pth`` said to remove the option from a configuration nobody wrote."""
+    done = tutorial.run("ravi conformance history=sqlite --isolate history=pth")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "'pth' is not an option of the 'sqlite' history backend (its options: path)" in done.stderr
+    assert "did you mean 'path'?" in done.stderr
+    done = tutorial.run("ravi conformance history=memory --isolate history=path")
+    assert done.returncode == 1 and "'path' is not an option of the 'memory' history backend" in done.stderr

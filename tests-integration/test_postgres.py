@@ -967,7 +967,8 @@ async def test_reads_keep_to_the_session_whatever_the_statistics(
             "clear_run of the newest run": (f"SELECT {history._clear_run}($1, $2, $3)", ("a", "s", "late"), ()),
         }
         # hybrid recall's statements of its own (the units bordering each match, and their rows), as it sends them
-        search = history.search_hybrid("a", session_id="s", query="src total_amount", before=10**9, limit=5, spread=0.5)
+        # (spread 1: a neighbour scores as its match, so the borders of every match found are walked)
+        search = history.search_hybrid("a", session_id="s", query="src total_amount", before=10**9, limit=5, spread=1.0)
         found, sent = await _sent(history.db, search)
         assert found.lexical
         own = [(text, args) for text, args in sent if text not in (history._df_query, history._search_query)]

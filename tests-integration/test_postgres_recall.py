@@ -141,3 +141,25 @@ async def test_meaning_looks_back_over_the_newest_messages_only(
         )
         assert found.lexical[0].messages[0] == messages[0]
         assert all(u.messages[0] != messages[0] for u in found.meaning)
+
+
+async def test_the_best_units_with_neighbours_are_those_of_the_whole_ranking(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Asked for the ``limit`` best, the search returns the first ``limit`` of the ranking of every match with
+    every neighbour: leaving out the borders of matches too low to place one changes nothing."""
+    messages = [ChatMessage.system("be brief")]
+    for i in range(60):  # each question a different length, so every score differs
+        filler = " ".join(f"w{i}x{k}" for k in range(i % 7 + 2 * (i // 7)))
+        messages += [ChatMessage.user(f"fern question {filler}"), ChatMessage.assistant(f"answer {i}")]
+        messages += [ChatMessage.user(f"aside {i}"), ChatMessage.assistant(f"noted {i}")]
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", messages, session_id="s")
+        whole = await history.search_hybrid("a", session_id="s", query="fern", before=10**9, limit=500, spread=0.5)
+        assert len(whole.lexical) == 179  # every question, the answer after it and the turn before it
+        for limit in (1, 5, 20, 59, 60, 61, 90):
+            found = await history.search_hybrid(
+                "a", session_id="s", query="fern", before=10**9, limit=limit, spread=0.5
+            )
+            expected = [(u.messages[0].id, u.score) for u in whole.lexical[:limit]]
+            assert [(u.messages[0].id, u.score) for u in found.lexical] == expected, limit

@@ -51,6 +51,17 @@ def test_while_the_agent_works_on_a_request_the_newest_turns_come_first() -> Non
     assert request.working and recall_share(request) == 0.25
 
 
+def test_a_huge_request_is_read_at_its_ends_as_its_search_terms_are() -> None:
+    """A pasted megabyte used to be scanned by every pattern of the reader on each window (0.4 s for 120,000
+    words); what a request asks is at its ends, where its search terms come from too."""
+    paste = " ".join(f"w{i:06d}" for i in range(120_000))
+    middle = paste[: len(paste) // 2] + " in March 2023 " + paste[len(paste) // 2 :]
+    asked = _read(middle + " What did Maya do in May 2023?", AT, working=False)
+    assert asked.period == (date(2023, 5, 1), date(2023, 5, 31)) and asked.question and asked.past
+    assert _read(middle, AT, working=False).period is None  # the middle of the paste is not read
+    assert _read("in March 2023 " + paste, AT, working=False).period == (date(2023, 3, 1), date(2023, 3, 31))
+
+
 @pytest.mark.parametrize(
     ("text", "period"),
     [

@@ -87,3 +87,18 @@ def test_units_by_any_scores_are_the_reference_units(history: list[ChatMessage],
     expected = {i: float(scores[i]) for i in range(stop) if scores[i] > 0}
     got = index.units(history, scores, before=before, limit=limit)
     assert got == match_units(history, expected, before=before, systems=systems, stop=stop, limit=limit)
+
+
+def test_terms_held_by_many_messages_rank_as_the_reference_search() -> None:
+    """A term's postings start as lists and become arrays once it is common: sessions of 0 to 400 messages over
+    ten words (each held by up to hundreds of messages), grown in several steps, search as the reference does."""
+    rng = random.Random(11)
+    for size in (0, 1, 63, 64, 65, 130, 400):
+        history = [ChatMessage.user(" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))) for _ in range(size)]
+        index = SessionPostings()
+        for cut in [*sorted(rng.sample(range(size + 1), k=min(3, size + 1))), size]:
+            index.extend(history[:cut])
+        before = list(accumulate(map(stored_tokens, history), initial=0))
+        for query in ("cache", "cold deploy", "alpha beta gamma lunch"):
+            got = index.search(history, query, stop=size, limit=8, before=before, spread=0.5)
+            assert got == _reference(history, query, size, 8, 0.5)

@@ -194,4 +194,5 @@ class TestShared(HistoryProviderContract):
     result.assert_outcomes(passed=1, failed=1)
     text = " ".join(result.stdout.str().split())
     assert "how to fix it" in text and "--isolate KIND=OPTION" in text and "async def destroy(self)" in text
+    assert "``" not in text.split("how to fix it", 1)[1]  # plain text: code in single backticks, as written
     assert "count_messages('canary') found the first canary's message" in text

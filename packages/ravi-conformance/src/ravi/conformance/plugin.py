@@ -25,6 +25,7 @@ import pytest
 from ravi.kernel.config import store_sources
 from ravi.kernel.env import env_name, read_env
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, PermissionDenied, RaviError
+from ravi.kernel.options import options_model
 from ravi.kernel.registry import GROUPS, available, backend_factory, build_backend, check_options, did_you_mean
 
 ISOLATION = {"postgres": "schema", "redis": "prefix", "s3": "key_prefix", "age": "graph"}
@@ -144,6 +145,14 @@ def resolve(specs: Sequence[str], isolate: Sequence[str] = ()) -> list[Target]:
         isolated = isolating.get(kind) or ISOLATION.get(sources.backend)
         target = Target(kind, sources.backend, sources.options, sources.origins, isolated)
         factory = backend_factory(kind, sources.backend)
+        model = options_model(factory)
+        if isolating.get(kind) and model is not None and isolated not in model.option_names():
+            names = model.option_names()
+            raise ConfigurationError(
+                f"--isolate {kind}={isolated}: {isolated!r} is not an option of the {sources.backend!r} {kind} backend"
+                f" (its options: {', '.join(names) or 'none'})",
+                hint=f"{did_you_mean(str(isolated), names)}isolate by the option that names where its data lives",
+            )
         if inspect.isclass(factory):
             check_destroy(target, factory)
         targets.append(target)
@@ -313,7 +322,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _paragraphs(doc: str) -> list[str]:
-    return [" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n") if p.strip()]
+    text = inspect.cleandoc(doc).replace("``", "`")  # a report is read as plain text: one backtick quotes code
+    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
 
 
 def contract_rule(item: pytest.Item) -> str | None:

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import types
 import typing
 from collections.abc import Mapping
@@ -141,7 +142,9 @@ class BackendOptions(BaseModel):
                 problems.append(f"needs {top}")
             elif e["type"] == "extra_forbidden":
                 known = ", ".join(cls.option_names()) or "none"
-                problems.append(f"{top}{origin} is not one of its options ({known})")
+                close = difflib.get_close_matches(top, cls.option_names(), n=1)
+                guess = f"; did you mean {close[0]!r}?" if close else ""
+                problems.append(f"{top}{origin} is not one of its options ({known}){guess}")
             else:
                 problems.append(f"{top} = {e['input']!r}{origin}: {message}")
         return f"{where}: " + "; ".join(problems)

@@ -299,6 +299,6 @@ def demo(
     else:
         console.print(
             f"Session {session} lived in {'memory' if backend == 'memory' else 'a server removed after the demo'}; "
-            "run with --config ravi.toml to keep it and inspect it with `ravi history`.",
+            "`ravi demo --config ravi.toml` keeps it in the store that file names, to inspect with `ravi history`.",
             markup=False,
         )

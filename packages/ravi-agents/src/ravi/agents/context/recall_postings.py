@@ -26,8 +26,8 @@ from ravi.kernel.search import RANKED, UnitMatch, indexed_terms, opens_group, qu
 class _Growing:
     """A one-dimensional NumPy array that grows at its end, doubling its room."""
 
-    def __init__(self, dtype: type) -> None:
-        self.data: np.ndarray = np.zeros(256, dtype=dtype)
+    def __init__(self, dtype: type, room: int = 256) -> None:
+        self.data: np.ndarray = np.zeros(room, dtype=dtype)
         self.size = 0
 
     def append(self, value: float) -> None:
@@ -43,14 +43,41 @@ class _Growing:
         return self.data[: self.size]
 
 
+_SMALL = 64
+"""Postings up to this many entries are Python lists: most terms are rare, and a message of thousands of new
+terms (a pasted document) would otherwise allocate two arrays for each."""
+
+
 class _Posting:
     """One term's postings: the positions of the messages that hold it, and how often each does."""
 
     __slots__ = ("counts", "positions")
 
     def __init__(self) -> None:
-        self.positions = _Growing(np.int64)
-        self.counts = _Growing(np.float64)
+        self.positions: list[int] | _Growing = []
+        self.counts: list[float] | _Growing = []
+
+    @property
+    def size(self) -> int:
+        positions = self.positions
+        return len(positions) if isinstance(positions, list) else positions.size
+
+    def append(self, position: int, count: float) -> None:
+        positions, counts = self.positions, self.counts
+        if isinstance(positions, list) and isinstance(counts, list) and len(positions) == _SMALL:
+            grown, grown_counts = _Growing(np.int64, 2 * _SMALL), _Growing(np.float64, 2 * _SMALL)
+            grown.data[:_SMALL], grown_counts.data[:_SMALL] = positions, counts
+            grown.size = grown_counts.size = _SMALL
+            self.positions, self.counts = positions, counts = grown, grown_counts
+        positions.append(position)
+        counts.append(count)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The positions (ascending) and counts, as arrays."""
+        positions, counts = self.positions, self.counts
+        if isinstance(positions, list) or isinstance(counts, list):
+            return np.array(positions, dtype=np.int64), np.array(counts, dtype=np.float64)
+        return positions.view, counts.view
 
 
 class SessionPostings:
@@ -92,8 +119,7 @@ class SessionPostings:
                 posting = self._postings.get(word)
                 if posting is None:
                     posting = self._postings[word] = _Posting()
-                posting.positions.append(i)
-                posting.counts.append(tf)
+                posting.append(i, tf)
             self._place(message, i)
         self.size = max(self.size, len(messages))
 
@@ -131,7 +157,7 @@ class SessionPostings:
             return out
         average = (self.total / n) or 1.0
         k1, b = self.k1, self.b
-        held = sorted((p.positions.size, w) for w in query_terms(query) if (p := self._postings.get(w)))
+        held = sorted((p.size, w) for w in query_terms(query) if (p := self._postings.get(w)))
         lengths = self._lengths.data
         total = 0
         for df, word in held:
@@ -139,7 +165,7 @@ class SessionPostings:
                 break
             total += df
             posting = self._postings[word]
-            positions, tf = posting.positions.view, posting.counts.view
+            positions, tf = posting.arrays()
             inside = int(np.searchsorted(positions, len(out)))
             positions, tf = positions[:inside], tf[:inside]
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.search import STOPWORDS
+from ravi.kernel.search import MAX_QUERY_CHARS, STOPWORDS
 
 _WORDS = re.compile(r"[a-z0-9']+")
 _MONTHS = {name.lower(): k for k, name in enumerate(calendar.month_name) if name}
@@ -94,11 +94,15 @@ def read_request(history: Sequence[ChatMessage]) -> Request:
 
 
 def _read(text: str, at: datetime, working: bool) -> Request:
-    lowered = text.lower()
+    # A long request is read at its ends, as its search terms are (``query_terms``): what it asks is there, and
+    # a pasted megabyte in between would otherwise cost every window a scan of it by each pattern below.
+    half = MAX_QUERY_CHARS // 2
+    read = text if len(text) <= MAX_QUERY_CHARS else f"{text[:half]}\n{text[-half:]}"
+    lowered = read.lower()
     words = _WORDS.findall(lowered)
     content = [w for w in words if w not in STOPWORDS and w not in _ANAPHORA]
     period = _period(lowered, at)
-    question = text.rstrip().endswith("?") or bool(_QUESTION.match(lowered.lstrip()))
+    question = read.rstrip().endswith("?") or bool(_QUESTION.match(lowered.lstrip()))
     follow = len(words) <= 8 and (bool(_FOLLOW.match(lowered.lstrip())) or len(content) <= 1) and period is None
     past = period is not None or (bool(_PAST.search(lowered)) and not follow)
     order = "newest" if _PRESENT.search(lowered) else "first" if _FIRST.search(lowered) else None

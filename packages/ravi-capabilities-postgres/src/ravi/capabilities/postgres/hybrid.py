@@ -110,10 +110,19 @@ class HybridSearch:
         self, agent_id: str, session_id: str, found: list[UnitMatch], before: int, limit: int, weight: float
     ) -> list[UnitMatch]:
         """``found`` with the units that border each (nearest non-system message before its first, after its
-        last) scored ``weight`` times it, unless they score more already; best first, at most ``limit``."""
-        firsts = [u.messages[0].id for u in found]
-        lasts = [u.messages[-1].id for u in found]
-        scores = [u.score * weight for u in found]
+        last) scored ``weight`` times it, unless they score more already; best first, at most ``limit``.
+
+        Only the units that can make the ``limit`` best are looked for: when ``found`` holds ``limit`` units
+        already, a unit bordering one scores ``weight`` times it and must reach the lowest score among them (a
+        tie may still enter, by its offset), so the borders of the lower matches are neither walked nor
+        fetched."""
+        floor = min(u.score for u in found) if len(found) >= limit else float("-inf")
+        sources = [u for u in found if u.score * weight >= floor]
+        if not sources:
+            return found
+        firsts = [u.messages[0].id for u in sources]
+        lasts = [u.messages[-1].id for u in sources]
+        scores = [u.score * weight for u in sources]
         m = self._messages
         # Each id is looked up through the ids' index, keyed by ARRAY[agent_id, session_id, message_id], one
         # lookup each; the nearest rows are found by walks bounded on both sides (newest, oldest), so the
@@ -238,6 +247,8 @@ ORDER BY sp.opener, r.seq""",
         embeddings, m = self.db.table("embeddings"), self._messages
         # The embedding goes as text cast to vector: a pool shared with a pgvector store has its codec, which
         # takes arrays only, and a bare $4::vector parameter would be handed to it.
+        # The messages are bounded by the same range of seqs as the embeddings (it holds for both, since the
+        # join is on seq): the two ranges are merged in one pass instead of a lookup per embedding.
         rows = await self.db.fetch(
             f"""
 WITH cut AS (SELECT coalesce((SELECT c.seq FROM {m} c WHERE c.agent_id = $1 AND c.session_id = $2
@@ -247,6 +258,7 @@ SELECT e.seq, 1 - (e.embedding <=> $4::text::vector) AS score FROM {embeddings} 
 JOIN {m} x ON x.agent_id = e.agent_id AND x.session_id = e.session_id AND x.seq = e.seq AND x.message_id = e.message_id
 WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5
   AND e.seq > (SELECT seq FROM cut) - $9 AND e.seq <= (SELECT seq FROM cut)
+  AND x.seq > (SELECT seq FROM cut) - $9 AND x.seq <= (SELECT seq FROM cut)
   AND x.cum_tokens - x.tokens < $6 AND x.role <> 'system'
 ORDER BY e.embedding <=> $4::text::vector LIMIT $7""",
             agent_id,
