@@ -322,3 +322,35 @@ def test_meaning_looks_back_over_the_newest_messages_before_the_window(monkeypat
         assert all(u.messages[0] != messages[0] for u in found.meaning)
 
     asyncio.run(main())
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    turns=st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from(["Maya", "Sam"]), st.sampled_from(["park", "cello", "trip"])),
+        min_size=1,
+        max_size=120,
+    ),
+    month=st.integers(1, 12),
+    budget=st.integers(60, 1_500),
+)
+def test_a_window_for_a_period_meets_its_budget_in_order_without_repeats(
+    turns: list[tuple[int, str, str]], month: int, budget: int
+) -> None:
+    from ravi.agents.tokens import DEFAULT_COUNTER
+
+    day = datetime(2023, 1, 1, tzinfo=UTC)
+    history = []
+    for k, (gap, name, word) in enumerate(turns):
+        day += timedelta(days=gap)
+        history.append(ChatMessage.user(f"turn {k}: the {word} again", name=name, created_at=day))
+    month_name = date(2023, month, 1).strftime("%B")
+    history.append(ChatMessage.user(f"What did Maya do in {month_name} 2023?", name="Sam", created_at=day))
+    window = asyncio.run(RelevantRecallStrategy(budget, meaning=None).compact(history))
+    ids = [m.id for m in window]
+    assert len(ids) == len(set(ids))
+    where = {m.id: k for k, m in enumerate(history)}
+    assert [where[i] for i in ids] == sorted(where[i] for i in ids)
+    assert window[-1].id == history[-1].id
+    if DEFAULT_COUNTER.count_message(history[-1]) <= budget:
+        assert DEFAULT_COUNTER.count_messages(window) <= budget
