@@ -28,8 +28,9 @@ async def known_sessions(history: Any, agent_id: str) -> str:
     except NotImplementedError:
         return "check the session id, and --agent (default: [context] agent_id)"
     if not known:
-        where = type(history).__name__
-        if where.startswith("InMemory"):  # the default: nothing outlives the process that wrote it
+        from ravi.agents.context import InMemoryHistoryProvider
+
+        if isinstance(history, InMemoryHistoryProvider):  # the default: nothing outlives the process that wrote it
             return (
                 f"agent {agent_id!r} has no sessions here: the history is in memory, so nothing survives"
                 " between processes; point --config (or RAVI_HISTORY__*) at the store your agent writes to"
