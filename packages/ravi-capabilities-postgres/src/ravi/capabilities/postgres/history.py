@@ -16,6 +16,7 @@ from ravi.capabilities.postgres._terms import message_terms, searchable_terms, s
 from ravi.capabilities.postgres._terms import quoted as _quoted
 from ravi.capabilities.postgres.hybrid import HybridSearch
 from ravi.capabilities.postgres.options import PostgresHistoryOptions
+from ravi.capabilities.postgres.summaries import _delete_summaries
 from ravi.kernel.errors import BackendUnavailable, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope
@@ -319,15 +320,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
     async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Remove every summary of the session (of every session of the agent when ``session_id`` is ``None``),
         whatever its generation; returns how many."""
-        check_scope(agent_id=agent_id)
-        if session_id is None:
-            status = await self.db.execute(f"DELETE FROM {self._summaries} WHERE agent_id = $1", agent_id)
-        else:
-            check_scope(session_id=session_id)
-            status = await self.db.execute(
-                f"DELETE FROM {self._summaries} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
-            )
-        return int(status.split()[-1])
+        return await _delete_summaries(self.db, self._summaries, agent_id, session_id)
 
     async def _recount_running_totals(self, connection: Any, agent_id: str, session_id: str) -> None:
         """Recompute the session's running totals and total from its stored counts (the total is NULL while any

@@ -6,7 +6,7 @@ and removes them with the messages): this store is for summaries kept apart from
 
 from __future__ import annotations
 
-from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres._db import Database, Migration, PostgresStore
 from ravi.capabilities.postgres.options import PostgresSummaryOptions
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage.summaries import check_summary_scope
@@ -100,15 +100,19 @@ class PostgresSummaryStore(PostgresStore):
     async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Remove every summary of the session (of every session of the agent when ``session_id`` is ``None``),
         whatever its generation; returns how many."""
-        check_scope(agent_id=agent_id)
-        if session_id is None:
-            status = await self.db.execute(f"DELETE FROM {self._table} WHERE agent_id = $1", agent_id)
-        else:
-            check_scope(session_id=session_id)
-            status = await self.db.execute(
-                f"DELETE FROM {self._table} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id
-            )
-        return int(status.split()[-1])
+        return await _delete_summaries(self.db, self._table, agent_id, session_id)
+
+
+async def _delete_summaries(db: Database, table: str, agent_id: str, session_id: str | None) -> int:
+    """Delete the summaries of ``table`` of one session (of every session of the agent when ``session_id`` is
+    ``None``), whatever their generation; returns how many. Shared by this store and the history's summaries."""
+    check_scope(agent_id=agent_id)
+    if session_id is None:
+        status = await db.execute(f"DELETE FROM {table} WHERE agent_id = $1", agent_id)
+    else:
+        check_scope(session_id=session_id)
+        status = await db.execute(f"DELETE FROM {table} WHERE agent_id = $1 AND session_id = $2", agent_id, session_id)
+    return int(status.split()[-1])
 
 
 __all__ = ["PostgresSummaryStore"]
