@@ -76,16 +76,17 @@ class NearDuplicates:
         self._texts: set[tuple[str, ...]] = set()
         self._terms: list[frozenset[str]] = []
 
-    def add(self, messages: Sequence[ChatMessage]) -> None:
-        """Hold ``messages`` as one unit."""
-        texts, words = _unit_of(messages)
+    def add(self, messages: Sequence[ChatMessage], unit: Unit | None = None) -> None:
+        """Hold ``messages`` as one unit (``unit``: their :func:`unit_of`, when the caller keeps it)."""
+        texts, words = unit or unit_of(messages)
         self._texts.add(texts)
         if 4 <= len(words) <= self.SHORT:
             self._terms.append(words)
 
-    def repeats(self, messages: Sequence[ChatMessage]) -> bool:
-        """Whether ``messages`` say again what a held unit says."""
-        texts, mine = _unit_of(messages)
+    def repeats(self, messages: Sequence[ChatMessage], unit: Unit | None = None) -> bool:
+        """Whether ``messages`` (whose :func:`unit_of` is ``unit``, when the caller keeps it) say again what a
+        held unit says."""
+        texts, mine = unit or unit_of(messages)
         if not any(t.strip() for t in texts):
             return False
         if texts in self._texts:
@@ -105,21 +106,17 @@ class NearDuplicates:
         return False
 
 
-_TEXT, _WORDS, _UNIT = "recall:text", "recall:words", "recall:unit"
+_TEXT, _WORDS = "recall:text", "recall:words"
+
+Unit = tuple[tuple[str, ...], frozenset[str]]
+"""What :class:`NearDuplicates` compares of a unit: the texts of its messages and their words."""
 
 
-def _unit_of(messages: Sequence[ChatMessage]) -> tuple[tuple[str, ...], frozenset[str]]:
-    """The texts of a unit's messages (system messages aside) and their words, worked out once per unit (kept in
-    its first message's ``memo``, by the unit's length: a tool call's unit grows as its results arrive)."""
-    if not messages:
-        return (), frozenset()
-    memo = messages[0].memo
-    key = f"{_UNIT}:{len(messages)}:{messages[-1].id}"
-    found: tuple[tuple[str, ...], frozenset[str]] | None = memo.get(key)
-    if found is None:
-        shown = [m for m in messages if m.role != "system"]
-        found = memo[key] = (tuple(_text(m) for m in shown), _unit_words(shown))
-    return found
+def unit_of(messages: Sequence[ChatMessage]) -> Unit:
+    """The texts of a unit's messages (system messages aside) and their words, from each message's text and
+    words (worked out once per message, kept in its ``memo``: they depend on the message alone)."""
+    shown = [m for m in messages if m.role != "system"]
+    return tuple(_text(m) for m in shown), _unit_words(shown)
 
 
 def _text(message: ChatMessage) -> str:
@@ -143,4 +140,4 @@ def _unit_words(messages: Sequence[ChatMessage]) -> frozenset[str]:
     return out
 
 
-__all__ = ["PERIOD_GRACE", "PERIOD_LIMIT", "RRF_K", "NearDuplicates", "fuse"]
+__all__ = ["PERIOD_GRACE", "PERIOD_LIMIT", "RRF_K", "NearDuplicates", "Unit", "fuse", "unit_of"]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from datetime import date
+from operator import is_
 from typing import Literal
 
 from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_messages
 from ravi.agents.context.recall_annotation import annotated, label
-from ravi.agents.context.recall_fusion import PERIOD_LIMIT, NearDuplicates, fuse
+from ravi.agents.context.recall_fusion import PERIOD_LIMIT, NearDuplicates, Unit, fuse, unit_of
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
 from ravi.agents.context.recall_placement import Held, place
 from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
@@ -36,6 +38,81 @@ _WHOLE: Slot[TailCut] = Slot("relevant_recall.whole", TailCut)
 appended since the last window."""
 _NEWEST: Slot[TailCut] = Slot("relevant_recall.newest", TailCut)
 """Where the newest turns of a relevance window start, found the same way."""
+
+
+class _Facts:
+    """What one older unit costs and says, worked out once: its cost by each counting rule, its texts and words
+    for the near-duplicate check, and its labelled form (and that form's cost) for each day of a request."""
+
+    __slots__ = ("costs", "labelled", "messages", "unit")
+
+    def __init__(self, messages: tuple[ChatMessage, ...]) -> None:
+        self.messages = messages
+        self.costs: dict[object, int] = {}
+        self.unit: Unit | None = None
+        self.labelled: dict[date | None, tuple[ChatMessage, ...] | None] = {}
+
+    def cost(self, counter: TokenCounter, today: date | None = None, *, labelled: bool = False) -> int:
+        """:func:`_cost` of the unit (``labelled``: of its form labelled for ``today``), kept when ``counter``
+        names its counting rule (a cached counter's ``key``)."""
+        messages = self.label(today) if labelled else self.messages
+        assert messages is not None
+        rule = getattr(counter, "key", None)
+        if not isinstance(rule, str):
+            return _cost(messages, counter.count_message)
+        key = (rule, today) if labelled else rule
+        cost = self.costs.get(key)
+        if cost is None:
+            cost = self.costs[key] = _cost(messages, counter.count_message)
+        return cost
+
+    def words(self) -> Unit:
+        """The unit's texts and words (:func:`~ravi.agents.context.recall_fusion.unit_of`)."""
+        unit = self.unit
+        if unit is None:
+            unit = self.unit = unit_of(self.messages)
+        return unit
+
+    def label(self, today: date | None) -> tuple[ChatMessage, ...] | None:
+        """The unit with each message labelled for a request of ``today``, or ``None`` when none needs a label."""
+        if today in self.labelled:
+            return self.labelled[today]
+        stored = self.messages
+        messages = tuple(annotated(m, today) for m in stored) if any(label(m, today) for m in stored) else None
+        self.labelled[today] = messages
+        return messages
+
+
+class _Units:
+    """The :class:`_Facts` of a session's older units, by unit (its offset, length and newest message, and the
+    same message objects: a unit read again from a store that builds new objects is worked out again), at most
+    ``LIMIT`` of them (the oldest kept is dropped first). Kept in the session's state, so they are the session's
+    alone and die with its generation (a ``clear``, ``clear_run`` or ``replace_last``)."""
+
+    LIMIT = 4_096
+
+    __slots__ = ("_facts",)
+
+    def __init__(self) -> None:
+        self._facts: dict[tuple[int, int, str], _Facts] = {}
+
+    def of(self, match: UnitMatch) -> _Facts:
+        """The facts of ``match``'s unit."""
+        messages = match.messages
+        key = (match.offset, len(messages), messages[-1].id if messages else "")
+        facts = self._facts.get(key)
+        if facts is not None and len(facts.messages) == len(messages) and all(map(is_, facts.messages, messages)):
+            return facts
+        facts = _Facts(tuple(messages))
+        self._facts.pop(key, None)
+        if len(self._facts) >= self.LIMIT:
+            del self._facts[next(iter(self._facts))]
+        self._facts[key] = facts
+        return facts
+
+
+_UNITS: Slot[_Units] = Slot("relevant_recall.units", _Units)
+"""The session's older units' costs, words and labelled forms."""
 
 
 class RelevantRecallStrategy(Strategy):
@@ -236,7 +313,7 @@ class RelevantRecallStrategy(Strategy):
         ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
             return None if not partial else list(history)
-        chosen = self._choose(ranked, allowance - recent, counter, request)
+        chosen = self._choose(ranked, allowance - recent, counter, request, session.state.get(self, _UNITS))
         self._note(session, chosen)
         return [*place([m for m in history[:cut] if m.role == "system"], chosen), *history[cut:]]
 
@@ -280,26 +357,30 @@ class RelevantRecallStrategy(Strategy):
         left: int,
         counter: TokenCounter,
         request: Request,
+        units: _Units | None = None,
     ) -> list[UnitMatch]:
         """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
         skipping any that repeats one already chosen. A unit is labelled once it is chosen, and sent unlabelled
-        when only that fits."""
+        when only that fits. What a unit costs and says is kept in ``units`` (the session's)."""
         today = request.day
+        units = units or _Units()
         seen = NearDuplicates()
         chosen: list[UnitMatch] = []
         for match in ranked:
             if left <= 0:
                 break
             stored = match.messages
-            cost = _unit_cost(stored, counter)
-            if cost > left or seen.repeats(stored):
+            facts = units.of(match)
+            cost = facts.cost(counter)
+            if cost > left or seen.repeats(stored, facts.words()):
                 continue
-            if self.annotate and any(label(m, today) for m in stored):
-                messages = tuple(annotated(m, today) for m in stored)
-                labelled = _unit_cost(messages, counter)
-                if labelled <= left:
-                    match, cost = replace(match, messages=messages), labelled
-            seen.add(stored)
+            if self.annotate:
+                messages = facts.label(today)
+                if messages is not None:
+                    labelled = facts.cost(counter, today, labelled=True)
+                    if labelled <= left:
+                        match, cost = replace(match, messages=messages), labelled
+            seen.add(stored, facts.words())
             chosen.append(match)
             left -= cost
         return chosen
@@ -337,7 +418,7 @@ class RelevantRecallStrategy(Strategy):
                     return None
                 if not held.keeps(request.text, ranked):
                     room = min(allowance - recent, int(allowance * share))
-                    units = self._choose(ranked, room, counter, request)
+                    units = self._choose(ranked, room, counter, request, session.state.get(self, _UNITS))
             if recent + _cost([m for u in units for m in u.messages], count) <= allowance:
                 if partial:
                     session.cut_made()  # the held start decides the window, whatever is older
@@ -351,7 +432,9 @@ class RelevantRecallStrategy(Strategy):
         ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
             return None if not partial else list(history)
-        units = self._choose(ranked, low - _cost(history[cut:], count), counter, request)
+        units = self._choose(
+            ranked, low - _cost(history[cut:], count), counter, request, session.state.get(self, _UNITS)
+        )
         first = next((k for k in range(cut, len(history)) if history[k].role != "system"), None)
         if first is not None:
             held.start, held.after, held.offset = history[first].id, False, _offset_of(history, first, session)
@@ -373,20 +456,6 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
-
-
-def _unit_cost(messages: Sequence[ChatMessage], counter: TokenCounter) -> int:
-    """:func:`_cost` of a unit, kept in its first message's ``memo`` when ``counter`` names its counting rule
-    (a cached counter's ``key``), by the unit's length and newest message (a tool call's unit grows)."""
-    rule = getattr(counter, "key", None)
-    if not messages or not isinstance(rule, str):
-        return _cost(messages, counter.count_message)
-    memo = messages[0].memo
-    key = f"recall:cost:{rule}:{len(messages)}:{messages[-1].id}"
-    cost: int | None = memo.get(key)
-    if cost is None:
-        cost = memo[key] = _cost(messages, counter.count_message)
-    return cost
 
 
 def _typical(history: Sequence[ChatMessage], cut: int, count: Callable[[ChatMessage], int]) -> int:
