@@ -139,3 +139,31 @@ def test_windows_of_given_messages_match_a_fresh_strategy(
                 assert window == (await fresh.window(WindowRequest(messages=history))).messages
 
     asyncio.run(main())
+
+
+def test_concurrent_windows_of_one_session_each_match_a_fresh_strategy() -> None:
+    """Windows of one session assembled by interleaved asyncio tasks (sharing the session's kept units) while
+    messages are appended: each is the window a fresh strategy makes of the session it read."""
+
+    async def main() -> None:
+        store = InMemoryHistoryProvider()
+        words = WORDS * 3
+        await store.append_many(
+            "a",
+            [ChatMessage.user(" ".join(words[i % 8 : i % 8 + 5]) * (1 + i % 4), id=f"m{i}") for i in range(60)],
+            session_id="s",
+        )
+        kept = CompactionPipeline([RelevantRecallStrategy(120, meaning=None)])
+
+        async def one(i: int) -> tuple[list[ChatMessage], list[ChatMessage]]:
+            await store.append_many("a", [ChatMessage.user(f"{WORDS[i % 8]} walrus {i}", id=f"q{i}")], session_id="s")
+            await asyncio.sleep(0)  # let the other tasks append and assemble before this one does
+            window = await _window(kept, store, "s")
+            # the in-memory store never suspends: the fresh window reads the same session as the kept one did
+            fresh = CompactionPipeline([RelevantRecallStrategy(120, meaning=None)])
+            return window, await _window(fresh, store, "s")
+
+        for window, fresh in await asyncio.gather(*(one(i) for i in range(24))):
+            assert window == fresh
+
+    asyncio.run(main())
