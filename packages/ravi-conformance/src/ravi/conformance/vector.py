@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ravi.conformance._base import ContractBase, unique
+from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ImageBlock, TextBlock
 from ravi.kernel.storage import Document, Forgetter, VectorStore
@@ -247,6 +247,18 @@ class VectorStoreContract(ContractBase):
         )
         [got] = await backend.get(["ид-🚀'\""], collection=c)
         assert got.text == "текст" and got.metadata == metadata
+
+    async def test_metadata_numbers_keep_their_type_and_value(self, backend: VectorStore) -> None:
+        """Every number in a document's metadata comes back with its type and value (``1e16`` stays a float),
+        through ``get`` and ``search``, and a filter on a whole-number float still finds it."""
+        c = unique("col")
+        await backend.add(
+            [Document(id="n", content="numbers", embedding=(1.0, 0.0), metadata=EXACT_NUMBERS)], collection=c
+        )
+        [got] = await backend.get(["n"], collection=c)
+        assert typed(got.metadata) == typed(EXACT_NUMBERS)
+        [hit] = await backend.search([1.0, 0.0], collection=c, limit=1, filter={"e16": 1e16})
+        assert typed(hit.metadata) == typed(EXACT_NUMBERS)
 
     async def test_content_blocks_round_trip(self, backend: VectorStore) -> None:
         """004: "Document: Represents raw chunks. Fields: content: list[ContentBlock]"; a document keeps its blocks

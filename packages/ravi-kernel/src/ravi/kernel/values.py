@@ -4,7 +4,8 @@ A backend that stores JSON, text or numbers must give back exactly what it was g
 front and with :class:`~ravi.kernel.errors.InvalidArgument`, every value some backend would change or choke on:
 
 * text that is not valid Unicode (lone surrogates cannot be encoded as UTF-8, so no server can keep them);
-* ``NaN`` and infinities (JSON has no spelling for them);
+* ``NaN`` and infinities (JSON has no spelling for them), and negative zero (PostgreSQL's jsonb keeps numbers
+  as decimals, which have no negative zero: ``-0.0`` came back as ``0.0``);
 * JSON nested deeper than :data:`MAX_DEPTH` (parsers refuse deep documents when reading them back, so a
   deep value would be accepted and then make its whole record unreadable);
 * mapping keys that are not strings, and values that are not JSON (sets, bytes, objects);
@@ -63,6 +64,10 @@ def check_json(value: Any, where: str, *, depth: int = 0) -> None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidArgument("NaN and infinities cannot be stored (JSON has no spelling for them)", field=where)
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise InvalidArgument(
+                "negative zero cannot be stored (a jsonb column keeps it as 0)", field=where, hint="store 0.0"
+            )
     elif isinstance(value, Mapping):
         if depth >= MAX_DEPTH:
             raise InvalidArgument(f"nested deeper than {MAX_DEPTH} levels", field=where, hint="flatten the value")

@@ -13,6 +13,7 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
+from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgVectorOptions
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
@@ -54,7 +55,7 @@ def _stored_blocks(document: Document) -> str | None:
     content = document.content
     if not content or (len(content) == 1 and isinstance(content[0], TextBlock) and content[0].text):
         return None
-    return json.dumps([b.model_dump(mode="json") for b in content], ensure_ascii=False)
+    return jsonb_dumps([b.model_dump(mode="json") for b in content], ensure_ascii=False)
 
 
 async def register_vector_codec(connection: asyncpg.Connection) -> None:
@@ -229,7 +230,7 @@ class PgVectorStore(PostgresStore):
             else "DO NOTHING"
         )
         rows = [
-            (d.id, d.text, _stored_blocks(d), json.dumps(dict(d.metadata)), v)
+            (d.id, d.text, _stored_blocks(d), jsonb_dumps(d.metadata), v)
             for d, v in zip(documents, vectors, strict=True)
         ]
         async with self.db.connection() as connection, connection.transaction():
