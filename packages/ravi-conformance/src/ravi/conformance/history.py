@@ -946,7 +946,18 @@ class WindowReaderContract(ContractBase):
         assert texts(view.messages) == ["a's", "for a"]
 
     async def test_bad_arguments_are_refused(self, reader: WindowReader) -> None:
-        """A negative or non-integer token budget, or an empty agent id, is refused with ``InvalidArgument``."""
+        """A negative, missing or non-integer token budget, or an empty agent id, is refused with
+        ``InvalidArgument``."""
+        await reader.read_window("agent", session_id="s", tokens=0)
+        await refuses(
+            InvalidArgument,
+            {
+                f"read_window(tokens={bad!r})": lambda bad=bad: reader.read_window(  # type: ignore[misc]
+                    "agent", session_id="s", tokens=bad
+                )
+                for bad in (None, 1.5, float("nan"), True)
+            },
+        )
         with pytest.raises(InvalidArgument):
             await reader.read_window("agent", session_id="s", tokens=-1)
         with pytest.raises(InvalidArgument):

@@ -254,6 +254,12 @@ def check_page(limit: int | None, offset: int) -> None:
         raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
 
 
+def check_count(value: int, what: str) -> None:
+    """``InvalidArgument`` unless ``value`` is an integer >= 0 (not ``None``, a bool or a float)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidArgument(f"must be an integer >= 0, got {value!r}", field=what)
+
+
 def check_items(items: object, kind: type[T], what: str) -> list[T]:
     """``items`` as a list of ``kind`` objects, else ``InvalidArgument`` naming ``what`` (a bare string, ``None``
     or anything but a sequence is refused, and so is the first item of another type)."""
@@ -328,6 +334,7 @@ __all__ = [
     "Value",
     "invalid",
     "MAX_TTL_SECONDS",
+    "check_count",
     "check_ids",
     "check_json",
     "check_memory",

@@ -31,7 +31,7 @@ from ravi.kernel.storage import (
 )
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope
+from ravi.kernel.values import check_count, check_page, check_scope
 
 T = TypeVar("T")
 
@@ -97,7 +97,7 @@ class HybridHistoryProvider(Closeable):
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The windowed read, from the tier that serves the session (``WindowReader``)."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_page(tokens, 0)
+        check_count(tokens, "tokens")
 
         async def read(tier: HistoryProvider) -> HistoryWindow:
             if isinstance(tier, WindowReader):
