@@ -289,6 +289,25 @@ def check_ids(ids: object, what: str = "ids") -> list[str]:
     return out
 
 
+FLOAT32_TINY = 1.1754943508222875e-38
+"""The smallest normal float32."""
+
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32."""
+
+
+def check_length(squared_length: float, what: str) -> None:
+    """``InvalidArgument`` unless a vector's squared length (computed in float64) is one float32 arithmetic can
+    hold: stores compare embeddings in float32, where a longer vector's length overflows (it scored 0.0 against
+    its own direction) and a shorter one's underflows to a zero vector."""
+    if not FLOAT32_TINY <= squared_length <= FLOAT32_MAX:
+        raise InvalidArgument(
+            f"{what}: its squared length {squared_length:.3g} is outside float32's range "
+            f"({FLOAT32_TINY:.3g} to {FLOAT32_MAX:.3g}), where cosine similarity cannot be computed",
+            hint="scale the vector (cosine similarity ignores length), or give a non-zero one",
+        )
+
+
 def check_vector(values: object, what: str = "query_embedding") -> list[float]:
     """``values`` as a list of finite floats; a string, a non-number or NaN is refused with ``InvalidArgument``."""
     if isinstance(values, str | bytes) or (not isinstance(values, Sequence) and not hasattr(values, "tolist")):
@@ -336,6 +355,7 @@ __all__ = [
     "MAX_TTL_SECONDS",
     "check_count",
     "check_ids",
+    "check_length",
     "check_json",
     "check_memory",
     "check_model",

@@ -114,8 +114,9 @@ def check_blob_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
 
     S3 sends metadata as HTTP headers: it lower-cases keys, drops empty values, trims spaces around values and
     re-encodes anything beyond printable ASCII. So keys are lower-case letters, digits, ``-`` and ``_``; values
-    are non-empty printable ASCII that neither starts nor ends with a space (percent-encode anything else); keys starting with ``ravi-`` are Ravi's own; and the whole fits in
-    :data:`MAX_METADATA_ENTRIES` entries and :data:`MAX_METADATA_BYTES` bytes.
+    are non-empty printable ASCII that neither starts nor ends with a space (percent-encode anything else); keys
+    starting with ``ravi-`` are Ravi's own; and the whole fits in :data:`MAX_METADATA_ENTRIES` entries and
+    :data:`MAX_METADATA_BYTES` bytes.
     """
     if metadata is None:
         return {}
