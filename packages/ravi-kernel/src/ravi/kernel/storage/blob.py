@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
 
 from pydantic import Field
 
@@ -156,7 +156,7 @@ def check_content_type(content_type: object) -> str:
     return content_type
 
 
-def _header_value(value: object) -> bool:
+def _header_value(value: object) -> TypeGuard[str]:
     """Whether ``value`` comes back from an HTTP header as it was sent: non-empty printable ASCII, no space at
     either end (HTTP trims them)."""
     return (
