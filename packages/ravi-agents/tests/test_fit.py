@@ -183,8 +183,8 @@ def test_a_window_assembled_after_calibration_fits() -> None:
 
 @pytest.mark.parametrize(
     ("model", "reported"),
-    [("gpt-4o", 128_001), ("my-model", 10**30), ("my-model", 10**400)],
-    ids=["past-the-window", "1e30", "1e400"],
+    [("gpt-4o", 128_001), ("gpt-4o-2024-08-06", 128_001), ("my-model", 10**30), ("my-model", 10**400)],
+    ids=["past-the-window", "dated-name", "1e30", "1e400"],
 )
 def test_a_prompt_size_no_model_takes_is_refused_and_the_correction_kept(model: str, reported: int) -> None:
     """A reported prompt larger than the model's window (or than any model's in the table, for a model it does

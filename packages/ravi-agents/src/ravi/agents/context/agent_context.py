@@ -10,7 +10,7 @@ from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.manifest import Window
 from ravi.agents.context.pipeline import WindowRequest
 from ravi.kernel.agent import HistoryRetention, SessionContext
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
@@ -159,11 +159,13 @@ class Run:
 
 def _largest_prompt(model: str | None) -> int:
     """The most prompt tokens one call to ``model`` can take: its context window when Ravi's model table knows
-    it, else the largest window in the table."""
-    from ravi.agents.context.models import MODELS
+    it (dated names such as ``gpt-4o-2024-08-06`` by their family), else the largest window in the table."""
+    from ravi.agents.context.models import MODELS, model_info
 
-    info = MODELS.get(model) if model else None
-    return info.context_window if info is not None else max(m.context_window for m in MODELS.values())
+    try:
+        return model_info(model).context_window if model else max(m.context_window for m in MODELS.values())
+    except ConfigurationError:
+        return max(m.context_window for m in MODELS.values())
 
 
 __all__ = ["AgentContext", "Run"]
