@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ravi.conformance._base import ContractBase, unique
+from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
 from ravi.kernel.errors import InvalidArgument, InvalidTransition, NotFound
 from ravi.kernel.storage import Forgetter, Task, TaskStatus, TaskStore
 
@@ -53,6 +53,13 @@ class TaskStoreContract(ContractBase):
         assert [t.title for t in got.tasks] == ["by title", "explicit"]
         assert got.tasks[1].id == task.id and got.tasks[1].max_retries == 5 and got.tasks[1].metadata == {"p": 1}
         assert all(t.status is S.PLANNED for t in got.tasks)
+
+    async def test_metadata_numbers_keep_their_type_and_value(self, backend: TaskStore) -> None:
+        """Every number in a task's metadata comes back with its type and value (``1e16`` stays a float)."""
+        conv, agent = unique("conv"), unique("agent")
+        await backend.create_task_list(conv, agent, [Task(title="numbers", metadata=EXACT_NUMBERS)])
+        got = await backend.get_task_list(conv, agent)
+        assert got is not None and typed(got.tasks[0].metadata) == typed(EXACT_NUMBERS)
 
     async def test_create_replaces_the_board(self, backend: TaskStore) -> None:
         """Creating a board again replaces it."""

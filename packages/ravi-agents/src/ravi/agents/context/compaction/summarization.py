@@ -20,6 +20,7 @@ from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBl
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import stored_tokens
+from ravi.kernel.values import check_count
 
 _log = logging.getLogger(__name__)
 
@@ -167,8 +168,11 @@ class SummarizationCompaction(Strategy):
         store: SummaryStore | None = None,
         update_tokens: int | None = None,
     ) -> None:
-        if recent_token_budget < 0 or min_old_tokens < 0 or max_summary_tokens <= 0:
-            raise InvalidArgument("recent_token_budget and min_old_tokens must be >= 0, max_summary_tokens > 0")
+        check_count(recent_token_budget, "recent_token_budget")
+        check_count(min_old_tokens, "min_old_tokens")
+        check_count(max_summary_tokens, "max_summary_tokens")
+        if max_summary_tokens == 0:
+            raise InvalidArgument("max_summary_tokens must be > 0")
         if update_tokens is not None and (
             not isinstance(update_tokens, int) or isinstance(update_tokens, bool) or update_tokens < 1
         ):
