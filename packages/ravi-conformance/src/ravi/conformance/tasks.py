@@ -146,6 +146,18 @@ class TaskStoreContract(ContractBase):
         again = await backend.force_retry(conv, agent, task.id)  # 004: "abandoned --> in_progress : force_retry()"
         assert again.status is S.IN_PROGRESS and again.retry_count == 0
 
+    async def test_force_retry_needs_a_failed_or_abandoned_task(self, backend: TaskStore) -> None:
+        """004 draws ``force_retry()`` only from ``failed`` and ``abandoned``: on a planned or running task it is an
+        ``InvalidTransition`` and the task is unchanged."""
+        conv, agent, [first, _] = await self.board(backend)
+        with pytest.raises(InvalidTransition):
+            await backend.force_retry(conv, agent, first)
+        await backend.update_status(conv, agent, first, S.IN_PROGRESS)
+        with pytest.raises(InvalidTransition):
+            await backend.force_retry(conv, agent, first)
+        board = await backend.get_task_list(conv, agent)
+        assert board is not None and board.tasks[0].status is S.IN_PROGRESS and board.tasks[0].retry_count == 0
+
     async def test_settle_conversation(self, backend: TaskStore) -> None:
         """004: "settle_conversation(conversation_id) — flips all in_progress tasks to succeeded when a run ends
         normally"; the other tasks stay as they are."""

@@ -97,6 +97,9 @@ async def write_summary(
     Its id is ``key`` when given, else :func:`span_id` of the covered ids; with ``store`` and the session's
     ``scope`` (and no ``key``) the text is kept there under that span of that session, so the same span is
     summarised once. Errors of the model call propagate; callers decide whether a failure may break the request.
+
+    Raises:
+        CancelledByToken: ``cancel`` was cancelled before the model was called.
     """
     if key is None:
         key = span_id([m.id for m in previous] + [m.id for m in fresh])
@@ -106,6 +109,8 @@ async def write_summary(
         store = None  # a summary is kept only for the session it was derived from
     text = await store.get_summary(scope, key) if store is not None and scope is not None else None
     if text is None:
+        if cancel is not None:
+            cancel.raise_if_cancelled()  # a caller that has cancelled pays for no call, whatever the client does
         text = await llm.complete(summary_prompt(previous, fresh, instructions), max_tokens=max_tokens, cancel=cancel)
         if store is not None and scope is not None:
             await store.put_summary(scope, key, text)
