@@ -14,6 +14,7 @@ from ravi.agents.context.recall_placement import Held, place
 from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
 from ravi.agents.context.recall_request import MIN_SHARE, Request, read_request, recall_share
 from ravi.agents.context.session import counter_of
+from ravi.agents.embeddings import StaticEmbeddingClient
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
@@ -36,6 +37,12 @@ _WHOLE: Slot[TailCut] = Slot("relevant_recall.whole", TailCut)
 appended since the last window."""
 _NEWEST: Slot[TailCut] = Slot("relevant_recall.newest", TailCut)
 """Where the newest turns of a relevance window start, found the same way."""
+
+
+UNSPENT = 0.1
+"""The share of the room for older units that, left unspent by a full ranking, has it ranked deeper."""
+DEEPER = 4
+"""How many times as many units the deeper ranking returns."""
 
 
 class RelevantRecallStrategy(Strategy):
@@ -117,6 +124,15 @@ class RelevantRecallStrategy(Strategy):
         self.search_limit = search_limit
         self.own_counter = counter
         self._local = LocalRankings()
+        # ranking again costs no provider call only with words and the offline model
+        self._deepens = (
+            search_limit is None
+            and (index is None or isinstance(index, BM25Index))
+            and (
+                self.meaning is None
+                or (self.meaning.index is None and isinstance(self.meaning.client, StaticEmbeddingClient))
+            )
+        )
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
@@ -236,7 +252,14 @@ class RelevantRecallStrategy(Strategy):
         ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
             return None if not partial else list(history)
-        chosen = self._choose(ranked, allowance - recent, counter, request)
+        room = allowance - recent
+        chosen = self._choose(ranked, room, counter, request)
+        if self._deepens and len(ranked) >= limit and _spent(chosen, counter) < room * (1 - UNSPENT):
+            # the ranking ran out before the room did (its units repeated one another, or did not fit): what it
+            # left would go unused, so rank deeper once and choose again
+            deeper = await self._ranked(history, session, rank, request, cut, limit * DEEPER, tell=False)
+            if deeper:
+                chosen = self._choose(deeper, room, counter, request)
         self._note(session, chosen)
         return [*place([m for m in history[:cut] if m.role == "system"], chosen), *history[cut:]]
 
@@ -373,6 +396,11 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
+
+
+def _spent(chosen: Sequence[UnitMatch], counter: TokenCounter) -> int:
+    """What the chosen units cost, as they will be sent."""
+    return sum(_unit_cost(u.messages, counter) for u in chosen)
 
 
 def _unit_cost(messages: Sequence[ChatMessage], counter: TokenCounter) -> int:
