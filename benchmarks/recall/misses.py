@@ -54,9 +54,9 @@ def _instrument() -> None:
     choose = relevant_recall.RelevantRecallStrategy._choose
     repeats = NearDuplicates.repeats
 
-    def watched_choose(self, ranked, left, counter, request):  # type: ignore[no-untyped-def]
+    def watched_choose(self, ranked, left, counter, request, *more):  # type: ignore[no-untyped-def]
         _Seen.ranked, _Seen.left, _Seen.repeats = list(ranked), left, set()
-        chosen = choose(self, ranked, left, counter, request)
+        chosen = choose(self, ranked, left, counter, request, *more)
         _Seen.unspent = left - sum(counter.count_message(m) for u in chosen for m in u.messages)
         return chosen
 

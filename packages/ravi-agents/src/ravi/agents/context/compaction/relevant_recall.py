@@ -43,6 +43,8 @@ UNSPENT = 0.1
 """The share of the room for older units that, left unspent by a full ranking, has it ranked deeper."""
 DEEPER = 4
 """How many times as many units the deeper ranking returns."""
+REPEATS = 4
+"""A ranking is ranked deeper only when at least one unit in this many repeated one chosen before it."""
 
 
 class RelevantRecallStrategy(Strategy):
@@ -253,10 +255,16 @@ class RelevantRecallStrategy(Strategy):
         if ranked is None:
             return None if not partial else list(history)
         room = allowance - recent
-        chosen = self._choose(ranked, room, counter, request)
-        if self._deepens and len(ranked) >= limit and _spent(chosen, counter) < room * (1 - UNSPENT):
-            # the ranking ran out before the room did (its units repeated one another, or did not fit): what it
-            # left would go unused, so rank deeper once and choose again
+        repeats: list[UnitMatch] = []
+        chosen = self._choose(ranked, room, counter, request, repeats)
+        if (
+            self._deepens
+            and len(ranked) >= limit
+            and len(repeats) * REPEATS >= len(ranked)
+            and _spent(chosen, counter) < room * (1 - UNSPENT)
+        ):
+            # the ranking ran out before the room did, on units that repeat one another: what it left would go
+            # unused, so rank deeper once and choose again
             deeper = await self._ranked(history, session, rank, request, cut, limit * DEEPER, tell=False)
             if deeper:
                 chosen = self._choose(deeper, room, counter, request)
@@ -303,10 +311,11 @@ class RelevantRecallStrategy(Strategy):
         left: int,
         counter: TokenCounter,
         request: Request,
+        repeats: list[UnitMatch] | None = None,
     ) -> list[UnitMatch]:
         """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
-        skipping any that repeats one already chosen. A unit is labelled once it is chosen, and sent unlabelled
-        when only that fits."""
+        skipping any that repeats one already chosen (added to ``repeats`` when given). A unit is labelled once
+        it is chosen, and sent unlabelled when only that fits."""
         today = request.day
         seen = NearDuplicates()
         chosen: list[UnitMatch] = []
@@ -315,7 +324,11 @@ class RelevantRecallStrategy(Strategy):
                 break
             stored = match.messages
             cost = _unit_cost(stored, counter)
-            if cost > left or seen.repeats(stored):
+            if cost > left:
+                continue
+            if seen.repeats(stored):
+                if repeats is not None:
+                    repeats.append(match)
                 continue
             if self.annotate and any(label(m, today) for m in stored):
                 messages = tuple(annotated(m, today) for m in stored)
