@@ -77,8 +77,10 @@ def settable(model: type[BackendOptions]) -> dict[str, tuple[str, Any]]:
             out[option] = ("path", "path")
         elif option in ("schema", "graph"):
             out[option] = ("ravi_other", "ravi_other")
-        elif option in ("table_prefix", "key_prefix"):
+        elif option == "table_prefix":
             out[option] = ("app_", "app_")
+        elif option == "key_prefix":
+            out[option] = ("app/", "app/")
         elif option == "prefix":
             out[option] = ("app", "app")
         elif option == "region":

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from servers import Server, closing
 
-from ravi.agents.context import AgentContext, HybridContext
+from ravi.agents.context import AgentContext, HybridContext, HybridHistoryProvider
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.capabilities.postgres import PostgresHistoryProvider
 from ravi.capabilities.redis import RedisHistoryProvider, RedisLongTermMemory, RedisSessionStore, RedisSummaryStore
@@ -209,6 +209,43 @@ async def test_hybrid_context_redis_hot_postgres_cold(
         await context.add_messages("s", [ChatMessage.user("turn 30"), ChatMessage.user("turn 31")])
         window = await context.get_prompt_window("s")
         assert [m.text for m in window] == [f"turn {i}" for i in range(22, 32)]
+    finally:
+        await hot.close()
+        await cold.close()
+
+
+async def test_hybrid_tiers_keep_one_order_under_concurrent_writers_and_clears(
+    redis_server: Server, redis_prefix: str, postgres_server: Server, pg_schema: str
+) -> None:
+    """Thirty tasks append to one session of a Redis-hot, Postgres-cold hybrid while others clear runs and replace
+    the last message: both tiers end with the same messages in the same order, and every read served by the hot
+    tier is the cold tier's transcript. Each write went to the cold tier, then the hot one, with no order between
+    writers: the tiers interleaved differently (142 of 300 positions differed), and reads, served by the hot tier
+    while the counts matched, gave another order than the cold tier, which reads gave once the hot tier expired."""
+    hot = RedisHistoryProvider(redis_server.address, prefix=redis_prefix)
+    cold = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    history = HybridHistoryProvider(hot, cold)
+    try:
+
+        async def writer(i: int) -> None:
+            for j in range(10):
+                await history.append("a", ChatMessage.user(f"{i}:{j}", id=f"{i}-{j}"), session_id="s", run_id=f"w{i}")
+
+        async def editor() -> None:
+            for k in range(10):
+                junk = ChatMessage.user(f"junk {k}")
+                await history.append("a", junk, session_id="s", run_id="junk")
+                await history.replace_last(
+                    "a", session_id="s", message_id=junk.id, messages=[ChatMessage.user(f"edited {k}")], run_id="junk"
+                )
+                await history.clear_run("a", session_id="s", run_id="junk")
+
+        await asyncio.gather(*(writer(i) for i in range(30)), editor(), editor())
+        on_cold = await cold.get_messages("a", session_id="s")
+        assert len(on_cold) == 300 and not [m for m in on_cold if m.id.count("-") != 1]
+        assert [m.id for m in await hot.get_messages("a", session_id="s")] == [m.id for m in on_cold]
+        assert await history.get_messages("a", session_id="s") == on_cold
+        assert (await history.read_window("a", session_id="s", tokens=10**6)).messages == on_cold
     finally:
         await hot.close()
         await cold.close()

@@ -17,6 +17,7 @@ from ravi.capabilities.s3 import S3FileStore
 from ravi.conformance import BlobStoreContract
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, NotFound, PermissionDenied
 from ravi.kernel.registry import load_backend
+from ravi.kernel.storage import blob_prefix
 
 
 def store_for(server: Server, bucket: str, **options: Any) -> S3FileStore:
@@ -99,6 +100,25 @@ async def test_key_prefixes_keep_apps_apart(s3_server: Server, s3_bucket: str) -
         await one.upload("same", b"one")
         with pytest.raises(NotFound):
             await two.download("same")
+
+
+async def test_a_key_prefix_ends_with_a_slash_so_no_app_forgets_another_apps_blobs(
+    s3_server: Server, s3_bucket: str
+) -> None:
+    """Two apps in one bucket with key prefixes ``app1`` and ``app10``: app1 forgetting its agent ``042`` listed
+    the objects under ``app1042/``, which are app10's agent ``42``, and removed them (and app1's ``destroy``
+    removed all of app10's). A key prefix is now empty or ends with ``/``; with slashes the apps stay apart."""
+    for prefix in ("app1", "app1/../", "app1\\/", "/"):
+        with pytest.raises(ConfigurationError, match="key_prefix"):
+            store_for(s3_server, s3_bucket, key_prefix=prefix)
+    async with (
+        store_for(s3_server, s3_bucket, key_prefix="app1/") as one,
+        store_for(s3_server, s3_bucket, key_prefix="app10/") as ten,
+    ):
+        await ten.upload(blob_prefix("42") + "notes.txt", b"app10's")
+        await one.upload(blob_prefix("042") + "notes.txt", b"app1's")
+        assert await one.forget("042") == 1
+        assert (await ten.download(blob_prefix("42") + "notes.txt")).data == b"app10's"
 
 
 async def test_ttl_installs_a_lifecycle_rule_where_supported(s3_server: Server, s3_bucket: str) -> None:

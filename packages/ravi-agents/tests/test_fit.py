@@ -181,6 +181,30 @@ def test_a_window_assembled_after_calibration_fits() -> None:
     asyncio.run(main())
 
 
+@pytest.mark.parametrize(
+    ("model", "reported"),
+    [("gpt-4o", 128_001), ("gpt-4o-2024-08-06", 128_001), ("my-model", 10**30), ("my-model", 10**400)],
+    ids=["past-the-window", "dated-name", "1e30", "1e400"],
+)
+def test_a_prompt_size_no_model_takes_is_refused_and_the_correction_kept(model: str, reported: int) -> None:
+    """A reported prompt larger than the model's window (or than any model's in the table, for a model it does
+    not know) cannot be one call's prompt: 10**30 was kept as a correction of 1e29, which the state store shared
+    with every process and which shrank every window of the model to nothing; 10**400 raised OverflowError."""
+    from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider
+
+    async def main() -> None:
+        config = ContextConfig(InMemoryHistoryProvider(), [TokenBudgetComposedStrategy([], 2_000)], model=model)
+        context = AgentContext(config)
+        await context.add_messages("s", [ChatMessage.user(f"turn {i} " + "x" * 300) for i in range(20)])
+        window = await context.get_prompt_window("s")
+        with pytest.raises(InvalidArgument, match="prompt"):
+            await context.record_usage("s", reported)
+        assert await config.calibration.factor(model) == 1.0
+        assert await context.get_prompt_window("s") == window
+
+    asyncio.run(main())
+
+
 def test_the_lean_install_warning_gives_its_hint_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -153,3 +153,28 @@ async def test_compact_takes_the_documented_arguments() -> None:
     assert is_summary(out[0]) and out[0].role == "user" and out[0].text.startswith("[condensed earlier context]")
     assert out[1:] == msgs[-8:]  # DEFAULT_POLICY keeps 8
     assert await compact(msgs[:3], "gpt-4o") == msgs[:3]  # nothing old enough: unchanged
+
+
+async def test_a_cancelled_token_stops_the_summary_before_the_model_is_called() -> None:
+    """A caller that has already cancelled pays for no model call, whatever client it passed: the token is checked
+    before the call, not left to the client."""
+    from ravi.agents.context import summarize
+    from ravi.kernel.cancel import CancelledByToken, CancelToken
+
+    calls: list[int] = []
+
+    class Client:
+        async def complete(self, messages: Any, *, max_tokens: int | None = None, cancel: Any = None) -> str:
+            calls.append(len(messages))
+            return "a summary"
+
+    token = CancelToken()
+    token.cancel("user pressed esc")
+    msgs = [ChatMessage.user(f"turn {i}") for i in range(4)]
+    with pytest.raises(CancelledByToken, match="esc"):
+        await summarize(msgs, Client(), cancel=token)  # type: ignore[arg-type]
+    with pytest.raises(CancelledByToken):
+        await compact([ChatMessage.user(f"turn {i} " + "x" * 300) for i in range(12)], invoke=Client(), cancel=token)  # type: ignore[arg-type]
+    assert calls == []
+    assert (await summarize(msgs, Client(), cancel=CancelToken())).text.endswith("a summary")
+    assert calls == [2]

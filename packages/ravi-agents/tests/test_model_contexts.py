@@ -88,3 +88,15 @@ async def test_hybrid_context_takes_a_session_manager() -> None:
     assert len(await context.build("s")) == 4
     with pytest.raises(ConfigurationError):
         HybridContext(session_manager=object())
+
+
+async def test_hybrid_context_keeps_the_system_message_above_max_total() -> None:
+    """003: the hybrid window is ``[sys, m1..m30, m45..m50]`` "(up to max_total)": the newest ``max_total`` turns,
+    in order and each once, with the system message kept on top as ``SlidingWindowContext`` keeps it."""
+    hot, cold = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+    context = HybridContext(hot, cold, recent_n=2, max_total=4)
+    await AgentContext(context).add_messages("s", [ChatMessage.system("rules")])
+    await fill(context, 6)
+    window = await context.build("s")
+    assert window[0].text == "rules"
+    assert [m.text.split()[0] for m in window[1:]] == ["m2", "m3", "m4", "m5"]

@@ -17,7 +17,7 @@ from ravi.agents.context import (
 from ravi.agents.settings import Stores, load_settings
 from ravi.agents.storage import InMemoryFileStore, InMemoryVectorStore, TaskStore
 from ravi.kernel.agent import HistoryRetention
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
 
@@ -127,6 +127,15 @@ def test_invalid_toml_says_so(tmp_path: Path) -> None:
 def test_unknown_strategy_parameters_are_refused(tmp_path: Path) -> None:
     (tmp_path / "ravi.toml").write_text('[[context.pipeline]]\nstrategy = "sliding_window"\nmax_msgs = 3\n')
     with pytest.raises(ConfigurationError, match="sliding_window"):
+        ContextConfig.from_settings()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "900.5", '"900"', "true"])
+def test_a_budget_that_is_not_a_whole_number_is_refused_naming_it(tmp_path: Path, value: str) -> None:
+    """``token_budget = nan`` (TOML has nan and inf) raised a bare ValueError from int(); ``900.5`` was cut to
+    900 silently."""
+    (tmp_path / "ravi.toml").write_text(f'[[context.pipeline]]\nstrategy = "token_budget"\ntoken_budget = {value}\n')
+    with pytest.raises(InvalidArgument, match="token_budget"):
         ContextConfig.from_settings()
 
 

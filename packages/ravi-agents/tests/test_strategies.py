@@ -123,6 +123,38 @@ def test_bad_parameters_are_refused() -> None:
         TokenBudgetComposedStrategy.from_model("gpt-4o", trigger_ratio=1.5)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 2.5, "100", None, True])
+def test_sizes_that_are_not_whole_numbers_are_refused(bad: object) -> None:
+    """A budget or a count that is NaN, a float, a string, None or a bool is refused with InvalidArgument when the
+    strategy is built: NaN used to pass every ``< 0`` check, then broke or disabled the window at assembly."""
+    builds = {
+        "SlidingWindowCompaction(max_messages)": lambda: SlidingWindowCompaction(bad),  # type: ignore[arg-type]
+        "ToolResultCompactionStrategy(max_chars)": lambda: ToolResultCompactionStrategy(bad),  # type: ignore[arg-type]
+        "TokenBudgetComposedStrategy(token_budget)": lambda: TokenBudgetComposedStrategy([], bad),  # type: ignore[arg-type]
+        "SelectiveToolCallCompactionStrategy(keep_recent_groups)": lambda: SelectiveToolCallCompactionStrategy(bad),  # type: ignore[arg-type]
+        "SummarizationCompaction(recent_token_budget)": lambda: SummarizationCompaction(
+            RecordingLLM(),
+            recent_token_budget=bad,  # type: ignore[arg-type]
+        ),
+        "SummarizationCompaction(min_old_tokens)": lambda: SummarizationCompaction(
+            RecordingLLM(),
+            min_old_tokens=bad,  # type: ignore[arg-type]
+        ),
+        "SummarizationCompaction(max_summary_tokens)": lambda: SummarizationCompaction(
+            RecordingLLM(),
+            max_summary_tokens=bad,  # type: ignore[arg-type]
+        ),
+    }
+    for what, build in builds.items():
+        try:
+            build()
+        except InvalidArgument:
+            continue
+        except Exception as other:
+            pytest.fail(f"{what}={bad!r} raised {type(other).__name__}: {other}")
+        pytest.fail(f"{what}={bad!r} was accepted")
+
+
 def long_chat(n: int) -> list[ChatMessage]:
     out = [ChatMessage.system("rules")]
     for i in range(n):

@@ -31,6 +31,20 @@ def test_import_refuses_a_missing_file_and_a_bad_line_by_name(tmp_path: Path) ->
     assert unknown.returncode == 1 and "has no session 's'" in unknown.stderr
 
 
+def test_a_file_that_is_not_utf8_or_cannot_be_written_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    """A binary file given to ``ravi import`` (or a stdin that is not UTF-8), and an ``--output`` in a folder that
+    does not exist, printed a Python traceback (UnicodeDecodeError, FileNotFoundError)."""
+    (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe\x00 not text\n")
+    for args, stdin in ((("import", "binary.jsonl"), b""), (("import", "-"), b"\xff\xfe\n")):
+        (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+        done = subprocess.run([RAVI, *args], cwd=tmp_path, input=stdin, capture_output=True, check=False, timeout=60)
+        stderr = done.stderr.decode()
+        assert done.returncode == 1 and "UTF-8" in stderr and "Traceback" not in stderr, stderr
+    unwritable = ravi(tmp_path, "export", "a", "--output", str(tmp_path / "no" / "such" / "folder" / "a.jsonl"))
+    assert unwritable.returncode == 1 and "Traceback" not in unwritable.stderr, unwritable.stderr
+    assert "cannot write" in unwritable.stderr
+
+
 async def test_a_round_trip_through_text_keeps_every_character() -> None:
     source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
     messages = [ChatMessage.user(f"a{c}b", id=str(i)) for i, c in enumerate("\n\r\u2028\u2029\x85\x0c\x1c\x00")]

@@ -145,6 +145,24 @@ def test_a_malformed_item_is_refused_and_nothing_of_its_batch_is_stored() -> Non
     asyncio.run(main())
 
 
+def test_an_item_with_a_key_that_is_not_text_is_refused_not_renamed() -> None:
+    """``{1: "a"}`` came back as ``{"1": "a"}``, and ``{1: "a", "1": "b"}`` as ``{"1": "b"}``: an item is stored
+    exactly or refused, and nothing of its batch is stored."""
+    import pytest
+
+    from ravi.kernel.errors import InvalidMessage
+
+    async def main() -> None:
+        session = RaviSession("s5")
+        await session.add_items([{"role": "user", "content": "kept"}])
+        for bad in ({1: "a"}, {"type": "custom", "data": {1: "a", "1": "b"}}):
+            with pytest.raises(InvalidMessage):
+                await session.add_items([{"role": "user", "content": "lost"}, bad])
+        assert await session.get_items() == [{"role": "user", "content": "kept"}]
+
+    asyncio.run(main())
+
+
 def test_unknown_or_malformed_session_settings_are_a_configuration_error() -> None:
     """``session_settings`` as the SDK takes them (an object or a dict); a bad one is Ravi's typed error, and an
     unknown field is also the ``TypeError`` the SDK's own sessions raise."""

@@ -43,6 +43,22 @@ def test_force_retry_resets_the_count_but_not_success() -> None:
         Task(title="t", status=TaskStatus.SUCCEEDED).force_retried()
 
 
+@pytest.mark.parametrize("state", [TaskStatus.FAILED, TaskStatus.ABANDONED])
+def test_force_retry_takes_a_failed_or_abandoned_task(state: TaskStatus) -> None:
+    """004 draws ``force_retry()`` from ``failed`` and from ``abandoned``, both to ``in_progress``."""
+    again = Task(title="t", status=state, retry_count=2).force_retried()
+    assert again.status is TaskStatus.IN_PROGRESS and again.retry_count == 0
+
+
+@pytest.mark.parametrize("state", [TaskStatus.PLANNED, TaskStatus.IN_PROGRESS, TaskStatus.BLOCKED])
+def test_force_retry_refuses_a_task_that_has_not_failed(state: TaskStatus) -> None:
+    """A task that has not failed has nothing to retry; resetting a running task's count would also let a second
+    worker claim it (``update_status`` refuses ``in_progress`` to ``in_progress`` for that reason)."""
+    task = Task(title="t", status=state, retry_count=1)
+    with pytest.raises(InvalidTransition, match="force_retry"):
+        task.force_retried()
+
+
 def test_tasks_are_frozen_and_lists_settle() -> None:
     task = Task(title="t")
     with pytest.raises(ValueError, match="frozen"):

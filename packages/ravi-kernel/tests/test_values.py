@@ -24,8 +24,9 @@ def nested(depth: int) -> dict[str, Any]:
     return value
 
 
+finite = st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: x != 0 or str(x) == "0.0")  # no -0.0
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | finite | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20,
 )
@@ -43,6 +44,7 @@ def test_every_accepted_json_object_comes_back_exactly(value: dict[str, Any]) ->
     [
         ({"k": float("nan")}, "metadata.k"),
         ({"k": [1, float("inf")]}, "metadata.k[1]"),
+        ({"k": [0.0, -0.0]}, "metadata.k[1]"),
         ({"k": "lone \ud800 surrogate"}, "metadata.k"),
         ({"k\udfff": 1}, "metadata key"),
         ({"k": {1, 2}}, "metadata.k"),

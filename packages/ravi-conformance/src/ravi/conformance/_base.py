@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -73,6 +74,36 @@ def hostile_ids() -> st.SearchStrategy[str]:
     tricky = st.sampled_from(["\x1f", ":", "|", "%", "{", "}", "'", '"', "\\", "/", "*", "[", "]", ",", " ", "a", "é"])
     anything = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
     return st.text(alphabet=tricky | anything, min_size=1, max_size=12)
+
+
+EXACT_NUMBERS: dict[str, Any] = {
+    "e16": 1e16,
+    "e17": 1.5e17,
+    "max": 1.7976931348623157e308,
+    "tiny": 5e-324,
+    "small": 1e-7,
+    "tenth": 0.1,
+    "one": 1.0,
+    "big_int": 2**70,
+    "low_int": -(2**63) - 1,
+    "nested": {"list": [1e20, 2, 2.0, -1e300]},
+}
+"""JSON numbers a store must give back with their type and value: floats that are whole numbers (a server
+that keeps numbers as decimals prints ``1e16`` as ``10000000000000000``, which reads back as an int), the
+extremes of a double, and integers beyond 64 bits."""
+
+
+def json_numbers() -> st.SearchStrategy[int | float]:
+    """Any JSON number a store must keep exactly: finite floats (never negative zero, which is refused) and
+    integers of any size."""
+    floats = st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: x != 0 or str(x) == "0.0")
+    return floats | st.integers()
+
+
+def typed(value: Any) -> str:
+    """``value`` as JSON with its keys sorted: equal only when every number has the same type and value
+    (``1e16 == 10**16`` in Python, but a float that came back as an int is a changed value)."""
+    return json.dumps(value, sort_keys=True)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], *, within: float, what: str) -> None:

@@ -192,8 +192,16 @@ class BlobStoreContract(ContractBase):
                 assert (await backend.download(key)).data == data, f"deleting {odd!r} deleted {key!r}"
 
     async def test_metadata_comes_back_exactly_or_is_refused(self, backend: BlobStore) -> None:
-        """User metadata is stored exactly (keys keep their case, empty values stay) or refused up front."""
-        for metadata in [{"Owner": "ada"}, {"empty": ""}, {"note": "Grüße"}, {"k": "v" * 3_000}]:
+        """User metadata is stored exactly (keys keep their case, empty values stay, spaces around a value stay:
+        HTTP trims them from a header) or refused up front."""
+        for metadata in [
+            {"Owner": "ada"},
+            {"empty": ""},
+            {"note": "Grüße"},
+            {"k": "v" * 3_000},
+            {"padded": " both ends "},
+            {"trailing": "end "},
+        ]:
             key = unique("meta")
             try:
                 await backend.upload(key, b"x", metadata=metadata)
@@ -202,6 +210,18 @@ class BlobStoreContract(ContractBase):
                     await backend.download(key)
                 continue
             assert dict((await backend.download(key)).metadata) == metadata
+
+    async def test_content_type_comes_back_exactly_or_is_refused(self, backend: BlobStore) -> None:
+        """The content type is stored exactly or refused up front (spaces around it included: HTTP trims them)."""
+        for content_type in ("text/plain; charset=utf-8", " text/plain", "text/plain "):
+            key = unique("type")
+            try:
+                await backend.upload(key, b"x", content_type=content_type)
+            except InvalidArgument:
+                with pytest.raises(NotFound):
+                    await backend.download(key)
+                continue
+            assert (await backend.download(key)).content_type == content_type
 
     async def test_ttls_no_server_can_hold_are_refused(self, backend: BlobStore) -> None:
         """A TTL longer than a server can hold is refused, not silently shortened."""

@@ -7,7 +7,7 @@ import contextlib
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -316,6 +316,27 @@ class HistoryProviderContract(ContractBase):
         messages = [ChatMessage.user(big), ChatMessage.assistant("emoji 🧠 and RTL עברית")]
         await backend.append_many(a, messages, session_id=s)
         assert await backend.get_messages(a, session_id=s) == messages
+
+    async def test_timestamps_round_trip_with_their_offset(self, backend: HistoryProvider) -> None:
+        """``created_at`` comes back as the same instant with the same UTC offset, from the first year to the
+        last, naive or aware; an offset that is not a whole number of minutes (a zone's local mean time before
+        1900, +00:19:32) is refused when the message is built, since JSON timestamps keep minutes only and the
+        instant would move."""
+        a, s = unique("agent"), unique("session")
+        stamps = [
+            datetime(1, 1, 1, tzinfo=UTC),
+            datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+            datetime(2024, 1, 1, 12, 0, 0, 1, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+            datetime(2024, 1, 1, 12, tzinfo=timezone(-timedelta(hours=23, minutes=59))),
+            datetime(2024, 1, 1, 12),
+        ]
+        messages = [ChatMessage.user(f"at {i}", created_at=stamp) for i, stamp in enumerate(stamps)]
+        await backend.append_many(a, messages, session_id=s)
+        got = await backend.get_messages(a, session_id=s)
+        assert [(m.created_at, m.created_at.utcoffset()) for m in got] == [(t, t.utcoffset()) for t in stamps]
+        for offset in (timedelta(minutes=19, seconds=32), -timedelta(hours=23, minutes=59, seconds=59, microseconds=1)):
+            with pytest.raises(InvalidArgument):
+                ChatMessage.user("local mean time", created_at=datetime(1900, 1, 1, tzinfo=timezone(offset)))
 
     async def test_nul_characters_round_trip_or_are_refused(self, backend: HistoryProvider) -> None:
         """A NUL character is stored exactly or refused, never changed."""
@@ -946,7 +967,18 @@ class WindowReaderContract(ContractBase):
         assert texts(view.messages) == ["a's", "for a"]
 
     async def test_bad_arguments_are_refused(self, reader: WindowReader) -> None:
-        """A negative or non-integer token budget, or an empty agent id, is refused with ``InvalidArgument``."""
+        """A negative, missing or non-integer token budget, or an empty agent id, is refused with
+        ``InvalidArgument``."""
+        await reader.read_window("agent", session_id="s", tokens=0)
+        await refuses(
+            InvalidArgument,
+            {
+                f"read_window(tokens={bad!r})": lambda bad=bad: reader.read_window(  # type: ignore[misc]
+                    "agent", session_id="s", tokens=bad
+                )
+                for bad in (None, 1.5, float("nan"), True)
+            },
+        )
         with pytest.raises(InvalidArgument):
             await reader.read_window("agent", session_id="s", tokens=-1)
         with pytest.raises(InvalidArgument):

@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 
-from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, refuses, skip_without, unique
+from ravi.conformance._base import (
+    EXACT_NUMBERS,
+    ContractBase,
+    call_or_skip_unsupported,
+    eventually,
+    refuses,
+    skip_without,
+    typed,
+    unique,
+)
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.storage import Forgetter, LongTermMemory
 
@@ -187,6 +196,13 @@ class LongTermMemoryContract(ContractBase):
                 await backend.delete(a, bad)  # type: ignore[arg-type]
         with pytest.raises(InvalidArgument):
             await backend.search(a, "q", namespace="n\udfff")
+
+    async def test_metadata_numbers_keep_their_type_and_value(self, backend: LongTermMemory) -> None:
+        """Every number in a memory's metadata comes back with its type and value (``1e16`` stays a float)."""
+        a = unique("agent")
+        memory_id = await backend.save(a, "numbers", metadata=EXACT_NUMBERS)
+        got = await backend.get(a, memory_id)
+        assert got is not None and typed(got.metadata) == typed(EXACT_NUMBERS)
 
     async def test_unicode_and_long_content(self, backend: LongTermMemory) -> None:
         """Unicode and long content round-trip exactly."""

@@ -51,7 +51,11 @@ class Target:
         """The options for one test: those configured, the isolating one with a fresh value."""
         options = dict(self.options)
         if self.isolate:
-            options[self.isolate] = f"{options.get(self.isolate) or 'ravi'}_{uuid.uuid4().hex[:12]}"
+            fresh = uuid.uuid4().hex[:12]
+            if self.isolate == "key_prefix":  # a folder of its own under the configured one (S3 wants the slash)
+                options[self.isolate] = f"{options.get(self.isolate) or ''}ravi_{fresh}/"
+            else:
+                options[self.isolate] = f"{options.get(self.isolate) or 'ravi'}_{fresh}"
         return options
 
 

@@ -6,8 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
-from ravi.conformance._base import ContractBase, refuses, unique
+from ravi.conformance._base import EXACT_NUMBERS, PROPERTY_CHECKS, ContractBase, json_numbers, refuses, typed, unique
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.storage import ShortTermMemory
 
@@ -103,6 +104,40 @@ class ShortTermMemoryContract(ContractBase):
         s = unique("session")
         await backend.set_state(s, {"tuple": (1, 2), "int": 1, "float": 1.5})
         assert await backend.get_state(s) == {"tuple": [1, 2], "int": 1, "float": 1.5}
+
+    async def test_numbers_keep_their_type_and_value(self, backend: ShortTermMemory) -> None:
+        """Every number comes back as it was set, by ``get_state`` and by ``update_state``'s result: a float
+        that is a whole number stays a float (``1e16``, not ``10000000000000000``), the extremes of a double and
+        integers beyond 64 bits are exact.
+
+        Troubleshooting: a jsonb column keeps numbers as decimals and prints large floats without an exponent;
+        write floats in positional notation with a decimal point, which jsonb keeps."""
+        s = unique("session")
+        await backend.set_state(s, EXACT_NUMBERS)
+        assert typed(await backend.get_state(s)) == typed(EXACT_NUMBERS)
+        merged = await backend.update_state(s, {"more": [1e30, 3.0]})
+        assert typed(merged) == typed({**EXACT_NUMBERS, "more": [1e30, 3.0]})
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(number=json_numbers())
+    async def test_any_number_round_trips_exactly(self, backend: ShortTermMemory, number: float) -> None:
+        """Any finite float and any integer comes back with its type and value (a property)."""
+        s = unique("session")
+        await backend.set_state(s, {"n": number})
+        assert typed(await backend.get_state(s)) == typed({"n": number})
+
+    async def test_negative_zero_is_refused(self, backend: ShortTermMemory) -> None:
+        """``-0.0`` is refused with InvalidArgument (a jsonb column keeps it as ``0``), the state kept."""
+        s = unique("session")
+        await backend.set_state(s, {"kept": 1})
+        await refuses(
+            InvalidArgument,
+            {
+                "set_state({'z': -0.0})": lambda: backend.set_state(s, {"z": -0.0}),
+                "update_state({'z': [-0.0]})": lambda: backend.update_state(s, {"z": [-0.0]}),
+            },
+        )
+        assert await backend.get_state(s) == {"kept": 1}
 
     async def test_bad_input_raises_typed_errors_and_loses_nothing(self, backend: ShortTermMemory) -> None:
         """Bad input raises a typed error and loses nothing already stored."""

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ravi.conformance._base import ContractBase, unique
+from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
 from ravi.kernel.errors import InvalidArgument, InvalidTransition, NotFound
 from ravi.kernel.storage import Forgetter, Task, TaskStatus, TaskStore
 
@@ -53,6 +53,13 @@ class TaskStoreContract(ContractBase):
         assert [t.title for t in got.tasks] == ["by title", "explicit"]
         assert got.tasks[1].id == task.id and got.tasks[1].max_retries == 5 and got.tasks[1].metadata == {"p": 1}
         assert all(t.status is S.PLANNED for t in got.tasks)
+
+    async def test_metadata_numbers_keep_their_type_and_value(self, backend: TaskStore) -> None:
+        """Every number in a task's metadata comes back with its type and value (``1e16`` stays a float)."""
+        conv, agent = unique("conv"), unique("agent")
+        await backend.create_task_list(conv, agent, [Task(title="numbers", metadata=EXACT_NUMBERS)])
+        got = await backend.get_task_list(conv, agent)
+        assert got is not None and typed(got.tasks[0].metadata) == typed(EXACT_NUMBERS)
 
     async def test_create_replaces_the_board(self, backend: TaskStore) -> None:
         """Creating a board again replaces it."""
@@ -138,6 +145,18 @@ class TaskStoreContract(ContractBase):
         assert abandoned.status is S.ABANDONED
         again = await backend.force_retry(conv, agent, task.id)  # 004: "abandoned --> in_progress : force_retry()"
         assert again.status is S.IN_PROGRESS and again.retry_count == 0
+
+    async def test_force_retry_needs_a_failed_or_abandoned_task(self, backend: TaskStore) -> None:
+        """004 draws ``force_retry()`` only from ``failed`` and ``abandoned``: on a planned or running task it is an
+        ``InvalidTransition`` and the task is unchanged."""
+        conv, agent, [first, _] = await self.board(backend)
+        with pytest.raises(InvalidTransition):
+            await backend.force_retry(conv, agent, first)
+        await backend.update_status(conv, agent, first, S.IN_PROGRESS)
+        with pytest.raises(InvalidTransition):
+            await backend.force_retry(conv, agent, first)
+        board = await backend.get_task_list(conv, agent)
+        assert board is not None and board.tasks[0].status is S.IN_PROGRESS and board.tasks[0].retry_count == 0
 
     async def test_settle_conversation(self, backend: TaskStore) -> None:
         """004: "settle_conversation(conversation_id) — flips all in_progress tasks to succeeded when a run ends

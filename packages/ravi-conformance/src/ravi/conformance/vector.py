@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ravi.conformance._base import ContractBase, unique
+from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ImageBlock, TextBlock
 from ravi.kernel.storage import Document, Forgetter, VectorStore
@@ -247,6 +247,35 @@ class VectorStoreContract(ContractBase):
         )
         [got] = await backend.get(["ид-🚀'\""], collection=c)
         assert got.text == "текст" and got.metadata == metadata
+
+    async def test_a_vector_float32_cannot_measure_is_refused(self, backend: VectorStore) -> None:
+        """Embeddings are compared in float32: a vector whose squared length passes float32's largest number
+        (``[1e20, 1e20]``) scored 0.0 against its own direction, or dropped out of the results, and one whose
+        squared length is below float32's smallest normal number (``[1e-30, 1e-30]``) was a zero vector to one
+        store and a direction to another. Both are refused, as a document and as a query; a large vector within
+        range ranks by its direction."""
+        c = unique("col")
+        await backend.add([Document(id="big", content="big", embedding=(1e19, 1e19))], collection=c)
+        [hit] = await backend.search([1.0, 1.0], collection=c, limit=1)
+        assert hit.id == "big" and hit.score == pytest.approx(1.0, abs=1e-3)
+        for bad in ((1e20, 1e20), (3.4e38, 3.4e38), (1e-30, 1e-30)):
+            with pytest.raises(InvalidArgument):
+                await backend.add([Document(id="bad", content="bad", embedding=bad)], collection=c)
+            with pytest.raises(InvalidArgument):
+                await backend.search(list(bad), collection=c)
+        assert [d.id for d in await backend.get(["bad"], collection=c)] == []
+
+    async def test_metadata_numbers_keep_their_type_and_value(self, backend: VectorStore) -> None:
+        """Every number in a document's metadata comes back with its type and value (``1e16`` stays a float),
+        through ``get`` and ``search``, and a filter on a whole-number float still finds it."""
+        c = unique("col")
+        await backend.add(
+            [Document(id="n", content="numbers", embedding=(1.0, 0.0), metadata=EXACT_NUMBERS)], collection=c
+        )
+        [got] = await backend.get(["n"], collection=c)
+        assert typed(got.metadata) == typed(EXACT_NUMBERS)
+        [hit] = await backend.search([1.0, 0.0], collection=c, limit=1, filter={"e16": 1e16})
+        assert typed(hit.metadata) == typed(EXACT_NUMBERS)
 
     async def test_content_blocks_round_trip(self, backend: VectorStore) -> None:
         """004: "Document: Represents raw chunks. Fields: content: list[ContentBlock]"; a document keeps its blocks

@@ -217,6 +217,14 @@ class ChatMessage(_Part):
 
     @model_validator(mode="after")
     def _blocks_fit_role(self) -> ChatMessage:
+        offset = self.created_at.utcoffset()
+        if offset and (offset.seconds % 60 or offset.microseconds):
+            # JSON timestamps, and so every server store, keep the offset to the minute: +00:19:32 (a zone's local
+            # mean time before 1900) would move the instant
+            raise ValueError(
+                f"created_at: UTC offset {offset} is not a whole number of minutes, which no store keeps "
+                "(convert it to UTC)"
+            )
         for i, block in enumerate(self.content):
             if isinstance(block, ToolCallBlock) and self.role != "assistant":
                 raise ValueError(f"content[{i}]: tool calls belong in assistant messages, not {self.role!r}")

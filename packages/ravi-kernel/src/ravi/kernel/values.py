@@ -4,7 +4,8 @@ A backend that stores JSON, text or numbers must give back exactly what it was g
 front and with :class:`~ravi.kernel.errors.InvalidArgument`, every value some backend would change or choke on:
 
 * text that is not valid Unicode (lone surrogates cannot be encoded as UTF-8, so no server can keep them);
-* ``NaN`` and infinities (JSON has no spelling for them);
+* ``NaN`` and infinities (JSON has no spelling for them), and negative zero (PostgreSQL's jsonb keeps numbers
+  as decimals, which have no negative zero: ``-0.0`` came back as ``0.0``);
 * JSON nested deeper than :data:`MAX_DEPTH` (parsers refuse deep documents when reading them back, so a
   deep value would be accepted and then make its whole record unreadable);
 * mapping keys that are not strings, and values that are not JSON (sets, bytes, objects);
@@ -63,6 +64,10 @@ def check_json(value: Any, where: str, *, depth: int = 0) -> None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidArgument("NaN and infinities cannot be stored (JSON has no spelling for them)", field=where)
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise InvalidArgument(
+                "negative zero cannot be stored (a jsonb column keeps it as 0)", field=where, hint="store 0.0"
+            )
     elif isinstance(value, Mapping):
         if depth >= MAX_DEPTH:
             raise InvalidArgument(f"nested deeper than {MAX_DEPTH} levels", field=where, hint="flatten the value")
@@ -249,6 +254,12 @@ def check_page(limit: int | None, offset: int) -> None:
         raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
 
 
+def check_count(value: int, what: str) -> None:
+    """``InvalidArgument`` unless ``value`` is an integer >= 0 (not ``None``, a bool or a float)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidArgument(f"must be an integer >= 0, got {value!r}", field=what)
+
+
 def check_items(items: object, kind: type[T], what: str) -> list[T]:
     """``items`` as a list of ``kind`` objects, else ``InvalidArgument`` naming ``what`` (a bare string, ``None``
     or anything but a sequence is refused, and so is the first item of another type)."""
@@ -276,6 +287,25 @@ def check_ids(ids: object, what: str = "ids") -> list[str]:
             raise InvalidArgument(f"{what}[{i}] must be a non-empty string, got {item!r}")
         check_text(item, f"{what}[{i}]")
     return out
+
+
+FLOAT32_TINY = 1.1754943508222875e-38
+"""The smallest normal float32."""
+
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32."""
+
+
+def check_length(squared_length: float, what: str) -> None:
+    """``InvalidArgument`` unless a vector's squared length (computed in float64) is one float32 arithmetic can
+    hold: stores compare embeddings in float32, where a longer vector's length overflows (it scored 0.0 against
+    its own direction) and a shorter one's underflows to a zero vector."""
+    if not FLOAT32_TINY <= squared_length <= FLOAT32_MAX:
+        raise InvalidArgument(
+            f"{what}: its squared length {squared_length:.3g} is outside float32's range "
+            f"({FLOAT32_TINY:.3g} to {FLOAT32_MAX:.3g}), where cosine similarity cannot be computed",
+            hint="scale the vector (cosine similarity ignores length), or give a non-zero one",
+        )
 
 
 def check_vector(values: object, what: str = "query_embedding") -> list[float]:
@@ -323,7 +353,9 @@ __all__ = [
     "Value",
     "invalid",
     "MAX_TTL_SECONDS",
+    "check_count",
     "check_ids",
+    "check_length",
     "check_json",
     "check_memory",
     "check_model",

@@ -58,7 +58,11 @@ def export(
     if output is None:
         written = asyncio.run(_export(agent, session, config, sys.stdout))
     else:
-        with output.open("w", encoding="utf-8") as out:
+        try:
+            out = output.open("w", encoding="utf-8")
+        except OSError as error:
+            raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
+        with out:
             written = asyncio.run(_export(agent, session, config, out))
     typer.echo(f"exported {written} messages", err=True)
 

@@ -12,7 +12,7 @@ import typer
 
 from ravi.agents.cli._common import ConfigOption, JsonOption, close_store
 from ravi.agents.settings import build_store, load_settings
-from ravi.kernel.errors import NotFound
+from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage.transfer import SessionRecord, import_records, parse_export, split_lines
 
 
@@ -37,13 +37,20 @@ def import_(
     Every line is checked before anything is stored; importing the same file again stores nothing; a message id
     the session holds for another message is an error naming it."""
     if source == "-":
-        lines = split_lines(sys.stdin.read())
+        data = sys.stdin.buffer.read()
     else:
         path = Path(source)
         if not path.is_file():
             raise NotFound(f"no file {source!r} to import", hint="give the path of a ravi export, or - for stdin")
-        lines = split_lines(path.read_text(encoding="utf-8"))
-    records = parse_export(lines)
+        data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidArgument(
+            f"{'standard input' if source == '-' else repr(source)} is not UTF-8 text (byte {error.start})",
+            hint="ravi export writes UTF-8; give the file it wrote",
+        ) from None
+    records = parse_export(split_lines(text))
     done = asyncio.run(_import(records, config))
     if as_json:
         rows = [{"agent_id": a, "session_id": s, "messages": n, "added": added} for (a, s), (n, added) in done.items()]

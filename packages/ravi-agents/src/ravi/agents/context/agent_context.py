@@ -10,7 +10,7 @@ from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.manifest import Window
 from ravi.agents.context.pipeline import WindowRequest
 from ravi.kernel.agent import HistoryRetention, SessionContext
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
@@ -73,9 +73,19 @@ class AgentContext:
 
         Raises:
             InvalidArgument: no window was assembled for the session in this process, or the count is not a
-                positive integer.
+                positive integer, or it is larger than the model's context window (than the largest of Ravi's
+                model table, for a model the table does not know): no call's prompt is.
         """
         check_scope(session_id=session_id)
+        largest = _largest_prompt(self.config.model)
+        if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) and prompt_tokens > largest:
+            # a correction is kept (and shared through the state store) for the model's next windows: a count no
+            # call's prompt can have would shrink every one of them to nothing
+            raise InvalidArgument(
+                f"a prompt of {prompt_tokens} tokens is larger than {self.config.model or 'any known model'} "
+                f"takes ({largest}): not the prompt of one call",
+                hint="report usage.prompt_tokens (or input_tokens) of the call the window was sent in",
+            )
         window = self.config.pipeline.last_window(self.agent_id, session_id)
         counted = self.config.pipeline.window_counter().count_messages(window) if window else 0
         if not counted:
@@ -145,6 +155,17 @@ class Run:
     async def window(self) -> list[ChatMessage]:
         """The window for the next model call."""
         return await self.context.get_prompt_window(self.session_id)
+
+
+def _largest_prompt(model: str | None) -> int:
+    """The most prompt tokens one call to ``model`` can take: its context window when Ravi's model table knows
+    it (dated names such as ``gpt-4o-2024-08-06`` by their family), else the largest window in the table."""
+    from ravi.agents.context.models import MODELS, model_info
+
+    try:
+        return model_info(model).context_window if model else max(m.context_window for m in MODELS.values())
+    except ConfigurationError:
+        return max(m.context_window for m in MODELS.values())
 
 
 __all__ = ["AgentContext", "Run"]

@@ -43,7 +43,7 @@ def build_strategy(
             ]
             model = params.pop("model", None)
             if "token_budget" in params:
-                return TokenBudgetComposedStrategy(children, int(params.pop("token_budget")), **params)
+                return TokenBudgetComposedStrategy(children, params.pop("token_budget"), **params)
             model = model or default_model
             if model is None:
                 raise ConfigurationError(f"{where} needs token_budget or model")

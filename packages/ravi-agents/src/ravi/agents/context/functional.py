@@ -152,6 +152,7 @@ async def summarize(
 
     Raises:
         InvalidArgument: nothing to summarise, or ``store`` without ``scope``.
+        CancelledByToken: ``cancel`` was cancelled before the model was called.
     """
     from ravi.agents.llm.extractive import ExtractiveSummarizer
 

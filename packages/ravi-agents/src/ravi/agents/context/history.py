@@ -28,7 +28,7 @@ from ravi.kernel.storage.history import (
 )
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope, check_span, check_summary
+from ravi.kernel.values import check_count, check_page, check_scope, check_span, check_summary
 
 
 @dataclass
@@ -202,7 +202,7 @@ class InMemoryHistoryProvider(Closeable):
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The newest messages past ``tokens`` stored tokens and the system messages before them
         (``WindowReader``): O(log n) to find the start, then O(window)."""
-        check_page(tokens, 0)
+        check_count(tokens, "tokens")
         session = self._session(agent_id, session_id)
         if session is None or not session.written:
             return HistoryWindow([], 0, True, 0, "")

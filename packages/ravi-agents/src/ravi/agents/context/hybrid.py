@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -31,7 +32,7 @@ from ravi.kernel.storage import (
 )
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope
+from ravi.kernel.values import check_count, check_page, check_scope
 
 T = TypeVar("T")
 
@@ -57,6 +58,18 @@ class HybridHistoryProvider(Closeable):
 
     def __init__(self, hot: HistoryProvider, cold: HistoryProvider) -> None:
         self.hot, self.cold = hot, cold
+        self._writing: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def _writes(self, agent_id: str, session_id: str) -> asyncio.Lock:
+        """The lock that makes each write of the session one step in both tiers, for the tasks of this process:
+        two writers whose tier writes interleaved (A cold, B cold, B hot, A hot) left the tiers in different
+        orders, and reads served by the hot tier in another order than the cold tier's. A session's lock lives
+        while a write holds it."""
+        key = (agent_id, session_id)
+        lock = self._writing.get(key)
+        if lock is None:
+            lock = self._writing[key] = asyncio.Lock()
+        return lock
 
     async def _read(self, agent_id: str, session_id: str, read: Callable[[HistoryProvider], Awaitable[T]]) -> T:
         """``read(tier)`` of the hot tier when it holds the whole session (as many messages as the cold tier),
@@ -79,8 +92,9 @@ class HybridHistoryProvider(Closeable):
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
         """Write to the cold tier (durable first), then the hot one."""
-        await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
-        await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+        async with self._writes(agent_id, session_id):
+            await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+            await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -97,7 +111,7 @@ class HybridHistoryProvider(Closeable):
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
         """The windowed read, from the tier that serves the session (``WindowReader``)."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_page(tokens, 0)
+        check_count(tokens, "tokens")
 
         async def read(tier: HistoryProvider) -> HistoryWindow:
             if isinstance(tier, WindowReader):
@@ -150,8 +164,9 @@ class HybridHistoryProvider(Closeable):
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Clear both tiers; returns what the cold tier held."""
-        await self.hot.clear(agent_id, session_id=session_id)
-        return await self.cold.clear(agent_id, session_id=session_id)
+        async with self._writes(agent_id, session_id):
+            await self.hot.clear(agent_id, session_id=session_id)
+            return await self.cold.clear(agent_id, session_id=session_id)
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Erase the session (every session of the agent when ``session_id`` is ``None``) from the hot tier, then
@@ -165,13 +180,18 @@ class HybridHistoryProvider(Closeable):
         for tier, name in ((self.hot, "hot"), (self.cold, "cold")):
             if not isinstance(tier, Forgetter):
                 raise NotImplementedError(f"{type(tier).__name__} (the {name} tier) cannot forget")
-        await self.hot.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined]
-        return await self.cold.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined,no-any-return]
+        if session_id is None:  # every session of the agent: the tiers name them, no lock can be taken first
+            await self.hot.forget(agent_id)  # type: ignore[attr-defined]
+            return await self.cold.forget(agent_id)  # type: ignore[attr-defined,no-any-return]
+        async with self._writes(agent_id, session_id):
+            await self.hot.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined]
+            return await self.cold.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined,no-any-return]
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
         """Clear the run in both tiers; returns what the cold tier removed."""
-        await self.hot.clear_run(agent_id, session_id=session_id, run_id=run_id)
-        return await self.cold.clear_run(agent_id, session_id=session_id, run_id=run_id)
+        async with self._writes(agent_id, session_id):
+            await self.hot.clear_run(agent_id, session_id=session_id, run_id=run_id)
+            return await self.cold.clear_run(agent_id, session_id=session_id, run_id=run_id)
 
     async def replace_last(
         self,
@@ -188,17 +208,18 @@ class HybridHistoryProvider(Closeable):
         check_replace(agent_id, session_id, message_id, messages, run_id)
         if not isinstance(self.cold, TailEditor):
             raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) cannot replace_last")
-        done = await self.cold.replace_last(
-            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
-        )
-        if not done:
-            return False
-        followed = isinstance(self.hot, TailEditor) and await self.hot.replace_last(
-            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
-        )
-        if not followed:
-            await self.hot.clear(agent_id, session_id=session_id)
-        return True
+        async with self._writes(agent_id, session_id):
+            done = await self.cold.replace_last(
+                agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+            )
+            if not done:
+                return False
+            followed = isinstance(self.hot, TailEditor) and await self.hot.replace_last(
+                agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+            )
+            if not followed:
+                await self.hot.clear(agent_id, session_id=session_id)
+            return True
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
         """The cold tier's generation of the session (``SessionGeneration``)."""

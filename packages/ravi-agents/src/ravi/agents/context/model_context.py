@@ -120,7 +120,8 @@ class TokenBudgetContext(ModelContext):
 
 class HybridContext(ModelContext):
     """Recent turns from a fast ``hot`` store, older ones back-filled from a durable ``cold`` store, at most
-    ``max_total`` messages; writes go to both (:class:`HybridHistoryProvider`).
+    ``max_total`` messages besides the system messages, which are always kept (as ``SlidingWindowContext`` keeps
+    them); writes go to both (:class:`HybridHistoryProvider`).
 
     Give the two stores, or (003) a ``session_manager`` that holds them as ``hot`` and ``cold`` (or ``redis``
     and ``postgres``).

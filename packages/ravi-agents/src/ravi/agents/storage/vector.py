@@ -13,7 +13,7 @@ from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget, in_scope, matches
-from ravi.kernel.values import check_ids, check_items, check_scope, check_vector
+from ravi.kernel.values import check_ids, check_items, check_length, check_scope, check_vector
 
 Matrix = npt.NDArray[np.float32]
 
@@ -97,9 +97,10 @@ class InMemoryVectorStore(Closeable):
         if not documents:
             return []
         matrix = await self._vectors(documents)
-        norms = np.linalg.norm(matrix, axis=1)
-        if np.any(norms == 0):
-            raise InvalidArgument("a zero vector has no direction; cosine similarity is undefined for it")
+        wide = matrix.astype(np.float64)
+        squares = np.einsum("ij,ij->i", wide, wide)
+        for document, squared in zip(documents, squares, strict=True):
+            check_length(float(squared), f"document {document.id!r}")
         col = self._collections.get(collection)
         if col is not None and matrix.shape[1] != col.dimension:
             raise InvalidArgument(
@@ -110,7 +111,7 @@ class InMemoryVectorStore(Closeable):
             col = _Collection(dim, np.zeros((dim, 0), np.float32), np.zeros((0, dim), np.float32))
             self._collections[collection] = col
         col.reserve(len(documents))
-        unit = matrix / norms[:, None]
+        unit = matrix / np.linalg.norm(matrix, axis=1)[:, None]
         for i, doc in enumerate(documents):
             row = col.rows.get(doc.id)
             if row is not None and not replace:
@@ -160,9 +161,9 @@ class InMemoryVectorStore(Closeable):
                 f"collection {collection!r} holds vectors of dimension {col.dimension}, "
                 f"the query has {query.shape[-1] if query.ndim else 0}"
             )
+        wide = query.astype(np.float64)
+        check_length(float(wide @ wide), "the query vector")
         norm = float(np.linalg.norm(query))
-        if norm == 0 or not np.isfinite(norm):
-            raise InvalidArgument("the query vector must be non-zero and finite")
         scores = (query / norm) @ col.vectors[:, : col.size]
         if filter:
             mask = np.fromiter((matches(d.metadata, filter) for d in col.docs), dtype=bool, count=col.size)

@@ -33,7 +33,7 @@ from ravi.kernel.storage.history import (
 )
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope, check_span, check_summary
+from ravi.kernel.values import check_count, check_page, check_scope, check_span, check_summary
 
 _RANKED = 2_000
 """How many messages a search ranks at most beyond those holding its rarest term."""
@@ -372,7 +372,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         session's last window read here are kept parsed and are not sent again: a warm read transfers and
         parses only what is new to this process."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_page(tokens, 0)
+        check_count(tokens, "tokens")
         key = (agent_id, session_id)
         cached = self._windows.get(key)
         rows = await self.db.fetch(

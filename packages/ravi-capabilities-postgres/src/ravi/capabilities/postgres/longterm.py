@@ -12,6 +12,7 @@ import asyncpg
 import numpy as np
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
+from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgLongTermOptions
 from ravi.capabilities.postgres.vector import register_vector_codec
 from ravi.kernel.embeddings import HashingEmbeddingClient
@@ -106,7 +107,7 @@ class PgLongTermMemory(PostgresStore):
     ) -> str:
         """Store a memory; returns its id."""
         seconds, checked = check_memory(agent_id, content, namespace, ttl, metadata)
-        meta = json.dumps(checked)
+        meta = jsonb_dumps(checked)
         vector = await self._embed(content)
         memory_id = uuid.uuid4().hex
         async with self.db.connection() as connection:

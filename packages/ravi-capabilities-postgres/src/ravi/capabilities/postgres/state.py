@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PostgresStateOptions
 from ravi.kernel.values import check_scope, json_copy
 
@@ -50,7 +51,7 @@ class PostgresMemoryStore(PostgresStore):
     async def set_state(self, session_id: str, state: Mapping[str, Any]) -> None:
         """Replace the session's state."""
         check_scope(session_id=session_id)
-        body = json.dumps(json_copy(state))
+        body = jsonb_dumps(json_copy(state))
         await self.db.execute(
             f"INSERT INTO {self._table} (session_id, state) VALUES ($1, $2::jsonb) "
             "ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, updated_at = now()",
@@ -61,7 +62,7 @@ class PostgresMemoryStore(PostgresStore):
     async def update_state(self, session_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
         """Merge ``updates`` into the top level of the state atomically; returns the merged state."""
         check_scope(session_id=session_id)
-        body = json.dumps(json_copy(updates, "updates"))
+        body = jsonb_dumps(json_copy(updates, "updates"))
         raw = await self.db.fetchval(
             f"INSERT INTO {self._table} AS t (session_id, state) VALUES ($1, $2::jsonb) "
             "ON CONFLICT (session_id) DO UPDATE SET state = t.state || EXCLUDED.state, updated_at = now() "

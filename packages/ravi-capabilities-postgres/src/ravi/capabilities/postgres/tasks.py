@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 import asyncpg
 
 from ravi.capabilities.postgres._db import Migration, PostgresStore
+from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgTaskOptions
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import Task, TaskList, TaskStatus, as_tasks, check_forget
@@ -102,7 +103,7 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
                     t.retry_count,
                     t.max_retries,
                     t.result,
-                    json.dumps(dict(t.metadata)),
+                    jsonb_dumps(t.metadata),
                     t.updated_at,
                 )
                 for i, t in enumerate(tasks)

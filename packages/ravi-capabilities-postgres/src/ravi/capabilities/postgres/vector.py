@@ -13,12 +13,13 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
+from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgVectorOptions
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
-from ravi.kernel.values import check_ids, check_items, check_vector
+from ravi.kernel.values import check_ids, check_items, check_length, check_vector
 
 MIGRATIONS = [
     Migration(
@@ -54,7 +55,7 @@ def _stored_blocks(document: Document) -> str | None:
     content = document.content
     if not content or (len(content) == 1 and isinstance(content[0], TextBlock) and content[0].text):
         return None
-    return json.dumps([b.model_dump(mode="json") for b in content], ensure_ascii=False)
+    return jsonb_dumps([b.model_dump(mode="json") for b in content], ensure_ascii=False)
 
 
 async def register_vector_codec(connection: asyncpg.Connection) -> None:
@@ -200,8 +201,8 @@ class PgVectorStore(PostgresStore):
             v = np.asarray(d.embedding if d.embedding is not None else made[i], dtype=np.float32)
             if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
                 raise InvalidArgument(f"document {d.id!r}: embeddings must be non-empty, finite numbers")
-            if not np.any(v):
-                raise InvalidArgument(f"document {d.id!r}: a zero vector has no direction")
+            wide = v.astype(np.float64)
+            check_length(float(wide @ wide), f"document {d.id!r}")
             vectors.append(v)
         if len({v.size for v in vectors}) > 1:
             raise InvalidArgument("documents of one call must share a dimension")
@@ -229,7 +230,7 @@ class PgVectorStore(PostgresStore):
             else "DO NOTHING"
         )
         rows = [
-            (d.id, d.text, _stored_blocks(d), json.dumps(dict(d.metadata)), v)
+            (d.id, d.text, _stored_blocks(d), jsonb_dumps(d.metadata), v)
             for d, v in zip(documents, vectors, strict=True)
         ]
         async with self.db.connection() as connection, connection.transaction():
@@ -281,8 +282,10 @@ class PgVectorStore(PostgresStore):
             raise InvalidArgument(
                 f"collection {collection!r} holds vectors of dimension {dimension}, the query has {query.size}"
             )
-        if not np.all(np.isfinite(query)) or not np.any(query):
-            raise InvalidArgument("the query vector must be non-zero and finite")
+        if not np.all(np.isfinite(query)):
+            raise InvalidArgument("the query vector must be finite")
+        wide = query.astype(np.float64)
+        check_length(float(wide @ wide), "the query vector")
         async with self.db.connection() as connection, connection.transaction():
             await connection.execute(f"SET LOCAL hnsw.ef_search = {self.ef_search}")
             if where:

@@ -29,7 +29,7 @@ from ravi.kernel.storage.history import (
 )
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_page, check_scope, check_span, check_summary, ttl_seconds
+from ravi.kernel.values import check_count, check_page, check_scope, check_span, check_summary, ttl_seconds
 
 # KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> SHA-1 of its body,
 #       or 1 when written before bodies were compared), epoch, tokens (list of "<running total> <stored count> <role
@@ -664,7 +664,7 @@ class RedisHistoryProvider(RedisStore):
         and are not sent again while the session keeps its epoch: a warm read transfers and parses only what is
         new to this process."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_page(tokens, 0)
+        check_count(tokens, "tokens")
         keys = self._keys(agent_id, session_id)
         key = (agent_id, session_id)
         cached = self._windows.get(key)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ravi.kernel.options import BackendOptions
+from ravi.kernel.storage import check_blob_key
 
 
 class S3Options(BackendOptions):
@@ -27,7 +28,9 @@ class S3Options(BackendOptions):
     access_key: str | None = Field(None, description="The access key (none: boto3's usual credential chain).")
     secret_key: str | None = Field(None, description="The secret key (none: boto3's usual credential chain).")
     addressing_style: Literal["path", "virtual", "auto"] = Field("auto", description="How buckets are addressed.")
-    key_prefix: str = Field("", description="Prepended to every key (`app1/`).")
+    key_prefix: str = Field(
+        "", description="Prepended to every key: empty, or ending with `/` (`app1/`), so no app's keys are another's."
+    )
     create_bucket: bool = Field(False, description="Create the bucket on connect when it is missing.")
     multipart_threshold: int = Field(8 * 1024 * 1024, ge=1, description="Bytes above which uploads are multipart.")
     timeout: float = Field(
@@ -37,6 +40,19 @@ class S3Options(BackendOptions):
     lifecycle_rules: bool = Field(
         True, description="Tag expiring blobs and add bucket lifecycle rules that remove them."
     )
+
+    @field_validator("key_prefix")
+    @classmethod
+    def _a_folder(cls, prefix: str) -> str:
+        # without the slash, app "app1" forgetting agent "042" removed app "app10"'s agent "42" (both app1042/)
+        if prefix == "":
+            return prefix
+        if not prefix.endswith("/"):
+            raise ValueError(
+                f"must be empty or end with '/' (such as {prefix + '/'!r}), so no app's keys are another's"
+            )
+        check_blob_key(prefix[:-1])  # the same rules as a key: no backslash, no empty, '.' or '..' segment
+        return prefix
 
 
 __all__ = ["S3Options"]

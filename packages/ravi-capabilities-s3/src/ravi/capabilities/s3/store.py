@@ -96,7 +96,8 @@ class S3FileStore:
         region: The region name.
         access_key, secret_key: Credentials (``None`` uses boto3's usual credential chain).
         addressing_style: ``"path"``, ``"virtual"`` or ``"auto"``.
-        key_prefix: Prepended to every key (``"app1/"``).
+        key_prefix: Prepended to every key: empty, or ending with ``/`` (``"app1/"``), so no app's keys are
+            another's.
         multipart_threshold: Bytes above which uploads are multipart.
         timeout: Seconds to wait to connect, and for each answer, before the call fails with
             ``BackendUnavailable``.

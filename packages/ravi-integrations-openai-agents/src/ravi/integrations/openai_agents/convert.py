@@ -50,7 +50,12 @@ def _plain(value: Any) -> Any:
     if callable(dump):
         value = dump(exclude_unset=True)
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        for key in value:
+            if not isinstance(key, str):  # str(key) would rename it, and {1: ..., "1": ...} would lose one
+                raise InvalidMessage(
+                    f"a session item's keys must be text, got {type(key).__name__} {key!r}", field="item"
+                )
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value

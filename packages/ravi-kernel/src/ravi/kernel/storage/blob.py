@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
 
 from pydantic import Field
 
@@ -112,10 +112,11 @@ _METADATA_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
 def check_blob_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
     """Blob metadata that every store keeps exactly, else ``InvalidArgument``.
 
-    S3 sends metadata as HTTP headers: it lower-cases keys, drops empty values and re-encodes anything beyond
-    printable ASCII. So keys are lower-case letters, digits, ``-`` and ``_``; values are non-empty printable
-    ASCII (percent-encode anything else); keys starting with ``ravi-`` are Ravi's own; and the whole fits in
-    :data:`MAX_METADATA_ENTRIES` entries and :data:`MAX_METADATA_BYTES` bytes.
+    S3 sends metadata as HTTP headers: it lower-cases keys, drops empty values, trims spaces around values and
+    re-encodes anything beyond printable ASCII. So keys are lower-case letters, digits, ``-`` and ``_``; values
+    are non-empty printable ASCII that neither starts nor ends with a space (percent-encode anything else); keys
+    starting with ``ravi-`` are Ravi's own; and the whole fits in :data:`MAX_METADATA_ENTRIES` entries and
+    :data:`MAX_METADATA_BYTES` bytes.
     """
     if metadata is None:
         return {}
@@ -132,9 +133,10 @@ def check_blob_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
             )
         if key.startswith("ravi-"):
             raise InvalidArgument(f"metadata key {key!r} is reserved: keys starting with 'ravi-' are Ravi's own")
-        if not isinstance(value, str) or not value or not value.isascii() or not value.isprintable():
+        if not _header_value(value):
             raise InvalidArgument(
-                f"metadata value of {key!r} must be a non-empty string of printable ASCII, got {value!r:.60}",
+                f"metadata value of {key!r} must be a non-empty string of printable ASCII that neither starts nor "
+                f"ends with a space, got {value!r:.60}",
                 hint="percent-encode other text (urllib.parse.quote)",
             )
         size += len(key) + len(value)
@@ -144,16 +146,27 @@ def check_blob_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def check_content_type(content_type: object) -> str:
-    """``content_type`` if it is a non-empty string of printable ASCII (an HTTP header value), else
-    ``InvalidArgument``."""
-    if (
-        not isinstance(content_type, str)
-        or not content_type
-        or not content_type.isascii()
-        or not content_type.isprintable()
-    ):
-        raise InvalidArgument(f"content_type must be a non-empty printable ASCII string, got {content_type!r:.60}")
+    """``content_type`` if it is a non-empty string of printable ASCII that neither starts nor ends with a space
+    (an HTTP header value, which HTTP trims), else ``InvalidArgument``."""
+    if not _header_value(content_type):
+        raise InvalidArgument(
+            "content_type must be a non-empty printable ASCII string that neither starts nor ends with a space, "
+            f"got {content_type!r:.60}"
+        )
     return content_type
+
+
+def _header_value(value: object) -> TypeGuard[str]:
+    """Whether ``value`` comes back from an HTTP header as it was sent: non-empty printable ASCII, no space at
+    either end (HTTP trims them)."""
+    return (
+        isinstance(value, str)
+        and value.isascii()
+        and value.isprintable()
+        and value != ""
+        and value[0] != " "
+        and value[-1] != " "
+    )
 
 
 __all__ = [

@@ -99,10 +99,17 @@ class Task(Value):
         )
 
     def force_retried(self) -> Task:
-        """A human override: any task not yet succeeded (a failed or abandoned one, typically) goes back
-        ``in_progress`` with its retry count reset (004: ``force_retry() user override``)."""
-        if self.status is TaskStatus.SUCCEEDED:
-            raise InvalidTransition(f"task {self.id!r} already succeeded; there is nothing to retry")
+        """A human override: a failed or abandoned task goes back ``in_progress`` with its retry count reset (004:
+        ``failed --> in_progress`` and ``abandoned --> in_progress : force_retry() user override``).
+
+        Any other task is refused: a succeeded one has nothing to retry, and a planned, blocked or running one has
+        not failed (``update_status`` moves it; resetting a running task's count would let a second worker claim
+        it)."""
+        if self.status not in (TaskStatus.FAILED, TaskStatus.ABANDONED):
+            raise InvalidTransition(
+                f"only a failed or abandoned task can be force_retry'd; {self.id!r} is {self.status.value}",
+                hint=_transition_hint(self.status),
+            )
         return self.model_copy(update={"status": TaskStatus.IN_PROGRESS, "retry_count": 0, "updated_at": _now()})
 
     def settled(self) -> Task:

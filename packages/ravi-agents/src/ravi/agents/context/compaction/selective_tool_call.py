@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from ravi.agents.context.memo import PrefixMemo
 from ravi.agents.context.units import is_group, units, units_backward
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.values import check_count
 
 
 @dataclass
@@ -38,8 +38,7 @@ class SelectiveToolCallCompactionStrategy(Strategy):
     """Whether a group is folded depends only on the groups after it."""
 
     def __init__(self, keep_recent_groups: int = 5) -> None:
-        if keep_recent_groups < 0:
-            raise InvalidArgument(f"keep_recent_groups must be >= 0, got {keep_recent_groups}")
+        check_count(keep_recent_groups, "keep_recent_groups")
         self.keep_recent_groups = keep_recent_groups
 
     def _cut(self, history: Sequence[ChatMessage]) -> int:

@@ -8,6 +8,7 @@ from ravi.agents.context.compaction._keep import ANCHOR, from_cut, keep_newest, 
 from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.values import check_count
 
 
 def _one(_: ChatMessage) -> int:
@@ -33,8 +34,7 @@ class SlidingWindowCompaction(Strategy):
     the system messages: the engine may assemble from the newest part of a session."""
 
     def __init__(self, max_messages: int = 100, *, low_watermark: float | None = None) -> None:
-        if max_messages < 0:
-            raise InvalidArgument(f"max_messages must be >= 0, got {max_messages}")
+        check_count(max_messages, "max_messages")
         if low_watermark is not None and not 0 < low_watermark <= 1:
             raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
         self.max_messages = max_messages

@@ -20,6 +20,7 @@ from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBl
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import stored_tokens
+from ravi.kernel.values import check_count
 
 _log = logging.getLogger(__name__)
 
@@ -96,6 +97,9 @@ async def write_summary(
     Its id is ``key`` when given, else :func:`span_id` of the covered ids; with ``store`` and the session's
     ``scope`` (and no ``key``) the text is kept there under that span of that session, so the same span is
     summarised once. Errors of the model call propagate; callers decide whether a failure may break the request.
+
+    Raises:
+        CancelledByToken: ``cancel`` was cancelled before the model was called.
     """
     if key is None:
         key = span_id([m.id for m in previous] + [m.id for m in fresh])
@@ -105,6 +109,8 @@ async def write_summary(
         store = None  # a summary is kept only for the session it was derived from
     text = await store.get_summary(scope, key) if store is not None and scope is not None else None
     if text is None:
+        if cancel is not None:
+            cancel.raise_if_cancelled()  # a caller that has cancelled pays for no call, whatever the client does
         text = await llm.complete(summary_prompt(previous, fresh, instructions), max_tokens=max_tokens, cancel=cancel)
         if store is not None and scope is not None:
             await store.put_summary(scope, key, text)
@@ -167,8 +173,11 @@ class SummarizationCompaction(Strategy):
         store: SummaryStore | None = None,
         update_tokens: int | None = None,
     ) -> None:
-        if recent_token_budget < 0 or min_old_tokens < 0 or max_summary_tokens <= 0:
-            raise InvalidArgument("recent_token_budget and min_old_tokens must be >= 0, max_summary_tokens > 0")
+        check_count(recent_token_budget, "recent_token_budget")
+        check_count(min_old_tokens, "min_old_tokens")
+        check_count(max_summary_tokens, "max_summary_tokens")
+        if max_summary_tokens == 0:
+            raise InvalidArgument("max_summary_tokens must be > 0")
         if update_tokens is not None and (
             not isinstance(update_tokens, int) or isinstance(update_tokens, bool) or update_tokens < 1
         ):

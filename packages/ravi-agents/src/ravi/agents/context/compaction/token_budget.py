@@ -21,6 +21,7 @@ from ravi.kernel.agent import (
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import ModelInfo, TokenCounter
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.values import check_count
 
 
 def fits(messages: Sequence[ChatMessage], budget: int, counter: TokenCounter) -> bool:
@@ -66,8 +67,7 @@ class TokenBudgetComposedStrategy(Strategy):
         counter: TokenCounter | None = None,
         low_watermark: float | None = None,
     ) -> None:
-        if token_budget < 0:
-            raise InvalidArgument(f"token_budget must be >= 0, got {token_budget}")
+        check_count(token_budget, "token_budget")
         if low_watermark is not None and not 0 < low_watermark <= 1:
             raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
         self.low_watermark = low_watermark

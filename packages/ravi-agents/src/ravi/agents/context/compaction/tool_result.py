@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from ravi.agents.context.memo import PrefixMemo
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolResultBlock
+from ravi.kernel.values import check_count
 
 _SHORTENED: Slot[PrefixMemo[list[ChatMessage]]] = Slot("tool_result.shortened", PrefixMemo)
 """The session's last input and its shortened copy."""
@@ -26,8 +26,7 @@ class ToolResultCompactionStrategy(Strategy):
     """What it makes of a message depends only on that message."""
 
     def __init__(self, max_chars: int = 500) -> None:
-        if max_chars < 0:
-            raise InvalidArgument(f"max_chars must be >= 0, got {max_chars}")
+        check_count(max_chars, "max_chars")
         self.max_chars = max_chars
         self._key = f"ravi.tool_result:{max_chars}"
 
