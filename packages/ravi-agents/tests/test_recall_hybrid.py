@@ -145,6 +145,25 @@ def test_a_question_about_a_month_recalls_what_the_person_said_then() -> None:
     assert history[148].id in {m.id for m in window}
 
 
+def test_room_left_by_a_ranking_of_repeats_goes_to_the_units_ranked_after_them() -> None:
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    evidence = ChatMessage.user(
+        "On Tuesday evenings I go to a pottery class at the community centre, we throw bowls and mugs from clay.",
+        name="Maya",
+        created_at=start,
+    )
+    cheers = [ChatMessage.user("Wow, pottery!", name="Sam", created_at=start + timedelta(hours=i)) for i in range(120)]
+    filler = [
+        ChatMessage.user(f"turn {i}: the weather was grey and the bus was late", created_at=start + timedelta(days=9))
+        for i in range(80)
+    ]
+    history = [evidence, *cheers, *filler, ChatMessage.user("Anything new with pottery?", name="Sam")]
+    window = asyncio.run(RelevantRecallStrategy(600, meaning=None, annotate=False).compact(history))
+    ids = {m.id for m in window}
+    assert evidence.id in ids  # ranked after every cheer, all but one of which repeat it
+    assert sum(m.text == "Wow, pottery!" for m in window) == 1
+
+
 def test_a_unit_that_says_again_what_one_held_says_is_a_near_duplicate() -> None:
     seen = NearDuplicates()
     seen.add([ChatMessage.tool("c", "build failed: 3 errors in src/app.py line 10 and line 12")])

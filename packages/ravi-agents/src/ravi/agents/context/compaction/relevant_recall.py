@@ -16,6 +16,7 @@ from ravi.agents.context.recall_placement import Held, place
 from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
 from ravi.agents.context.recall_request import MIN_SHARE, Request, read_request, recall_share
 from ravi.agents.context.session import counter_of
+from ravi.agents.embeddings import StaticEmbeddingClient
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
@@ -115,6 +116,14 @@ _UNITS: Slot[_Units] = Slot("relevant_recall.units", _Units)
 """The session's older units' costs, words and labelled forms."""
 
 
+UNSPENT = 0.1
+"""The share of the room for older units that, left unspent by a full ranking, has it ranked deeper."""
+DEEPER = 4
+"""How many times as many units the deeper ranking returns."""
+REPEATS = 4
+"""A ranking is ranked deeper only when at least one unit in this many repeated one chosen before it."""
+
+
 class RelevantRecallStrategy(Strategy):
     """A token budget that spends part of itself on relevance instead of recency.
 
@@ -194,6 +203,15 @@ class RelevantRecallStrategy(Strategy):
         self.search_limit = search_limit
         self.own_counter = counter
         self._local = LocalRankings()
+        # ranking again costs no provider call only with words and the offline model
+        self._deepens = (
+            search_limit is None
+            and (index is None or isinstance(index, BM25Index))
+            and (
+                self.meaning is None
+                or (self.meaning.index is None and isinstance(self.meaning.client, StaticEmbeddingClient))
+            )
+        )
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
@@ -313,7 +331,21 @@ class RelevantRecallStrategy(Strategy):
         ranked = await self._ranked(history, session, rank, request, cut, limit)
         if ranked is None:
             return None if not partial else list(history)
-        chosen = self._choose(ranked, allowance - recent, counter, request, session.state.get(self, _UNITS))
+        room = allowance - recent
+        units = session.state.get(self, _UNITS)
+        repeats: list[UnitMatch] = []
+        chosen = self._choose(ranked, room, counter, request, units, repeats)
+        if (
+            self._deepens
+            and len(ranked) >= limit
+            and len(repeats) * REPEATS >= len(ranked)
+            and _spent(chosen, counter) < room * (1 - UNSPENT)
+        ):
+            # the ranking ran out before the room did, on units that repeat one another: what it left would go
+            # unused, so rank deeper once and choose again
+            deeper = await self._ranked(history, session, rank, request, cut, limit * DEEPER, tell=False)
+            if deeper:
+                chosen = self._choose(deeper, room, counter, request, units)
         self._note(session, chosen)
         return [*place([m for m in history[:cut] if m.role == "system"], chosen), *history[cut:]]
 
@@ -358,10 +390,12 @@ class RelevantRecallStrategy(Strategy):
         counter: TokenCounter,
         request: Request,
         units: _Units | None = None,
+        repeats: list[UnitMatch] | None = None,
     ) -> list[UnitMatch]:
         """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
-        skipping any that repeats one already chosen. A unit is labelled once it is chosen, and sent unlabelled
-        when only that fits. What a unit costs and says is kept in ``units`` (the session's)."""
+        skipping any that repeats one already chosen (added to ``repeats`` when given). A unit is labelled once
+        it is chosen, and sent unlabelled when only that fits. What a unit costs and says is kept in ``units``
+        (the session's)."""
         today = request.day
         units = units or _Units()
         seen = NearDuplicates()
@@ -372,7 +406,11 @@ class RelevantRecallStrategy(Strategy):
             stored = match.messages
             facts = units.of(match)
             cost = facts.cost(counter)
-            if cost > left or seen.repeats(stored, facts.words()):
+            if cost > left:
+                continue
+            if seen.repeats(stored, facts.words()):
+                if repeats is not None:
+                    repeats.append(match)
                 continue
             if self.annotate:
                 messages = facts.label(today)
@@ -456,6 +494,11 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
+
+
+def _spent(chosen: Sequence[UnitMatch], counter: TokenCounter) -> int:
+    """What the chosen units cost, as they will be sent."""
+    return sum(_cost(u.messages, counter.count_message) for u in chosen)
 
 
 def _typical(history: Sequence[ChatMessage], cut: int, count: Callable[[ChatMessage], int]) -> int:
