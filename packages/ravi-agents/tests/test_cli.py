@@ -237,3 +237,14 @@ def test_dev_prints_lines_that_configure_ravi() -> None:
         "RAVI_BLOB__CREATE_BUCKET": "true",
         "RAVI_BLOB__NOTE": 'a "q"',
     }
+
+
+@pytest.mark.parametrize(
+    "command", [["window", "s1"], ["history", "list", "s1"], ["history", "show", "s1"], ["history", "export", "s1"]]
+)
+def test_an_empty_agent_option_is_refused_not_replaced_by_the_default(tmp_path: Path, command: list[str]) -> None:
+    """``--agent ""`` used to read the default agent's session instead, as if the option were not given."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = run_ravi(tmp_path, *command, "--agent", "")
+    assert done.returncode == 1
+    assert done.stderr.strip() == "error: agent_id must not be empty", done.stderr

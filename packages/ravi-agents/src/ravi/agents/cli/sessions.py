@@ -23,7 +23,7 @@ history_app = typer.Typer(
 async def _stored(session: str, config: Path | None, agent: str | None) -> tuple[list[ChatMessage], str]:
     settings = load_settings(config)
     history = build_store("history", settings)
-    agent_id = agent or settings.context.agent_id
+    agent_id = settings.context.agent_id if agent is None else agent
     try:
         messages = await history.get_messages(agent_id, session_id=session)
         if not messages:

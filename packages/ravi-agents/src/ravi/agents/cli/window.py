@@ -62,7 +62,7 @@ def window(
         settings.context.pipeline = None
         settings.context.model, settings.context.token_budget = model, None
     context_config = ContextConfig.from_settings(settings)
-    agent_id = agent or settings.context.agent_id
+    agent_id = settings.context.agent_id if agent is None else agent
 
     async def assemble() -> tuple[list[ChatMessage], Window, float]:
         async with context_config:  # closes the stores it opened
