@@ -124,6 +124,23 @@ def test_invalid_toml_says_so(tmp_path: Path) -> None:
         load_settings()
 
 
+def test_a_file_that_is_not_utf8_is_a_configuration_error(tmp_path: Path) -> None:
+    """A ``ravi.toml`` in another encoding used to raise ``UnicodeDecodeError`` (TOML is UTF-8)."""
+    (tmp_path / "ravi.toml").write_bytes('[context]\nagent_id = "caf\u00e9"\n'.encode("latin-1"))
+    with pytest.raises(ConfigurationError, match=r"not valid TOML.*UTF-8"):
+        load_settings()
+
+
+@pytest.mark.parametrize("value", ["x", "{", "{'backend': 'memory'}"])
+def test_a_malformed_store_variable_is_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """``RAVI_HISTORY=x`` used to raise pydantic-settings' ``SettingsError``."""
+    monkeypatch.setenv("RAVI_HISTORY", value)
+    with pytest.raises(ConfigurationError, match="RAVI_HISTORY"):
+        load_settings()
+
+
 def test_unknown_strategy_parameters_are_refused(tmp_path: Path) -> None:
     (tmp_path / "ravi.toml").write_text('[[context.pipeline]]\nstrategy = "sliding_window"\nmax_msgs = 3\n')
     with pytest.raises(ConfigurationError, match="sliding_window"):

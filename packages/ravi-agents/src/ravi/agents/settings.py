@@ -34,6 +34,7 @@ from pydantic_settings import (
     EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 from pydantic_settings.sources.utils import parse_env_vars
@@ -188,6 +189,13 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> RaviSetti
     settings_cls = type("RaviSettingsFromFile", (RaviSettings,), {"toml_path": toml})
     try:
         return settings_cls(**overrides)  # type: ignore[no-any-return]
+    except SettingsError as error:  # a variable of a whole section (RAVI_HISTORY=x) that is not JSON
+        field = re.search(r'field "(\w+)"', str(error))
+        name = env_name(field.group(1)) if field else "a RAVI_* variable"
+        raise ConfigurationError(
+            f"invalid settings in RAVI_* variables: {name} is not a JSON object",
+            hint="give each option its own variable (RAVI_HISTORY__BACKEND), or the section as a JSON object",
+        ) from None
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors(include_url=False)

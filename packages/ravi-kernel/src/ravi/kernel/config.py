@@ -55,7 +55,11 @@ def read_config(path: str | Path | None = None) -> dict[str, Any]:
     if found is None:
         return {}
     try:
-        return tomllib.loads(found.read_text())
+        return tomllib.loads(found.read_bytes().decode("utf-8"))  # TOML is UTF-8, whatever the locale
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(
+            f"{found} is not valid TOML: it is not UTF-8 ({error.reason} at byte {error.start})"
+        ) from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigurationError(f"{found} is not valid TOML: {error}") from error
 
