@@ -1,0 +1,134 @@
+"""Windows of one process while another process changes the same session, and agents that share session and
+message ids, on Postgres and Redis: a window never holds a removed message or another agent's, never misses one
+appended before the read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servers import Server, closing
+
+from ravi.agents.context import AgentContext, ContextConfig, RelevantRecallStrategy, TokenBudgetComposedStrategy
+from ravi.capabilities.postgres import PostgresHistoryProvider
+from ravi.capabilities.redis import RedisHistoryProvider
+from ravi.conformance._base import eventually
+from ravi.kernel.messages import ChatMessage
+
+
+def texts(window: list[ChatMessage]) -> list[str]:
+    return [m.text for m in window]
+
+
+async def test_postgres_windows_follow_another_processs_changes(postgres_server: Server, pg_schema: str) -> None:
+    async for mine in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        async for theirs in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            await follows(mine, theirs)
+
+
+async def test_redis_windows_follow_another_processs_changes(redis_server: Server, redis_prefix: str) -> None:
+    async for mine in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+        async for theirs in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+            await follows(mine, theirs)
+
+
+async def follows(mine: Any, theirs: Any) -> None:
+    """Each store object stands for a process of its own (own caches, own client)."""
+    context = AgentContext(ContextConfig(mine, [TokenBudgetComposedStrategy(token_budget=100_000)]))
+    await context.add_messages("s", [ChatMessage.user("one"), ChatMessage.assistant("two")])
+    assert texts(await context.get_prompt_window("s")) == ["one", "two"]
+
+    newest = (await theirs.get_messages("agent", session_id="s"))[-1]
+    assert await theirs.replace_last(
+        "agent", session_id="s", message_id=newest.id, messages=[ChatMessage.assistant("two, corrected")]
+    )
+    assert texts(await context.get_prompt_window("s")) == ["one", "two, corrected"]
+
+    await theirs.append("agent", ChatMessage.user("three"), session_id="s")
+    assert texts(await context.get_prompt_window("s")) == ["one", "two, corrected", "three"]
+
+    await theirs.clear("agent", session_id="s")
+    assert texts(await context.get_prompt_window("s")) == []
+    await theirs.append_many(
+        "agent", [ChatMessage.user("a"), ChatMessage.user("b"), ChatMessage.user("c")], session_id="s"
+    )
+    assert texts(await context.get_prompt_window("s")) == ["a", "b", "c"]
+
+    await theirs.forget("agent", session_id="s")
+    assert texts(await context.get_prompt_window("s")) == []
+    await theirs.append_many("agent", [ChatMessage.user("x"), ChatMessage.user("y")], session_id="s")
+    assert texts(await context.get_prompt_window("s")) == ["x", "y"]
+
+
+def transcript(secret: str) -> list[ChatMessage]:
+    """A long session whose first turn holds ``secret``; the same ids every time it is written."""
+    first = ChatMessage.user(f"my invoice {secret} shows the wrong amount", id="m-0")
+    rest = [ChatMessage.user(f"filler turn {i} about the weather and nothing else", id=f"m-{i}") for i in range(1, 40)]
+    return [first, *rest, ChatMessage.user("what was wrong with my invoice?", id="m-40")]
+
+
+async def recalls_nothing_removed(mine: Any, theirs: Any) -> None:
+    context = AgentContext(ContextConfig(mine, [RelevantRecallStrategy(token_budget=400, recall_share=0.5)]))
+    await theirs.append_many("agent", transcript("INV-2291"), session_id="s")
+    assert "INV-2291" in " ".join(texts(await context.get_prompt_window("s")))  # recalled, so cached
+
+    await theirs.clear("agent", session_id="s")
+    await theirs.append_many("agent", transcript("INV-7777"), session_id="s")  # same ids, other text
+    window = " ".join(texts(await context.get_prompt_window("s")))
+    assert "INV-2291" not in window
+    assert "INV-7777" in window
+
+
+async def test_postgres_recall_holds_nothing_of_a_cleared_session(postgres_server: Server, pg_schema: str) -> None:
+    async for mine in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        async for theirs in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            await recalls_nothing_removed(mine, theirs)
+
+
+async def test_redis_recall_holds_nothing_of_a_cleared_session(redis_server: Server, redis_prefix: str) -> None:
+    async for mine in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+        async for theirs in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+            await recalls_nothing_removed(mine, theirs)
+
+
+async def test_redis_windows_after_expiry_hold_only_the_new_session(redis_server: Server, redis_prefix: str) -> None:
+    async for mine in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=0.3)):
+        async for theirs in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=0.3)):
+            context = AgentContext(ContextConfig(mine, [RelevantRecallStrategy(token_budget=400, recall_share=0.5)]))
+            await theirs.append_many("agent", transcript("INV-2291"), session_id="s")
+            assert "INV-2291" in " ".join(texts(await context.get_prompt_window("s")))
+
+            async def expired(store: Any = theirs) -> bool:
+                return await store.count_messages("agent", session_id="s") == 0
+
+            await eventually(expired, within=5, what="session expiry")
+            await theirs.append_many("agent", transcript("INV-7777"), session_id="s")
+            window = " ".join(texts(await context.get_prompt_window("s")))
+            assert "INV-2291" not in window
+            assert "INV-7777" in window
+
+
+async def keeps_agents_apart(store: Any) -> None:
+    alice = AgentContext(
+        ContextConfig(store, [RelevantRecallStrategy(token_budget=400, recall_share=0.5)]), agent_id="alice"
+    )
+    bob = AgentContext(alice.config, agent_id="bob")
+    await alice.add_messages("s", transcript("INV-2291"))
+    await bob.add_messages("s", transcript("INV-7777"))  # same session id, same message ids
+    assert "INV-7777" not in " ".join(texts(await alice.get_prompt_window("s")))
+    assert "INV-2291" not in " ".join(texts(await bob.get_prompt_window("s")))
+    await store.forget("alice")
+    assert texts(await alice.get_prompt_window("s")) == []
+    bobs = " ".join(texts(await bob.get_prompt_window("s")))
+    assert "INV-7777" in bobs and "INV-2291" not in bobs
+
+
+async def test_postgres_agents_sharing_session_and_message_ids_stay_apart(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await keeps_agents_apart(store)
+
+
+async def test_redis_agents_sharing_session_and_message_ids_stay_apart(redis_server: Server, redis_prefix: str) -> None:
+    async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+        await keeps_agents_apart(store)
