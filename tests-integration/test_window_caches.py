@@ -4,13 +4,20 @@ appended before the read."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from servers import Server, closing
 
-from ravi.agents.context import AgentContext, ContextConfig, RelevantRecallStrategy, TokenBudgetComposedStrategy
-from ravi.capabilities.postgres import PostgresHistoryProvider
-from ravi.capabilities.redis import RedisHistoryProvider
+from ravi.agents.context import (
+    AgentContext,
+    ContextConfig,
+    RelevantRecallStrategy,
+    TokenBudgetComposedStrategy,
+)
+from ravi.agents.context.functional import CompactionPolicy, PolicyCompactionStrategy
+from ravi.capabilities.postgres import PostgresHistoryProvider, PostgresSummaryStore
+from ravi.capabilities.redis import RedisHistoryProvider, RedisSummaryStore
 from ravi.conformance._base import eventually
 from ravi.kernel.messages import ChatMessage
 
@@ -132,3 +139,49 @@ async def test_postgres_agents_sharing_session_and_message_ids_stay_apart(
 async def test_redis_agents_sharing_session_and_message_ids_stay_apart(redis_server: Server, redis_prefix: str) -> None:
     async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
         await keeps_agents_apart(store)
+
+
+class EchoLLM:
+    """Summarises by quoting the transcript, so a summary holds the secrets of the turns it covers."""
+
+    async def complete(self, messages: Sequence[ChatMessage], **_: Any) -> str:
+        return "summary: " + messages[-1].text[:2_000]
+
+
+def long_transcript(secret: str) -> list[ChatMessage]:
+    turns = [ChatMessage.user(f"my invoice {secret} shows the wrong amount " + "x" * 300, id="t-0")]
+    turns += [ChatMessage.user(f"turn {i} " + "y" * 300, id=f"t-{i}") for i in range(1, 30)]
+    return turns
+
+
+async def summaries_stay_apart(history: Any, summaries: Any) -> None:
+    def context(agent: str) -> AgentContext:
+        pipeline = [PolicyCompactionStrategy(1_500, CompactionPolicy(keep_recent=4), EchoLLM(), store=summaries)]
+        return AgentContext(ContextConfig(history, pipeline), agent_id=agent)
+
+    alice, bob = context("alice"), context("bob")
+    await alice.add_messages("s", long_transcript("INV-2291"))
+    await bob.add_messages("s", long_transcript("INV-7777"))  # same session id, same message ids
+    assert "INV-2291" in " ".join(texts(await alice.get_prompt_window("s")))  # in alice's summary
+    bobs = " ".join(texts(await bob.get_prompt_window("s")))
+    assert "INV-7777" in bobs and "INV-2291" not in bobs
+
+    await history.forget("alice")
+    # the summaries stay behind (the history store alone forgot): the new generation must not read them
+    await alice.add_messages("s", long_transcript("INV-0000"))
+    alices = " ".join(texts(await alice.get_prompt_window("s")))
+    assert "INV-2291" not in alices and "INV-0000" in alices
+    bobs = " ".join(texts(await bob.get_prompt_window("s")))
+    assert "INV-7777" in bobs and "INV-2291" not in bobs and "INV-0000" not in bobs
+
+
+async def test_postgres_summaries_of_agents_sharing_ids_stay_apart(postgres_server: Server, pg_schema: str) -> None:
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        async for summaries in closing(PostgresSummaryStore(postgres_server.address, schema=pg_schema)):
+            await summaries_stay_apart(history, summaries)
+
+
+async def test_redis_summaries_of_agents_sharing_ids_stay_apart(redis_server: Server, redis_prefix: str) -> None:
+    async for history in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+        async for summaries in closing(RedisSummaryStore(redis_server.address, prefix=redis_prefix)):
+            await summaries_stay_apart(history, summaries)
