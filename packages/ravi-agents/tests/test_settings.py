@@ -141,6 +141,12 @@ def test_a_malformed_store_variable_is_a_configuration_error(
         load_settings()
 
 
+def test_a_folder_given_as_the_file_is_named_a_folder(tmp_path: Path) -> None:
+    """``--config .`` used to say the folder "does not exist"."""
+    with pytest.raises(ConfigurationError, match="is a folder"):
+        load_settings(tmp_path)
+
+
 def test_unknown_strategy_parameters_are_refused(tmp_path: Path) -> None:
     (tmp_path / "ravi.toml").write_text('[[context.pipeline]]\nstrategy = "sliding_window"\nmax_msgs = 3\n')
     with pytest.raises(ConfigurationError, match="sliding_window"):

@@ -35,6 +35,8 @@ def config_path(path: str | Path | None = None) -> Path | None:
     """
     if path is not None:
         chosen = Path(path)
+        if chosen.is_dir():
+            raise ConfigurationError(f"configuration file {str(chosen)!r} is a folder", hint="name the ravi.toml in it")
         if not chosen.is_file():
             raise ConfigurationError(f"configuration file {str(chosen)!r} does not exist")
         return chosen
