@@ -305,6 +305,57 @@ async def test_table_prefixes_let_apps_share_a_schema(postgres_server: Server, p
         await two.close()
 
 
+async def test_no_table_prefix_names_another_apps_tables(postgres_server: Server, pg_schema: str) -> None:
+    """Apps share a schema by table prefix, so no prefix may make one of Ravi's names another app's: with the
+    prefix "session_", the summaries table was "session_summaries", the unprefixed app's table of the history's
+    summaries. Every name the stores create is read from the server, and each prefix that would give one of them
+    to another app is refused."""
+    import asyncpg
+
+    stores = [
+        PostgresHistoryProvider(postgres_server.address, schema=pg_schema),
+        PostgresSummaryStore(postgres_server.address, schema=pg_schema),
+        PostgresMemoryStore(postgres_server.address, schema=pg_schema),
+        PgVectorStore(postgres_server.address, schema=pg_schema),
+        PgLongTermMemory(postgres_server.address, schema=pg_schema),
+        PgTaskStore(postgres_server.address, schema=pg_schema),
+    ]
+    for store in stores:
+        async with store:  # entering opens the pool and migrates the store's tables
+            pass
+    connection = await asyncpg.connect(postgres_server.address)
+    try:
+        relations = {
+            r["relname"]
+            for r in await connection.fetch(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1",
+                pg_schema,
+            )
+        }
+        functions = {
+            r["proname"]
+            for r in await connection.fetch(
+                "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
+                pg_schema,
+            )
+        }
+    finally:
+        await connection.close()
+    assert "session_summaries" in relations and "summaries" in relations
+    overlaps = {
+        longer[: -len(shorter)]
+        for names in (relations, functions)
+        for longer in names
+        for shorter in names
+        if longer != shorter and longer.endswith(shorter)
+    }
+    assert "session_" in overlaps, overlaps
+    for prefix in sorted(overlaps):
+        for extra in ("", "app_"):  # another app's prefix ending with it takes the same names
+            with pytest.raises(ConfigurationError, match="table_prefix"):
+                PostgresHistoryProvider(postgres_server.address, schema=pg_schema, table_prefix=extra + prefix)
+
+
 class TestPostgresSummaries(SummaryStoreContract):
     @pytest_asyncio.fixture
     async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresSummaryStore]:

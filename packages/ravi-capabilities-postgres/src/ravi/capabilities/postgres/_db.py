@@ -45,6 +45,12 @@ def identifier(value: str, what: str, *, allow_empty: bool = False) -> str:
     return value
 
 
+_OVERLAPS = ("session_",)
+"""Endings no table prefix may have: one of Ravi's names is another's with that in front ("session_summaries" is
+"session_" + "summaries"), so two apps sharing a schema would share a table. A test reads every name the stores
+create from the server and checks this list covers them."""
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of a component's schema: ``sql`` formatted with ``{schema}`` and ``{prefix}``."""
@@ -197,6 +203,13 @@ class Database:
         self.dsn = dsn
         self.schema = identifier(schema, "schema")
         self.prefix = identifier(table_prefix, "table_prefix", allow_empty=True)
+        if self.prefix.endswith(_OVERLAPS):
+            raise ConfigurationError(
+                f"table_prefix {table_prefix!r} would give this app's tables the names of another app's in the same "
+                f"schema (a prefix ending in {' or '.join(map(repr, _OVERLAPS))} turns 'summaries' into "
+                "'session_summaries')",
+                hint="end the prefix with the app's own name, for example 'support_'",
+            )
         self._pool_options: dict[str, Any] = {
             "min_size": min_size,
             "max_size": max_size,

@@ -61,7 +61,7 @@ class PostgresStoreOptions(PostgresConnectionOptions):
     table_prefix: str = Field(
         "",
         pattern=r"^$|" + IDENTIFIER,
-        description="Prepended to every table name, so several apps can share one schema.",
+        description="Prepended to every table name, so several apps can share one schema (not ending in `session_`).",
     )
 
 
