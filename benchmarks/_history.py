@@ -20,7 +20,7 @@ from ravi.kernel.messages import ChatMessage
 
 
 def pipeline() -> list[CompactionStrategy]:
-    """The agent-loop pipeline of issue 3's targets."""
+    """The agent-loop pipeline the assembly targets are measured on."""
     return [
         ToolResultCompactionStrategy(),
         SelectiveToolCallCompactionStrategy(),

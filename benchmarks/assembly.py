@@ -6,7 +6,7 @@ InMemoryHistoryProvider. Cold: a fresh context and no cached counts. Warm: appen
 (the agent loop's steady state). trim_messages: approximate counter, 100k budget, strategy "last", system
 message kept, on the same transcript already converted to LangChain messages (conversion not timed).
 
-Targets (issue 3): warm assembly of 10,000 messages under 2 ms median, at least 10x faster than trim_messages.
+Targets: warm assembly of 10,000 messages under 2 ms median, at least 10x faster than trim_messages.
 """
 
 from __future__ import annotations

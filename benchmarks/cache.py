@@ -1,4 +1,4 @@
-"""Cache-stable windows: how often a window starts with the previous one, and what that saves (issues 9, 32).
+"""Cache-stable windows: how often a window starts with the previous one, and what that saves.
 
 A 500-call agent session is replayed; before each model call the window is assembled by a plain strategy and by
 its cache-stable twin at the same maximum size: the watermarked sliding window and token budget, and relevant

@@ -1,4 +1,4 @@
-"""Windows that fit the model they are sent to (issue 15).
+"""Windows that fit the model they are sent to.
 
 200 sessions of the fit corpus (``fit_corpus.py``, seed 7: prose, code, JSON tool output, logs, CJK and other
 scripts, base64) are replayed through ``TokenBudgetComposedStrategy.from_model(model)`` with default settings:

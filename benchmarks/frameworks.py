@@ -1,4 +1,4 @@
-"""Ravi inside each framework's real agent loop, beside the framework's own memory (issue 17).
+"""Ravi inside each framework's real agent loop, beside the framework's own memory.
 
 For each framework a session of 1,000 turns (a question, a tool call, its output, an answer) is held twice: in
 the framework's default memory with no trimming, and in Ravi (in-memory store) with Ravi's window in front of

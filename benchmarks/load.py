@@ -1,4 +1,4 @@
-"""Load: worker processes serve many sessions at once against one Postgres and one Redis (issue 16).
+"""Load: worker processes serve many sessions at once against one Postgres and one Redis.
 
 Eight worker processes, each running 12 concurrent agent loops, serve 500 sessions (half on Postgres, half on
 Redis) for two minutes. A turn picks a session at random (so several processes write to one session at

@@ -1,4 +1,4 @@
-"""Warm Postgres windows whatever the table's statistics say (issue 31).
+"""Warm Postgres windows whatever the table's statistics say.
 
 A 100,000-message agent session in a table of its own, in each state a server passes through after a bulk write:
 

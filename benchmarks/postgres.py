@@ -1,4 +1,4 @@
-"""The Postgres backends against one real server, in one run (issue 5).
+"""The Postgres backends against one real server, in one run.
 
 * History: append throughput in batches of 100, and ``get_prompt_window`` on a 10,000-message session (the
   agent-loop pipeline; warm = append one message, assemble again), beside LangChain's

@@ -1,4 +1,4 @@
-"""The Redis history against langchain-community's RedisChatMessageHistory on the same server (issue 6).
+"""The Redis history against langchain-community's RedisChatMessageHistory on the same server.
 
 Append throughput in batches of 100, and reading a 10,000-message session: Ravi's ``get_prompt_window`` (the
 agent-loop pipeline, warm: append one message, assemble again) and a cold full read, beside

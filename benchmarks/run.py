@@ -1,6 +1,6 @@
 """Run the benchmarks and print their figures: ``make bench`` (or ``python benchmarks/run.py [NAME ...]``).
 
-These are measurements, not tests: they print what this machine does and whether each issue's target is met.
+These are measurements, not tests: they print what this machine does and whether each target is met.
 """
 
 from __future__ import annotations
@@ -15,23 +15,23 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _table import console
 
 BENCHMARKS = {
-    "assembly": "Context assembly vs trim_messages (issue 3)",
-    "stores": "In-memory vector search and graph neighbourhoods (issue 4)",
-    "postgres": "Postgres history and pgvector on a real server (issue 5)",
-    "redis_tier": "Redis history beside langchain-community on a real server (issue 6)",
-    "s3_age": "S3 blob throughput and AGE neighbourhoods on real servers (issue 7)",
-    "recall.bench": "Relevant recall versus recency on long agent sessions (issues 9, 32)",
-    "recall.evidence": "Evidence recall on long two-person conversations beside a plain BM25 retriever (issue 32)",
-    "recall.cost": "What relevant recall costs: warm windows, the offline embedding model (issue 32)",
-    "cache": "Cache-stable windows with watermarks (issue 9)",
-    "load": "Eight worker processes on one Postgres and one Redis, checked exactly (issue 16)",
-    "lifecycle": "Eight processes append and read windows while others clear, clear_run and forget (issue 30)",
-    "fit": "Windows that fit the model they are sent to: exact counters, the estimator, margins (issue 15)",
-    "window": "Windows read from the newest part of a session, in memory, on Postgres and on Redis (issue 12)",
-    "frameworks": "Ravi in each framework's agent loop beside the framework's own memory, 1,000 turns (issue 17)",
-    "query": "Recall windows whose request is huge, in memory and on Postgres (issue 30)",
-    "telemetry": "What tracing costs a window: none, off (the default) and on (issue 33)",
-    "plans": "Warm Postgres windows before statistics, mid-burst, skewed and after VACUUM ANALYZE (issue 31)",
+    "assembly": "Context assembly vs trim_messages",
+    "stores": "In-memory vector search and graph neighbourhoods",
+    "postgres": "Postgres history and pgvector on a real server",
+    "redis_tier": "Redis history beside langchain-community on a real server",
+    "s3_age": "S3 blob throughput and AGE neighbourhoods on real servers",
+    "recall.bench": "Relevant recall versus recency on long agent sessions",
+    "recall.evidence": "Evidence recall on long two-person conversations beside a plain BM25 retriever",
+    "recall.cost": "What relevant recall costs: warm windows, the offline embedding model",
+    "cache": "Cache-stable windows with watermarks",
+    "load": "Eight worker processes on one Postgres and one Redis, checked exactly",
+    "lifecycle": "Eight processes append and read windows while others clear, clear_run and forget",
+    "fit": "Windows that fit the model they are sent to: exact counters, the estimator, margins",
+    "window": "Windows read from the newest part of a session, in memory, on Postgres and on Redis",
+    "frameworks": "Ravi in each framework's agent loop beside the framework's own memory, 1,000 turns",
+    "query": "Recall windows whose request is huge, in memory and on Postgres",
+    "telemetry": "What tracing costs a window: none, off (the default) and on",
+    "plans": "Warm Postgres windows before statistics, mid-burst, skewed and after VACUUM ANALYZE",
 }
 
 

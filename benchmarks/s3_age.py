@@ -1,4 +1,4 @@
-"""S3 blob throughput and AGE neighbourhood latency, against real local servers (issue 7).
+"""S3 blob throughput and AGE neighbourhood latency, against real local servers.
 
 * S3FileStore upload and download throughput for 1 KiB, 1 MiB and 64 MiB blobs (SeaweedFS from the wheel, or
   ``RAVI_BENCH_S3_ENDPOINT`` with ``RAVI_BENCH_S3_ACCESS_KEY`` / ``RAVI_BENCH_S3_SECRET_KEY``).

@@ -1,6 +1,6 @@
 """In-memory stores: vector search throughput and exactness, and graph neighbourhoods at two graph sizes.
 
-Targets (issue 4): InMemoryVectorStore.search over 100,000 vectors of 384 dimensions at >= 200 queries per second
+Targets: InMemoryVectorStore.search over 100,000 vectors of 384 dimensions at >= 200 queries per second
 with top-10 identical to an exact NumPy reference; get_neighbors(depth=3) cost proportional to the
 neighbourhood, not the graph.
 """

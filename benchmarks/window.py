@@ -1,7 +1,7 @@
-"""Windows read from the newest part of a session (issue 12): the cost of a window follows the window, not the
+"""Windows read from the newest part of a session: the cost of a window follows the window, not the
 session.
 
-* In memory, the issue's pipeline ``[ToolResultCompactionStrategy(), TokenBudgetComposedStrategy([], 100_000)]``
+* In memory, the pipeline ``[ToolResultCompactionStrategy(), TokenBudgetComposedStrategy([], 100_000)]``
   through ``AgentContext.get_prompt_window``. Warm: append one message, assemble again. Cold: a fresh context and
   messages without cached counts. References, measured here: a plain-Python suffix over cached counts (the least
   any window costs: walk back summing counts, slice) and LangChain's ``trim_messages``.
@@ -298,7 +298,7 @@ async def fresh_worker(
 
 def memory_scale() -> tuple[int, int]:
     """Sessions and messages per session of the memory figure: ``RAVI_BENCH_MEMORY`` (``"200x2000"``), else the
-    issue's 1,000 sessions of 10,000 messages."""
+    target's 1,000 sessions of 10,000 messages."""
     sessions, size = os.environ.get("RAVI_BENCH_MEMORY", "1000x10000").lower().split("x")
     return int(sessions), int(size)
 

@@ -231,3 +231,22 @@ def test_the_configuration_page_lists_every_store_kind() -> None:
     page = (DOCS / "configuration.md").read_text()
     listed = page.split("The store kinds are", 1)[1].split(".", 1)[0]
     assert set(re.findall(r"`(\w+)`", listed)) == set(GROUPS)
+
+
+def test_the_recall_page_turns_recall_on_by_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page showed relevant recall only in code, leaving ``from_settings`` users to find the ``ravi.toml`` keys
+    elsewhere; its ``ravi.toml`` builds the strategy, ranking by the offline model when the extra is installed."""
+    from ravi.agents.context import ContextConfig, RelevantRecallStrategy
+
+    page = (DOCS / "beyond-recency.md").read_text()
+    [toml] = re.findall(r"```toml\n(.*?)```", page, re.DOTALL)
+    (tmp_path / "ravi.toml").write_text(toml)
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in __import__("os").environ if n.startswith("RAVI_")]:
+        monkeypatch.delenv(name)
+    [strategy] = ContextConfig.from_settings().pipeline.strategies
+    assert isinstance(strategy, RelevantRecallStrategy)
+    assert strategy.token_budget == 16_000
+    pytest.importorskip("wordllama", reason="the offline model comes with ravi-agents[embeddings]")
+    assert strategy.meaning is not None
+    assert strategy.meaning.model.startswith("wordllama")

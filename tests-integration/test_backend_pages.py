@@ -1,5 +1,5 @@
 """Each backend page's "five lines", run as printed against a real server, configured only through ``RAVI_*``
-variables as the page says (issue 18: a user who has only that page can follow it)."""
+variables as the page says (a user who has only that page can follow it)."""
 
 from __future__ import annotations
 

@@ -232,7 +232,7 @@ def run_script(script: str, *args: str) -> dict[str, Any]:
 
 
 def test_a_session_resumes_in_a_new_process(postgres_server: Server, pg_schema: str) -> None:
-    """Issue 17: "a resumed session in a new process". A second process, with nothing in memory, continues the
+    """A resumed session in a new process: A second process, with nothing in memory, continues the
     session from Postgres: its model sees the first process's turn, and the stored items are the first run's
     followed by the second's."""
     first = run_script(RESUME, postgres_server.address, pg_schema, "first question")
@@ -340,7 +340,7 @@ asyncio.run(main())
 def test_each_framework_resumes_a_session_in_a_new_process(
     framework: str, postgres_server: Server, pg_schema: str
 ) -> None:
-    """Issue 17, for PydanticAI, LangChain and AutoGen as for the SDK above: a second process with nothing in
+    """For PydanticAI, LangChain and AutoGen as for the SDK above: a second process with nothing in
     memory continues the Postgres session, its model sees the first process's turn, and the store holds both turns
     once each."""
     script = RESUME_PRELUDE + RESUME_IN[framework]

@@ -198,3 +198,25 @@ def test_a_failed_start_leaves_no_folder_behind(tmp_path: Path, monkeypatch: pyt
         except ConfigurationError as error:  # no PostgreSQL build installed
             pytest.skip(str(error))
     assert made and not any(Path(path).exists() for path in made)  # the binaries had been copied there
+
+
+def test_the_s3_page_runs_on_what_ravi_dev_s3_prints(tmp_path: Path) -> None:
+    """The S3 page did not say how to get a server to follow it with; it names ``ravi dev s3``, whose ``[blob]``
+    section, pasted into ``ravi.toml``, runs the page's five lines."""
+    pytest.importorskip("ravi.capabilities.s3")
+    page = (ROOT / "docs" / "backends" / "s3.md").read_text()
+    assert "`ravi dev s3`" in page.split("**Configure**", 1)[0]
+    five = re.search(r"```python\n(.*?)```", page.split("**The five lines**", 1)[1], re.DOTALL)
+    assert five is not None
+    (tmp_path / "five.py").write_text(five.group(1))
+    dev_s3 = start_dev("s3", tmp_path)
+    dev = next(dev_s3)
+    try:
+        (tmp_path / "ravi.toml").write_text(dev.toml)
+        done = subprocess.run(
+            [sys.executable, "five.py"], cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2_000:]
+        assert done.stdout.strip() == "b'revenue up 4%'"
+    finally:
+        dev_s3.close()

@@ -1,4 +1,4 @@
-"""Relevant recall versus recency on agent sessions: how many answers are still in the window (issues 9, 32).
+"""Relevant recall versus recency on agent sessions: how many answers are still in the window.
 
 For each of 120 questions asked at the end of a 300+ message session, the window is assembled at budgets of
 2,000, 4,000 and 8,000 tokens by: a sliding window (the newest 40 messages, then trimmed to the budget), a

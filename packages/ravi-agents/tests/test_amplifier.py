@@ -195,7 +195,7 @@ AMPLIFIER_MESSAGES: list[dict[str, Any]] = [
 
 
 async def test_developer_role_and_content_blocks_round_trip() -> None:
-    """Issue 13 on 001: "Accept the developer role and amplifier's content blocks (thinking, redacted thinking, tool
+    """001: "Accept the developer role and amplifier's content blocks (thinking, redacted thinking, tool
     call, tool result, image, reasoning) and round-trip them"."""
     for message in AMPLIFIER_MESSAGES:
         Message.model_validate(message)  # they are amplifier's own messages
@@ -414,7 +414,7 @@ def chat_dicts(draw: st.DrawFn) -> list[dict[str, Any]]:
 @settings(max_examples=200, deadline=None)
 @given(chat_dicts())
 def test_any_chat_dict_round_trips(messages: list[dict[str, Any]]) -> None:
-    """Issue 13 on 001: content blocks and the developer role "round-trip": get_messages gives every dict back as
+    """001: content blocks and the developer role "round-trip": get_messages gives every dict back as
     it was added, and a request under budget sends them as they were added."""
 
     async def main() -> None:

@@ -27,7 +27,7 @@ CL100K = ExactTokenCounter("cl100k_base")
 
 
 def json_tool_session(turns: int, seed: int = 3) -> list[ChatMessage]:
-    """The issue's case: an agent reading JSON tool output, which the heuristic undercounts by almost half."""
+    """The case that matters: an agent reading JSON tool output, which the heuristic undercounts by almost half."""
     rng = random.Random(seed)
     out = [ChatMessage.system("You are an operations agent.")]
     for i in range(turns):
