@@ -4,7 +4,7 @@ appended before the read."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from servers import Server, closing
@@ -26,20 +26,30 @@ def texts(window: list[ChatMessage]) -> list[str]:
     return [m.text for m in window]
 
 
+def on_postgres(server: Server, schema: str) -> Callable[..., Any]:
+    return lambda: PostgresHistoryProvider(server.address, schema=schema)
+
+
+def on_redis(server: Server, prefix: str, **options: Any) -> Callable[..., Any]:
+    return lambda: RedisHistoryProvider(server.address, prefix=prefix, **options)
+
+
+async def as_two_processes(store: Callable[[], Any], body: Callable[[Any, Any], Awaitable[None]]) -> None:
+    """``body(mine, theirs)`` with two store objects, each standing for a process (own caches, own client)."""
+    async for mine in closing(store()):
+        async for theirs in closing(store()):
+            await body(mine, theirs)
+
+
 async def test_postgres_windows_follow_another_processs_changes(postgres_server: Server, pg_schema: str) -> None:
-    async for mine in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-        async for theirs in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-            await follows(mine, theirs)
+    await as_two_processes(on_postgres(postgres_server, pg_schema), follows)
 
 
 async def test_redis_windows_follow_another_processs_changes(redis_server: Server, redis_prefix: str) -> None:
-    async for mine in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
-        async for theirs in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
-            await follows(mine, theirs)
+    await as_two_processes(on_redis(redis_server, redis_prefix), follows)
 
 
 async def follows(mine: Any, theirs: Any) -> None:
-    """Each store object stands for a process of its own (own caches, own client)."""
     context = AgentContext(ContextConfig(mine, [TokenBudgetComposedStrategy(token_budget=100_000)]))
     await context.add_messages("s", [ChatMessage.user("one"), ChatMessage.assistant("two")])
     assert texts(await context.get_prompt_window("s")) == ["one", "two"]
@@ -86,32 +96,29 @@ async def recalls_nothing_removed(mine: Any, theirs: Any) -> None:
 
 
 async def test_postgres_recall_holds_nothing_of_a_cleared_session(postgres_server: Server, pg_schema: str) -> None:
-    async for mine in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-        async for theirs in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-            await recalls_nothing_removed(mine, theirs)
+    await as_two_processes(on_postgres(postgres_server, pg_schema), recalls_nothing_removed)
 
 
 async def test_redis_recall_holds_nothing_of_a_cleared_session(redis_server: Server, redis_prefix: str) -> None:
-    async for mine in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
-        async for theirs in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
-            await recalls_nothing_removed(mine, theirs)
+    await as_two_processes(on_redis(redis_server, redis_prefix), recalls_nothing_removed)
 
 
 async def test_redis_windows_after_expiry_hold_only_the_new_session(redis_server: Server, redis_prefix: str) -> None:
-    async for mine in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=0.3)):
-        async for theirs in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix, ttl=0.3)):
-            context = AgentContext(ContextConfig(mine, [RelevantRecallStrategy(token_budget=400, recall_share=0.5)]))
-            await theirs.append_many("agent", transcript("INV-2291"), session_id="s")
-            assert "INV-2291" in " ".join(texts(await context.get_prompt_window("s")))
+    async def expires(mine: Any, theirs: Any) -> None:
+        context = AgentContext(ContextConfig(mine, [RelevantRecallStrategy(token_budget=400, recall_share=0.5)]))
+        await theirs.append_many("agent", transcript("INV-2291"), session_id="s")
+        assert "INV-2291" in " ".join(texts(await context.get_prompt_window("s")))
 
-            async def expired(store: Any = theirs) -> bool:
-                return await store.count_messages("agent", session_id="s") == 0
+        async def expired() -> bool:
+            return await theirs.count_messages("agent", session_id="s") == 0
 
-            await eventually(expired, within=5, what="session expiry")
-            await theirs.append_many("agent", transcript("INV-7777"), session_id="s")
-            window = " ".join(texts(await context.get_prompt_window("s")))
-            assert "INV-2291" not in window
-            assert "INV-7777" in window
+        await eventually(expired, within=5, what="session expiry")
+        await theirs.append_many("agent", transcript("INV-7777"), session_id="s")
+        window = " ".join(texts(await context.get_prompt_window("s")))
+        assert "INV-2291" not in window
+        assert "INV-7777" in window
+
+    await as_two_processes(on_redis(redis_server, redis_prefix, ttl=0.3), expires)
 
 
 async def keeps_agents_apart(store: Any) -> None:
@@ -132,12 +139,12 @@ async def keeps_agents_apart(store: Any) -> None:
 async def test_postgres_agents_sharing_session_and_message_ids_stay_apart(
     postgres_server: Server, pg_schema: str
 ) -> None:
-    async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+    async for store in closing(on_postgres(postgres_server, pg_schema)()):
         await keeps_agents_apart(store)
 
 
 async def test_redis_agents_sharing_session_and_message_ids_stay_apart(redis_server: Server, redis_prefix: str) -> None:
-    async for store in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
+    async for store in closing(on_redis(redis_server, redis_prefix)()):
         await keeps_agents_apart(store)
 
 
