@@ -24,7 +24,7 @@ from ravi.kernel.llm import EmbeddingClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
-from ravi.kernel.tokens import stored_tokens
+from ravi.kernel.tokens import CachedTokenCounter, stored_tokens
 
 Rank = Callable[[Request, int, int], Awaitable[list[UnitMatch] | None]]
 """Ranks the older units for a request, given where the newest turns start and how many units each ranking
@@ -55,13 +55,12 @@ class _Facts:
 
     def cost(self, counter: TokenCounter, today: date | None = None, *, labelled: bool = False) -> int:
         """:func:`_cost` of the unit (``labelled``: of its form labelled for ``today``), kept when ``counter``
-        names its counting rule (a cached counter's ``key``)."""
+        declares its counting rule (a :class:`~ravi.kernel.tokens.CachedTokenCounter`'s ``key``)."""
         messages = self.label(today) if labelled else self.messages
         assert messages is not None
-        rule = getattr(counter, "key", None)
-        if not isinstance(rule, str):
+        if not isinstance(counter, CachedTokenCounter):
             return _cost(messages, counter.count_message)
-        key = (rule, today) if labelled else rule
+        key = (counter.key, today) if labelled else counter.key
         cost = self.costs.get(key)
         if cost is None:
             cost = self.costs[key] = _cost(messages, counter.count_message)
