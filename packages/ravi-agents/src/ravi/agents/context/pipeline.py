@@ -273,14 +273,15 @@ class CompactionPipeline:
             self._adopt(session, view.generation)
             sized = state.get(self, _READ_TOKENS)
             messages = [*view.messages, *request.unsaved]
+            stored = len(view.messages)  # read with the generation: offsets found are kept for the next reads
             if view.complete:
-                session.read_from(messages)
+                session.read_from(messages, stored=stored)
                 window = await self._run(messages, session, explain=False)
                 # a read that had to reach the session's start (to write a first summary, say) need not be
                 # repeated: the next one is sized by what this window kept
                 sized[:] = [tokens if first_try else _needed(view.tail, window.messages)]
                 return window
-            session.read_from(messages, head=view.head, before=view.before)
+            session.read_from(messages, head=view.head, before=view.before, stored=stored)
             kept = state.snapshot()
             session.partial, session.bounded, session.older_needed = True, False, False
             try:

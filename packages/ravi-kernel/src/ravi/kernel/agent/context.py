@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ravi.kernel.llm import TokenCounter
@@ -89,6 +90,38 @@ class SessionState:
         return len(self._values)
 
 
+class _KnownOffsets:
+    """The offsets of a session's stored messages that its reads of one generation found, by message id, at
+    most ``LIMIT`` of them (the first found are dropped first).
+
+    A stored message's offset never changes within a generation: messages are only appended after it, and every
+    removal or renumbering makes a new generation. So a later read of the same generation places its messages
+    from the newest one known here, instead of summing the stored counts of everything before them again.
+    """
+
+    LIMIT = 16_384
+
+    __slots__ = ("generation", "offsets")
+
+    def __init__(self, generation: str = "") -> None:
+        self.generation = generation
+        self.offsets: dict[str, int] = {}
+
+    def trim(self) -> None:
+        """Drop the first found beyond ``LIMIT``."""
+        offsets = self.offsets
+        excess = len(offsets) - self.LIMIT
+        if excess > 0:
+            for key in list(islice(offsets, excess)):
+                del offsets[key]
+
+
+_KNOWN: Slot[_KnownOffsets] = Slot("session.offsets", _KnownOffsets)
+"""The offsets the session's reads of its current generation found."""
+_OWNER = "ravi.kernel.agent.context"
+"""The owner of the session's :data:`_KNOWN` offsets (the reads themselves, not any one strategy)."""
+
+
 @dataclass(eq=False)
 class SessionContext:
     """The session a window is assembled for; it travels with every window through the pipeline.
@@ -118,7 +151,9 @@ class SessionContext:
 
     The engine also says what the window is assembled from (:meth:`read_from`): the messages read, and where
     they sit in the session. :meth:`offset` gives a message's offset, the stored tokens before it in the
-    session, which every read of the session agrees on, whatever its size.
+    session, which every read of the session agrees on, whatever its size. When the read is the store's own
+    read of a known generation (``stored``), the offsets found are kept in :attr:`state` for the next reads of
+    that generation, so a warm window sums the stored counts of the messages appended since the last one only.
     """
 
     agent_id: str
@@ -135,9 +170,13 @@ class SessionContext:
     source: Sequence[ChatMessage] = ()
     source_head: int = 0
     source_before: int | None = 0
+    source_stored: int | None = None
     _offsets: dict[str, int] | None = field(default=None, repr=False)
     _scanned: int = field(default=0, repr=False)  # where :meth:`offset` stopped walking the read
     _running: int = field(default=0, repr=False)  # the stored tokens before that message
+    _stop: int = field(default=0, repr=False)  # where the walk from the head stops: the rest is placed already
+    _kept: _KnownOffsets | None = field(default=None, repr=False)  # the generation's offsets kept in ``state``
+    _end: int = field(default=0, repr=False)  # the offset past the last stored message read, once placed
 
     @classmethod
     def standalone(cls, counter: TokenCounter | None = None) -> SessionContext:
@@ -145,11 +184,24 @@ class SessionContext:
         no records (its :attr:`scope` is ``None``)."""
         return cls("", "", counter=counter)
 
-    def read_from(self, messages: Sequence[ChatMessage], *, head: int = 0, before: int | None = 0) -> None:
+    def read_from(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        head: int = 0,
+        before: int | None = 0,
+        stored: int | None = None,
+    ) -> None:
         """Say what this window is assembled from: ``messages``, of which the first ``head`` are system messages
         from before the rest, and ``before``, the stored tokens of the session before ``messages[head]``
-        (``None`` when unknown). A whole session is ``read_from(messages)``."""
+        (``None`` when unknown). A whole session is ``read_from(messages)``.
+
+        ``stored`` says that the first ``stored`` of ``messages`` are what the history store returned, in the
+        same round trip as :attr:`generation` (the rest are not stored yet); the offsets found in them are then
+        kept in :attr:`state` for later reads of that generation. Leave it ``None`` for messages of any other
+        origin (a caller's list, or a read whose generation was read in another round trip)."""
         self.source, self.source_head, self.source_before, self._offsets = messages, head, before, None
+        self.source_stored = stored
 
     def offset(self, message_id: str) -> int | None:
         """The stored tokens (:func:`~ravi.kernel.tokens.stored_tokens`) before the message in the session, or
@@ -157,25 +209,73 @@ class SessionContext:
         unknown)."""
         offsets = self._offsets
         if offsets is None:
-            offsets = self._offsets = {}
-            self._scanned, self._running = self.source_head, self.source_before or 0
-            if self.source_before is None:
-                self._scanned = len(self.source)
+            offsets = self._place()
         found = offsets.get(message_id)
         if found is not None:
             return found
+        kept = self._kept
+        if kept is not None:
+            known = kept.offsets.get(message_id)
+            # kept by a read of this generation, and inside this read: after its head, before its end (offsets
+            # grow by at least 1 a message, so that offset is this read's message with this id)
+            if known is not None and (self.source_before or 0) <= known < self._end:
+                return known
         # walked as far as the message asked for only: a window asks of its newest part, never of all it read
-        source, i, running = self.source, self._scanned, self._running
-        while i < len(source):
+        source, i, running, stop = self.source, self._scanned, self._running, self._stop
+        keep, stored = (kept.offsets, self.source_stored or 0) if kept is not None else (None, 0)
+        while i < stop:
             message = source[i]
-            offsets[message.id] = running
+            offsets.setdefault(message.id, running)
+            if keep is not None and i < stored:
+                keep[message.id] = running
             running += stored_tokens(message)
             i += 1
             if message.id == message_id:
                 found = offsets[message_id]
                 break
         self._scanned, self._running = i, running
+        if kept is not None:
+            kept.trim()
         return found
+
+    def _place(self) -> dict[str, int]:
+        """Start placing the read. From the newest stored message whose offset a read of this generation kept
+        (walked back from the end), every message after it is placed at once, by its stored count; the older
+        ones are walked from the head when asked for (and kept) unless a read kept them already."""
+        offsets: dict[str, int] = {}
+        self._offsets, self._kept, self._end = offsets, None, 0
+        source, head, before = self.source, self.source_head, self.source_before
+        self._scanned, self._running, self._stop = head, before or 0, len(source)
+        if before is None:
+            self._scanned = len(source)
+            return offsets
+        stored = self.source_stored
+        if stored is None or not self.generation:
+            return offsets  # no generation to keep offsets under: walked from the head, as before
+        stored = min(stored, len(source))
+        kept = self.state.get(_OWNER, _KNOWN)
+        if kept.generation != self.generation:
+            kept = _KnownOffsets(self.generation)
+            self.state.put(_OWNER, _KNOWN, kept)
+        self._kept = kept
+        known = kept.offsets
+        i = stored - 1
+        while i >= head and source[i].id not in known:
+            i -= 1
+        if i < head:
+            return offsets  # nothing kept of this read yet: walked from the head (and kept) as asked
+        running = known[source[i].id]
+        for k in range(i, len(source)):
+            message = source[k]
+            offsets.setdefault(message.id, running)
+            if k < stored:
+                known[message.id] = running
+            running += stored_tokens(message)
+            if k == stored - 1:
+                self._end = running
+        self._stop = i
+        kept.trim()
+        return offsets
 
     def cut_made(self) -> None:
         """Say that a strategy cut the window inside the part read (dropping a non-system message of its input,
