@@ -10,7 +10,7 @@ from itertools import accumulate
 from typing import TypeVar
 
 from ravi.kernel.closing import Closeable
-from ravi.kernel.locks import KeyedLocks
+from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import Bm25, UnitMatch, match_units
@@ -64,7 +64,7 @@ class HybridHistoryProvider(Closeable):
         """The lock that makes each write of the session one step in both tiers, for the tasks of this event loop:
         two writers whose tier writes interleaved (A cold, B cold, B hot, A hot) left the tiers in different
         orders, and reads served by the hot tier in another order than the cold tier's. Writers on other loops
-        (other threads) or in other processes take no part in it (see :mod:`ravi.kernel.locks`)."""
+        (other threads) or in other processes take no part in it (see :mod:`ravi.kernel.loops`)."""
         return self._writing((agent_id, session_id))
 
     async def _read(self, agent_id: str, session_id: str, read: Callable[[HistoryProvider], Awaitable[T]]) -> T:

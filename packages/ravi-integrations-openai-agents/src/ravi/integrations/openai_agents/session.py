@@ -13,7 +13,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from ravi.agents.adapters import as_context
 from ravi.integrations.openai_agents.convert import KEY, group, to_ravi
 from ravi.kernel.errors import ConfigurationError, UnknownSetting
-from ravi.kernel.locks import KeyedLocks
+from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, TailEditor, WindowReader
 from ravi.kernel.values import check_scope, thaw

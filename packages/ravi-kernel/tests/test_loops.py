@@ -3,7 +3,9 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from ravi.kernel.locks import KeyedLocks
+import pytest
+
+from ravi.kernel.loops import KeyedLocks, until_loop_ends
 
 
 def test_one_loops_tasks_share_a_keys_lock_and_other_keys_do_not() -> None:
@@ -71,3 +73,47 @@ def test_a_lock_no_task_holds_is_not_kept() -> None:
     asyncio.run(main())
     gc.collect()
     assert len(locks._locks) == 0
+
+
+def test_a_resource_closes_once_on_its_own_loop_when_the_loop_ends() -> None:
+    closed: list[asyncio.AbstractEventLoop] = []
+    opened: list[asyncio.AbstractEventLoop] = []
+
+    async def close() -> None:
+        closed.append(asyncio.get_running_loop())
+
+    async def open_one() -> object:
+        opened.append(asyncio.get_running_loop())
+        return until_loop_ends(close)
+
+    handle = asyncio.run(open_one())
+    assert closed == opened  # ran once, on the loop it was opened on, before that loop closed
+    with asyncio.Runner() as runner:
+        runner.run(open_one())
+        assert len(closed) == 1  # the loop still runs
+    assert closed == opened
+    del handle
+
+
+def test_closing_a_resource_early_closes_it_once() -> None:
+    closed: list[str] = []
+
+    async def close() -> None:
+        closed.append("closed")
+
+    async def main() -> None:
+        handle = until_loop_ends(close)
+        await handle.aclose()
+        assert closed == ["closed"]
+        await handle.aclose()
+
+    asyncio.run(main())
+    assert closed == ["closed"]  # not again as the loop ended
+
+
+def test_a_resource_needs_a_running_loop() -> None:
+    async def close() -> None:
+        pass
+
+    with pytest.raises(RuntimeError):
+        until_loop_ends(close)
