@@ -90,3 +90,6 @@ def until_loop_ends(close: Callable[[], Awaitable[object]]) -> AsyncGenerator[No
     with contextlib.suppress(StopIteration):
         handle.asend(None).send(None)
     return handle
+
+
+__all__ = ["KeyedLocks", "until_loop_ends"]
