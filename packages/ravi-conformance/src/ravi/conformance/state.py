@@ -34,8 +34,15 @@ class ShortTermMemoryContract(ContractBase):
         await backend.set_state("canary", {"left": "behind"})
 
     async def test_canary_fixture_gives_an_empty_backend_second(self, backend: ShortTermMemory) -> None:
-        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
-        assert await backend.get_state("canary") == {}, "state leaked between tests"
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind).
+
+        Fix: give each test a store of its own: build it in the ``backend`` fixture (an in-memory or temporary
+        store), or isolate a persistent one with ``--isolate KIND=OPTION`` (``--ravi-isolate``) and an
+        ``async def destroy(self)`` that removes what the option names.
+        """
+        assert await backend.get_state("canary") == {}, (
+            "state leaked between tests: get_state('canary') found the first canary's state"
+        )
         await backend.set_state("canary", {"left": "behind"})
 
     async def test_unknown_session_has_empty_state(self, backend: ShortTermMemory) -> None:
