@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -147,17 +148,23 @@ class ShortTermMemoryContract(ContractBase):
         assert await backend.get_state(s) == {"kept": 1}
 
     async def test_bad_input_raises_typed_errors_and_loses_nothing(self, backend: ShortTermMemory) -> None:
-        """Bad input raises a typed error and loses nothing already stored."""
+        """Bad input raises a typed error and loses nothing already stored.
+
+        Fix: check what a call is given before the store sees it: ``check_scope(session_id=...)`` of
+        ``ravi.kernel.values`` for the session id (non-empty, valid text) and ``json_copy`` for a state or its
+        updates (a JSON object every store keeps exactly; it returns the plain copy to store).
+        """
         s = unique("session")
         await backend.set_state(s, {"kept": 1})
-        with pytest.raises(InvalidArgument):
-            await backend.set_state(s, {"bad": object()})
-        with pytest.raises(InvalidArgument):
-            await backend.update_state(s, {"bad": {1, 2}})
-        with pytest.raises(InvalidArgument):
-            await backend.set_state(s, ["not", "a", "mapping"])  # type: ignore[arg-type]
-        with pytest.raises(InvalidArgument):
-            await backend.get_state("")
+        bad_calls: dict[str, Callable[[], Awaitable[Any]]] = {
+            "set_state({'bad': object()})": lambda: backend.set_state(s, {"bad": object()}),
+            "update_state({'bad': {1, 2}})": lambda: backend.update_state(s, {"bad": {1, 2}}),
+            "set_state(a list, not a mapping)": lambda: backend.set_state(s, ["not", "a", "mapping"]),  # type: ignore[arg-type]
+            "get_state('')": lambda: backend.get_state(""),
+            "get_state(a session id with a lone surrogate)": lambda: backend.get_state("s\ud800"),
+            "clear(a session id with a lone surrogate)": lambda: backend.clear("\udfff"),
+        }
+        await refuses(InvalidArgument, bad_calls)
         assert await backend.get_state(s) == {"kept": 1}
 
     async def test_values_no_store_can_keep_are_refused_and_nothing_is_lost(self, backend: ShortTermMemory) -> None:
