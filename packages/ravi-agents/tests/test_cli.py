@@ -224,6 +224,15 @@ def test_conformance_supplies_the_peer_of_the_in_memory_store(tmp_path: Path) ->
     assert len(cached) == 12 and all(r["outcome"] == "passed" for r in cached)
 
 
+def test_conformance_of_a_history_backend_runs_its_optional_contracts(tmp_path: Path) -> None:
+    """``ravi conformance history=...`` ran the windowed read's contract but never the search's, so a backend's
+    ``search_units`` was checked by no command."""
+    done = run_ravi(tmp_path, "conformance", "history=memory", "--json")
+    assert done.returncode == 0, done.stderr
+    ran = {(r["contract"], r["outcome"]) for r in json.loads(done.stdout)}
+    assert {("HistoryProvider", "passed"), ("WindowReader", "passed"), ("HistorySearcher", "passed")} <= ran
+
+
 def test_version_and_json_help(tmp_path: Path) -> None:
     """``ravi --version`` did not exist, and ``--json`` had no help text."""
     from importlib.metadata import version
