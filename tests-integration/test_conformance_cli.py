@@ -48,6 +48,9 @@ def test_a_postgres_run_is_isolated_and_leaves_no_schema_behind(tmp_path: Path, 
     # the cross-process cache tests used to skip with "override 'peer' fixture": the runner supplies it now
     cached = [r for r in results if r["test"].startswith("test_cached_reads_follow_another_process_writes")]
     assert len(cached) == 12 and all(r["outcome"] == "passed" for r in cached), cached[:1]
+    # the search's contract was never run by the command: Postgres searches, so it runs and passes
+    searched = [r for r in results if r["contract"] == "HistorySearcher"]
+    assert len(searched) > 10 and all(r["outcome"] == "passed" for r in searched), searched[:1]
 
 
 def test_a_redis_run_leaves_no_key_behind(tmp_path: Path, redis_server: Server) -> None:

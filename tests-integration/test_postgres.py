@@ -1202,3 +1202,50 @@ async def test_long_words_and_huge_messages_are_searchable(postgres_server: Serv
         await history.append_many("a", [call, blob, huge, ChatMessage.user("x")], session_id="s")
         matches = await history.search_units("a", session_id="s", query="payload pelican", before=10**9, limit=5)
         assert {m.messages[0].id for m in matches} == {call.id, huge.id}
+
+
+def test_a_store_used_through_one_asyncio_run_after_another_keeps_no_connection_open(
+    postgres_server: Server,
+) -> None:
+    """Code that calls ``asyncio.run`` per request (a sync web app): each call's pool closes as its loop ends, so
+    twenty calls leave no connection behind, and the store keeps working on each new loop. Each loop's pool stayed
+    open for the life of the process: twenty calls held twenty or more server connections."""
+    import asyncpg
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    store = PostgresHistoryProvider(postgres_server.address, schema=schema)
+
+    async def connections() -> int:
+        connection = await asyncpg.connect(postgres_server.address, timeout=10)
+        try:
+            return int(
+                await connection.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                )
+            )
+        finally:
+            await connection.close()
+
+    async def request(i: int) -> None:  # three sessions at once, so the pool opens more than one connection
+        await asyncio.gather(*(store.append("a", ChatMessage.user(f"{i}"), session_id=f"s{k}") for k in range(3)))
+
+    async def drop() -> None:
+        await store.close()
+        connection = await asyncpg.connect(postgres_server.address, timeout=10)
+        try:
+            await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await connection.close()
+
+    before = asyncio.run(connections())
+    try:
+        for i in range(20):
+            asyncio.run(request(i))
+        # a closed connection's server process may take a moment to leave the list: allow one call's worth
+        assert asyncio.run(connections()) - before <= 3
+        for k in range(3):
+            stored = asyncio.run(store.get_messages("a", session_id=f"s{k}"))
+            assert [m.text for m in stored] == [f"{i}" for i in range(20)]
+    finally:
+        asyncio.run(drop())

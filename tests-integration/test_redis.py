@@ -407,3 +407,36 @@ async def test_sessions_written_before_counts_were_kept_are_counted_on_their_fir
             assert await store.read_window("a", session_id="s", tokens=tokens) == window_of(
                 messages, tokens, generation
             )
+
+
+def test_a_store_used_through_one_asyncio_run_after_another_keeps_no_connection_open(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    """Code that calls ``asyncio.run`` per request (a sync web app): each call's client closes as its loop ends,
+    so twenty calls leave no connection behind, and the store keeps working on each new loop. Each loop's client
+    stayed open for the life of the process: twenty calls held twenty or more connections."""
+    import redis.asyncio as aioredis
+
+    store = RedisHistoryProvider(redis_server.address, prefix=redis_prefix)
+
+    async def connections() -> int:
+        client = aioredis.Redis.from_url(redis_server.address)
+        try:
+            return int((await client.info("clients"))["connected_clients"]) - 1  # less this client
+        finally:
+            await client.aclose()
+
+    async def request(i: int) -> None:  # three sessions at once, so the pool opens more than one connection
+        await asyncio.gather(*(store.append("a", ChatMessage.user(f"{i}"), session_id=f"s{k}") for k in range(3)))
+
+    before = asyncio.run(connections())
+    try:
+        for i in range(20):
+            asyncio.run(request(i))
+        # the server counts a closed connection out as it reads its end: allow one call's worth
+        assert asyncio.run(connections()) - before <= 3
+        for k in range(3):
+            stored = asyncio.run(store.get_messages("a", session_id=f"s{k}"))
+            assert [m.text for m in stored] == [f"{i}" for i in range(20)]
+    finally:
+        asyncio.run(store.close())

@@ -192,6 +192,50 @@ async def test_concurrent_deletes_of_one_key_report_true_once(s3_server: Server,
         assert results.count(True) == 1
 
 
+class HeldS3FileStore(S3FileStore):
+    """The S3 store, whose existence checks from one event loop wait until the test lets them through."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.gate, self.entered = asyncio.Event(), asyncio.Event()
+
+    async def _head(self, key: str) -> dict[str, Any] | None:
+        if asyncio.get_running_loop() is self.loop:
+            self.entered.set()
+            await self.gate.wait()
+        return await super()._head(key)
+
+
+@pytest.mark.asyncio
+async def test_a_delete_from_another_event_loop_runs_while_this_loops_deletes_wait(
+    s3_server: Server, s3_bucket: str
+) -> None:
+    """A store shared by threads that each run their own event loop: while one loop deletes a key, with another
+    delete of it waiting, a delete of the same key from a second loop runs. One lock served every loop: the second
+    loop found it held by the first and raised ``RuntimeError``."""
+    assert s3_server.credentials is not None
+    access, secret = s3_server.credentials
+    store = HeldS3FileStore(
+        s3_bucket,
+        endpoint_url=s3_server.address,
+        access_key=access,
+        secret_key=secret,
+        addressing_style="path",
+        create_bucket=True,
+    )
+    async with store:
+        await store.upload("k", b"data")
+        store.loop = asyncio.get_running_loop()
+        deletes = [asyncio.create_task(store.delete("k"))]
+        await store.entered.wait()  # the first delete holds the key's lock
+        deletes.append(asyncio.create_task(store.delete("k")))
+        await asyncio.sleep(0)  # one step: the second delete reaches the lock (nothing before it awaits) and waits
+        other = await asyncio.to_thread(asyncio.run, store.delete("k"))
+        store.gate.set()
+        assert other is True and await asyncio.gather(*deletes) == [False, False]
+
+
 @pytest.mark.asyncio
 async def test_a_silent_endpoint_is_asked_once_per_call(s3_bucket: str) -> None:
     """The timeout bounds a call: with the default max_attempts=1 a silent server sees one request, not three."""

@@ -120,6 +120,31 @@ def test_malformed_backend_options_are_one_clear_error(tmp_path: Path, monkeypat
     assert "RAVI_HISTORY__DSN" in done.stderr
 
 
+def test_the_conformance_report_names_every_test_whole_at_80_columns(tmp_path: Path) -> None:
+    """At 80 columns (a CI log) every test name was cut (``test_canary_fixture_gi…`` for both canaries), so a
+    failed row named no test."""
+    import os
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", "conformance", "state=memory"],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "80"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout
+    names: list[str] = []
+    for line in done.stdout.splitlines():
+        cells = line.split("│")
+        if len(cells) > 2:  # a row of the table: a new test where the contract cell is filled, else its next line
+            names += [""] if cells[1].strip() else []
+            names[-1] += cells[2].strip()
+    assert "test_canary_fixture_gives_an_empty_backend_second" in names
+    assert "test_values_no_store_can_keep_are_refused_and_nothing_is_lost" in names
+
+
 def test_the_demo_reads_well_at_80_columns(tmp_path: Path) -> None:
     """The strategy column used to read ``tool-resu…`` at 80 columns, and one run printed 216 lines."""
     import os
@@ -197,6 +222,15 @@ def test_conformance_supplies_the_peer_of_the_in_memory_store(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     cached = [r for r in json.loads(done.stdout) if r["test"].startswith("test_cached_reads_follow")]
     assert len(cached) == 12 and all(r["outcome"] == "passed" for r in cached)
+
+
+def test_conformance_of_a_history_backend_runs_its_optional_contracts(tmp_path: Path) -> None:
+    """``ravi conformance history=...`` ran the windowed read's contract but never the search's, so a backend's
+    ``search_units`` was checked by no command."""
+    done = run_ravi(tmp_path, "conformance", "history=memory", "--json")
+    assert done.returncode == 0, done.stderr
+    ran = {(r["contract"], r["outcome"]) for r in json.loads(done.stdout)}
+    assert {("HistoryProvider", "passed"), ("WindowReader", "passed"), ("HistorySearcher", "passed")} <= ran
 
 
 def test_version_and_json_help(tmp_path: Path) -> None:

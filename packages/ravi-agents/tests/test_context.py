@@ -156,3 +156,43 @@ def test_the_hybrid_provider_reads_the_cold_tier_when_the_hot_one_lost_the_sessi
         assert view.messages[0].text == "rules" and view.messages[-1] == more
 
     asyncio.run(main())
+
+
+def test_the_hybrid_provider_takes_writes_from_another_event_loop_while_a_write_holds_the_session() -> None:
+    """A store shared by threads that each run their own event loop: while one loop's write of a session is under
+    way, with another task of that loop waiting for it, a write of the same session from a second loop completes,
+    and every message reaches both tiers. One lock served every loop: the second loop found it held by the first
+    and raised ``RuntimeError``."""
+    from ravi.agents.context import HybridHistoryProvider
+
+    class HeldCold(InMemoryHistoryProvider):
+        """A cold tier whose writes of run ``held`` wait until the test lets them through."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate = asyncio.Event()
+            self.entered = asyncio.Event()
+
+        async def append_many(self, agent_id: str, messages, *, session_id: str, run_id: str = "") -> None:  # type: ignore[no-untyped-def]
+            if run_id == "held":
+                self.entered.set()
+                await self.gate.wait()
+            await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), HeldCold()
+        hybrid = HybridHistoryProvider(hot, cold)
+        held = ChatMessage.user("first", id="1")
+        first = asyncio.create_task(hybrid.append("a", held, session_id="s", run_id="held"))
+        await cold.entered.wait()  # the first write holds the session's lock
+        second = asyncio.create_task(hybrid.append("a", ChatMessage.user("second", id="2"), session_id="s"))
+        await asyncio.sleep(0)  # one step: the second task reaches the lock (nothing before it awaits) and waits
+        assert not second.done()
+        other = ChatMessage.user("from another loop", id="3")
+        await asyncio.to_thread(asyncio.run, hybrid.append("a", other, session_id="s"))
+        cold.gate.set()
+        await asyncio.gather(first, second)
+        for tier in (hot, cold):
+            assert sorted(m.id for m in await tier.get_messages("a", session_id="s")) == ["1", "2", "3"]
+
+    asyncio.run(main())

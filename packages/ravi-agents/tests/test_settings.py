@@ -94,6 +94,26 @@ def test_unknown_backend_names_the_section(monkeypatch: pytest.MonkeyPatch) -> N
     assert "installed: memory" in str(info.value)
 
 
+def test_a_backend_that_cannot_be_built_names_the_section_and_its_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A backend whose constructor opens its store (a SQLite file in a missing folder) leaked the driver's
+    ``sqlite3.OperationalError`` out of ``from_settings`` (and a traceback out of every ``ravi`` command)."""
+    from importlib.metadata import EntryPoint
+
+    from ravi.kernel import registry
+
+    eps = [EntryPoint("sqlite", "sqlite3:connect", "ravi.history")]
+    monkeypatch.setattr(registry, "entry_points", lambda group: eps if group == "ravi.history" else [])
+    monkeypatch.setenv("RAVI_HISTORY__BACKEND", "sqlite")
+    monkeypatch.setenv("RAVI_HISTORY__DATABASE", str(tmp_path / "missing" / "history.db"))
+    with pytest.raises(ConfigurationError) as info:
+        ContextConfig.from_settings()
+    assert "[history] backend = 'sqlite': could not be built: OperationalError: unable to open database" in str(
+        info.value
+    )
+
+
 def test_missing_option_names_the_key_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ravi.capabilities.postgres")
     monkeypatch.setenv("RAVI_HISTORY__BACKEND", "postgres")

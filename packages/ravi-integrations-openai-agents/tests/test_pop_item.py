@@ -132,3 +132,40 @@ def test_pops_on_a_store_without_tail_editing_are_serialised_in_the_process() ->
         await pops_race_each_other(session)
 
     asyncio.run(main())
+
+
+class HeldWithoutTailEditor(WithoutTailEditor):
+    """The same store, whose reads from one event loop wait until the test lets them through."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self.loop, self.gate, self.entered = loop, asyncio.Event(), asyncio.Event()
+
+    async def get_messages(self, *args: Any, **kwargs: Any) -> list[ChatMessage]:
+        if asyncio.get_running_loop() is self.loop:
+            self.entered.set()
+            await self.gate.wait()
+        return await self.inner.get_messages(*args, **kwargs)
+
+
+def test_a_pop_from_another_event_loop_is_not_refused_while_this_loops_pops_wait() -> None:
+    """A store shared by threads that each run their own event loop: while one loop pops a session, with another
+    pop of that loop waiting, a pop of the same session from a second loop runs. One lock served every loop: the
+    second loop found it held by the first and raised ``RuntimeError``."""
+
+    async def main() -> None:
+        store = HeldWithoutTailEditor(asyncio.get_running_loop())
+        session = RaviSession("s", store)  # type: ignore[arg-type]
+        store.gate.set()
+        await session.add_items([said("one"), said("two"), said("three")])
+        store.gate.clear()
+        pops = [asyncio.create_task(session.pop_item())]
+        await store.entered.wait()  # the first pop holds the session's lock
+        pops.append(asyncio.create_task(session.pop_item()))
+        await asyncio.sleep(0)  # one step: the second pop reaches the lock (nothing before it awaits) and waits
+        other = await asyncio.to_thread(asyncio.run, RaviSession("s", store).pop_item())  # type: ignore[arg-type]
+        store.gate.set()
+        popped = [other, *await asyncio.gather(*pops)]
+        assert sorted(map(str, popped)) == sorted(map(str, [said("one"), said("two"), said("three")]))
+
+    asyncio.run(main())

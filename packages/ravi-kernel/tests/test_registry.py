@@ -1,4 +1,5 @@
 from importlib.metadata import EntryPoint
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,23 @@ def test_bad_options_are_a_configuration_error(monkeypatch: pytest.MonkeyPatch) 
     assert registry.load_backend("state", "dict", a=1) == {"a": 1}
     with pytest.raises(ConfigurationError, match="bad options"):
         registry.load_backend("state", "int", nonsense=True)
+
+
+def test_a_constructor_that_fails_is_a_configuration_error_naming_its_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A backend whose constructor opens its store (a SQLite file in a missing folder) leaked the driver's
+    ``sqlite3.OperationalError`` out of ``load_backend``, and ``ravi conformance`` printed its traceback."""
+    eps = [EntryPoint("sqlite", "sqlite3:connect", "ravi.history")]
+    monkeypatch.setattr(registry, "entry_points", lambda group: eps if group == "ravi.history" else [])
+    missing = tmp_path / "missing" / "history.db"
+    with pytest.raises(ConfigurationError) as raised:
+        registry.load_backend("history", "sqlite", database=str(missing))
+    assert "the history backend 'sqlite' could not be built: OperationalError: unable to open database" in str(
+        raised.value
+    )
+    assert "database" in str(raised.value.hint)
+    registry.load_backend("history", "sqlite", database=":memory:").close()
 
 
 def test_a_misspelt_kind_or_backend_gets_a_did_you_mean() -> None:

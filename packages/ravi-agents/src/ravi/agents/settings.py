@@ -211,8 +211,8 @@ def build_store(kind: str, settings: RaviSettings | None = None) -> Any:
     backend's options model (``RAVI_HISTORY__MAX_SIZE=5`` arrives as the integer 5).
 
     Raises:
-        ConfigurationError: naming the ``[kind]`` section, for an unknown backend or options it rejects (naming
-            the option and where it was set).
+        ConfigurationError: naming the ``[kind]`` section, for an unknown backend, options it rejects (naming
+            the option and where it was set), or a constructor that failed (naming its error).
     """
     if kind not in GROUPS:
         raise ConfigurationError(f"unknown store kind {kind!r}", hint=f"one of: {', '.join(GROUPS)}")
@@ -235,6 +235,11 @@ def build_store(kind: str, settings: RaviSettings | None = None) -> Any:
         raise ConfigurationError(f"{where}: {error}", hint=hint) from error
     except RaviError as error:
         raise ConfigurationError(f"{where}: {error.message}", hint=error.hint) from error
+    except Exception as error:  # a third party's constructor: its driver's error must not leak out of Ravi
+        raise ConfigurationError(
+            f"{where}: could not be built: {type(error).__name__}: {error}",
+            hint=f"check its options ({', '.join(sorted(options)) or 'none given'})",
+        ) from error
 
 
 def build_summaries(settings: RaviSettings, history: Any) -> Any:

@@ -58,8 +58,15 @@ class GraphStoreContract(ContractBase):
         await backend.add_entities([Entity(id="canary")])
 
     async def test_canary_fixture_gives_an_empty_backend_second(self, backend: GraphStore) -> None:
-        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
-        assert await backend.get_entity("canary") is None, "state leaked between tests"
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind).
+
+        Fix: give each test a store of its own: build it in the ``backend`` fixture (an in-memory or temporary
+        store), or isolate a persistent one with ``--isolate KIND=OPTION`` (``--ravi-isolate``) and an
+        ``async def destroy(self)`` that removes what the option names.
+        """
+        assert await backend.get_entity("canary") is None, (
+            "state leaked between tests: get_entity('canary') found the first canary's entity"
+        )
         await backend.add_entities([Entity(id="canary")])
 
     async def test_add_and_get_entities(self, backend: GraphStore) -> None:

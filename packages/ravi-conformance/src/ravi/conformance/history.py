@@ -357,7 +357,12 @@ class HistoryProviderContract(ContractBase):
             assert await backend.clear_run(agent, session_id=session, run_id=run) == 1
 
     async def test_bad_input_raises_typed_errors_and_loses_nothing(self, backend: HistoryProvider) -> None:
-        """Bad input raises a typed error and loses nothing already stored."""
+        """Bad input raises a typed error and loses nothing already stored.
+
+        Fix: check every argument with the kernel's checks before the store sees it: ``check_scope`` of
+        ``ravi.kernel.values`` for ids (non-empty, valid text; ``run_id`` may be empty), ``check_page`` for
+        ``limit`` and ``offset``, ``check_append`` of ``ravi.kernel.storage`` for what ``append_many`` is given.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append(a, ChatMessage.user("kept"), session_id=s)
         bad_calls: dict[str, Callable[[], Awaitable[Any]]] = {
@@ -365,6 +370,11 @@ class HistoryProviderContract(ContractBase):
             "get_messages(offset=-3)": lambda: backend.get_messages(a, session_id=s, offset=-3),
             "append(a dict, not a ChatMessage)": lambda: backend.append(a, A_DICT, session_id=s),  # type: ignore[arg-type]
             "append(agent_id='')": lambda: backend.append("", ChatMessage.user("no agent"), session_id=s),
+            # ids no store can encode: a driver's UnicodeEncodeError must not leak out of a read or a removal
+            "get_messages(agent_id with a lone surrogate)": lambda: backend.get_messages("a\ud800", session_id=s),
+            "count_messages(session_id with a lone surrogate)": lambda: backend.count_messages(a, session_id="\udfff"),
+            "clear(session_id with a lone surrogate)": lambda: backend.clear(a, session_id="s\ud800"),
+            "clear_run(run_id with a lone surrogate)": lambda: backend.clear_run(a, session_id=s, run_id="\ud800"),
         }
         await refuses(InvalidArgument, bad_calls)
         assert texts(await backend.get_messages(a, session_id=s)) == ["kept"]

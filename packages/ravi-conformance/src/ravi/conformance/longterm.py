@@ -49,8 +49,15 @@ class LongTermMemoryContract(ContractBase):
         await backend.save("canary", "left behind")
 
     async def test_canary_fixture_gives_an_empty_backend_second(self, backend: LongTermMemory) -> None:
-        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
-        assert await backend.search("canary", "anything", limit=10) == [], "state leaked between tests"
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind).
+
+        Fix: give each test a store of its own: build it in the ``backend`` fixture (an in-memory or temporary
+        store), or isolate a persistent one with ``--isolate KIND=OPTION`` (``--ravi-isolate``) and an
+        ``async def destroy(self)`` that removes what the option names.
+        """
+        assert await backend.search("canary", "anything", limit=10) == [], (
+            "state leaked between tests: search('canary', ...) found the first canary's memory"
+        )
         await backend.save("canary", "left behind")
 
     async def test_save_then_get(self, backend: LongTermMemory) -> None:

@@ -339,13 +339,21 @@ def contract_rule(item: pytest.Item) -> str | None:
     return f"{contract}: {paragraphs[0]}"
 
 
+FIX_PREFIXES = ("Fix:", "Troubleshooting:")
+"""How a paragraph of a contract test's docstring that says how to fix its failure starts."""
+
+
 def contract_fix(item: pytest.Item) -> str | None:
-    """How to fix a failure of a contract test: the paragraph of its docstring that starts with ``Fix:``."""
+    """How to fix a failure of a contract test: the paragraph of its docstring that starts with ``Fix:`` or
+    ``Troubleshooting:``."""
     found = _contract_doc(item)
     if found is None:
         return None
-    fixes = [p.removeprefix("Fix:").strip() for p in found[1] if p.startswith("Fix:")]
-    return fixes[0] if fixes else None
+    for paragraph in found[1]:
+        for prefix in FIX_PREFIXES:
+            if paragraph.startswith(prefix):
+                return paragraph.removeprefix(prefix).strip()
+    return None
 
 
 def _contract_doc(item: pytest.Item) -> tuple[str, list[str]] | None:

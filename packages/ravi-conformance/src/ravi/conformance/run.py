@@ -17,6 +17,7 @@ from ravi.conformance import (
     CypherCapableContract,
     GraphStoreContract,
     HistoryProviderContract,
+    HistorySearcherContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
@@ -54,6 +55,7 @@ _OPTIONS = pytest.StashKey[dict[str, Any]]()
 CONTRACTS: dict[type, str] = {
     HistoryProviderContract: "history",
     WindowReaderContract: "history",
+    HistorySearcherContract: "history",
     ShortTermMemoryContract: "state",
     LongTermMemoryContract: "longterm",
     VectorStoreContract: "vector",

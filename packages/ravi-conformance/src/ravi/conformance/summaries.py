@@ -70,9 +70,16 @@ class SummaryStoreContract(ContractBase):
         assert await backend.put_summary(scope, "canary", "left behind")
 
     async def test_canary_fixture_gives_an_empty_backend_second(self, backend: SummaryStore) -> None:
-        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind).
+
+        Fix: give each test a store of its own: build it in the ``backend`` fixture (an in-memory or temporary
+        store), or isolate a persistent one with ``--isolate KIND=OPTION`` (``--ravi-isolate``) and an
+        ``async def destroy(self)`` that removes what the option names.
+        """
         scope = await scope_of(backend, "canary", "canary")
-        assert await backend.get_summary(scope, "canary") is None, "state leaked between tests"
+        assert await backend.get_summary(scope, "canary") is None, (
+            "state leaked between tests: get_summary(canary scope, 'canary') found the first canary's summary"
+        )
         assert await backend.put_summary(scope, "canary", "left behind")
 
     async def test_put_then_get(self, backend: SummaryStore) -> None:

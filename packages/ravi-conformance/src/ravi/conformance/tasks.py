@@ -39,8 +39,15 @@ class TaskStoreContract(ContractBase):
         await backend.create_task_list("canary", "canary", ["left behind"])
 
     async def test_canary_fixture_gives_an_empty_backend_second(self, backend: TaskStore) -> None:
-        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
-        assert await backend.get_task_list("canary", "canary") is None, "state leaked between tests"
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind).
+
+        Fix: give each test a store of its own: build it in the ``backend`` fixture (an in-memory or temporary
+        store), or isolate a persistent one with ``--isolate KIND=OPTION`` (``--ravi-isolate``) and an
+        ``async def destroy(self)`` that removes what the option names.
+        """
+        assert await backend.get_task_list("canary", "canary") is None, (
+            "state leaked between tests: get_task_list('canary', 'canary') found the first canary's board"
+        )
         await backend.create_task_list("canary", "canary", ["left behind"])
 
     async def test_create_and_get(self, backend: TaskStore) -> None:

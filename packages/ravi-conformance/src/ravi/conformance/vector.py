@@ -49,8 +49,15 @@ class VectorStoreContract(ContractBase):
         await backend.add([doc("left", [1.0, 2.0])], collection="canary")
 
     async def test_canary_fixture_gives_an_empty_backend_second(self, backend: VectorStore) -> None:
-        """The fixture gives every test an empty backend (the second of two tests that each leave data behind)."""
-        assert "canary" not in await backend.list_collections(), "state leaked between tests"
+        """The fixture gives every test an empty backend (the second of two tests that each leave data behind).
+
+        Fix: give each test a store of its own: build it in the ``backend`` fixture (an in-memory or temporary
+        store), or isolate a persistent one with ``--isolate KIND=OPTION`` (``--ravi-isolate``) and an
+        ``async def destroy(self)`` that removes what the option names.
+        """
+        assert "canary" not in await backend.list_collections(), (
+            "state leaked between tests: list_collections() holds the first canary's collection"
+        )
         await backend.add([doc("left", [1.0, 2.0])], collection="canary")
 
     async def test_add_then_get(self, backend: VectorStore) -> None:

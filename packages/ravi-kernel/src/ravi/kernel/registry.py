@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal
 
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.options import options_model
 
 Kind = Literal["history", "state", "longterm", "vector", "graph", "blob", "tasks", "summaries"]
@@ -209,16 +209,24 @@ def build_backend(kind: str, name: str, options: Mapping[str, Any], *, origins: 
     """Backend ``name`` of ``kind``, built with ``options`` checked by its options model (:func:`check_options`).
 
     Raises:
-        ConfigurationError: unknown kind or name, an import failure, or options the backend rejects.
+        ConfigurationError: unknown kind or name, an import failure, options the backend rejects, or a
+            constructor that failed with an exception of its own or its driver's (named in the message).
     """
     factory = backend_factory(kind, name)
     checked = check_options(kind, name, options, origins=origins)
     try:
         return factory(**checked)
+    except RaviError:
+        raise
     except TypeError as error:
         raise ConfigurationError(
             f"bad options for the {kind} backend {name!r}: {error}",
             hint="check the option names in the backend's documentation",
+        ) from error
+    except Exception as error:  # a third party's constructor: its driver's error must not leak out of Ravi
+        raise ConfigurationError(
+            f"the {kind} backend {name!r} could not be built: {type(error).__name__}: {error}",
+            hint=f"check its options ({', '.join(sorted(checked)) or 'none given'})",
         ) from error
 
 
@@ -227,7 +235,8 @@ def load_backend(kind: str, name: str, **options: Any) -> Any:
     model (:func:`build_backend`).
 
     Raises:
-        ConfigurationError: unknown kind or name, an import failure, or options the backend rejects.
+        ConfigurationError: unknown kind or name, an import failure, options the backend rejects, or a
+            constructor that failed.
 
     Example:
         >>> history = load_backend("history", "memory")

@@ -129,7 +129,7 @@ def conformance(
 def _print(specs: list[str], results: list[dict[str, str]]) -> None:
     table = Table(title=f"conformance: {', '.join(specs)}")
     for name in ("contract", "test", "outcome", "rule, what broke it, how to fix it / reason"):
-        table.add_column(name)
+        table.add_column(name, overflow="fold")  # a cut name ("test_canary_fixture_gi…") names no test
     style = {"passed": "green", "failed": "red", "skipped": "yellow"}
     for r in results:
         reason = escape(r["reason"])

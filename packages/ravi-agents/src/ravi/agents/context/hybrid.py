@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import weakref
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -11,6 +10,7 @@ from itertools import accumulate
 from typing import TypeVar
 
 from ravi.kernel.closing import Closeable
+from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import Bm25, UnitMatch, match_units
@@ -58,18 +58,14 @@ class HybridHistoryProvider(Closeable):
 
     def __init__(self, hot: HistoryProvider, cold: HistoryProvider) -> None:
         self.hot, self.cold = hot, cold
-        self._writing: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
+        self._writing = KeyedLocks[tuple[str, str]]()
 
     def _writes(self, agent_id: str, session_id: str) -> asyncio.Lock:
-        """The lock that makes each write of the session one step in both tiers, for the tasks of this process:
+        """The lock that makes each write of the session one step in both tiers, for the tasks of this event loop:
         two writers whose tier writes interleaved (A cold, B cold, B hot, A hot) left the tiers in different
-        orders, and reads served by the hot tier in another order than the cold tier's. A session's lock lives
-        while a write holds it."""
-        key = (agent_id, session_id)
-        lock = self._writing.get(key)
-        if lock is None:
-            lock = self._writing[key] = asyncio.Lock()
-        return lock
+        orders, and reads served by the hot tier in another order than the cold tier's. Writers on other loops
+        (other threads) or in other processes take no part in it (see :mod:`ravi.kernel.loops`)."""
+        return self._writing((agent_id, session_id))
 
     async def _read(self, agent_id: str, session_id: str, read: Callable[[HistoryProvider], Awaitable[T]]) -> T:
         """``read(tier)`` of the hot tier when it holds the whole session (as many messages as the cold tier),

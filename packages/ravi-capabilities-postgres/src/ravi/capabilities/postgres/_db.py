@@ -13,7 +13,7 @@ import contextlib
 import random
 import re
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self, TypedDict, Unpack
 
@@ -28,6 +28,7 @@ from ravi.kernel.errors import (
     PermissionDenied,
     RaviError,
 )
+from ravi.kernel.loops import until_loop_ends
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
@@ -103,7 +104,8 @@ class _SharedPool:
 
     Stores built from one settings file talk to one server through one pool instead of one pool each. Each store
     adds its connection hook (pgvector's codec, say); the pool runs every hook on each new connection, and
-    connections opened before a hook was added are replaced. The pool closes when its last store closes.
+    connections opened before a hook was added are replaced. The pool closes when its last store closes, or when
+    its event loop shuts down (an ``asyncio.run`` call returning), whichever comes first.
     """
 
     def __init__(self, key: tuple[Any, ...], dsn: str, options: dict[str, Any]) -> None:
@@ -112,6 +114,7 @@ class _SharedPool:
         self.pool: asyncpg.Pool | None = None
         self.users = 0
         self.lock = asyncio.Lock()
+        self._ending: AsyncGenerator[None, None] | None = None
 
     async def _init(self, connection: asyncpg.Connection) -> None:
         for hook in list(self.hooks):
@@ -128,6 +131,8 @@ class _SharedPool:
             async with self.lock:
                 if self.pool is None:
                     self.pool = await asyncpg.create_pool(self.dsn, init=self._init, **self.options)
+                    if self._ending is None:
+                        self._ending = until_loop_ends(self._close)
         return self.pool
 
     def lost(self) -> None:
@@ -140,15 +145,32 @@ class _SharedPool:
         self.users -= 1
         if self.users > 0:
             return
-        _SHARED.pop(self.key, None)
+        if self.key[0] is asyncio.get_running_loop():
+            if self._ending is not None:
+                await self._ending.aclose()  # runs _close, once
+            else:
+                await self._close()
+        else:  # a pool of another (perhaps finished) event loop cannot be awaited from this one
+            self._forget()
+            pool, self.pool = self.pool, None
+            if pool is not None:
+                with contextlib.suppress(Exception):
+                    pool.terminate()
+
+    def _forget(self) -> None:
+        if _SHARED.get(self.key) is self:
+            del _SHARED[self.key]
+
+    async def _close(self) -> None:
+        """Close the pool on its own loop: its last store closed, or the loop is shutting down."""
+        self._forget()
         pool, self.pool = self.pool, None
         if pool is None:
             return
-        with contextlib.suppress(Exception):
-            if self.key[0] is asyncio.get_running_loop():
-                await asyncio.wait_for(pool.close(), timeout=5)
-            else:  # a pool of another (perhaps finished) event loop cannot be awaited from this one
-                pool.terminate()
+        try:
+            await asyncio.wait_for(pool.close(), timeout=5)
+        except Exception:  # a pool that will not close in time is cut off
+            pool.terminate()
 
 
 _SHARED: dict[tuple[Any, ...], _SharedPool] = {}
@@ -240,6 +262,7 @@ class Database:
         loop = asyncio.get_running_loop()
         shared = self._shared.get(loop)
         if shared is None:
+            self._drop_finished_loops()
             async with self._locks.setdefault(loop, asyncio.Lock()):
                 shared = self._shared.get(loop)
                 if shared is None:
@@ -267,6 +290,16 @@ class Database:
                     self._shared[loop] = shared
         with mapped_errors(self):
             return await shared.get()
+
+    def _drop_finished_loops(self) -> None:
+        """Forget the pools of event loops that have closed (their pools closed as the loops shut down), so a
+        store used through one ``asyncio.run`` call after another keeps no loop it no longer runs on."""
+        for loop in [loop for loop in self._shared if loop.is_closed()]:
+            shared = self._shared.pop(loop)
+            self._locks.pop(loop, None)
+            shared.users -= 1
+            if shared.users <= 0:
+                shared._forget()
 
     def lost(self) -> None:
         """The server is gone: drop this loop's pool (shared with other stores), so the next call reconnects."""

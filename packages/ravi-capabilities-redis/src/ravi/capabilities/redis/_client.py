@@ -16,6 +16,7 @@ from redis.commands.core import AsyncScript
 from ravi.capabilities.redis.options import RedisConnectionOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied, RaviError
+from ravi.kernel.loops import until_loop_ends
 
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -57,6 +58,9 @@ class _SharedClient:
         self.scripts: dict[str, AsyncScript] = {}
         self.loading = asyncio.Lock()
         self.users = 0
+        # closed when its event loop shuts down (an asyncio.run call returning) if no store closed it before: a
+        # client of a finished loop is never used again, and its connections would stay open
+        self._ending = until_loop_ends(self._close)
         self.client: aioredis.Redis
         if cluster:  # one client for the whole cluster: it finds every node from this one
             self.client = cast(
@@ -87,11 +91,19 @@ class _SharedClient:
         self.users -= 1
         if self.users > 0:
             return
-        _SHARED.pop(self.key, None)
         if self.key[0] is asyncio.get_running_loop():
-            with contextlib.suppress(Exception):
-                await self.client.aclose()
-        # a client of another (perhaps finished) event loop cannot be awaited here: its sockets go with it
+            await self._ending.aclose()  # runs _close, once
+        else:  # a client of another (perhaps finished) event loop cannot be awaited here: its sockets go with it
+            self._forget()
+
+    def _forget(self) -> None:
+        if _SHARED.get(self.key) is self:
+            del _SHARED[self.key]
+
+    async def _close(self) -> None:
+        self._forget()
+        with contextlib.suppress(Exception):
+            await self.client.aclose()
 
 
 _SHARED: dict[tuple[Any, ...], _SharedClient] = {}
@@ -143,6 +155,11 @@ class RedisConnection:
         loop = asyncio.get_running_loop()
         shared = self._mine.get(loop)
         if shared is None:
+            for finished in [other for other in self._mine if other.is_closed()]:  # their clients closed with them
+                gone = self._mine.pop(finished)
+                gone.users -= 1
+                if gone.users <= 0:
+                    gone._forget()
             key = (loop, *self._options)
             shared = _SHARED.get(key)
             if shared is None:

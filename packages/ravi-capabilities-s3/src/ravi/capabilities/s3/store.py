@@ -27,6 +27,7 @@ from ravi.kernel.errors import (
     PermissionDenied,
     RaviError,
 )
+from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.storage import Blob, blob_prefix, check_blob_key, check_blob_metadata, check_content_type, check_forget
 from ravi.kernel.values import ttl_seconds
 
@@ -171,7 +172,7 @@ class S3FileStore:
             ),
         }
         self._client: Any = None
-        self._deleting: dict[str, asyncio.Lock] = {}
+        self._deleting = KeyedLocks[str]()
 
     async def __aenter__(self) -> S3FileStore:
         await self.connect()
@@ -343,19 +344,15 @@ class S3FileStore:
     async def delete(self, key: str) -> bool:
         """Remove the blob; ``False`` if it was not there (or had expired).
 
-        Concurrent deletes of one key through this store report ``True`` once. S3 has no conditional delete, so
-        between separate processes two deletes racing on one key may both report ``True``.
+        Concurrent deletes of one key through this store, on one event loop, report ``True`` once. S3 has no
+        conditional delete, so deletes racing on one key from separate processes (or separate loops) may both
+        report ``True``.
         """
-        lock = self._deleting.setdefault(key, asyncio.Lock())
-        try:
-            async with lock:
-                present = await self._head(key) is not None
-                client = self._client  # deleted either way: an expired blob goes too
-                await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=self._key(key))
-                return present
-        finally:
-            if not lock.locked() and self._deleting.get(key) is lock:
-                del self._deleting[key]
+        async with self._deleting(key):
+            present = await self._head(key) is not None
+            client = self._client  # deleted either way: an expired blob goes too
+            await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=self._key(key))
+            return present
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Erase every object whose key starts with :func:`~ravi.kernel.storage.blob_prefix` of the scope

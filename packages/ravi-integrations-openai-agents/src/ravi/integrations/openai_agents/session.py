@@ -13,6 +13,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from ravi.agents.adapters import as_context
 from ravi.integrations.openai_agents.convert import KEY, group, to_ravi
 from ravi.kernel.errors import ConfigurationError, UnknownSetting
+from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, TailEditor, WindowReader
 from ravi.kernel.values import check_scope, thaw
@@ -30,13 +31,16 @@ def _batch(message: ChatMessage) -> str | None:
     return str(kept.get("batch")) if isinstance(kept, Mapping) and kept.get("batch") else None
 
 
-_POP_LOCKS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], asyncio.Lock]] = weakref.WeakKeyDictionary()
-"""Per history store and session: the lock that serialises this process's pops on a store without
+_POP_LOCKS: weakref.WeakKeyDictionary[Any, KeyedLocks[tuple[str, str]]] = weakref.WeakKeyDictionary()
+"""Per history store, session and event loop: the lock that serialises this loop's pops on a store without
 ``TailEditor``."""
 
 
 def _pop_lock(history: Any, agent_id: str, session_id: str) -> asyncio.Lock:
-    return _POP_LOCKS.setdefault(history, {}).setdefault((agent_id, session_id), asyncio.Lock())
+    locks = _POP_LOCKS.get(history)
+    if locks is None:
+        locks = _POP_LOCKS[history] = KeyedLocks()
+    return locks((agent_id, session_id))
 
 
 def _settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
@@ -116,8 +120,8 @@ class RaviSession:
         still the newest) with nothing when it holds one item, else with the same turn less its last item under
         a new id; read again when another writer got there first. Concurrent pops return different items, a
         pop never moves another writer's items, and a failure loses nothing. On a store without it, pops of one
-        session are serialised within this process only: a pop racing a writer or a pop in another process may
-        move or lose items of the batch it rewrites.
+        session are serialised within this event loop only: a pop racing a writer, or a pop on another loop or in
+        another process, may move or lose items of the batch it rewrites.
         """
         history = self.history
         if not isinstance(history, TailEditor):

@@ -20,10 +20,19 @@ class HistoryProvider(Protocol):
     ``run_id`` that wrote it. A message id is a promise: appending a message the session already holds (the same
     id and the same content, :func:`stored_body`) does nothing, so a retried append is stored once; appending a
     different message under a stored id refuses the whole batch with ``MessageConflict``.
+
+    Every method refuses a bad argument with ``InvalidArgument`` before the store sees it (an id that is not a
+    non-empty string of valid text, :func:`~ravi.kernel.values.check_scope`; ``run_id`` may be empty), and
+    raises ``BackendUnavailable`` when the store does not answer; no driver or builtin exception leaks out.
     """
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
-        """Add one message at the end of the session."""
+        """Add one message at the end of the session.
+
+        Raises:
+            InvalidArgument: a bad scope, or ``message`` is not a ``ChatMessage``.
+            MessageConflict: the session holds a different message under its id.
+        """
         ...
 
     async def append_many(
@@ -40,19 +49,36 @@ class HistoryProvider(Protocol):
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
     ) -> list[ChatMessage]:
-        """The session's messages, oldest first, skipping the first ``offset`` and at most ``limit`` of them."""
+        """The session's messages, oldest first, skipping the first ``offset`` and at most ``limit`` of them.
+
+        Raises:
+            InvalidArgument: a bad scope, or a ``limit`` or ``offset`` that is not an integer >= 0
+                (:func:`~ravi.kernel.values.check_page`; ``limit=None`` is no limit).
+        """
         ...
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
-        """Remove the whole session; returns how many messages were removed."""
+        """Remove the whole session; returns how many messages were removed (0 for an unknown session).
+
+        Raises:
+            InvalidArgument: a bad scope.
+        """
         ...
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
-        """Remove exactly the messages one run wrote to the session; returns how many."""
+        """Remove exactly the messages one run wrote to the session; returns how many.
+
+        Raises:
+            InvalidArgument: a bad scope.
+        """
         ...
 
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
-        """How many messages the session holds."""
+        """How many messages the session holds (0 for an unknown session).
+
+        Raises:
+            InvalidArgument: a bad scope.
+        """
         ...
 
 
@@ -254,10 +280,10 @@ class HybridSearcher(Protocol):
 @runtime_checkable
 class SessionGeneration(Protocol):
     """An optional ability of a history provider: the session's generation (:mod:`ravi.kernel.scope`), an opaque
-    token kept with the session that ``clear``, ``clear_run`` and any other removal replace, never repeated for
-    the same session. Records derived from the transcript are kept under it, so none of a removed conversation
-    is read again. A store with this ability also returns the generation with every windowed read
-    (``HistoryWindow.generation``).
+    token kept with the session that every removal replaces (every ``clear``, a ``clear_run`` that removed a
+    message, ``replace_last``) and appends keep, never repeated for the same session. Records derived from the
+    transcript are kept under it, so none of a removed conversation is read again. A store with this ability
+    also returns the generation with every windowed read (``HistoryWindow.generation``).
     """
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:

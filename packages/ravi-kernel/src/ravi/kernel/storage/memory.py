@@ -15,20 +15,33 @@ from ravi.kernel.values import Value
 
 @runtime_checkable
 class ShortTermMemory(Protocol):
-    """A JSON object of state per session (scratchpad, flags, counters)."""
+    """A JSON object of state per session (scratchpad, flags, counters).
+
+    Every method refuses a ``session_id`` that is not a non-empty string of valid text with ``InvalidArgument``
+    (:func:`~ravi.kernel.values.check_scope`), and a state no store keeps exactly (``NaN``, infinities, ``-0.0``,
+    lone surrogates, keys that are not strings, nesting past ``MAX_DEPTH``) the same way, keeping what was
+    stored (:func:`~ravi.kernel.values.json_copy` checks and copies it).
+    """
 
     async def get_state(self, session_id: str) -> dict[str, JSON]:
         """The session's state; ``{}`` when none was set."""
         ...
 
     async def set_state(self, session_id: str, state: Mapping[str, JSON]) -> None:
-        """Replace the session's state."""
+        """Replace the session's state.
+
+        Raises:
+            InvalidArgument: a bad ``session_id``, or ``state`` is not a JSON object every store keeps exactly.
+        """
         ...
 
     async def update_state(self, session_id: str, updates: Mapping[str, JSON]) -> dict[str, JSON]:
         """Merge ``updates`` into the state atomically (top-level keys); returns the merged state.
 
         Concurrent updaters never lose each other's keys.
+
+        Raises:
+            InvalidArgument: a bad ``session_id``, or ``updates`` is not a JSON object every store keeps exactly.
         """
         ...
 
