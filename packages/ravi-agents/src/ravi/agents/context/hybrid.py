@@ -36,6 +36,9 @@ from ravi.kernel.values import check_count, check_page, check_scope
 
 T = TypeVar("T")
 
+_READ_ATTEMPTS = 3
+"""How many times a windowed read is made while the session is rewritten under it (see ``read_window``)."""
+
 
 class HybridHistoryProvider(Closeable):
     """Two tiers behind one ``HistoryProvider``: writes go to the cold tier (durable) first, then the hot one;
@@ -48,8 +51,9 @@ class HybridHistoryProvider(Closeable):
 
     The cold tier is the authority on what was derived: the session's generation (``SessionGeneration``) and its
     summaries (``SummaryStore``) are the cold tier's, and ``replace_last`` (``TailEditor``) is decided there
-    first. A windowed read served by the hot tier carries the cold tier's generation read before it, so a record
-    derived from it is never kept under a newer generation than its messages.
+    first. A windowed read served by the hot tier carries the cold tier's generation, read before and after it
+    (the read is made again when they differ), so a record derived from it is never kept under a newer
+    generation than its messages, and offsets kept by generation are those of the messages read.
 
     Example:
         >>> from ravi.agents.context import InMemoryHistoryProvider
@@ -116,11 +120,20 @@ class HybridHistoryProvider(Closeable):
 
         if not isinstance(self.cold, SessionGeneration):
             return replace(await self._read(agent_id, session_id, read), generation=None)
-        # the cold tier's generation, read first: a clear between this and the read gives a window of newer
-        # messages under an older generation, whose derived records are refused; never older messages under a
-        # newer one (and a window the hot tier served carries the hot tier's own token, which names nothing here)
-        generation = await self.cold.generation(agent_id, session_id=session_id)
-        return replace(await self._read(agent_id, session_id, read), generation=generation)
+        # The cold tier's generation, read before and after the read (a window the hot tier served carries the
+        # hot tier's own token, which names nothing here). The same token on both sides means nothing was removed
+        # or renumbered in between (a generation is never repeated), so the read is of that generation, as a
+        # reader that keeps offsets by generation needs; otherwise the read is made again. A session rewritten
+        # on every attempt gets its last read under the older generation: newer messages under an older
+        # generation, whose derived records are refused, never older messages under a newer one.
+        after = await self.cold.generation(agent_id, session_id=session_id)
+        for _ in range(_READ_ATTEMPTS):
+            generation = after  # read before this attempt's read
+            window = await self._read(agent_id, session_id, read)
+            after = await self.cold.generation(agent_id, session_id=session_id)
+            if after == generation:
+                break
+        return replace(window, generation=generation)
 
     async def search_units(
         self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
