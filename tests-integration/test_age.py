@@ -3,6 +3,7 @@ agtype parsing."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -122,3 +123,35 @@ async def test_a_nul_in_a_query_is_the_callers_error(age_store: AGEGraphStore) -
 async def test_queries_age_refuses_are_the_callers_error(age_store: AGEGraphStore, query: str) -> None:
     with pytest.raises(InvalidArgument):
         await age_store.query_cypher(query)
+
+
+@pytest.mark.parametrize("kind", ["vertex", "edge"])
+async def test_writers_of_a_new_label_at_once_all_succeed(age_dsn: str, age_graph: str, kind: str) -> None:
+    """Several stores (processes, or threads each with their own loop) write the first entities of a label, or
+    the first relationships of a type, at once: every write is stored. AGE creates a label's table on its first
+    use, and concurrent first uses raised "relation already exists" as ``InvalidArgument``."""
+    stores = [AGEGraphStore(age_dsn, graph=age_graph) for _ in range(6)]
+    try:
+        await stores[0].add_entities([Entity(id="hub"), *(Entity(id=f"e{i}") for i in range(len(stores)))])
+        for round in range(4):  # a new label each round, written first by every store at once
+            if kind == "vertex":
+                await asyncio.gather(
+                    *(s.add_entities([Entity(id=f"v{round}-{i}", label=f"Fresh{round}")]) for i, s in enumerate(stores))
+                )
+                found = [await stores[0].get_entity(f"v{round}-{i}") for i in range(len(stores))]
+                assert [e.label if e else None for e in found] == [f"Fresh{round}"] * len(stores)
+            else:
+                await asyncio.gather(
+                    *(
+                        s.add_relationships(
+                            [Relationship(id=f"r{round}-{i}", source_id="hub", target_id=f"e{i}", type=f"LINKS{round}")]
+                        )
+                        for i, s in enumerate(stores)
+                    )
+                )
+                around = await stores[0].get_neighbors("hub", relationship_types=[f"LINKS{round}"])
+                assert sorted(r.id for r in around.relationships) == sorted(f"r{round}-{i}" for i in range(len(stores)))
+    finally:
+        await stores[0].destroy()
+        for s in stores:
+            await s.close()

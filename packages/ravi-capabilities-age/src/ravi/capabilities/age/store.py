@@ -170,21 +170,50 @@ class AGEGraphStore:
             list(ids),
         )
 
-    async def _ensure_index(self, connection: asyncpg.Connection, label: str, kind: str) -> None:
-        """Indexes AGE does not make itself: a vertex label's ``id`` property (for ``n.id = ...`` lookups) and
-        an edge label's endpoints (for walking from a vertex), so a neighbourhood query does not scan."""
-        if (label, kind) in self._indexed:
-            return
-        table = f'"{self.graph}"."{label}"'
-        if kind == "vertex":
-            await connection.execute(
-                f'CREATE INDEX IF NOT EXISTS "{label}_ravi_id" ON {table} '
-                "(ag_catalog.agtype_access_operator(properties, '\"id\"'::ag_catalog.agtype))"
+    async def _ensure_labels(self, connection: asyncpg.Connection, labels: Sequence[str], kind: str) -> list[str]:
+        """Make the labels this store has not made yet, with the indexes AGE does not make itself, before the
+        transaction writes with them; returns those labels, to be marked made once the transaction commits.
+
+        AGE makes a label's table on its first use, and two transactions using a new label at once both try (one
+        fails with "relation already exists"; so can ``CREATE INDEX IF NOT EXISTS``). So each new label is
+        made under a lock of its own, held until this transaction ends, taken in one order so that two writers
+        of overlapping labels cannot deadlock: the others wait, then find it made. The indexes: a vertex label's
+        ``id`` property (for ``n.id = ...`` lookups) and an edge label's endpoints (for walking from a vertex),
+        so a neighbourhood query does not scan."""
+        new = sorted({label for label in labels if (label, kind) not in self._indexed})
+        if not new:
+            return []
+        await connection.execute(
+            "SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended($1 || x, 0) AS k "
+            "FROM unnest($2::text[]) AS x ORDER BY k) AS keys",
+            f"ravi-age:{self.graph}:label:",
+            new,
+        )
+        made = {
+            row["name"]
+            for row in await connection.fetch(
+                "SELECT l.name::text AS name FROM ag_catalog.ag_label l JOIN ag_catalog.ag_graph g "
+                "ON l.graph = g.graphid WHERE g.name = $1 AND l.name = ANY($2::text[])",
+                self.graph,
+                new,
             )
-        else:
-            await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_start" ON {table} (start_id)')
-            await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_end" ON {table} (end_id)')
-        self._indexed.add((label, kind))
+        }
+        create = "create_vlabel" if kind == "vertex" else "create_elabel"
+        for label in new:
+            if label not in made:
+                await connection.execute(
+                    f"SELECT ag_catalog.{create}($1::text::cstring, $2::text::cstring)", self.graph, label
+                )
+            table = f'"{self.graph}"."{label}"'
+            if kind == "vertex":
+                await connection.execute(
+                    f'CREATE INDEX IF NOT EXISTS "{label}_ravi_id" ON {table} '
+                    "(ag_catalog.agtype_access_operator(properties, '\"id\"'::ag_catalog.agtype))"
+                )
+            else:
+                await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_start" ON {table} (start_id)')
+                await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_end" ON {table} (end_id)')
+        return new
 
     async def _analyze_if_large(self, labels: list[str], parent: str, rows: int) -> None:
         """Refresh the planner's statistics after a bulk write, so the indexes are used at once rather than
@@ -222,11 +251,12 @@ class AGEGraphStore:
                         f"entity {vertex['id']!r} is a {vertex['label']}; AGE cannot relabel it",
                         hint="delete the entity first, then add it with its new label",
                     )
+            made = await self._ensure_labels(connection, list(by_label), "vertex")
             for label, items in by_label.items():
                 await self._run(
                     connection, f"UNWIND $rows AS row MERGE (n:{label} {{id: row.id}}) SET n = row", {"rows": items}
                 )
-                await self._ensure_index(connection, label, "vertex")
+        self._indexed.update((label, "vertex") for label in made)
         await self._analyze_if_large(list(by_label), "_ag_label_vertex", len(entities))
 
     async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
@@ -260,6 +290,7 @@ class AGEGraphStore:
             await self._run(
                 connection, "MATCH ()-[r]->() WHERE r.id IN $ids DELETE r", {"ids": [r.id for r in relationships]}
             )
+            made = await self._ensure_labels(connection, list(by_type), "edge")
             for rel_type, items in by_type.items():
                 await self._run(
                     connection,
@@ -267,7 +298,7 @@ class AGEGraphStore:
                     f"CREATE (a)-[r:{rel_type}]->(b) SET r = row REMOVE r.__s, r.__t",
                     {"rows": items},
                 )
-                await self._ensure_index(connection, rel_type, "edge")
+        self._indexed.update((label, "edge") for label in made)
         await self._analyze_if_large(list(by_type), "_ag_label_edge", len(relationships))
 
     async def get_entity(self, entity_id: str) -> Entity | None:
