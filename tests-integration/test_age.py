@@ -133,24 +133,24 @@ async def test_writers_of_a_new_label_at_once_all_succeed(age_dsn: str, age_grap
     stores = [AGEGraphStore(age_dsn, graph=age_graph) for _ in range(6)]
     try:
         await stores[0].add_entities([Entity(id="hub"), *(Entity(id=f"e{i}") for i in range(len(stores)))])
-        for round in range(4):  # a new label each round, written first by every store at once
+        for step in range(4):  # a new label each step, written first by every store at once
             if kind == "vertex":
                 await asyncio.gather(
-                    *(s.add_entities([Entity(id=f"v{round}-{i}", label=f"Fresh{round}")]) for i, s in enumerate(stores))
+                    *(s.add_entities([Entity(id=f"v{step}-{i}", label=f"Fresh{step}")]) for i, s in enumerate(stores))
                 )
-                found = [await stores[0].get_entity(f"v{round}-{i}") for i in range(len(stores))]
-                assert [e.label if e else None for e in found] == [f"Fresh{round}"] * len(stores)
+                found = [await stores[0].get_entity(f"v{step}-{i}") for i in range(len(stores))]
+                assert [e.label if e else None for e in found] == [f"Fresh{step}"] * len(stores)
             else:
                 await asyncio.gather(
                     *(
                         s.add_relationships(
-                            [Relationship(id=f"r{round}-{i}", source_id="hub", target_id=f"e{i}", type=f"LINKS{round}")]
+                            [Relationship(id=f"r{step}-{i}", source_id="hub", target_id=f"e{i}", type=f"LINKS{step}")]
                         )
                         for i, s in enumerate(stores)
                     )
                 )
-                around = await stores[0].get_neighbors("hub", relationship_types=[f"LINKS{round}"])
-                assert sorted(r.id for r in around.relationships) == sorted(f"r{round}-{i}" for i in range(len(stores)))
+                around = await stores[0].get_neighbors("hub", relationship_types=[f"LINKS{step}"])
+                assert sorted(r.id for r in around.relationships) == sorted(f"r{step}-{i}" for i in range(len(stores)))
     finally:
         await stores[0].destroy()
         for s in stores:
