@@ -169,3 +169,34 @@ def test_a_pop_from_another_event_loop_is_not_refused_while_this_loops_pops_wait
         assert sorted(map(str, popped)) == sorted(map(str, [said("one"), said("two"), said("three")]))
 
     asyncio.run(main())
+
+
+class SlottedWithoutTailEditor:
+    """A third party's store that cannot be weakly referenced nor hashed (``__slots__``, and ``__eq__`` without
+    ``__hash__``), and lacks ``replace_last``."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self) -> None:
+        self.inner = InMemoryHistoryProvider()
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "replace_last":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_pops_on_a_store_that_cannot_be_weakly_referenced_are_serialised_too() -> None:
+    """The locks of pops were kept in a dictionary keyed weakly by the store: such a store made ``pop_item`` raise
+    ``TypeError``."""
+
+    async def main() -> None:
+        session = RaviSession("s", SlottedWithoutTailEditor())  # type: ignore[arg-type]
+        await pops_race_each_other(session)
+
+    asyncio.run(main())

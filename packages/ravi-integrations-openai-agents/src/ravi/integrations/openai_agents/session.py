@@ -36,10 +36,18 @@ _POP_LOCKS: weakref.WeakKeyDictionary[Any, KeyedLocks[tuple[str, str]]] = weakre
 ``TailEditor``."""
 
 
+_POP_LOCKS_BY_ID: dict[int, KeyedLocks[tuple[str, str]]] = {}
+"""The same, for a store that cannot be weakly referenced or hashed: kept by identity for the life of the process
+(a later store given a dead one's identity shares its locks: its pops may wait for nothing, never race)."""
+
+
 def _pop_lock(history: Any, agent_id: str, session_id: str) -> asyncio.Lock:
-    locks = _POP_LOCKS.get(history)
-    if locks is None:
-        locks = _POP_LOCKS[history] = KeyedLocks()
+    try:
+        locks = _POP_LOCKS.get(history)
+        if locks is None:
+            locks = _POP_LOCKS[history] = KeyedLocks()
+    except TypeError:  # a third party's store with __slots__, or __eq__ without __hash__
+        locks = _POP_LOCKS_BY_ID.setdefault(id(history), KeyedLocks())
     return locks((agent_id, session_id))
 
 
