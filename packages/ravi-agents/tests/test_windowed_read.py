@@ -190,3 +190,42 @@ def test_a_remembered_cut_is_the_cut_from_scratch(
         view = history[start:end]
         budget = other if i % 5 == 4 else allowance
         assert memo.cut(view, count, budget) == newest_cut(view, count, budget)
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+def test_a_recall_window_reads_only_what_its_newest_turns_need(prefer: str) -> None:
+    """Recalled units come from the store's search, so the next read reaches back only as far as the budget
+    does, not to the oldest unit recalled from the part read; the window stays the one of the whole session."""
+
+    async def main() -> tuple[int, int, bool]:
+        store = Recording()
+        messages = [ChatMessage.system("be brief")] + [
+            ChatMessage.user(f"note {i} about the deploy of service {i % 7}")
+            if i % 2
+            else ChatMessage.assistant(f"noted {i}")
+            for i in range(4_000)
+        ]
+        await store.append_many("a", messages, session_id="s")
+        strategy = lambda: RelevantRecallStrategy(1_000, meaning=None, prefer=prefer)  # noqa: E731
+        half = COUNTERS["half"]
+        windowed = CompactionPipeline([strategy()], counter=half)  # type: ignore[arg-type]
+        whole = CompactionPipeline([strategy()], counter=half)  # type: ignore[arg-type]
+        same = True
+        for i in range(12):
+            question = ChatMessage.user(f"what did we note about the deploy of service {i % 7}?")
+            await store.append("a", question, session_id="s")
+            messages.append(question)
+            before = store.windowed
+            window = (await windowed.window(WindowRequest("a", "s", history=store))).messages
+            read = store.windowed - before
+            same = same and window == await whole.compact(messages, whole.session("a", "s", history=store))
+        plain = await CompactionPipeline(
+            [TokenBudgetComposedStrategy([], token_budget=1_000)],
+            counter=half,  # type: ignore[arg-type]
+        ).compact(messages)
+        return read, len(plain), same
+
+    read, plain, same = asyncio.run(main())
+    assert same
+    print("READ", read, plain)
+    assert read <= 2 * plain

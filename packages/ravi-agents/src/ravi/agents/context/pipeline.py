@@ -284,6 +284,7 @@ class CompactionPipeline:
             session.read_from(messages, head=view.head, before=view.before, stored=stored)
             kept = state.snapshot()
             session.partial, session.bounded, session.older_needed = True, False, False
+            session.kept_from = []
             try:
                 with held_events() as deliver:
                     window = await self._run(messages, session, explain=False)
@@ -293,10 +294,11 @@ class CompactionPipeline:
                         if not first_try or not sized or served[0] % _RESIZE_EVERY == 0:
                             # size the next read; a read that sufficed at once is kept, since a growing session's
                             # window slides forward inside it (re-measured now and then, to shrink it too)
-                            sized[:] = [_needed(view.tail, window.messages)]
+                            sized[:] = [_needed(view.tail, window.messages, session.kept_from)]
                         return window
             finally:
                 session.partial = session.bounded = session.older_needed = False
+                session.kept_from = []
             state.restore(kept)  # the attempt's state changes are undone: it is redone on more history
             tokens *= 4
             first_try = False
@@ -313,11 +315,17 @@ async def _generation(history: HistoryProvider, session: SessionContext) -> str 
     return None
 
 
-def _needed(tail: Sequence[ChatMessage], window: Sequence[ChatMessage]) -> int:
+def _needed(tail: Sequence[ChatMessage], window: Sequence[ChatMessage], kept_from: Sequence[str] = ()) -> int:
     """The stored tokens a read needs for ``window`` next time: those from its oldest source message in
-    ``tail`` to the end, with a quarter more for the window's growth."""
-    kept = {m.id for m in window}
-    first = next((i for i, m in enumerate(tail) if m.id in kept and m.role != "system"), 0)
+    ``tail`` (or the oldest message the strategies named as where what they keep of the read starts, when each
+    is in ``tail``: a window's units recalled by a store search need not be read) to the end, with a quarter
+    more for the window's growth."""
+    named = set(kept_from)
+    if named and named <= {m.id for m in tail}:
+        first = next(i for i, m in enumerate(tail) if m.id in named)
+    else:
+        kept = {m.id for m in window}
+        first = next((i for i, m in enumerate(tail) if m.id in kept and m.role != "system"), 0)
     total = sum(stored_tokens(m) for m in tail[first:])
     return total + total // 4 + 1
 

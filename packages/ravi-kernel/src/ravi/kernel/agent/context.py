@@ -148,6 +148,8 @@ class SessionContext:
             :meth:`cut_made`; one whose window would depend on older messages calls :meth:`need_older`. The
             engine keeps a window only when it was cut and nothing needed older messages; otherwise it reads
             further back.
+        kept_from: The ids strategies named when they cut (:meth:`cut_made`): where the part of the read their
+            windows keep starts. The engine sizes the session's next read to reach the oldest of them.
 
     The engine also says what the window is assembled from (:meth:`read_from`): the messages read, and where
     they sit in the session. :meth:`offset` gives a message's offset, the stored tokens before it in the
@@ -167,6 +169,7 @@ class SessionContext:
     partial: bool = False
     bounded: bool = False
     older_needed: bool = False
+    kept_from: list[str] = field(default_factory=list)
     source: Sequence[ChatMessage] = ()
     source_head: int = 0
     source_before: int | None = 0
@@ -277,10 +280,19 @@ class SessionContext:
         kept.trim()
         return offsets
 
-    def cut_made(self) -> None:
+    def cut_made(self, first: str | None = None) -> None:
         """Say that a strategy cut the window inside the part read (dropping a non-system message of its input,
-        or keeping a start it remembered), so older messages could not change it."""
+        or keeping a start it remembered), so older messages could not change it.
+
+        Args:
+            first: The id of the oldest message of the part read that the window needs, when the strategy knows
+                it better than the window shows: a window that also holds older units a store search found (which
+                need not be read again) names the start of its newest turns. The engine's next read of the
+                session then reaches that far back, not to the oldest message of the window.
+        """
         self.bounded = True
+        if first is not None:
+            self.kept_from.append(first)
 
     def need_older(self) -> None:
         """Say that this window needs messages older than the part read (a remembered start that is not in it,

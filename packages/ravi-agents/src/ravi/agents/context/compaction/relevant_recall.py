@@ -8,7 +8,7 @@ from datetime import date
 from operator import is_
 from typing import Literal
 
-from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_messages
+from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_positions
 from ravi.agents.context.recall_annotation import annotated, label
 from ravi.agents.context.recall_fusion import PERIOD_LIMIT, NearDuplicates, Unit, fuse, unit_of
 from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
@@ -113,6 +113,35 @@ class _Units:
 
 _UNITS: Slot[_Units] = Slot("relevant_recall.units", _Units)
 """The session's older units' costs, words and labelled forms."""
+
+
+class _Recent:
+    """What the newest turns of a session's cache-stable window cost (:func:`_cost` of the messages from its
+    held start on), found from the messages appended since the last window when the ones before them are the
+    very same (checked with one C-speed list comparison). Anything else is summed again: the memo changes
+    speed, never results. Kept in the session's state."""
+
+    __slots__ = ("_cost", "_count", "_kept")
+
+    def __init__(self) -> None:
+        self._kept: list[ChatMessage] = []
+        self._cost = 0
+        self._count: Callable[[ChatMessage], int] | None = None
+
+    def cost(self, history: Sequence[ChatMessage], start: int, count: Callable[[ChatMessage], int]) -> int:
+        """:func:`_cost` of ``history[start:]``."""
+        kept, n = self._kept, len(self._kept)
+        newest = list(history[start:])
+        if n and count == self._count and len(newest) >= n and newest[n - 1] is kept[-1] and newest[:n] == kept:
+            cost = self._cost + _cost(newest[n:], count)
+        else:
+            cost = _cost(newest, count)
+        self._kept, self._cost, self._count = newest, cost, count
+        return cost
+
+
+_RECENT: Slot[_Recent] = Slot("relevant_recall.recent", _Recent)
+"""What the newest turns of the session's cache-stable window cost."""
 
 
 UNSPENT = 0.1
@@ -310,24 +339,29 @@ class RelevantRecallStrategy(Strategy):
         and the engine has it (then it is ranked in the process)."""
         partial = session.partial
         count = counter.count_message
-        systems = system_messages(history)
+        systems_at = system_positions(history)
+        systems = [history[i] for i in systems_at]
         budget = session.budget_for(self.token_budget)
         allowance = budget - sum(map(count, systems))
         if allowance < 0:
             if partial and len(systems) < len(history):
                 session.cut_made()
             return systems
-        if not session.state.get(self, _WHOLE).cut(history, count, allowance):  # the whole history fits
+        whole = session.state.get(self, _WHOLE).cut(history, count, allowance)
+        if not whole:  # the whole history fits
             if partial:
                 session.need_older()  # the older part may not fit
             return list(history)
+        # what the window needs of the part read: from the newest message that does not fit beside the ones after
+        # it (which shows the history does not fit) on; the recalled units come from a search, not the read
+        needed = _newest_before(history, whole)
         request = read_request(history)
         share = self.recall_share if self.recall_share is not None else recall_share(request)
         if self.prefer == "cache":
-            return await self._held(history, session, counter, rank, request, allowance, share)
+            return await self._held(history, systems_at, session, counter, rank, request, allowance, share, needed)
         cut, recent = session.state.get(self, _NEWEST).cut_and_cost(history, count, int(allowance * (1 - share)))
         limit = self._limit(int(allowance * share), recent // max(1, len(history) - cut) if cut < len(history) else 24)
-        ranked = await self._ranked(history, session, rank, request, cut, limit)
+        ranked = await self._ranked(history, session, rank, request, cut, limit, needed=needed)
         if ranked is None:
             return None if not partial else list(history)
         room = allowance - recent
@@ -346,7 +380,7 @@ class RelevantRecallStrategy(Strategy):
             if deeper:
                 chosen = self._choose(deeper, room, counter, request, units)
         self._note(session, chosen)
-        return [*place([m for m in history[:cut] if m.role == "system"], chosen), *history[cut:]]
+        return [*place(_before(history, systems_at, cut), chosen), *history[cut:]]
 
     async def _ranked(
         self,
@@ -358,10 +392,11 @@ class RelevantRecallStrategy(Strategy):
         limit: int,
         *,
         tell: bool = True,
+        needed: str | None = None,
     ) -> list[UnitMatch] | None:
         """The ranked older units (before ``cut``), with the engine told whether the part read sufficed
-        (``tell=False``: not yet, the window may still be made otherwise); ``None`` when older messages are
-        needed."""
+        (``tell=False``: not yet, the window may still be made otherwise; ``needed``: the oldest message of the
+        part read the window needs); ``None`` when older messages are needed."""
         partial = session.partial
         if partial and (not request.text or all(m.role == "system" for m in history[:cut])):
             if tell:
@@ -379,7 +414,7 @@ class RelevantRecallStrategy(Strategy):
                 return None
             ranked = found
         if partial and tell:
-            session.cut_made()
+            session.cut_made(needed)
         return ranked
 
     def _choose(
@@ -425,12 +460,14 @@ class RelevantRecallStrategy(Strategy):
     async def _held(
         self,
         history: Sequence[ChatMessage],
+        systems_at: Sequence[int],
         session: SessionContext,
         counter: TokenCounter,
         rank: Rank,
         request: Request,
         allowance: int,
         share: float,
+        needed: str | None,
     ) -> list[ChatMessage] | None:
         """The cache-stable window: the held recalled units and the held start of the newest turns, with the
         recalled units chosen again only when the topic changed, and the start moved (down to ``low_watermark``
@@ -444,7 +481,7 @@ class RelevantRecallStrategy(Strategy):
             return list(history)
         if start is not None:
             units = held.units
-            recent = _cost(history[start:], count)
+            recent = session.state.get(self, _RECENT).cost(history, start, count)
             if request.text != held.request:
                 limit = self._limit(int(allowance * share), _typical(history, start, count))
                 ranked = await self._ranked(history, session, rank, request, start, limit, tell=False)
@@ -458,15 +495,15 @@ class RelevantRecallStrategy(Strategy):
                     units = self._choose(ranked, room, counter, request, session.state.get(self, _UNITS))
             if recent + _cost([m for u in units for m in u.messages], count) <= allowance:
                 if partial:
-                    session.cut_made()  # the held start decides the window, whatever is older
+                    session.cut_made(needed)  # the held start decides the window, whatever is older
                 held.request, held.units = request.text, list(units)
                 self._note(session, units)
-                return [*place([m for m in history[:start] if m.role == "system"], units), *history[start:]]
+                return [*place(_before(history, systems_at, start), units), *history[start:]]
         # crossed (or first): the relevance window at the low watermark, whose start and units are then held
         low = int(allowance * self.low_watermark)
         cut = newest_cut(history, count, int(low * (1 - share)))
         limit = self._limit(int(low * share), _typical(history, cut, count))
-        ranked = await self._ranked(history, session, rank, request, cut, limit)
+        ranked = await self._ranked(history, session, rank, request, cut, limit, needed=needed)
         if ranked is None:
             return None if not partial else list(history)
         units = self._choose(
@@ -480,7 +517,7 @@ class RelevantRecallStrategy(Strategy):
             held.start, held.after, held.offset = history[last].id, True, _offset_of(history, last, session)
         held.request, held.units = request.text, list(units)
         self._note(session, units)
-        return [*place([m for m in history[:cut] if m.role == "system"], units), *history[cut:]]
+        return [*place(_before(history, systems_at, cut), units), *history[cut:]]
 
     def _note(self, session: SessionContext, chosen: Sequence[UnitMatch]) -> None:
         session.state.put(self, _RECALLED, [frozenset(m.id for u in chosen for m in u.messages)])
@@ -493,6 +530,16 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
+
+
+def _newest_before(history: Sequence[ChatMessage], stop: int) -> str | None:
+    """The id of the newest message before ``stop`` that is not a system message, or ``None``."""
+    return next((history[k].id for k in range(stop - 1, -1, -1) if history[k].role != "system"), None)
+
+
+def _before(history: Sequence[ChatMessage], systems_at: Sequence[int], cut: int) -> list[ChatMessage]:
+    """The system messages of ``history`` before ``cut`` (``systems_at``: the positions of its system messages)."""
+    return [history[i] for i in systems_at if i < cut]
 
 
 def _spent(chosen: Sequence[UnitMatch], counter: TokenCounter) -> int:
