@@ -167,3 +167,28 @@ def test_concurrent_windows_of_one_session_each_match_a_fresh_strategy() -> None
             assert window == fresh
 
     asyncio.run(main())
+
+
+def test_a_unit_a_store_returns_again_as_new_objects_is_worked_out_once() -> None:
+    """A store search builds new message objects on every call: equal messages at the same place find the facts
+    kept for them; messages that differ at the same place (same offset, length and newest id) are worked out
+    again."""
+    from datetime import UTC, datetime
+
+    from ravi.kernel.search import UnitMatch
+
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+
+    def unit(text: str) -> UnitMatch:
+        messages = (
+            ChatMessage.user(text, id="u1", created_at=at),
+            ChatMessage.assistant("noted", id="a2", created_at=at),
+        )
+        return UnitMatch(1.0, messages, 40)
+
+    units = _Units()
+    first = units.of(unit("the walrus invoice"))
+    assert units.of(unit("the walrus invoice")) is first
+    changed = units.of(unit("the walrus invoice, paid twice"))
+    assert changed is not first
+    assert changed.messages[0].text == "the walrus invoice, paid twice"

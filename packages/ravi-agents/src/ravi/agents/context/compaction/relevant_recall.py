@@ -84,10 +84,11 @@ class _Facts:
 
 
 class _Units:
-    """The :class:`_Facts` of a session's older units, by unit (its offset, length and newest message, and the
-    same message objects: a unit read again from a store that builds new objects is worked out again), at most
-    ``LIMIT`` of them (the oldest kept is dropped first). Kept in the session's state, so they are the session's
-    alone and die with its generation (a ``clear``, ``clear_run`` or ``replace_last``)."""
+    """The :class:`_Facts` of a session's older units, by unit (its offset, length and newest message, and equal
+    messages: a unit a store search returns again as new objects is found by comparing them, which costs far less
+    than counting and reading them again), at most ``LIMIT`` of them (the oldest kept is dropped first). Kept in
+    the session's state, so they are the session's alone and die with its generation (a ``clear``, ``clear_run``
+    or ``replace_last``)."""
 
     LIMIT = 4_096
 
@@ -101,7 +102,11 @@ class _Units:
         messages = match.messages
         key = (match.offset, len(messages), messages[-1].id if messages else "")
         facts = self._facts.get(key)
-        if facts is not None and len(facts.messages) == len(messages) and all(map(is_, facts.messages, messages)):
+        if (
+            facts is not None
+            and len(facts.messages) == len(messages)
+            and (all(map(is_, facts.messages, messages)) or facts.messages == tuple(messages))
+        ):
             return facts
         facts = _Facts(tuple(messages))
         self._facts.pop(key, None)
