@@ -172,6 +172,63 @@ def test_a_unit_that_says_again_what_one_held_says_is_a_near_duplicate() -> None
     assert not seen.repeats([ChatMessage.tool("d", "tests passed: 120 in 4 s, no warnings at all today")])
 
 
+def _repeats_pairwise(held: list[frozenset[str]], texts: set[tuple[str, ...]], unit: tuple, threshold: float) -> bool:
+    """The definition: the same texts, or (short units) a Jaccard similarity of at least ``threshold`` with a
+    held short unit, compared with each in turn."""
+    mine_texts, mine = unit
+    if not any(t.strip() for t in mine_texts):
+        return False
+    if mine_texts in texts:
+        return True
+    if not 4 <= len(mine) <= NearDuplicates.SHORT:
+        return False
+    return any(len(mine & other) >= threshold * len(mine | other) for other in held if len(other) >= 4)
+
+
+def test_near_duplicates_at_the_threshold_are_those_of_the_pairwise_definition() -> None:
+    """Every pair of units of 0 to 30 consecutive words starting at one of the first three words of a
+    vocabulary (so every ratio of sizes and of shared words near each threshold occurs), one held and one asked,
+    and units of up to 210 words: ``repeats`` says what the comparison says."""
+    vocabulary = [f"w{i}" for i in range(240)]
+    spans = [(start, size) for start in range(3) for size in (*range(31), 150, 160, 187, 188, 200, 201, 210)]
+    units = [((" ".join(vocabulary[a : a + n]),), frozenset(vocabulary[a : a + n])) for a, n in spans]
+    for threshold in (0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5):
+        for held in units:
+            seen = NearDuplicates(threshold)
+            seen.add([], held)
+            short = [held[1]] if 4 <= len(held[1]) <= NearDuplicates.SHORT else []
+            for asked in units:
+                assert seen.repeats([], asked) == _repeats_pairwise(short, {held[0]}, asked, threshold)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.one_of(st.integers(0, 12), st.integers(0, 210)), min_size=1, max_size=24),
+    data=st.data(),
+    threshold=st.sampled_from([0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5]),
+)
+def test_near_duplicates_are_those_of_the_pairwise_definition(
+    sizes: list[int], data: st.DataObject, threshold: float
+) -> None:
+    """Units of 0 to 210 consecutive words of a vocabulary, starting near its start (so many pairs lie at or
+    near the threshold), held and asked in any order: ``repeats`` says what comparing with every held unit
+    says."""
+    vocabulary = [f"w{i}" for i in range(240)]
+    seen = NearDuplicates(threshold)
+    held: list[frozenset[str]] = []
+    texts: set[tuple[str, ...]] = set()
+    for size in sizes:
+        start = data.draw(st.integers(0, min(4, len(vocabulary) - size)))
+        words = frozenset(vocabulary[start : start + size])
+        unit = ((" ".join(sorted(words)) or data.draw(st.sampled_from(["", " "]))),), words
+        assert seen.repeats([], unit) == _repeats_pairwise(held, texts, unit, threshold)
+        if data.draw(st.booleans()):
+            seen.add([], unit)
+            texts.add(unit[0])
+            if 4 <= len(words) <= NearDuplicates.SHORT:
+                held.append(words)
+
+
 def test_a_recalled_turn_says_its_day_and_sender_and_keeps_its_id() -> None:
     old = ChatMessage.user("We adopted a puppy yesterday!", name="Maya", created_at=datetime(2023, 5, 8, tzinfo=UTC))
     labelled = annotated(old, date(2023, 6, 10))

@@ -10,6 +10,8 @@ how they began), the found units from the newest (or the oldest).
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from datetime import date, timedelta
 
@@ -67,21 +69,30 @@ class NearDuplicates:
     """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text
     (a repeated tool output), or, for short units (4 to ``SHORT`` words), nearly the same words (a Jaccard
     similarity of their sets of lower-cased words of at least ``threshold``: a restated fact). Each message's
-    text and words are worked out once (kept in its ``memo``)."""
+    text and words are worked out once (kept in its ``memo``).
+
+    The held word sets are kept by size: a Jaccard similarity is at most the ratio of the two sizes, so a unit
+    is compared only with the held sets whose size is near its own, not with every one."""
 
     SHORT = 200
 
     def __init__(self, threshold: float = 0.8) -> None:
         self.threshold = threshold
         self._texts: set[tuple[str, ...]] = set()
-        self._terms: list[frozenset[str]] = []
+        self._sizes: list[int] = []  # the distinct sizes of the held word sets, ascending
+        self._terms: dict[int, list[frozenset[str]]] = {}  # the held word sets, by size
 
     def add(self, messages: Sequence[ChatMessage], unit: Unit | None = None) -> None:
         """Hold ``messages`` as one unit (``unit``: their :func:`unit_of`, when the caller keeps it)."""
         texts, words = unit or unit_of(messages)
         self._texts.add(texts)
-        if 4 <= len(words) <= self.SHORT:
-            self._terms.append(words)
+        size = len(words)
+        if 4 <= size <= self.SHORT:
+            held = self._terms.get(size)
+            if held is None:
+                held = self._terms[size] = []
+                insort(self._sizes, size)
+            held.append(words)
 
     def repeats(self, messages: Sequence[ChatMessage], unit: Unit | None = None) -> bool:
         """Whether ``messages`` (whose :func:`unit_of` is ``unit``, when the caller keeps it) say again what a
@@ -95,14 +106,19 @@ class NearDuplicates:
         if size < 4 or size > self.SHORT:
             return False
         threshold = self.threshold
-        for other in self._terms:
-            # the Jaccard similarity is at most the ratio of the sizes: most pairs need no set operation
-            if (
-                min(size, len(other)) >= threshold * max(size, len(other))
-                and len(other) >= 4
-                and len(mine & other) >= threshold * len(mine | other)
-            ):
-                return True
+        sizes = self._sizes
+        low, high = 0, len(sizes)
+        if 0.01 <= threshold <= 1:  # only sizes within the ratio can pass (one more either way, for rounding)
+            low = bisect_left(sizes, math.floor(threshold * size) - 1)
+            high = bisect_right(sizes, math.ceil(size / threshold) + 1)
+        for k in range(low, high):
+            other_size = sizes[k]
+            if min(size, other_size) >= threshold * max(size, other_size):
+                for other in self._terms[other_size]:
+                    # the union holds ``size + other_size - shared`` words: one set operation, not two
+                    shared = len(mine & other)
+                    if shared >= threshold * (size + other_size - shared):
+                        return True
         return False
 
 
