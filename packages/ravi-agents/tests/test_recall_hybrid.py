@@ -82,6 +82,48 @@ def _unit(offset: int, day: date | None = None, text: str = "x") -> UnitMatch:
     return UnitMatch(1.0, (ChatMessage.user(text, created_at=when),), offset)
 
 
+def _fuse_by_definition(rankings: list[list[UnitMatch]], request: Request, k: int = 60) -> list[UnitMatch]:
+    """Reciprocal rank fusion written out: each unit's ``1 / (k + rank)`` added up ranking by ranking, the period's
+    and the order's rankings added, sorted by score, then offset."""
+    fused: dict[int, float] = {}
+    units: dict[int, UnitMatch] = {}
+    for ranking in rankings:
+        for rank, match in enumerate(ranking, 1):
+            fused[match.offset] = fused.get(match.offset, 0.0) + 1.0 / (k + rank)
+            units.setdefault(match.offset, match)
+    if request.period is not None:
+        first, last = request.period
+        days = {o: units[o].messages[0].created_at.date() for o in units}
+        inside = [o for o, day in days.items() if first <= day <= last]
+        after = [o for o, day in days.items() if last < day <= last + timedelta(days=7)]
+        by_score = sorted(inside, key=lambda o: (-fused[o], -o)) + sorted(after, key=lambda o: (-fused[o], -o))
+        for rank, offset in enumerate(by_score, 1):
+            fused[offset] += 1.0 / (k + rank)
+    oldest_first = request.order == "first"
+    if request.order is not None and len(units) > 1:
+        for rank, offset in enumerate(sorted(units, reverse=not oldest_first), 1):
+            fused[offset] += 1.0 / (k + rank)
+    ranked = sorted(units, key=lambda o: (-fused[o], o if oldest_first else -o))
+    return [UnitMatch(fused[o], units[o].messages, o, units[o].after_system) for o in ranked]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rankings=st.lists(st.lists(st.integers(0, 400), max_size=300, unique=True), max_size=3),
+    order=st.sampled_from([None, "newest", "first"]),
+    period=st.booleans(),
+)
+def test_fusion_gives_the_scores_and_order_of_its_definition(
+    rankings: list[list[int]], order: str | None, period: bool
+) -> None:
+    """Rankings of up to 300 units over few offsets (so many share a score), with or without a period and an
+    order: the same units, scores (to the bit) and order as the definition."""
+    units = {o: _unit(o, date(2023, 3, 1) + timedelta(days=o % 12)) for ranking in rankings for o in ranking}
+    matches = [[units[o] for o in ranking] for ranking in rankings]
+    request = Request("q", order=order, period=(date(2023, 3, 3), date(2023, 3, 5)) if period else None)  # type: ignore[arg-type]
+    assert fuse(matches, request) == _fuse_by_definition(matches, request)
+
+
 def test_fusion_by_rank_puts_first_what_both_rankings_place_high() -> None:
     a, b, c, d = _unit(10), _unit(20), _unit(30), _unit(40)
     fused = fuse([[a, b, c], [c, d, b]], Request("q"))

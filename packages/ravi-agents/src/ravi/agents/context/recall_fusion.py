@@ -14,6 +14,7 @@ import math
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from datetime import date, timedelta
+from functools import lru_cache
 
 from ravi.agents.context.recall_request import Request
 from ravi.kernel.messages import ChatMessage
@@ -38,9 +39,12 @@ def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = 
     fused: dict[int, float] = {}
     units: dict[int, UnitMatch] = {}
     for ranking in rankings:
-        for rank, match in enumerate(ranking, 1):
-            fused[match.offset] = fused.get(match.offset, 0.0) + 1.0 / (k + rank)
-            units.setdefault(match.offset, match)
+        for match, share in zip(ranking, _shares(k, 1 << max(8, (len(ranking) - 1).bit_length())), strict=False):
+            offset = match.offset
+            if offset in units:
+                fused[offset] += share
+            else:
+                fused[offset], units[offset] = share, match
     if request.period is not None:
         first, last = request.period
         days = {o: _day_of(units[o]) for o in units}
@@ -53,8 +57,16 @@ def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = 
     if request.order is not None and len(units) > 1:
         for rank, offset in enumerate(sorted(units, reverse=not oldest_first), 1):
             fused[offset] += 1.0 / (k + rank)
-    ranked = sorted(units, key=lambda o: (-fused[o], o if oldest_first else -o))
-    return [UnitMatch(fused[o], units[o].messages, o, units[o].after_system) for o in ranked]
+    # by offset first, then (a stable sort) by score: the best first, the newer (older) first among equals
+    ranked = sorted(units, reverse=not oldest_first)
+    ranked.sort(key=fused.__getitem__, reverse=True)
+    return [UnitMatch(fused[o], (u := units[o]).messages, o, u.after_system) for o in ranked]
+
+
+@lru_cache(maxsize=16)
+def _shares(k: int, n: int) -> tuple[float, ...]:
+    """What ranks 1 to ``n`` score in a ranking: ``1 / (k + rank)`` (kept: a few lengths serve every ranking)."""
+    return tuple(1.0 / (k + rank) for rank in range(1, n + 1))
 
 
 def _day_of(match: UnitMatch) -> date | None:
