@@ -82,6 +82,48 @@ def _unit(offset: int, day: date | None = None, text: str = "x") -> UnitMatch:
     return UnitMatch(1.0, (ChatMessage.user(text, created_at=when),), offset)
 
 
+def _fuse_by_definition(rankings: list[list[UnitMatch]], request: Request, k: int = 60) -> list[UnitMatch]:
+    """Reciprocal rank fusion written out: each unit's ``1 / (k + rank)`` added up ranking by ranking, the period's
+    and the order's rankings added, sorted by score, then offset."""
+    fused: dict[int, float] = {}
+    units: dict[int, UnitMatch] = {}
+    for ranking in rankings:
+        for rank, match in enumerate(ranking, 1):
+            fused[match.offset] = fused.get(match.offset, 0.0) + 1.0 / (k + rank)
+            units.setdefault(match.offset, match)
+    if request.period is not None:
+        first, last = request.period
+        days = {o: units[o].messages[0].created_at.date() for o in units}
+        inside = [o for o, day in days.items() if first <= day <= last]
+        after = [o for o, day in days.items() if last < day <= last + timedelta(days=7)]
+        by_score = sorted(inside, key=lambda o: (-fused[o], -o)) + sorted(after, key=lambda o: (-fused[o], -o))
+        for rank, offset in enumerate(by_score, 1):
+            fused[offset] += 1.0 / (k + rank)
+    oldest_first = request.order == "first"
+    if request.order is not None and len(units) > 1:
+        for rank, offset in enumerate(sorted(units, reverse=not oldest_first), 1):
+            fused[offset] += 1.0 / (k + rank)
+    ranked = sorted(units, key=lambda o: (-fused[o], o if oldest_first else -o))
+    return [UnitMatch(fused[o], units[o].messages, o, units[o].after_system) for o in ranked]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rankings=st.lists(st.lists(st.integers(0, 400), max_size=300, unique=True), max_size=3),
+    order=st.sampled_from([None, "newest", "first"]),
+    period=st.booleans(),
+)
+def test_fusion_gives_the_scores_and_order_of_its_definition(
+    rankings: list[list[int]], order: str | None, period: bool
+) -> None:
+    """Rankings of up to 300 units over few offsets (so many share a score), with or without a period and an
+    order: the same units, scores (to the bit) and order as the definition."""
+    units = {o: _unit(o, date(2023, 3, 1) + timedelta(days=o % 12)) for ranking in rankings for o in ranking}
+    matches = [[units[o] for o in ranking] for ranking in rankings]
+    request = Request("q", order=order, period=(date(2023, 3, 3), date(2023, 3, 5)) if period else None)  # type: ignore[arg-type]
+    assert fuse(matches, request) == _fuse_by_definition(matches, request)
+
+
 def test_fusion_by_rank_puts_first_what_both_rankings_place_high() -> None:
     a, b, c, d = _unit(10), _unit(20), _unit(30), _unit(40)
     fused = fuse([[a, b, c], [c, d, b]], Request("q"))
@@ -170,6 +212,68 @@ def test_a_unit_that_says_again_what_one_held_says_is_a_near_duplicate() -> None
     assert seen.repeats([ChatMessage.tool("d", "build failed: 3 errors in src/app.py line 10 and line 12")])
     assert seen.repeats([ChatMessage.tool("d", "Build failed: 3 errors in src/app.py line 10 and line 12!")])
     assert not seen.repeats([ChatMessage.tool("d", "tests passed: 120 in 4 s, no warnings at all today")])
+
+
+def _repeats_pairwise(held: list[frozenset[str]], texts: set[tuple[str, ...]], unit: tuple, threshold: float) -> bool:
+    """The definition: the same texts, or (short units) a Jaccard similarity of at least ``threshold`` with a
+    held short unit, compared with each in turn."""
+    mine_texts, mine = unit
+    if not any(t.strip() for t in mine_texts):
+        return False
+    if mine_texts in texts:
+        return True
+    if not 4 <= len(mine) <= NearDuplicates.SHORT:
+        return False
+    return any(len(mine & other) >= threshold * len(mine | other) for other in held if len(other) >= 4)
+
+
+def test_near_duplicates_at_the_threshold_are_those_of_the_pairwise_definition() -> None:
+    """Every pair of units of 0 to 30 consecutive words starting at one of the first three words of a
+    vocabulary (so every ratio of sizes and of shared words near each threshold occurs), one held and one asked,
+    and units of up to 210 words: ``repeats`` says what the comparison says."""
+    vocabulary = [f"w{i}" for i in range(240)]
+    spans = [(start, size) for start in range(3) for size in (*range(31), 150, 160, 187, 188, 200, 201, 210)]
+    units = [((" ".join(vocabulary[a : a + n]),), frozenset(vocabulary[a : a + n])) for a, n in spans]
+    known: dict[tuple[float, frozenset[str], frozenset[str]], bool] = {}  # kept across thresholds and windows
+    for threshold in (0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5):
+        for held in units:
+            fresh, kept = NearDuplicates(threshold), NearDuplicates(threshold, known)
+            fresh.add([], held)
+            kept.add([], held)
+            short = [held[1]] if 4 <= len(held[1]) <= NearDuplicates.SHORT else []
+            for asked in units:
+                expected = _repeats_pairwise(short, {held[0]}, asked, threshold)
+                assert fresh.repeats([], asked) == expected
+                assert kept.repeats([], asked) == expected
+    assert known  # the answers were kept
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.one_of(st.integers(0, 12), st.integers(0, 210)), min_size=1, max_size=24),
+    data=st.data(),
+    threshold=st.sampled_from([0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5]),
+)
+def test_near_duplicates_are_those_of_the_pairwise_definition(
+    sizes: list[int], data: st.DataObject, threshold: float
+) -> None:
+    """Units of 0 to 210 consecutive words of a vocabulary, starting near its start (so many pairs lie at or
+    near the threshold), held and asked in any order: ``repeats`` says what comparing with every held unit
+    says."""
+    vocabulary = [f"w{i}" for i in range(240)]
+    seen = NearDuplicates(threshold)
+    held: list[frozenset[str]] = []
+    texts: set[tuple[str, ...]] = set()
+    for size in sizes:
+        start = data.draw(st.integers(0, min(4, len(vocabulary) - size)))
+        words = frozenset(vocabulary[start : start + size])
+        unit = ((" ".join(sorted(words)) or data.draw(st.sampled_from(["", " "]))),), words
+        assert seen.repeats([], unit) == _repeats_pairwise(held, texts, unit, threshold)
+        if data.draw(st.booleans()):
+            seen.add([], unit)
+            texts.add(unit[0])
+            if 4 <= len(words) <= NearDuplicates.SHORT:
+                held.append(words)
 
 
 def test_a_recalled_turn_says_its_day_and_sender_and_keeps_its_id() -> None:

@@ -10,8 +10,11 @@ how they began), the found units from the newest (or the oldest).
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from datetime import date, timedelta
+from functools import lru_cache
 
 from ravi.agents.context.recall_request import Request
 from ravi.kernel.messages import ChatMessage
@@ -36,9 +39,12 @@ def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = 
     fused: dict[int, float] = {}
     units: dict[int, UnitMatch] = {}
     for ranking in rankings:
-        for rank, match in enumerate(ranking, 1):
-            fused[match.offset] = fused.get(match.offset, 0.0) + 1.0 / (k + rank)
-            units.setdefault(match.offset, match)
+        for match, share in zip(ranking, _shares(k, 1 << max(8, (len(ranking) - 1).bit_length())), strict=False):
+            offset = match.offset
+            if offset in units:
+                fused[offset] += share
+            else:
+                fused[offset], units[offset] = share, match
     if request.period is not None:
         first, last = request.period
         days = {o: _day_of(units[o]) for o in units}
@@ -51,8 +57,16 @@ def fuse(rankings: Sequence[Sequence[UnitMatch]], request: Request, *, k: int = 
     if request.order is not None and len(units) > 1:
         for rank, offset in enumerate(sorted(units, reverse=not oldest_first), 1):
             fused[offset] += 1.0 / (k + rank)
-    ranked = sorted(units, key=lambda o: (-fused[o], o if oldest_first else -o))
-    return [UnitMatch(fused[o], units[o].messages, o, units[o].after_system) for o in ranked]
+    # by offset first, then (a stable sort) by score: the best first, the newer (older) first among equals
+    ranked = sorted(units, reverse=not oldest_first)
+    ranked.sort(key=fused.__getitem__, reverse=True)
+    return [UnitMatch(fused[o], (u := units[o]).messages, o, u.after_system) for o in ranked]
+
+
+@lru_cache(maxsize=16)
+def _shares(k: int, n: int) -> tuple[float, ...]:
+    """What ranks 1 to ``n`` score in a ranking: ``1 / (k + rank)`` (kept: a few lengths serve every ranking)."""
+    return tuple(1.0 / (k + rank) for rank in range(1, n + 1))
 
 
 def _day_of(match: UnitMatch) -> date | None:
@@ -67,21 +81,37 @@ class NearDuplicates:
     """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text
     (a repeated tool output), or, for short units (4 to ``SHORT`` words), nearly the same words (a Jaccard
     similarity of their sets of lower-cased words of at least ``threshold``: a restated fact). Each message's
-    text and words are worked out once (kept in its ``memo``)."""
+    text and words are worked out once (kept in its ``memo``).
+
+    The held word sets are kept by size: a Jaccard similarity is at most the ratio of the two sizes, so a unit
+    is compared only with the held sets whose size is near its own, not with every one. Two word sets compare
+    the same every time, so a caller that builds windows of one session again and again can keep the answers
+    (``known``, a dict it keeps with the session) and each pair is compared once."""
 
     SHORT = 200
+    KNOWN = 65_536
+    """How many answers ``known`` keeps at most (it starts again empty past that)."""
 
-    def __init__(self, threshold: float = 0.8) -> None:
+    def __init__(
+        self, threshold: float = 0.8, known: dict[tuple[float, frozenset[str], frozenset[str]], bool] | None = None
+    ) -> None:
         self.threshold = threshold
+        self._known = known
         self._texts: set[tuple[str, ...]] = set()
-        self._terms: list[frozenset[str]] = []
+        self._sizes: list[int] = []  # the distinct sizes of the held word sets, ascending
+        self._terms: dict[int, list[frozenset[str]]] = {}  # the held word sets, by size
 
     def add(self, messages: Sequence[ChatMessage], unit: Unit | None = None) -> None:
         """Hold ``messages`` as one unit (``unit``: their :func:`unit_of`, when the caller keeps it)."""
         texts, words = unit or unit_of(messages)
         self._texts.add(texts)
-        if 4 <= len(words) <= self.SHORT:
-            self._terms.append(words)
+        size = len(words)
+        if 4 <= size <= self.SHORT:
+            held = self._terms.get(size)
+            if held is None:
+                held = self._terms[size] = []
+                insort(self._sizes, size)
+            held.append(words)
 
     def repeats(self, messages: Sequence[ChatMessage], unit: Unit | None = None) -> bool:
         """Whether ``messages`` (whose :func:`unit_of` is ``unit``, when the caller keeps it) say again what a
@@ -95,15 +125,35 @@ class NearDuplicates:
         if size < 4 or size > self.SHORT:
             return False
         threshold = self.threshold
-        for other in self._terms:
-            # the Jaccard similarity is at most the ratio of the sizes: most pairs need no set operation
-            if (
-                min(size, len(other)) >= threshold * max(size, len(other))
-                and len(other) >= 4
-                and len(mine & other) >= threshold * len(mine | other)
-            ):
-                return True
+        sizes = self._sizes
+        low, high = 0, len(sizes)
+        if 0.01 <= threshold <= 1:  # only sizes within the ratio can pass (one more either way, for rounding)
+            low = bisect_left(sizes, math.floor(threshold * size) - 1)
+            high = bisect_right(sizes, math.ceil(size / threshold) + 1)
+        for k in range(low, high):
+            other_size = sizes[k]
+            if min(size, other_size) >= threshold * max(size, other_size):
+                for other in self._terms[other_size]:
+                    if self._near(threshold, mine, other):
+                        return True
         return False
+
+    def _near(self, threshold: float, mine: frozenset[str], other: frozenset[str]) -> bool:
+        """Whether the Jaccard similarity of ``mine`` and ``other`` is at least ``threshold``."""
+        known = self._known
+        if known is None:
+            shared = len(mine & other)
+            # the union holds ``len(mine) + len(other) - shared`` words: one set operation, not two
+            return shared >= threshold * (len(mine) + len(other) - shared)
+        key = (threshold, mine, other)
+        near = known.get(key)
+        if near is None:
+            shared = len(mine & other)
+            near = shared >= threshold * (len(mine) + len(other) - shared)
+            if len(known) >= self.KNOWN:
+                known.clear()
+            known[key] = near
+        return near
 
 
 _TEXT, _WORDS = "recall:text", "recall:words"

@@ -106,6 +106,9 @@ class SessionPostings:
         self._last_other = -1  # the newest message that is not a system message
         self._opener = -1  # the assistant message whose tool results may still follow, or -1
         self._systems: list[int] = []
+        # the units ranked so far, by start: where each ends, its messages and its anchor (a unit's messages
+        # and the system message before it never change; only the newest unit can still grow)
+        self._made: dict[int, tuple[int, tuple[ChatMessage, ...], str | None]] = {}
 
     def extend(self, messages: Sequence[ChatMessage]) -> None:
         """Index ``messages[self.size:]``: those appended since the last call."""
@@ -206,25 +209,30 @@ class SessionPostings:
         starts, values = starts[keep], scores[scored][keep]
         if not len(starts):
             return []
-        order = np.lexsort((-values, starts))  # by unit, its best message first
-        starts, values = starts[order], values[order]
-        first = np.ones(len(starts), dtype=bool)
-        first[1:] = starts[1:] != starts[:-1]
-        starts, values = starts[first], values[first]
+        best = np.zeros(stop, dtype=values.dtype)  # each unit's best score, at its start
+        np.maximum.at(best, starts, values)
+        starts = np.flatnonzero(best)
+        values = best[starts]
         if len(starts) > limit:  # only the best ``limit`` (with every tie at the last) need sorting
             floor = np.partition(values, len(values) - limit)[len(values) - limit]
-            best = values >= floor
-            starts, values = starts[best], values[best]
+            best_ones = values >= floor
+            starts, values = starts[best_ones], values[best_ones]
         ranked = np.lexsort((-starts, -values))[:limit]
-        systems, ends = self._systems, self._end.data
+        starts, values = starts[ranked], values[ranked]
+        made = self._made
         out = []
-        for k in ranked:
-            start = int(starts[k])
-            end = int(ends[start])
-            s = _newest_before(systems, start)
-            anchor = messages[s].id if s is not None else None
-            out.append(UnitMatch(float(values[k]), tuple(messages[start:end]), before[start], anchor))
+        # Python numbers (``tolist``) for the loop: indexing an array gives NumPy scalars, slower to make and use
+        for start, end, value in zip(starts.tolist(), self._end.data[starts].tolist(), values.tolist(), strict=True):
+            unit = made.get(start)
+            if unit is None or unit[0] != end or unit[1][0] is not messages[start]:
+                unit = made[start] = (end, tuple(messages[start:end]), self._anchor(messages, start))
+            out.append(UnitMatch(value, unit[1], before[start], unit[2]))
         return out
+
+    def _anchor(self, messages: Sequence[ChatMessage], start: int) -> str | None:
+        """The id of the newest system message before ``start``, or ``None``."""
+        k = bisect_left(self._systems, start)
+        return messages[self._systems[k - 1]].id if k else None
 
     def search(
         self,
@@ -241,12 +249,6 @@ class SessionPostings:
         self.extend(messages)
         scores = self.scores(query, stop)
         return self.units(messages, self.spread(scores, spread), before=before, limit=limit)
-
-
-def _newest_before(systems: list[int], start: int) -> int | None:
-    """The newest of the (sorted) ``systems`` positions before ``start``."""
-    k = bisect_left(systems, start)
-    return systems[k - 1] if k else None
 
 
 __all__ = ["SessionPostings"]

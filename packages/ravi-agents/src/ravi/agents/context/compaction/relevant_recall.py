@@ -92,10 +92,12 @@ class _Units:
 
     LIMIT = 4_096
 
-    __slots__ = ("_facts",)
+    __slots__ = ("_facts", "pairs")
 
     def __init__(self) -> None:
         self._facts: dict[tuple[int, int, str], _Facts] = {}
+        # which pairs of units' words are near duplicates (NearDuplicates' ``known``)
+        self.pairs: dict[tuple[float, frozenset[str], frozenset[str]], bool] = {}
 
     def of(self, match: UnitMatch) -> _Facts:
         """The facts of ``match``'s unit."""
@@ -437,7 +439,7 @@ class RelevantRecallStrategy(Strategy):
         (the session's)."""
         today = request.day
         units = units or _Units()
-        seen = NearDuplicates()
+        seen = NearDuplicates(known=units.pairs)
         chosen: list[UnitMatch] = []
         for match in ranked:
             if left <= 0:
