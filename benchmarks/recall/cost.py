@@ -7,6 +7,8 @@
   user message before each window (a new request), and a tool call and its result before each window (an
   agent's tool loop: the request, the newest user turn, stays the same). Target: a warm recall window within 3x
   of a plain warm window.
+* The same warm windows on Postgres (a local server, or ``RAVI_BENCH_POSTGRES_DSN``), words only, median of 30,
+  with the number of messages the windowed read returns.
 * The ``embeddings`` extra: what it adds to an install of ``ravi-agents`` (the files of the distributions it
   brings that ``ravi-agents`` alone does not), and how long it takes to embed 1,000 messages of that session
   (median of 5, the model loaded). Targets: at most 50 MB, under a second.
@@ -18,6 +20,7 @@ import asyncio
 import statistics
 import sys
 import time
+import uuid
 from importlib import metadata
 from pathlib import Path
 
@@ -25,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _table import console, table, verdict
 from assembly import forget_counts, warm_runs
+from postgres import server
 
 from ravi.agents.context import (
     AgentContext,
@@ -106,6 +110,73 @@ def windows() -> dict[str, float]:
     return worst
 
 
+async def _postgres_ms(dsn: str, pipeline: list[object], *, loop: bool) -> tuple[float, float]:
+    """The median time of 30 warm windows on Postgres, and the median number of messages each read returned."""
+    from ravi.capabilities.postgres import PostgresHistoryProvider
+
+    provider = PostgresHistoryProvider(dsn, schema=f"bench_{uuid.uuid4().hex[:8]}")
+    try:
+        await provider.append_many("agent", agentic_transcript(SIZE), session_id="s")
+        read, reads = provider.read_window, []
+
+        async def counted(*args: object, **kwargs: object) -> object:
+            window = await read(*args, **kwargs)  # type: ignore[arg-type]
+            reads.append(len(window.messages))
+            return window
+
+        provider.read_window = counted  # type: ignore[method-assign]
+        context = AgentContext(ContextConfig(provider, pipeline))  # type: ignore[arg-type]
+        await context.add_message("s", ChatMessage.user("follow-up question on the failing deploy"))
+        await context.get_prompt_window("s")  # the first window indexes the session
+        reads.clear()
+        if loop:
+            times = await tool_runs(context, 30)
+        else:
+            times = []
+            for i in range(30):
+                await context.add_message("s", ChatMessage.user(f"what happened with the deploy of service {i % 7}?"))
+                start = time.perf_counter()
+                await context.get_prompt_window("s")
+                times.append(time.perf_counter() - start)
+        return statistics.median(times) * 1000, statistics.median(reads or [0])
+    finally:
+        await provider.aclose()
+
+
+def postgres_windows() -> None:
+    """The warm windows' table on Postgres, words only."""
+    rows = []
+    with server() as dsn:
+        for loop in (False, True):
+            for budget in BUDGETS:
+                pipelines = {
+                    "plain": [ToolResultCompactionStrategy(), TokenBudgetComposedStrategy([], budget)],
+                    "relevance": [ToolResultCompactionStrategy(), RelevantRecallStrategy(budget, meaning=None)],
+                    "cache": [
+                        ToolResultCompactionStrategy(),
+                        RelevantRecallStrategy(budget, meaning=None, prefer="cache"),
+                    ],
+                }
+                figures = {name: asyncio.run(_postgres_ms(dsn, p, loop=loop)) for name, p in pipelines.items()}
+                plain = figures["plain"][0]
+                rows.append(
+                    (
+                        "tool loop" if loop else "new request",
+                        f"{budget:,}",
+                        *(
+                            f"{ms:.1f} ({ms / plain:.1f}x), read {read:,.0f}"
+                            for ms, read in (figures[n] for n in pipelines)
+                        ),
+                    )
+                )
+    table(
+        f"Warm windows of a {SIZE:,}-message agent session on Postgres, words only (ms, median of 30; x: times "
+        "plain; read: messages the windowed read returned)",
+        ["each window after", "budget", "plain", "relevance", "cache"],
+        rows,
+    )
+
+
 def _closure(name: str, extras: tuple[str, ...] = ()) -> set[str]:
     """The installed distributions ``name`` (with ``extras``) needs, itself included (markers evaluated)."""
     from packaging.requirements import Requirement
@@ -168,6 +239,7 @@ def embeddings() -> tuple[float, float]:
 
 def main() -> None:
     worst = windows()
+    postgres_windows()
     size, took = embeddings()
     for prefer, ratio in worst.items():
         console.print(
