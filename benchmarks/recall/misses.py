@@ -60,8 +60,8 @@ def _instrument() -> None:
         _Seen.unspent = left - sum(counter.count_message(m) for u in chosen for m in u.messages)
         return chosen
 
-    def watched_repeats(self, messages):  # type: ignore[no-untyped-def]
-        found = repeats(self, messages)
+    def watched_repeats(self, messages, unit=None):  # type: ignore[no-untyped-def]
+        found = repeats(self, messages, unit)
         if found:
             _Seen.repeats.update(m.id for m in messages)
         return found
