@@ -220,19 +220,18 @@ top AS (SELECT h.seq, h.score, x.role FROM unnest($3::bigint[], $4::float8[]) AS
 keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce({opener}, t.seq)
               ELSE t.seq END AS opener
           FROM top t),
-spans AS MATERIALIZED (SELECT k.opener, coalesce({stop}, 9223372036854775807) AS stop, (
+spans AS MATERIALIZED (SELECT k.opener, k.seqs, k.scores, coalesce({stop}, 9223372036854775807) AS stop, (
               SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
               AND y.seq < k.opener AND y.seq >= 0 ORDER BY y.seq DESC LIMIT 1) AS after_system
-          FROM (SELECT DISTINCT opener FROM keyed) k)
+          FROM (SELECT opener, array_agg(seq) AS seqs, array_agg(score) AS scores FROM keyed GROUP BY opener) k)
 SELECT sp.opener, sp.after_system, r.seq, CASE WHEN (SELECT generation FROM s) = $6
        AND r.seq IN (SELECT h.seq FROM unnest($7::bigint[]) AS h(seq)) THEN NULL ELSE r.body END AS body,
-       r.offset, k.score,
+       r.offset, sp.scores[array_position(sp.seqs, r.seq)] AS score,
        (SELECT generation FROM s) AS generation
 FROM spans sp CROSS JOIN LATERAL (
     SELECT o.seq, o.body, o.cum_tokens - o.tokens AS offset FROM {m} o
     WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq >= sp.opener
     AND o.seq < least(sp.stop, (SELECT next_seq FROM s)) OFFSET 0) r
-LEFT JOIN keyed k ON k.seq = r.seq
 ORDER BY sp.opener, r.seq""",
             agent_id,
             session_id,
