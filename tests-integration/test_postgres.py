@@ -1004,10 +1004,19 @@ async def test_reads_keep_to_the_session_whatever_the_statistics(
                 ("a", "s", [end - 2, end - 1], ["'x':1", "'y':1"], end, generation, False),
                 (),
             ),
-            "a search for a common term": (history._search_query, ("a", "s", [common], [1.0], common, 10**9, 5), ()),
+            "a search for a common term": (
+                history._search_query,
+                ("a", "s", [common], [1.0], common, 10**9, 5, "", []),
+                (),
+            ),
+            "a search holding rows parsed": (
+                history._search_query,
+                ("a", "s", [common], [1.0], common, 10**9, 5, generation, list(range(0, end, 3))),
+                (),
+            ),
             "a search for a term of tool results": (
                 history._search_query,
-                ("a", "s", [in_tools], [1.0], in_tools, 10**9, 20),
+                ("a", "s", [in_tools], [1.0], in_tools, 10**9, 20, "", []),
                 (),
             ),
             "a whole read after a cached one": (history._refresh_query, ("a", "s", generation, end - 10), ()),
@@ -1128,7 +1137,7 @@ async def test_appends_leave_the_terms_index_alone_and_searches_use_it(postgres_
         words = [_quoted(session_digest("a", "s") + "kestrel")]
         statements = {
             "term counts": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK, "", 0, -1)),
-            "search": (history._search_query, ("a", "s", words, [1.0], words[0], 10**9, 5)),
+            "search": (history._search_query, ("a", "s", words, [1.0], words[0], 10**9, 5, "", [])),
         }
         async with history.db.connection() as connection, connection.transaction():
             await connection.execute("SET LOCAL enable_seqscan = off")

@@ -1,9 +1,11 @@
-"""What a Postgres history provider keeps parsed between reads: the sessions it read whole, and the last window
-of each session. Copies are replaced, never changed in place, so concurrent readers never see one half-built."""
+"""What a Postgres history provider keeps parsed between reads: the sessions it read whole, the last window of
+each session, and the messages its searches of each session returned. Copies are replaced, never changed in
+place, so concurrent readers never see one half-built."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -31,6 +33,15 @@ class Window:
     high: int
     seqs: list[int]
     messages: list[ChatMessage]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The messages searches of a session returned, by seq, in one generation of the session (the most recently
+    returned first): replaced, never changed."""
+
+    generation: str
+    messages: Mapping[int, ChatMessage]
 
 
 class Lru(Generic[V]):
@@ -76,4 +87,4 @@ class Lru(Generic[V]):
         return len(self._entries)
 
 
-__all__ = ["Cached", "Lru", "Window"]
+__all__ = ["Cached", "Lru", "Parsed", "Window"]

@@ -149,11 +149,16 @@ WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generat
   AND EXISTS (SELECT 1 FROM g)"""
         # The query of the terms index is a value computed in the statement, not a constant the planner can look
         # up in the statistics: with them, a term most of a long session holds was planned as a scan of the
-        # whole table. The unit around each match is found by bounded walks (newest, oldest).
+        # whole table. The unit around each match is found by bounded walks (newest, oldest). A row this process
+        # holds parsed (seqs $9, kept in generation $8) is sent without its body when the session's generation,
+        # read in this statement, is still $8. The seqs are looked up in a hash of them, built once (an IN over
+        # a subquery that does not depend on the row): joined to the rows, the planner took them for a few and
+        # scanned them all again for each unit. For the same reason each row's score comes from its unit's
+        # arrays of matches (a few), not from a join of the rows with every match.
         opener = newest(m, "t.seq", _OPENS, 16)
         stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", _OPENS, 16)
         self.search = f"""
-WITH s AS (SELECT next_seq FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
+WITH s AS (SELECT next_seq, generation FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
 q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
 hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms || ''::tsvector AS terms FROM (
              SELECT m.agent_id, m.session_id, m.seq, m.role, m.terms, m.cum_tokens, m.tokens FROM {m} m
@@ -166,16 +171,18 @@ top AS MATERIALIZED (SELECT h.seq, h.role, (SELECT sum(q.idf) FROM q WHERE h.ter
 keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce({opener}, t.seq)
               ELSE t.seq END AS opener
           FROM top t),
-spans AS MATERIALIZED (SELECT k.opener, coalesce({stop}, {_BIGGEST}) AS stop, (
+spans AS MATERIALIZED (SELECT k.opener, k.seqs, k.scores, coalesce({stop}, {_BIGGEST}) AS stop, (
               SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
               AND y.seq < k.opener ORDER BY y.seq DESC LIMIT 1) AS after_system
-          FROM (SELECT DISTINCT opener FROM keyed) k)
-SELECT sp.opener, sp.after_system, r.seq, r.body, r.offset, k.score
+          FROM (SELECT opener, array_agg(seq) AS seqs, array_agg(score) AS scores FROM keyed GROUP BY opener) k)
+SELECT sp.opener, sp.after_system, r.seq, CASE WHEN (SELECT generation FROM s) = $8
+       AND r.seq IN (SELECT h.seq FROM unnest($9::bigint[]) AS h(seq)) THEN NULL ELSE r.body END AS body,
+       r.offset, sp.scores[array_position(sp.seqs, r.seq)] AS score,
+       (SELECT generation FROM s) AS generation
 FROM spans sp CROSS JOIN LATERAL (
     SELECT m.seq, m.body, m.cum_tokens - m.tokens AS offset FROM {m} m
     WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq >= sp.opener
     AND m.seq < least(sp.stop, (SELECT next_seq FROM s)) OFFSET 0) r
-LEFT JOIN keyed k ON k.seq = r.seq
 ORDER BY sp.opener, r.seq"""
 
 

@@ -8,7 +8,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, Unpack
 
-from ravi.capabilities.postgres._cache import Cached, Lru, Window
+from ravi.capabilities.postgres._cache import Cached, Lru, Parsed, Window
 from ravi.capabilities.postgres._db import _ATTEMPTS, _RETRIED, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._history_migrations import MIGRATIONS
 from ravi.capabilities.postgres._history_sql import HistoryStatements
@@ -93,7 +93,9 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
       longer the session's in the statement that writes it.
     * ``clear_run`` and ``count_messages`` use indexes, not scans.
     * ``search_units`` ranks a session's messages by BM25 over a terms index, and ``search_hybrid`` adds the
-      neighbours of each match and the messages closest in meaning, by pgvector (:mod:`.hybrid`).
+      neighbours of each match and the messages closest in meaning, by pgvector (:mod:`.hybrid`). The messages
+      the searches of a session returned are kept parsed (the most recent few thousand), and not sent again
+      while the session keeps its generation.
 
     Args:
         dsn: ``postgresql://user:password@host:port/database``.
@@ -125,6 +127,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         self.db.translate = _conflicts
         self._cache: Lru[Cached] = Lru(cache_sessions)
         self._windows: Lru[Window] = Lru(cache_sessions)
+        self._parsed: Lru[Parsed] = Lru(cache_sessions)
         self._cache_size = cache_sessions
         statements = HistoryStatements(self._messages, self._sessions)
         self._window_query = statements.window
@@ -227,6 +230,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         removed = await self.db.fetchval(f"SELECT {self._clear}($1, $2)", agent_id, session_id)
         self._cache.pop((agent_id, session_id))
         self._windows.pop((agent_id, session_id))
+        self._parsed.pop((agent_id, session_id))
         return int(removed)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
@@ -238,6 +242,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         if removed:
             self._cache.pop((agent_id, session_id))
             self._windows.pop((agent_id, session_id))
+            self._parsed.pop((agent_id, session_id))
         return removed
 
     async def replace_last(
@@ -265,6 +270,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         if done:
             self._cache.pop((agent_id, session_id))
             self._windows.pop((agent_id, session_id))
+            self._parsed.pop((agent_id, session_id))
         return bool(done)
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
@@ -467,16 +473,18 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
             return []
         idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df, _ in picked]
         chosen = [query for _, query in picked]
-        rows = await self.db.fetch(
-            self._search_query, agent_id, session_id, chosen, idfs, " | ".join(chosen), before, limit
-        )
-        spans: dict[int, list[Any]] = {}
-        for r in rows:
+        rows, messages = await self._unit_rows(
+            agent_id, session_id, self._search_query, agent_id, session_id, chosen, idfs, " | ".join(chosen), before,
+            limit,
+        )  # fmt: skip
+        spans: dict[int, tuple[list[Any], list[ChatMessage]]] = {}
+        for r, message in zip(rows, messages, strict=True):
             if r["opener"] is not None:
-                spans.setdefault(r["opener"], []).append(r)
+                span_rows, span_messages = spans.setdefault(r["opener"], ([], []))
+                span_rows.append(r)
+                span_messages.append(message)
         found: list[UnitMatch] = []
-        for span in spans.values():
-            messages = messages_from_json([r["body"] for r in span])
+        for span, messages in spans.values():
             i = 0
             while i < len(messages):
                 j = unit_end(messages, i)
@@ -584,6 +592,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
                     raise
         self._cache.drop(agent_id, session_id)
         self._windows.drop(agent_id, session_id)
+        self._parsed.drop(agent_id, session_id)
         return int(status.split()[-1])
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:

@@ -27,6 +27,7 @@ from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, unit_e
 from ravi.kernel.storage.history import HybridMatches, check_hybrid, check_search
 from ravi.kernel.values import check_scope
 
+from ._cache import Lru, Parsed
 from ._history_sql import newest, oldest
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,9 @@ EMBEDDED_CHARS = 2_000
 """How much of a message's searchable text is embedded (the start says what a long tool output is about)."""
 _EMBED_CHUNK = 1_000
 """How many rows are embedded and stored in one step."""
+KEPT_MESSAGES = 8_192
+"""How many of the messages searches of one session returned are kept parsed: those returned most recently (a
+recall window of a 100,000-token budget returns about 4,600)."""
 
 _SETUP = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -70,6 +74,7 @@ class HybridSearch:
     db: Any
     _messages: str
     _sessions: str
+    _parsed: Lru[Parsed]
     _meaning_ready: bool | None = None  # None: not set up yet; False: pgvector is not available here
 
     async def search_units(
@@ -105,6 +110,40 @@ class HybridSearch:
         if embedder is not None and await self._meaning_available():
             meaning = await self._by_meaning(agent_id, session_id, query, before, limit, embedder, model)
         return HybridMatches(lexical, meaning)
+
+    async def _unit_rows(self, agent_id: str, session_id: str, query: str, *args: Any) -> tuple[Any, list[ChatMessage]]:
+        """The rows of a statement returning units (``query``, taking ``args`` then the generation and the seqs of
+        the messages this provider keeps parsed for the session) and the message of each row. The statement sends
+        no body of a message kept, when the session's generation, read in that statement, is the one it was kept
+        in; those messages are taken from what is kept, the others parsed, and the rows' messages are kept (with
+        those kept before, of the same generation, up to ``KEPT_MESSAGES``), replacing the entry."""
+        key = (agent_id, session_id)
+        held = self._parsed.get(key)
+        while True:
+            have = (held.generation, list(held.messages)) if held is not None else ("", [])
+            rows = await self.db.fetch(query, *args, *have)
+            fresh = iter(messages_from_json([r["body"] for r in rows if r["body"] is not None]))
+            messages: list[ChatMessage] = []
+            for r in rows:
+                if r["body"] is not None:
+                    messages.append(next(fresh))
+                elif held is not None and (kept := held.messages.get(r["seq"])) is not None:
+                    messages.append(kept)
+                else:  # not sent, yet not kept (the statement did not match what it was given): read all again
+                    break
+            else:
+                break
+            held = None
+        if rows and self._parsed.size:
+            generation = rows[0]["generation"]
+            entry = dict(zip((r["seq"] for r in rows[:KEPT_MESSAGES]), messages[:KEPT_MESSAGES], strict=True))
+            if held is not None and held.generation == generation:
+                for seq, message in held.messages.items():
+                    if len(entry) >= KEPT_MESSAGES:
+                        break
+                    entry.setdefault(seq, message)
+            self._parsed.keep(key, Parsed(generation, entry))
+        return rows, messages
 
     async def _with_neighbours(
         self, agent_id: str, session_id: str, found: list[UnitMatch], before: int, limit: int, weight: float
@@ -166,29 +205,33 @@ SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq""",
         results after it (with the system message before each unit, for placing it)."""
         m = self._messages
         # As the provider's search: each hit looked up by its seq (one lookup each), the unit's ends found by
-        # walks bounded on both sides (decision 59).
+        # walks bounded on both sides (decision 59). Rows kept parsed come without their bodies, as there.
         opens = "x.role NOT IN ('tool', 'system')"
         opener = newest(m, "t.seq", opens, 16)
         stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", opens, 16)
-        rows = await self.db.fetch(
+        rows, messages = await self._unit_rows(
+            agent_id,
+            session_id,
             f"""
-WITH s AS (SELECT next_seq FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2),
+WITH s AS (SELECT next_seq, generation FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2),
 top AS (SELECT h.seq, h.score, x.role FROM unnest($3::bigint[], $4::float8[]) AS h(seq, score)
         CROSS JOIN LATERAL (SELECT x.role FROM {m} x WHERE x.agent_id = $1 AND x.session_id = $2 AND x.seq = h.seq
             AND x.role <> 'system' AND x.cum_tokens - x.tokens < $5 LIMIT 1) x),
 keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce({opener}, t.seq)
               ELSE t.seq END AS opener
           FROM top t),
-spans AS MATERIALIZED (SELECT k.opener, coalesce({stop}, 9223372036854775807) AS stop, (
+spans AS MATERIALIZED (SELECT k.opener, k.seqs, k.scores, coalesce({stop}, 9223372036854775807) AS stop, (
               SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
               AND y.seq < k.opener AND y.seq >= 0 ORDER BY y.seq DESC LIMIT 1) AS after_system
-          FROM (SELECT DISTINCT opener FROM keyed) k)
-SELECT sp.opener, sp.after_system, r.seq, r.body, r.offset, k.score
+          FROM (SELECT opener, array_agg(seq) AS seqs, array_agg(score) AS scores FROM keyed GROUP BY opener) k)
+SELECT sp.opener, sp.after_system, r.seq, CASE WHEN (SELECT generation FROM s) = $6
+       AND r.seq IN (SELECT h.seq FROM unnest($7::bigint[]) AS h(seq)) THEN NULL ELSE r.body END AS body,
+       r.offset, sp.scores[array_position(sp.seqs, r.seq)] AS score,
+       (SELECT generation FROM s) AS generation
 FROM spans sp CROSS JOIN LATERAL (
     SELECT o.seq, o.body, o.cum_tokens - o.tokens AS offset FROM {m} o
     WHERE o.agent_id = $1 AND o.session_id = $2 AND o.seq >= sp.opener
     AND o.seq < least(sp.stop, (SELECT next_seq FROM s)) OFFSET 0) r
-LEFT JOIN keyed k ON k.seq = r.seq
 ORDER BY sp.opener, r.seq""",
             agent_id,
             session_id,
@@ -196,12 +239,13 @@ ORDER BY sp.opener, r.seq""",
             [float(score) for _, score in hits],
             before,
         )
-        spans: dict[int, list[Any]] = {}
-        for r in rows:
-            spans.setdefault(r["opener"], []).append(r)
+        spans: dict[int, tuple[list[Any], list[ChatMessage]]] = {}
+        for r, message in zip(rows, messages, strict=True):
+            span_rows, span_messages = spans.setdefault(r["opener"], ([], []))
+            span_rows.append(r)
+            span_messages.append(message)
         found: list[UnitMatch] = []
-        for span in spans.values():
-            messages = messages_from_json([r["body"] for r in span])
+        for span, messages in spans.values():
             i = 0
             while i < len(messages):
                 j = unit_end(messages, i)
