@@ -9,6 +9,8 @@
   of a plain warm window.
 * The same warm windows on Postgres (a local server, or ``RAVI_BENCH_POSTGRES_DSN``), words only, median of 30,
   with the number of messages the windowed read returns.
+* What recall keeps in memory for that session: the growth of the process's traced memory over 300 new
+  requests' windows at 100,000 tokens (words only), after the first window.
 * The ``embeddings`` extra: what it adds to an install of ``ravi-agents`` (the files of the distributions it
   brings that ``ravi-agents`` alone does not), and how long it takes to embed 1,000 messages of that session
   (median of 5, the model loaded). Targets: at most 50 MB, under a second.
@@ -177,6 +179,38 @@ def postgres_windows() -> None:
     )
 
 
+def kept_memory(windows: int = 300) -> float:
+    """The MB the process's traced memory grew by over ``windows`` new requests' recall windows."""
+    import gc
+    import tracemalloc
+
+    history = InMemoryHistoryProvider()
+    asyncio.run(history.append_many("agent", agentic_transcript(SIZE), session_id="s"))
+    strategy = RelevantRecallStrategy(BUDGETS[-1], meaning=None)
+    context = AgentContext(ContextConfig(history, [ToolResultCompactionStrategy(), strategy]))
+
+    async def run() -> float:
+        await context.get_prompt_window("s")
+        gc.collect()
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            await warm_runs(context, windows)
+            gc.collect()
+            return (tracemalloc.get_traced_memory()[0] - start) / 1e6
+        finally:
+            tracemalloc.stop()
+
+    grew = asyncio.run(run())
+    table(
+        f"What recall keeps for a {SIZE:,}-message session in memory (traced memory, {windows} new requests' "
+        f"windows at {BUDGETS[-1]:,} tokens, words only)",
+        ["grew by"],
+        [(f"{grew:.1f} MB",)],
+    )
+    return grew
+
+
 def _closure(name: str, extras: tuple[str, ...] = ()) -> set[str]:
     """The installed distributions ``name`` (with ``extras``) needs, itself included (markers evaluated)."""
     from packaging.requirements import Requirement
@@ -240,6 +274,7 @@ def embeddings() -> tuple[float, float]:
 def main() -> None:
     worst = windows()
     postgres_windows()
+    kept_memory()
     size, took = embeddings()
     for prefer, ratio in worst.items():
         console.print(

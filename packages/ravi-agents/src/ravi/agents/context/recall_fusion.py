@@ -15,6 +15,8 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from datetime import date, timedelta
 from functools import lru_cache
+from itertools import chain
+from sys import intern
 
 from ravi.agents.context.recall_request import Request
 from ravi.kernel.messages import ChatMessage
@@ -180,14 +182,20 @@ def _text(message: ChatMessage) -> str:
 
 def _unit_words(messages: Sequence[ChatMessage]) -> frozenset[str]:
     """The lower-cased words of the messages (split at whitespace: cheap, and enough to compare two units)."""
-    out: frozenset[str] = frozenset()
-    for message in messages:
-        memo = message.memo
-        words: frozenset[str] | None = memo.get(_WORDS)
-        if words is None:
-            words = memo[_WORDS] = frozenset(_text(message).lower().split())
-        out = words if not out else out | words
-    return out
+    if len(messages) == 1:
+        return frozenset(_words(messages[0]))
+    return frozenset(chain.from_iterable(map(_words, messages)))
+
+
+def _words(message: ChatMessage) -> tuple[str, ...]:
+    """The message's distinct lower-cased words, worked out once. Kept as a tuple of interned strings: a session's
+    messages share most of their words, and a tuple takes a fraction of a set's memory (a unit's set is built
+    when the unit is first compared, and kept with the unit)."""
+    memo = message.memo
+    words: tuple[str, ...] | None = memo.get(_WORDS)
+    if words is None:
+        words = memo[_WORDS] = tuple(dict.fromkeys(map(intern, _text(message).lower().split())))
+    return words
 
 
 __all__ = ["PERIOD_GRACE", "PERIOD_LIMIT", "RRF_K", "NearDuplicates", "Unit", "fuse", "unit_of"]
