@@ -4,6 +4,7 @@ session was cleared, cut, edited or forgotten, by this provider or another (a se
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -160,3 +161,34 @@ async def test_sessions_and_agents_sharing_message_ids_see_only_their_own(
                 found = texts(await search(history, agent_id, session_id))
                 assert len(found) == 60
                 assert all(word in t for t in found.values()), (agent_id, session_id, found)
+
+
+async def rewrite(history: PostgresHistoryProvider, words: list[str]) -> None:
+    """Clear the session and write it again with each of ``words`` in turn."""
+    for word in words:
+        await history.clear("a", session_id="s")
+        await history.append_many("a", session(word), session_id="s")
+
+
+async def test_concurrent_searches_while_another_provider_rewrites_the_session(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Searches of one provider run at once, with another provider clearing the session and writing it again with
+    other words meanwhile: every unit a search returns is of one writing (its messages all say one word), and
+    once the writing is done every search finds only its words, whatever was kept meanwhile."""
+    colours = ("green", "purple", "orange")
+    words = ["purple", "orange", "green", "purple"]
+    async for mine in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        async for theirs in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            await theirs.append_many("a", session("green"), session_id="s")
+            await search(mine)  # something kept before the writing starts
+            results = await asyncio.gather(rewrite(theirs, words), *(search(mine) for _ in range(12)))
+            for found in results[1:]:
+                assert isinstance(found, HybridMatches)
+                for unit in [*found.lexical, *found.meaning]:
+                    said = {c for m in unit.messages if m.role != "system" for c in colours if c in m.text}
+                    assert len(said) <= 1, unit
+            for _ in range(2):  # the second time, from what the first kept
+                last = texts(await search(mine))
+                assert len(last) == 60
+                assert all(words[-1] in t for t in last.values()), last
