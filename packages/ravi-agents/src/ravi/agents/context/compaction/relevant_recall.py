@@ -163,9 +163,10 @@ class RelevantRecallStrategy(Strategy):
     """A token budget that spends part of itself on relevance instead of recency.
 
     A window that fits is returned as it is. Otherwise the newest whole units fill part of the budget (after the
-    system messages), and the rest goes to the older units most relevant to the current request, the latest user
-    turn. Recalled units keep their conversation order and their tool calls and results together, and every
-    system message stays. The budget is always met when the system messages alone fit.
+    system messages; at least the latest user turn and the turns after it, when they fit), and the rest goes to
+    the older units most relevant to the current request, the latest user turn. Recalled units keep their
+    conversation order and their tool calls and results together, and every system message stays. The budget is
+    always met when the system messages alone fit.
 
     How much goes to older units (``recall_share``) follows the request unless it is given: most of the budget
     for a question about the past, little for a follow-up of the last turns or while the agent works through
@@ -367,6 +368,9 @@ class RelevantRecallStrategy(Strategy):
         if self.prefer == "cache":
             return await self._held(history, systems_at, session, counter, rank, request, allowance, share, needed)
         cut, recent = session.state.get(self, _NEWEST).cut_and_cost(history, count, int(allowance * (1 - share)))
+        asked = _asked(history, cut, recent, count, allowance)
+        if asked is not None:  # the request fits: it is sent, and older units get what is left
+            cut, recent = asked
         limit = self._limit(int(allowance * share), recent // max(1, len(history) - cut) if cut < len(history) else 24)
         ranked = await self._ranked(history, session, rank, request, cut, limit, needed=needed)
         if ranked is None:
@@ -509,6 +513,9 @@ class RelevantRecallStrategy(Strategy):
         # crossed (or first): the relevance window at the low watermark, whose start and units are then held
         low = int(allowance * self.low_watermark)
         cut = newest_cut(history, count, int(low * (1 - share)))
+        asked = _asked(history, cut, _cost(history[cut:], count), count, allowance)
+        if asked is not None:  # the request fits: it is sent, and older units get what is left
+            cut = asked[0]
         limit = self._limit(int(low * share), _typical(history, cut, count))
         ranked = await self._ranked(history, session, rank, request, cut, limit, needed=needed)
         if ranked is None:
@@ -537,6 +544,28 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
+
+
+def _asked(
+    history: Sequence[ChatMessage], cut: int, recent: int, count: Callable[[ChatMessage], int], allowance: int
+) -> tuple[int, int] | None:
+    """Where the latest user turn is and what it and the messages after it cost (system messages aside), when it
+    lies before ``cut`` (the messages from ``cut`` on cost ``recent``) and they fit in ``allowance``; else
+    ``None``."""
+    for k in range(len(history) - 1, cut - 1, -1):
+        if history[k].role == "user":
+            return None
+    spent = recent
+    for k in range(cut - 1, -1, -1):
+        message = history[k]
+        if message.role == "system":
+            continue
+        spent += count(message)
+        if spent > allowance:
+            return None
+        if message.role == "user":
+            return k, spent
+    return None
 
 
 def _newest_before(history: Sequence[ChatMessage], stop: int) -> str | None:
