@@ -302,7 +302,7 @@ class RelevantRecallStrategy(Strategy):
 
     def _store_rank(self, history: Sequence[ChatMessage], session: SessionContext, provider: HistorySearcher) -> Rank:
         async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
-            before = _offset_of(history, cut, session)
+            before = _searched_before(history, cut, session)
             rankings = await store_rankings(
                 provider,
                 session,
@@ -318,7 +318,7 @@ class RelevantRecallStrategy(Strategy):
 
     def _index_rank(self, history: Sequence[ChatMessage], session: SessionContext, index: UnitIndex) -> Rank:
         async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
-            before = _offset_of(history, cut, session)
+            before = _searched_before(history, cut, session)
             found = await index.search_units(session, query=request.text, before=before, limit=limit)
             return None if found is None else fuse([found], request)
 
@@ -597,6 +597,21 @@ def _offset_of(history: Sequence[ChatMessage], cut: int, session: SessionContext
         found = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
         return 2**62 if found is None else found
     return sum(stored_tokens(m) for m in history[:cut])  # a standalone call: the history is the session
+
+
+def _searched_before(history: Sequence[ChatMessage], cut: int, session: SessionContext) -> int:
+    """Where a store search for the units before ``cut`` stops: :func:`_offset_of`, or, when no message from
+    ``cut`` on is placed, the end of the part read (what another writer stored after the read is newer than the
+    window's request, and may be one of its newest turns by the next window)."""
+    offset = _offset_of(history, cut, session)
+    if offset != 2**62:
+        return offset
+    for k in range(cut - 1, -1, -1):
+        message = history[k]
+        if (placed := session.offset(message.id)) is not None:
+            return placed + stored_tokens(message)
+    before = session.source_before  # nothing placed: the read held no stored message after its head
+    return offset if before is None else before
 
 
 def _held_start(history: Sequence[ChatMessage], held: Held, session: SessionContext) -> int | None:
