@@ -330,3 +330,21 @@ def test_a_small_budget_keeps_the_request_before_recalling_older_units(prefer: s
         assert [m.id for m in await strategy.compact(history)] == ["request"]
 
     asyncio.run(main())
+
+
+def test_a_cache_stable_window_held_empty_takes_the_request_once_the_budget_allows() -> None:
+    """A window whose budget held nothing (its newest turns start with the next message to come) sends the
+    request as soon as a larger budget fits it, without waiting for a new message."""
+    from ravi.agents.context import InMemoryHistoryProvider, WindowRequest
+
+    history = [ChatMessage.user(f"turn {i}", id=f"t{i}") for i in range(8)]
+
+    async def main() -> None:
+        store = InMemoryHistoryProvider()
+        await store.append_many("a", history, session_id="s")
+        pipeline = CompactionPipeline([RelevantRecallStrategy(4_000, meaning=None, prefer="cache")])
+        assert (await pipeline.window(WindowRequest("a", "s", history=store, budget=0))).messages == []
+        window = (await pipeline.window(WindowRequest("a", "s", history=store, budget=30))).messages
+        assert "t7" in [m.id for m in window]
+
+    asyncio.run(main())

@@ -490,9 +490,13 @@ class RelevantRecallStrategy(Strategy):
         if start is None and held.start is not None and partial:
             session.need_older()  # the held start is older than the part read
             return list(history)
+        recent = 0
+        if start is not None:
+            recent = session.state.get(self, _RECENT).cost(history, start, count)
+            if _asked(history, start, recent, count, allowance) is not None:
+                start = None  # the held start leaves out a request that now fits: the window is made again
         if start is not None:
             units = held.units
-            recent = session.state.get(self, _RECENT).cost(history, start, count)
             if request.text != held.request:
                 limit = self._limit(int(allowance * share), _typical(history, start, count))
                 ranked = await self._ranked(history, session, rank, request, start, limit, tell=False)
