@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ravi.agents.context import (
@@ -276,3 +276,75 @@ def test_watermarked_windows_keep_their_prefix_between_crossings(
         if crossed and isinstance(strategy, SlidingWindowCompaction):
             assert sum(1 for m in window if m.role != "system") <= n
         previous = window
+
+
+_ASKED = [
+    ChatMessage.user("the walrus lives in the cache", id="old"),
+    *[ChatMessage.user(f"filler {i}", id=f"f{i}") for i in range(20)],
+    ChatMessage.user("where does the walrus live these days, tell me please?", id="request"),
+]
+
+
+@settings(max_examples=150, deadline=None)
+@example(history=_ASKED, budget=20, share=0.4, prefer="cache")  # the request costs more than the share, not the budget
+@given(
+    history=conversations(),
+    budget=st.integers(0, 300),
+    share=st.sampled_from([None, 0.3, 0.6]),
+    prefer=st.sampled_from(["relevance", "cache"]),
+)
+def test_a_recall_window_holds_the_request_whenever_it_fits(
+    history: list[ChatMessage], budget: int, share: float | None, prefer: str
+) -> None:
+    """The latest user turn, and every turn after it, are in the window whenever they fit in the budget beside
+    the system messages: older units are recalled with what is left, never in their place."""
+    strategy = RelevantRecallStrategy(budget, recall_share=share, prefer=prefer)  # type: ignore[arg-type]
+    window = run(strategy, history)
+    last = max(k for k, m in enumerate(history) if m.role == "user")
+    count = DEFAULT_COUNTER.count_message
+    systems = sum(count(m) for m in history if m.role == "system")
+    if systems + sum(count(m) for m in history[last:] if m.role != "system") <= budget:
+        kept = {m.id for m in window}
+        assert [m.id for m in history[last:] if m.id not in kept] == []
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+def test_a_small_budget_keeps_the_request_before_recalling_older_units(prefer: str) -> None:
+    """A request that costs more than the newest turns' share of the budget, but fits the budget, is sent; an
+    older unit that matches it is recalled only with what is left."""
+    from ravi.agents.context import InMemoryHistoryProvider, WindowRequest
+
+    history = [ChatMessage.user("the walrus lives in the cache", id="old"), ChatMessage.assistant("noted", id="ok")]
+    history += [ChatMessage.user(f"filler {i}", id=f"f{i}") for i in range(20)]
+    history.append(ChatMessage.user("where does the walrus live these days, tell me please?", id="request"))
+    count = DEFAULT_COUNTER.count_message
+    budget = count(history[-1]) + 2
+    assert count(history[-1]) > budget * 0.6 and count(history[0]) < budget
+
+    async def main() -> None:
+        store = InMemoryHistoryProvider()
+        await store.append_many("a", history, session_id="s")
+        strategy = RelevantRecallStrategy(budget, recall_share=0.4, meaning=None, prefer=prefer)  # type: ignore[arg-type]
+        window = (await CompactionPipeline([strategy]).window(WindowRequest("a", "s", history=store))).messages
+        assert [m.id for m in window] == ["request"]
+        assert [m.id for m in await strategy.compact(history)] == ["request"]
+
+    asyncio.run(main())
+
+
+def test_a_cache_stable_window_held_empty_takes_the_request_once_the_budget_allows() -> None:
+    """A window whose budget held nothing (its newest turns start with the next message to come) sends the
+    request as soon as a larger budget fits it, without waiting for a new message."""
+    from ravi.agents.context import InMemoryHistoryProvider, WindowRequest
+
+    history = [ChatMessage.user(f"turn {i}", id=f"t{i}") for i in range(8)]
+
+    async def main() -> None:
+        store = InMemoryHistoryProvider()
+        await store.append_many("a", history, session_id="s")
+        pipeline = CompactionPipeline([RelevantRecallStrategy(4_000, meaning=None, prefer="cache")])
+        assert (await pipeline.window(WindowRequest("a", "s", history=store, budget=0))).messages == []
+        window = (await pipeline.window(WindowRequest("a", "s", history=store, budget=30))).messages
+        assert "t7" in [m.id for m in window]
+
+    asyncio.run(main())

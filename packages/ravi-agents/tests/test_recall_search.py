@@ -362,3 +362,40 @@ def test_recall_from_the_store_as_the_session_grows_gives_the_windows_of_the_who
             assert got == await in_process.compact(so_far, session)
 
     asyncio.run(main())
+
+
+class _WrittenAfterEachRead(InMemoryHistoryProvider):
+    """The in-memory store, with another writer appending ``pending`` to the session right after a read of its
+    newest part returns (before the window's search)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[ChatMessage] = []
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> Any:
+        view = await super().read_window(agent_id, session_id=session_id, tokens=tokens)
+        pending, self.pending = self.pending, []
+        await self.append_many(agent_id, pending, session_id=session_id)
+        return view
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+def test_a_window_recalls_nothing_appended_after_its_read(prefer: str) -> None:
+    """When not even the request fits, the window is recalled units alone; the search is bounded by the end of the
+    part read, so a turn another writer appended meanwhile is not recalled (it would be newer than the request),
+    and the next window, which holds it as a newest turn, holds it once."""
+    history = [ChatMessage.user(f"deploy cache {i}", id=f"t{i}") for i in range(12)]
+    history.append(ChatMessage.user("which deploy cache did we pick for the staging walrus port back then?", id="q"))
+
+    async def main() -> None:
+        store = _WrittenAfterEachRead()
+        await store.append_many("a", history, session_id="s")
+        pipeline = CompactionPipeline([RelevantRecallStrategy(14, meaning=None, prefer=prefer)])  # type: ignore[arg-type]
+        request = WindowRequest("a", "s", history=store)
+        store.pending = [ChatMessage.user("deploy cache 99", id="late")]
+        first = [m.id for m in (await pipeline.window(request)).messages]
+        assert first and "late" not in first
+        second = [m.id for m in (await pipeline.window(request)).messages]
+        assert len(second) == len(set(second)), second
+
+    asyncio.run(main())

@@ -163,9 +163,10 @@ class RelevantRecallStrategy(Strategy):
     """A token budget that spends part of itself on relevance instead of recency.
 
     A window that fits is returned as it is. Otherwise the newest whole units fill part of the budget (after the
-    system messages), and the rest goes to the older units most relevant to the current request, the latest user
-    turn. Recalled units keep their conversation order and their tool calls and results together, and every
-    system message stays. The budget is always met when the system messages alone fit.
+    system messages; at least the latest user turn and the turns after it, when they fit), and the rest goes to
+    the older units most relevant to the current request, the latest user turn. Recalled units keep their
+    conversation order and their tool calls and results together, and every system message stays. The budget is
+    always met when the system messages alone fit.
 
     How much goes to older units (``recall_share``) follows the request unless it is given: most of the budget
     for a question about the past, little for a follow-up of the last turns or while the agent works through
@@ -301,7 +302,7 @@ class RelevantRecallStrategy(Strategy):
 
     def _store_rank(self, history: Sequence[ChatMessage], session: SessionContext, provider: HistorySearcher) -> Rank:
         async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
-            before = _offset_of(history, cut, session)
+            before = _searched_before(history, cut, session)
             rankings = await store_rankings(
                 provider,
                 session,
@@ -317,7 +318,7 @@ class RelevantRecallStrategy(Strategy):
 
     def _index_rank(self, history: Sequence[ChatMessage], session: SessionContext, index: UnitIndex) -> Rank:
         async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
-            before = _offset_of(history, cut, session)
+            before = _searched_before(history, cut, session)
             found = await index.search_units(session, query=request.text, before=before, limit=limit)
             return None if found is None else fuse([found], request)
 
@@ -367,6 +368,9 @@ class RelevantRecallStrategy(Strategy):
         if self.prefer == "cache":
             return await self._held(history, systems_at, session, counter, rank, request, allowance, share, needed)
         cut, recent = session.state.get(self, _NEWEST).cut_and_cost(history, count, int(allowance * (1 - share)))
+        asked = _asked(history, cut, recent, count, allowance)
+        if asked is not None:  # the request fits: it is sent, and older units get what is left
+            cut, recent = asked
         limit = self._limit(int(allowance * share), recent // max(1, len(history) - cut) if cut < len(history) else 24)
         ranked = await self._ranked(history, session, rank, request, cut, limit, needed=needed)
         if ranked is None:
@@ -486,9 +490,13 @@ class RelevantRecallStrategy(Strategy):
         if start is None and held.start is not None and partial:
             session.need_older()  # the held start is older than the part read
             return list(history)
+        recent = 0
+        if start is not None:
+            recent = session.state.get(self, _RECENT).cost(history, start, count)
+            if _asked(history, start, recent, count, allowance) is not None:
+                start = None  # the held start leaves out a request that now fits: the window is made again
         if start is not None:
             units = held.units
-            recent = session.state.get(self, _RECENT).cost(history, start, count)
             if request.text != held.request:
                 limit = self._limit(int(allowance * share), _typical(history, start, count))
                 ranked = await self._ranked(history, session, rank, request, start, limit, tell=False)
@@ -509,6 +517,9 @@ class RelevantRecallStrategy(Strategy):
         # crossed (or first): the relevance window at the low watermark, whose start and units are then held
         low = int(allowance * self.low_watermark)
         cut = newest_cut(history, count, int(low * (1 - share)))
+        asked = _asked(history, cut, _cost(history[cut:], count), count, allowance)
+        if asked is not None:  # the request fits: it is sent, and older units get what is left
+            cut = asked[0]
         limit = self._limit(int(low * share), _typical(history, cut, count))
         ranked = await self._ranked(history, session, rank, request, cut, limit, needed=needed)
         if ranked is None:
@@ -537,6 +548,28 @@ class RelevantRecallStrategy(Strategy):
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
     """What ``messages`` cost in the window, system messages aside (they are kept anyway)."""
     return sum(count(m) for m in messages if m.role != "system")
+
+
+def _asked(
+    history: Sequence[ChatMessage], cut: int, recent: int, count: Callable[[ChatMessage], int], allowance: int
+) -> tuple[int, int] | None:
+    """Where the latest user turn is and what it and the messages after it cost (system messages aside), when it
+    lies before ``cut`` (the messages from ``cut`` on cost ``recent``) and they fit in ``allowance``; else
+    ``None``."""
+    for k in range(len(history) - 1, cut - 1, -1):
+        if history[k].role == "user":
+            return None
+    spent = recent
+    for k in range(cut - 1, -1, -1):
+        message = history[k]
+        if message.role == "system":
+            continue
+        spent += count(message)
+        if spent > allowance:
+            return None
+        if message.role == "user":
+            return k, spent
+    return None
 
 
 def _newest_before(history: Sequence[ChatMessage], stop: int) -> str | None:
@@ -568,6 +601,21 @@ def _offset_of(history: Sequence[ChatMessage], cut: int, session: SessionContext
         found = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
         return 2**62 if found is None else found
     return sum(stored_tokens(m) for m in history[:cut])  # a standalone call: the history is the session
+
+
+def _searched_before(history: Sequence[ChatMessage], cut: int, session: SessionContext) -> int:
+    """Where a store search for the units before ``cut`` stops: :func:`_offset_of`, or, when no message from
+    ``cut`` on is placed, the end of the part read (what another writer stored after the read is newer than the
+    window's request, and may be one of its newest turns by the next window)."""
+    offset = _offset_of(history, cut, session)
+    if offset != 2**62:
+        return offset
+    for k in range(cut - 1, -1, -1):
+        message = history[k]
+        if (placed := session.offset(message.id)) is not None:
+            return placed + stored_tokens(message)
+    before = session.source_before  # nothing placed: the read held no stored message after its head
+    return offset if before is None else before
 
 
 def _held_start(history: Sequence[ChatMessage], held: Held, session: SessionContext) -> int | None:
