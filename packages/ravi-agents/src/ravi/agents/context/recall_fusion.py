@@ -86,19 +86,12 @@ class NearDuplicates:
     text and words are worked out once (kept in its ``memo``).
 
     The held word sets are kept by size: a Jaccard similarity is at most the ratio of the two sizes, so a unit
-    is compared only with the held sets whose size is near its own, not with every one. Two word sets compare
-    the same every time, so a caller that builds windows of one session again and again can keep the answers
-    (``known``, a dict it keeps with the session) and each pair is compared once."""
+    is compared only with the held sets whose size is near its own, not with every one."""
 
     SHORT = 200
-    KNOWN = 65_536
-    """How many answers ``known`` keeps at most (it starts again empty past that)."""
 
-    def __init__(
-        self, threshold: float = 0.8, known: dict[tuple[float, frozenset[str], frozenset[str]], bool] | None = None
-    ) -> None:
+    def __init__(self, threshold: float = 0.8) -> None:
         self.threshold = threshold
-        self._known = known
         self._texts: set[tuple[str, ...]] = set()
         self._sizes: list[int] = []  # the distinct sizes of the held word sets, ascending
         self._terms: dict[int, list[frozenset[str]]] = {}  # the held word sets, by size
@@ -136,26 +129,11 @@ class NearDuplicates:
             other_size = sizes[k]
             if min(size, other_size) >= threshold * max(size, other_size):
                 for other in self._terms[other_size]:
-                    if self._near(threshold, mine, other):
+                    shared = len(mine & other)
+                    # the union holds ``size + other_size - shared`` words: one set operation, not two
+                    if shared >= threshold * (size + other_size - shared):
                         return True
         return False
-
-    def _near(self, threshold: float, mine: frozenset[str], other: frozenset[str]) -> bool:
-        """Whether the Jaccard similarity of ``mine`` and ``other`` is at least ``threshold``."""
-        known = self._known
-        if known is None:
-            shared = len(mine & other)
-            # the union holds ``len(mine) + len(other) - shared`` words: one set operation, not two
-            return shared >= threshold * (len(mine) + len(other) - shared)
-        key = (threshold, mine, other)
-        near = known.get(key)
-        if near is None:
-            shared = len(mine & other)
-            near = shared >= threshold * (len(mine) + len(other) - shared)
-            if len(known) >= self.KNOWN:
-                known.clear()
-            known[key] = near
-        return near
 
 
 _TEXT, _WORDS = "recall:text", "recall:words"

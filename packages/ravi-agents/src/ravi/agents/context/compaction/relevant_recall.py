@@ -92,12 +92,10 @@ class _Units:
 
     LIMIT = 4_096
 
-    __slots__ = ("_facts", "pairs")
+    __slots__ = ("_facts",)
 
     def __init__(self) -> None:
         self._facts: dict[tuple[int, int, str], _Facts] = {}
-        # which pairs of units' words are near duplicates (NearDuplicates' ``known``)
-        self.pairs: dict[tuple[float, frozenset[str], frozenset[str]], bool] = {}
 
     def of(self, match: UnitMatch) -> _Facts:
         """The facts of ``match``'s unit."""
@@ -443,7 +441,7 @@ class RelevantRecallStrategy(Strategy):
         (the session's)."""
         today = request.day
         units = units or _Units()
-        seen = NearDuplicates(known=units.pairs)
+        seen = NearDuplicates()
         chosen: list[UnitMatch] = []
         for match in ranked:
             if left <= 0:
