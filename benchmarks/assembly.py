@@ -58,10 +58,12 @@ def forget_counts(messages: list[ChatMessage]) -> None:
         m.__dict__.pop("memo", None)
 
 
-async def warm_runs(context: AgentContext, n: int) -> list[float]:
+async def warm_runs(context: AgentContext, n: int, request: str = "follow-up question {i}") -> list[float]:
+    """The times of ``n`` windows of session ``s``, each after a new user turn (``request``, formatted with its
+    number ``i``)."""
     times = []
     for i in range(n):
-        await context.add_message("s", ChatMessage.user(f"follow-up question {i}"))
+        await context.add_message("s", ChatMessage.user(request.format(i=i)))
         start = time.perf_counter()
         await context.get_prompt_window("s")
         times.append(time.perf_counter() - start)
