@@ -592,12 +592,16 @@ def _typical(history: Sequence[ChatMessage], cut: int, count: Callable[[ChatMess
     return sum(costs) // len(costs) if costs else 24
 
 
+_UNPLACED = 2**62
+"""What :func:`_offset_of` gives when the read places no message from the cut on: past every stored message."""
+
+
 def _offset_of(history: Sequence[ChatMessage], cut: int, session: SessionContext) -> int:
     """The offset (stored tokens before it in the session) of the first message from ``cut`` on that the read
     places, or past every stored message when none is placed."""
     if session.agent_id or session.session_id or session.source:
         found = next((o for m in history[cut:] if (o := session.offset(m.id)) is not None), None)
-        return 2**62 if found is None else found
+        return _UNPLACED if found is None else found
     return sum(stored_tokens(m) for m in history[:cut])  # a standalone call: the history is the session
 
 
@@ -606,7 +610,7 @@ def _searched_before(history: Sequence[ChatMessage], cut: int, session: SessionC
     ``cut`` on is placed, the end of the part read (what another writer stored after the read is newer than the
     window's request, and may be one of its newest turns by the next window)."""
     offset = _offset_of(history, cut, session)
-    if offset != 2**62:
+    if offset != _UNPLACED:
         return offset
     for k in range(cut - 1, -1, -1):
         message = history[k]
