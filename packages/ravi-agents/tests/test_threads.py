@@ -18,13 +18,24 @@ import zlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from ravi.agents.context import InMemoryHistoryProvider
+from ravi.agents.storage import (
+    InMemoryFileStore,
+    InMemoryGraphStore,
+    InMemoryLongTermMemory,
+    InMemoryStateStore,
+    InMemorySummaryStore,
+    InMemoryVectorStore,
+    TaskStore,
+)
+from ravi.kernel.errors import NotFound
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import UnitMatch
-from ravi.kernel.storage import HistoryWindow, window_of
+from ravi.kernel.storage import Document, Entity, HistoryWindow, Relationship, Task, TaskStatus, window_of
 from ravi.kernel.tokens import stored_tokens
 
 THREADS = 6
@@ -344,5 +355,297 @@ def test_history_summaries_and_listing_while_other_threads_write() -> None:
         assert sum(cleared) + left == THREADS * steps, "summaries neither cleared nor kept"
         expected_sessions = {"shared"} | {f"t{t}-s{k}" for t in range(THREADS) for k in range(steps)}
         assert await history.list_sessions(AGENT, limit=10_000) == sorted(expected_sessions)
+
+    asyncio.run(check())
+
+
+# -- the task store -----------------------------------------------------------------------------------------------
+
+
+def test_task_store_takes_every_threads_tasks_through_their_lifecycle() -> None:
+    """Every thread adds tasks to one board and moves each through its lifecycle, many tasks at once within its
+    loop, and starts, works and settles a board of its own: no move raises or is lost."""
+    store = TaskStore()
+    each = 40
+
+    done, running = TaskStatus.SUCCEEDED, TaskStatus.IN_PROGRESS
+    ends = [(done, 0), (done, 1), (done, 0), (running, 0)]
+    """Where task ``k`` ends (``ends[k % 4]``), and its retry count: see ``lifecycle``."""
+
+    async def move(task_id: str, status: TaskStatus) -> None:
+        moved = await store.update_status("shared", AGENT, task_id, status)
+        assert (moved.id, moved.status) == (task_id, status)
+        await asyncio.sleep(0)  # let the loop's other tasks move theirs
+
+    async def lifecycle(thread: int, k: int) -> None:
+        task_id = f"t{thread}-task{k}"
+        board = await store.add_tasks("shared", AGENT, [Task(id=task_id, title=f"step {k}", max_retries=1)])
+        assert board.task(task_id) is not None
+        await asyncio.sleep(0)
+        await move(task_id, TaskStatus.IN_PROGRESS)
+        if k % 4 == 1:  # fails once, is retried, succeeds
+            await move(task_id, TaskStatus.FAILED)
+            assert (await store.increment_retry("shared", AGENT, task_id)).retry_count == 1
+        elif k % 4 == 2:  # is blocked, planned again, runs
+            await move(task_id, TaskStatus.BLOCKED)
+            await move(task_id, TaskStatus.PLANNED)
+            await move(task_id, TaskStatus.IN_PROGRESS)
+        elif k % 4 == 3:  # fails past its retries, is abandoned, is forced to run again
+            await move(task_id, TaskStatus.FAILED)
+            assert (await store.increment_retry("shared", AGENT, task_id)).retry_count == 1
+            await move(task_id, TaskStatus.FAILED)
+            assert (await store.increment_retry("shared", AGENT, task_id)).status is TaskStatus.ABANDONED
+            assert (await store.force_retry("shared", AGENT, task_id)).status is TaskStatus.IN_PROGRESS
+            return
+        await move(task_id, TaskStatus.SUCCEEDED)
+
+    async def own_board(thread: int) -> None:
+        board = await store.create_task_list(f"own-{thread}", AGENT, [f"part {i}" for i in range(5)])
+        for task in board.tasks:
+            await store.update_status(f"own-{thread}", AGENT, task.id, TaskStatus.IN_PROGRESS)
+            await asyncio.sleep(0)
+        [settled] = await store.settle_conversation(f"own-{thread}")
+        assert [t.status for t in settled.tasks] == [TaskStatus.SUCCEEDED] * 5
+
+    async def work(thread: int) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(own_board(thread))
+            for k in range(each):
+                group.create_task(lifecycle(thread, k))
+
+    run_threads(work)
+
+    async def check() -> None:
+        board = await store.get_task_list("shared", AGENT)
+        assert board is not None
+        ids = [t.id for t in board.tasks]
+        assert len(set(ids)) == len(ids), "a task is on the board twice"
+        assert sorted(ids) == sorted(f"t{t}-task{k}" for t in range(THREADS) for k in range(each)), "tasks lost"
+        for task in board.tasks:
+            k = int(task.id.rsplit("task", 1)[1])
+            assert (task.status, task.retry_count) == ends[k % 4], f"a move of {task.id} was lost"
+        for thread in range(THREADS):
+            own = await store.get_task_list(f"own-{thread}", AGENT)
+            assert own is not None and [t.status for t in own.tasks] == [TaskStatus.SUCCEEDED] * 5
+
+    asyncio.run(check())
+
+
+# -- the other stores ---------------------------------------------------------------------------------------------
+
+
+def test_state_store_keeps_every_threads_keys() -> None:
+    """Every thread merges keys of its own into one session's state: no key is lost."""
+    store = InMemoryStateStore()
+    steps = 150
+
+    async def work(thread: int) -> None:
+        for k in range(steps):
+            merged = await store.update_state("s", {f"t{thread}-k{k}": [thread, k]})
+            assert merged[f"t{thread}-k{k}"] == [thread, k]
+            if k % 10 == 0:
+                state = await store.get_state("s")
+                assert all(state.get(f"t{thread}-k{i}") == [thread, i] for i in range(k + 1)), "own keys lost"
+
+    run_threads(work)
+    state = asyncio.run(store.get_state("s"))
+    assert state == {f"t{t}-k{k}": [t, k] for t in range(THREADS) for k in range(steps)}
+
+
+def test_summary_store_keeps_every_threads_summaries() -> None:
+    """Every thread keeps summaries in one scope, and in a scope of its own that it clears again: every summary of
+    the shared scope is kept, and every other one is either counted by a ``clear_summaries`` or still there."""
+    store = InMemorySummaryStore()
+    steps = 300
+    shared = Scope(AGENT, "shared", "g1")
+    cleared: list[int] = []
+
+    async def work(thread: int) -> None:
+        own = Scope(AGENT, f"own-{thread}", "g1")
+        for k in range(steps):
+            assert await store.put_summary(shared, f"t{thread}-span{k}", f"summary {thread}/{k}")
+            assert await store.get_summary(shared, f"t{thread}-span{k}") == f"summary {thread}/{k}"
+            assert await store.put_summary(own, f"span{k}", "own")
+            if k % 10 == 9:
+                cleared.append(await store.clear_summaries(AGENT, session_id=f"own-{thread}"))
+
+    run_threads(work)
+
+    async def check() -> None:
+        for thread in range(THREADS):
+            for k in range(steps):
+                assert await store.get_summary(shared, f"t{thread}-span{k}") == f"summary {thread}/{k}"
+        left = [
+            await store.get_summary(Scope(AGENT, f"own-{t}", "g1"), f"span{k}")
+            for t in range(THREADS)
+            for k in range(steps)
+        ]
+        assert sum(cleared) + sum(text is not None for text in left) == THREADS * steps
+        assert await store.clear_summaries(AGENT, session_id="shared") == THREADS * steps
+
+    asyncio.run(check())
+
+
+def test_file_store_keeps_every_threads_blobs() -> None:
+    """Every thread uploads, reads and deletes blobs under one session's prefix, and forgets a session of its
+    own now and then: every blob kept downloads as uploaded, every deleted one is gone."""
+    store = InMemoryFileStore()
+    steps = 300
+
+    def kept(k: int) -> bool:
+        return k % 5 != 3
+
+    async def work(thread: int) -> None:
+        for k in range(steps):
+            key = f"{AGENT}/shared/t{thread}-k{k}"
+            data = f"{thread}/{k}".encode()
+            assert await store.upload(key, data, metadata={"thread": str(thread)}) == key
+            assert (await store.download(key)).data == data
+            await store.upload(f"{AGENT}/own-{thread}/k{k}", b"scratch")
+            if not kept(k):
+                assert await store.delete(key)
+            if k % 10 == 9:
+                assert await store.forget(AGENT, session_id=f"own-{thread}") == 10
+
+    run_threads(work)
+
+    async def check() -> None:
+        for thread in range(THREADS):
+            for k in range(steps):
+                key = f"{AGENT}/shared/t{thread}-k{k}"
+                if kept(k):
+                    blob = await store.download(key)
+                    assert (blob.data, blob.metadata) == (f"{thread}/{k}".encode(), {"thread": str(thread)})
+                else:
+                    with pytest.raises(NotFound):
+                        await store.download(key)
+        assert await store.forget(AGENT, session_id="shared") == THREADS * sum(map(kept, range(steps)))
+
+    asyncio.run(check())
+
+
+def test_graph_store_keeps_every_threads_entities_and_relationships() -> None:
+    """Every thread adds entities joined to one shared hub, reads their neighbourhoods, and forgets a session of
+    its own now and then: the hub ends with every entity and relationship added, each once."""
+    store = InMemoryGraphStore()
+    steps = 200
+    asyncio.run(store.add_entities([Entity(id="hub")]))
+
+    async def work(thread: int) -> None:
+        for k in range(steps):
+            entity, edge = f"t{thread}-e{k}", f"t{thread}-r{k}"
+            await store.add_entities([Entity(id=entity, properties={"agent_id": AGENT, "session_id": "shared"})])
+            await store.add_relationships([Relationship(id=edge, source_id=entity, target_id="hub", type="near")])
+            near = await store.get_neighbors(entity)
+            assert near.entity_ids() == {entity, "hub"} and [r.id for r in near.relationships] == [edge]
+            scratch = Entity(id=f"t{thread}-x{k}", properties={"agent_id": AGENT, "session_id": f"own-{thread}"})
+            await store.add_entities([scratch])
+            if k % 10 == 9:
+                assert await store.forget(AGENT, session_id=f"own-{thread}") == 10
+
+    run_threads(work)
+
+    async def check() -> None:
+        hub = await store.get_neighbors("hub")
+        entities = [e.id for e in hub.entities]
+        edges = [r.id for r in hub.relationships]
+        assert len(set(entities)) == len(entities) and len(set(edges)) == len(edges)
+        assert set(entities) == {"hub"} | {f"t{t}-e{k}" for t in range(THREADS) for k in range(steps)}
+        assert set(edges) == {f"t{t}-r{k}" for t in range(THREADS) for k in range(steps)}
+        for thread in range(THREADS):
+            assert await store.get_entity(f"t{thread}-x0") is None
+        assert await store.forget(AGENT, session_id="shared") == 2 * THREADS * steps
+
+    asyncio.run(check())
+
+
+def vector(thread: int, k: int) -> tuple[float, ...]:
+    """A vector of its own for document ``k`` of ``thread``: no other lies as close to it."""
+    values = np.random.default_rng(1000 * thread + k).standard_normal(16).astype(np.float32)
+    return tuple(values.tolist())
+
+
+def test_vector_store_keeps_every_threads_documents() -> None:
+    """Every thread adds, replaces, finds and deletes documents of one collection, and forgets a session of its
+    own there now and then: every document kept comes back once with its own embedding and is the nearest to
+    it."""
+    store = InMemoryVectorStore()
+    steps = 200
+
+    def kept(k: int) -> bool:
+        return k % 6 != 4
+
+    def document(thread: int, k: int, session_id: str = "shared") -> Document:
+        return Document(
+            id=f"t{thread}-d{k}",
+            content=f"document {thread}/{k}",
+            embedding=vector(thread, k),
+            metadata={"agent_id": AGENT, "session_id": session_id},
+        )
+
+    async def work(thread: int) -> None:
+        for k in range(steps):
+            doc = document(thread, k)
+            await store.add([doc], collection="shared")
+            await store.upsert([doc], collection="shared")
+            hits = await store.search(doc.embedding or (), collection="shared", limit=1)
+            assert [h.id for h in hits] == [doc.id]
+            scratch = document(thread, k, f"own-{thread}").model_copy(update={"id": f"t{thread}-x{k}"})
+            await store.add([scratch], collection="shared")
+            if not kept(k):
+                assert await store.delete([doc.id], collection="shared") == 1
+            if k % 10 == 9:
+                assert await store.forget(AGENT, session_id=f"own-{thread}") == 10
+
+    run_threads(work)
+
+    async def check() -> None:
+        ids = [f"t{t}-{kind}{k}" for kind in "dx" for t in range(THREADS) for k in range(steps)]
+        got = await store.get(ids, collection="shared")  # the documents, then the forgotten ones
+        expected = [document(t, k) for t in range(THREADS) for k in range(steps) if kept(k)]
+        assert [d.id for d in got] == [d.id for d in expected], "documents lost or kept after delete"
+        for doc, want in zip(got, expected, strict=True):
+            assert doc.embedding == want.embedding and doc.text == want.text, f"{doc.id} holds another's data"
+            hits = await store.search(want.embedding or (), collection="shared", limit=1)
+            assert [h.id for h in hits] == [want.id]
+        assert await store.forget(AGENT, session_id="shared") == len(expected)
+
+    asyncio.run(check())
+
+
+def test_long_term_memory_keeps_every_threads_memories() -> None:
+    """Every thread saves, finds and deletes memories of one agent's namespace, and searches it meanwhile: every
+    memory kept is found once, under its id, with its content."""
+    store = InMemoryLongTermMemory(embedding_client=WordEmbedder())
+    steps = 200
+
+    def kept(k: int) -> bool:
+        return k % 5 != 2
+
+    saved: list[dict[str, str]] = [{} for _ in range(THREADS)]
+
+    async def work(thread: int) -> None:
+        for k in range(steps):
+            content = f"thread{thread} fact {k} about {WORDS[k % len(WORDS)]}"
+            memory_id = await store.save(AGENT, content, namespace="shared", metadata={"session_id": f"t{thread}"})
+            memory = await store.get(AGENT, memory_id, namespace="shared")
+            assert memory is not None and memory.content == content
+            found = await store.search(AGENT, content, namespace="shared", limit=3)
+            scores = [m.score or 0.0 for m in found]
+            assert found and scores == sorted(scores, reverse=True)
+            if kept(k):
+                saved[thread][memory_id] = content
+            else:
+                assert await store.delete(AGENT, memory_id, namespace="shared")
+
+    run_threads(work)
+
+    async def check() -> None:
+        everything = {i: c for own in saved for i, c in own.items()}
+        found = await store.search(AGENT, "fact", namespace="shared", limit=10_000)
+        assert sorted(m.id for m in found) == sorted(everything), "memories lost, or found twice"
+        assert all(m.content == everything[m.id] for m in found)
+        for thread in range(THREADS):
+            assert await store.forget(AGENT, session_id=f"t{thread}") == len(saved[thread])
 
     asyncio.run(check())
