@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -77,9 +78,10 @@ class InMemoryHistoryProvider(Closeable):
     """Transcripts in a dict, keyed by ``(agent_id, session_id)``; each message tagged with its ``run_id``.
 
     Messages are immutable, so readers get the stored objects in a fresh list: changing the list changes
-    nothing here, and the messages themselves cannot be changed. Operations never await, so each is atomic
-    with respect to other tasks on the event loop. Not shared between processes: use the Redis or Postgres
-    provider for that.
+    nothing here, and the messages themselves cannot be changed. Each operation holds the provider's
+    ``threading.Lock`` while it reads or changes a session and never awaits holding it (a search by meaning awaits
+    its embedder between two such steps), so each is atomic with respect to every other task, whichever event loop
+    or thread runs it. Not shared between processes: use the Redis or Postgres provider for that.
 
     The provider also keeps its sessions' generations (``SessionGeneration``) and summaries (``SummaryStore``):
     ``clear``, a ``clear_run`` that removes something and ``replace_last`` (``TailEditor``) give the session a
@@ -98,6 +100,7 @@ class InMemoryHistoryProvider(Closeable):
 
     def __init__(self) -> None:
         self._sessions: dict[tuple[str, str], _Session] = {}
+        self._lock = threading.Lock()
 
     def _session(self, agent_id: str, session_id: str) -> _Session | None:
         check_scope(agent_id=agent_id, session_id=session_id)
@@ -115,12 +118,13 @@ class InMemoryHistoryProvider(Closeable):
         check_append(agent_id, session_id, run_id, messages)
         if not messages:
             return
-        session = self._sessions.get((agent_id, session_id)) or _Session()
-        fresh = session.fresh(messages)
-        self._sessions.setdefault((agent_id, session_id), session)
-        session.written = True
-        for message in fresh:
-            session.add(message, run_id)
+        with self._lock:
+            session = self._sessions.get((agent_id, session_id)) or _Session()
+            fresh = session.fresh(messages)
+            self._sessions.setdefault((agent_id, session_id), session)
+            session.written = True
+            for message in fresh:
+                session.add(message, run_id)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -131,7 +135,8 @@ class InMemoryHistoryProvider(Closeable):
         if session is None:
             return []
         end = None if limit is None else offset + limit
-        return session.messages[offset:end]
+        with self._lock:
+            return session.messages[offset:end]
 
     async def get_stored(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -143,33 +148,37 @@ class InMemoryHistoryProvider(Closeable):
         if session is None:
             return []
         end = None if limit is None else offset + limit
-        return [
-            StoredMessage(m, r) for m, r in zip(session.messages[offset:end], session.runs[offset:end], strict=True)
-        ]
+        with self._lock:
+            messages, runs = session.messages[offset:end], session.runs[offset:end]
+        return [StoredMessage(m, r) for m, r in zip(messages, runs, strict=True)]
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Remove the session's messages and summaries; returns how many messages it held."""
-        session = self._session(agent_id, session_id)
-        if session is None:
-            return 0
-        if not session.written:  # only summaries kept without a generation: nothing else to keep
-            del self._sessions[(agent_id, session_id)]
-            return 0
-        self._sessions[(agent_id, session_id)] = _Session()  # keeps only a new generation
-        return len(session.messages)
+        check_scope(agent_id=agent_id, session_id=session_id)
+        key = (agent_id, session_id)
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is None:
+                return 0
+            if not session.written:  # only summaries kept without a generation: nothing else to keep
+                del self._sessions[key]
+                return 0
+            self._sessions[key] = _Session()  # keeps only a new generation
+            return len(session.messages)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
         """Remove the messages ``run_id`` wrote to the session (and, if any, the session's summaries); returns
         how many."""
-        check_scope(run_id=run_id)
-        session = self._session(agent_id, session_id)
-        if session is None:
-            return 0
-        removed = session.runs.count(run_id)
-        if removed:
-            kept = [(m, r) for m, r in zip(session.messages, session.runs, strict=True) if r != run_id]
-            self._sessions[(agent_id, session_id)] = session.rebuilt(kept)
-        return removed
+        check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
+        with self._lock:
+            session = self._sessions.get((agent_id, session_id))
+            if session is None:
+                return 0
+            removed = session.runs.count(run_id)
+            if removed:
+                kept = [(m, r) for m, r in zip(session.messages, session.runs, strict=True) if r != run_id]
+                self._sessions[(agent_id, session_id)] = session.rebuilt(kept)
+            return removed
 
     async def replace_last(
         self,
@@ -183,16 +192,17 @@ class InMemoryHistoryProvider(Closeable):
         """If the newest message has id ``message_id``, put ``messages`` in its place, atomically, in a new
         generation of the session (``TailEditor``); ``False`` (nothing changed) otherwise."""
         check_replace(agent_id, session_id, message_id, messages, run_id)
-        session = self._sessions.get((agent_id, session_id))
-        if session is None or not session.messages or session.messages[-1].id != message_id:
-            return False
-        kept = list(zip(session.messages[:-1], session.runs[:-1], strict=True))
-        replaced = session.rebuilt(kept)
-        fresh = replaced.fresh(messages)
-        for message in fresh:
-            replaced.add(message, run_id)
-        self._sessions[(agent_id, session_id)] = replaced
-        return True
+        with self._lock:
+            session = self._sessions.get((agent_id, session_id))
+            if session is None or not session.messages or session.messages[-1].id != message_id:
+                return False
+            kept = list(zip(session.messages[:-1], session.runs[:-1], strict=True))
+            replaced = session.rebuilt(kept)
+            fresh = replaced.fresh(messages)
+            for message in fresh:
+                replaced.add(message, run_id)
+            self._sessions[(agent_id, session_id)] = replaced
+            return True
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
         """The session's generation (``SessionGeneration``); ``""`` for a session never written."""
@@ -206,6 +216,11 @@ class InMemoryHistoryProvider(Closeable):
         session = self._session(agent_id, session_id)
         if session is None or not session.written:
             return HistoryWindow([], 0, True, 0, "")
+        with self._lock:
+            return self._window(session, tokens)
+
+    @staticmethod
+    def _window(session: _Session, tokens: int) -> HistoryWindow:
         before, messages = session.before, session.messages
         # the latest start whose tail passes ``tokens``: before[start] < total - tokens
         start = max(0, bisect_left(before, before[-1] - tokens) - 1)
@@ -226,10 +241,11 @@ class InMemoryHistoryProvider(Closeable):
         session = self._session(agent_id, session_id)
         if session is None or not limit:
             return []
-        if session.index is None:
-            session.index = SessionPostings()
-        stop = bisect_left(session.before, before, hi=len(session.messages))
-        return session.index.search(session.messages, query, stop=stop, limit=limit, before=session.before)
+        with self._lock:
+            if session.index is None:
+                session.index = SessionPostings()
+            stop = bisect_left(session.before, before, hi=len(session.messages))
+            return session.index.search(session.messages, query, stop=stop, limit=limit, before=session.before)
 
     async def search_hybrid(
         self,
@@ -251,21 +267,24 @@ class InMemoryHistoryProvider(Closeable):
         session = self._session(agent_id, session_id)
         if session is None or not limit or not query:
             return HybridMatches([], [])
-        if session.index is None:
-            session.index = SessionPostings()
-        index, messages = session.index, session.messages
-        stop = bisect_left(session.before, before, hi=len(messages))
-        lexical = index.search(messages, query, stop=stop, limit=limit, before=session.before, spread=spread)
-        if embedder is None:
-            return HybridMatches(lexical, [])
-        if session.vectors is None or session.vectors.model != model:
-            session.vectors = MessageVectors(model)
-        await session.vectors.extend(messages, embedder)
-        if self._sessions.get((agent_id, session_id)) is not session:  # cleared or rewritten meanwhile
-            return HybridMatches(lexical, [])
+        with self._lock:
+            if session.index is None:
+                session.index = SessionPostings()
+            index, messages = session.index, session.messages
+            stop = bisect_left(session.before, before, hi=len(messages))
+            lexical = index.search(messages, query, stop=stop, limit=limit, before=session.before, spread=spread)
+            if embedder is None:
+                return HybridMatches(lexical, [])
+            if session.vectors is None or session.vectors.model != model:
+                session.vectors = MessageVectors(model)
+            vectors = session.vectors
+        await vectors.extend(messages, embedder)  # the list only grows: a rewrite makes a new session
         [vector] = await embedder.embed([query])
-        similar = session.vectors.similarity(vector, stop)
-        meaning = index.units(messages, similar, before=session.before, limit=limit)
+        with self._lock:
+            if self._sessions.get((agent_id, session_id)) is not session:  # cleared or rewritten meanwhile
+                return HybridMatches(lexical, [])
+            similar = vectors.similarity(vector, stop)
+            meaning = index.units(messages, similar, before=session.before, limit=limit)
         return HybridMatches(lexical, meaning)
 
     async def get_summary(self, scope: Scope, span_id: str) -> str | None:
@@ -283,13 +302,14 @@ class InMemoryHistoryProvider(Closeable):
         check_span(span_id)
         check_summary(text)
         key = (scope.agent_id, scope.session_id)
-        session = self._sessions.get(key)
-        if scope.generation is None:
-            session = self._sessions.setdefault(key, session or _Session(written=False))
-        elif session is None or not session.written or session.generation != scope.generation:
-            return False
-        session.summaries.setdefault((scope.generation, span_id), text)
-        return True
+        with self._lock:
+            session = self._sessions.get(key)
+            if scope.generation is None:
+                session = self._sessions.setdefault(key, session or _Session(written=False))
+            elif session is None or not session.written or session.generation != scope.generation:
+                return False
+            session.summaries.setdefault((scope.generation, span_id), text)
+            return True
 
     async def clear_summaries(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Remove every summary of the session (of every session of the agent when ``session_id`` is ``None``);
@@ -298,10 +318,11 @@ class InMemoryHistoryProvider(Closeable):
         if session_id is not None:
             check_scope(session_id=session_id)
         removed = 0
-        for (agent, session_key), session in self._sessions.items():
-            if agent == agent_id and (session_id is None or session_key == session_id):
-                removed += len(session.summaries)
-                session.summaries.clear()
+        with self._lock:
+            for (agent, session_key), session in self._sessions.items():
+                if agent == agent_id and (session_id is None or session_key == session_id):
+                    removed += len(session.summaries)
+                    session.summaries.clear()
         return removed
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
@@ -309,14 +330,17 @@ class InMemoryHistoryProvider(Closeable):
         summaries, search index, embeddings and generation (``Forgetter``); returns how many messages it held.
         A summary written afterwards under the old generation is refused, as after ``clear``."""
         check_forget(agent_id, session_id)
-        doomed = [key for key in self._sessions if key[0] == agent_id and (session_id is None or key[1] == session_id)]
-        return sum(len(self._sessions.pop(key).messages) for key in doomed)
+        with self._lock:
+            doomed = [k for k in self._sessions if k[0] == agent_id and (session_id is None or k[1] == session_id)]
+            return sum(len(self._sessions.pop(key).messages) for key in doomed)
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted."""
         check_scope(agent_id=agent_id)
         check_page(limit, 0)
-        return sorted(s for (a, s), session in self._sessions.items() if a == agent_id and session.messages)[:limit]
+        with self._lock:
+            held = [s for (a, s), session in self._sessions.items() if a == agent_id and session.messages]
+        return sorted(held)[:limit]
 
     async def count_messages(self, agent_id: str, *, session_id: str) -> int:
         """How many messages the session holds."""

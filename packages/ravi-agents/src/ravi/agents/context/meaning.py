@@ -7,13 +7,14 @@ so both give the same units.
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections.abc import Sequence
 
 import numpy as np
 
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
+from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, match_units, message_text
 
@@ -24,19 +25,25 @@ static model's cost grows with the text."""
 
 class MessageVectors:
     """The unit-length embeddings of a growing list of messages under one model, a row per message (zeros for a
-    message without text, which then matches nothing)."""
+    message without text, which then matches nothing).
+
+    The tasks of one event loop extend it one at a time, so they never embed the same rows twice; tasks of other
+    loops (other threads) may embed rows at the same time, and the rows the first of them stores are kept (the
+    same messages give the same rows). Rows are read and written under a ``threading.Lock``."""
 
     def __init__(self, model: str) -> None:
         self.model = model
         self.size = 0
         self._buffer = np.zeros((0, 0), dtype=np.float32)  # rows beyond ``size`` are room to grow into
-        self._lock = asyncio.Lock()  # one extension at a time: concurrent searches would embed the same rows
+        self._truncations = 0  # an extension that began before a truncation stores nothing
+        self._extending = KeyedLocks[None]()  # one extension at a time per loop
+        self._lock = threading.Lock()  # held without awaiting, by every thread that reads or writes the rows
 
     async def extend(self, messages: Sequence[ChatMessage], embedder: EmbeddingClient) -> None:
         """Embed ``messages[self.size:]``, those appended since the last call (the list may grow meanwhile:
         what it holds when the call starts is embedded)."""
-        async with self._lock:
-            start, end = self.size, len(messages)
+        async with self._extending(None):
+            start, end, truncations = self.size, len(messages), self._truncations
             if end <= start:
                 return
             texts = [message_text(messages[i])[:EMBEDDED_CHARS] for i in range(start, end)]
@@ -47,29 +54,41 @@ class MessageVectors:
                 if len(vectors) != len(wanted):
                     raise InvalidArgument(f"the embedder returned {len(vectors)} vectors for {len(wanted)} texts")
                 rows[wanted] = _unit_rows(vectors, embedder.dimension)
-            if end > len(self._buffer) or self._buffer.shape[1] != rows.shape[1]:
-                grown = np.zeros((max(end, 2 * len(self._buffer), 256), rows.shape[1]), dtype=np.float32)
-                if start:
-                    grown[:start] = self._buffer[:start]
-                self._buffer = grown
-            self._buffer[start:end] = rows
-            self.size = end
+            with self._lock:
+                if truncations == self._truncations:
+                    self._store(rows, start, end)
+
+    def _store(self, rows: np.ndarray, start: int, end: int) -> None:
+        """Keep ``rows``, the embeddings of messages ``start`` to ``end``, past those already held."""
+        held = self.size
+        if end <= held:  # another loop stored them meanwhile
+            return
+        if end > len(self._buffer) or self._buffer.shape[1] != rows.shape[1]:
+            grown = np.zeros((max(end, 2 * len(self._buffer), 256), rows.shape[1]), dtype=np.float32)
+            if held:
+                grown[:held] = self._buffer[:held]
+            self._buffer = grown
+        self._buffer[held:end] = rows[held - start :]
+        self.size = end
 
     def truncate(self, size: int) -> None:
         """Forget the embeddings from message ``size`` on (the history changed there)."""
-        self.size = min(self.size, size)
+        with self._lock:
+            self.size = min(self.size, size)
+            self._truncations += 1
 
     def similarity(self, vector: Sequence[float], stop: int) -> np.ndarray:
         """The cosine similarity to ``vector`` of the last :data:`~ravi.kernel.search.MEANING_LOOKBACK` of the
-        first ``stop`` messages, by position (zero for the messages before them)."""
-        [query] = _unit_rows([vector], self._buffer.shape[1] if self.size else len(vector))
-        stop = min(stop, self.size)
+        first ``stop`` messages, by position (zero for the messages before them, and for any not embedded)."""
         out = np.zeros(stop, dtype=np.float32)
-        start = max(0, stop - MEANING_LOOKBACK)
-        if stop > start:
-            # einsum runs in this thread: a matrix-vector product through BLAS wakes its thread pool, which
-            # costs milliseconds on a busy machine for what one core does in a tenth of one
-            out[start:stop] = np.einsum("ij,j->i", self._buffer[start:stop], query)
+        with self._lock:
+            [query] = _unit_rows([vector], self._buffer.shape[1] if self.size else len(vector))
+            end = min(stop, self.size)
+            start = max(0, end - MEANING_LOOKBACK)
+            if end > start:
+                # einsum runs in this thread: a matrix-vector product through BLAS wakes its thread pool, which
+                # costs milliseconds on a busy machine for what one core does in a tenth of one
+                out[start:end] = np.einsum("ij,j->i", self._buffer[start:end], query)
         return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from datetime import timedelta
 from types import TracebackType
@@ -17,7 +18,9 @@ class InMemoryFileStore:
     """Blobs in a dict: key to bytes, content type, metadata and expiry.
 
     ``presign_url`` gives ``memory://{key}`` (there is no server to fetch from); ``connect`` and ``disconnect``
-    do nothing. An expired blob is gone: it is never returned and is dropped when next touched.
+    do nothing. An expired blob is gone: it is never returned and is dropped when next touched. Each call holds a
+    ``threading.Lock`` and never awaits, so tasks of any event loop, in any thread, may share the store: of
+    concurrent deletes of one blob, one reports ``True``.
     """
 
     Options = InMemoryBlobOptions
@@ -26,6 +29,7 @@ class InMemoryFileStore:
     def __init__(self, *, clock: Clock = system_clock) -> None:
         self._blobs: dict[str, tuple[Blob, float | None]] = {}
         self._clock = clock
+        self._lock = threading.Lock()
 
     async def __aenter__(self) -> InMemoryFileStore:
         await self.connect()
@@ -44,6 +48,7 @@ class InMemoryFileStore:
         """Nothing to release; safe to call again."""
 
     def _live(self, key: str) -> Blob | None:
+        """The live blob under ``key`` (call it holding the lock)."""
         entry = self._blobs.get(key)
         if entry is None:
             return None
@@ -69,13 +74,15 @@ class InMemoryFileStore:
         seconds = ttl_seconds(ttl)
         meta = check_blob_metadata(metadata)
         blob = Blob(key=key, data=bytes(data), content_type=check_content_type(content_type), metadata=meta)
-        self._blobs[key] = (blob, None if seconds is None else self._clock() + seconds)
+        with self._lock:
+            self._blobs[key] = (blob, None if seconds is None else self._clock() + seconds)
         return key
 
     async def download(self, key: str) -> Blob:
         """The blob under ``key``; ``NotFound`` if missing or expired."""
         check_blob_key(key)
-        blob = self._live(key)
+        with self._lock:
+            blob = self._live(key)
         if blob is None:
             raise NotFound(f"no blob under key {key!r}")
         return blob
@@ -83,8 +90,9 @@ class InMemoryFileStore:
     async def delete(self, key: str) -> bool:
         """Remove the blob; ``False`` if it was not there."""
         check_blob_key(key)
-        present = self._live(key) is not None
-        self._blobs.pop(key, None)
+        with self._lock:
+            present = self._live(key) is not None
+            self._blobs.pop(key, None)
         return present
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
@@ -92,17 +100,20 @@ class InMemoryFileStore:
         (``Forgetter``); returns how many live ones there were."""
         check_forget(agent_id, session_id)
         prefix = blob_prefix(agent_id, session_id)
-        doomed = [key for key in self._blobs if key.startswith(prefix)]
-        live = sum(1 for key in doomed if self._live(key) is not None)
-        for key in doomed:
-            self._blobs.pop(key, None)
+        with self._lock:
+            doomed = [key for key in self._blobs if key.startswith(prefix)]
+            live = sum(1 for key in doomed if self._live(key) is not None)
+            for key in doomed:
+                self._blobs.pop(key, None)
         return live
 
     async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
         """``memory://{key}``; ``NotFound`` if there is no such blob."""
         check_blob_key(key)
         ttl_seconds(expires_in)
-        if self._live(key) is None:
+        with self._lock:
+            live = self._live(key)
+        if live is None:
             raise NotFound(f"no blob under key {key!r}")
         return f"memory://{key}"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -17,7 +18,8 @@ class InMemoryGraphStore(Closeable):
 
     Each entity keeps the ids of the relationships that touch it, so ``get_neighbors`` walks only the edges of
     the neighbourhood it returns: its cost grows with the neighbourhood, not with the graph. Not
-    ``CypherCapable``: use the AGE backend for openCypher.
+    ``CypherCapable``: use the AGE backend for openCypher. Each call holds a ``threading.Lock`` and never awaits,
+    so tasks of any event loop, in any thread, may share the store.
     """
 
     Options = NoOptions
@@ -27,30 +29,33 @@ class InMemoryGraphStore(Closeable):
         self._entities: dict[str, Entity] = {}
         self._relationships: dict[str, Relationship] = {}
         self._adjacent: defaultdict[str, set[str]] = defaultdict(set)
+        self._lock = threading.Lock()
 
     async def add_entities(self, entities: Sequence[Entity]) -> None:
         """Insert or replace entities by id."""
         entities = check_items(entities, Entity, "entities")
-        for e in entities:
-            self._entities[e.id] = e
+        with self._lock:
+            for e in entities:
+                self._entities[e.id] = e
 
     async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
         """Insert or replace relationships by id; both ends must exist (``NotFound`` otherwise, nothing added)."""
         relationships = check_items(relationships, Relationship, "relationships")
-        for r in relationships:
-            for end in (r.source_id, r.target_id):
-                if end not in self._entities:
-                    raise NotFound(
-                        f"relationship {r.id!r} refers to unknown entity {end!r}", hint="add the entities first"
-                    )
-        for r in relationships:
-            old = self._relationships.get(r.id)
-            if old is not None:
-                self._adjacent[old.source_id].discard(old.id)
-                self._adjacent[old.target_id].discard(old.id)
-            self._relationships[r.id] = r
-            self._adjacent[r.source_id].add(r.id)
-            self._adjacent[r.target_id].add(r.id)
+        with self._lock:
+            for r in relationships:
+                for end in (r.source_id, r.target_id):
+                    if end not in self._entities:
+                        raise NotFound(
+                            f"relationship {r.id!r} refers to unknown entity {end!r}", hint="add the entities first"
+                        )
+            for r in relationships:
+                old = self._relationships.get(r.id)
+                if old is not None:
+                    self._adjacent[old.source_id].discard(old.id)
+                    self._adjacent[old.target_id].discard(old.id)
+                self._relationships[r.id] = r
+                self._adjacent[r.source_id].add(r.id)
+                self._adjacent[r.target_id].add(r.id)
 
     async def get_entity(self, entity_id: str) -> Entity | None:
         """One entity by id, or ``None``."""
@@ -64,10 +69,14 @@ class InMemoryGraphStore(Closeable):
         check_scope(entity_id=entity_id)
         if not isinstance(depth, int) or depth < 0:
             raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
-        if entity_id not in self._entities:
-            raise NotFound(f"no entity {entity_id!r}")
         checked = check_relationship_types(relationship_types)
         types = None if checked is None else set(checked)
+        with self._lock:
+            if entity_id not in self._entities:
+                raise NotFound(f"no entity {entity_id!r}")
+            return self._walk(entity_id, depth, types)
+
+    def _walk(self, entity_id: str, depth: int, types: set[str] | None) -> SubGraph:
         seen = {entity_id}
         order = [entity_id]
         walked: dict[str, Relationship] = {}
@@ -95,6 +104,10 @@ class InMemoryGraphStore(Closeable):
     async def delete_entity(self, entity_id: str) -> bool:
         """Remove an entity and every relationship touching it."""
         check_scope(entity_id=entity_id)
+        with self._lock:
+            return self._drop_entity(entity_id)
+
+    def _drop_entity(self, entity_id: str) -> bool:
         if self._entities.pop(entity_id, None) is None:
             return False
         for rel_id in self._adjacent.pop(entity_id, set()):
@@ -108,16 +121,21 @@ class InMemoryGraphStore(Closeable):
         relationship touching it, and every relationship whose own properties place it in the scope
         (``Forgetter``); returns how many entities and relationships."""
         check_forget(agent_id, session_id)
-        before = len(self._entities) + len(self._relationships)
-        for rel in [r for r in self._relationships.values() if in_scope(r.properties, agent_id, session_id)]:
-            await self.delete_relationship(rel.id)
-        for entity in [e for e in self._entities.values() if in_scope(e.properties, agent_id, session_id)]:
-            await self.delete_entity(entity.id)
-        return before - len(self._entities) - len(self._relationships)
+        with self._lock:
+            before = len(self._entities) + len(self._relationships)
+            for rel in [r for r in self._relationships.values() if in_scope(r.properties, agent_id, session_id)]:
+                self._drop_relationship(rel.id)
+            for entity in [e for e in self._entities.values() if in_scope(e.properties, agent_id, session_id)]:
+                self._drop_entity(entity.id)
+            return before - len(self._entities) - len(self._relationships)
 
     async def delete_relationship(self, relationship_id: str) -> bool:
         """Remove one relationship."""
         check_scope(relationship_id=relationship_id)
+        with self._lock:
+            return self._drop_relationship(relationship_id)
+
+    def _drop_relationship(self, relationship_id: str) -> bool:
         rel = self._relationships.pop(relationship_id, None)
         if rel is None:
             return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,9 @@ class InMemoryLongTermMemory(Closeable):
     """Long-term memory in process memory, searched by cosine similarity of embeddings.
 
     The embeddings come from ``embedding_client`` (by default :class:`HashingEmbeddingClient`, offline). A memory
-    saved with a ``ttl`` is never returned once it has expired.
+    saved with a ``ttl`` is never returned once it has expired. The embedding is awaited before the store's
+    ``threading.Lock`` is taken, and nothing awaits holding it, so tasks of any event loop, in any thread, may share
+    the store.
     """
 
     Options = InMemoryLongTermOptions
@@ -33,6 +36,7 @@ class InMemoryLongTermMemory(Closeable):
         self._embedder = embedding_client or HashingEmbeddingClient()
         self._clock = clock
         self._spaces: dict[tuple[str, str], dict[str, tuple[Memory, np.ndarray]]] = {}
+        self._lock = threading.Lock()
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)
@@ -64,7 +68,8 @@ class InMemoryLongTermMemory(Closeable):
             created_at=now,
             expires_at=None if seconds is None else now + timedelta(seconds=seconds),
         )
-        self._spaces.setdefault((agent_id, namespace), {})[memory.id] = (memory, array / (norm or 1.0))
+        with self._lock:
+            self._spaces.setdefault((agent_id, namespace), {})[memory.id] = (memory, array / (norm or 1.0))
         return memory.id
 
     async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
@@ -73,7 +78,8 @@ class InMemoryLongTermMemory(Closeable):
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
         now = self._now()
-        live = [(m, v) for m, v in self._spaces.get((agent_id, namespace), {}).values() if self._alive(m, now)]
+        with self._lock:
+            live = [(m, v) for m, v in self._spaces.get((agent_id, namespace), {}).values() if self._alive(m, now)]
         if not live or limit == 0:
             return []
         [vector] = await self._embedder.embed([query])
@@ -86,7 +92,8 @@ class InMemoryLongTermMemory(Closeable):
     async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
         """One live memory by id, or ``None``."""
         check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
-        entry = self._spaces.get((agent_id, namespace), {}).get(memory_id)
+        with self._lock:
+            entry = self._spaces.get((agent_id, namespace), {}).get(memory_id)
         if entry is None or not self._alive(entry[0], self._now()):
             return None
         return entry[0]
@@ -94,7 +101,8 @@ class InMemoryLongTermMemory(Closeable):
     async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
         """Remove one memory; ``False`` if it was not there (or had expired)."""
         check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
-        entry = self._spaces.get((agent_id, namespace), {}).pop(memory_id, None)
+        with self._lock:
+            entry = self._spaces.get((agent_id, namespace), {}).pop(memory_id, None)
         return entry is not None and self._alive(entry[0], self._now())
 
     async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
@@ -103,27 +111,26 @@ class InMemoryLongTermMemory(Closeable):
         if namespace is not None:
             check_scope(namespace=namespace)
         now = self._now()
-        keys = [k for k in self._spaces if k[0] == agent_id and (namespace is None or k[1] == namespace)]
-        removed = 0
-        for key in keys:
-            removed += sum(1 for m, _ in self._spaces.pop(key).values() if self._alive(m, now))
-        return removed
+        with self._lock:
+            keys = [k for k in self._spaces if k[0] == agent_id and (namespace is None or k[1] == namespace)]
+            return sum(sum(1 for m, _ in self._spaces.pop(key).values() if self._alive(m, now)) for key in keys)
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Erase the agent's memories in every namespace (``Forgetter``), or, for a session, those whose metadata
         has ``session_id`` equal to it; returns how many (expired ones included)."""
         check_forget(agent_id, session_id)
         removed = 0
-        for key in [k for k in self._spaces if k[0] == agent_id]:
-            space = self._spaces[key]
-            doomed = [
-                i for i, (m, _) in space.items() if session_id is None or m.metadata.get("session_id") == session_id
-            ]
-            for memory_id in doomed:
-                del space[memory_id]
-            removed += len(doomed)
-            if not space:
-                del self._spaces[key]
+        with self._lock:
+            for key in [k for k in self._spaces if k[0] == agent_id]:
+                space = self._spaces[key]
+                doomed = [
+                    i for i, (m, _) in space.items() if session_id is None or m.metadata.get("session_id") == session_id
+                ]
+                for memory_id in doomed:
+                    del space[memory_id]
+                removed += len(doomed)
+                if not space:
+                    del self._spaces[key]
         return removed
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,13 +15,15 @@ from ravi.kernel.values import check_scope, json_copy
 class InMemoryStateStore(Closeable):
     """One JSON object per session. Values are copied in and out through JSON, so what comes back is what
     a database backend would return (tuples become lists) and no caller can change another's copy.
-    ``update_state`` never awaits, so concurrent updaters on the event loop never lose each other's keys."""
+    ``update_state`` merges under a ``threading.Lock`` and never awaits, so concurrent updaters never lose each
+    other's keys, whichever event loop or thread they run on."""
 
     Options = NoOptions
     """The store's options model, for configuration."""
 
     def __init__(self) -> None:
         self._states: dict[str, str] = {}
+        self._lock = threading.Lock()
 
     async def get_state(self, session_id: str) -> dict[str, Any]:
         """The session's state; ``{}`` when none was set."""
@@ -37,10 +40,11 @@ class InMemoryStateStore(Closeable):
         """Merge ``updates`` into the top level of the state; returns the merged state."""
         check_scope(session_id=session_id)
         patch = json_copy(updates, "updates")
-        raw = self._states.get(session_id)
-        merged = {} if raw is None else dict(json.loads(raw))
-        merged.update(patch)
-        self._states[session_id] = json.dumps(merged)
+        with self._lock:
+            raw = self._states.get(session_id)
+            merged = {} if raw is None else dict(json.loads(raw))
+            merged.update(patch)
+            self._states[session_id] = json.dumps(merged)
         return merged
 
     async def clear(self, session_id: str) -> None:

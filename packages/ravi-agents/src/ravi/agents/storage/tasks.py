@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -23,7 +23,8 @@ from ravi.kernel.values import check_scope
 
 
 class TaskStore(TaskLifecycle, Closeable):
-    """Task boards keyed by ``(conversation_id, agent_id)``, guarded by one ``asyncio.Lock``.
+    """Task boards keyed by ``(conversation_id, agent_id)``, guarded by one ``threading.Lock``, held only by code that
+    never awaits, so tasks of any event loop, in any thread, may share the store.
 
     Every change goes through the lifecycle of :class:`~ravi.kernel.storage.TaskStatus`: an illegal move
     raises ``InvalidTransition`` and changes nothing.
@@ -41,14 +42,14 @@ class TaskStore(TaskLifecycle, Closeable):
 
     def __init__(self) -> None:
         self._boards: dict[tuple[str, str], TaskList] = {}
-        self._lock = asyncio.Lock()
+        self._lock = threading.Lock()
 
     async def create_task_list(self, conversation_id: str, agent_id: str, tasks: Sequence[Task | str]) -> TaskList:
         """Start a board (replacing any existing one)."""
         check_scope(conversation_id=conversation_id, agent_id=agent_id)
         board = TaskList(conversation_id=conversation_id, agent_id=agent_id, tasks=tuple(as_tasks(tasks)))
         _check_unique(board)
-        async with self._lock:
+        with self._lock:
             self._boards[(conversation_id, agent_id)] = board
         return board
 
@@ -61,7 +62,7 @@ class TaskStore(TaskLifecycle, Closeable):
         """Append tasks to the board (created if missing)."""
         check_scope(conversation_id=conversation_id, agent_id=agent_id)
         new = as_tasks(tasks)
-        async with self._lock:
+        with self._lock:
             board = self._boards.get((conversation_id, agent_id)) or TaskList(
                 conversation_id=conversation_id, agent_id=agent_id
             )
@@ -72,7 +73,7 @@ class TaskStore(TaskLifecycle, Closeable):
 
     async def _change(self, conversation_id: str, agent_id: str, task_id: str, how: Callable[[Task], Task]) -> Task:
         check_scope(conversation_id=conversation_id, agent_id=agent_id, task_id=task_id)
-        async with self._lock:
+        with self._lock:
             board = self._boards.get((conversation_id, agent_id))
             task = board.task(task_id) if board else None
             if board is None or task is None:
@@ -86,7 +87,7 @@ class TaskStore(TaskLifecycle, Closeable):
         """Erase the agent's task list of the conversation ``session_id`` (every one of the agent's with ``None``)
         (``Forgetter``); returns how many task lists."""
         check_forget(agent_id, session_id)
-        async with self._lock:
+        with self._lock:
             doomed = [k for k in self._boards if k[1] == agent_id and (session_id is None or k[0] == session_id)]
             for key in doomed:
                 del self._boards[key]
@@ -95,7 +96,7 @@ class TaskStore(TaskLifecycle, Closeable):
     async def settle_conversation(self, conversation_id: str) -> list[TaskList]:
         """Every ``in_progress`` task of the conversation becomes ``succeeded``; returns its boards, by agent id."""
         check_scope(conversation_id=conversation_id)
-        async with self._lock:
+        with self._lock:
             settled = []
             for key in sorted(k for k in self._boards if k[0] == conversation_id):
                 board = self._boards[key]
@@ -127,6 +128,7 @@ class GlobalTaskStore:
     """
 
     _stores: ClassVar[dict[str, TaskStoreProtocol]] = {}
+    _building: ClassVar[threading.Lock] = threading.Lock()  # two threads asking at once get one store
 
     @classmethod
     def get(cls) -> TaskStoreProtocol:
@@ -138,13 +140,16 @@ class GlobalTaskStore:
         if runtime:
             settings.tasks.backend = runtime
         key = settings.tasks.model_dump_json()
-        store = cls._stores.get(key)
-        if store is None:
-            store = TaskStore() if settings.tasks.backend == "memory" else build_store("tasks", settings)
-            if not isinstance(store, TaskStoreProtocol):
-                raise ConfigurationError(f"the tasks backend {settings.tasks.backend!r} does not implement TaskStore")
-            cls._stores[key] = store
-        return store
+        with cls._building:
+            store = cls._stores.get(key)
+            if store is None:
+                store = TaskStore() if settings.tasks.backend == "memory" else build_store("tasks", settings)
+                if not isinstance(store, TaskStoreProtocol):
+                    raise ConfigurationError(
+                        f"the tasks backend {settings.tasks.backend!r} does not implement TaskStore"
+                    )
+                cls._stores[key] = store
+            return store
 
     @classmethod
     async def aclose(cls) -> None:

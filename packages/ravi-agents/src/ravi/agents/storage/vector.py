@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -55,7 +56,9 @@ class InMemoryVectorStore(Closeable):
     sort, so it scales to a few hundred thousand vectors per collection. A collection takes the dimension of its
     first vector; a vector of another dimension is refused. Embeddings come back from ``get`` as float32 values
     (as pgvector stores them). Documents without an embedding are embedded with ``embedding_client`` if one was
-    given; otherwise they are refused with ``InvalidArgument`` (a ``ValueError``).
+    given; otherwise they are refused with ``InvalidArgument`` (a ``ValueError``). Embeddings are made before the
+    store's ``threading.Lock`` is taken, and nothing awaits holding it, so tasks of any event loop, in any thread,
+    may share the store.
     """
 
     Options = InMemoryVectorOptions
@@ -64,6 +67,7 @@ class InMemoryVectorStore(Closeable):
     def __init__(self, *, embedding_client: EmbeddingClient | None = None) -> None:
         self._collections: dict[str, _Collection] = {}
         self._embedder = embedding_client
+        self._lock = threading.Lock()
 
     async def _vectors(self, documents: Sequence[Document]) -> Matrix:
         missing = [i for i, d in enumerate(documents) if d.embedding is None]
@@ -101,6 +105,14 @@ class InMemoryVectorStore(Closeable):
         squares = np.einsum("ij,ij->i", wide, wide)
         for document, squared in zip(documents, squares, strict=True):
             check_length(float(squared), f"document {document.id!r}")
+        unit = matrix / np.linalg.norm(matrix, axis=1)[:, None]
+        with self._lock:
+            self._put(documents, matrix, unit, collection, replace=replace)
+        return [d.id for d in documents]
+
+    def _put(
+        self, documents: Sequence[Document], matrix: Matrix, unit: Matrix, collection: str, *, replace: bool
+    ) -> None:
         col = self._collections.get(collection)
         if col is not None and matrix.shape[1] != col.dimension:
             raise InvalidArgument(
@@ -111,7 +123,6 @@ class InMemoryVectorStore(Closeable):
             col = _Collection(dim, np.zeros((dim, 0), np.float32), np.zeros((0, dim), np.float32))
             self._collections[collection] = col
         col.reserve(len(documents))
-        unit = matrix / np.linalg.norm(matrix, axis=1)[:, None]
         for i, doc in enumerate(documents):
             row = col.rows.get(doc.id)
             if row is not None and not replace:
@@ -125,7 +136,6 @@ class InMemoryVectorStore(Closeable):
                 col.docs[row] = stored
             col.vectors[:, row] = unit[i]
             col.raw[row] = matrix[i]
-        return [d.id for d in documents]
 
     async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
         """Insert documents whose id is new to the collection; existing ids are left as they are."""
@@ -152,6 +162,12 @@ class InMemoryVectorStore(Closeable):
         _validate_filter(filter)
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        with self._lock:
+            return self._search(vector, collection, limit, filter)
+
+    def _search(
+        self, vector: Sequence[float], collection: str, limit: int, filter: Filter | None
+    ) -> list[SearchResult]:
         col = self._collections.get(collection)
         if col is None or limit == 0 or col.size == 0:
             return []
@@ -185,18 +201,21 @@ class InMemoryVectorStore(Closeable):
         """The documents with these ids that exist, in the order asked."""
         ids = check_ids(ids)
         self._check_collection(collection)
-        col = self._collections.get(collection)
-        if col is None:
-            return []
-        return [self._full(col, col.rows[i]) for i in ids if i in col.rows]
+        with self._lock:
+            col = self._collections.get(collection)
+            if col is None:
+                return []
+            return [self._full(col, col.rows[i]) for i in ids if i in col.rows]
 
     async def delete(self, ids: Sequence[str], *, collection: str) -> int:
         """Remove documents by id; returns how many existed."""
         ids = check_ids(ids)
         self._check_collection(collection)
-        col = self._collections.get(collection)
-        if col is None:
-            return 0
+        with self._lock:
+            col = self._collections.get(collection)
+            return 0 if col is None else self._delete(col, ids)
+
+    def _delete(self, col: _Collection, ids: Sequence[str]) -> int:
         removed = 0
         for doc_id in dict.fromkeys(ids):
             row = col.rows.pop(doc_id, None)
@@ -215,22 +234,25 @@ class InMemoryVectorStore(Closeable):
 
     async def list_collections(self) -> list[str]:
         """Collection names, sorted."""
-        return sorted(self._collections)
+        with self._lock:
+            return sorted(self._collections)
 
     async def delete_collection(self, collection: str) -> bool:
         """Remove a collection; ``False`` if it did not exist."""
         self._check_collection(collection)
-        return self._collections.pop(collection, None) is not None
+        with self._lock:
+            return self._collections.pop(collection, None) is not None
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Erase every document whose metadata has ``agent_id`` (and ``session_id``) of the scope, in every
         collection (``Forgetter``); returns how many."""
         check_forget(agent_id, session_id)
         removed = 0
-        for name, col in list(self._collections.items()):
-            doomed = [d.id for d in col.docs if in_scope(d.metadata, agent_id, session_id)]
-            if doomed:
-                removed += await self.delete(doomed, collection=name)
+        with self._lock:
+            for col in self._collections.values():
+                doomed = [d.id for d in col.docs if in_scope(d.metadata, agent_id, session_id)]
+                if doomed:
+                    removed += self._delete(col, doomed)
         return removed
 
 
