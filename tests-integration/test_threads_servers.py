@@ -502,8 +502,142 @@ def test_graph_store_from_threads_each_calling_asyncio_run_per_request(request: 
                 for k in range(requests):
                     assert await store.get_entity(f"t{t}-e{k}") is not None
             rows = await store.query_cypher("MATCH (n:Hub) RETURN count(n) AS n")
-            assert rows and list(rows[0].values())[0] == requests
+            assert rows and next(iter(rows[0].values())) == requests
 
         asyncio.run(check())
     finally:
         asyncio.run(_removed(store))
+
+
+def test_hybrid_history_over_redis_and_postgres_from_threads_each_running_a_loop(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Threads, each on a loop of its own, append to one session of a hybrid provider (Redis in front of
+    Postgres) and read it back through it, by windows, whole and by search, and one of them clears another
+    session meanwhile: no call raises, and each tier holds every message once, each thread's in its order."""
+    from ravi.agents.context.hybrid import HybridHistoryProvider
+
+    hot = RedisHistoryProvider(_redis(request), prefix=_prefix())
+    cold = PostgresHistoryProvider(_pg(request), schema=_schema())
+    history = HybridHistoryProvider(hot, cold)
+    rounds = 15
+
+    async def work(thread: int) -> None:
+        for k in range(rounds):
+            batch = [message(thread, 2 * k), message(thread, 2 * k + 1)]
+            await history.append_many(AGENT, batch, session_id="s", run_id=f"run-{thread}")
+            window = await history.read_window(AGENT, session_id="s", tokens=150)
+            ids = [m.id for m in window.messages]
+            assert len(set(ids)) == len(ids), "a message twice in a window"
+            whole = await history.get_messages(AGENT, session_id="s")
+            assert {m.id for m in batch} <= {m.id for m in whole}
+            await history.search_units(AGENT, session_id="s", query=WORDS[k % len(WORDS)], before=10**6, limit=3)
+            if thread == 0 and k % 4 == 3:
+                await history.append(AGENT, message(thread, 1000 + k), session_id="other")
+                await history.clear(AGENT, session_id="other")
+
+    try:
+        run_threads(one_loop(work))
+
+        async def check() -> None:
+            expected = [[message(t, k) for k in range(2 * rounds)] for t in range(THREADS)]
+            assert_holds_exactly(await cold.get_messages(AGENT, session_id="s"), expected)
+            assert_holds_exactly(await hot.get_messages(AGENT, session_id="s"), expected)
+            assert await history.get_messages(AGENT, session_id="other") == []
+
+        asyncio.run(check())
+    finally:
+
+        async def remove() -> None:
+            for store in (hot, cold):
+                await store.destroy()
+            await history.aclose()
+
+        asyncio.run(remove())
+
+
+def test_langchain_chat_history_over_postgres_from_many_threads(request: pytest.FixtureRequest) -> None:
+    """LangChain's synchronous methods of one chat history over Postgres, called from many threads at once
+    (they all run on the integration's one background loop): every add lands once, each thread's in its order,
+    and every read is whole."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from ravi.integrations.langchain import RaviChatMessageHistory
+    from ravi.integrations.langchain._loop import run as loop_run
+
+    provider = PostgresHistoryProvider(_pg(request), schema=_schema())
+    chat = RaviChatMessageHistory(provider, session_id="s")
+    rounds = 10
+
+    def work(thread: int) -> None:
+        for k in range(rounds):
+            chat.add_messages([HumanMessage(f"t{thread} q{k}"), AIMessage(f"t{thread} a{k}")])
+            texts = [str(m.content) for m in chat.messages]
+            assert f"t{thread} a{k}" in texts
+
+    try:
+        run_threads(work)
+        texts = [str(m.content) for m in chat.messages]
+        assert len(texts) == 2 * THREADS * rounds
+        for thread in range(THREADS):
+            mine = [t for t in texts if t.startswith(f"t{thread} ")]
+            assert mine == [f"t{thread} {kind}{k}" for k in range(rounds) for kind in ("q", "a")]
+        chat.clear()
+        assert chat.messages == []
+    finally:
+
+        async def remove() -> None:
+            await provider.destroy()
+            await provider.aclose()
+
+        loop_run(remove())  # the pool is the background loop's: close it there
+
+
+def test_postgres_history_caches_kept_and_dropped_from_threads_at_once() -> None:
+    """The parsed copies a Postgres history provider keeps (its sessions, last windows and searched messages,
+    each an ``Lru`` by session) are kept by reads and dropped by removals of every thread at once, as the
+    provider's calls on several loops do between their round trips: none of those steps raises, and the cache
+    never holds more than its size."""
+    from ravi.capabilities.postgres._cache import Lru
+
+    cache: Lru[int] = Lru(3)
+    rounds = 20_000
+
+    async def work(thread: int) -> None:
+        for k in range(rounds):
+            key = (AGENT, f"s{(thread + k) % 5}")
+            cache.keep(key, k)
+            if k % 3 == 0:
+                cache.pop((AGENT, f"s{(thread + k + 1) % 5}"))
+            if k % 7 == 0:
+                cache.drop(AGENT, f"s{k % 5}")
+            cache.get(key)
+            cache.values()
+
+    run_threads(one_loop(work))
+    assert len(cache) <= cache.size
+
+
+def test_history_caches_from_threads_reading_and_clearing_one_session(history: Any) -> None:
+    """Threads, each on a loop of its own, read one session (whole and by windows), append to it and clear it
+    in a tight loop, with room for one session in the provider's caches: every read keeps a copy while other
+    threads drop it, and no step raises."""
+    rounds = 150
+    history._cache_size = 1
+    for name in ("_cache", "_windows", "_parsed"):
+        cache = getattr(history, name, None)
+        if cache is not None and hasattr(cache, "size"):
+            cache.size = 1
+
+    async def work(thread: int) -> None:
+        for k in range(rounds):
+            session = "s" if k % 4 else f"s{thread}"
+            await history.append(AGENT, message(thread, k), session_id=session, run_id=f"run-{thread}")
+            await history.get_messages(AGENT, session_id=session)
+            await history.read_window(AGENT, session_id=session, tokens=60)
+            if k % 5 == thread % 5:
+                await history.clear(AGENT, session_id="s")
+            if k % 11 == 0:
+                await history.forget(AGENT, session_id=f"s{thread}")
+
+    run_threads(one_loop(work))
