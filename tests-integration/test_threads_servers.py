@@ -641,3 +641,28 @@ def test_history_caches_from_threads_reading_and_clearing_one_session(history: A
                 await history.forget(AGENT, session_id=f"s{thread}")
 
     run_threads(one_loop(work))
+
+
+def test_postgres_search_by_meaning_first_used_from_threads_at_once(request: pytest.FixtureRequest) -> None:
+    """The first searches by meaning of a new Postgres history provider come from every thread at once (each
+    sets up the embeddings tables on first use): every one finds by meaning, and so does the next one; recall by
+    meaning is never turned off because another thread was setting it up."""
+    history = PostgresHistoryProvider(_pg(request), schema=_schema())
+    embedder = WordEmbedder()
+
+    async def seed() -> None:
+        await history.append_many(AGENT, [message(t, k) for t in range(THREADS) for k in range(4)], session_id="s")
+
+    async def work(thread: int) -> None:
+        found = await history.search_hybrid(
+            AGENT, session_id="s", query=f"thread{thread} note", before=10**6, limit=3, embedder=embedder,
+            model="words",
+        )  # fmt: skip
+        assert found.meaning, "no match by meaning"
+
+    try:
+        asyncio.run(seed())
+        run_threads(one_loop(work))
+        run_threads(one_loop(work))
+    finally:
+        asyncio.run(_removed(history))
