@@ -193,7 +193,7 @@ def test_history_from_threads_each_calling_asyncio_run_per_request(history: Any)
 def test_history_from_threads_each_calling_asyncio_run_for_every_call(history: Any) -> None:
     """Many short requests, one call each, from every thread at once: loops start and end all the time, and each
     new one finds the loops other threads just finished."""
-    requests = 40
+    requests = 100
 
     async def request(thread: int, k: int) -> None:
         if k % 4 == 0:
@@ -666,3 +666,69 @@ def test_postgres_search_by_meaning_first_used_from_threads_at_once(request: pyt
         run_threads(one_loop(work))
     finally:
         asyncio.run(_removed(history))
+
+
+def test_postgres_stores_first_used_from_threads_at_once(request: pytest.FixtureRequest) -> None:
+    """New Postgres stores (history, state, tasks, long-term memory, vectors, and an AGE graph when the server
+    has Apache AGE), each first used by every thread at once, each thread on its own loop: each migrates and
+    prepares once, and every first call succeeds."""
+    from ravi.capabilities.age import AGEGraphStore
+    from ravi.capabilities.postgres import PgLongTermMemory, PgTaskStore, PgVectorStore, PostgresMemoryStore
+    from ravi.kernel.storage import Document, Entity
+
+    dsn, schema = _pg(request), _schema()
+    embedder = WordEmbedder()
+    history = PostgresHistoryProvider(dsn, schema=schema)
+    state = PostgresMemoryStore(dsn, schema=schema)
+    tasks = PgTaskStore(dsn, schema=schema)
+    memory = PgLongTermMemory(dsn, schema=schema, embedding_client=embedder)
+    vectors = PgVectorStore(dsn, schema=schema, embedding_client=embedder)
+    graph = AGEGraphStore(request.getfixturevalue("age_dsn"), graph=f"g_{uuid.uuid4().hex[:16]}")
+    age = [True]
+
+    async def work(thread: int) -> None:
+        await history.append(AGENT, message(thread, 0), session_id="s")
+        await state.update_state("s", {f"t{thread}": thread})
+        await tasks.add_tasks("c", "a", [f"thread{thread}"])
+        await memory.save("a", f"thread{thread} {WORDS[thread]}")
+        await vectors.add([Document(id=f"t{thread}", content=WORDS[thread])], collection="c")
+        if age[0]:
+            await graph.add_entities([Entity(id=f"t{thread}")])
+
+    async def has_age() -> bool:
+        from ravi.kernel.errors import ConfigurationError
+
+        probe = AGEGraphStore(request.getfixturevalue("age_dsn"), graph=f"g_{uuid.uuid4().hex[:16]}")
+        try:
+            await probe.get_entity("probe")
+        except ConfigurationError:
+            return False
+        finally:
+            await probe.close()
+        return True
+
+    try:
+        age[0] = asyncio.run(has_age())
+        run_threads(one_loop(work))
+
+        async def check() -> None:
+            assert len(await history.get_messages(AGENT, session_id="s")) == THREADS
+            assert await state.get_state("s") == {f"t{t}": t for t in range(THREADS)}
+            board = await tasks.get_task_list("c", "a")
+            assert board is not None and len(board.tasks) == THREADS
+            assert len(await vectors.get([f"t{t}" for t in range(THREADS)], collection="c")) == THREADS
+            if age[0]:
+                assert all([await graph.get_entity(f"t{t}") for t in range(THREADS)])
+
+        asyncio.run(check())
+    finally:
+
+        async def remove() -> None:
+            if age[0]:
+                await graph.destroy()
+            await graph.close()
+            await history.destroy()
+            for store in (history, state, tasks, memory, vectors):
+                await store.close()
+
+        asyncio.run(remove())
