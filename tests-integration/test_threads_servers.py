@@ -732,3 +732,50 @@ def test_postgres_stores_first_used_from_threads_at_once(request: pytest.Fixture
                 await store.close()
 
         asyncio.run(remove())
+
+
+def test_postgres_hybrid_search_with_the_offline_embedder_from_threads(request: pytest.FixtureRequest) -> None:
+    """Threads, each on its own loop, meet before each of several new sessions, append a message to it and search
+    it at once by words and by meaning with the offline embedder (one model shared by every thread), so every
+    first embedding of a session races the others': each search finds its own message by meaning, and every
+    message stays embedded."""
+    from ravi.agents.embeddings import offline_embedding_client
+
+    embedder = offline_embedding_client()
+    if embedder is None:
+        pytest.skip("the offline embedder is not installed (the ravi-agents 'embeddings' extra)")
+    history = PostgresHistoryProvider(_pg(request), schema=_schema())
+    sessions = 12
+    together = threading.Barrier(THREADS)
+
+    async def work(thread: int) -> None:
+        try:
+            for k in range(sessions):
+                together.wait()  # every thread finds session k new
+                mine = message(thread, k)
+                await history.append(AGENT, mine, session_id=f"s{k}", run_id=f"run-{thread}")
+                found = await history.search_hybrid(
+                    AGENT, session_id=f"s{k}", query=mine.text or "", before=10**6, limit=THREADS,
+                    embedder=embedder, model="static",
+                )  # fmt: skip
+                ids = {m.id for unit in found.meaning for m in unit.messages}
+                assert mine.id in ids, f"a message just appended is not found by its own text: {sorted(ids)}"
+        except BaseException:
+            together.abort()
+            raise
+
+    try:
+        run_threads(one_loop(work))
+
+        async def check() -> None:
+            for k in range(sessions):
+                rows = await history.db.fetch(
+                    f"SELECT message_id FROM {history.db.table('embeddings')} WHERE agent_id = $1 AND session_id = $2",
+                    AGENT,
+                    f"s{k}",
+                )
+                assert sorted(r["message_id"] for r in rows) == sorted(message(t, k).id for t in range(THREADS))
+
+        asyncio.run(check())
+    finally:
+        asyncio.run(_removed(history))

@@ -358,11 +358,15 @@ WHERE s.agent_id = $1 AND s.session_id = $2""",
         epoch, stop = state["epoch"], state["next_seq"]
         upto = state["upto"] or 0
         if state["done_epoch"] != epoch or upto > stop or (upto and state["at_last"] != state["last_id"]):
+            # Only rows of earlier epochs go: a search on another loop or in another process may have stored rows
+            # of this epoch (and recorded them done) since the state above was read, and they are valid; the rows
+            # embedded again from 0 below replace any of this epoch that are not.
             await self.db.execute(
-                f"DELETE FROM {embeddings} WHERE agent_id = $1 AND session_id = $2 AND model = $3",
+                f"DELETE FROM {embeddings} WHERE agent_id = $1 AND session_id = $2 AND model = $3 AND epoch < $4",
                 agent_id,
                 session_id,
                 model,
+                epoch,
             )
             upto = 0
         while upto < stop:
