@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ravi.agents.context import CompactionPipeline, InMemoryHistoryProvider, RelevantRecallStrategy, WindowRequest
 from ravi.agents.context.meaning import MessageVectors, meaning_units
 from ravi.agents.context.recall_annotation import annotated, label
-from ravi.agents.context.recall_fusion import NearDuplicates, fuse
+from ravi.agents.context.recall_fusion import NearDuplicates, fuse, unit_of
 from ravi.agents.context.recall_request import Request, _read, read_request, recall_share
 from ravi.agents.embeddings import StaticEmbeddingClient, offline_embeddings_installed
 from ravi.conformance.strategy import transcripts
@@ -270,6 +270,33 @@ def test_near_duplicates_are_those_of_the_pairwise_definition(
             texts.add(unit[0])
             if 4 <= len(words) <= NearDuplicates.SHORT:
                 held.append(words)
+
+
+@settings(max_examples=100, deadline=None)
+@given(sizes=st.lists(st.integers(0, 260), min_size=1, max_size=12), data=st.data())
+def test_a_long_units_words_are_not_kept_and_near_duplicates_are_unchanged(
+    sizes: list[int], data: st.DataObject
+) -> None:
+    """A unit of more than ``SHORT`` distinct words is never compared by its words, so ``unit_of`` keeps no set
+    for it (what recall keeps per unit stays small); near-duplicate answers from ``unit_of`` are those of the
+    pairwise definition over the units' full word sets."""
+    vocabulary = [f"w{i}" for i in range(300)]
+    seen = NearDuplicates()
+    held: list[frozenset[str]] = []
+    texts: set[tuple[str, ...]] = set()
+    for size in sizes:
+        start = data.draw(st.integers(0, 4))
+        words = vocabulary[start : start + size]
+        messages = [ChatMessage.tool("c", " ".join(words))] if words else [ChatMessage.tool("c", " ")]
+        unit = unit_of(messages)
+        full = frozenset(words)
+        assert unit[1] == (full if len(full) <= NearDuplicates.SHORT else frozenset())
+        assert seen.repeats(messages, unit) == _repeats_pairwise(held, texts, (unit[0], full), 0.8)
+        if data.draw(st.booleans()):
+            seen.add(messages, unit)
+            texts.add(unit[0])
+            if 4 <= len(full) <= NearDuplicates.SHORT:
+                held.append(full)
 
 
 def test_a_recalled_turn_says_its_day_and_sender_and_keeps_its_id() -> None:

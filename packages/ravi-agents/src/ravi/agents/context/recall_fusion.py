@@ -159,10 +159,17 @@ def _text(message: ChatMessage) -> str:
 
 
 def _unit_words(messages: Sequence[ChatMessage]) -> frozenset[str]:
-    """The lower-cased words of the messages (split at whitespace: cheap, and enough to compare two units)."""
+    """The lower-cased words of the messages (split at whitespace: cheap, and enough to compare two units); none
+    for a unit of more than :attr:`NearDuplicates.SHORT` words, which is never compared by its words (so what a
+    caller keeps of a long unit holds no set: the sizes 0 and above ``SHORT`` are treated alike)."""
     if len(messages) == 1:
-        return frozenset(_words(messages[0]))
-    return frozenset(chain.from_iterable(map(_words, messages)))
+        words = frozenset(_words(messages[0]))
+    else:
+        words = frozenset(chain.from_iterable(map(_words, messages)))
+    return words if len(words) <= NearDuplicates.SHORT else _NONE
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def _words(message: ChatMessage) -> tuple[str, ...]:
