@@ -779,3 +779,37 @@ def test_postgres_hybrid_search_with_the_offline_embedder_from_threads(request: 
         asyncio.run(check())
     finally:
         asyncio.run(_removed(history))
+
+
+def test_vector_collections_created_from_threads_at_once(request: pytest.FixtureRequest) -> None:
+    """Threads, each on its own loop, meet before each of several new collections of one pgvector store and add a
+    document to it at once (each creating the collection): every add succeeds and every document is there."""
+    from ravi.capabilities.postgres import PgVectorStore
+    from ravi.kernel.storage import Document
+
+    embedder = WordEmbedder()
+    vectors = PgVectorStore(_pg(request), schema=_schema(), embedding_client=embedder)
+    collections = 30
+    together = threading.Barrier(THREADS)
+
+    async def work(thread: int) -> None:
+        try:
+            for k in range(collections):
+                together.wait()  # every thread finds collection k missing
+                await vectors.add([Document(id=f"t{thread}", content=WORDS[thread])], collection=f"c{k}")
+        except BaseException:
+            together.abort()
+            raise
+
+    try:
+        asyncio.run(vectors.list_collections())  # migrated before the threads start: the race is the collection's
+        run_threads(one_loop(work))
+
+        async def check() -> None:
+            for k in range(collections):
+                found = await vectors.get([f"t{t}" for t in range(THREADS)], collection=f"c{k}")
+                assert len(found) == THREADS
+
+        asyncio.run(check())
+    finally:
+        asyncio.run(_removed(vectors))
