@@ -813,3 +813,58 @@ def test_vector_collections_created_from_threads_at_once(request: pytest.Fixture
         asyncio.run(check())
     finally:
         asyncio.run(_removed(vectors))
+
+
+def test_stores_of_several_schemas_first_used_from_threads_on_a_new_database(request: pytest.FixtureRequest) -> None:
+    """On a database without pgvector yet, stores of different schemas that each create the extension (vectors,
+    long-term memory, the history's search by meaning) are first used by threads at once: each creates it or
+    finds it, and every first call succeeds."""
+    import asyncpg
+
+    from ravi.capabilities.postgres import PgLongTermMemory, PgVectorStore
+    from ravi.kernel.storage import Document
+
+    server: Server = request.getfixturevalue("postgres_server")
+    name = f"d_{uuid.uuid4().hex[:16]}"
+
+    async def database(sql: str) -> None:
+        connection = await asyncpg.connect(server.address, timeout=10)
+        try:
+            await connection.execute(sql)
+        finally:
+            await connection.close()
+
+    asyncio.run(database(f'CREATE DATABASE "{name}"'))
+    dsn = server.address.rsplit("/", 1)[0] + "/" + name
+    embedder = WordEmbedder()
+    stores: list[Any] = []
+    for i in range(2):
+        stores += [
+            PgVectorStore(dsn, schema=f"v{i}", embedding_client=embedder),
+            PgLongTermMemory(dsn, schema=f"m{i}", embedding_client=embedder),
+            PostgresHistoryProvider(dsn, schema=f"h{i}"),
+        ]
+
+    async def work(thread: int) -> None:
+        store = stores[thread % len(stores)]
+        if isinstance(store, PgVectorStore):
+            await store.add([Document(id=f"t{thread}", content=WORDS[thread])], collection="c")
+        elif isinstance(store, PgLongTermMemory):
+            await store.save("a", WORDS[thread])
+        else:
+            await store.append(AGENT, message(thread, 0), session_id="s")
+            found = await store.search_hybrid(
+                AGENT, session_id="s", query=WORDS[thread], before=10, limit=2, embedder=embedder, model="words"
+            )
+            assert found.meaning, "recall by meaning is off"
+
+    try:
+        run_threads(one_loop(work))
+    finally:
+
+        async def remove() -> None:
+            for store in stores:
+                await store.close()
+            await database(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+        asyncio.run(remove())

@@ -274,18 +274,7 @@ class Database:
                 if shared is None:
                     with mapped_errors(self):
                         if not self._migrated:
-                            connection = await asyncpg.connect(
-                                self.dsn,
-                                timeout=self._pool_options["timeout"],
-                                statement_cache_size=self._pool_options["statement_cache_size"],
-                            )
-                            try:
-                                if self._migrations:
-                                    await self._migrate(connection)
-                                if self._prepare is not None:
-                                    await self._prepare(connection)
-                            finally:
-                                await connection.close()
+                            await self._set_up()
                             self._migrated = True
                     key = (loop, self.dsn, repr(sorted(self._pool_options.items())))
                     with _REGISTRY:
@@ -298,6 +287,30 @@ class Database:
                         self._shared[loop] = shared
         with mapped_errors(self):
             return await shared.get()
+
+    async def _set_up(self) -> None:
+        """Run the migrations and ``prepare`` on a connection of their own. What is made database-wide (an
+        extension) is not covered by a schema's advisory lock: a store of another schema (or the same store on
+        another loop, before this one finished) may create it at the same moment, and the server then refuses
+        all but one ``CREATE EXTENSION IF NOT EXISTS`` with a unique violation once the other has committed.
+        Nothing was applied then, so the whole setup runs again, and finds it made."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            connection = await asyncpg.connect(
+                self.dsn,
+                timeout=self._pool_options["timeout"],
+                statement_cache_size=self._pool_options["statement_cache_size"],
+            )
+            try:
+                if self._migrations:
+                    await self._migrate(connection)
+                if self._prepare is not None:
+                    await self._prepare(connection)
+                return
+            except asyncpg.exceptions.UniqueViolationError:
+                if attempt == _ATTEMPTS:
+                    raise
+            finally:
+                await connection.close()
 
     def _drop_finished_loops(self) -> None:
         """Forget the pools of event loops that have closed (their pools closed as the loops shut down), so a
