@@ -3,10 +3,12 @@
 * Warm windows of a 10,000-message agent session in the in-memory store (median of 50),
   ``[ToolResultCompactionStrategy(), RelevantRecallStrategy(budget)]`` beside the same pipeline with a plain
   token budget, at 16,000 and 100,000 tokens; recall by words only and by words and meaning, with each
-  preference (``prefer="relevance"``, the default, and ``prefer="cache"``). Two cases: a new
-  user message before each window (a new request), and a tool call and its result before each window (an
-  agent's tool loop: the request, the newest user turn, stays the same). Target: a warm recall window within 3x
-  of a plain warm window.
+  preference (``prefer="relevance"``, the default, and ``prefer="cache"``). Three cases: a new
+  user message before each window (a new request: "follow-up question 7", whose words the session rarely holds),
+  one that asks about the past ("what happened with the deploy of service 7?", whose words are common in the
+  session: recall ranks many units and takes most of the budget), and a tool call and its result before each
+  window (an agent's tool loop: the request, the newest user turn, stays the same). Target: a warm recall window
+  within 3x of a plain warm window.
 * The same warm windows on Postgres (a local server, or ``RAVI_BENCH_POSTGRES_DSN``), words only, median of 30,
   with the number of messages the windowed read returns.
 * What recall keeps in memory for that session: the growth of the process's traced memory over 300 new
@@ -64,7 +66,18 @@ async def tool_runs(context: AgentContext, n: int) -> list[float]:
     return times
 
 
-def warm_ms(pipeline: list[object], messages: list, *, loop: bool = False) -> float:  # type: ignore[type-arg]
+QUESTION = "what happened with the deploy of service {i}?"
+"""A new request about the past: its words (deploy, service) are common in the session, so recall ranks many units
+and takes most of the budget (the costly case)."""
+
+
+def warm_ms(
+    pipeline: list[object],
+    messages: list,  # type: ignore[type-arg]
+    *,
+    loop: bool = False,
+    request: str = "follow-up question {i}",
+) -> float:
     history = InMemoryHistoryProvider()
     asyncio.run(history.append_many("agent", messages, session_id="s"))
     forget_counts(messages)
@@ -72,7 +85,7 @@ def warm_ms(pipeline: list[object], messages: list, *, loop: bool = False) -> fl
 
     async def run() -> float:
         await context.get_prompt_window("s")  # the first window indexes the session
-        times = await (tool_runs(context, 50) if loop else warm_runs(context, 50))
+        times = await (tool_runs(context, 50) if loop else warm_runs(context, 50, request))
         return statistics.median(times) * 1000
 
     return asyncio.run(run())
@@ -82,17 +95,24 @@ def windows() -> dict[str, float]:
     """The warm windows' table; returns the worst ratio to plain of each preference."""
     messages = agentic_transcript(SIZE)
     rows, worst = [], {"relevance": 0.0, "cache": 0.0}
-    for loop in (False, True):
-        case = "tool loop" if loop else "new request"
+    cases = (
+        ("new request", False, "follow-up question {i}"),
+        ("new request about the past", False, QUESTION),
+        ("tool loop", True, ""),
+    )
+    for case, loop, request in cases:
         for budget in BUDGETS:
             plain = warm_ms(
-                [ToolResultCompactionStrategy(), TokenBudgetComposedStrategy([], budget)], messages, loop=loop
+                [ToolResultCompactionStrategy(), TokenBudgetComposedStrategy([], budget)],
+                messages,
+                loop=loop,
+                request=request,
             )
             row = [case, f"{budget:,}", f"{plain:.2f}"]
             for prefer in worst:
                 for meaning in (None, "auto"):
                     strategy = RelevantRecallStrategy(budget, meaning=meaning, prefer=prefer)  # type: ignore[arg-type]
-                    took = warm_ms([ToolResultCompactionStrategy(), strategy], messages, loop=loop)
+                    took = warm_ms([ToolResultCompactionStrategy(), strategy], messages, loop=loop, request=request)
                     worst[prefer] = max(worst[prefer], took / plain)
                     row.append(f"{took:.2f} ({took / plain:.1f}x)")
             rows.append(tuple(row))
@@ -131,9 +151,7 @@ async def _postgres_ms(dsn: str, pipeline: list[object], *, loop: bool) -> tuple
         await context.add_message("s", ChatMessage.user("follow-up question on the failing deploy"))
         await context.get_prompt_window("s")  # the first window indexes the session
         reads.clear()
-        # new requests ask about the past, so recall takes most of the budget (the costly case)
-        question = "what happened with the deploy of service {i}?"
-        times = await (tool_runs(context, 30) if loop else warm_runs(context, 30, question))
+        times = await (tool_runs(context, 30) if loop else warm_runs(context, 30, QUESTION))
         return statistics.median(times) * 1000, statistics.median(reads or [0])
     finally:
         await provider.aclose()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ravi.agents.context import CompactionPipeline, InMemoryHistoryProvider, RelevantRecallStrategy, WindowRequest
 from ravi.agents.context.meaning import MessageVectors, meaning_units
 from ravi.agents.context.recall_annotation import annotated, label
-from ravi.agents.context.recall_fusion import NearDuplicates, fuse, unit_of
+from ravi.agents.context.recall_fusion import NearDuplicates, Unit, fuse, signature, unit_of
 from ravi.agents.context.recall_request import Request, _read, read_request, recall_share
 from ravi.agents.embeddings import StaticEmbeddingClient, offline_embeddings_installed
 from ravi.conformance.strategy import transcripts
@@ -217,7 +217,7 @@ def test_a_unit_that_says_again_what_one_held_says_is_a_near_duplicate() -> None
 def _repeats_pairwise(held: list[frozenset[str]], texts: set[tuple[str, ...]], unit: tuple, threshold: float) -> bool:
     """The definition: the same texts, or (short units) a Jaccard similarity of at least ``threshold`` with a
     held short unit, compared with each in turn."""
-    mine_texts, mine = unit
+    mine_texts, mine = unit[0], unit[1]
     if not any(t.strip() for t in mine_texts):
         return False
     if mine_texts in texts:
@@ -227,13 +227,17 @@ def _repeats_pairwise(held: list[frozenset[str]], texts: set[tuple[str, ...]], u
     return any(len(mine & other) >= threshold * len(mine | other) for other in held if len(other) >= 4)
 
 
+def _compared(texts: tuple[str, ...], words: frozenset[str]) -> Unit:
+    return Unit(texts, words, signature(words))
+
+
 def test_near_duplicates_at_the_threshold_are_those_of_the_pairwise_definition() -> None:
     """Every pair of units of 0 to 30 consecutive words starting at one of the first three words of a
     vocabulary (so every ratio of sizes and of shared words near each threshold occurs), one held and one asked,
     and units of up to 210 words: ``repeats`` says what the comparison says."""
     vocabulary = [f"w{i}" for i in range(240)]
     spans = [(start, size) for start in range(3) for size in (*range(31), 150, 160, 187, 188, 200, 201, 210)]
-    units = [((" ".join(vocabulary[a : a + n]),), frozenset(vocabulary[a : a + n])) for a, n in spans]
+    units = [_compared((" ".join(vocabulary[a : a + n]),), frozenset(vocabulary[a : a + n])) for a, n in spans]
     for threshold in (0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5):
         for held in units:
             seen = NearDuplicates(threshold)
@@ -263,7 +267,7 @@ def test_near_duplicates_are_those_of_the_pairwise_definition(
     for size in sizes:
         start = data.draw(st.integers(0, min(4, len(vocabulary) - size)))
         words = frozenset(vocabulary[start : start + size])
-        unit = ((" ".join(sorted(words)) or data.draw(st.sampled_from(["", " "]))),), words
+        unit = _compared(((" ".join(sorted(words)) or data.draw(st.sampled_from(["", " "]))),), words)
         assert seen.repeats([], unit) == _repeats_pairwise(held, texts, unit, threshold)
         if data.draw(st.booleans()):
             seen.add([], unit)
@@ -297,6 +301,23 @@ def test_a_long_units_words_are_not_kept_and_near_duplicates_are_unchanged(
             texts.add(unit[0])
             if 4 <= len(full) <= NearDuplicates.SHORT:
                 held.append(full)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    first=st.frozensets(st.text(min_size=1, max_size=6), max_size=260),
+    second=st.frozensets(st.text(min_size=1, max_size=6), max_size=260),
+    shared=st.frozensets(st.text(min_size=1, max_size=6), max_size=260),
+)
+def test_signatures_never_bound_the_shared_words_below_their_number(
+    first: frozenset[str], second: frozenset[str], shared: frozenset[str]
+) -> None:
+    """The bound ``NearDuplicates`` takes from two signatures is never below the words the sets share, whatever
+    the words (sets of up to 520 words in 256 bits, so most bits are set by several words)."""
+    a, b = first | shared, second | shared
+    mark_a, mark_b = signature(a), signature(b)
+    most = min(len(a) - (mark_a & ~mark_b).bit_count(), len(b) - (mark_b & ~mark_a).bit_count())
+    assert most >= len(a & b)
 
 
 def test_a_recalled_turn_says_its_day_and_sender_and_keeps_its_id() -> None:

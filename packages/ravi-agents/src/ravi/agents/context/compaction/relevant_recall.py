@@ -67,7 +67,7 @@ class _Facts:
         return cost
 
     def words(self) -> Unit:
-        """The unit's texts and words (:func:`~ravi.agents.context.recall_fusion.unit_of`)."""
+        """The unit's texts, words and their signature (:func:`~ravi.agents.context.recall_fusion.unit_of`)."""
         unit = self.unit
         if unit is None:
             unit = self.unit = unit_of(self.messages)
