@@ -1,9 +1,11 @@
 """What a Postgres history provider keeps parsed between reads: the sessions it read whole, the last window of
 each session, and the messages its searches of each session returned. Copies are replaced, never changed in
-place, so concurrent readers never see one half-built."""
+place, so concurrent readers never see one half-built; each ``Lru`` takes a thread lock for its few steps (never
+across an ``await``), so threads that each run their own event loop can share a provider."""
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ class Lru(Generic[V]):
     def __init__(self, size: int) -> None:
         self.size = size
         self._entries: OrderedDict[tuple[str, str], V] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: tuple[str, str]) -> V | None:
         """The entry of ``key``, or ``None``."""
@@ -59,23 +62,27 @@ class Lru(Generic[V]):
         """Keep ``value`` as the entry of ``key``, the most recent."""
         if not self.size:
             return
-        self._entries[key] = value
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
 
     def pop(self, key: tuple[str, str]) -> None:
         """Forget the entry of ``key``, if any."""
-        self._entries.pop(key, None)
+        with self._lock:
+            self._entries.pop(key, None)
 
     def drop(self, agent_id: str, session_id: str | None) -> None:
         """Forget the entries of the agent's session (of every session of the agent when ``None``)."""
-        for key in [k for k in self._entries if k[0] == agent_id and session_id in (None, k[1])]:
-            del self._entries[key]
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == agent_id and session_id in (None, k[1])]:
+                del self._entries[key]
 
     def values(self) -> list[V]:
         """The entries, the least recently kept first."""
-        return list(self._entries.values())
+        with self._lock:
+            return list(self._entries.values())
 
     def __contains__(self, key: object) -> bool:
         return key in self._entries

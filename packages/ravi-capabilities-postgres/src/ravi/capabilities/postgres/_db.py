@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import random
 import re
+import threading
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -142,9 +143,10 @@ class _SharedPool:
             pool.terminate()
 
     async def release(self) -> None:
-        self.users -= 1
-        if self.users > 0:
-            return
+        with _REGISTRY:
+            self.users -= 1
+            if self.users > 0:
+                return
         if self.key[0] is asyncio.get_running_loop():
             if self._ending is not None:
                 await self._ending.aclose()  # runs _close, once
@@ -158,8 +160,9 @@ class _SharedPool:
                     pool.terminate()
 
     def _forget(self) -> None:
-        if _SHARED.get(self.key) is self:
-            del _SHARED[self.key]
+        with _REGISTRY:
+            if _SHARED.get(self.key) is self:
+                del _SHARED[self.key]
 
     async def _close(self) -> None:
         """Close the pool on its own loop: its last store closed, or the loop is shutting down."""
@@ -174,6 +177,9 @@ class _SharedPool:
 
 
 _SHARED: dict[tuple[Any, ...], _SharedPool] = {}
+_REGISTRY = threading.RLock()
+"""Guards ``_SHARED``, each database's pools by loop and the pools' user counts: threads that each run their own
+loop use one store, and each new loop drops the finished loops' pools. Held by code that never awaits."""
 
 
 class Database:
@@ -268,38 +274,54 @@ class Database:
                 if shared is None:
                     with mapped_errors(self):
                         if not self._migrated:
-                            connection = await asyncpg.connect(
-                                self.dsn,
-                                timeout=self._pool_options["timeout"],
-                                statement_cache_size=self._pool_options["statement_cache_size"],
-                            )
-                            try:
-                                if self._migrations:
-                                    await self._migrate(connection)
-                                if self._prepare is not None:
-                                    await self._prepare(connection)
-                            finally:
-                                await connection.close()
+                            await self._set_up()
                             self._migrated = True
                     key = (loop, self.dsn, repr(sorted(self._pool_options.items())))
-                    shared = _SHARED.get(key)
-                    if shared is None:
-                        shared = _SHARED[key] = _SharedPool(key, self.dsn, dict(self._pool_options))
-                    shared.users += 1
+                    with _REGISTRY:
+                        shared = _SHARED.get(key)
+                        if shared is None:
+                            shared = _SHARED[key] = _SharedPool(key, self.dsn, dict(self._pool_options))
+                        shared.users += 1
                     await shared.add_hook(self._init)
-                    self._shared[loop] = shared
+                    with _REGISTRY:
+                        self._shared[loop] = shared
         with mapped_errors(self):
             return await shared.get()
+
+    async def _set_up(self) -> None:
+        """Run the migrations and ``prepare`` on a connection of their own. What is made database-wide (an
+        extension) is not covered by a schema's advisory lock: a store of another schema (or the same store on
+        another loop, before this one finished) may create it at the same moment, and the server then refuses
+        all but one ``CREATE EXTENSION IF NOT EXISTS`` with a unique violation once the other has committed.
+        Nothing was applied then, so the whole setup runs again, and finds it made."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            connection = await asyncpg.connect(
+                self.dsn,
+                timeout=self._pool_options["timeout"],
+                statement_cache_size=self._pool_options["statement_cache_size"],
+            )
+            try:
+                if self._migrations:
+                    await self._migrate(connection)
+                if self._prepare is not None:
+                    await self._prepare(connection)
+                return
+            except asyncpg.exceptions.UniqueViolationError:
+                if attempt == _ATTEMPTS:
+                    raise
+            finally:
+                await connection.close()
 
     def _drop_finished_loops(self) -> None:
         """Forget the pools of event loops that have closed (their pools closed as the loops shut down), so a
         store used through one ``asyncio.run`` call after another keeps no loop it no longer runs on."""
-        for loop in [loop for loop in self._shared if loop.is_closed()]:
-            shared = self._shared.pop(loop)
-            self._locks.pop(loop, None)
-            shared.users -= 1
-            if shared.users <= 0:
-                shared._forget()
+        with _REGISTRY:
+            for loop in [loop for loop in self._shared if loop.is_closed()]:
+                shared = self._shared.pop(loop)
+                self._locks.pop(loop, None)
+                shared.users -= 1
+                if shared.users <= 0:
+                    shared._forget()
 
     def lost(self) -> None:
         """The server is gone: drop this loop's pool (shared with other stores), so the next call reconnects."""
@@ -387,8 +409,9 @@ class Database:
 
     async def close(self) -> None:
         """Stop using the shared pools (each closes with its last user); the next call opens one again."""
-        shared, self._shared = self._shared, {}
-        self._locks = {}
+        with _REGISTRY:
+            shared, self._shared = self._shared, {}
+            self._locks = {}
         for entry in shared.values():
             await entry.release()
 

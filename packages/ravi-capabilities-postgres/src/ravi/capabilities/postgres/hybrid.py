@@ -20,6 +20,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import asyncpg
+
 from ravi.kernel.errors import RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, messages_from_json
@@ -28,6 +30,7 @@ from ravi.kernel.storage.history import HybridMatches, check_hybrid, check_searc
 from ravi.kernel.values import check_scope
 
 from ._cache import Lru, Parsed
+from ._db import _ATTEMPTS
 from ._history_sql import newest, oldest
 
 log = logging.getLogger(__name__)
@@ -262,16 +265,24 @@ ORDER BY sp.opener, r.seq""",
         return found
 
     async def _meaning_available(self) -> bool:
-        """Whether pgvector and the embeddings tables are there (set up on first use)."""
+        """Whether pgvector and the embeddings tables are there (set up on first use).
+
+        Callers on other event loops (threads) or in other processes may set them up at the same moment: the
+        server then refuses all but one ``CREATE ... IF NOT EXISTS`` of the same object with a unique violation,
+        once the other has committed, so the setup is run again, and finds them there."""
         if self._meaning_ready is None:
-            try:
-                embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
-                await self.db.execute(_SETUP.format(embeddings=embeddings, embedded=embedded))
-                self._meaning_ready = True
-            except RaviError as error:
-                log.warning("recall by meaning is off on this Postgres: pgvector is not available (%s)", error)
-                self._meaning_ready = False
-        return self._meaning_ready
+            embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
+            for attempt in range(1, _ATTEMPTS + 1):
+                try:
+                    await self.db.execute(_SETUP.format(embeddings=embeddings, embedded=embedded))
+                    self._meaning_ready = True
+                    break
+                except RaviError as error:
+                    if attempt < _ATTEMPTS and isinstance(error.__cause__, asyncpg.exceptions.UniqueViolationError):
+                        continue
+                    log.warning("recall by meaning is off on this Postgres: pgvector is not available (%s)", error)
+                    self._meaning_ready = False
+        return bool(self._meaning_ready)
 
     async def _by_meaning(
         self,
@@ -347,11 +358,15 @@ WHERE s.agent_id = $1 AND s.session_id = $2""",
         epoch, stop = state["epoch"], state["next_seq"]
         upto = state["upto"] or 0
         if state["done_epoch"] != epoch or upto > stop or (upto and state["at_last"] != state["last_id"]):
+            # Only rows of earlier epochs go: a search on another loop or in another process may have stored rows
+            # of this epoch (and recorded them done) since the state above was read, and they are valid; the rows
+            # embedded again from 0 below replace any of this epoch that are not.
             await self.db.execute(
-                f"DELETE FROM {embeddings} WHERE agent_id = $1 AND session_id = $2 AND model = $3",
+                f"DELETE FROM {embeddings} WHERE agent_id = $1 AND session_id = $2 AND model = $3 AND epoch < $4",
                 agent_id,
                 session_id,
                 model,
+                epoch,
             )
             upto = 0
         while upto < stop:

@@ -15,7 +15,7 @@ from pgvector.asyncpg import register_vector
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgVectorOptions
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
@@ -160,9 +160,12 @@ class PgVectorStore(PostgresStore):
             qualified = f'"{self.db.schema}"."{table}"'
             m, ef = self._hnsw
             async with self.db.connection() as connection, connection.transaction():
+                # No conflict target: a concurrent creator of the same collection inserts the same table name
+                # too, and the server may find that unique key taken before the name's (a target of ``name``
+                # alone let that one raise).
                 inserted = await connection.fetchval(
                     f"INSERT INTO {self._catalogue} (name, table_name, dimension) VALUES ($1, $2, $3) "
-                    "ON CONFLICT (name) DO NOTHING RETURNING table_name",
+                    "ON CONFLICT DO NOTHING RETURNING table_name",
                     collection,
                     table,
                     create_dimension,
@@ -179,6 +182,8 @@ class PgVectorStore(PostgresStore):
             row = await self.db.fetchrow(
                 f"SELECT table_name, dimension FROM {self._catalogue} WHERE name = $1", collection
             )
+        if row is None and create_dimension is not None:  # its table name is another collection's (a hash collision)
+            raise RaviError(f"collection {collection!r} cannot be created: its table name is taken")
         if row is None:
             return None
         found = (f'"{self.db.schema}"."{row["table_name"]}"', int(row["dimension"]))

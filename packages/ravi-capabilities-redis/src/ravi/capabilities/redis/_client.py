@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar, TypedDict, Unpack, cast
 from urllib.parse import quote
@@ -88,17 +89,19 @@ class _SharedClient:
         self.client = aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes both
 
     async def release(self) -> None:
-        self.users -= 1
-        if self.users > 0:
-            return
+        with _REGISTRY:
+            self.users -= 1
+            if self.users > 0:
+                return
         if self.key[0] is asyncio.get_running_loop():
             await self._ending.aclose()  # runs _close, once
         else:  # a client of another (perhaps finished) event loop cannot be awaited here: its sockets go with it
             self._forget()
 
     def _forget(self) -> None:
-        if _SHARED.get(self.key) is self:
-            del _SHARED[self.key]
+        with _REGISTRY:
+            if _SHARED.get(self.key) is self:
+                del _SHARED[self.key]
 
     async def _close(self) -> None:
         self._forget()
@@ -107,6 +110,10 @@ class _SharedClient:
 
 
 _SHARED: dict[tuple[Any, ...], _SharedClient] = {}
+_REGISTRY = threading.RLock()
+"""Guards ``_SHARED``, each connection's clients by loop and the clients' user counts: threads that each run
+their own loop use one store, and each new loop drops the finished loops' clients. Held by code that never
+awaits."""
 
 
 class RedisConnection:
@@ -155,17 +162,20 @@ class RedisConnection:
         loop = asyncio.get_running_loop()
         shared = self._mine.get(loop)
         if shared is None:
-            for finished in [other for other in self._mine if other.is_closed()]:  # their clients closed with them
-                gone = self._mine.pop(finished)
-                gone.users -= 1
-                if gone.users <= 0:
-                    gone._forget()
-            key = (loop, *self._options)
-            shared = _SHARED.get(key)
-            if shared is None:
-                shared = _SHARED[key] = _SharedClient(key, *self._options)
-            shared.users += 1
-            self._mine[loop] = shared
+            with _REGISTRY:
+                for finished in [other for other in self._mine if other.is_closed()]:  # closed with their loops
+                    gone = self._mine.pop(finished)
+                    gone.users -= 1
+                    if gone.users <= 0:
+                        gone._forget()
+                shared = self._mine.get(loop)
+                if shared is None:
+                    key = (loop, *self._options)
+                    shared = _SHARED.get(key)
+                    if shared is None:
+                        shared = _SHARED[key] = _SharedClient(key, *self._options)
+                    shared.users += 1
+                    self._mine[loop] = shared
         return shared
 
     @property
@@ -194,7 +204,8 @@ class RedisConnection:
 
     async def close(self) -> None:
         """Stop using the shared clients (each closes with its last user); safe to call again."""
-        mine, self._mine = self._mine, {}
+        with _REGISTRY:
+            mine, self._mine = self._mine, {}
         for shared in mine.values():
             await shared.release()
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import uuid
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Unpack
+from typing import Any, Unpack
 from urllib.parse import unquote
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
@@ -432,7 +433,25 @@ class RedisHistoryProvider(RedisStore):
         self._cache: OrderedDict[tuple[str, str], _Cached] = OrderedDict()
         self._windows: OrderedDict[tuple[str, str], _Window] = OrderedDict()
         self._cache_size = cache_sessions
+        self._caching = threading.Lock()  # the steps of keeping a copy, never held across an await
         self.clear_run_chunk = clear_run_chunk
+
+    def _keep(self, cache: OrderedDict[tuple[str, str], Any], key: tuple[str, str], value: Any) -> None:
+        """Keep ``value`` as ``cache``'s most recent entry, dropping the oldest past ``cache_sessions``: one step
+        for every thread (another thread's removal may drop the key between the steps otherwise)."""
+        with self._caching:
+            cache[key] = value
+            cache.move_to_end(key)
+            while len(cache) > self._cache_size:
+                cache.popitem(last=False)
+
+    def _drop(self, key: tuple[str, str], *, cache: bool = True, windows: bool = True) -> None:
+        """Forget the copies kept of the session ``key``: the whole one, the last window, or both."""
+        with self._caching:
+            if cache:
+                self._cache.pop(key, None)
+            if windows:
+                self._windows.pop(key, None)
 
     def _keys(self, agent_id: str, session_id: str) -> list[str]:
         key = self.redis.key
@@ -481,15 +500,12 @@ class RedisHistoryProvider(RedisStore):
                 epoch, length, raw = await self._read(keys, 0)
             messages = messages_from_json(raw)
         if epoch is None:  # no session (or one written before epochs existed): nothing to keep
-            self._cache.pop(cache_key, None)
+            self._drop(cache_key, windows=False)
         else:
             copy = _Cached(epoch, messages)
             current = self._cache.get(cache_key)
             if current is None or current is base or current.epoch != epoch or len(current.messages) <= len(messages):
-                self._cache[cache_key] = copy
-                self._cache.move_to_end(cache_key)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                self._keep(self._cache, cache_key, copy)
         end_index = None if limit is None else offset + limit
         return messages[offset:end_index]
 
@@ -530,8 +546,7 @@ class RedisHistoryProvider(RedisStore):
             count = await self.redis.run_script(
                 _CLEAR, self._keys(agent_id, session_id), [new_generation(), self._ttl_ms]
             )
-        self._cache.pop((agent_id, session_id), None)
-        self._windows.pop((agent_id, session_id), None)
+        self._drop((agent_id, session_id))
         return int(count)
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
@@ -571,8 +586,7 @@ class RedisHistoryProvider(RedisStore):
                         await self.redis.client.delete(*scratch)
             if state == 1:
                 if removed:
-                    self._cache.pop((agent_id, session_id), None)
-                    self._windows.pop((agent_id, session_id), None)
+                    self._drop((agent_id, session_id))
                 return removed
         raise BackendUnavailable(
             f"clear_run: {_REWRITES} rewrites of this long session were overtaken by other removals",
@@ -597,8 +611,7 @@ class RedisHistoryProvider(RedisStore):
             result = await self.redis.run_script(_REPLACE_LAST, self._keys(agent_id, session_id), args)
         _refused(result)
         if result:
-            self._cache.pop((agent_id, session_id), None)
-            self._windows.pop((agent_id, session_id), None)
+            self._drop((agent_id, session_id))
         return bool(result)
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
@@ -672,7 +685,7 @@ class RedisHistoryProvider(RedisStore):
         with mapped_errors():
             result = await self.redis.run_script(_READ_WINDOW, [keys[0], keys[4], keys[5], keys[3]], [tokens, *have])
         if result[0] == -1:  # written before counts were kept: read it whole and store its counts
-            self._windows.pop(key, None)
+            self._drop(key, cache=False)
             epoch, length, raw = await self._read(keys, 0)
             whole = messages_from_json(raw)
             if epoch is not None:
@@ -709,12 +722,9 @@ class RedisHistoryProvider(RedisStore):
         if messages and not generation:  # written before generations were kept: give it one
             generation = await self.generation(agent_id, session_id=session_id)
         if not messages or not epoch:
-            self._windows.pop(key, None)
+            self._drop(key, cache=False)
         elif self._cache_size:
-            self._windows[key] = _Window(epoch, start, positions[-1], positions, messages)
-            self._windows.move_to_end(key)
-            while len(self._windows) > self._cache_size:
-                self._windows.popitem(last=False)
+            self._keep(self._windows, key, _Window(epoch, start, positions[-1], positions, messages))
         return HistoryWindow(messages, head_size, bool(complete), offset, generation)
 
     @staticmethod
@@ -736,8 +746,7 @@ class RedisHistoryProvider(RedisStore):
         for session in sessions:
             with mapped_errors():
                 removed += int(await self.redis.run_script(_FORGET, self._keys(agent_id, session), []))
-            self._cache.pop((agent_id, session), None)
-            self._windows.pop((agent_id, session), None)
+            self._drop((agent_id, session))
         return removed
 
     async def _sessions_of(self, agent_id: str, tail: str) -> list[str]:

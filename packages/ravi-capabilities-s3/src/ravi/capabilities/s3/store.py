@@ -188,24 +188,29 @@ class S3FileStore:
             return await asyncio.to_thread(function, *args, **kwargs)
 
     async def connect(self) -> None:
-        """Create the client and check the bucket (creating it when configured to). Safe to call again."""
+        """Create the client and check the bucket (creating it when configured to). Safe to call again, and from
+        several tasks or threads at once: the client is kept once the bucket is there, so no call reaches a
+        bucket another caller is still creating, and a bucket created meanwhile by another caller counts as
+        created."""
         if self._client is not None:
             return
         with mapped_errors("connect"):
             client = await asyncio.to_thread(boto3.session.Session().client, "s3", **self._client_options)
-        self._client = client
         try:
-            await self._call(f"bucket {self.bucket!r}", client.head_bucket, Bucket=self.bucket)
+            with mapped_errors(f"bucket {self.bucket!r}"):
+                await asyncio.to_thread(client.head_bucket, Bucket=self.bucket)
         except NotFound:
             if not self.create_bucket:
-                self._client = None
                 raise ConfigurationError(
                     f"bucket {self.bucket!r} does not exist", hint="create it, or pass create_bucket=True"
                 ) from None
-            await self._call(f"create bucket {self.bucket!r}", client.create_bucket, Bucket=self.bucket)
-        except RaviError:
-            self._client = None
-            raise
+            with mapped_errors(f"create bucket {self.bucket!r}"):
+                try:
+                    await asyncio.to_thread(client.create_bucket, Bucket=self.bucket)
+                except bce.ClientError as error:
+                    if error.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
+                        raise
+        self._client = client
 
     async def destroy(self) -> None:
         """Remove every object under this store's ``key_prefix`` (the whole bucket when there is none). For tests
