@@ -21,8 +21,9 @@ from ravi.agents.embeddings import StaticEmbeddingClient, offline_embeddings_ins
 from ravi.conformance.strategy import transcripts
 from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.search import UnitMatch, match_units
+from ravi.kernel.tokens import stored_tokens
 
 AT = datetime(2023, 6, 10, 12, tzinfo=UTC)
 
@@ -391,6 +392,137 @@ def test_embeddings_of_a_growing_history_are_computed_once_and_truncated_when_it
     assert client.calls[-1] == 250 and vectors.size == 300
     with pytest.raises(InvalidArgument):
         vectors.similarity([1.0, 2.0], 10)
+
+
+class _CountingEmbedder(HashingEmbeddingClient):
+    """Hashed embeddings that count the texts embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(dimension=16)
+        self.texts: list[str] = []
+
+    async def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.texts += texts
+        return await super().embed(texts)
+
+
+def _tool_step(i: int) -> list[ChatMessage]:
+    call = ToolCallBlock(id=f"call-{i}", name="read_log", arguments={"page": i})
+    return [ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool(f"call-{i}", f"page {i} of the deploy log")]
+
+
+def test_a_tool_loop_reuses_the_units_found_by_meaning_until_the_older_part_moves() -> None:
+    """The same request over the same older messages: the request is not embedded again and the units are those
+    a provider that never searched finds; a moved boundary ranks again."""
+    history = InMemoryHistoryProvider()
+    topics = ("deploy", "billing", "cache", "schema", "refund")
+    older = [ChatMessage.user(f"turn {i} about the {topics[i % 5]} service") for i in range(60)]
+    asyncio.run(history.append_many("a", [*older, ChatMessage.user("what broke the deploy?")], session_id="s"))
+    embedder = _CountingEmbedder()
+
+    async def search(
+        provider: InMemoryHistoryProvider, before: int, limit: int, client: _CountingEmbedder = embedder
+    ) -> list[UnitMatch]:
+        found = await provider.search_hybrid(
+            "a",
+            session_id="s",
+            query="what broke the deploy?",
+            before=before,
+            limit=limit,
+            embedder=client,
+            model="m",
+        )
+        return found.meaning
+
+    async def fresh(before: int, limit: int) -> list[UnitMatch]:
+        provider = InMemoryHistoryProvider()
+        await provider.append_many("a", await history.get_messages("a", session_id="s"), session_id="s")
+        return await search(provider, before, limit, _CountingEmbedder())
+
+    boundary = 40 * 8  # the stored tokens before the newest turns
+    first = asyncio.run(search(history, boundary, 6))
+    embedded = len(embedder.texts)
+    for i, limit in enumerate((6, 7, 9, 12)):
+        asyncio.run(history.append_many("a", _tool_step(i), session_id="s"))
+        again = asyncio.run(search(history, boundary, limit))
+        assert len(embedder.texts) == embedded  # neither the request nor the new messages were embedded
+        assert again == asyncio.run(fresh(boundary, limit))
+    assert first == again[:6]
+    moved = asyncio.run(search(history, boundary + 40, 6))
+    assert len(embedder.texts) > embedded and moved == asyncio.run(fresh(boundary + 40, 6))
+
+
+def test_a_tool_call_whose_results_grow_past_the_boundary_leaves_the_units_found_by_meaning() -> None:
+    """A tool call whose results end at the boundary is a unit before it; once another result comes, the unit
+    reaches past the boundary and is no longer found there, as a provider that never searched finds."""
+    history = InMemoryHistoryProvider()
+    call = ToolCallBlock(id="c1", name="read_log", arguments={"service": "deploy"})
+    turns = [ChatMessage.user(f"turn {i} about billing") for i in range(8)]
+    group = [ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool("c1", "the deploy log, part one")]
+    asyncio.run(history.append_many("a", [*turns, *group], session_id="s"))
+    boundary = sum(stored_tokens(m) for m in [*turns, *group])
+
+    async def search(provider: InMemoryHistoryProvider) -> list[UnitMatch]:
+        found = await provider.search_hybrid(
+            "a",
+            session_id="s",
+            query="the deploy log",
+            before=boundary,
+            limit=4,
+            embedder=_CountingEmbedder(),
+            model="m",
+        )
+        return found.meaning
+
+    assert any(m.messages[0].id == group[0].id for m in asyncio.run(search(history)))
+    asyncio.run(history.append("a", ChatMessage.tool("c1", "the deploy log, part two"), session_id="s"))
+    again = asyncio.run(search(history))
+    same = InMemoryHistoryProvider()
+    asyncio.run(same.append_many("a", asyncio.run(history.get_messages("a", session_id="s")), session_id="s"))
+    assert again == asyncio.run(search(same))
+    assert all(m.messages[0].id != group[0].id for m in again)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 400), st.integers(1, 12), st.integers(0, 2))))
+def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tuple[int, int, int, int]]) -> None:
+    """Appends (plain turns, tool calls whose results come later), clears and searches of any boundary, limit and
+    request, in any order: every search by meaning finds what a provider holding the same messages and never
+    searched before finds."""
+    history = InMemoryHistoryProvider()
+    embedder = _CountingEmbedder()
+    queries = ("deploy failed", "billing refund", "cache")
+    open_call: int | None = None
+
+    async def meaning(provider: InMemoryHistoryProvider, query: str, before: int, limit: int) -> list[UnitMatch]:
+        found = await provider.search_hybrid(
+            "a", session_id="s", query=query, before=before, limit=limit, embedder=embedder, model="m"
+        )
+        return found.meaning
+
+    async def run() -> None:
+        nonlocal open_call
+        for n, (kind, before, limit, q) in enumerate(steps):
+            if kind == 0:
+                await history.append("a", ChatMessage.user(f"{queries[n % 3]} turn {n}"), session_id="s")
+            elif kind == 1 and open_call is None:
+                call = ToolCallBlock(id=f"c{n}", name="look", arguments={"n": n})
+                await history.append("a", ChatMessage.assistant(tool_calls=[call]), session_id="s")
+                open_call = n
+            elif kind == 1:
+                await history.append("a", ChatMessage.tool(f"c{open_call}", f"{queries[n % 3]} result"), session_id="s")
+            elif kind == 2:
+                open_call = None
+                if n % 5 == 0:
+                    await history.clear("a", session_id="s")
+            got = await meaning(history, queries[q], before, limit)
+            same = InMemoryHistoryProvider()
+            held = await history.get_stored("a", session_id="s")
+            for stored in held:
+                await same.append("a", stored.message, session_id="s", run_id=stored.run_id)
+            assert got == await meaning(same, queries[q], before, limit)
+
+    asyncio.run(run())
 
 
 needs_model = pytest.mark.skipif(not offline_embeddings_installed(), reason="pip install 'ravi-agents[embeddings]'")

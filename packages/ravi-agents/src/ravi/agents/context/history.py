@@ -42,6 +42,9 @@ class _Session:
     systems: list[int] = field(default_factory=list)  # positions of the system messages
     index: SessionPostings | None = None  # built on the first search, extended by later ones
     vectors: MessageVectors | None = None  # the embeddings of one model, made by the first search by meaning
+    # the last units found by meaning: (model, query, stop, where the unit before ``stop`` ends), how many were
+    # ranked, and those units, best first (a smaller limit takes the first ones: the order is total)
+    similar: tuple[tuple[str, str, int, int], int, list[UnitMatch]] | None = None
     summaries: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (generation, span) -> text
     written: bool = True  # False for a session that holds only summaries kept without a generation
 
@@ -261,7 +264,11 @@ class InMemoryHistoryProvider(Closeable):
     ) -> HybridMatches:
         """The units before offset ``before`` that best match ``query`` by BM25, with the neighbours of each
         match scored ``spread`` times its score, and, with an ``embedder``, those closest in meaning
-        (``HybridSearcher``). Each message is embedded once, on the first search by meaning under ``model``."""
+        (``HybridSearcher``). Each message is embedded once, on the first search by meaning under ``model``.
+
+        The units found by meaning depend only on the query, the model and the messages before ``before``: the
+        last ones are kept with the session, so an agent's tool loop (the same request, new messages after it)
+        neither embeds the request again nor ranks again until its window's older part moves."""
         check_search(query, before, limit)
         check_hybrid(spread, embedder, model)
         session = self._session(agent_id, session_id)
@@ -278,14 +285,21 @@ class InMemoryHistoryProvider(Closeable):
             if session.vectors is None or session.vectors.model != model:
                 session.vectors = MessageVectors(model)
             vectors = session.vectors
+            # the unit before ``stop`` may still grow (an open tool call's results): its end is part of the key
+            key = (model, query, stop, index.end_of_unit_before(stop))
+            held = session.similar
+            if held is not None and held[0] == key and held[1] >= limit:
+                return HybridMatches(lexical, held[2][:limit])
         await vectors.extend(messages, embedder)  # the list only grows: a rewrite makes a new session
         [vector] = await embedder.embed([query])
+        ranked = 2 * limit  # room for the next windows' limits, which grow as their newest turns do
         with self._lock:
             if self._sessions.get((agent_id, session_id)) is not session:  # cleared or rewritten meanwhile
                 return HybridMatches(lexical, [])
             similar = vectors.similarity(vector, stop)
-            meaning = index.units(messages, similar, before=session.before, limit=limit)
-        return HybridMatches(lexical, meaning)
+            meaning = index.units(messages, similar, before=session.before, limit=ranked)
+            session.similar = (key, ranked, meaning)
+        return HybridMatches(lexical, meaning[:limit])
 
     async def get_summary(self, scope: Scope, span_id: str) -> str | None:
         """The summary of the span in ``scope`` (``SummaryStore``), or ``None``."""

@@ -229,6 +229,12 @@ class SessionPostings:
             out.append(UnitMatch(value, unit[1], before[start], unit[2]))
         return out
 
+    def end_of_unit_before(self, stop: int) -> int:
+        """Where the unit holding message ``stop - 1`` ends now (0 for ``stop`` 0): the only unit of the first
+        ``stop`` messages that can still grow, so the units wholly before ``stop`` are those of an earlier call
+        that gave the same answer."""
+        return int(self._end.data[self._start.data[stop - 1]]) if stop else 0
+
     def _anchor(self, messages: Sequence[ChatMessage], start: int) -> str | None:
         """The id of the newest system message before ``start``, or ``None``."""
         k = bisect_left(self._systems, start)
