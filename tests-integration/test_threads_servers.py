@@ -10,9 +10,7 @@ written is lost, that a read never returns what a removal took away, and that no
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
-import time
 import uuid
 import zlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -23,15 +21,14 @@ from servers import Server
 
 from ravi.capabilities.postgres import PostgresHistoryProvider
 from ravi.capabilities.redis import RedisHistoryProvider
+from ravi.conformance import threads
+from ravi.conformance.threads import switching_often
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import window_of
 from ravi.kernel.tokens import stored_tokens
 
 THREADS = 6
 """How many threads, each with its own event loop (or loops), share a store."""
-
-FINISH = 60.0
-"""Seconds after which a thread that has not finished counts as hung (a guard, not a measure of speed)."""
 
 AGENT = "agent"
 WORDS = ("invoice", "refund", "shipping", "password", "latency", "schema", "billing", "outage", "upgrade", "quota")
@@ -40,47 +37,14 @@ WORDS = ("invoice", "refund", "shipping", "password", "latency", "schema", "bill
 @pytest.fixture(autouse=True)
 def switch_often() -> Iterator[None]:
     """Make the interpreter switch threads every microsecond, so races show up in every run."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(interval)
+    with switching_often():
+        yield
 
 
-def run_threads(work: Callable[[int], None], threads: int = THREADS) -> None:
-    """Run ``work(i)`` for each ``i`` below ``threads`` in a thread of its own, all started together; fail with
-    what any of them raised, or when one never finishes. ``work`` runs its own event loop(s)."""
-    barrier = threading.Barrier(threads)
-    errors: list[tuple[int, BaseException]] = []
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait()
-            work(i)
-        except BaseException as error:
-            errors.append((i, error))
-
-    pool = [threading.Thread(target=run, args=(i,), name=f"loop-{i}", daemon=True) for i in range(threads)]
-    for thread in pool:
-        thread.start()
-    deadline = time.monotonic() + FINISH
-    for thread in pool:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    hung = [thread.name for thread in pool if thread.is_alive()]
-    raised = list(errors)
-    found = sorted({f"{type(e).__name__}: {e}" for _, error in raised for e in _leaves(error)})
-    problems = [f"{len(raised)} of {threads} threads raised: {found}"] if raised else []
-    if hung:
-        problems.append(f"threads that never finished: {hung}")
-    if problems:
-        raise AssertionError("; ".join(problems)) from (raised[0][1] if raised else None)
-
-
-def _leaves(error: BaseException) -> Iterator[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield error
+def run_threads(work: Callable[[int], None]) -> None:
+    """Run ``work(i)`` in each of :data:`THREADS` threads at once; fail with what any of them raised, or when one
+    never finishes."""
+    threads.run_threads(work, THREADS)
 
 
 def per_request(requests: int, call: Callable[[int, int], Awaitable[object]]) -> Callable[[int], None]:

@@ -11,9 +11,7 @@ store written by one thread finds.
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
-import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -31,6 +29,8 @@ from ravi.agents.storage import (
     InMemoryVectorStore,
     TaskStore,
 )
+from ravi.conformance import threads
+from ravi.conformance.threads import switching_often
 from ravi.kernel.errors import NotFound
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
@@ -41,10 +41,6 @@ from ravi.kernel.tokens import stored_tokens
 THREADS = 6
 """How many threads, each with its own event loop, share a store."""
 
-FINISH = 30.0
-"""Seconds after which a thread whose loop has not finished counts as hung (a guard, not a measure of speed: a
-loop waiting on a future that another thread completes is never woken)."""
-
 AGENT = "agent"
 WHEN = datetime(2025, 1, 1, tzinfo=UTC)
 WORDS = ("invoice", "refund", "shipping", "password", "latency", "schema", "billing", "outage", "upgrade", "quota")
@@ -53,50 +49,14 @@ WORDS = ("invoice", "refund", "shipping", "password", "latency", "schema", "bill
 @pytest.fixture(autouse=True)
 def switch_often() -> Iterator[None]:
     """Make the interpreter switch threads every microsecond, so races show up in every run."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(interval)
+    with switching_often():
+        yield
 
 
-def run_threads(work: Callable[[int], Awaitable[object]], threads: int = THREADS) -> None:
-    """Run ``work(i)`` for each ``i`` below ``threads`` under ``asyncio.run`` in a thread of its own, all started
-    together; fail with what any of them raised, or when one never finishes."""
-    barrier = threading.Barrier(threads)
-    errors: list[tuple[int, BaseException]] = []
-
-    async def started(i: int) -> None:
-        barrier.wait()  # every loop is running before any of them starts
-        await work(i)
-
-    def run(i: int) -> None:
-        try:
-            asyncio.run(started(i))
-        except BaseException as error:
-            errors.append((i, error))
-
-    pool = [threading.Thread(target=run, args=(i,), name=f"loop-{i}", daemon=True) for i in range(threads)]
-    for thread in pool:
-        thread.start()
-    deadline = time.monotonic() + FINISH
-    for thread in pool:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    hung = [thread.name for thread in pool if thread.is_alive()]
-    raised = list(errors)
-    found = sorted({f"{type(e).__name__}: {e}" for _, error in raised for e in _leaves(error)})
-    problems = [f"{len(raised)} of {threads} threads raised: {found}"] if raised else []
-    if hung:
-        problems.append(f"threads whose event loop never finished: {hung}")
-    if problems:
-        raise AssertionError("; ".join(problems)) from (raised[0][1] if raised else None)
-
-
-def _leaves(error: BaseException) -> Iterator[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield error
+def run_threads(work: Callable[[int], Awaitable[object]]) -> None:
+    """Run ``work(i)`` under ``asyncio.run`` in each of :data:`THREADS` threads at once (each its own loop); fail
+    with what any of them raised, or when one never finishes."""
+    threads.run_threads(lambda i: asyncio.run(work(i)), THREADS)
 
 
 class WordEmbedder:

@@ -1,0 +1,81 @@
+"""Sharing one store between threads that each run their own event loop: run the same work in several threads at
+once, and make the interpreter switch between them as often as it can, so that races show up in every run.
+
+A store a sync application calls through ``asyncio.run`` from a thread pool is shared that way. Use these to test
+that a backend of your own holds there too (Ravi's own stores are tested with them).
+
+Example:
+    >>> import asyncio
+    >>> seen = []
+    >>> async def work(thread: int) -> None:
+    ...     seen.append(thread)
+    >>> with switching_often():
+    ...     run_threads(lambda thread: asyncio.run(work(thread)), threads=4)
+    >>> sorted(seen)
+    [0, 1, 2, 3]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+FINISH = 60.0
+"""Seconds after which a thread that has not finished counts as hung: a guard, not a measure of speed (a loop
+waiting on a future that another thread completes is never woken)."""
+
+
+@contextlib.contextmanager
+def switching_often() -> Iterator[None]:
+    """Make the interpreter switch threads every microsecond while the block runs."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def run_threads(work: Callable[[int], object], threads: int = 6, *, finish: float = FINISH) -> None:
+    """Run ``work(i)`` for each ``i`` below ``threads``, each in a thread of its own, all started together (behind
+    a barrier); raise ``AssertionError`` naming what any of them raised, or the threads that did not finish within
+    ``finish`` seconds."""
+    barrier = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            work(i)
+        except BaseException as error:
+            errors.append(error)
+
+    pool = [threading.Thread(target=run, args=(i,), name=f"thread-{i}", daemon=True) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    deadline = time.monotonic() + finish
+    for thread in pool:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    hung = [thread.name for thread in pool if thread.is_alive()]
+    raised = list(errors)
+    found = sorted({f"{type(e).__name__}: {e}" for error in raised for e in _leaves(error)})
+    problems = [f"{len(raised)} of {threads} threads raised: {found}"] if raised else []
+    if hung:
+        problems.append(f"threads that never finished: {hung}")
+    if problems:
+        raise AssertionError("; ".join(problems)) from (raised[0] if raised else None)
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions an exception group holds (the exception itself when it is not a group)."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
+
+
+__all__ = ["FINISH", "run_threads", "switching_often"]
