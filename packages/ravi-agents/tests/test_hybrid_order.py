@@ -14,13 +14,14 @@ from datetime import UTC, datetime
 from itertools import cycle
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ravi.agents.context import HybridHistoryProvider, InMemoryHistoryProvider
 from ravi.conformance import threads
 from ravi.conformance.threads import switching_often
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import StoredMessage
 
 THREADS = 6
 AGENT = "agent"
@@ -28,20 +29,65 @@ WHEN = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 class YieldingHistory(InMemoryHistoryProvider):
-    """The in-memory provider, giving its loop turns before each append (as a server round trip does): the
-    timing of a store on a network, with the in-memory store's behaviour. ``turns`` says how many before each
-    append, in turn (one each by default)."""
+    """The in-memory provider, giving its loop turns before each call (as a server round trip does): the timing
+    of a store on a network, with the in-memory store's behaviour. ``turns`` says how many before each call, in
+    turn (one each by default)."""
 
     def __init__(self, turns: Sequence[int] = (1,)) -> None:
         super().__init__()
         self.turns = cycle(turns or (0,))
 
+    async def _turn(self) -> None:
+        for _ in range(next(self.turns)):
+            await asyncio.sleep(0)
+
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
-        for _ in range(next(self.turns)):
-            await asyncio.sleep(0)
+        await self._turn()
         await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        await self._turn()
+        return await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        await self._turn()
+        return await super().get_stored(agent_id, session_id=session_id, limit=limit, offset=offset)
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        await self._turn()
+        return await super().count_messages(agent_id, session_id=session_id)
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        await self._turn()
+        return await super().generation(agent_id, session_id=session_id)
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        await self._turn()
+        return await super().clear(agent_id, session_id=session_id)
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        await self._turn()
+        return await super().clear_run(agent_id, session_id=session_id, run_id=run_id)
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        await self._turn()
+        return await super().replace_last(
+            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+        )
 
 
 def message(writer: int, k: int) -> ChatMessage:
@@ -135,6 +181,79 @@ def test_a_hot_tier_holding_more_than_the_cold_one_is_dropped_at_the_next_write(
     asyncio.run(main())
 
 
+class ExpiringHistory(InMemoryHistoryProvider):
+    """The in-memory provider, losing the session (as a hot tier's expiry does) right after the next read of
+    one message, once ``armed``: the moment a copy has read its seam and not yet appended."""
+
+    armed = False
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        read = await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+        if self.armed and limit == 1:
+            self.armed = False
+            await self.clear(agent_id, session_id=session_id)
+        return read
+
+
+class ClearedHistory(InMemoryHistoryProvider):
+    """The in-memory provider whose session is cleared by another writer right after the next read of its
+    stored messages from an offset, once ``armed``: the moment a copy has read the cold tier and not yet
+    appended."""
+
+    armed = False
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        read = await super().get_stored(agent_id, session_id=session_id, limit=limit, offset=offset)
+        if self.armed and offset:
+            self.armed = False
+            await self.clear(agent_id, session_id=session_id)
+        return read
+
+
+def test_a_hot_tier_that_expires_in_the_middle_of_a_copy_never_serves_another_order() -> None:
+    """The hot tier loses the session after a copy read where to start and before it appended: the stretch lands
+    at the start of an empty session. The copy sees the hot tier's generation change and that the hot tier is
+    no longer the cold one's start, and drops it: reads go to the cold tier, and the next write copies it
+    whole."""
+
+    async def main() -> None:
+        hot, cold = ExpiringHistory(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        await history.append_many(AGENT, [message(0, k) for k in range(4)], session_id="s", run_id="r")
+        hot.armed = True
+        await history.append(AGENT, message(0, 4), session_id="s", run_id="r")
+        assert await hot.count_messages(AGENT, session_id="s") == 0
+        assert await history.get_messages(AGENT, session_id="s") == [message(0, k) for k in range(5)]
+        await history.append(AGENT, message(0, 5), session_id="s", run_id="r")
+        await assert_tiers_equal(hot, cold)
+
+    asyncio.run(main())
+
+
+def test_a_cold_session_cleared_in_the_middle_of_a_copy_is_not_served_from_the_hot_tier() -> None:
+    """Another writer clears the cold session after a copy read it and before the copy appended: the stretch of
+    the old session lands in the hot tier. The copy sees the cold tier's generation change and drops the hot
+    session, so no read serves the old messages, even once the cold tier holds as many again."""
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), ClearedHistory()
+        history = HybridHistoryProvider(hot, cold)
+        await history.append_many(AGENT, [message(0, k) for k in range(2)], session_id="s")
+        cold.armed = True
+        await history.append(AGENT, message(0, 2), session_id="s")
+        assert await cold.count_messages(AGENT, session_id="s") == 0
+        assert await hot.count_messages(AGENT, session_id="s") == 0
+        await history.append_many(AGENT, [message(1, k) for k in range(3)], session_id="s")
+        await assert_tiers_equal(hot, cold)
+        assert await history.get_messages(AGENT, session_id="s") == [message(1, k) for k in range(3)]
+
+    asyncio.run(main())
+
+
 # -- any interleaving of writers that share no lock ---------------------------------------------------------------
 
 OPERATIONS = st.one_of(
@@ -149,14 +268,15 @@ OPERATIONS = st.one_of(
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=st.lists(st.lists(st.tuples(st.integers(0, 2), OPERATIONS), min_size=1, max_size=4), max_size=10),
-    turns=st.tuples(st.lists(st.integers(0, 3), max_size=5), st.lists(st.integers(0, 3), max_size=5)),
+    turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
 )
+@example(steps=[[(0, ("append", 0, 1)), (1, ("append", 0, 1))]], turns=([1, 0], []))  # two writers' tier writes cross
 def test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one(
     steps: list[list[tuple[int, tuple[str, int, int]]]], turns: tuple[list[int], list[int]]
 ) -> None:
     """Three providers over the same two tiers (writers that share no lock, as processes do) run steps of
     operations gathered at once: appends under several runs, the hot tier losing the session, ``clear_run``,
-    ``replace_last`` and ``clear``, each tier's appends giving the loop a drawn number of turns. After every step, reads through any provider are the cold tier's messages,
+    ``replace_last`` and ``clear``, each tier's appends each tier call giving the loop a drawn number of turns. After every step, reads through any provider are the cold tier's messages,
     and whenever the tiers hold as many messages they hold the same ones, in one order, under the same runs."""
 
     async def main() -> None:
