@@ -154,9 +154,9 @@ def test_a_hot_tier_that_lost_the_session_gets_it_back_at_the_next_write() -> No
         more = message(1, 0)
         await history.append(AGENT, more, session_id="s", run_id="third")
         await assert_tiers_equal(hot, cold)
-        assert [s.run_id for s in await hot.get_stored(AGENT, session_id="s")] == ["first"] * 20 + [
-            "second"
-        ] * 11 + ["third"]
+        assert [s.run_id for s in await hot.get_stored(AGENT, session_id="s")] == ["first"] * 20 + ["second"] * 11 + [
+            "third"
+        ]
         assert await history.get_messages(AGENT, session_id="s") == [*messages, more]
         assert await history.clear_run(AGENT, session_id="s", run_id="second") == 11
         await assert_tiers_equal(hot, cold)
