@@ -55,9 +55,17 @@ async def _nothing() -> list[ChatMessage]:
 
 
 class HybridHistoryProvider(Closeable):
-    """Two tiers behind one ``HistoryProvider``: writes go to the cold tier (durable) first, then the hot one;
-    reads return the whole transcript, from the hot tier when it holds the whole session (as many messages as
-    the cold tier), else from the cold tier (a hot tier that expired the session, or that was added later).
+    """Two tiers behind one ``HistoryProvider``: writes go to the cold tier (durable) first, then the hot tier
+    is brought up to it; reads return the whole transcript, from the hot tier when it holds the whole session
+    (as many messages as the cold tier), else from the cold tier (a hot tier that expired the session, or that
+    was added later).
+
+    The hot tier is a copy of the cold one, made in the cold tier's order: after its cold write, an append
+    copies to the hot tier the cold tier's messages from the hot tier's count on, with their run ids. Writers
+    that share no lock (threads each running a loop, processes, other providers over the same tiers) thus leave
+    both tiers in one order, and a hot tier that lost the session gets it back whole at the next write. This
+    needs a cold tier that reads run ids (``RunReader``); over any other, each append writes the same messages
+    to each tier, which such writers can leave in two orders.
 
     Reads are the transcript, never a bounded view: how much of it a window keeps is the pipeline's business
     (``HybridContext`` bounds it with a sliding window of ``max_total``). Windowed reads
