@@ -276,8 +276,9 @@ def test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one(
 ) -> None:
     """Three providers over the same two tiers (writers that share no lock, as processes do) run steps of
     operations gathered at once: appends under several runs, the hot tier losing the session, ``clear_run``,
-    ``replace_last`` and ``clear``, each tier's appends each tier call giving the loop a drawn number of turns. After every step, reads through any provider are the cold tier's messages,
-    and whenever the tiers hold as many messages they hold the same ones, in one order, under the same runs."""
+    ``replace_last`` and ``clear``, each tier call giving the loop a drawn number of turns. After every step,
+    reads through any provider are the cold tier's messages, and whenever the tiers hold as many messages they
+    hold the same ones, in one order, under the same runs."""
 
     async def main() -> None:
         hot, cold = YieldingHistory(turns[0]), YieldingHistory(turns[1])

@@ -184,9 +184,10 @@ class HybridHistoryProvider(Closeable):
         hot_after, cold_after = await asyncio.gather(
             _generation(self.hot, agent_id, session_id), _generation(self.cold, agent_id, session_id)
         )
-        if cold_after != cold_before:
-            await self.hot.clear(agent_id, session_id=session_id)
-        elif hot_after != hot_before and past_start and not await self._hot_is_prefix(agent_id, session_id, cold):
+        stray = cold_after != cold_before  # the stretch may be of the old cold session
+        if not stray and hot_after != hot_before and past_start:  # it may have landed in an emptied hot session
+            stray = not await self._hot_is_prefix(agent_id, session_id, cold)
+        if stray:
             await self.hot.clear(agent_id, session_id=session_id)
 
     async def _hot_is_prefix(self, agent_id: str, session_id: str, cold: RunReader) -> bool:
