@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import date
 from operator import is_
@@ -155,6 +155,51 @@ DEEPER = 4
 """How many times as many units the deeper ranking returns."""
 REPEATS = 4
 """A ranking is ranked deeper only when at least one unit in this many repeated one chosen before it."""
+
+
+class _Choice:
+    """The units a window recalls, chosen from a ranking best first: each that fits in what is ``left`` (as it
+    will be sent: labelled when ``annotate``), skipping any that repeats one already chosen. A unit is labelled
+    once it is chosen, and sent unlabelled when only that fits. What a unit costs and says is kept in ``units``
+    (the session's). A choice goes on where it stopped: :meth:`take` of a ranking's next units gives what one
+    call over the whole ranking would."""
+
+    __slots__ = ("_annotate", "_counter", "_left", "_seen", "_today", "_units", "chosen")
+
+    def __init__(self, annotate: bool, left: int, counter: TokenCounter, request: Request, units: _Units) -> None:
+        self._annotate, self._left, self._counter, self._units = annotate, left, counter, units
+        self._today = request.day
+        self._seen = NearDuplicates()
+        self.chosen: list[UnitMatch] = []
+
+    def take(self, ranked: Iterable[UnitMatch], repeats: list[UnitMatch] | None = None) -> list[UnitMatch]:
+        """The units chosen so far, after going through ``ranked`` (those that repeat a chosen one are added to
+        ``repeats`` when given)."""
+        counter, units, seen, chosen, today = self._counter, self._units, self._seen, self.chosen, self._today
+        left = self._left
+        for match in ranked:
+            if left <= 0:
+                break
+            stored = match.messages
+            facts = units.of(match)
+            cost = facts.cost(counter)
+            if cost > left:
+                continue
+            if seen.repeats(stored, facts.words()):
+                if repeats is not None:
+                    repeats.append(match)
+                continue
+            if self._annotate:
+                messages = facts.label(today)
+                if messages is not None:
+                    labelled = facts.cost(counter, today, labelled=True)
+                    if labelled <= left:
+                        match, cost = replace(match, messages=messages), labelled
+            seen.add(stored, facts.words())
+            chosen.append(match)
+            left -= cost
+        self._left = left
+        return chosen
 
 
 class RelevantRecallStrategy(Strategy):
@@ -376,7 +421,8 @@ class RelevantRecallStrategy(Strategy):
         room = allowance - recent
         units = session.state.get(self, _UNITS)
         repeats: list[UnitMatch] = []
-        chosen = self._choose(ranked, room, counter, request, units, repeats)
+        choice = _Choice(self.annotate, room, counter, request, units)
+        chosen = choice.take(ranked, repeats)
         if (
             self._deepens
             and len(ranked) >= limit
@@ -387,7 +433,10 @@ class RelevantRecallStrategy(Strategy):
             # unused, so rank deeper once and choose again
             deeper = await self._ranked(history, session, rank, request, cut, limit * DEEPER, tell=False)
             if deeper:
-                chosen = self._choose(deeper, room, counter, request, units)
+                if deeper[: len(ranked)] == ranked:  # the same units first: the choice so far stands, it goes on
+                    chosen = choice.take(deeper[len(ranked) :])
+                else:
+                    chosen = _Choice(self.annotate, room, counter, request, units).take(deeper)
         self._note(session, chosen)
         return [*place(_before(history, systems_at, cut), chosen), *history[cut:]]
 
@@ -427,44 +476,10 @@ class RelevantRecallStrategy(Strategy):
         return ranked
 
     def _choose(
-        self,
-        ranked: Sequence[UnitMatch],
-        left: int,
-        counter: TokenCounter,
-        request: Request,
-        units: _Units | None = None,
-        repeats: list[UnitMatch] | None = None,
+        self, ranked: Sequence[UnitMatch], left: int, counter: TokenCounter, request: Request, units: _Units
     ) -> list[UnitMatch]:
-        """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
-        skipping any that repeats one already chosen (added to ``repeats`` when given). A unit is labelled once
-        it is chosen, and sent unlabelled when only that fits. What a unit costs and says is kept in ``units``
-        (the session's)."""
-        today = request.day
-        units = units or _Units()
-        seen = NearDuplicates()
-        chosen: list[UnitMatch] = []
-        for match in ranked:
-            if left <= 0:
-                break
-            stored = match.messages
-            facts = units.of(match)
-            cost = facts.cost(counter)
-            if cost > left:
-                continue
-            if seen.repeats(stored, facts.words()):
-                if repeats is not None:
-                    repeats.append(match)
-                continue
-            if self.annotate:
-                messages = facts.label(today)
-                if messages is not None:
-                    labelled = facts.cost(counter, today, labelled=True)
-                    if labelled <= left:
-                        match, cost = replace(match, messages=messages), labelled
-            seen.add(stored, facts.words())
-            chosen.append(match)
-            left -= cost
-        return chosen
+        """The best ranked units that fit in ``left`` tokens (:class:`_Choice`)."""
+        return _Choice(self.annotate, left, counter, request, units).take(ranked)
 
     async def _held(
         self,
