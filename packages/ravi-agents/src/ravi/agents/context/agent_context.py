@@ -36,6 +36,11 @@ class AgentContext:
     """
 
     def __init__(self, config: ContextConfig | None = None, *, agent_id: str | None = None) -> None:
+        if config is not None and not isinstance(config, ContextConfig):
+            raise ConfigurationError(
+                f"config must be a ContextConfig, got {type(config).__name__}",
+                hint="AgentContext(ContextConfig(history, pipeline)) or AgentContext(ContextConfig.default())",
+            )
         self.config = config or ContextConfig.default()
         self.agent_id = self.config.agent_id if agent_id is None else agent_id
         check_scope(agent_id=self.agent_id)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ravi.agents.context.compaction.summarization import INSTRUCTIONS, is_summary, write_summary
+from ravi.agents.context.compaction.summarization import INSTRUCTIONS, check_llm, is_summary, write_summary
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
 from ravi.kernel.cancel import CancelToken
@@ -34,6 +34,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import message_chars
+from ravi.kernel.values import check_count, check_share
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,8 @@ class CompactionPolicy:
     keep_recent: int = 8
 
     def __post_init__(self) -> None:
-        if not 0 < self.trigger_ratio <= 1:
-            raise InvalidArgument(f"trigger_ratio must be in (0, 1], got {self.trigger_ratio}")
-        if self.keep_recent < 0:
-            raise InvalidArgument(f"keep_recent must be >= 0, got {self.keep_recent}")
+        check_share(self.trigger_ratio, "trigger_ratio")
+        check_count(self.keep_recent, "keep_recent")
 
 
 CHARS_PER_TOKEN = 4
@@ -248,6 +247,7 @@ class PolicyCompactionStrategy(Strategy):
     ) -> None:
         if not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 0:
             raise InvalidArgument(f"token_budget must be an integer >= 0, got {token_budget!r}")
+        check_llm(llm)
         self.token_budget = token_budget
         self.policy = policy or DEFAULT_POLICY
         self.llm = llm

@@ -27,10 +27,11 @@ from ravi.agents.context.hybrid import HybridHistoryProvider
 from ravi.agents.context.models import input_budget, model_info
 from ravi.agents.tokens import ClientTokenCounter
 from ravi.kernel.agent import HistoryRetention
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, ModelInfo, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.values import check_share
 
 _PERMANENT = HistoryRetention.PERMANENT
 
@@ -145,6 +146,12 @@ class HybridContext(ModelContext):
                 "HybridContext needs a hot and a cold history store",
                 hint="pass hot=..., cold=..., or a session_manager with .hot and .cold (or .redis and .postgres)",
             )
+        for tier, store in (("hot", hot), ("cold", cold)):
+            if not isinstance(store, HistoryProvider):
+                raise ConfigurationError(f"the {tier} store must be a HistoryProvider, got {type(store).__name__}")
+        for name, value in (("recent_n", recent_n), ("max_total", max_total)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}", field=name)
         if recent_n < 1 or max_total < 1:
             raise ConfigurationError(f"recent_n and max_total must be >= 1, got {recent_n} and {max_total}")
         if recent_n > max_total:
@@ -183,9 +190,10 @@ class SummarizingContext(ModelContext):
         retention: HistoryRetention = _PERMANENT,
         counter: TokenCounter | None = None,
     ) -> None:
-        if not 0 < threshold <= 1:
-            raise ConfigurationError(f"threshold must be in (0, 1], got {threshold}")
+        check_share(threshold, "threshold")
         llm = llm or model_client  # 003 names it model_client
+        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)):
+            raise InvalidArgument(f"max_tokens must be an integer > 0, got {max_tokens!r}", field="max_tokens")
         if max_tokens is None:
             model = model or _model_of(llm)
             if model is None:
