@@ -22,7 +22,9 @@ from ravi.agents.context import (
     SummarizationCompaction,
     SummarizingContext,
     TokenBudgetComposedStrategy,
+    TokenBudgetContext,
 )
+from ravi.agents.react import ReActAgent, ScriptedModel
 from ravi.kernel.errors import RaviError
 
 HISTORY = [ChatMessage.user(str(i)) for i in range(6)]
@@ -73,3 +75,34 @@ def test_a_bad_argument_is_refused_with_a_typed_error(build: Callable[[], Any]) 
     every one of them is one) when the object is built, not a builtin error when it is first used."""
     with pytest.raises(RaviError):
         build()
+
+
+class CountingModel(ScriptedModel):
+    """A scripted model whose tokenizer counts every text as 100 tokens."""
+
+    def count_tokens(self, text: str) -> int:
+        return 100
+
+
+async def test_an_agent_sizes_a_token_budget_context_with_its_model() -> None:
+    """003: ``TokenBudgetContext`` "Uses model_client.count_tokens() if provided"; "model_client is passed in at
+    build() time by the agent". Counted by the model (104 tokens a message), 250 tokens hold two messages; counted
+    by the heuristic, all eleven would fit."""
+    context = TokenBudgetContext(max_tokens=250)
+    await AgentContext(context, agent_id="bot").add_messages("s", [ChatMessage.user(str(i)) for i in range(10)])
+    model = CountingModel([ChatMessage.assistant("ok")])
+    await ReActAgent("bot", model=model, context=context).run("s", "hello")
+    assert [m.text for m in model.seen[0]] == ["9", "hello"]
+    assert [m.text for m in await context.build("s", agent_id="bot", model_client=model)] == ["hello", "ok"]
+
+
+async def test_a_hybrid_context_backfills_the_newest_turns_from_the_cold_store() -> None:
+    """003: "Redis (fast, recent messages) and Postgres (full history backfill)", ``recent_n <= max_total``. The
+    window is the system message and the newest ``max_total`` turns, without a gap (decision 79), though the hot
+    store holds only the newest six."""
+    hot, cold = _stores()
+    transcript = [ChatMessage.system("sys")] + [ChatMessage.user(f"m{i}") for i in range(1, 51)]
+    await cold.append_many("agent", transcript, session_id="s")
+    await hot.append_many("agent", transcript[-6:], session_id="s")
+    window = await HybridContext(hot, cold, recent_n=20, max_total=40).build("s", agent_id="agent")
+    assert [m.text for m in window] == ["sys"] + [f"m{i}" for i in range(11, 51)]

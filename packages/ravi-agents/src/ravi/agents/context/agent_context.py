@@ -157,9 +157,10 @@ class Run:
         """Record turns of this run."""
         await self.context.add_messages(self.session_id, messages, run_id=self.run_id)
 
-    async def window(self) -> list[ChatMessage]:
-        """The window for the next model call."""
-        return await self.context.get_prompt_window(self.session_id)
+    async def window(self, *, counter: TokenCounter | None = None) -> list[ChatMessage]:
+        """The window for the next model call; ``counter`` measures it instead of the configured counter (the
+        model's own, see ``ModelContext.counter_for``)."""
+        return await self.context.get_prompt_window(self.session_id, counter=counter)
 
 
 def _largest_prompt(model: str | None) -> int:

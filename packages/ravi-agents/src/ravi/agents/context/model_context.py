@@ -46,6 +46,11 @@ class ModelContext(ContextConfig, abc.ABC):
         """The window of ``session_id`` for the next model call; ``model_client`` is the agent's model, for
         contexts that count with it."""
 
+    def counter_for(self, model_client: Any) -> TokenCounter | None:
+        """The counter a window for ``model_client`` is measured with, if this context counts with the model (an
+        agent passes it with each window, as :meth:`build` does); ``None`` keeps the configured counter."""
+        return None
+
     async def _window(
         self, session_id: str, agent_id: str | None, counter: TokenCounter | None = None
     ) -> list[ChatMessage]:
@@ -110,13 +115,18 @@ class TokenBudgetContext(ModelContext):
         strategy = TokenBudgetComposedStrategy([], max_tokens)
         super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
 
+    def counter_for(self, model_client: Any) -> TokenCounter | None:
+        """The model client's own count (003: "model_client is passed in at build() time by the agent"), when
+        it has ``count_tokens(text)``."""
+        if model_client is not None and callable(getattr(model_client, "count_tokens", None)):
+            return ClientTokenCounter(model_client)
+        return None
+
     async def build(
         self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
     ) -> list[ChatMessage]:
         """The newest whole units within ``max_tokens``, counted with ``model_client`` when it can count."""
-        if model_client is not None and callable(getattr(model_client, "count_tokens", None)):
-            return await self._window(session_id, agent_id, ClientTokenCounter(model_client))
-        return await self._window(session_id, agent_id)
+        return await self._window(session_id, agent_id, self.counter_for(model_client))
 
 
 class HybridContext(ModelContext):
