@@ -4,6 +4,7 @@ strategy goes wherever strategies go (000), and a bad argument is refused with a
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,11 @@ from ravi.agents.context import (
     SummarizingContext,
     TokenBudgetComposedStrategy,
     TokenBudgetContext,
+    compact,
+    estimate_context_tokens,
+    find_cut_point,
+    should_compact,
+    summarize,
 )
 from ravi.agents.react import ReActAgent, ScriptedModel
 from ravi.kernel.errors import RaviError
@@ -106,3 +112,33 @@ async def test_a_hybrid_context_backfills_the_newest_turns_from_the_cold_store()
     await hot.append_many("agent", transcript[-6:], session_id="s")
     window = await HybridContext(hot, cold, recent_n=20, max_total=40).build("s", agent_id="agent")
     assert [m.text for m in window] == ["sys"] + [f"m{i}" for i in range(11, 51)]
+
+
+class Echo:
+    async def complete(self, messages: Any, *, max_tokens: int | None = None, cancel: Any = None) -> str:
+        return "summary"
+
+
+NOT_MESSAGES: dict[str, Callable[[], Any]] = {
+    "pipeline of strings": lambda: CompactionPipeline([]).compact(["hello"]),  # type: ignore[list-item]
+    "pipeline of a string": lambda: CompactionPipeline([SlidingWindowCompaction(2)]).compact("abc"),  # type: ignore[arg-type]
+    "estimate of dicts": lambda: estimate_context_tokens([{"role": "user", "content": "hi"}]),  # type: ignore[list-item]
+    "should_compact of dicts": lambda: should_compact([{"role": "user", "content": "hi"}], 100),  # type: ignore[list-item]
+    "cut point of strings": lambda: find_cut_point(["a", "b"], 1),  # type: ignore[list-item]
+    "summarize of strings": lambda: summarize(["a"], Echo()),  # type: ignore[list-item]
+    "compact of strings": lambda: compact(["a"] * 20, 100, None, Echo()),  # type: ignore[list-item]
+}
+
+
+@pytest.mark.parametrize("call", NOT_MESSAGES.values(), ids=NOT_MESSAGES.keys())
+async def test_a_history_that_is_not_messages_is_refused(call: Callable[[], Any]) -> None:
+    """000's ``compact(raw_history: list[ChatMessage])`` and 002's functions take messages: anything else is an
+    ``InvalidArgument`` naming the item, not an ``AttributeError`` from inside (nor a string read as characters)."""
+
+    async def run() -> None:
+        result = call()
+        if inspect.isawaitable(result):
+            await result
+
+    with pytest.raises(RaviError):
+        await run()

@@ -34,7 +34,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import message_chars
-from ravi.kernel.values import check_count, check_share
+from ravi.kernel.values import check_count, check_items, check_share
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,12 @@ def estimate_context_tokens(messages: Sequence[ChatMessage], *, counter: TokenCo
     """A coarse token estimate of ``messages`` (002): the characters of every block (text and thinking, a tool
     call's name and compact JSON arguments, a tool result's output, an image's base64 payload), divided by
     :data:`CHARS_PER_TOKEN` rounding up, plus :data:`TURN_OVERHEAD_TOKENS` per message. With ``counter``, that
-    counter's count instead."""
+    counter's count instead.
+
+    Raises:
+        InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects.
+    """
+    check_items(messages, ChatMessage, "messages")
     if counter is not None:
         return counter.count_messages(messages)
     chars = sum(map(message_chars, messages))
@@ -122,7 +127,11 @@ def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
     The tail nominally starts at ``len - keep_recent``; the boundary then moves forward (shrinking the tail)
     while the first kept message is a tool result, so a call and its results are never split. 0 means
     condense nothing; ``len`` means condense everything (``keep_recent=0``).
+
+    Raises:
+        InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects, or ``keep_recent`` < 0.
     """
+    check_items(messages, ChatMessage, "messages")
     if not isinstance(keep_recent, int) or keep_recent < 0:
         raise InvalidArgument(f"keep_recent must be an integer >= 0, got {keep_recent!r}")
     cut = max(0, len(messages) - keep_recent)
@@ -150,11 +159,13 @@ async def summarize(
     summarised once; two sessions never share a summary, even when their message ids are equal.
 
     Raises:
-        InvalidArgument: nothing to summarise, or ``store`` without ``scope``.
+        InvalidArgument: nothing to summarise, ``messages`` that are not ``ChatMessage`` objects, or ``store``
+            without ``scope``.
         CancelledByToken: ``cancel`` was cancelled before the model was called.
     """
     from ravi.agents.llm.extractive import ExtractiveSummarizer
 
+    check_items(messages, ChatMessage, "messages")
     _check_store(store, scope)
     previous = [m for m in messages if is_summary(m)]
     fresh = [m for m in messages if m.role != "system" and not is_summary(m)]

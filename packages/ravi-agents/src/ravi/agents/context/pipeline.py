@@ -26,6 +26,7 @@ from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
+from ravi.kernel.values import check_items
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,12 @@ class CompactionPipeline:
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window of ``history`` (000's ``pipeline.compact(raw)``): every strategy in turn, on the given
         messages. With ``session`` (from :meth:`session`) the session's state is used and kept; without, nothing
-        is kept between calls."""
+        is kept between calls.
+
+        Raises:
+            InvalidArgument: ``history`` is not a sequence of ``ChatMessage`` objects.
+        """
+        check_items(history, ChatMessage, "history")
         if session is None:
             return (await self.window(WindowRequest(messages=history))).messages
         session.read_from(history)
