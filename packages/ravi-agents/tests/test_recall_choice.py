@@ -51,7 +51,8 @@ def test_a_choice_that_goes_on_chooses_what_one_pass_chooses(
 async def test_a_ranking_whose_best_units_repeat_one_another_is_ranked_deeper() -> None:
     """The newest 80 older turns all say the same thing about the deploy, and the request's words are theirs;
     older still, 40 turns tell different deploys. A ranking of the best few dozen units holds only the repeated
-    turn, which is recalled once (the newest turns fill their share of the window); the room it leaves is spent on the units ranked after them."""
+    turn, which is recalled once (the newest turns fill their share of the window); the room it leaves is spent
+    on the units ranked after them."""
     older = [ChatMessage.user(f"deploy {k} of the walrus service finished", id=f"told-{k}") for k in range(40)]
     older += [ChatMessage.user("the deploy failed again", id=f"again-{k}") for k in range(80)]
     filler = " ".join(["the numbers of the quarter were filed as before"] * 4)

@@ -17,7 +17,7 @@ from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resol
 from ravi.agents.context.recall_request import MIN_SHARE, Request, read_request, recall_share
 from ravi.agents.context.session import counter_of
 from ravi.agents.embeddings import StaticEmbeddingClient
-from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient, TokenCounter
@@ -25,6 +25,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
 from ravi.kernel.tokens import CachedTokenCounter, stored_tokens
+from ravi.kernel.values import check_count, check_share
 
 Rank = Callable[[Request, int, int], Awaitable[list[UnitMatch] | None]]
 """Ranks the older units for a request, given where the newest turns start and how many units each ranking
@@ -256,10 +257,11 @@ class RelevantRecallStrategy(Strategy):
         search_limit: int | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
-        if token_budget < 0:
-            raise InvalidArgument(f"token_budget must be >= 0, got {token_budget}")
-        if recall_share is not None and not 0 <= recall_share <= 1:
-            raise InvalidArgument(f"recall_share must be in [0, 1] or None, got {recall_share}")
+        check_count(token_budget, "token_budget")
+        if recall_share is not None and (
+            isinstance(recall_share, bool) or not isinstance(recall_share, int | float) or not 0 <= recall_share <= 1
+        ):
+            raise InvalidArgument(f"recall_share must be a number in [0, 1] or None, got {recall_share!r}")
         if search_limit is not None and (
             isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1
         ):
@@ -268,8 +270,10 @@ class RelevantRecallStrategy(Strategy):
             raise InvalidArgument(f"prefer must be 'relevance' or 'cache', got {prefer!r}")
         if isinstance(spread, bool) or not isinstance(spread, int | float) or not 0 <= spread <= 1:
             raise InvalidArgument(f"spread must be in [0, 1], got {spread!r}")
-        if not 0 < low_watermark <= 1:
-            raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
+        low_watermark = check_share(low_watermark, "low_watermark")
+        if not isinstance(annotate, bool):
+            raise InvalidArgument(f"annotate must be True or False, got {annotate!r}")
+        check_counter(counter)
         self.token_budget = token_budget
         self.recall_share = recall_share
         self.own_index = index
@@ -317,7 +321,7 @@ class RelevantRecallStrategy(Strategy):
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: system messages, recalled older units, and the newest units, within the budget."""
         alone = session is None
-        session = session or SessionContext.standalone()
+        session = SessionContext.of(session, history)
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
         provider = session.history
         searchable = not alone and pushed_down(self.meaning)
