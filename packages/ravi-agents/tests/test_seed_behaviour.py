@@ -19,17 +19,22 @@ from ravi.agents.context import (
     ContextManager,
     HybridContext,
     InMemoryHistoryProvider,
+    RelevantRecallStrategy,
+    SelectiveToolCallCompactionStrategy,
     SlidingWindowCompaction,
     SummarizationCompaction,
     SummarizingContext,
     TokenBudgetComposedStrategy,
     TokenBudgetContext,
+    ToolResultCompactionStrategy,
+    TruncationStrategy,
     compact,
     estimate_context_tokens,
     find_cut_point,
     should_compact,
     summarize,
 )
+from ravi.agents.context.functional import PolicyCompactionStrategy
 from ravi.agents.react import ReActAgent, ScriptedModel
 from ravi.kernel.errors import RaviError
 
@@ -72,6 +77,14 @@ BAD: dict[str, Callable[[], Any]] = {
     "hybrid recent_n text": lambda: HybridContext(*_stores(), recent_n="a"),  # type: ignore[arg-type]
     "hybrid max_total text": lambda: HybridContext(*_stores(), 5, "x"),  # type: ignore[arg-type]
     "hybrid hot store of a number": lambda: HybridContext(5, InMemoryHistoryProvider()),  # type: ignore[arg-type]
+    "recall token_budget text": lambda: RelevantRecallStrategy("x"),  # type: ignore[arg-type]
+    "recall token_budget float": lambda: RelevantRecallStrategy(100.5),  # type: ignore[arg-type]
+    "recall recall_share text": lambda: RelevantRecallStrategy(100, recall_share="x"),  # type: ignore[arg-type]
+    "recall recall_share bool": lambda: RelevantRecallStrategy(100, recall_share=True),  # type: ignore[arg-type]
+    "recall low_watermark text": lambda: RelevantRecallStrategy(100, low_watermark="x"),  # type: ignore[arg-type]
+    "recall low_watermark NaN": lambda: RelevantRecallStrategy(100, low_watermark=float("nan")),
+    "recall annotate text": lambda: RelevantRecallStrategy(100, annotate="no"),  # type: ignore[arg-type]
+    "recall counter of a number": lambda: RelevantRecallStrategy(100, counter=5),  # type: ignore[arg-type]
 }
 
 
@@ -127,6 +140,21 @@ NOT_MESSAGES: dict[str, Callable[[], Any]] = {
     "cut point of strings": lambda: find_cut_point(["a", "b"], 1),  # type: ignore[list-item]
     "summarize of strings": lambda: summarize(["a"], Echo()),  # type: ignore[list-item]
     "compact of strings": lambda: compact(["a"] * 20, 100, None, Echo()),  # type: ignore[list-item]
+    **{
+        f"{type(strategy).__name__} called directly on strings": (
+            lambda strategy=strategy: strategy.compact(["a", "b"])  # type: ignore[misc]
+        )
+        for strategy in (
+            SlidingWindowCompaction(1),
+            TruncationStrategy(max_messages=1),
+            TokenBudgetComposedStrategy([], 1),
+            RelevantRecallStrategy(1, meaning=None),
+            ToolResultCompactionStrategy(),
+            SelectiveToolCallCompactionStrategy(),
+            SummarizationCompaction(Echo(), recent_token_budget=1, min_old_tokens=1),
+            PolicyCompactionStrategy(1, CompactionPolicy(), Echo()),
+        )
+    },
 }
 
 

@@ -299,7 +299,7 @@ class PolicyCompactionStrategy(Strategy):
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history``, or its summary and newest turns once it passes the trigger."""
-        session = session or SessionContext.standalone()
+        session = SessionContext.of(session, history)
         if not self.triggered(history, session):
             if session.partial:
                 session.need_older()  # the whole session may pass the trigger

@@ -46,9 +46,10 @@ class SlidingWindowCompaction(Strategy):
         ``max_messages``, then drops down to ``low_watermark * max_messages`` in one step: its prefix stays the
         same between crossings, which is what prompt caches reward.
         """
+        own = SessionContext.of(session, history)
         if self.low_watermark is None:
             return keep_newest(history, _one, self.max_messages, session)
-        anchors = (session or SessionContext.standalone()).state.get(self, ANCHOR)
+        anchors = own.state.get(self, ANCHOR)
         anchor = anchors.cut(history)
         if anchor is None and anchors.is_set and session is not None and session.partial:
             session.need_older()  # the remembered start is older than the part read

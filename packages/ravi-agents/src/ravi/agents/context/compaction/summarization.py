@@ -239,7 +239,7 @@ class SummarizationCompaction(Strategy):
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window with its older part replaced by one summary (or ``history`` itself if too little is old)."""
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
-        own = session or SessionContext.standalone()
+        own = SessionContext.of(session, history)
         partial = own.partial
         if not history:
             return []

@@ -154,7 +154,7 @@ class TokenBudgetComposedStrategy(Strategy):
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window within ``token_budget`` tokens."""
-        session = session or SessionContext.standalone()
+        session = SessionContext.of(session, history)
         if self.low_watermark is not None:
             return await self._watermarked(history, session)
         if not self.strategies:
