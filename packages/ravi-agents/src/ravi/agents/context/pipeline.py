@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,8 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_items
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,9 @@ class CompactionPipeline:
             window = out
         if events:
             events.emit(CompactionEvent("post_compact", window, counter=counter))
+        if history and (not window or window[-1].id != history[-1].id):
+            if not session.partial or (session.bounded and not session.older_needed):  # the window given back
+                _left_out(history[-1], window, counter)
         if session.agent_id:
             session.state.put(self, _LAST_WINDOW, [window])
         return builder.build(window) if builder is not None else Window(window)
@@ -316,6 +322,21 @@ class CompactionPipeline:
 
     def __repr__(self) -> str:
         return f"CompactionPipeline({self.strategies!r})"
+
+
+def _left_out(newest: ChatMessage, window: Sequence[ChatMessage], counter: TokenCounter) -> None:
+    """Warn when ``window`` leaves out the session's newest message: a message larger than the budget on its own
+    (a pasted document, a huge tool result) is left out like any other that does not fit, and the model would
+    answer without it. The window still fits the budget; the warning says why the message is missing."""
+    if any(m.id == newest.id for m in window):
+        return
+    log.warning(
+        "the window leaves out the session's newest message (%s, id %r, %d tokens), so the model will not see it; "
+        "a message larger than the budget on its own is left out like any other that does not fit",
+        newest.role,
+        newest.id,
+        counter.count_message(newest),
+    )
 
 
 async def _generation(history: HistoryProvider, session: SessionContext) -> str | None:
