@@ -268,9 +268,9 @@ class CompactionPipeline:
             window = out
         if events:
             events.emit(CompactionEvent("post_compact", window, counter=counter))
-        if history and (not window or window[-1].id != history[-1].id):
-            if not session.partial or (session.bounded and not session.older_needed):  # the window given back
-                _left_out(history[-1], window, counter)
+        given_back = not session.partial or (session.bounded and not session.older_needed)
+        if given_back and history and (not window or window[-1].id != history[-1].id):
+            _left_out(history[-1], window, counter)
         if session.agent_id:
             session.state.put(self, _LAST_WINDOW, [window])
         return builder.build(window) if builder is not None else Window(window)
