@@ -483,12 +483,54 @@ def test_a_tool_call_whose_results_grow_past_the_boundary_leaves_the_units_found
     assert all(m.messages[0].id != group[0].id for m in again)
 
 
-@settings(max_examples=60, deadline=None)
-@given(steps=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 400), st.integers(1, 12), st.integers(0, 2))))
+def test_a_tool_call_with_system_messages_before_the_boundary_leaves_the_units_found_when_its_results_come() -> None:
+    """A system message between a tool call and its results belongs to the call's group: with the boundary just
+    after the system message, the call is a unit before it until its result comes, and then no longer, as a
+    provider that never searched finds."""
+    history = InMemoryHistoryProvider()
+    call = ToolCallBlock(id="c1", name="read_log", arguments={"service": "deploy"})
+    turns = [ChatMessage.user(f"turn {i} about billing") for i in range(8)]
+    group = [ChatMessage.assistant("reading the deploy log", tool_calls=[call]), ChatMessage.system("be brief")]
+    asyncio.run(history.append_many("a", [*turns, *group], session_id="s"))
+    boundary = sum(stored_tokens(m) for m in [*turns, *group])
+
+    async def search(provider: InMemoryHistoryProvider) -> list[UnitMatch]:
+        found = await provider.search_hybrid(
+            "a",
+            session_id="s",
+            query="the deploy log",
+            before=boundary,
+            limit=4,
+            embedder=_CountingEmbedder(),
+            model="m",
+        )
+        return found.meaning
+
+    assert any(m.messages[0].id == group[0].id for m in asyncio.run(search(history)))
+    asyncio.run(history.append("a", ChatMessage.tool("c1", "the deploy log"), session_id="s"))
+    again = asyncio.run(search(history))
+    same = InMemoryHistoryProvider()
+    asyncio.run(same.append_many("a", asyncio.run(history.get_messages("a", session_id="s")), session_id="s"))
+    assert again == asyncio.run(search(same))
+    assert all(m.messages[0].id != group[0].id for m in again)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.one_of(st.sampled_from([-1, -2]), st.integers(0, 400)),
+            st.integers(1, 12),
+            st.integers(0, 2),
+        )
+    )
+)
 def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tuple[int, int, int, int]]) -> None:
-    """Appends (plain turns, tool calls whose results come later), clears and searches of any boundary, limit and
-    request, in any order: every search by meaning finds what a provider holding the same messages and never
-    searched before finds."""
+    """Appends (plain turns, tool calls whose results come later, system messages, also between a call and its
+    results), clears and searches of any boundary (-1: the last search's, with its request, as in a tool loop;
+    -2: the session's end), limit and request, in any order: every search by meaning finds what a provider
+    holding the same messages and never searched before finds."""
     history = InMemoryHistoryProvider()
     embedder = _CountingEmbedder()
     queries = ("deploy failed", "billing refund", "cache")
@@ -502,12 +544,14 @@ def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tup
 
     async def run() -> None:
         nonlocal open_call
-        for n, (kind, before, limit, q) in enumerate(steps):
+        last = (0, 0)
+        for n, (kind, boundary, limit, query) in enumerate(steps):
             if kind == 0:
                 await history.append("a", ChatMessage.user(f"{queries[n % 3]} turn {n}"), session_id="s")
             elif kind == 1 and open_call is None:
                 call = ToolCallBlock(id=f"c{n}", name="look", arguments={"n": n})
-                await history.append("a", ChatMessage.assistant(tool_calls=[call]), session_id="s")
+                opener = ChatMessage.assistant(f"{queries[n % 3]} call", tool_calls=[call])
+                await history.append("a", opener, session_id="s")
                 open_call = n
             elif kind == 1:
                 await history.append("a", ChatMessage.tool(f"c{open_call}", f"{queries[n % 3]} result"), session_id="s")
@@ -515,6 +559,12 @@ def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tup
                 open_call = None
                 if n % 5 == 0:
                     await history.clear("a", session_id="s")
+            elif kind == 3:
+                await history.append("a", ChatMessage.system(f"{queries[n % 3]} note {n}"), session_id="s")
+            if boundary == -2:
+                boundary = sum(map(stored_tokens, await history.get_messages("a", session_id="s")))
+            before, q = last if boundary == -1 else (boundary, query)
+            last = (before, q)
             got = await meaning(history, queries[q], before, limit)
             same = InMemoryHistoryProvider()
             held = await history.get_stored("a", session_id="s")
