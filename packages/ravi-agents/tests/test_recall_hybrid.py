@@ -575,6 +575,62 @@ def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tup
     asyncio.run(run())
 
 
+class _Misbehaving(HashingEmbeddingClient):
+    """Hashed embeddings, except for the texts it was told to answer wrongly."""
+
+    def __init__(self, answer: object, when: str = "", dimension: int = 8) -> None:
+        super().__init__(dimension=dimension)
+        self.answer, self.when = answer, when
+
+    async def embed(self, texts):  # type: ignore[no-untyped-def]
+        if self.answer is not None and (not self.when or self.when in texts):
+            return self.answer(texts) if callable(self.answer) else self.answer
+        return await super().embed(texts)
+
+
+@pytest.mark.parametrize(
+    ("answer", "when"),
+    [
+        (lambda texts: [["x"] * 8 for _ in texts], ""),  # not numbers
+        (lambda texts: [[1.0] * (3 + i) for i, _ in enumerate(texts)], ""),  # of several lengths
+        (lambda texts: [[float("nan")] * 8 for _ in texts], ""),  # not finite
+        (lambda texts: [[1.0] * 8 for _ in texts] + [[1.0] * 8], ""),  # one too many
+        ([], "what broke?"),  # none for the request
+        ([[1.0] * 8, [1.0] * 8], "what broke?"),  # two for the request
+        ([[float("inf")] * 8], "what broke?"),
+        (None, ""),  # well-behaved, but with twice the dimensions the model's embeddings have
+    ],
+)
+def test_an_embedder_that_answers_wrongly_gets_a_typed_error_and_loses_nothing(answer: object, when: str) -> None:
+    """What an embedding client returns is the caller's code: vectors that are not lists of finite numbers of
+    its dimension, one per text, or vectors of another dimension than those held under the same model, are
+    refused with ``InvalidArgument``; the session and its search by meaning with a right client are unchanged."""
+    history = InMemoryHistoryProvider()
+    turns = [ChatMessage.user(f"turn {i} about the deploy") for i in range(6)]
+    asyncio.run(history.append_many("a", turns, session_id="s"))
+
+    async def search(client: HashingEmbeddingClient) -> list[UnitMatch]:
+        found = await history.search_hybrid(
+            "a", session_id="s", query="what broke?", before=10**6, limit=3, embedder=client, model="m"
+        )
+        return found.meaning
+
+    if answer is None:  # the model's embeddings are held first
+        asyncio.run(search(_Misbehaving(None)))
+        asyncio.run(history.append("a", ChatMessage.user("the deploy broke"), session_id="s"))
+    wrong = _Misbehaving(answer, when, dimension=16 if answer is None else 8)
+    with pytest.raises(InvalidArgument):
+        asyncio.run(search(wrong))
+    held = asyncio.run(history.get_messages("a", session_id="s"))
+    assert held[: len(turns)] == turns
+    same = InMemoryHistoryProvider()
+    asyncio.run(same.append_many("a", held, session_id="s"))
+    fresh = same.search_hybrid(
+        "a", session_id="s", query="what broke?", before=10**6, limit=3, embedder=_Misbehaving(None), model="m"
+    )
+    assert asyncio.run(search(_Misbehaving(None))) == asyncio.run(fresh).meaning
+
+
 needs_model = pytest.mark.skipif(not offline_embeddings_installed(), reason="pip install 'ravi-agents[embeddings]'")
 
 

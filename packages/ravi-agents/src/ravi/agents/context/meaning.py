@@ -48,12 +48,18 @@ class MessageVectors:
                 return
             texts = [message_text(messages[i])[:EMBEDDED_CHARS] for i in range(start, end)]
             wanted = [i for i, t in enumerate(texts) if t.strip()]
-            rows = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+            dimension = embedder.dimension
+            with self._lock:
+                held = self._buffer.shape[1] if self.size else dimension
+            if held != dimension:
+                raise InvalidArgument(
+                    f"the embeddings of model {self.model!r} have {held} dimensions, this client's {dimension}",
+                    hint="give each embedding model its own name",
+                )
+            rows = np.zeros((len(texts), dimension), dtype=np.float32)
             if wanted:
                 vectors = await embedder.embed([texts[i] for i in wanted])
-                if len(vectors) != len(wanted):
-                    raise InvalidArgument(f"the embedder returned {len(vectors)} vectors for {len(wanted)} texts")
-                rows[wanted] = _unit_rows(vectors, embedder.dimension)
+                rows[wanted] = _unit_rows(embedded(vectors, len(wanted), dimension), dimension)
             with self._lock:
                 if truncations == self._truncations:
                     self._store(rows, start, end)
@@ -77,7 +83,7 @@ class MessageVectors:
             self.size = min(self.size, size)
             self._truncations += 1
 
-    def similarity(self, vector: Sequence[float], stop: int) -> np.ndarray:
+    def similarity(self, vector: Sequence[float] | np.ndarray, stop: int) -> np.ndarray:
         """The cosine similarity to ``vector`` of the last :data:`~ravi.kernel.search.MEANING_LOOKBACK` of the
         first ``stop`` messages, by position (zero for the messages before them, and for any not embedded)."""
         out = np.zeros(stop, dtype=np.float32)
@@ -92,7 +98,24 @@ class MessageVectors:
         return out
 
 
-def _unit_rows(vectors: Sequence[Sequence[float]], dimension: int) -> np.ndarray:
+def embedded(vectors: object, count: int, dimension: int) -> np.ndarray:
+    """What an embedding client returned for ``count`` texts, as a ``count`` by ``dimension`` array of finite
+    numbers; ``InvalidArgument`` for anything else (the client is code of the caller's)."""
+    if not isinstance(vectors, Sequence) or len(vectors) != count:
+        got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
+        raise InvalidArgument(f"the embedder returned {got} vectors for {count} texts")
+    try:
+        rows = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as error:
+        raise InvalidArgument(f"the embedder returned vectors that are not lists of numbers: {error}") from None
+    if rows.ndim != 2 or rows.shape[1] != dimension:
+        raise InvalidArgument(f"embeddings must have {dimension} dimensions, got shape {rows.shape}")
+    if not np.all(np.isfinite(rows)):
+        raise InvalidArgument("embeddings must be finite numbers")
+    return rows
+
+
+def _unit_rows(vectors: Sequence[Sequence[float] | np.ndarray] | np.ndarray, dimension: int) -> np.ndarray:
     rows = np.asarray(vectors, dtype=np.float32)
     if rows.ndim != 2 or rows.shape[1] != dimension:
         raise InvalidArgument(f"embeddings must have {dimension} dimensions, got shape {rows.shape}")
@@ -126,4 +149,4 @@ def meaning_units(
         take = min(stop, take * 4)
 
 
-__all__ = ["EMBEDDED_CHARS", "MessageVectors", "meaning_units"]
+__all__ = ["EMBEDDED_CHARS", "MessageVectors", "embedded", "meaning_units"]
