@@ -239,7 +239,7 @@ def test_near_duplicates_at_the_threshold_are_those_of_the_pairwise_definition()
     vocabulary = [f"w{i}" for i in range(240)]
     spans = [(start, size) for start in range(3) for size in (*range(31), 150, 160, 187, 188, 200, 201, 210)]
     units = [_compared((" ".join(vocabulary[a : a + n]),), frozenset(vocabulary[a : a + n])) for a, n in spans]
-    for threshold in (0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5):
+    for threshold in (0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 0.0):
         for held in units:
             seen = NearDuplicates(threshold)
             seen.add([], held)
@@ -249,11 +249,20 @@ def test_near_duplicates_at_the_threshold_are_those_of_the_pairwise_definition()
                 assert seen.repeats([], asked) == expected
 
 
+@pytest.mark.parametrize("threshold", ["0.8", None, -0.1, 1.5, float("nan"), float("inf"), True])
+def test_a_near_duplicate_threshold_outside_0_to_1_is_refused(threshold: object) -> None:
+    """A Jaccard similarity lies in [0, 1]: any other threshold (or one that is not a number) is a mistake, told
+    at once rather than as a ``TypeError`` at the first comparison or a check that silently passes everything or
+    nothing."""
+    with pytest.raises(InvalidArgument):
+        NearDuplicates(threshold)  # type: ignore[arg-type]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     sizes=st.lists(st.one_of(st.integers(0, 12), st.integers(0, 210)), min_size=1, max_size=24),
     data=st.data(),
-    threshold=st.sampled_from([0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5]),
+    threshold=st.sampled_from([0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 0.0]),
 )
 def test_near_duplicates_are_those_of_the_pairwise_definition(
     sizes: list[int], data: st.DataObject, threshold: float

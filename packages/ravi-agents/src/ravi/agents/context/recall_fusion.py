@@ -20,6 +20,7 @@ from sys import intern
 from typing import NamedTuple
 
 from ravi.agents.context.recall_request import Request
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch, message_text
 
@@ -97,7 +98,10 @@ class NearDuplicates:
     SHORT = 200
 
     def __init__(self, threshold: float = 0.8) -> None:
-        self.threshold = threshold
+        """Hold no unit yet; ``threshold`` is a number in [0, 1] (``InvalidArgument`` otherwise)."""
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+            raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
+        self.threshold = float(threshold)
         self._texts: set[tuple[str, ...]] = set()
         self._sizes: list[int] = []  # the distinct sizes of the held word sets, ascending
         self._terms: dict[int, list[tuple[frozenset[str], int]]] = {}  # the held word sets and signatures, by size
