@@ -50,19 +50,24 @@ class MessageVectors:
             wanted = [i for i, t in enumerate(texts) if t.strip()]
             dimension = embedder.dimension
             with self._lock:
-                held = self._buffer.shape[1] if self.size else dimension
-            if held != dimension:
-                raise InvalidArgument(
-                    f"the embeddings of model {self.model!r} have {held} dimensions, this client's {dimension}",
-                    hint="give each embedding model its own name",
-                )
+                self._check_dimension(dimension)
             rows = np.zeros((len(texts), dimension), dtype=np.float32)
             if wanted:
                 vectors = await embedder.embed([texts[i] for i in wanted])
                 rows[wanted] = _unit_rows(embedded(vectors, len(wanted), dimension), dimension)
             with self._lock:
+                self._check_dimension(dimension)  # another loop may have stored rows of another client meanwhile
                 if truncations == self._truncations:
                     self._store(rows, start, end)
+
+    def _check_dimension(self, dimension: int) -> None:
+        """``InvalidArgument`` unless the rows held (if any) have ``dimension`` numbers."""
+        held = self._buffer.shape[1] if self.size else dimension
+        if held != dimension:
+            raise InvalidArgument(
+                f"the embeddings of model {self.model!r} have {held} dimensions, this client's {dimension}",
+                hint="give each embedding model its own name",
+            )
 
     def _store(self, rows: np.ndarray, start: int, end: int) -> None:
         """Keep ``rows``, the embeddings of messages ``start`` to ``end``, past those already held."""
