@@ -7,8 +7,9 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ravi.agents.context.meaning import MessageVectors, embedded
+from ravi.agents.context.meaning import MessageVectors
 from ravi.agents.context.recall_postings import SessionPostings
+from ravi.agents.storage.embeddings import embedded
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import MessageConflict
 from ravi.kernel.llm import EmbeddingClient

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ravi.agents.storage.embeddings import embedded
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.loops import KeyedLocks
@@ -103,23 +104,6 @@ class MessageVectors:
         return out
 
 
-def embedded(vectors: object, count: int, dimension: int) -> np.ndarray:
-    """What an embedding client returned for ``count`` texts, as a ``count`` by ``dimension`` array of finite
-    numbers; ``InvalidArgument`` for anything else (the client is code of the caller's)."""
-    if not isinstance(vectors, Sequence) or len(vectors) != count:
-        got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
-        raise InvalidArgument(f"the embedder returned {got} vectors for {count} texts")
-    try:
-        rows = np.asarray(vectors, dtype=np.float32)
-    except (TypeError, ValueError) as error:
-        raise InvalidArgument(f"the embedder returned vectors that are not lists of numbers: {error}") from None
-    if rows.ndim != 2 or rows.shape[1] != dimension:
-        raise InvalidArgument(f"embeddings must have {dimension} dimensions, got shape {rows.shape}")
-    if not np.all(np.isfinite(rows)):
-        raise InvalidArgument("embeddings must be finite numbers")
-    return rows
-
-
 def _unit_rows(vectors: Sequence[Sequence[float] | np.ndarray] | np.ndarray, dimension: int) -> np.ndarray:
     rows = np.asarray(vectors, dtype=np.float32)
     if rows.ndim != 2 or rows.shape[1] != dimension:
@@ -154,4 +138,4 @@ def meaning_units(
         take = min(stop, take * 4)
 
 
-__all__ = ["EMBEDDED_CHARS", "MessageVectors", "embedded", "meaning_units"]
+__all__ = ["EMBEDDED_CHARS", "MessageVectors", "meaning_units"]

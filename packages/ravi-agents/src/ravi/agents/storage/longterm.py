@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ravi.agents.storage._clock import Clock, system_clock
+from ravi.agents.storage.embeddings import embedded
 from ravi.agents.storage.options import InMemoryLongTermOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.embeddings import HashingEmbeddingClient
@@ -55,8 +56,7 @@ class InMemoryLongTermMemory(Closeable):
     ) -> str:
         """Store a memory; returns its id."""
         seconds, meta = check_memory(agent_id, content, namespace, ttl, metadata)
-        [vector] = await self._embedder.embed([content])
-        array = np.asarray(vector, dtype=np.float32)
+        [array] = embedded(await self._embedder.embed([content]), 1, self._embedder.dimension)
         norm = float(np.linalg.norm(array))
         now = self._now()
         memory = Memory(
@@ -82,8 +82,7 @@ class InMemoryLongTermMemory(Closeable):
             live = [(m, v) for m, v in self._spaces.get((agent_id, namespace), {}).values() if self._alive(m, now)]
         if not live or limit == 0:
             return []
-        [vector] = await self._embedder.embed([query])
-        q = np.asarray(vector, dtype=np.float32)
+        [q] = embedded(await self._embedder.embed([query]), 1, self._embedder.dimension)
         q = q / (float(np.linalg.norm(q)) or 1.0)
         scores = np.stack([v for _, v in live]) @ q
         order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0].id))[:limit]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from ravi.agents.storage.embeddings import embedded
 from ravi.agents.storage.options import InMemoryVectorOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import InvalidArgument
@@ -80,7 +81,7 @@ class InMemoryVectorStore(Closeable):
         if missing:
             assert self._embedder is not None
             vectors = await self._embedder.embed([documents[i].text for i in missing])
-            made = dict(zip(missing, vectors, strict=True))
+            made = dict(zip(missing, embedded(vectors, len(missing), self._embedder.dimension).tolist(), strict=True))
         rows = [d.embedding if d.embedding is not None else made[i] for i, d in enumerate(documents)]
         dims = {len(r) for r in rows}
         if len(dims) > 1:
