@@ -9,8 +9,10 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from ravi.agents.context.recall_index import EmbeddingIndex
 from ravi.agents.storage import InMemoryLongTermMemory, InMemoryVectorStore
 from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import Document
 
 WRONG: dict[str, Callable[[Sequence[str]], object]] = {
@@ -66,5 +68,31 @@ def test_vector_store_refuses_an_embedders_wrong_answer(wrong: Callable[[Sequenc
             await store.add([Document(id="d2", text="coffee"), Document(id="d3", text="milk")], collection="c")
         client.wrong = None
         assert [d.id for d in await store.get(["d1", "d2", "d3"], collection="c")] == ["d1"]
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("wrong", WRONG.values(), ids=WRONG.keys())
+def test_recall_by_meaning_over_a_vector_store_refuses_an_embedders_wrong_answer(
+    wrong: Callable[[Sequence[str]], object],
+) -> None:
+    """The index relevant recall keeps in a vector store: a wrong answer for the messages or for the request is
+    refused with ``InvalidArgument`` (not a pydantic or unpacking error), and the index answers rightly after."""
+
+    async def run() -> None:
+        client = Answering()
+        index = EmbeddingIndex(client, InMemoryVectorStore())
+        history = [ChatMessage.user(f"turn {i} about tea") for i in range(5)]
+        expected = await EmbeddingIndex(Answering(), InMemoryVectorStore()).scores(history, "tea")
+        client.wrong = wrong
+        with pytest.raises(InvalidArgument):
+            await index.scores(history, "tea")
+        client.wrong = None
+        await index.scores(history[:2], "tea")  # the messages embedded
+        client.wrong = lambda texts: wrong(texts) if texts == ["tea"] else [[1.0] * 4 for _ in texts]
+        with pytest.raises(InvalidArgument):
+            await index.scores(history[:2], "tea")
+        client.wrong = None
+        assert await index.scores(history, "tea") == expected
 
     asyncio.run(run())
