@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 from datetime import UTC, date, datetime, timedelta
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -225,7 +226,7 @@ def _repeats_pairwise(held: list[frozenset[str]], texts: set[tuple[str, ...]], u
         return True
     if not 4 <= len(mine) <= NearDuplicates.SHORT:
         return False
-    return any(len(mine & other) >= threshold * len(mine | other) for other in held if len(other) >= 4)
+    return any(len(mine & other) / len(mine | other) >= threshold for other in held if len(other) >= 4)
 
 
 def _compared(texts: tuple[str, ...], words: frozenset[str]) -> Unit:
@@ -247,6 +248,21 @@ def test_near_duplicates_at_the_threshold_are_those_of_the_pairwise_definition()
             for asked in units:
                 expected = _repeats_pairwise(short, {held[0]}, asked, threshold)
                 assert seen.repeats([], asked) == expected
+
+
+@pytest.mark.parametrize("threshold", ["0.55", "0.81", "0.57", "0.8", "0.7", "0.35"])
+def test_a_jaccard_similarity_exactly_at_a_decimal_threshold_is_a_near_duplicate(threshold: str) -> None:
+    """A unit of ``s`` of another's ``u`` words has a similarity of exactly ``s / u``: at or above the threshold
+    as written (0.55 as 55 of 100 words) it is a near duplicate, below it not, whatever the rounding of
+    ``0.55 * 100`` (55.00000000000001)."""
+    vocabulary = [f"w{i}" for i in range(NearDuplicates.SHORT)]
+    exact = Fraction(threshold)
+    for u in range(4, NearDuplicates.SHORT + 1):
+        seen = NearDuplicates(float(threshold))
+        seen.add([], _compared(("held",), frozenset(vocabulary[:u])))
+        for s in range(4, u + 1):
+            asked = _compared((f"asked {s}",), frozenset(vocabulary[:s]))
+            assert seen.repeats([], asked) == (Fraction(s, u) >= exact), (s, u)
 
 
 @pytest.mark.parametrize("threshold", ["0.8", None, -0.1, 1.5, float("nan"), float("inf"), True])

@@ -137,16 +137,17 @@ class NearDuplicates:
             high = bisect_right(sizes, math.ceil(size / threshold) + 1)
         for k in range(low, high):
             other_size = sizes[k]
-            if min(size, other_size) >= threshold * max(size, other_size):
+            # ratios by division, correctly rounded: 55 / 100 is the float 0.55, while 0.55 * 100 rounds above 55
+            if min(size, other_size) / max(size, other_size) >= threshold:
                 whole = size + other_size
                 for other, other_mark in self._terms[other_size]:
                     # at most this many shared words: each bit only one signature sets is a word the other lacks
                     most = min(size - (mark & ~other_mark).bit_count(), other_size - (other_mark & ~mark).bit_count())
-                    if most < threshold * (whole - most):  # the test below grows with ``shared``: it cannot pass
+                    if most / (whole - most) < threshold:  # the test below grows with ``shared``: it cannot pass
                         continue
                     shared = len(mine & other)
                     # the union holds ``size + other_size - shared`` words: one set operation, not two
-                    if shared >= threshold * (whole - shared):
+                    if shared / (whole - shared) >= threshold:
                         return True
         return False
 
