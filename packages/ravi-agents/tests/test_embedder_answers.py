@@ -9,8 +9,10 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from ravi.agents.context import InMemoryHistoryProvider
 from ravi.agents.context.recall_index import EmbeddingIndex
 from ravi.agents.storage import InMemoryLongTermMemory, InMemoryVectorStore
+from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import Document
@@ -96,3 +98,39 @@ def test_recall_by_meaning_over_a_vector_store_refuses_an_embedders_wrong_answer
         assert await index.scores(history, "tea") == expected
 
     asyncio.run(run())
+
+
+class Dimensionless(Answering):
+    def __init__(self, dimension: object) -> None:
+        super().__init__()
+        self.dimension = dimension  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    "client",
+    [HashingEmbeddingClient, Answering, Dimensionless(0), Dimensionless("4"), Dimensionless(True)],
+    ids=["a class", "a class of one's own", "no dimensions", "dimension in a string", "dimension True"],
+)
+def test_a_class_for_an_embedding_client_or_one_without_a_dimension_is_refused(client: object) -> None:
+    """A class has the attributes of its instances, so it looked like a client until its first use (forgetting
+    the parentheses: ``embedding_client=HashingEmbeddingClient``) and then raised ``TypeError``."""
+
+    async def run() -> None:
+        history = InMemoryHistoryProvider()
+        await history.append("a", ChatMessage.user("tea"), session_id="s")
+        with pytest.raises(InvalidArgument):
+            await history.search_hybrid(
+                "a",
+                session_id="s",
+                query="tea",
+                before=10**6,
+                limit=3,
+                embedder=client,
+                model="m",  # type: ignore[arg-type]
+            )
+
+    asyncio.run(run())
+    with pytest.raises(InvalidArgument):
+        InMemoryLongTermMemory(embedding_client=client)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument):
+        InMemoryVectorStore(embedding_client=client)  # type: ignore[arg-type]

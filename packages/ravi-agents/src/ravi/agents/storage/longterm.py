@@ -14,7 +14,7 @@ from ravi.agents.storage._clock import Clock, system_clock
 from ravi.agents.storage.embeddings import embedded
 from ravi.agents.storage.options import InMemoryLongTermOptions
 from ravi.kernel.closing import Closeable
-from ravi.kernel.embeddings import HashingEmbeddingClient
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
@@ -34,6 +34,8 @@ class InMemoryLongTermMemory(Closeable):
     """The store's options model, for configuration."""
 
     def __init__(self, *, embedding_client: EmbeddingClient | None = None, clock: Clock = system_clock) -> None:
+        if embedding_client is not None:
+            check_embedding_client(embedding_client)
         self._embedder = embedding_client or HashingEmbeddingClient()
         self._clock = clock
         self._spaces: dict[tuple[str, str], dict[str, tuple[Memory, np.ndarray]]] = {}

@@ -12,6 +12,7 @@ import numpy.typing as npt
 from ravi.agents.storage.embeddings import embedded
 from ravi.agents.storage.options import InMemoryVectorOptions
 from ravi.kernel.closing import Closeable
+from ravi.kernel.embeddings import check_embedding_client
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget, in_scope, matches
@@ -67,6 +68,8 @@ class InMemoryVectorStore(Closeable):
 
     def __init__(self, *, embedding_client: EmbeddingClient | None = None) -> None:
         self._collections: dict[str, _Collection] = {}
+        if embedding_client is not None:
+            check_embedding_client(embedding_client)
         self._embedder = embedding_client
         self._lock = threading.Lock()
 
