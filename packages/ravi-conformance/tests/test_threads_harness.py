@@ -76,3 +76,18 @@ def test_switching_often_from_threads_whose_blocks_overlap_restores_the_interval
         thread.join()
     assert seen == [pytest.approx(1e-6)]
     assert sys.getswitchinterval() == before
+
+
+def test_work_that_is_a_coroutine_function_is_refused() -> None:
+    """``run_threads(async_work)`` made a coroutine in each thread and dropped it: nothing ran and the run passed.
+    The harness runs synchronous work only (``lambda i: asyncio.run(work(i))`` runs a coroutine)."""
+    ran: list[int] = []
+
+    async def work(i: int) -> None:
+        ran.append(i)
+
+    with pytest.raises(InvalidArgument, match=r"asyncio\.run"):
+        run_threads(work, 2)
+    with pytest.raises(AssertionError, match=r"2 of 2 threads raised.*asyncio\.run"):
+        run_threads(lambda i: work(i), 2)
+    assert not ran

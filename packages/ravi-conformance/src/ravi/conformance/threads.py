@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import sys
 import threading
@@ -54,11 +55,17 @@ def switching_often() -> Iterator[None]:
                 sys.setswitchinterval(_blocks[1])
 
 
+_COROUTINE = "work must run synchronously: wrap a coroutine function, lambda i: asyncio.run(work(i))"
+
+
 def run_threads(work: Callable[[int], object], threads: int = 6, *, finish: float = FINISH) -> None:
     """Run ``work(i)`` for each ``i`` below ``threads``, each in a thread of its own, all started together (behind
     a barrier); raise ``AssertionError`` naming what any of them raised, or the threads that did not finish within
-    ``finish`` seconds. ``InvalidArgument`` for fewer than one thread (a run that tests nothing) or a ``finish``
-    that is not a positive finite number of seconds."""
+    ``finish`` seconds. ``InvalidArgument`` for fewer than one thread (a run that tests nothing), a ``finish``
+    that is not a positive finite number of seconds, or a coroutine function for ``work`` (a ``work`` that
+    returns an awaitable is reported as having raised ``InvalidArgument``: nothing would have run it)."""
+    if inspect.iscoroutinefunction(work):
+        raise InvalidArgument(_COROUTINE)
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise InvalidArgument(f"threads must be an integer >= 1, got {threads!r}")
     if isinstance(finish, bool) or not isinstance(finish, int | float) or not 0 < finish < math.inf:
@@ -69,7 +76,11 @@ def run_threads(work: Callable[[int], object], threads: int = 6, *, finish: floa
     def run(i: int) -> None:
         try:
             barrier.wait()
-            work(i)
+            result = work(i)
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()  # never started: closing it spares the "never awaited" warning
+                raise InvalidArgument(_COROUTINE)
         except BaseException as error:
             errors.append(error)
 
