@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ravi.agents import telemetry
 from ravi.agents.context.manifest import ManifestBuilder, Window
 from ravi.agents.context.session import SessionStates
-from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import (
     CompactionEvent,
     CompactionStrategy,
@@ -18,7 +18,7 @@ from ravi.kernel.agent import (
     SessionContext,
     Slot,
     Strategy,
-    as_strategy,
+    as_strategies,
     held_events,
 )
 from ravi.kernel.errors import InvalidArgument
@@ -26,6 +26,7 @@ from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
+from ravi.kernel.values import check_items
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,11 @@ class CompactionPipeline:
 
     ``counter`` counts for every strategy that names no counter of its own. Strategies are
     :class:`~ravi.kernel.agent.Strategy` objects; a plain ``compact(history)`` object is run as one that needs the
-    whole session.
+    whole session. A single strategy may be given without a list.
+
+    Raises:
+        InvalidArgument: ``strategies`` holds something without a ``compact`` method.
+        ConfigurationError: ``counter`` is not a ``TokenCounter``.
 
     Example:
         >>> from ravi.agents.context import SlidingWindowCompaction, ToolResultCompactionStrategy
@@ -108,12 +113,13 @@ class CompactionPipeline:
 
     def __init__(
         self,
-        strategies: Sequence[Strategy | CompactionStrategy] = (),
+        strategies: Strategy | CompactionStrategy | Sequence[Strategy | CompactionStrategy] = (),
         *,
         counter: TokenCounter | None = None,
         max_sessions: int = 1_024,
     ) -> None:
-        self.strategies: list[Strategy] = [as_strategy(s) for s in strategies]
+        check_counter(counter)
+        self.strategies: list[Strategy] = as_strategies(strategies)
         self.counter = counter or DEFAULT_COUNTER
         self.sessions = SessionStates(max_sessions)
         self.events = EventBus()
@@ -217,7 +223,12 @@ class CompactionPipeline:
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window of ``history`` (000's ``pipeline.compact(raw)``): every strategy in turn, on the given
         messages. With ``session`` (from :meth:`session`) the session's state is used and kept; without, nothing
-        is kept between calls."""
+        is kept between calls.
+
+        Raises:
+            InvalidArgument: ``history`` is not a sequence of ``ChatMessage`` objects.
+        """
+        check_items(history, ChatMessage, "history")
         if session is None:
             return (await self.window(WindowRequest(messages=history))).messages
         session.read_from(history)
