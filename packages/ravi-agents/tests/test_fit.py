@@ -220,3 +220,34 @@ def test_the_lean_install_warning_gives_its_hint_once(
     assert type(counter).__name__ == "ConservativeTokenCounter"
     [record] = caplog.records
     assert record.getMessage().count("pip install 'ravi-agents[exact]'") == 1, record.getMessage()
+
+
+async def test_a_newest_message_larger_than_the_budget_is_left_out_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A request larger than the whole budget is left out like any message that does not fit (the window still
+    fits), and the pipeline warns, naming it, so the missing request is not silent; a window that holds the
+    newest message warns nothing, whether read whole or by windowed reads from a store."""
+    from ravi.agents.context import (
+        AgentContext,
+        ContextConfig,
+        InMemoryHistoryProvider,
+        RelevantRecallStrategy,
+        ToolResultCompactionStrategy,
+    )
+    from ravi.kernel.messages import ChatMessage
+
+    for strategy in (TokenBudgetComposedStrategy([], 300), RelevantRecallStrategy(300, meaning=None)):
+        context = AgentContext(ContextConfig(InMemoryHistoryProvider(), [ToolResultCompactionStrategy(), strategy]))
+        with caplog.at_level(logging.WARNING, logger="ravi.agents.context.pipeline"):
+            for k in range(40):
+                await context.add_message("s", ChatMessage.user(f"question {k} about the deploy"))
+                await context.add_message("s", ChatMessage.assistant(f"answer {k}"))
+                await context.get_prompt_window("s")
+            assert caplog.records == []
+            huge = ChatMessage.user("log line " * 2_000, id="pasted")
+            await context.add_message("s", huge)
+            window = await context.get_prompt_window("s")
+        assert "pasted" not in [m.id for m in window]
+        assert len(caplog.records) == 1 and "'pasted'" in caplog.records[0].getMessage()
+        caplog.clear()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,6 +82,14 @@ async def test_openai_compatible_client_errors_are_typed(endpoint: str) -> None:
         await cancelled.complete([ChatMessage.user("hi")], cancel=token)
     await cancelled.aclose()
     assert len(ChatEndpoint.received) == 1  # the cancelled call never went out
+
+
+def test_a_client_without_httpx_installed_is_refused_with_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the ``openai`` extra, building the client says what to install, as a ``ConfigurationError``."""
+    monkeypatch.setitem(sys.modules, "httpx", None)  # what an environment without httpx gives an import
+    with pytest.raises(ConfigurationError) as refused:
+        OpenAICompatibleClient("m", base_url="http://127.0.0.1:1/v1")
+    assert "ravi-agents[openai]" in str(refused.value)
 
 
 async def test_extractive_summary_keeps_requests_and_errors_within_budget() -> None:

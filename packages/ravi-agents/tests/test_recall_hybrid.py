@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 from datetime import UTC, date, datetime, timedelta
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -225,7 +226,7 @@ def _repeats_pairwise(held: list[frozenset[str]], texts: set[tuple[str, ...]], u
         return True
     if not 4 <= len(mine) <= NearDuplicates.SHORT:
         return False
-    return any(len(mine & other) >= threshold * len(mine | other) for other in held if len(other) >= 4)
+    return any(len(mine & other) / len(mine | other) >= threshold for other in held if len(other) >= 4)
 
 
 def _compared(texts: tuple[str, ...], words: frozenset[str]) -> Unit:
@@ -239,7 +240,7 @@ def test_near_duplicates_at_the_threshold_are_those_of_the_pairwise_definition()
     vocabulary = [f"w{i}" for i in range(240)]
     spans = [(start, size) for start in range(3) for size in (*range(31), 150, 160, 187, 188, 200, 201, 210)]
     units = [_compared((" ".join(vocabulary[a : a + n]),), frozenset(vocabulary[a : a + n])) for a, n in spans]
-    for threshold in (0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5):
+    for threshold in (0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 0.0):
         for held in units:
             seen = NearDuplicates(threshold)
             seen.add([], held)
@@ -249,11 +250,35 @@ def test_near_duplicates_at_the_threshold_are_those_of_the_pairwise_definition()
                 assert seen.repeats([], asked) == expected
 
 
+@pytest.mark.parametrize("threshold", ["0.55", "0.81", "0.57", "0.8", "0.7", "0.35"])
+def test_a_jaccard_similarity_exactly_at_a_decimal_threshold_is_a_near_duplicate(threshold: str) -> None:
+    """A unit of ``s`` of another's ``u`` words has a similarity of exactly ``s / u``: at or above the threshold
+    as written (0.55 as 55 of 100 words) it is a near duplicate, below it not, whatever the rounding of
+    ``0.55 * 100`` (55.00000000000001)."""
+    vocabulary = [f"w{i}" for i in range(NearDuplicates.SHORT)]
+    exact = Fraction(threshold)
+    for u in range(4, NearDuplicates.SHORT + 1):
+        seen = NearDuplicates(float(threshold))
+        seen.add([], _compared(("held",), frozenset(vocabulary[:u])))
+        for s in range(4, u + 1):
+            asked = _compared((f"asked {s}",), frozenset(vocabulary[:s]))
+            assert seen.repeats([], asked) == (Fraction(s, u) >= exact), (s, u)
+
+
+@pytest.mark.parametrize("threshold", ["0.8", None, -0.1, 1.5, float("nan"), float("inf"), True])
+def test_a_near_duplicate_threshold_outside_0_to_1_is_refused(threshold: object) -> None:
+    """A Jaccard similarity lies in [0, 1]: any other threshold (or one that is not a number) is a mistake, told
+    at once rather than as a ``TypeError`` at the first comparison or a check that silently passes everything or
+    nothing."""
+    with pytest.raises(InvalidArgument):
+        NearDuplicates(threshold)  # type: ignore[arg-type]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     sizes=st.lists(st.one_of(st.integers(0, 12), st.integers(0, 210)), min_size=1, max_size=24),
     data=st.data(),
-    threshold=st.sampled_from([0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 1.5]),
+    threshold=st.sampled_from([0.8, 0.5, 0.75, 1.0, 0.3, 0.001, 0.0]),
 )
 def test_near_duplicates_are_those_of_the_pairwise_definition(
     sizes: list[int], data: st.DataObject, threshold: float
@@ -483,12 +508,54 @@ def test_a_tool_call_whose_results_grow_past_the_boundary_leaves_the_units_found
     assert all(m.messages[0].id != group[0].id for m in again)
 
 
-@settings(max_examples=60, deadline=None)
-@given(steps=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 400), st.integers(1, 12), st.integers(0, 2))))
+def test_a_tool_call_with_system_messages_before_the_boundary_leaves_the_units_found_when_its_results_come() -> None:
+    """A system message between a tool call and its results belongs to the call's group: with the boundary just
+    after the system message, the call is a unit before it until its result comes, and then no longer, as a
+    provider that never searched finds."""
+    history = InMemoryHistoryProvider()
+    call = ToolCallBlock(id="c1", name="read_log", arguments={"service": "deploy"})
+    turns = [ChatMessage.user(f"turn {i} about billing") for i in range(8)]
+    group = [ChatMessage.assistant("reading the deploy log", tool_calls=[call]), ChatMessage.system("be brief")]
+    asyncio.run(history.append_many("a", [*turns, *group], session_id="s"))
+    boundary = sum(stored_tokens(m) for m in [*turns, *group])
+
+    async def search(provider: InMemoryHistoryProvider) -> list[UnitMatch]:
+        found = await provider.search_hybrid(
+            "a",
+            session_id="s",
+            query="the deploy log",
+            before=boundary,
+            limit=4,
+            embedder=_CountingEmbedder(),
+            model="m",
+        )
+        return found.meaning
+
+    assert any(m.messages[0].id == group[0].id for m in asyncio.run(search(history)))
+    asyncio.run(history.append("a", ChatMessage.tool("c1", "the deploy log"), session_id="s"))
+    again = asyncio.run(search(history))
+    same = InMemoryHistoryProvider()
+    asyncio.run(same.append_many("a", asyncio.run(history.get_messages("a", session_id="s")), session_id="s"))
+    assert again == asyncio.run(search(same))
+    assert all(m.messages[0].id != group[0].id for m in again)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.one_of(st.sampled_from([-1, -2]), st.integers(0, 400)),
+            st.integers(1, 12),
+            st.integers(0, 2),
+        )
+    )
+)
 def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tuple[int, int, int, int]]) -> None:
-    """Appends (plain turns, tool calls whose results come later), clears and searches of any boundary, limit and
-    request, in any order: every search by meaning finds what a provider holding the same messages and never
-    searched before finds."""
+    """Appends (plain turns, tool calls whose results come later, system messages, also between a call and its
+    results), clears and searches of any boundary (-1: the last search's, with its request, as in a tool loop;
+    -2: the session's end), limit and request, in any order: every search by meaning finds what a provider
+    holding the same messages and never searched before finds."""
     history = InMemoryHistoryProvider()
     embedder = _CountingEmbedder()
     queries = ("deploy failed", "billing refund", "cache")
@@ -502,12 +569,14 @@ def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tup
 
     async def run() -> None:
         nonlocal open_call
-        for n, (kind, before, limit, q) in enumerate(steps):
+        last = (0, 0)
+        for n, (kind, boundary, limit, query) in enumerate(steps):
             if kind == 0:
                 await history.append("a", ChatMessage.user(f"{queries[n % 3]} turn {n}"), session_id="s")
             elif kind == 1 and open_call is None:
                 call = ToolCallBlock(id=f"c{n}", name="look", arguments={"n": n})
-                await history.append("a", ChatMessage.assistant(tool_calls=[call]), session_id="s")
+                opener = ChatMessage.assistant(f"{queries[n % 3]} call", tool_calls=[call])
+                await history.append("a", opener, session_id="s")
                 open_call = n
             elif kind == 1:
                 await history.append("a", ChatMessage.tool(f"c{open_call}", f"{queries[n % 3]} result"), session_id="s")
@@ -515,6 +584,12 @@ def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tup
                 open_call = None
                 if n % 5 == 0:
                     await history.clear("a", session_id="s")
+            elif kind == 3:
+                await history.append("a", ChatMessage.system(f"{queries[n % 3]} note {n}"), session_id="s")
+            if boundary == -2:
+                boundary = sum(map(stored_tokens, await history.get_messages("a", session_id="s")))
+            before, q = last if boundary == -1 else (boundary, query)
+            last = (before, q)
             got = await meaning(history, queries[q], before, limit)
             same = InMemoryHistoryProvider()
             held = await history.get_stored("a", session_id="s")
@@ -523,6 +598,62 @@ def test_units_found_by_meaning_are_those_a_fresh_provider_finds(steps: list[tup
             assert got == await meaning(same, queries[q], before, limit)
 
     asyncio.run(run())
+
+
+class _Misbehaving(HashingEmbeddingClient):
+    """Hashed embeddings, except for the texts it was told to answer wrongly."""
+
+    def __init__(self, answer: object, when: str = "", dimension: int = 8) -> None:
+        super().__init__(dimension=dimension)
+        self.answer, self.when = answer, when
+
+    async def embed(self, texts):  # type: ignore[no-untyped-def]
+        if self.answer is not None and (not self.when or self.when in texts):
+            return self.answer(texts) if callable(self.answer) else self.answer
+        return await super().embed(texts)
+
+
+@pytest.mark.parametrize(
+    ("answer", "when"),
+    [
+        (lambda texts: [["x"] * 8 for _ in texts], ""),  # not numbers
+        (lambda texts: [[1.0] * (3 + i) for i, _ in enumerate(texts)], ""),  # of several lengths
+        (lambda texts: [[float("nan")] * 8 for _ in texts], ""),  # not finite
+        (lambda texts: [[1.0] * 8 for _ in texts] + [[1.0] * 8], ""),  # one too many
+        ([], "what broke?"),  # none for the request
+        ([[1.0] * 8, [1.0] * 8], "what broke?"),  # two for the request
+        ([[float("inf")] * 8], "what broke?"),
+        (None, ""),  # well-behaved, but with twice the dimensions the model's embeddings have
+    ],
+)
+def test_an_embedder_that_answers_wrongly_gets_a_typed_error_and_loses_nothing(answer: object, when: str) -> None:
+    """What an embedding client returns is the caller's code: vectors that are not lists of finite numbers of
+    its dimension, one per text, or vectors of another dimension than those held under the same model, are
+    refused with ``InvalidArgument``; the session and its search by meaning with a right client are unchanged."""
+    history = InMemoryHistoryProvider()
+    turns = [ChatMessage.user(f"turn {i} about the deploy") for i in range(6)]
+    asyncio.run(history.append_many("a", turns, session_id="s"))
+
+    async def search(client: HashingEmbeddingClient) -> list[UnitMatch]:
+        found = await history.search_hybrid(
+            "a", session_id="s", query="what broke?", before=10**6, limit=3, embedder=client, model="m"
+        )
+        return found.meaning
+
+    if answer is None:  # the model's embeddings are held first
+        asyncio.run(search(_Misbehaving(None)))
+        asyncio.run(history.append("a", ChatMessage.user("the deploy broke"), session_id="s"))
+    wrong = _Misbehaving(answer, when, dimension=16 if answer is None else 8)
+    with pytest.raises(InvalidArgument):
+        asyncio.run(search(wrong))
+    held = asyncio.run(history.get_messages("a", session_id="s"))
+    assert held[: len(turns)] == turns
+    same = InMemoryHistoryProvider()
+    asyncio.run(same.append_many("a", held, session_id="s"))
+    fresh = same.search_hybrid(
+        "a", session_id="s", query="what broke?", before=10**6, limit=3, embedder=_Misbehaving(None), model="m"
+    )
+    assert asyncio.run(search(_Misbehaving(None))) == asyncio.run(fresh).meaning
 
 
 needs_model = pytest.mark.skipif(not offline_embeddings_installed(), reason="pip install 'ravi-agents[embeddings]'")

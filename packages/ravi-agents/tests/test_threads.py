@@ -31,7 +31,7 @@ from ravi.agents.storage import (
 )
 from ravi.conformance import threads
 from ravi.conformance.threads import switching_often
-from ravi.kernel.errors import NotFound
+from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.search import UnitMatch
@@ -275,6 +275,49 @@ def test_history_clear_while_other_threads_append() -> None:
         await check_session(history, "s", [[m for m in own if m.id in held] for own in [*appended, [SEED]]])
 
     asyncio.run(check())
+
+
+def test_history_searches_by_meaning_from_threads_with_clients_of_other_dimensions_under_one_model() -> None:
+    """Two threads search by meaning under one model name with clients of different dimensions, embedding the
+    session's messages at once, the second with one more message appended meanwhile; the first stores its rows
+    first. The second search is refused with ``InvalidArgument``, never a NumPy error, and the first is not."""
+    history = InMemoryHistoryProvider()
+    asyncio.run(history.append_many(AGENT, [message(0, k) for k in range(20)], session_id="s"))
+    first_inside, first_done = threading.Event(), threading.Event()
+    both = threading.Barrier(2, timeout=30)
+    outcomes: dict[int, str] = {}
+
+    class Sized(WordEmbedder):
+        def __init__(self, thread: int) -> None:
+            self.thread, self.dimension, self.waited = thread, 8 * (thread + 1), False
+
+        async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            if not self.waited:  # both threads embed the messages before either stores its rows
+                self.waited = True
+                if self.thread == 0:
+                    first_inside.set()
+                both.wait()
+                if self.thread == 1:
+                    assert first_done.wait(30)
+            return await super().embed(texts)
+
+    async def work(thread: int) -> None:
+        if thread == 1:
+            assert first_inside.wait(30)
+            await history.append(AGENT, message(1, 0), session_id="s")
+        try:
+            await history.search_hybrid(
+                AGENT, session_id="s", query="refund", before=2**40, limit=3, embedder=Sized(thread), model="w"
+            )
+            outcomes[thread] = "found"
+        except InvalidArgument:
+            outcomes[thread] = "refused"
+        finally:
+            if thread == 0:
+                first_done.set()
+
+    threads.run_threads(lambda i: asyncio.run(work(i)), 2)
+    assert outcomes == {0: "found", 1: "refused"}
 
 
 def test_history_summaries_and_listing_while_other_threads_write() -> None:

@@ -4,6 +4,7 @@ import threading
 import pytest
 
 from ravi.kernel.cancel import CancelledByToken, CancelToken
+from ravi.kernel.errors import InvalidArgument
 
 
 def test_cancel_once_with_first_reason() -> None:
@@ -133,3 +134,16 @@ def test_the_design_documents_example_prints(capsys: pytest.CaptureFixture[str])
     token.cancel("user pressed stop")
     assert capsys.readouterr().out == "aborting work\n"
     stop()  # a disposer after the fact does nothing
+
+
+def test_a_reason_that_is_not_text_and_a_listener_that_cannot_be_called_are_refused() -> None:
+    """002: ``.reason`` is ``str | None`` and ``add_callback(cb)`` takes a ``Callable[[], None]``. Anything else
+    is refused with ``InvalidArgument`` when it is given, not stored as is or found when the token fires; the
+    token stays as it was."""
+    token = CancelToken()
+    with pytest.raises(InvalidArgument):
+        token.cancel(5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument):
+        token.add_callback("print")  # type: ignore[arg-type]
+    assert not token.cancelled
+    assert token.cancel("stop") is True and token.reason == "stop"

@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ravi.agents.context.agent_context import AgentContext
 from ravi.agents.context.config import ContextConfig
+from ravi.agents.context.model_context import ModelContext
 from ravi.agents.storage.context_vars import (
     DEFAULT,
     current_agent_id,
@@ -90,7 +91,8 @@ class ReActAgent:
         name: The agent's id: its sessions are stored under it.
         model: The :class:`ChatModel` it calls.
         context: A ``ContextConfig`` (a ``ModelContext`` too) or an ``AgentContext``: where turns are stored and
-            how the window is assembled.
+            how the window is assembled. A ``TokenBudgetContext`` measures each window with the model's own
+            ``count_tokens(text)`` when it has one.
         tools: The tools the model may call.
         max_steps: Model calls per run at most.
         label: A human-readable name of the agent (``current_agent_label``); its ``name`` by default.
@@ -148,10 +150,13 @@ class ReActAgent:
             current_thread_id.reset(tokens[0])
 
     async def _run(self, session_id: str, message: ChatMessage, run_id: str | None) -> ChatMessage:
+        config = self.context.config
+        # a context that counts with the model (003's TokenBudgetContext) is given it, as build() would be
+        counter = config.counter_for(self.model) if isinstance(config, ModelContext) else None
         async with self.context.run(session_id, run_id) as run:
             await run.add(message)
             for _ in range(self.max_steps):
-                reply = await self.model.respond(await run.window(), tools=list(self.tools.values()))
+                reply = await self.model.respond(await run.window(counter=counter), tools=list(self.tools.values()))
                 await run.add(reply)
                 if not reply.tool_calls:
                     return reply

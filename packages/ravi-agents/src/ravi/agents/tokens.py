@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.tokens import MESSAGE_OVERHEAD, STORED_COUNTER, CachedTokenCounter, HeuristicTokenCounter, block_texts
 
@@ -247,6 +248,15 @@ DEFAULT_COUNTER: HeuristicTokenCounter = STORED_COUNTER
 """The counter used wherever none is given (the one stores keep counts of, too)."""
 
 
+def check_counter(counter: object) -> None:
+    """``ConfigurationError`` unless ``counter`` is ``None`` or a :class:`~ravi.kernel.llm.TokenCounter`."""
+    if counter is not None and not isinstance(counter, TokenCounter):
+        raise ConfigurationError(
+            f"counter must be a TokenCounter, got {type(counter).__name__}",
+            hint="use counter_for_model(name), HeuristicTokenCounter() or ClientTokenCounter(client)",
+        )
+
+
 __all__ = [
     "DEFAULT_COUNTER",
     "MESSAGE_OVERHEAD",
@@ -255,6 +265,7 @@ __all__ = [
     "ConservativeTokenCounter",
     "ExactTokenCounter",
     "HeuristicTokenCounter",
+    "check_counter",
     "counter_for_model",
     "tool_tokens",
 ]

@@ -18,38 +18,69 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import inspect
+import math
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+
+from ravi.kernel.errors import InvalidArgument
 
 FINISH = 60.0
 """Seconds after which a thread that has not finished counts as hung: a guard, not a measure of speed (a loop
 waiting on a future that another thread completes is never woken)."""
 
 
+_switching = threading.Lock()
+_blocks = [0, 0.0]  # how many blocks run now, and the interval before the first of them
+
+
 @contextlib.contextmanager
 def switching_often() -> Iterator[None]:
-    """Make the interpreter switch threads every microsecond while the block runs."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
+    """Make the interpreter switch threads every microsecond while the block runs. The interval is the
+    interpreter's, shared by every thread: blocks of several threads may overlap, in any order, and the interval
+    before the first is restored when the last ends."""
+    with _switching:
+        if not _blocks[0]:
+            _blocks[1] = sys.getswitchinterval()
+        _blocks[0] += 1
+        sys.setswitchinterval(1e-6)
     try:
         yield
     finally:
-        sys.setswitchinterval(interval)
+        with _switching:
+            _blocks[0] -= 1
+            if not _blocks[0]:
+                sys.setswitchinterval(_blocks[1])
+
+
+_COROUTINE = "work must run synchronously: wrap a coroutine function, lambda i: asyncio.run(work(i))"
 
 
 def run_threads(work: Callable[[int], object], threads: int = 6, *, finish: float = FINISH) -> None:
     """Run ``work(i)`` for each ``i`` below ``threads``, each in a thread of its own, all started together (behind
     a barrier); raise ``AssertionError`` naming what any of them raised, or the threads that did not finish within
-    ``finish`` seconds."""
+    ``finish`` seconds. ``InvalidArgument`` for fewer than one thread (a run that tests nothing), a ``finish``
+    that is not a positive finite number of seconds, or a coroutine function for ``work`` (a ``work`` that
+    returns an awaitable is reported as having raised ``InvalidArgument``: nothing would have run it)."""
+    if inspect.iscoroutinefunction(work):
+        raise InvalidArgument(_COROUTINE)
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise InvalidArgument(f"threads must be an integer >= 1, got {threads!r}")
+    if isinstance(finish, bool) or not isinstance(finish, int | float) or not 0 < finish < math.inf:
+        raise InvalidArgument(f"finish must be a positive finite number of seconds, got {finish!r}")
     barrier = threading.Barrier(threads)
     errors: list[BaseException] = []
 
     def run(i: int) -> None:
         try:
             barrier.wait()
-            work(i)
+            result = work(i)
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()  # never started: closing it spares the "never awaited" warning
+                raise InvalidArgument(_COROUTINE)
         except BaseException as error:
             errors.append(error)
 

@@ -20,6 +20,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from ravi.kernel.errors import InvalidArgument
+
 _log = logging.getLogger(__name__)
 
 Callback = Callable[[], object]
@@ -63,7 +65,13 @@ class CancelToken:
         return self._reason
 
     def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the token; returns ``True`` if this call did it, ``False`` if it was already cancelled."""
+        """Cancel the token; returns ``True`` if this call did it, ``False`` if it was already cancelled.
+
+        Raises:
+            InvalidArgument: ``reason`` is neither text nor ``None`` (the token is left as it was).
+        """
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidArgument(f"reason must be text or None, got {type(reason).__name__}", field="reason")
         with self._lock:
             if self._cancelled:
                 return False
@@ -79,7 +87,12 @@ class CancelToken:
         """Call ``callback()`` on cancellation; returns a function that removes it again.
 
         If the token is already cancelled, the callback runs at once (in the caller's thread).
+
+        Raises:
+            InvalidArgument: ``callback`` cannot be called.
         """
+        if not callable(callback):
+            raise InvalidArgument(f"callback must be callable, got {type(callback).__name__}", field="callback")
         with self._lock:
             if not self._cancelled:
                 key = id(callback) ^ len(self._callbacks) << 64

@@ -111,4 +111,19 @@ class CallableEmbeddingClient:
         return vectors
 
 
-__all__ = ["CallableEmbeddingClient", "HashingEmbeddingClient"]
+def check_embedding_client(client: object, what: str = "embedding_client") -> None:
+    """``InvalidArgument`` unless ``client`` is an embedding client (an instance: a class has the same
+    attributes) whose ``dimension`` is an integer >= 1."""
+    from ravi.kernel.llm import EmbeddingClient
+
+    if isinstance(client, type) or not isinstance(client, EmbeddingClient):
+        shown = f"the class {client.__name__}" if isinstance(client, type) else type(client).__name__
+        raise InvalidArgument(
+            f"{what} must be an EmbeddingClient, got {shown}", hint="pass an instance, e.g. HashingEmbeddingClient()"
+        )
+    dimension = client.dimension
+    if not isinstance(dimension, int) or isinstance(dimension, bool) or dimension < 1:
+        raise InvalidArgument(f"{what}.dimension must be an integer >= 1, got {dimension!r}")
+
+
+__all__ = ["CallableEmbeddingClient", "HashingEmbeddingClient", "check_embedding_client"]

@@ -260,6 +260,14 @@ def check_count(value: int, what: str) -> None:
         raise InvalidArgument(f"must be an integer >= 0, got {value!r}", field=what)
 
 
+def check_share(value: object, what: str) -> float:
+    """``value`` as a float, else ``InvalidArgument`` naming ``what``, unless it is a real number in (0, 1] (a bool
+    or a string is refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise InvalidArgument(f"must be a number in (0, 1], got {value!r}", field=what)
+    return float(value)
+
+
 def check_items(items: object, kind: type[T], what: str) -> list[T]:
     """``items`` as a list of ``kind`` objects, else ``InvalidArgument`` naming ``what`` (a bare string, ``None``
     or anything but a sequence is refused, and so is the first item of another type)."""
@@ -360,6 +368,7 @@ __all__ = [
     "check_memory",
     "check_model",
     "check_page",
+    "check_share",
     "check_scope",
     "check_span",
     "check_summary",

@@ -36,6 +36,11 @@ class AgentContext:
     """
 
     def __init__(self, config: ContextConfig | None = None, *, agent_id: str | None = None) -> None:
+        if config is not None and not isinstance(config, ContextConfig):
+            raise ConfigurationError(
+                f"config must be a ContextConfig, got {type(config).__name__}",
+                hint="AgentContext(ContextConfig(history, pipeline)) or AgentContext(ContextConfig.default())",
+            )
         self.config = config or ContextConfig.default()
         self.agent_id = self.config.agent_id if agent_id is None else agent_id
         check_scope(agent_id=self.agent_id)
@@ -152,9 +157,10 @@ class Run:
         """Record turns of this run."""
         await self.context.add_messages(self.session_id, messages, run_id=self.run_id)
 
-    async def window(self) -> list[ChatMessage]:
-        """The window for the next model call."""
-        return await self.context.get_prompt_window(self.session_id)
+    async def window(self, *, counter: TokenCounter | None = None) -> list[ChatMessage]:
+        """The window for the next model call; ``counter`` measures it instead of the configured counter (the
+        model's own, see ``ModelContext.counter_for``)."""
+        return await self.context.get_prompt_window(self.session_id, counter=counter)
 
 
 def _largest_prompt(model: str | None) -> int:

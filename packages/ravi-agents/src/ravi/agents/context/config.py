@@ -11,6 +11,7 @@ from ravi.agents.context.calibration import Calibration
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.pipeline import CompactionPipeline, as_pipeline
+from ravi.agents.tokens import check_counter
 from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import TokenCounter
@@ -68,6 +69,7 @@ class ContextConfig:
         if not isinstance(retention, HistoryRetention):
             raise ConfigurationError(f"retention must be a HistoryRetention, got {retention!r}")
         check_scope(agent_id=agent_id)
+        check_counter(counter)
         self.agent_id = agent_id
         self.history = history
         self.pipeline = as_pipeline(pipeline, default=default_pipeline)

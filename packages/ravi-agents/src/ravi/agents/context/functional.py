@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ravi.agents.context.compaction.summarization import INSTRUCTIONS, is_summary, write_summary
+from ravi.agents.context.compaction.summarization import INSTRUCTIONS, check_llm, is_summary, write_summary
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
 from ravi.kernel.cancel import CancelToken
@@ -34,6 +34,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import message_chars
+from ravi.kernel.values import check_count, check_items, check_share
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,8 @@ class CompactionPolicy:
     keep_recent: int = 8
 
     def __post_init__(self) -> None:
-        if not 0 < self.trigger_ratio <= 1:
-            raise InvalidArgument(f"trigger_ratio must be in (0, 1], got {self.trigger_ratio}")
-        if self.keep_recent < 0:
-            raise InvalidArgument(f"keep_recent must be >= 0, got {self.keep_recent}")
+        check_share(self.trigger_ratio, "trigger_ratio")
+        check_count(self.keep_recent, "keep_recent")
 
 
 CHARS_PER_TOKEN = 4
@@ -70,7 +69,12 @@ def estimate_context_tokens(messages: Sequence[ChatMessage], *, counter: TokenCo
     """A coarse token estimate of ``messages`` (002): the characters of every block (text and thinking, a tool
     call's name and compact JSON arguments, a tool result's output, an image's base64 payload), divided by
     :data:`CHARS_PER_TOKEN` rounding up, plus :data:`TURN_OVERHEAD_TOKENS` per message. With ``counter``, that
-    counter's count instead."""
+    counter's count instead.
+
+    Raises:
+        InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects.
+    """
+    check_items(messages, ChatMessage, "messages")
     if counter is not None:
         return counter.count_messages(messages)
     chars = sum(map(message_chars, messages))
@@ -123,7 +127,11 @@ def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
     The tail nominally starts at ``len - keep_recent``; the boundary then moves forward (shrinking the tail)
     while the first kept message is a tool result, so a call and its results are never split. 0 means
     condense nothing; ``len`` means condense everything (``keep_recent=0``).
+
+    Raises:
+        InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects, or ``keep_recent`` < 0.
     """
+    check_items(messages, ChatMessage, "messages")
     if not isinstance(keep_recent, int) or keep_recent < 0:
         raise InvalidArgument(f"keep_recent must be an integer >= 0, got {keep_recent!r}")
     cut = max(0, len(messages) - keep_recent)
@@ -151,11 +159,13 @@ async def summarize(
     summarised once; two sessions never share a summary, even when their message ids are equal.
 
     Raises:
-        InvalidArgument: nothing to summarise, or ``store`` without ``scope``.
+        InvalidArgument: nothing to summarise, ``messages`` that are not ``ChatMessage`` objects, or ``store``
+            without ``scope``.
         CancelledByToken: ``cancel`` was cancelled before the model was called.
     """
     from ravi.agents.llm.extractive import ExtractiveSummarizer
 
+    check_items(messages, ChatMessage, "messages")
     _check_store(store, scope)
     previous = [m for m in messages if is_summary(m)]
     fresh = [m for m in messages if m.role != "system" and not is_summary(m)]
@@ -248,6 +258,7 @@ class PolicyCompactionStrategy(Strategy):
     ) -> None:
         if not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 0:
             raise InvalidArgument(f"token_budget must be an integer >= 0, got {token_budget!r}")
+        check_llm(llm)
         self.token_budget = token_budget
         self.policy = policy or DEFAULT_POLICY
         self.llm = llm
@@ -288,7 +299,7 @@ class PolicyCompactionStrategy(Strategy):
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history``, or its summary and newest turns once it passes the trigger."""
-        session = session or SessionContext.standalone()
+        session = SessionContext.of(session, history)
         if not self.triggered(history, session):
             if session.partial:
                 session.need_older()  # the whole session may pass the trigger

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ravi.agents.context.meaning import MessageVectors
 from ravi.agents.context.recall_postings import SessionPostings
+from ravi.agents.storage.embeddings import embedded
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import MessageConflict
 from ravi.kernel.llm import EmbeddingClient
@@ -291,7 +292,7 @@ class InMemoryHistoryProvider(Closeable):
             if held is not None and held[0] == key and held[1] >= limit:
                 return HybridMatches(lexical, held[2][:limit])
         await vectors.extend(messages, embedder)  # the list only grows: a rewrite makes a new session
-        [vector] = await embedder.embed([query])
+        [vector] = embedded(await embedder.embed([query]), 1, embedder.dimension)
         ranked = 2 * limit  # room for the next windows' limits, which grow as their newest turns do
         with self._lock:
             if self._sessions.get((agent_id, session_id)) is not session:  # cleared or rewritten meanwhile

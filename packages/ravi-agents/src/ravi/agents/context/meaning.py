@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ravi.agents.storage.embeddings import embedded
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.loops import KeyedLocks
@@ -48,15 +49,26 @@ class MessageVectors:
                 return
             texts = [message_text(messages[i])[:EMBEDDED_CHARS] for i in range(start, end)]
             wanted = [i for i, t in enumerate(texts) if t.strip()]
-            rows = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+            dimension = embedder.dimension
+            with self._lock:
+                self._check_dimension(dimension)
+            rows = np.zeros((len(texts), dimension), dtype=np.float32)
             if wanted:
                 vectors = await embedder.embed([texts[i] for i in wanted])
-                if len(vectors) != len(wanted):
-                    raise InvalidArgument(f"the embedder returned {len(vectors)} vectors for {len(wanted)} texts")
-                rows[wanted] = _unit_rows(vectors, embedder.dimension)
+                rows[wanted] = _unit_rows(embedded(vectors, len(wanted), dimension), dimension)
             with self._lock:
+                self._check_dimension(dimension)  # another loop may have stored rows of another client meanwhile
                 if truncations == self._truncations:
                     self._store(rows, start, end)
+
+    def _check_dimension(self, dimension: int) -> None:
+        """``InvalidArgument`` unless the rows held (if any) have ``dimension`` numbers."""
+        held = self._buffer.shape[1] if self.size else dimension
+        if held != dimension:
+            raise InvalidArgument(
+                f"the embeddings of model {self.model!r} have {held} dimensions, this client's {dimension}",
+                hint="give each embedding model its own name",
+            )
 
     def _store(self, rows: np.ndarray, start: int, end: int) -> None:
         """Keep ``rows``, the embeddings of messages ``start`` to ``end``, past those already held."""
@@ -77,7 +89,7 @@ class MessageVectors:
             self.size = min(self.size, size)
             self._truncations += 1
 
-    def similarity(self, vector: Sequence[float], stop: int) -> np.ndarray:
+    def similarity(self, vector: Sequence[float] | np.ndarray, stop: int) -> np.ndarray:
         """The cosine similarity to ``vector`` of the last :data:`~ravi.kernel.search.MEANING_LOOKBACK` of the
         first ``stop`` messages, by position (zero for the messages before them, and for any not embedded)."""
         out = np.zeros(stop, dtype=np.float32)
@@ -92,7 +104,7 @@ class MessageVectors:
         return out
 
 
-def _unit_rows(vectors: Sequence[Sequence[float]], dimension: int) -> np.ndarray:
+def _unit_rows(vectors: Sequence[Sequence[float] | np.ndarray] | np.ndarray, dimension: int) -> np.ndarray:
     rows = np.asarray(vectors, dtype=np.float32)
     if rows.ndim != 2 or rows.shape[1] != dimension:
         raise InvalidArgument(f"embeddings must have {dimension} dimensions, got shape {rows.shape}")

@@ -27,10 +27,11 @@ from ravi.agents.context.hybrid import HybridHistoryProvider
 from ravi.agents.context.models import input_budget, model_info
 from ravi.agents.tokens import ClientTokenCounter
 from ravi.kernel.agent import HistoryRetention
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, ModelInfo, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.values import check_share
 
 _PERMANENT = HistoryRetention.PERMANENT
 
@@ -44,6 +45,11 @@ class ModelContext(ContextConfig, abc.ABC):
     ) -> list[ChatMessage]:
         """The window of ``session_id`` for the next model call; ``model_client`` is the agent's model, for
         contexts that count with it."""
+
+    def counter_for(self, model_client: Any) -> TokenCounter | None:
+        """The counter a window for ``model_client`` is measured with, if this context counts with the model (an
+        agent passes it with each window, as :meth:`build` does); ``None`` keeps the configured counter."""
+        return None
 
     async def _window(
         self, session_id: str, agent_id: str | None, counter: TokenCounter | None = None
@@ -109,13 +115,18 @@ class TokenBudgetContext(ModelContext):
         strategy = TokenBudgetComposedStrategy([], max_tokens)
         super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
 
+    def counter_for(self, model_client: Any) -> TokenCounter | None:
+        """The model client's own count (003: "model_client is passed in at build() time by the agent"), when
+        it has ``count_tokens(text)``."""
+        if model_client is not None and callable(getattr(model_client, "count_tokens", None)):
+            return ClientTokenCounter(model_client)
+        return None
+
     async def build(
         self, session_id: str, *, agent_id: str | None = None, model_client: Any = None
     ) -> list[ChatMessage]:
         """The newest whole units within ``max_tokens``, counted with ``model_client`` when it can count."""
-        if model_client is not None and callable(getattr(model_client, "count_tokens", None)):
-            return await self._window(session_id, agent_id, ClientTokenCounter(model_client))
-        return await self._window(session_id, agent_id)
+        return await self._window(session_id, agent_id, self.counter_for(model_client))
 
 
 class HybridContext(ModelContext):
@@ -145,6 +156,12 @@ class HybridContext(ModelContext):
                 "HybridContext needs a hot and a cold history store",
                 hint="pass hot=..., cold=..., or a session_manager with .hot and .cold (or .redis and .postgres)",
             )
+        for tier, store in (("hot", hot), ("cold", cold)):
+            if not isinstance(store, HistoryProvider):
+                raise ConfigurationError(f"the {tier} store must be a HistoryProvider, got {type(store).__name__}")
+        for name, value in (("recent_n", recent_n), ("max_total", max_total)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}", field=name)
         if recent_n < 1 or max_total < 1:
             raise ConfigurationError(f"recent_n and max_total must be >= 1, got {recent_n} and {max_total}")
         if recent_n > max_total:
@@ -183,9 +200,10 @@ class SummarizingContext(ModelContext):
         retention: HistoryRetention = _PERMANENT,
         counter: TokenCounter | None = None,
     ) -> None:
-        if not 0 < threshold <= 1:
-            raise ConfigurationError(f"threshold must be in (0, 1], got {threshold}")
+        check_share(threshold, "threshold")
         llm = llm or model_client  # 003 names it model_client
+        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)):
+            raise InvalidArgument(f"max_tokens must be an integer > 0, got {max_tokens!r}", field="max_tokens")
         if max_tokens is None:
             model = model or _model_of(llm)
             if model is None:

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ravi.agents import telemetry
 from ravi.agents.context.manifest import ManifestBuilder, Window
 from ravi.agents.context.session import SessionStates
-from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import (
     CompactionEvent,
     CompactionStrategy,
@@ -18,7 +19,7 @@ from ravi.kernel.agent import (
     SessionContext,
     Slot,
     Strategy,
-    as_strategy,
+    as_strategies,
     held_events,
 )
 from ravi.kernel.errors import InvalidArgument
@@ -26,6 +27,9 @@ from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
+from ravi.kernel.values import check_items
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,11 @@ class CompactionPipeline:
 
     ``counter`` counts for every strategy that names no counter of its own. Strategies are
     :class:`~ravi.kernel.agent.Strategy` objects; a plain ``compact(history)`` object is run as one that needs the
-    whole session.
+    whole session. A single strategy may be given without a list.
+
+    Raises:
+        InvalidArgument: ``strategies`` holds something without a ``compact`` method.
+        ConfigurationError: ``counter`` is not a ``TokenCounter``.
 
     Example:
         >>> from ravi.agents.context import SlidingWindowCompaction, ToolResultCompactionStrategy
@@ -108,12 +116,13 @@ class CompactionPipeline:
 
     def __init__(
         self,
-        strategies: Sequence[Strategy | CompactionStrategy] = (),
+        strategies: Strategy | CompactionStrategy | Sequence[Strategy | CompactionStrategy] = (),
         *,
         counter: TokenCounter | None = None,
         max_sessions: int = 1_024,
     ) -> None:
-        self.strategies: list[Strategy] = [as_strategy(s) for s in strategies]
+        check_counter(counter)
+        self.strategies: list[Strategy] = as_strategies(strategies)
         self.counter = counter or DEFAULT_COUNTER
         self.sessions = SessionStates(max_sessions)
         self.events = EventBus()
@@ -217,7 +226,12 @@ class CompactionPipeline:
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window of ``history`` (000's ``pipeline.compact(raw)``): every strategy in turn, on the given
         messages. With ``session`` (from :meth:`session`) the session's state is used and kept; without, nothing
-        is kept between calls."""
+        is kept between calls.
+
+        Raises:
+            InvalidArgument: ``history`` is not a sequence of ``ChatMessage`` objects.
+        """
+        check_items(history, ChatMessage, "history")
         if session is None:
             return (await self.window(WindowRequest(messages=history))).messages
         session.read_from(history)
@@ -254,6 +268,9 @@ class CompactionPipeline:
             window = out
         if events:
             events.emit(CompactionEvent("post_compact", window, counter=counter))
+        given_back = not session.partial or (session.bounded and not session.older_needed)
+        if given_back and history and (not window or window[-1].id != history[-1].id):
+            _left_out(history[-1], window, counter)
         if session.agent_id:
             session.state.put(self, _LAST_WINDOW, [window])
         return builder.build(window) if builder is not None else Window(window)
@@ -305,6 +322,21 @@ class CompactionPipeline:
 
     def __repr__(self) -> str:
         return f"CompactionPipeline({self.strategies!r})"
+
+
+def _left_out(newest: ChatMessage, window: Sequence[ChatMessage], counter: TokenCounter) -> None:
+    """Warn when ``window`` leaves out the session's newest message: a message larger than the budget on its own
+    (a pasted document, a huge tool result) is left out like any other that does not fit, and the model would
+    answer without it. The window still fits the budget; the warning says why the message is missing."""
+    if any(m.id == newest.id for m in window):
+        return
+    log.warning(
+        "the window leaves out the session's newest message (%s, id %r, %d tokens), so the model will not see it; "
+        "a message larger than the budget on its own is left out like any other that does not fit",
+        newest.role,
+        newest.id,
+        counter.count_message(newest),
+    )
 
 
 async def _generation(history: HistoryProvider, session: SessionContext) -> str | None:

@@ -20,6 +20,7 @@ from sys import intern
 from typing import NamedTuple
 
 from ravi.agents.context.recall_request import Request
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch, message_text
 
@@ -97,7 +98,10 @@ class NearDuplicates:
     SHORT = 200
 
     def __init__(self, threshold: float = 0.8) -> None:
-        self.threshold = threshold
+        """Hold no unit yet; ``threshold`` is a number in [0, 1] (``InvalidArgument`` otherwise)."""
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+            raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
+        self.threshold = float(threshold)
         self._texts: set[tuple[str, ...]] = set()
         self._sizes: list[int] = []  # the distinct sizes of the held word sets, ascending
         self._terms: dict[int, list[tuple[frozenset[str], int]]] = {}  # the held word sets and signatures, by size
@@ -133,16 +137,17 @@ class NearDuplicates:
             high = bisect_right(sizes, math.ceil(size / threshold) + 1)
         for k in range(low, high):
             other_size = sizes[k]
-            if min(size, other_size) >= threshold * max(size, other_size):
+            # ratios by division, correctly rounded: 55 / 100 is the float 0.55, while 0.55 * 100 rounds above 55
+            if min(size, other_size) / max(size, other_size) >= threshold:
                 whole = size + other_size
                 for other, other_mark in self._terms[other_size]:
                     # at most this many shared words: each bit only one signature sets is a word the other lacks
                     most = min(size - (mark & ~other_mark).bit_count(), other_size - (other_mark & ~mark).bit_count())
-                    if most < threshold * (whole - most):  # the test below grows with ``shared``: it cannot pass
+                    if most / (whole - most) < threshold:  # the test below grows with ``shared``: it cannot pass
                         continue
                     shared = len(mine & other)
                     # the union holds ``size + other_size - shared`` words: one set operation, not two
-                    if shared >= threshold * (whole - shared):
+                    if shared / (whole - shared) >= threshold:
                         return True
         return False
 

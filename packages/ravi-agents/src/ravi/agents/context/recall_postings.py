@@ -230,10 +230,14 @@ class SessionPostings:
         return out
 
     def end_of_unit_before(self, stop: int) -> int:
-        """Where the unit holding message ``stop - 1`` ends now (0 for ``stop`` 0): the only unit of the first
-        ``stop`` messages that can still grow, so the units wholly before ``stop`` are those of an earlier call
-        that gave the same answer."""
-        return int(self._end.data[self._start.data[stop - 1]]) if stop else 0
+        """Where the unit holding the newest message before ``stop`` that is not a system message ends now (0 when
+        there is none): the only unit of the first ``stop`` messages that can still grow, so the units wholly
+        before ``stop`` are those of an earlier call that gave the same answer. System messages are passed over:
+        a tool call's results may follow them, and the call's unit then grows past them."""
+        last = stop - 1
+        if last >= 0 and self._system.data[last]:
+            last = int(self._previous.data[last])
+        return int(self._end.data[self._start.data[last]]) if last >= 0 else 0
 
     def _anchor(self, messages: Sequence[ChatMessage], start: int) -> str | None:
         """The id of the newest system message before ``start``, or ``None``."""

@@ -27,8 +27,11 @@ class OpenAICompatibleClient:
     ) -> None:
         try:
             import httpx
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError("OpenAICompatibleClient needs httpx: pip install 'ravi-agents[openai]'") from error
+        except ImportError as error:
+            raise ConfigurationError(
+                "OpenAICompatibleClient needs the httpx package, which is not installed",
+                hint="pip install 'ravi-agents[openai]'",
+            ) from error
         base = base_url or read_raw("OPENAI_BASE_URL")
         if not base:
             raise ConfigurationError(

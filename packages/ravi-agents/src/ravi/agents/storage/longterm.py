@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from ravi.agents.storage._clock import Clock, system_clock
+from ravi.agents.storage.embeddings import embedded
 from ravi.agents.storage.options import InMemoryLongTermOptions
 from ravi.kernel.closing import Closeable
-from ravi.kernel.embeddings import HashingEmbeddingClient
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
@@ -33,6 +34,8 @@ class InMemoryLongTermMemory(Closeable):
     """The store's options model, for configuration."""
 
     def __init__(self, *, embedding_client: EmbeddingClient | None = None, clock: Clock = system_clock) -> None:
+        if embedding_client is not None:
+            check_embedding_client(embedding_client)
         self._embedder = embedding_client or HashingEmbeddingClient()
         self._clock = clock
         self._spaces: dict[tuple[str, str], dict[str, tuple[Memory, np.ndarray]]] = {}
@@ -55,8 +58,7 @@ class InMemoryLongTermMemory(Closeable):
     ) -> str:
         """Store a memory; returns its id."""
         seconds, meta = check_memory(agent_id, content, namespace, ttl, metadata)
-        [vector] = await self._embedder.embed([content])
-        array = np.asarray(vector, dtype=np.float32)
+        [array] = embedded(await self._embedder.embed([content]), 1, self._embedder.dimension)
         norm = float(np.linalg.norm(array))
         now = self._now()
         memory = Memory(
@@ -82,8 +84,7 @@ class InMemoryLongTermMemory(Closeable):
             live = [(m, v) for m, v in self._spaces.get((agent_id, namespace), {}).values() if self._alive(m, now)]
         if not live or limit == 0:
             return []
-        [vector] = await self._embedder.embed([query])
-        q = np.asarray(vector, dtype=np.float32)
+        [q] = embedded(await self._embedder.embed([query]), 1, self._embedder.dimension)
         q = q / (float(np.linalg.norm(q)) or 1.0)
         scores = np.stack([v for _, v in live]) @ q
         order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0].id))[:limit]

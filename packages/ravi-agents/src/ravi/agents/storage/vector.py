@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from ravi.agents.storage.embeddings import embedded
 from ravi.agents.storage.options import InMemoryVectorOptions
 from ravi.kernel.closing import Closeable
+from ravi.kernel.embeddings import check_embedding_client
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget, in_scope, matches
@@ -66,6 +68,8 @@ class InMemoryVectorStore(Closeable):
 
     def __init__(self, *, embedding_client: EmbeddingClient | None = None) -> None:
         self._collections: dict[str, _Collection] = {}
+        if embedding_client is not None:
+            check_embedding_client(embedding_client)
         self._embedder = embedding_client
         self._lock = threading.Lock()
 
@@ -80,7 +84,7 @@ class InMemoryVectorStore(Closeable):
         if missing:
             assert self._embedder is not None
             vectors = await self._embedder.embed([documents[i].text for i in missing])
-            made = dict(zip(missing, vectors, strict=True))
+            made = dict(zip(missing, embedded(vectors, len(missing), self._embedder.dimension).tolist(), strict=True))
         rows = [d.embedding if d.embedding is not None else made[i] for i, d in enumerate(documents)]
         dims = {len(r) for r in rows}
         if len(dims) > 1:

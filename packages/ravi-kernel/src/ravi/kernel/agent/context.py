@@ -14,6 +14,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import HistoryProvider
 from ravi.kernel.tokens import stored_tokens
+from ravi.kernel.values import check_items
 
 T = TypeVar("T")
 
@@ -186,6 +187,19 @@ class SessionContext:
         """A session of its own for a strategy called without one: it keeps nothing between calls and derives
         no records (its :attr:`scope` is ``None``)."""
         return cls("", "", counter=counter)
+
+    @classmethod
+    def of(cls, session: SessionContext | None, history: Sequence[ChatMessage]) -> SessionContext:
+        """``session``, or, for a strategy called directly without one, a :meth:`standalone` session once
+        ``history`` is checked to be messages (a pipeline checks what it passes its strategies).
+
+        Raises:
+            InvalidArgument: a direct call's ``history`` is not a sequence of ``ChatMessage``.
+        """
+        if session is not None:
+            return session
+        check_items(history, ChatMessage, "history")
+        return cls.standalone()
 
     def read_from(
         self,

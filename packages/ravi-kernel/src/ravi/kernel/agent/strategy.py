@@ -147,4 +147,21 @@ def as_strategy(strategy: Strategy | CompactionStrategy) -> Strategy:
     return PlainStrategy(strategy)
 
 
-__all__ = ["PlainStrategy", "Strategy", "StrategyTraits", "as_strategy"]
+def as_strategies(strategies: object) -> list[Strategy]:
+    """The strategies of a pipeline or a budget strategy: a list of them, or a single one (000: "A single strategy
+    can be passed without wrapping it"), each through :func:`as_strategy`.
+
+    Raises:
+        InvalidArgument: ``strategies`` is neither a strategy nor a sequence of strategies.
+    """
+    if isinstance(strategies, Strategy | CompactionStrategy):
+        return [as_strategy(strategies)]
+    if isinstance(strategies, str | bytes) or not isinstance(strategies, Sequence):
+        raise InvalidArgument(
+            f"strategies must be a strategy or a list of them, got {type(strategies).__name__}",
+            hint="pass [SlidingWindowCompaction(), ...]",
+        )
+    return [as_strategy(s) for s in strategies]
+
+
+__all__ = ["PlainStrategy", "Strategy", "StrategyTraits", "as_strategies", "as_strategy"]

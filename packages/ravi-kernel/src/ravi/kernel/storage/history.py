@@ -326,12 +326,13 @@ def check_search(query: object, before: object, limit: object) -> None:
 def check_hybrid(spread: object, embedder: object, model: object) -> None:
     """What every ``search_hybrid`` checks besides :func:`check_search`: a spread in [0, 1], an embedding client
     or ``None``, and a model name (non-empty with an embedder) (``InvalidArgument``)."""
+    from ravi.kernel.embeddings import check_embedding_client
     from ravi.kernel.errors import InvalidArgument
 
     if isinstance(spread, bool) or not isinstance(spread, int | float) or not 0 <= spread <= 1:
         raise InvalidArgument(f"spread must be a number in [0, 1], got {spread!r}")
-    if embedder is not None and not isinstance(embedder, EmbeddingClient):
-        raise InvalidArgument(f"embedder must be an EmbeddingClient, got {type(embedder).__name__}")
+    if embedder is not None:
+        check_embedding_client(embedder, "embedder")
     if not isinstance(model, str) or (embedder is not None and not model):
         raise InvalidArgument(f"model must name the embedder's model, got {model!r}")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import date
 from operator import is_
@@ -17,7 +17,7 @@ from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resol
 from ravi.agents.context.recall_request import MIN_SHARE, Request, read_request, recall_share
 from ravi.agents.context.session import counter_of
 from ravi.agents.embeddings import StaticEmbeddingClient
-from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient, TokenCounter
@@ -25,6 +25,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
 from ravi.kernel.tokens import CachedTokenCounter, stored_tokens
+from ravi.kernel.values import check_count, check_share
 
 Rank = Callable[[Request, int, int], Awaitable[list[UnitMatch] | None]]
 """Ranks the older units for a request, given where the newest turns start and how many units each ranking
@@ -157,6 +158,51 @@ REPEATS = 4
 """A ranking is ranked deeper only when at least one unit in this many repeated one chosen before it."""
 
 
+class _Choice:
+    """The units a window recalls, chosen from a ranking best first: each that fits in what is ``left`` (as it
+    will be sent: labelled when ``annotate``), skipping any that repeats one already chosen. A unit is labelled
+    once it is chosen, and sent unlabelled when only that fits. What a unit costs and says is kept in ``units``
+    (the session's). A choice goes on where it stopped: :meth:`take` of a ranking's next units gives what one
+    call over the whole ranking would."""
+
+    __slots__ = ("_annotate", "_counter", "_left", "_seen", "_today", "_units", "chosen")
+
+    def __init__(self, annotate: bool, left: int, counter: TokenCounter, request: Request, units: _Units) -> None:
+        self._annotate, self._left, self._counter, self._units = annotate, left, counter, units
+        self._today = request.day
+        self._seen = NearDuplicates()
+        self.chosen: list[UnitMatch] = []
+
+    def take(self, ranked: Iterable[UnitMatch], repeats: list[UnitMatch] | None = None) -> list[UnitMatch]:
+        """The units chosen so far, after going through ``ranked`` (those that repeat a chosen one are added to
+        ``repeats`` when given)."""
+        counter, units, seen, chosen, today = self._counter, self._units, self._seen, self.chosen, self._today
+        left = self._left
+        for match in ranked:
+            if left <= 0:
+                break
+            stored = match.messages
+            facts = units.of(match)
+            cost = facts.cost(counter)
+            if cost > left:
+                continue
+            if seen.repeats(stored, facts.words()):
+                if repeats is not None:
+                    repeats.append(match)
+                continue
+            if self._annotate:
+                messages = facts.label(today)
+                if messages is not None:
+                    labelled = facts.cost(counter, today, labelled=True)
+                    if labelled <= left:
+                        match, cost = replace(match, messages=messages), labelled
+            seen.add(stored, facts.words())
+            chosen.append(match)
+            left -= cost
+        self._left = left
+        return chosen
+
+
 class RelevantRecallStrategy(Strategy):
     """A token budget that spends part of itself on relevance instead of recency.
 
@@ -211,10 +257,11 @@ class RelevantRecallStrategy(Strategy):
         search_limit: int | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
-        if token_budget < 0:
-            raise InvalidArgument(f"token_budget must be >= 0, got {token_budget}")
-        if recall_share is not None and not 0 <= recall_share <= 1:
-            raise InvalidArgument(f"recall_share must be in [0, 1] or None, got {recall_share}")
+        check_count(token_budget, "token_budget")
+        if recall_share is not None and (
+            isinstance(recall_share, bool) or not isinstance(recall_share, int | float) or not 0 <= recall_share <= 1
+        ):
+            raise InvalidArgument(f"recall_share must be a number in [0, 1] or None, got {recall_share!r}")
         if search_limit is not None and (
             isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1
         ):
@@ -223,8 +270,10 @@ class RelevantRecallStrategy(Strategy):
             raise InvalidArgument(f"prefer must be 'relevance' or 'cache', got {prefer!r}")
         if isinstance(spread, bool) or not isinstance(spread, int | float) or not 0 <= spread <= 1:
             raise InvalidArgument(f"spread must be in [0, 1], got {spread!r}")
-        if not 0 < low_watermark <= 1:
-            raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
+        low_watermark = check_share(low_watermark, "low_watermark")
+        if not isinstance(annotate, bool):
+            raise InvalidArgument(f"annotate must be True or False, got {annotate!r}")
+        check_counter(counter)
         self.token_budget = token_budget
         self.recall_share = recall_share
         self.own_index = index
@@ -272,7 +321,7 @@ class RelevantRecallStrategy(Strategy):
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window: system messages, recalled older units, and the newest units, within the budget."""
         alone = session is None
-        session = session or SessionContext.standalone()
+        session = SessionContext.of(session, history)
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
         provider = session.history
         searchable = not alone and pushed_down(self.meaning)
@@ -376,7 +425,8 @@ class RelevantRecallStrategy(Strategy):
         room = allowance - recent
         units = session.state.get(self, _UNITS)
         repeats: list[UnitMatch] = []
-        chosen = self._choose(ranked, room, counter, request, units, repeats)
+        choice = _Choice(self.annotate, room, counter, request, units)
+        chosen = choice.take(ranked, repeats)
         if (
             self._deepens
             and len(ranked) >= limit
@@ -387,7 +437,10 @@ class RelevantRecallStrategy(Strategy):
             # unused, so rank deeper once and choose again
             deeper = await self._ranked(history, session, rank, request, cut, limit * DEEPER, tell=False)
             if deeper:
-                chosen = self._choose(deeper, room, counter, request, units)
+                if deeper[: len(ranked)] == ranked:  # the same units first: the choice so far stands, it goes on
+                    chosen = choice.take(deeper[len(ranked) :])
+                else:
+                    chosen = _Choice(self.annotate, room, counter, request, units).take(deeper)
         self._note(session, chosen)
         return [*place(_before(history, systems_at, cut), chosen), *history[cut:]]
 
@@ -427,44 +480,10 @@ class RelevantRecallStrategy(Strategy):
         return ranked
 
     def _choose(
-        self,
-        ranked: Sequence[UnitMatch],
-        left: int,
-        counter: TokenCounter,
-        request: Request,
-        units: _Units | None = None,
-        repeats: list[UnitMatch] | None = None,
+        self, ranked: Sequence[UnitMatch], left: int, counter: TokenCounter, request: Request, units: _Units
     ) -> list[UnitMatch]:
-        """The best ranked units that fit in ``left`` tokens (as they will be sent: labelled when ``annotate``),
-        skipping any that repeats one already chosen (added to ``repeats`` when given). A unit is labelled once
-        it is chosen, and sent unlabelled when only that fits. What a unit costs and says is kept in ``units``
-        (the session's)."""
-        today = request.day
-        units = units or _Units()
-        seen = NearDuplicates()
-        chosen: list[UnitMatch] = []
-        for match in ranked:
-            if left <= 0:
-                break
-            stored = match.messages
-            facts = units.of(match)
-            cost = facts.cost(counter)
-            if cost > left:
-                continue
-            if seen.repeats(stored, facts.words()):
-                if repeats is not None:
-                    repeats.append(match)
-                continue
-            if self.annotate:
-                messages = facts.label(today)
-                if messages is not None:
-                    labelled = facts.cost(counter, today, labelled=True)
-                    if labelled <= left:
-                        match, cost = replace(match, messages=messages), labelled
-            seen.add(stored, facts.words())
-            chosen.append(match)
-            left -= cost
-        return chosen
+        """The best ranked units that fit in ``left`` tokens (:class:`_Choice`)."""
+        return _Choice(self.annotate, left, counter, request, units).take(ranked)
 
     async def _held(
         self,

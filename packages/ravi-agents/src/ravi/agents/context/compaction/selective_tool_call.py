@@ -71,7 +71,7 @@ class SelectiveToolCallCompactionStrategy(Strategy):
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history`` with every tool group older than the newest ``keep_recent_groups`` folded away."""
-        memo = (session or SessionContext.standalone()).state.get(self, _MEMO)
+        memo = SessionContext.of(session, history).state.get(self, _MEMO)
         cut = self._cut(history)
         hit = memo.lookup(history)
         if hit is not None and hit[1].cut <= cut and self.keep_recent_groups > 0:

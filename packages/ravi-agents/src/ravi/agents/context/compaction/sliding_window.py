@@ -6,9 +6,8 @@ from collections.abc import Sequence
 
 from ravi.agents.context.compaction._keep import ANCHOR, from_cut, keep_newest, newest_cut
 from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.values import check_count
+from ravi.kernel.values import check_count, check_share
 
 
 def _one(_: ChatMessage) -> int:
@@ -35,8 +34,8 @@ class SlidingWindowCompaction(Strategy):
 
     def __init__(self, max_messages: int = 100, *, low_watermark: float | None = None) -> None:
         check_count(max_messages, "max_messages")
-        if low_watermark is not None and not 0 < low_watermark <= 1:
-            raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
+        if low_watermark is not None:
+            check_share(low_watermark, "low_watermark")
         self.max_messages = max_messages
         self.low_watermark = low_watermark
 
@@ -47,9 +46,10 @@ class SlidingWindowCompaction(Strategy):
         ``max_messages``, then drops down to ``low_watermark * max_messages`` in one step: its prefix stays the
         same between crossings, which is what prompt caches reward.
         """
+        own = SessionContext.of(session, history)
         if self.low_watermark is None:
             return keep_newest(history, _one, self.max_messages, session)
-        anchors = (session or SessionContext.standalone()).state.get(self, ANCHOR)
+        anchors = own.state.get(self, ANCHOR)
         anchor = anchors.cut(history)
         if anchor is None and anchors.is_set and session is not None and session.partial:
             session.need_older()  # the remembered start is older than the part read

@@ -11,10 +11,10 @@ from typing import Any
 from ravi.agents.context.compaction._keep import TAIL_CUT
 from ravi.agents.context.session import counter_of
 from ravi.agents.telemetry import log_failure_once
-from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.scope import Scope
@@ -131,6 +131,16 @@ async def write_summary(
     )
 
 
+def check_llm(llm: object) -> None:
+    """``ConfigurationError`` unless ``llm`` is ``None`` or an :class:`~ravi.kernel.llm.LLMClient` (an object with
+    ``async complete(messages, *, max_tokens=None, cancel=None) -> str``)."""
+    if llm is not None and not isinstance(llm, LLMClient):
+        raise ConfigurationError(
+            f"llm must be an LLMClient with an async complete(messages) method, got {type(llm).__name__}",
+            hint="use OpenAICompatibleClient(model), ExtractiveSummarizer(), or leave it out for the extractive one",
+        )
+
+
 class SummarizationCompaction(Strategy):
     """Summarise the older part of the window into one summary message, keeping the newest
     ``recent_token_budget`` tokens verbatim.
@@ -182,6 +192,8 @@ class SummarizationCompaction(Strategy):
             not isinstance(update_tokens, int) or isinstance(update_tokens, bool) or update_tokens < 1
         ):
             raise InvalidArgument(f"update_tokens must be an integer >= 1, got {update_tokens!r}")
+        check_llm(llm)
+        check_counter(counter)
         if llm is None:
             from ravi.agents.llm.extractive import ExtractiveSummarizer
 
@@ -227,7 +239,7 @@ class SummarizationCompaction(Strategy):
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window with its older part replaced by one summary (or ``history`` itself if too little is old)."""
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
-        own = session or SessionContext.standalone()
+        own = SessionContext.of(session, history)
         partial = own.partial
         if not history:
             return []
@@ -455,6 +467,7 @@ __all__ = [
     "SUMMARY_HEADING",
     "SUMMARY_KEY",
     "SummarizationCompaction",
+    "check_llm",
     "is_summary",
     "render_transcript",
     "span_id",

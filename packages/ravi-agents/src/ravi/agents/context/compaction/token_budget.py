@@ -8,7 +8,7 @@ from typing import Any
 from ravi.agents.context.compaction._keep import ANCHOR, TAIL_CUT, from_cut, note_cut, system_positions
 from ravi.agents.context.models import SAFETY_MARGIN, model_info
 from ravi.agents.context.session import counter_of
-from ravi.agents.tokens import DEFAULT_COUNTER, counter_for_model, tool_tokens
+from ravi.agents.tokens import DEFAULT_COUNTER, check_counter, counter_for_model, tool_tokens
 from ravi.kernel.agent import (
     CompactionEvent,
     CompactionStrategy,
@@ -16,12 +16,12 @@ from ravi.kernel.agent import (
     SessionContext,
     Strategy,
     StrategyTraits,
-    as_strategy,
+    as_strategies,
 )
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import ModelInfo, TokenCounter
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.values import check_count
+from ravi.kernel.values import check_count, check_share
 
 
 def fits(messages: Sequence[ChatMessage], budget: int, counter: TokenCounter) -> bool:
@@ -51,6 +51,7 @@ class TokenBudgetComposedStrategy(Strategy):
 
     Tokens are counted with ``counter`` when given, else with the pipeline's (``ContextConfig.counter``). A
     request that carries its own budget (``WindowRequest.budget``) is fitted to that budget instead.
+    ``strategies`` may be a single strategy.
 
     Cost: checking the budget reads from the newest end and stops as soon as the budget is passed.
 
@@ -61,17 +62,18 @@ class TokenBudgetComposedStrategy(Strategy):
 
     def __init__(
         self,
-        strategies: Sequence[Strategy | CompactionStrategy] = (),
+        strategies: Strategy | CompactionStrategy | Sequence[Strategy | CompactionStrategy] = (),
         token_budget: int = 100_000,
         *,
         counter: TokenCounter | None = None,
         low_watermark: float | None = None,
     ) -> None:
         check_count(token_budget, "token_budget")
-        if low_watermark is not None and not 0 < low_watermark <= 1:
-            raise InvalidArgument(f"low_watermark must be in (0, 1], got {low_watermark}")
+        if low_watermark is not None:
+            check_share(low_watermark, "low_watermark")
+        check_counter(counter)
         self.low_watermark = low_watermark
-        self.strategies = [as_strategy(s) for s in strategies]
+        self.strategies = as_strategies(strategies)
         self.token_budget = token_budget
         self.own_counter = counter
         self.events = EventBus()
@@ -83,7 +85,7 @@ class TokenBudgetComposedStrategy(Strategy):
     def from_model(
         cls,
         model_name: str,
-        strategies: Sequence[Strategy | CompactionStrategy] = (),
+        strategies: Strategy | CompactionStrategy | Sequence[Strategy | CompactionStrategy] = (),
         trigger_ratio: float = 0.80,
         *,
         model_info: ModelInfo | None = None,
@@ -106,8 +108,7 @@ class TokenBudgetComposedStrategy(Strategy):
         Raises:
             ConfigurationError: ``model_name`` is not in the model table and no ``model_info`` was given.
         """
-        if not 0 < trigger_ratio <= 1:
-            raise InvalidArgument(f"trigger_ratio must be in (0, 1], got {trigger_ratio}")
+        check_share(trigger_ratio, "trigger_ratio")
         for name, value in (("output_reserve", output_reserve), ("reserve", reserve)):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
                 raise InvalidArgument(f"{name} must be an integer >= 0, got {value!r}")
@@ -153,7 +154,7 @@ class TokenBudgetComposedStrategy(Strategy):
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The window within ``token_budget`` tokens."""
-        session = session or SessionContext.standalone()
+        session = SessionContext.of(session, history)
         if self.low_watermark is not None:
             return await self._watermarked(history, session)
         if not self.strategies:

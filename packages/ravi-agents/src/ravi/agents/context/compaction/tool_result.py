@@ -52,7 +52,7 @@ class ToolResultCompactionStrategy(Strategy):
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """``history`` with long successful tool results shortened."""
-        memo = (session or SessionContext.standalone()).state.get(self, _SHORTENED)
+        memo = SessionContext.of(session, history).state.get(self, _SHORTENED)
         hit = memo.lookup(history)
         if hit is None:
             out = [self.shorten(m) for m in history]

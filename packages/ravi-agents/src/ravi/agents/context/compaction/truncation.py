@@ -37,6 +37,7 @@ class TruncationStrategy(Strategy):
 
     async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
         """The newest whole units within ``max_messages`` and ``max_chars``, with every system message."""
+        SessionContext.of(session, history)  # a direct call's history is checked
         window = (
             list(history)
             if self.max_messages is None
