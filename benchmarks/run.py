@@ -19,6 +19,7 @@ BENCHMARKS = {
     "stores": "In-memory vector search and graph neighbourhoods",
     "postgres": "Postgres history and pgvector on a real server",
     "redis_tier": "Redis history beside langchain-community on a real server",
+    "hybrid_tier": "Appends to the hybrid history (Redis in front of Postgres), beside writing each tier in turn",
     "s3_age": "S3 blob throughput and AGE neighbourhoods on real servers",
     "recall.bench": "Relevant recall versus recency on long agent sessions",
     "recall.evidence": "Evidence recall on long two-person conversations beside a plain BM25 retriever",

@@ -128,8 +128,9 @@ async def test_hybrid_context_merges_hot_and_cold_without_duplicates() -> None:
     )
     window = await context.get_prompt_window("s")
     assert [m.text or m.role for m in window] == ["old 7", "old 8", "old 9", "assistant", "tool", "new"]
-    assert await hot.count_messages("agent", session_id="s") == 3
     assert await cold.count_messages("agent", session_id="s") == 13
+    # the hot tier, added later, got the whole session at the first write (decision 78)
+    assert await hot.get_stored("agent", session_id="s") == await cold.get_stored("agent", session_id="s")
     with pytest.raises(ConfigurationError, match="recent_n"):
         HybridContext(hot, cold, recent_n=10, max_total=5)
 

@@ -54,19 +54,26 @@ async def test_a_session_rewritten_between_the_generation_and_the_read_is_placed
 
 
 class _RewrittenOnEveryRead(InMemoryHistoryProvider):
-    """A cold tier whose session another writer clears and fills again after every generation a reader takes."""
+    """A cold tier whose session another writer clears and fills again after every generation a reader takes
+    (the writer's own appends read generations too: those start no rewrite and are not counted)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.history: HybridHistoryProvider | None = None
         self.taken: list[str] = []
+        self.rewriting = False
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
         generation = await super().generation(agent_id, session_id=session_id)
-        self.taken.append(generation)
-        if self.history is not None:
-            await self.history.clear(agent_id, session_id=session_id)
-            await self.history.append(agent_id, ChatMessage.user(f"rewrite {len(self.taken)}"), session_id=session_id)
+        if self.history is not None and not self.rewriting:
+            self.taken.append(generation)
+            self.rewriting = True
+            try:
+                await self.history.clear(agent_id, session_id=session_id)
+                rewrite = ChatMessage.user(f"rewrite {len(self.taken)}")
+                await self.history.append(agent_id, rewrite, session_id=session_id)
+            finally:
+                self.rewriting = False
         return generation
 
 
@@ -76,7 +83,7 @@ async def test_a_session_rewritten_under_every_read_is_read_under_the_generation
     cold = _RewrittenOnEveryRead()
     history = HybridHistoryProvider(InMemoryHistoryProvider(), cold)
     await history.append("a", ChatMessage.user("hello"), session_id="s")
-    cold.history = history
+    cold.history = HybridHistoryProvider(history.hot, cold)  # another writer: a lock of its own
     view = await history.read_window("a", session_id="s", tokens=10**6)
     assert 2 < len(cold.taken) < 10
     assert view.generation == cold.taken[-2]  # taken before the last read; the last one was taken after it

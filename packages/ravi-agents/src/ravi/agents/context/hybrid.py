@@ -6,7 +6,7 @@ import asyncio
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from itertools import accumulate
+from itertools import accumulate, groupby
 from typing import TypeVar
 
 from ravi.kernel.closing import Closeable
@@ -39,11 +39,33 @@ T = TypeVar("T")
 _READ_ATTEMPTS = 3
 """How many times a windowed read is made while the session is rewritten under it (see ``read_window``)."""
 
+_PAGE = 1000
+"""How many messages one round trip of a copy into the hot tier reads and writes (see ``_mirror``)."""
+
+
+async def _generation(tier: HistoryProvider, agent_id: str, session_id: str) -> str | None:
+    """The tier's generation of the session (``SessionGeneration``), ``None`` when it keeps none."""
+    if isinstance(tier, SessionGeneration):
+        return await tier.generation(agent_id, session_id=session_id)
+    return None
+
+
+async def _nothing() -> list[ChatMessage]:
+    return []
+
 
 class HybridHistoryProvider(Closeable):
-    """Two tiers behind one ``HistoryProvider``: writes go to the cold tier (durable) first, then the hot one;
-    reads return the whole transcript, from the hot tier when it holds the whole session (as many messages as
-    the cold tier), else from the cold tier (a hot tier that expired the session, or that was added later).
+    """Two tiers behind one ``HistoryProvider``: writes go to the cold tier (durable) first, then the hot tier
+    is brought up to it; reads return the whole transcript, from the hot tier when it holds the whole session
+    (as many messages as the cold tier), else from the cold tier (a hot tier that expired the session, or that
+    was added later).
+
+    The hot tier is a copy of the cold one, made in the cold tier's order: after its cold write, an append
+    copies to the hot tier the cold tier's messages from the hot tier's count on, with their run ids. Writers
+    that share no lock (threads each running a loop, processes, other providers over the same tiers) thus leave
+    both tiers in one order, and a hot tier that lost the session gets it back whole at the next write. This
+    needs a cold tier that reads run ids (``RunReader``); over any other, each append writes the same messages
+    to each tier, which such writers can leave in two orders.
 
     Reads are the transcript, never a bounded view: how much of it a window keeps is the pipeline's business
     (``HybridContext`` bounds it with a sliding window of ``max_total``). Windowed reads
@@ -91,10 +113,88 @@ class HybridHistoryProvider(Closeable):
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> None:
-        """Write to the cold tier (durable first), then the hot one."""
+        """Write to the cold tier (durable first), then bring the hot tier up to it: copy what the hot tier lacks,
+        in the cold tier's order, with the cold tier's run ids (see :meth:`_mirror`). A cold tier that cannot
+        read run ids (not a ``RunReader``) gets the older way: the same messages appended to each tier, which
+        writers sharing no lock (other loops, other processes) can leave in two orders."""
         async with self._writes(agent_id, session_id):
-            await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
-            await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+            if not isinstance(self.cold, RunReader):
+                await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+                await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+                return
+            # The hot tier's generation is read before its count (see _mirror), alongside the cold write.
+            _, hot_before = await asyncio.gather(
+                self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id),
+                _generation(self.hot, agent_id, session_id),
+            )
+            await self._mirror(agent_id, session_id, self.cold, hot_before)
+
+    async def _mirror(self, agent_id: str, session_id: str, cold: RunReader, hot_before: str | None) -> None:
+        """Copy to the hot tier the cold tier's messages from the hot tier's count on, in the cold tier's order.
+
+        The hot tier stays a prefix of the cold one: each copy appends a contiguous stretch of the cold tier, in
+        order, from a count read off the hot tier, and every ``HistoryProvider`` ignores a message the session
+        already holds. So a message lands only once those before it in the cold tier are there, whichever
+        writers copy at once; when the two counts are equal, so are the tiers. The copy goes page by page
+        (:data:`_PAGE` messages), the hot count read again before each page, so a hot tier that lost the
+        session (it expired, or was added later) gets it back whole, and writers re-warming it at once skip
+        what another has copied.
+
+        What a copy cannot see by itself is a removal landing in the middle of it: a hot tier cleared after its
+        count was read (the stretch then lands at the start of an empty session), or a cold session cleared or
+        rewritten after it was read (the stretch is of the old session). Both tiers' generations, read before
+        and after, tell: a changed cold generation drops the hot session (reads go to the cold tier, the next
+        write copies it again); a changed hot generation, when the copy started past the hot tier's start, has
+        the hot tier compared with the cold one's start, and dropped unless it is a prefix (a stretch copied
+        from the start is a prefix whatever the hot tier held). And a hot tier whose message before the
+        stretch is not the cold tier's (it holds more than the cold tier, or another session's messages that a
+        removal it missed left there) is stale: it is dropped and copied again from the start.
+        """
+        cold_before, hot_count = await asyncio.gather(
+            _generation(self.cold, agent_id, session_id), self.hot.count_messages(agent_id, session_id=session_id)
+        )
+        copied = past_start = dropped = False
+        while True:
+            start = max(hot_count - 1, 0)  # the message before the stretch comes too: the seam
+            page, seam = await asyncio.gather(
+                cold.get_stored(agent_id, session_id=session_id, offset=start, limit=_PAGE + 1),
+                self.hot.get_messages(agent_id, session_id=session_id, offset=start, limit=1)
+                if hot_count
+                else _nothing(),
+            )
+            if hot_count and (not page or seam != [page[0].message]):
+                if dropped:  # the tiers changed under this copy twice: the next write tries again
+                    return
+                await self.hot.clear(agent_id, session_id=session_id)
+                hot_before = await _generation(self.hot, agent_id, session_id)
+                hot_count, dropped = 0, True
+                continue
+            stretch = page[1:] if hot_count else page
+            past_start = past_start or (hot_count > 0 and bool(stretch))
+            for run, group in groupby(stretch, key=lambda stored: stored.run_id):
+                await self.hot.append_many(
+                    agent_id, [stored.message for stored in group], session_id=session_id, run_id=run
+                )
+                copied = True
+            if len(page) <= _PAGE:
+                break
+            hot_count = await self.hot.count_messages(agent_id, session_id=session_id)
+        if not copied:
+            return
+        hot_after, cold_after = await asyncio.gather(
+            _generation(self.hot, agent_id, session_id), _generation(self.cold, agent_id, session_id)
+        )
+        stray = cold_after != cold_before  # the stretch may be of the old cold session
+        if not stray and hot_after != hot_before and past_start:  # it may have landed in an emptied hot session
+            stray = not await self._hot_is_prefix(agent_id, session_id, cold)
+        if stray:
+            await self.hot.clear(agent_id, session_id=session_id)
+
+    async def _hot_is_prefix(self, agent_id: str, session_id: str, cold: RunReader) -> bool:
+        """Whether the hot tier's session, read whole, is the start of the cold tier's (read after it)."""
+        held = await self.hot.get_messages(agent_id, session_id=session_id)
+        start = await cold.get_stored(agent_id, session_id=session_id, limit=len(held))
+        return held == [stored.message for stored in start]
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0

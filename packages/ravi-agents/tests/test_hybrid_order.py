@@ -1,0 +1,317 @@
+"""The hybrid history provider's hot tier holds the cold tier's order, whoever writes the session.
+
+Writers of one session that share no lock (threads that each run their own loop, processes, or two providers
+over the same tiers) interleave their tier writes. The hot tier is a copy of the cold tier made in the cold
+tier's order, so a read served by the hot tier is the durable transcript, and a hot tier that lost the session
+gets it back at the next write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from itertools import cycle
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from ravi.agents.context import HybridHistoryProvider, InMemoryHistoryProvider
+from ravi.conformance import threads
+from ravi.conformance.threads import switching_often
+from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import StoredMessage
+
+THREADS = 6
+AGENT = "agent"
+WHEN = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+class YieldingHistory(InMemoryHistoryProvider):
+    """The in-memory provider, giving its loop turns before each call (as a server round trip does): the timing
+    of a store on a network, with the in-memory store's behaviour. ``turns`` says how many before each call, in
+    turn (one each by default)."""
+
+    def __init__(self, turns: Sequence[int] = (1,)) -> None:
+        super().__init__()
+        self.turns = cycle(turns or (0,))
+
+    async def _turn(self) -> None:
+        for _ in range(next(self.turns)):
+            await asyncio.sleep(0)
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        await self._turn()
+        await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        await self._turn()
+        return await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        await self._turn()
+        return await super().get_stored(agent_id, session_id=session_id, limit=limit, offset=offset)
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        await self._turn()
+        return await super().count_messages(agent_id, session_id=session_id)
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        await self._turn()
+        return await super().generation(agent_id, session_id=session_id)
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        await self._turn()
+        return await super().clear(agent_id, session_id=session_id)
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        await self._turn()
+        return await super().clear_run(agent_id, session_id=session_id, run_id=run_id)
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        await self._turn()
+        return await super().replace_last(
+            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+        )
+
+
+def message(writer: int, k: int) -> ChatMessage:
+    """Writer ``writer``'s ``k``-th message."""
+    make = ChatMessage.user if k % 2 else ChatMessage.assistant
+    return make(f"writer{writer} says {k}" + " more" * (k % 5), id=f"w{writer}-m{k}", created_at=WHEN)
+
+
+async def assert_tiers_equal(hot: InMemoryHistoryProvider, cold: InMemoryHistoryProvider, session: str = "s") -> None:
+    """Both tiers hold the same messages, in the same order, under the same run ids."""
+    hot_stored = await hot.get_stored(AGENT, session_id=session)
+    cold_stored = await cold.get_stored(AGENT, session_id=session)
+    differ = sum(a != b for a, b in zip(hot_stored, cold_stored, strict=False))
+    assert len(hot_stored) == len(cold_stored), f"hot holds {len(hot_stored)}, cold {len(cold_stored)}"
+    assert hot_stored == cold_stored, f"{differ} of {len(cold_stored)} positions differ"
+
+
+@pytest.fixture
+def switch_often() -> Iterator[None]:
+    """Make the interpreter switch threads every microsecond, so races show up in every run."""
+    with switching_often():
+        yield
+
+
+@pytest.mark.usefixtures("switch_often")
+def test_writers_on_loops_of_their_own_leave_both_tiers_in_one_order() -> None:
+    """Six threads, each running its own loop, append batches to one session of one hybrid provider: afterwards
+    the hot tier holds exactly what the cold one holds, in its order, with its run ids (before, the tiers
+    differed in many positions every run)."""
+    hot, cold = YieldingHistory(), YieldingHistory()
+    history = HybridHistoryProvider(hot, cold)
+    rounds = 60
+
+    async def work(writer: int) -> None:
+        for k in range(rounds):
+            batch = [message(writer, 2 * k), message(writer, 2 * k + 1)]
+            await history.append_many(AGENT, batch, session_id="s", run_id=f"run-{writer}")
+
+    threads.run_threads(lambda writer: asyncio.run(work(writer)), THREADS)
+
+    async def check() -> None:
+        await assert_tiers_equal(hot, cold)
+        stored = await cold.get_stored(AGENT, session_id="s")
+        assert len(stored) == THREADS * rounds * 2
+        for writer in range(THREADS):
+            mine = [s.message for s in stored if s.run_id == f"run-{writer}"]
+            assert mine == [message(writer, k) for k in range(2 * rounds)]
+        assert await history.get_messages(AGENT, session_id="s") == [s.message for s in stored]
+
+    asyncio.run(check())
+
+
+def test_a_hot_tier_that_lost_the_session_gets_it_back_at_the_next_write() -> None:
+    """The hot tier forgets the session behind the provider's back (it expired): the next append copies the
+    whole session into it, in the cold tier's order, so reads are served by the hot tier again."""
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        messages = [ChatMessage.system("rules")] + [message(0, k) for k in range(30)]
+        await history.append_many(AGENT, messages[:20], session_id="s", run_id="first")
+        await history.append_many(AGENT, messages[20:], session_id="s", run_id="second")
+        await hot.clear(AGENT, session_id="s")
+        more = message(1, 0)
+        await history.append(AGENT, more, session_id="s", run_id="third")
+        await assert_tiers_equal(hot, cold)
+        assert [s.run_id for s in await hot.get_stored(AGENT, session_id="s")] == ["first"] * 20 + ["second"] * 11 + [
+            "third"
+        ]
+        assert await history.get_messages(AGENT, session_id="s") == [*messages, more]
+        assert await history.clear_run(AGENT, session_id="s", run_id="second") == 11
+        await assert_tiers_equal(hot, cold)
+
+    asyncio.run(main())
+
+
+def test_a_hot_tier_holding_more_than_the_cold_one_is_dropped_at_the_next_write() -> None:
+    """A hot tier left with messages the cold tier no longer holds (a clear of the cold tier that the hot tier
+    missed) is stale: the next write drops it and copies the cold tier's session, so no read serves the old
+    messages, even once the cold tier holds as many."""
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        await history.append_many(AGENT, [message(0, k) for k in range(3)], session_id="s")
+        await cold.clear(AGENT, session_id="s")  # the hot tier missed this clear
+        await history.append_many(AGENT, [message(1, k) for k in range(3)], session_id="s")
+        await assert_tiers_equal(hot, cold)
+        assert await history.get_messages(AGENT, session_id="s") == [message(1, k) for k in range(3)]
+
+    asyncio.run(main())
+
+
+class ExpiringHistory(InMemoryHistoryProvider):
+    """The in-memory provider, losing the session (as a hot tier's expiry does) right after the next read of
+    one message, once ``armed``: the moment a copy has read its seam and not yet appended."""
+
+    armed = False
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        read = await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+        if self.armed and limit == 1:
+            self.armed = False
+            await self.clear(agent_id, session_id=session_id)
+        return read
+
+
+class ClearedHistory(InMemoryHistoryProvider):
+    """The in-memory provider whose session is cleared by another writer right after the next read of its
+    stored messages from an offset, once ``armed``: the moment a copy has read the cold tier and not yet
+    appended."""
+
+    armed = False
+
+    async def get_stored(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[StoredMessage]:
+        read = await super().get_stored(agent_id, session_id=session_id, limit=limit, offset=offset)
+        if self.armed and offset:
+            self.armed = False
+            await self.clear(agent_id, session_id=session_id)
+        return read
+
+
+def test_a_hot_tier_that_expires_in_the_middle_of_a_copy_never_serves_another_order() -> None:
+    """The hot tier loses the session after a copy read where to start and before it appended: the stretch lands
+    at the start of an empty session. The copy sees the hot tier's generation change and that the hot tier is
+    no longer the cold one's start, and drops it: reads go to the cold tier, and the next write copies it
+    whole."""
+
+    async def main() -> None:
+        hot, cold = ExpiringHistory(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        await history.append_many(AGENT, [message(0, k) for k in range(4)], session_id="s", run_id="r")
+        hot.armed = True
+        await history.append(AGENT, message(0, 4), session_id="s", run_id="r")
+        assert await hot.count_messages(AGENT, session_id="s") == 0
+        assert await history.get_messages(AGENT, session_id="s") == [message(0, k) for k in range(5)]
+        await history.append(AGENT, message(0, 5), session_id="s", run_id="r")
+        await assert_tiers_equal(hot, cold)
+
+    asyncio.run(main())
+
+
+def test_a_cold_session_cleared_in_the_middle_of_a_copy_is_not_served_from_the_hot_tier() -> None:
+    """Another writer clears the cold session after a copy read it and before the copy appended: the stretch of
+    the old session lands in the hot tier. The copy sees the cold tier's generation change and drops the hot
+    session, so no read serves the old messages, even once the cold tier holds as many again."""
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), ClearedHistory()
+        history = HybridHistoryProvider(hot, cold)
+        await history.append_many(AGENT, [message(0, k) for k in range(2)], session_id="s")
+        cold.armed = True
+        await history.append(AGENT, message(0, 2), session_id="s")
+        assert await cold.count_messages(AGENT, session_id="s") == 0
+        assert await hot.count_messages(AGENT, session_id="s") == 0
+        await history.append_many(AGENT, [message(1, k) for k in range(3)], session_id="s")
+        await assert_tiers_equal(hot, cold)
+        assert await history.get_messages(AGENT, session_id="s") == [message(1, k) for k in range(3)]
+
+    asyncio.run(main())
+
+
+# -- any interleaving of writers that share no lock ---------------------------------------------------------------
+
+OPERATIONS = st.one_of(
+    st.tuples(st.just("append"), st.integers(0, 2), st.integers(1, 3)),  # which run, how many messages
+    st.tuples(st.just("expire"), st.just(0), st.just(0)),  # the hot tier loses the session
+    st.tuples(st.just("clear_run"), st.integers(0, 2), st.just(0)),
+    st.tuples(st.just("replace_last"), st.integers(0, 2), st.integers(0, 2)),  # how many replace the newest
+    st.tuples(st.just("clear"), st.just(0), st.just(0)),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(st.lists(st.tuples(st.integers(0, 2), OPERATIONS), min_size=1, max_size=4), max_size=10),
+    turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
+)
+@example(steps=[[(0, ("append", 0, 1)), (1, ("append", 0, 1))]], turns=([1, 0], []))  # two writers' tier writes cross
+def test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one(
+    steps: list[list[tuple[int, tuple[str, int, int]]]], turns: tuple[list[int], list[int]]
+) -> None:
+    """Three providers over the same two tiers (writers that share no lock, as processes do) run steps of
+    operations gathered at once: appends under several runs, the hot tier losing the session, ``clear_run``,
+    ``replace_last`` and ``clear``, each tier call giving the loop a drawn number of turns. After every step,
+    reads through any provider are the cold tier's messages, and whenever the tiers hold as many messages they
+    hold the same ones, in one order, under the same runs."""
+
+    async def main() -> None:
+        hot, cold = YieldingHistory(turns[0]), YieldingHistory(turns[1])
+        writers = [HybridHistoryProvider(hot, cold) for _ in range(3)]
+        made = iter(range(10**6))
+
+        async def run(writer: HybridHistoryProvider, operation: tuple[str, int, int]) -> None:
+            kind, run_n, n = operation
+            if kind == "append":
+                batch = [ChatMessage.user(f"m{k}", id=f"m{k}") for k in (next(made) for _ in range(n))]
+                await writer.append_many(AGENT, batch, session_id="s", run_id=f"r{run_n}")
+            elif kind == "expire":
+                await hot.clear(AGENT, session_id="s")
+            elif kind == "clear_run":
+                await writer.clear_run(AGENT, session_id="s", run_id=f"r{run_n}")
+            elif kind == "replace_last":
+                newest = await cold.get_messages(AGENT, session_id="s")
+                if newest:
+                    instead = [ChatMessage.user(f"m{k}", id=f"m{k}") for k in (next(made) for _ in range(n))]
+                    await writer.replace_last(
+                        AGENT, session_id="s", message_id=newest[-1].id, messages=instead, run_id=f"r{run_n}"
+                    )
+            else:
+                await writer.clear(AGENT, session_id="s")
+
+        for step in steps:
+            await asyncio.gather(*(run(writers[w], operation) for w, operation in step))
+            cold_stored = await cold.get_stored(AGENT, session_id="s")
+            hot_stored = await hot.get_stored(AGENT, session_id="s")
+            if len(hot_stored) == len(cold_stored):
+                assert hot_stored == cold_stored
+            for writer in writers:
+                assert await writer.get_messages(AGENT, session_id="s") == [s.message for s in cold_stored]
+                assert await writer.get_stored(AGENT, session_id="s") == cold_stored
+
+    asyncio.run(main())
