@@ -118,7 +118,7 @@ class HybridHistoryProvider(Closeable):
         read run ids (not a ``RunReader``) gets the older way: the same messages appended to each tier, which
         writers sharing no lock (other loops, other processes) can leave in two orders."""
         async with self._writes(agent_id, session_id):
-            if not isinstance(self.cold, RunReader):
+            if not isinstance(self.cold, RunReader) or not messages:  # an empty batch has nothing to copy
                 await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
                 await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
                 return
