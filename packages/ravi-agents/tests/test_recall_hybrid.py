@@ -477,13 +477,33 @@ def test_a_tool_loop_reuses_the_units_found_by_meaning_until_the_older_part_move
     assert len(embedder.texts) > embedded and moved == asyncio.run(fresh(boundary + 40, 6))
 
 
-def test_a_tool_call_whose_results_grow_past_the_boundary_leaves_the_units_found_by_meaning() -> None:
-    """A tool call whose results end at the boundary is a unit before it; once another result comes, the unit
-    reaches past the boundary and is no longer found there, as a provider that never searched finds."""
+_CALL = ToolCallBlock(id="c1", name="read_log", arguments={"service": "deploy"})
+
+
+@pytest.mark.parametrize(
+    ("group", "result"),
+    [
+        # a tool call whose results end at the boundary is a unit before it; another result takes it past it
+        (
+            [ChatMessage.assistant(tool_calls=[_CALL]), ChatMessage.tool("c1", "the deploy log, part one")],
+            "the deploy log, part two",
+        ),
+        # a system message between a call and its results belongs to the call's group: with the boundary just
+        # after it, the call is a unit before it until its result comes
+        (
+            [ChatMessage.assistant("reading the deploy log", tool_calls=[_CALL]), ChatMessage.system("be brief")],
+            "the deploy log",
+        ),
+    ],
+    ids=["results", "system message"],
+)
+def test_a_tool_call_whose_results_grow_past_the_boundary_leaves_the_units_found_by_meaning(
+    group: list[ChatMessage], result: str
+) -> None:
+    """A tool call's unit found before the boundary is no longer found there once a result takes the unit past
+    it, as a provider that never searched finds."""
     history = InMemoryHistoryProvider()
-    call = ToolCallBlock(id="c1", name="read_log", arguments={"service": "deploy"})
     turns = [ChatMessage.user(f"turn {i} about billing") for i in range(8)]
-    group = [ChatMessage.assistant(tool_calls=[call]), ChatMessage.tool("c1", "the deploy log, part one")]
     asyncio.run(history.append_many("a", [*turns, *group], session_id="s"))
     boundary = sum(stored_tokens(m) for m in [*turns, *group])
 
@@ -500,39 +520,7 @@ def test_a_tool_call_whose_results_grow_past_the_boundary_leaves_the_units_found
         return found.meaning
 
     assert any(m.messages[0].id == group[0].id for m in asyncio.run(search(history)))
-    asyncio.run(history.append("a", ChatMessage.tool("c1", "the deploy log, part two"), session_id="s"))
-    again = asyncio.run(search(history))
-    same = InMemoryHistoryProvider()
-    asyncio.run(same.append_many("a", asyncio.run(history.get_messages("a", session_id="s")), session_id="s"))
-    assert again == asyncio.run(search(same))
-    assert all(m.messages[0].id != group[0].id for m in again)
-
-
-def test_a_tool_call_with_system_messages_before_the_boundary_leaves_the_units_found_when_its_results_come() -> None:
-    """A system message between a tool call and its results belongs to the call's group: with the boundary just
-    after the system message, the call is a unit before it until its result comes, and then no longer, as a
-    provider that never searched finds."""
-    history = InMemoryHistoryProvider()
-    call = ToolCallBlock(id="c1", name="read_log", arguments={"service": "deploy"})
-    turns = [ChatMessage.user(f"turn {i} about billing") for i in range(8)]
-    group = [ChatMessage.assistant("reading the deploy log", tool_calls=[call]), ChatMessage.system("be brief")]
-    asyncio.run(history.append_many("a", [*turns, *group], session_id="s"))
-    boundary = sum(stored_tokens(m) for m in [*turns, *group])
-
-    async def search(provider: InMemoryHistoryProvider) -> list[UnitMatch]:
-        found = await provider.search_hybrid(
-            "a",
-            session_id="s",
-            query="the deploy log",
-            before=boundary,
-            limit=4,
-            embedder=_CountingEmbedder(),
-            model="m",
-        )
-        return found.meaning
-
-    assert any(m.messages[0].id == group[0].id for m in asyncio.run(search(history)))
-    asyncio.run(history.append("a", ChatMessage.tool("c1", "the deploy log"), session_id="s"))
+    asyncio.run(history.append("a", ChatMessage.tool("c1", result), session_id="s"))
     again = asyncio.run(search(history))
     same = InMemoryHistoryProvider()
     asyncio.run(same.append_many("a", asyncio.run(history.get_messages("a", session_id="s")), session_id="s"))
