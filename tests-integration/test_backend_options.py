@@ -266,3 +266,29 @@ def test_a_misspelt_option_gets_the_closest_name(monkeypatch: pytest.MonkeyPatch
         build_store("history", load_settings())
     assert "max_siz (from RAVI_HISTORY__MAX_SIZ) is not one of its options" in str(info.value)
     assert "did you mean 'max_size'?" in str(info.value)
+
+
+class _NoDimension:
+    dimension = 0
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] for _ in texts]
+
+
+@pytest.mark.parametrize("client", ["class", "no dimension"])
+@pytest.mark.parametrize(
+    ("kind", "name"), [("longterm", "postgres"), ("longterm", "redis"), ("vector", "postgres")], ids=str
+)
+def test_a_server_stores_embedding_client_that_is_a_class_or_has_no_dimension_is_refused(
+    kind: str, name: str, client: str
+) -> None:
+    """``embedding_client=HashingEmbeddingClient`` (the class, without the parentheses) or a client of no
+    dimensions is refused when the store is built, as the in-memory stores refuse it, not at its first use."""
+    from ravi.kernel.embeddings import HashingEmbeddingClient
+    from ravi.kernel.errors import InvalidArgument
+
+    factory = backend_factory(kind, name)
+    given = HashingEmbeddingClient if client == "class" else _NoDimension()
+    required = {k: v for k, v in REQUIRED.items() if k in inspect.signature(factory).parameters}
+    with pytest.raises(InvalidArgument):
+        factory(**required, embedding_client=given)

@@ -15,7 +15,7 @@ from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgLongTermOptions
 from ravi.capabilities.postgres.vector import register_vector_codec
-from ravi.kernel.embeddings import HashingEmbeddingClient
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
@@ -69,6 +69,8 @@ class PgLongTermMemory(PostgresStore):
         self, dsn: str, *, embedding_client: EmbeddingClient | None = None, **options: Unpack[PoolOptions]
     ) -> None:
         PgLongTermOptions.check(dsn=dsn, embedding_client=embedding_client, **options)
+        if embedding_client is not None:
+            check_embedding_client(embedding_client)
         self._embedder = embedding_client or HashingEmbeddingClient()
         self.migrations = _migrations(self._embedder.dimension)
         super().__init__(dsn, **options)

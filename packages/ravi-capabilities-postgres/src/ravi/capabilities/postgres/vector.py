@@ -15,6 +15,7 @@ from pgvector.asyncpg import register_vector
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgVectorOptions
+from ravi.kernel.embeddings import check_embedding_client
 from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
@@ -133,6 +134,8 @@ class PgVectorStore(PostgresStore):
             **options,
         )
         ef_search, hnsw_m, hnsw_ef_construction = checked.ef_search, checked.hnsw_m, checked.hnsw_ef_construction
+        if embedding_client is not None:
+            check_embedding_client(embedding_client)
         exact_search_kb = checked.exact_search_kb
         options.setdefault("command_timeout", 60.0)
         super().__init__(dsn, **options)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.capabilities.redis.options import RedisLongTermOptions
-from ravi.kernel.embeddings import HashingEmbeddingClient
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
@@ -42,6 +42,8 @@ class RedisLongTermMemory(RedisStore):
         self, url: str, *, embedding_client: EmbeddingClient | None = None, **options: Unpack[RedisOptions]
     ) -> None:
         RedisLongTermOptions.check(url=url, embedding_client=embedding_client, **options)
+        if embedding_client is not None:
+            check_embedding_client(embedding_client)
         super().__init__(url, **options)
         self._embedder = embedding_client or HashingEmbeddingClient()
 
