@@ -8,6 +8,7 @@ import inspect
 import math
 import re
 import zlib
+from array import array
 from collections.abc import Awaitable, Callable, Sequence
 
 from ravi.kernel.errors import InvalidArgument
@@ -126,4 +127,23 @@ def check_embedding_client(client: object, what: str = "embedding_client") -> No
         raise InvalidArgument(f"{what}.dimension must be an integer >= 1, got {dimension!r}")
 
 
-__all__ = ["CallableEmbeddingClient", "HashingEmbeddingClient", "check_embedding_client"]
+def check_embeddings(vectors: object, count: int, dimension: int) -> list[list[float]]:
+    """What an embedding client returned for ``count`` texts, as ``count`` lists of ``dimension`` floats; the
+    client is the caller's code, so its answer is input: anything else (not numbers, a text, too few or too many
+    vectors, another dimension, NaN or an infinity) is ``InvalidArgument``, before anything is stored.
+    ``ravi.agents.storage.embeddings.embedded`` checks the same with NumPy for the in-memory stores."""
+    try:
+        rows = [array("d", row) for row in vectors]  # type: ignore[attr-defined]
+    except (TypeError, ValueError) as error:
+        raise InvalidArgument(f"the embedding client returned vectors that are not lists of numbers: {error}") from None
+    if len(rows) != count:
+        raise InvalidArgument(f"the embedding client returned {len(rows)} vectors for {count} texts")
+    for row in rows:
+        if len(row) != dimension:
+            raise InvalidArgument(f"embeddings must have {dimension} dimensions, got one of {len(row)}")
+        if not all(map(math.isfinite, row)):
+            raise InvalidArgument("embeddings must be finite numbers")
+    return [row.tolist() for row in rows]
+
+
+__all__ = ["CallableEmbeddingClient", "HashingEmbeddingClient", "check_embedding_client", "check_embeddings"]

@@ -22,6 +22,7 @@ from typing import Any
 
 import asyncpg
 
+from ravi.kernel.embeddings import check_embeddings
 from ravi.kernel.errors import RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, messages_from_json
@@ -298,7 +299,7 @@ ORDER BY sp.opener, r.seq""",
         if done is None:
             return []
         epoch, stop = done
-        [vector] = await embedder.embed([query])
+        [vector] = check_embeddings(await embedder.embed([query]), 1, embedder.dimension)
         embeddings, m = self.db.table("embeddings"), self._messages
         # The embedding goes as text cast to vector: a pool shared with a pgvector store has its codec, which
         # takes arrays only, and a bare $4::vector parameter would be handed to it.
@@ -388,7 +389,9 @@ WHERE s.agent_id = $1 AND s.session_id = $2""",
                 if message.role != "system" and (text := _embedded_text(message)).strip()
             ]
             if wanted:
-                vectors = await embedder.embed([text for _, text in wanted])
+                vectors = check_embeddings(
+                    await embedder.embed([text for _, text in wanted]), len(wanted), embedder.dimension
+                )
                 await self.db.execute(
                     f"""
 INSERT INTO {embeddings} (agent_id, session_id, model, seq, message_id, epoch, embedding)

@@ -15,8 +15,8 @@ from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgLongTermOptions
 from ravi.capabilities.postgres.vector import register_vector_codec
-from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
 from ravi.kernel.values import check_memory, check_scope
@@ -77,10 +77,8 @@ class PgLongTermMemory(PostgresStore):
         self._table = self.db.table("memories")
 
     async def _embed(self, text: str) -> np.ndarray:
-        [vector] = await self._embedder.embed([text])
+        [vector] = check_embeddings(await self._embedder.embed([text]), 1, self._embedder.dimension)
         array = np.asarray(vector, dtype=np.float32)
-        if array.size != self._embedder.dimension:
-            raise ConfigurationError("the embedding client returned a vector of the wrong dimension")
         if not np.any(array):
             array[0] = 1.0
         return array

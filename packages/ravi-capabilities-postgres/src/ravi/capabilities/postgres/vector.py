@@ -15,7 +15,7 @@ from pgvector.asyncpg import register_vector
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgVectorOptions
-from ravi.kernel.embeddings import check_embedding_client
+from ravi.kernel.embeddings import check_embedding_client, check_embeddings
 from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
@@ -203,7 +203,8 @@ class PgVectorStore(PostgresStore):
         made: dict[int, list[float]] = {}
         if missing:
             assert self._embedder is not None
-            made = dict(zip(missing, await self._embedder.embed([documents[i].text for i in missing]), strict=True))
+            answer = await self._embedder.embed([documents[i].text for i in missing])
+            made = dict(zip(missing, check_embeddings(answer, len(missing), self._embedder.dimension), strict=True))
         vectors = []
         for i, d in enumerate(documents):
             v = np.asarray(d.embedding if d.embedding is not None else made[i], dtype=np.float32)
