@@ -14,6 +14,7 @@ import threading
 import uuid
 import zlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,11 +23,12 @@ from servers import Server
 from ravi.capabilities.postgres import PostgresHistoryProvider
 from ravi.capabilities.redis import RedisHistoryProvider
 from ravi.conformance import threads
-from ravi.conformance.threads import switching_often
+from ravi.conformance.threads import assert_holds_exactly, switching_often
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import window_of
 from ravi.kernel.tokens import stored_tokens
 
+WHEN = datetime(2025, 1, 1, tzinfo=UTC)
 THREADS = 6
 """How many threads, each with its own event loop (or loops), share a store."""
 
@@ -70,19 +72,7 @@ def message(thread: int, k: int) -> ChatMessage:
     """Thread ``thread``'s ``k``-th message."""
     text = f"thread{thread} note {k} about {WORDS[(3 * thread + k) % len(WORDS)]}" + " detail" * (k % 5)
     make = ChatMessage.user if k % 2 else ChatMessage.assistant
-    return make(text, id=f"t{thread}-m{k}")
-
-
-def assert_holds_exactly(messages: Sequence[ChatMessage], expected: Sequence[Sequence[ChatMessage]]) -> None:
-    """``messages`` are those of ``expected`` (one list per thread), every id once, each thread's in its order."""
-    ids = [m.id for m in messages]
-    assert len(set(ids)) == len(ids), "a message is stored twice"
-    wanted = {m.id for own in expected for m in own}
-    lost, extra = sorted(wanted - set(ids)), sorted(set(ids) - wanted)
-    assert not lost and not extra, f"lost {len(lost)} {lost[:5]}, unexpected {len(extra)} {extra[:5]}"
-    for own in expected:
-        mine = {m.id for m in own}
-        assert [m.id for m in messages if m.id in mine] == [m.id for m in own], "a thread's messages out of order"
+    return make(text, id=f"t{thread}-m{k}", created_at=WHEN)  # the same message each time it is made
 
 
 class WordEmbedder:

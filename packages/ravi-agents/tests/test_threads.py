@@ -30,7 +30,7 @@ from ravi.agents.storage import (
     TaskStore,
 )
 from ravi.conformance import threads
-from ravi.conformance.threads import switching_often
+from ravi.conformance.threads import assert_holds_exactly, switching_often
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
@@ -93,18 +93,6 @@ its writer, ``run-<THREADS>``."""
 def run_of(stored: ChatMessage) -> str:
     """The run id each thread writes with: ``run-<thread>``."""
     return "run-" + stored.id[1 : stored.id.index("-")]
-
-
-def assert_holds_exactly(messages: Sequence[ChatMessage], expected: Sequence[Sequence[ChatMessage]]) -> None:
-    """``messages`` are those of ``expected`` (one list per thread), every id once, each thread's in its order."""
-    ids = [m.id for m in messages]
-    assert len(set(ids)) == len(ids), "a message is stored twice"
-    wanted = {m.id for own in expected for m in own}
-    lost, extra = sorted(wanted - set(ids)), sorted(set(ids) - wanted)
-    assert not lost and not extra, f"lost {len(lost)} {lost[:5]}, unexpected {len(extra)} {extra[:5]}"
-    for own in expected:
-        mine = {m.id for m in own}
-        assert [m for m in messages if m.id in mine] == list(own), "a thread's messages out of its order"
 
 
 async def check_session(

@@ -23,9 +23,10 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.messages import ChatMessage
 
 FINISH = 60.0
 """Seconds after which a thread that has not finished counts as hung: a guard, not a measure of speed (a loop
@@ -109,4 +110,18 @@ def _leaves(error: BaseException) -> Iterator[BaseException]:
         yield error
 
 
-__all__ = ["FINISH", "run_threads", "switching_often"]
+def assert_holds_exactly(messages: Sequence[ChatMessage], expected: Sequence[Sequence[ChatMessage]]) -> None:
+    """Assert that ``messages`` (a session read back after the threads' work) are those of ``expected`` (what each
+    thread appended, one list per thread): every message once, none lost or added, each thread's in its order and
+    as it was appended; how the threads' messages interleave is free."""
+    ids = [m.id for m in messages]
+    assert len(set(ids)) == len(ids), "a message is stored twice"
+    wanted = {m.id for own in expected for m in own}
+    lost, extra = sorted(wanted - set(ids)), sorted(set(ids) - wanted)
+    assert not lost and not extra, f"lost {len(lost)} {lost[:5]}, unexpected {len(extra)} {extra[:5]}"
+    for own in expected:
+        mine = {m.id for m in own}
+        assert [m for m in messages if m.id in mine] == list(own), "a thread's messages out of its order"
+
+
+__all__ = ["FINISH", "assert_holds_exactly", "run_threads", "switching_often"]
