@@ -130,8 +130,7 @@ def check_embedding_client(client: object, what: str = "embedding_client") -> No
 def check_embeddings(vectors: object, count: int, dimension: int) -> list[list[float]]:
     """What an embedding client returned for ``count`` texts, as ``count`` lists of ``dimension`` floats; the
     client is the caller's code, so its answer is input: anything else (not numbers, a text, too few or too many
-    vectors, another dimension, NaN or an infinity) is ``InvalidArgument``, before anything is stored.
-    ``ravi.agents.storage.embeddings.embedded`` checks the same with NumPy for the in-memory stores."""
+    vectors, another dimension, NaN or an infinity) is ``InvalidArgument``, before anything is stored."""
     try:
         rows = [array("d", row) for row in vectors]  # type: ignore[attr-defined]
     except (TypeError, ValueError) as error:

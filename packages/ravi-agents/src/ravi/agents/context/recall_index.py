@@ -14,8 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ravi.agents.context.memo import PrefixMemo
 from ravi.agents.forget import collection_name
-from ravi.agents.storage.embeddings import embedded
 from ravi.kernel.agent import SessionContext, Slot
+from ravi.kernel.embeddings import check_embeddings
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
@@ -199,7 +199,9 @@ class EmbeddingIndex:
             mark = {}
         if not mark and session.partial:
             return None  # a session never indexed: from its start
-        [q] = checked(await self.client.embed([query]), 1, self.client.dimension)  # only once the read suffices
+        [q] = check_embeddings(
+            await self.client.embed([query]), 1, self.client.dimension
+        )  # only once the read suffices
         vector = tuple(q)
         await self._extend(session, mark, vector, messages_at, units_at)
         await self._touch(messages_at, units_at)
@@ -287,7 +289,9 @@ class EmbeddingIndex:
                 metadata = {**doc.metadata, "unit": unit_of.get(at)}
                 documents.append(Document(id=doc.id, content=doc.content, embedding=doc.embedding, metadata=metadata))
         if new:
-            vectors = checked(await self.client.embed([text for _, text in new]), len(new), self.client.dimension)
+            vectors = check_embeddings(
+                await self.client.embed([text for _, text in new]), len(new), self.client.dimension
+            )
             documents += [
                 Document(
                     id=source[i].id,
@@ -329,7 +333,9 @@ class EmbeddingIndex:
         new = [(i, message_text(history[i])) for i in range(state.size, len(history))]
         new = [(i, text) for i, text in new if text.strip()]
         if new:
-            vectors = checked(await self.client.embed([text for _, text in new]), len(new), self.client.dimension)
+            vectors = check_embeddings(
+                await self.client.embed([text for _, text in new]), len(new), self.client.dimension
+            )
             await self.store.upsert(
                 [
                     Document(id=history[i].id, embedding=tuple(v), metadata={"position": i})
@@ -340,16 +346,9 @@ class EmbeddingIndex:
         state.size = len(history)
         memo.store(history, state)
         await self._touch(collection)
-        [q] = checked(await self.client.embed([query]), 1, self.client.dimension)
+        [q] = check_embeddings(await self.client.embed([query]), 1, self.client.dimension)
         hits = await self.store.search(q, collection=collection, limit=self.limit)
         return {int(h.metadata["position"]): h.score for h in hits if h.score > self.min_score}
-
-
-def checked(vectors: list[list[float]], count: int, dimension: int) -> list[list[float]]:
-    """``vectors``, an embedding client's answer for ``count`` texts, once :func:`embedded` finds them right (the
-    values are kept as given: they are stored and searched as the client made them)."""
-    embedded(vectors, count, dimension)
-    return vectors
 
 
 __all__ = [

@@ -3,25 +3,19 @@ what a client returned that every in-memory store applies."""
 
 import numpy as np
 
-from ravi.kernel.embeddings import CallableEmbeddingClient, HashingEmbeddingClient
+from ravi.kernel.embeddings import CallableEmbeddingClient, HashingEmbeddingClient, check_embeddings
 from ravi.kernel.errors import InvalidArgument
 
 
 def embedded(vectors: object, count: int, dimension: int) -> np.ndarray:
-    """What an embedding client returned for ``count`` texts, as a ``count`` by ``dimension`` array of finite
-    numbers; ``InvalidArgument`` for anything else (the client is code of the caller's)."""
-    try:
-        rows = np.asarray(vectors, dtype=np.float32)
-    except (TypeError, ValueError) as error:
-        raise InvalidArgument(f"the embedder returned vectors that are not lists of numbers: {error}") from None
-    if rows.ndim == 0 or len(rows) != count:
-        raise InvalidArgument(
-            f"the embedder returned {len(rows) if rows.ndim else 'no list of'} vectors for {count} texts"
-        )
-    if rows.ndim != 2 or rows.shape[1] != dimension:
-        raise InvalidArgument(f"embeddings must have {dimension} dimensions, got shape {rows.shape}")
+    """What an embedding client returned for ``count`` texts, as a ``count`` by ``dimension`` float32 array, once
+    :func:`~ravi.kernel.embeddings.check_embeddings` finds it right; ``InvalidArgument`` otherwise, and for a
+    number past float32's range (it would be kept as an infinity)."""
+    checked = check_embeddings(vectors, count, dimension)
+    with np.errstate(over="ignore"):  # a number past float32's range becomes an infinity, refused below
+        rows = np.asarray(checked, dtype=np.float32).reshape(count, dimension)
     if not np.all(np.isfinite(rows)):
-        raise InvalidArgument("embeddings must be finite numbers")
+        raise InvalidArgument("embeddings must be finite numbers within float32's range")
     return rows
 
 
