@@ -212,9 +212,9 @@ _NONE: frozenset[str] = frozenset()
 
 def _words(message: ChatMessage) -> tuple[str, ...]:
     """The message's distinct words, folded as the search folds them (:func:`ravi.kernel.search.fold`: case and
-    Latin, Greek and Cyrillic accents aside, Unicode forms made one; ASCII text is only lower-cased), worked out once. Kept as a tuple of interned strings: a session's
-    messages share most of their words, and a tuple takes a fraction of a set's memory (a unit's set is built
-    when the unit is first compared, and kept with the unit)."""
+    Latin, Greek and Cyrillic accents aside, Unicode forms made one; ASCII text is only lower-cased), worked out
+    once. Kept as a tuple of interned strings: a session's messages share most of their words, and a tuple takes a
+    fraction of a set's memory (a unit's set is built when the unit is first compared, and kept with the unit)."""
     memo = message.memo
     words: tuple[str, ...] | None = memo.get(_WORDS)
     if words is None:
