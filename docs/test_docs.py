@@ -29,22 +29,19 @@ NOT_RUN = re.compile(r"^# not run here: (\S.*)$")
 def test_every_example_runs_or_says_why_not(
     where: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each Python block runs as printed (top-level await allowed, as in an async REPL or a notebook), or starts
-    with ``# not run here: <the reason>`` and at least compiles."""
+    """Each Python block runs as printed when saved as a file and run with ``python`` (so no top-level
+    ``await``), or starts with ``# not run here: <the reason>`` and at least compiles (a fragment may await)."""
     import ast
-    import asyncio
-    import inspect
 
-    compiled = compile(code, where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     first = code.strip().splitlines()[0]
     if NOT_RUN.match(first):
+        compile(code, where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         return
+    compiled = compile(code, where, "exec")
     monkeypatch.chdir(tmp_path)  # no ravi.toml around: the in-memory defaults
     for name in [n for n in __import__("os").environ if n.startswith("RAVI_")]:
         monkeypatch.delenv(name)
-    result = eval(compiled, {"__name__": "__docs__"})
-    if inspect.iscoroutine(result):
-        asyncio.run(result)
+    exec(compiled, {"__name__": "__main__"})
 
 
 INCLUDE = re.compile(r'--8<--\s*"([^"]+)"')
