@@ -163,3 +163,75 @@ async def test_the_best_units_with_neighbours_are_those_of_the_whole_ranking(
             )
             expected = [(u.messages[0].id, u.score) for u in whole.lexical[:limit]]
             assert [(u.messages[0].id, u.score) for u in found.lexical] == expected, limit
+
+
+def test_neighbours_are_scored_as_the_units_that_hold_them_whatever_the_session(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """With ``spread``, every unit scores the best of its own match and ``spread`` times each unit it borders (the
+    nearest non-system message before its first and after its last lies in it), over sessions of calls, results,
+    system messages and turns in any order, matches bordering matches included; the search returns the first
+    ``limit`` of that ranking, each unit whole."""
+    import asyncio
+    import uuid
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from ravi.kernel.search import unit_at
+
+    words = st.lists(st.sampled_from(["fern", "moss", "walrus", "lunch", "fern fern"]), min_size=0, max_size=3)
+    kinds = st.sampled_from(["user", "assistant", "call", "tool", "system"])
+
+    def made(kind: str, text: str, i: int) -> ChatMessage:
+        text = f"{text} n{i}"
+        if kind == "call":
+            return ChatMessage(role="assistant", content=[ToolCallBlock(id=f"c{i}", name="look", arguments={})])
+        if kind == "tool":
+            return ChatMessage.tool(f"c{i - 1}", text)
+        return {"user": ChatMessage.user, "assistant": ChatMessage.assistant, "system": ChatMessage.system}[kind](text)
+
+    async def check(history: PostgresHistoryProvider, turns: list[tuple[str, list[str]]], limit: int) -> None:
+        session = uuid.uuid4().hex
+        messages = [made(kind, " ".join(text), i) for i, (kind, text) in enumerate(turns)]
+        await history.append_many("a", messages, session_id=session)
+        own = await history.search_units("a", session_id=session, query="fern moss", before=10**9, limit=10**6)
+        where = {m.id: i for i, m in enumerate(messages)}
+        scores: dict[int, float] = {}
+        for unit in own:
+            start = where[unit.messages[0].id]
+            scores[start] = max(scores.get(start, 0.0), unit.score)
+        for unit in own:
+            first, last = where[unit.messages[0].id], where[unit.messages[-1].id]
+            near = [
+                next((k for k in range(first - 1, -1, -1) if messages[k].role != "system"), None),
+                next((k for k in range(last + 1, len(messages)) if messages[k].role != "system"), None),
+            ]
+            for k in near:
+                if k is not None:
+                    start = unit_at(messages, k)[0]
+                    scores[start] = max(scores.get(start, 0.0), unit.score * 0.5)
+        expected = sorted(
+            ((start, score) for start, score in scores.items()), key=lambda x: (-x[1], -where[messages[x[0]].id])
+        )[:limit]
+        found = await history.search_hybrid(
+            "a", session_id=session, query="fern moss", before=10**9, limit=limit, spread=0.5
+        )
+        got = [(where[u.messages[0].id], u.score) for u in found.lexical]
+        assert got == expected
+        for unit in found.lexical:
+            start = where[unit.messages[0].id]
+            assert list(unit.messages) == messages[slice(*unit_at(messages, start))]
+
+    with asyncio.Runner() as runner:
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+        @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(turns=st.lists(st.tuples(kinds, words), min_size=1, max_size=40), limit=st.integers(1, 30))
+        def sessions(turns: list[tuple[str, list[str]]], limit: int) -> None:
+            runner.run(check(history, turns, limit))
+
+        try:
+            sessions()
+        finally:
+            runner.run(history.close())
