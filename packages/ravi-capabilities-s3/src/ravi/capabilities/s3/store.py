@@ -42,6 +42,7 @@ TTL_TAG = "ravi-ttl-days"
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden"}
 _NO_BUCKET = {"NoSuchBucket"}
+_TOO_LONG = {"KeyTooLongError"}
 
 
 @contextlib.contextmanager
@@ -57,6 +58,8 @@ def mapped_errors(what: str) -> Iterator[None]:
             raise NotFound(f"{what}: not found") from error
         if code in _DENIED:
             raise PermissionDenied(f"{what}: the store refused the credentials or the request ({code})") from error
+        if code in _TOO_LONG:  # a key_prefix and a key that together pass the server's limit
+            raise InvalidArgument(f"{what}: the server refused the key as too long ({code})") from error
         if code in _NO_BUCKET:
             raise ConfigurationError(
                 f"{what}: the bucket does not exist", hint="create it, or pass create_bucket=True"
