@@ -331,8 +331,11 @@ class S3FileStore:
         response = await self._call(f"download {key!r}", client.get_object, Bucket=self.bucket, Key=full)
         meta = dict(response.get("Metadata", {}))
         if self._expired(meta):
+            # this version only (If-Match its ETag): a blob another writer stored under the key since the read stays
+            # (the server refuses the delete with PreconditionFailed)
+            version = {"IfMatch": response["ETag"]} if response.get("ETag") else {}
             with contextlib.suppress(RaviError):
-                await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=full)
+                await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=full, **version)
             raise NotFound(f"download {key!r}: not found (expired)")
         body = await self._call(f"download {key!r}", response["Body"].read)
         meta = {k: v for k, v in meta.items() if not k.startswith("ravi-")}  # Ravi's own records stay inside
