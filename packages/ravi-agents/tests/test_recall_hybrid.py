@@ -216,6 +216,15 @@ def test_a_unit_that_says_again_what_one_held_says_is_a_near_duplicate() -> None
     assert not seen.repeats([ChatMessage.tool("d", "tests passed: 120 in 4 s, no warnings at all today")])
 
 
+def test_a_restated_fact_typed_with_other_unicode_forms_is_a_near_duplicate() -> None:
+    """Words compare as the search folds them: a precomposed and a decomposed accent, full-width letters and a
+    German sharp s spelt out are the same words."""
+    seen = NearDuplicates()
+    seen.add([ChatMessage.user("We moved to the caf\u00e9 on Stra\u00dfe 9 near the old ＰＯＳＴ office")])
+    assert seen.repeats([ChatMessage.user("we moved to the cafe\u0301 on STRASSE 9 near the old post office")])
+    assert not seen.repeats([ChatMessage.user("the build on the ci runner failed again with three new errors")])
+
+
 def _repeats_pairwise(held: list[frozenset[str]], texts: set[tuple[str, ...]], unit: tuple, threshold: float) -> bool:
     """The definition: the same texts, or (short units) a Jaccard similarity of at least ``threshold`` with a
     held short unit, compared with each in turn."""

@@ -24,7 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ravi.agents.context.compaction.summarization import INSTRUCTIONS, check_llm, is_summary, write_summary
+from ravi.agents.context.compaction.summarization import (
+    INSTRUCTIONS,
+    KeepsSummaries,
+    check_llm,
+    is_summary,
+    write_summary,
+)
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
 from ravi.kernel.cancel import CancelToken
@@ -226,7 +232,7 @@ async def compact(
     return [*(m for m in old if m.role == "system"), summary, *messages[cut:]]
 
 
-class PolicyCompactionStrategy(Strategy):
+class PolicyCompactionStrategy(KeepsSummaries, Strategy):
     """The 002 conductor as a pipeline strategy: when the window reaches ``policy.trigger_ratio`` of
     ``token_budget`` (passes it, with ``above=True``, as 001's context manager has it) and the cut is past 1,
     everything before :func:`find_cut_point` becomes one summary turn, as :func:`compact` makes it.
@@ -265,7 +271,6 @@ class PolicyCompactionStrategy(Strategy):
         self.store = store
         self.own_counter = counter
         self.above = above
-        self._own_store: SummaryStore | None = None
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
@@ -274,18 +279,6 @@ class PolicyCompactionStrategy(Strategy):
         return StrategyTraits(
             suffix_determined=True, read_hint=self.token_budget, counter=self.own_counter, derives_records=True
         )
-
-    def summaries(self, session: SessionContext) -> SummaryStore:
-        """Where the session's summaries are kept (see the class docs)."""
-        if self.store is not None:
-            return self.store
-        if isinstance(session.history, SummaryStore):
-            return session.history
-        if self._own_store is None:
-            from ravi.agents.storage.summaries import InMemorySummaryStore
-
-            self._own_store = InMemorySummaryStore()
-        return self._own_store
 
     def triggered(self, history: Sequence[ChatMessage], session: SessionContext) -> bool:
         """Whether ``history`` passes the trigger (reaches it, unless ``above``) for ``session``'s budget."""

@@ -22,7 +22,7 @@ from typing import NamedTuple
 from ravi.agents.context.recall_request import Request
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.search import UnitMatch, message_text
+from ravi.kernel.search import UnitMatch, fold, message_text
 
 RRF_K = 60
 """The usual constant of reciprocal rank fusion: a unit's score in a ranking is ``1 / (RRF_K + rank)``."""
@@ -84,7 +84,7 @@ def _day_of(match: UnitMatch) -> date | None:
 class NearDuplicates:
     """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text
     (a repeated tool output), or, for short units (4 to ``SHORT`` words), nearly the same words (a Jaccard
-    similarity of their sets of lower-cased words of at least ``threshold``: a restated fact). Each message's
+    similarity of their sets of folded words of at least ``threshold``: a restated fact). Each message's
     text and words are worked out once (kept in its ``memo``).
 
     The held word sets are kept by size: a Jaccard similarity is at most the ratio of the two sizes, so a unit
@@ -197,7 +197,7 @@ def _text(message: ChatMessage) -> str:
 
 
 def _unit_words(messages: Sequence[ChatMessage]) -> frozenset[str]:
-    """The lower-cased words of the messages (split at whitespace: cheap, and enough to compare two units); none
+    """The folded words of the messages (split at whitespace: cheap, and enough to compare two units); none
     for a unit of more than :attr:`NearDuplicates.SHORT` words, which is never compared by its words (so what a
     caller keeps of a long unit holds no set: the sizes 0 and above ``SHORT`` are treated alike)."""
     if len(messages) == 1:
@@ -211,13 +211,14 @@ _NONE: frozenset[str] = frozenset()
 
 
 def _words(message: ChatMessage) -> tuple[str, ...]:
-    """The message's distinct lower-cased words, worked out once. Kept as a tuple of interned strings: a session's
-    messages share most of their words, and a tuple takes a fraction of a set's memory (a unit's set is built
-    when the unit is first compared, and kept with the unit)."""
+    """The message's distinct words, folded as the search folds them (:func:`ravi.kernel.search.fold`: case and
+    Latin, Greek and Cyrillic accents aside, Unicode forms made one; ASCII text is only lower-cased), worked out
+    once. Kept as a tuple of interned strings: a session's messages share most of their words, and a tuple takes a
+    fraction of a set's memory (a unit's set is built when the unit is first compared, and kept with the unit)."""
     memo = message.memo
     words: tuple[str, ...] | None = memo.get(_WORDS)
     if words is None:
-        words = memo[_WORDS] = tuple(dict.fromkeys(map(intern, _text(message).lower().split())))
+        words = memo[_WORDS] = tuple(dict.fromkeys(map(intern, fold(_text(message)).split())))
     return words
 
 

@@ -141,7 +141,28 @@ def check_llm(llm: object) -> None:
         )
 
 
-class SummarizationCompaction(Strategy):
+class KeepsSummaries:
+    """Where a summarising strategy keeps its summaries: ``store`` when one was given, else the session's history
+    provider when it keeps summaries (they then go with the transcript when it is cleared), else a store in this
+    process's memory, made at the first need and kept with the strategy."""
+
+    store: SummaryStore | None = None
+    _own_store: SummaryStore | None = None
+
+    def summaries(self, session: SessionContext) -> SummaryStore:
+        """The store of ``session``'s summaries."""
+        if self.store is not None:
+            return self.store
+        if isinstance(session.history, SummaryStore):
+            return session.history
+        if self._own_store is None:
+            from ravi.agents.storage.summaries import InMemorySummaryStore
+
+            self._own_store = InMemorySummaryStore()
+        return self._own_store
+
+
+class SummarizationCompaction(KeepsSummaries, Strategy):
     """Summarise the older part of the window into one summary message, keeping the newest
     ``recent_token_budget`` tokens verbatim.
 
@@ -208,7 +229,6 @@ class SummarizationCompaction(Strategy):
         self.instructions = instructions
         self.events = EventBus()
         self.store = store
-        self._own_store: SummaryStore | None = None
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
@@ -216,20 +236,6 @@ class SummarizationCompaction(Strategy):
         it asks for older messages whenever it needs them, ``SessionContext.need_older``), and it keeps summaries
         under the session's scope."""
         return StrategyTraits(suffix_determined=True, derives_records=True, counter=self.own_counter)
-
-    def summaries(self, session: SessionContext) -> SummaryStore:
-        """Where the session's summaries are kept: ``store`` when one was given, else the session's history
-        provider when it keeps summaries (they then go with the transcript when it is cleared), else a store in
-        this process's memory."""
-        if self.store is not None:
-            return self.store
-        if isinstance(session.history, SummaryStore):
-            return session.history
-        if self._own_store is None:
-            from ravi.agents.storage.summaries import InMemorySummaryStore
-
-            self._own_store = InMemorySummaryStore()
-        return self._own_store
 
     @property
     def counter(self) -> TokenCounter:
@@ -464,6 +470,7 @@ def _checkpoint(
 
 __all__ = [
     "INSTRUCTIONS",
+    "KeepsSummaries",
     "SUMMARY_HEADING",
     "SUMMARY_KEY",
     "SummarizationCompaction",
