@@ -22,7 +22,14 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import Document
 
-STORES = [PostgresHistoryProvider, PostgresMemoryStore, PgVectorStore, PgLongTermMemory, PgTaskStore, PostgresSummaryStore]
+STORES = [
+    PostgresHistoryProvider,
+    PostgresMemoryStore,
+    PgVectorStore,
+    PgLongTermMemory,
+    PgTaskStore,
+    PostgresSummaryStore,
+]
 
 
 async def use(store: Any) -> None:
