@@ -257,3 +257,36 @@ async def test_a_silent_endpoint_is_asked_once_per_call(s3_bucket: str) -> None:
     finally:
         await store.disconnect()
         server.close()
+
+
+class _ReplacedBeforeItsDelete(S3FileStore):
+    """A store whose removal of an expired blob (on download) runs just after another writer stored a fresh blob
+    under the key: the moment of a race between two processes, made to happen every time."""
+
+    writer: S3FileStore | None = None
+    fresh = b"fresh"
+
+    async def _call(self, what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        if what.startswith("delete") and self.writer is not None:
+            writer, self.writer = self.writer, None
+            await writer.upload("k", self.fresh)
+        return await super()._call(what, function, *args, **kwargs)
+
+
+async def test_a_read_of_an_expired_blob_never_removes_the_blob_written_since(
+    s3_server: Server, s3_bucket: str
+) -> None:
+    """A download that finds the blob expired removes that version only: a blob another writer stored under the
+    key in the meantime stays (the removal was unconditional and took the fresh blob with it)."""
+    assert s3_server.credentials is not None
+    access, secret = s3_server.credentials
+    options: dict[str, Any] = {"endpoint_url": s3_server.address, "access_key": access, "secret_key": secret}
+    async with store_for(s3_server, s3_bucket) as writer:
+        reader = _ReplacedBeforeItsDelete(s3_bucket, addressing_style="path", **options)
+        async with reader:
+            await writer.upload("k", b"old", ttl=1e-6)
+            reader.writer = writer
+            with pytest.raises(NotFound):
+                await reader.download("k")
+            assert reader.writer is None  # the fresh blob went up between the read and the removal
+            assert (await writer.download("k")).data == b"fresh"

@@ -251,3 +251,23 @@ async def test_a_newest_message_larger_than_the_budget_is_left_out_with_a_warnin
         assert "pasted" not in [m.id for m in window]
         assert len(caplog.records) == 1 and "'pasted'" in caplog.records[0].getMessage()
         caplog.clear()
+
+
+def test_workers_sharing_a_state_store_see_and_keep_each_others_corrections() -> None:
+    """Two workers (two ``Calibration`` objects) on one state store: a correction one reports is the other's
+    from its next window on, even when the other read the store before, and the other's smaller report never
+    erases it (each worker read the store once and then wrote its own list over the other's)."""
+    from ravi.agents.context.calibration import Calibration
+    from ravi.agents.storage import InMemoryStateStore
+
+    async def main() -> None:
+        state = InMemoryStateStore()
+        a, b = Calibration(state), Calibration(state)
+        assert await b.factor("m") == 1.0  # b has read the store
+        assert await a.observe("m", counted=1_000, reported=2_000) == 2.0
+        assert await b.factor("m") == 2.0
+        assert await b.observe("m", counted=1_000, reported=1_100) == 2.0
+        assert await a.factor("m") == 2.0
+        assert await Calibration(state).factor("m") == 2.0
+
+    asyncio.run(main())

@@ -9,7 +9,7 @@ import pytest
 
 from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, skip_without, unique
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import Blob, BlobStore, Forgetter, blob_prefix
+from ravi.kernel.storage import MAX_KEY_BYTES, Blob, BlobStore, Forgetter, blob_prefix
 
 
 class BlobStoreContract(ContractBase):
@@ -130,6 +130,24 @@ class BlobStoreContract(ContractBase):
                 continue
             assert (await backend.download(key)).data == data, f"{key!r} did not read back"
         assert (await backend.download(f"{prefix}/a/b")).data == b"slash", "a backslash key overwrote a slash key"
+
+    async def test_a_long_key_is_stored_exactly_or_refused(self, backend: BlobStore) -> None:
+        """A key within ``MAX_KEY_BYTES`` whose segments are long is stored exactly or refused with
+        ``InvalidArgument``; one whose segments are short reads back at any length the limit allows.
+
+        Troubleshooting: file systems under S3 servers (SeaweedFS's filer, MinIO) keep at most 255 bytes per
+        ``/``-separated segment; ``check_blob_key`` refuses longer segments."""
+        prefix = unique("p")
+        for key in (f"{prefix}/{'x' * 256}", f"{prefix}/{'é' * 128}", f"{prefix}/{'y' * 600}/z"):
+            try:
+                await backend.upload(key, key.encode())
+            except InvalidArgument:
+                continue
+            assert (await backend.download(key)).data == key.encode()
+        segments = f"{prefix}/" + "/".join(["w" * 250] * 4)
+        key = segments[: MAX_KEY_BYTES - 1].rstrip("/") + "k"
+        await backend.upload(key, b"long")
+        assert (await backend.download(key)).data == b"long"
 
     async def test_unicode_keys_work(self, backend: BlobStore) -> None:
         """Keys with non-ASCII characters round-trip."""

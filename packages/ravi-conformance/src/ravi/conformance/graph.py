@@ -192,6 +192,22 @@ class GraphStoreContract(ContractBase):
             return
         assert (await backend.get_neighbors(e, depth=0)).entities == (Entity(id=e, label="B", properties={"last": 1}),)
 
+    async def test_every_relationship_of_a_call_needs_both_ends_even_one_given_again(self, backend: GraphStore) -> None:
+        """A relationship to an unknown entity fails the call with ``NotFound``, and nothing is added, also when
+        a later relationship of the same call has its id (a store that kept only the last of an id's
+        relationships checked only its ends)."""
+        a, r = unique("e"), unique("r")
+        await backend.add_entities([Entity(id=a)])
+        missing = unique("missing")
+        with pytest.raises(NotFound):
+            await backend.add_relationships(
+                [
+                    Relationship(id=r, source_id=a, target_id=missing, type="T"),
+                    Relationship(id=r, source_id=a, target_id=a, type="T"),
+                ]
+            )
+        assert (await backend.get_neighbors(a)).relationships == ()
+
     async def test_ids_that_are_not_text_are_refused(self, backend: GraphStore) -> None:
         """An id with a lone surrogate, or not a string, is InvalidArgument on every call, not a crash."""
         for bad in ("e\ud800", 42, ""):

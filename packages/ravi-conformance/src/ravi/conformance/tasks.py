@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -251,6 +252,36 @@ class TaskStoreContract(ContractBase):
         conv, agent = "conv 'ü' 🚀", 'agent "漢"'
         board = await backend.create_task_list(conv, agent, ["Überprüfen 🚀 'quotes' \"$$\""])
         assert await backend.get_task_list(conv, agent) == board
+
+    async def test_a_time_comes_back_as_the_same_instant_or_is_refused(self, backend: TaskStore) -> None:
+        """A task's ``updated_at`` comes back as the same instant, still timezone-aware, or is refused with
+        ``InvalidArgument`` and the board keeps what it had: a naive time (no server keeps a wall-clock reading)
+        and the first and last instants a datetime can hold (Postgres reads them as -infinity and infinity)."""
+        conv, agent = unique("conv"), unique("agent")
+        await backend.create_task_list(conv, agent, ["keep"])
+        kept = await backend.get_task_list(conv, agent)
+        odd_offset = timezone(timedelta(hours=5, minutes=45))
+        for when in (
+            datetime(2020, 1, 1, 12, 30),
+            datetime.min.replace(tzinfo=UTC),
+            datetime.max.replace(tzinfo=UTC),
+            datetime(2020, 1, 1, 12, 30, 0, 123456, tzinfo=odd_offset),
+            datetime(1, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+            datetime(9999, 12, 31, 23, 59, 59, 999998, tzinfo=UTC),
+        ):
+            try:
+                task = Task(title="t", updated_at=when)
+                board = await backend.add_tasks(conv, agent, [task])
+            except InvalidArgument:
+                assert await backend.get_task_list(conv, agent) == kept, when
+                continue
+            back = board.tasks[-1].updated_at
+            assert back.tzinfo is not None and back == when, (when, back)
+            stored = await backend.get_task_list(conv, agent)
+            assert stored is not None
+            back = stored.tasks[-1].updated_at
+            assert back.tzinfo is not None and back == when, (when, back)
+            kept = await backend.create_task_list(conv, agent, ["keep"])
 
     async def test_forget_erases_the_task_lists_of_the_scope_only(self, backend: TaskStore) -> None:
         """``forget`` (``Forgetter``, optional) of a session erases the agent's task list of that conversation;

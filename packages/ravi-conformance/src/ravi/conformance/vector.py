@@ -123,6 +123,33 @@ class VectorStoreContract(ContractBase):
         assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": "none"}) == []
         assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"missing": 1}) == []
 
+    async def test_a_filter_tells_booleans_from_numbers(self, backend: VectorStore) -> None:
+        """JSON ``true`` is not the number 1, nor ``false`` 0, in a filter's values, its lists and nested
+        objects; 1 and 1.0 are one JSON number."""
+        c = unique("col")
+        metadata = {"flag": True, "off": False, "n": 1, "z": 0, "nested": {"x": 1}, "nested_flag": {"x": True}}
+        await backend.add([doc("m", [1.0, 0.0], **metadata)], collection=c)
+
+        async def found(filter: dict[str, Any]) -> bool:
+            return [r.id for r in await backend.search([1.0, 0.0], collection=c, limit=5, filter=filter)] == ["m"]
+
+        for key, value in metadata.items():
+            assert await found({key: value}), key
+        assert await found({"n": 1.0})
+        assert await found({"flag": [False, True]})
+        for refused in (
+            {"flag": 1},
+            {"off": 0},
+            {"n": True},
+            {"z": False},
+            {"flag": [1]},
+            {"n": [True]},
+            {"off": [0.0]},
+            {"nested": {"x": True}},
+            {"nested_flag": {"x": 1}},
+        ):
+            assert not await found(refused), refused
+
     async def test_collections_are_isolated(self, backend: VectorStore) -> None:
         """Documents in one collection are never found in another."""
         c1, c2 = unique("col"), unique("col")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+
 from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.storage import ShortTermMemory
 
 SCOPE = "ravi.calibration"
@@ -14,7 +17,9 @@ class Calibration:
 
     The correction of a model is the largest of its recent ratios (never below 1), so a window assembled after a
     report still fits even if the counter undercounts that much. With a session-state store (``state``), the
-    ratios are kept there under the session id :data:`SCOPE`, shared by every process that uses the store.
+    ratios are kept there under the session id :data:`SCOPE`, shared by every process that uses the store: each
+    correction is read from the store, and each report adds its ratio to the list the store holds then (reports of
+    one event loop one after another), so no worker's report is lost to another's that read the store earlier.
 
     Example:
         >>> import asyncio
@@ -28,16 +33,23 @@ class Calibration:
             raise InvalidArgument(f"keep must be an integer >= 1, got {keep!r}")
         self.state = state
         self.keep = keep
-        self._ratios: dict[str, list[float]] = {}
+        self._ratios: dict[str, list[float]] = {}  # without a state store
+        self._guard = threading.Lock()  # over _ratios, never held across an await
+        self._reports: KeyedLocks[str] = KeyedLocks()  # one report of a model at a time, per event loop
 
     async def factor(self, model: str) -> float:
-        """The correction for ``model`` (1.0 when nothing was reported)."""
-        ratios = self._ratios.get(model)
-        if ratios is None and self.state is not None:
-            stored = (await self.state.get_state(SCOPE)).get(model)
-            ratios = [float(r) for r in stored if isinstance(r, (int, float))] if isinstance(stored, list) else []
-            self._ratios[model] = ratios
-        return max([1.0, *(ratios or [])])
+        """The correction for ``model`` (1.0 when nothing was reported), as the state store holds it now."""
+        if self.state is not None:
+            return max([1.0, *await self._stored(model)])
+        with self._guard:
+            return max([1.0, *self._ratios.get(model, [])])
+
+    async def _stored(self, model: str) -> list[float]:
+        assert self.state is not None
+        stored = (await self.state.get_state(SCOPE)).get(model)
+        if not isinstance(stored, list):
+            return []
+        return [float(r) for r in stored if isinstance(r, int | float) and not isinstance(r, bool)]
 
     async def observe(self, model: str, *, counted: int, reported: int) -> float:
         """Record that a window counted as ``counted`` tokens was billed ``reported`` prompt tokens by the
@@ -45,12 +57,16 @@ class Calibration:
         for name, value in (("counted", counted), ("reported", reported)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")
-        await self.factor(model)  # loads what the store holds
-        ratios = self._ratios.setdefault(model, [])
-        ratios.append(round(reported / counted, 4))
-        del ratios[: -self.keep]
-        if self.state is not None:
-            await self.state.update_state(SCOPE, {model: list(ratios)})
+        ratio = round(reported / counted, 4)
+        if self.state is None:
+            with self._guard:
+                ratios = [*self._ratios.get(model, []), ratio][-self.keep :]
+                self._ratios[model] = ratios
+            return max([1.0, *ratios])
+        # the store has no compare-and-set: read what every worker reported and add to it, one report at a time
+        async with self._reports(model):
+            ratios = [*await self._stored(model), ratio][-self.keep :]
+            await self.state.update_state(SCOPE, {model: ratios})
         return max([1.0, *ratios])
 
 

@@ -261,21 +261,22 @@ class AGEGraphStore:
 
     async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
         """Insert or replace relationships by id; both ends must exist (``NotFound``, nothing added)."""
+        given = check_items(relationships, Relationship, "relationships")
+        for r in given:  # every one given is checked, also one a later one of its id replaces
+            if {"id", "__s", "__t"} & set(r.properties):
+                raise InvalidArgument(f"relationship {r.id!r}: 'id', '__s' and '__t' are reserved property names")
+            _label(r.type, "relationship type")
+        ends = sorted({x for r in given for x in (r.source_id, r.target_id)})
         latest: dict[str, Relationship] = {}
-        for r in check_items(relationships, Relationship, "relationships"):
+        for r in given:
             latest.pop(r.id, None)
             latest[r.id] = r  # an id given twice: the last one wins
         relationships = list(latest.values())
         by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in relationships:
-            if {"id", "__s", "__t"} & set(r.properties):
-                raise InvalidArgument(f"relationship {r.id!r}: 'id', '__s' and '__t' are reserved property names")
-            by_type[_label(r.type, "relationship type")].append(
-                {**dict(r.properties), "id": r.id, "__s": r.source_id, "__t": r.target_id}
-            )
+            by_type[r.type].append({**dict(r.properties), "id": r.id, "__s": r.source_id, "__t": r.target_id})
         if not by_type:
             return
-        ends = sorted({x for r in relationships for x in (r.source_id, r.target_id)})
         async with self._connection() as connection, connection.transaction():
             await self._lock_ids(connection, "e", [r.id for r in relationships])
             found = {

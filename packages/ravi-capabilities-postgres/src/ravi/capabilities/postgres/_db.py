@@ -32,6 +32,8 @@ from ravi.kernel.errors import (
 from ravi.kernel.loops import until_loop_ends
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+MAX_TABLE_PREFIX = 20
+"""The longest table prefix: 63 bytes (PostgreSQL's longest name) less the 43 of the longest name it goes before."""
 
 
 def identifier(value: str, what: str, *, allow_empty: bool = False) -> str:
@@ -231,6 +233,13 @@ class Database:
         self.dsn = dsn
         self.schema = identifier(schema, "schema")
         self.prefix = identifier(table_prefix, "table_prefix", allow_empty=True)
+        if len(self.prefix) > MAX_TABLE_PREFIX:
+            # PostgreSQL cuts a name past 63 bytes: the longest name a store gives with the prefix in front has 43
+            # characters, and a cut one is another name's, or not the name a migration refers to
+            raise ConfigurationError(
+                f"table_prefix {table_prefix!r} is longer than {MAX_TABLE_PREFIX} characters",
+                hint="PostgreSQL cuts longer table and index names; use a shorter prefix",
+            )
         if self.prefix.endswith(_OVERLAPS):
             raise ConfigurationError(
                 f"table_prefix {table_prefix!r} would give this app's tables the names of another app's in the same "

@@ -17,6 +17,10 @@ from ravi.kernel.options import BackendOptions
 IDENTIFIER = r"^[a-z_][a-z0-9_]{0,40}$"
 """A schema, table prefix or graph name: formatted into SQL, so held to lower-case letters, digits, underscores."""
 
+TABLE_PREFIX = r"^$|^[a-z_][a-z0-9_]{0,19}$"
+"""A table prefix: empty or an identifier of at most 20 characters. PostgreSQL cuts names past 63 bytes, and the
+longest name a store gives with the prefix in front has 43 (``messages_agent_id_session_id_message_id_key``)."""
+
 
 class PostgresConnectionOptions(BackendOptions):
     """How a store reaches its server: the DSN and the pool (shared by every store of one server)."""
@@ -60,8 +64,9 @@ class PostgresStoreOptions(PostgresConnectionOptions):
     )
     table_prefix: str = Field(
         "",
-        pattern=r"^$|" + IDENTIFIER,
-        description="Prepended to every table name, so several apps can share one schema (not ending in `session_`).",
+        pattern=TABLE_PREFIX,
+        description="Prepended to every table name, so several apps can share one schema (at most 20 characters, "
+        "not ending in `session_`).",
     )
 
 
@@ -115,6 +120,7 @@ class PostgresSummaryOptions(PostgresStoreOptions):
 
 __all__ = [
     "IDENTIFIER",
+    "TABLE_PREFIX",
     "PgLongTermOptions",
     "PgTaskOptions",
     "PgVectorOptions",

@@ -42,6 +42,7 @@ TTL_TAG = "ravi-ttl-days"
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden"}
 _NO_BUCKET = {"NoSuchBucket"}
+_TOO_LONG = {"KeyTooLongError"}
 
 
 @contextlib.contextmanager
@@ -57,6 +58,8 @@ def mapped_errors(what: str) -> Iterator[None]:
             raise NotFound(f"{what}: not found") from error
         if code in _DENIED:
             raise PermissionDenied(f"{what}: the store refused the credentials or the request ({code})") from error
+        if code in _TOO_LONG:  # a key_prefix and a key that together pass the server's limit
+            raise InvalidArgument(f"{what}: the server refused the key as too long ({code})") from error
         if code in _NO_BUCKET:
             raise ConfigurationError(
                 f"{what}: the bucket does not exist", hint="create it, or pass create_bucket=True"
@@ -328,8 +331,11 @@ class S3FileStore:
         response = await self._call(f"download {key!r}", client.get_object, Bucket=self.bucket, Key=full)
         meta = dict(response.get("Metadata", {}))
         if self._expired(meta):
+            # this version only (If-Match its ETag): a blob another writer stored under the key since the read stays
+            # (the server refuses the delete with PreconditionFailed)
+            version = {"IfMatch": response["ETag"]} if response.get("ETag") else {}
             with contextlib.suppress(RaviError):
-                await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=full)
+                await self._call(f"delete {key!r}", client.delete_object, Bucket=self.bucket, Key=full, **version)
             raise NotFound(f"download {key!r}: not found (expired)")
         body = await self._call(f"download {key!r}", response["Body"].read)
         meta = {k: v for k, v in meta.items() if not k.startswith("ravi-")}  # Ravi's own records stay inside

@@ -66,13 +66,18 @@ class BlobStore(Protocol):
 MAX_KEY_BYTES = 1024
 """The longest blob key, in UTF-8 bytes (S3's limit)."""
 
+MAX_SEGMENT_BYTES = 255
+"""The longest ``/``-separated segment of a blob key, in UTF-8 bytes (a file name's limit on the file systems
+that S3 servers such as SeaweedFS and MinIO keep objects in)."""
+
 
 def check_blob_key(key: object) -> str:
     """``key`` if it is a valid blob key, else ``InvalidArgument``.
 
     A key is a non-empty string of at most :data:`MAX_KEY_BYTES` UTF-8 bytes without control characters or
-    backslashes (unicode is welcome), made of ``/``-separated segments: no leading or trailing ``/``, no empty
-    segment (``a//b``) and no ``.`` or ``..`` segment. Object stores and their gateways normalise such keys, so
+    backslashes (unicode is welcome), made of ``/``-separated segments of at most :data:`MAX_SEGMENT_BYTES`
+    bytes each (S3 servers that keep objects as files refuse longer ones): no leading or trailing ``/``, no
+    empty segment (``a//b``) and no ``.`` or ``..`` segment. Object stores and their gateways normalise such keys, so
     ``/x`` or ``a/./b`` would alias ``x`` and ``a/b``, and some S3 servers (SeaweedFS) read a backslash as a
     ``/`` (``a\\b`` overwrote ``a/b``, and a key ending in one was acknowledged and read back empty); refusing
     them keeps one key, one blob, on every backend.
@@ -92,10 +97,18 @@ def check_blob_key(key: object) -> str:
             f"a blob key must not contain a backslash ({key!r}): some S3 servers read it as '/'",
             hint="use '/' to separate segments, or percent-encode the backslash (%5C)",
         )
-    if any(segment in ("", ".", "..") for segment in key.split("/")):
+    segments = key.split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
         raise InvalidArgument(
             f"blob key {key!r} has an empty, '.' or '..' segment, or a leading or trailing '/'",
             hint="use segments separated by single slashes, such as 'reports/2024/q1.pdf'",
+        )
+    longest = max(len(segment.encode("utf-8")) for segment in segments)
+    if longest > MAX_SEGMENT_BYTES:
+        raise InvalidArgument(
+            f"a blob key's '/'-separated segments may hold at most {MAX_SEGMENT_BYTES} UTF-8 bytes, one of "
+            f"{key!r:.80} has {longest}",
+            hint="split a long name with '/', or shorten it (a hash of it, for instance)",
         )
     return key
 
@@ -173,6 +186,7 @@ __all__ = [
     "MAX_KEY_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_ENTRIES",
+    "MAX_SEGMENT_BYTES",
     "Blob",
     "BlobStore",
     "check_blob_key",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 
 from ravi.kernel.errors import InvalidArgument, InvalidTransition
 from ravi.kernel.messages import FrozenDict, ReadOnlyDict
@@ -66,6 +66,22 @@ class Task(Value):
     result: str | None = None
     metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
     updated_at: datetime = Field(default_factory=_now)
+
+    @field_validator("updated_at")
+    @classmethod
+    def _an_instant_every_store_keeps(cls, value: datetime) -> datetime:
+        # Server stores keep an instant (Postgres's timestamptz): a naive time came back as UTC, another value, and
+        # Postgres reads the first and last instants a datetime holds as -infinity and infinity, which asyncpg
+        # gives back naive
+        if value.utcoffset() is None:
+            raise ValueError("updated_at must be timezone-aware (an instant), not a naive time")
+        try:
+            utc = value.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            utc = datetime.min
+        if utc in (datetime.min, datetime.max):
+            raise ValueError("updated_at must lie strictly between datetime.min and datetime.max, in UTC")
+        return value
 
     def moved_to(self, status: TaskStatus, *, result: str | None = None) -> Task:
         """This task in ``status``; ``InvalidTransition`` if the lifecycle forbids the move (staying put included,

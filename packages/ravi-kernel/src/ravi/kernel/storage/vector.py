@@ -120,7 +120,10 @@ def check_filter(filter: object) -> None:
 
 
 def matches(metadata: Mapping[str, JSON], filter: Filter | None) -> bool:
-    """Whether ``metadata`` satisfies ``filter``: each key equal to the value, or to one of a list's values."""
+    """Whether ``metadata`` satisfies ``filter``: each key equal to the value, or to one of a list's values.
+
+    Equal as JSON values are (:func:`same_json`): ``true`` is not the number 1, as in a jsonb comparison.
+    """
     if not filter:
         return True
     for key, wanted in filter.items():
@@ -128,11 +131,25 @@ def matches(metadata: Mapping[str, JSON], filter: Filter | None) -> bool:
             return False
         value = metadata[key]
         if isinstance(wanted, list):
-            if value not in wanted:
+            if not any(same_json(value, option) for option in wanted):
                 return False
-        elif value != wanted:
+        elif not same_json(value, wanted):
             return False
     return True
 
 
-__all__ = ["Document", "SearchResult", "VectorStore", "check_filter", "matches"]
+def same_json(a: object, b: object) -> bool:
+    """Whether two JSON values are equal as JSON: Python's ``==``, except that a bool equals only a bool (Python
+    has ``True == 1``; JSON and jsonb tell ``true`` from ``1``). Numbers compare by value (``1`` is ``1.0``)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping | list | tuple) or isinstance(b, Mapping | list | tuple):
+        return False
+    return a == b
+
+
+__all__ = ["Document", "SearchResult", "VectorStore", "check_filter", "matches", "same_json"]
