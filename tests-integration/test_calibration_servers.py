@@ -44,3 +44,29 @@ async def test_a_worker_sees_the_corrections_another_reported_after_it_read(stat
     assert await a.factor("m") == 3.0
     assert await Calibration(state_store).factor("m") == 3.0  # type: ignore[arg-type]
     await state_store.aclose()  # type: ignore[attr-defined]
+
+
+async def test_a_correction_read_before_the_state_server_went_away_still_sizes_windows(
+    redis_server: Server, redis_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The state store is read for each correction; while it cannot be reached, the worker goes on with the
+    correction it read last (the history may live on another server), and reads the store again once it is back."""
+    if redis_server.process is None:
+        pytest.skip(f"the server comes from {redis_server.origin}; only a harness-started one can be restarted")
+    store = RedisSessionStore(redis_server.address, prefix=redis_prefix, socket_timeout=2)
+    calibration, other = Calibration(store), Calibration(store)
+    try:
+        await calibration.observe("m", counted=1_000, reported=1_500)
+        assert await other.factor("m") == 1.5
+        redis_server.stop()
+        try:
+            with caplog.at_level("WARNING", logger="ravi.agents.context.calibration"):
+                assert [await other.factor("m") for _ in range(3)] == [1.5] * 3
+            assert len(caplog.records) == 1  # once an outage, not once a window
+            assert await Calibration(store).factor("m") == 1.0  # nothing read yet: no correction
+        finally:
+            redis_server.start()
+        await calibration.observe("m", counted=1_000, reported=2_000)
+        assert await other.factor("m") == 2.0
+    finally:
+        await store.aclose()

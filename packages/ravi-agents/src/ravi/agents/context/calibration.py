@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import BackendUnavailable, InvalidArgument
 from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.storage import ShortTermMemory
+
+logger = logging.getLogger(__name__)
 
 SCOPE = "ravi.calibration"
 """The session id under which a state store keeps the corrections (one key per model)."""
@@ -20,6 +23,8 @@ class Calibration:
     ratios are kept there under the session id :data:`SCOPE`, shared by every process that uses the store: each
     correction is read from the store, and each report adds its ratio to the list the store holds then (reports of
     one event loop one after another), so no worker's report is lost to another's that read the store earlier.
+    While the store cannot be reached, a correction is the one this process read last (1.0 before any), with a
+    warning: the windows go on, sized as before the outage.
 
     Example:
         >>> import asyncio
@@ -33,14 +38,24 @@ class Calibration:
             raise InvalidArgument(f"keep must be an integer >= 1, got {keep!r}")
         self.state = state
         self.keep = keep
-        self._ratios: dict[str, list[float]] = {}  # without a state store
+        self._ratios: dict[str, list[float]] = {}  # without a state store: the ratios; with one: the last read
         self._guard = threading.Lock()  # over _ratios, never held across an await
         self._reports: KeyedLocks[str] = KeyedLocks()  # one report of a model at a time, per event loop
+        self._down = False  # the state store could not be reached at the last read
 
     async def factor(self, model: str) -> float:
         """The correction for ``model`` (1.0 when nothing was reported), as the state store holds it now."""
         if self.state is not None:
-            return max([1.0, *await self._stored(model)])
+            try:
+                ratios = await self._stored(model)
+            except BackendUnavailable as error:
+                if not self._down:  # once an outage, not once a window
+                    self._down = True
+                    logger.warning("the corrections' state store is unavailable (%s); using the last read", error)
+            else:
+                with self._guard:
+                    self._ratios[model] = ratios
+                self._down = False
         with self._guard:
             return max([1.0, *self._ratios.get(model, [])])
 
@@ -67,6 +82,8 @@ class Calibration:
         async with self._reports(model):
             ratios = [*await self._stored(model), ratio][-self.keep :]
             await self.state.update_state(SCOPE, {model: ratios})
+        with self._guard:
+            self._ratios[model] = ratios
         return max([1.0, *ratios])
 
 
