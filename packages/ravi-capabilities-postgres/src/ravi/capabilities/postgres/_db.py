@@ -94,6 +94,14 @@ _RETRIED: tuple[type[BaseException], ...] = (
 )
 _ATTEMPTS = 5
 """How many times a statement the server gave up (``_RETRIED``) is run before the error reaches the caller."""
+_RACED_CREATE = (
+    asyncpg.exceptions.UniqueViolationError,
+    asyncpg.exceptions.DuplicateObjectError,
+    asyncpg.exceptions.DuplicateTableError,
+)
+"""What a ``CREATE ... IF NOT EXISTS`` raises when another session creates the same object at the same moment: a
+unique violation in the catalog once the other commits, or, when the other committed between the name check and
+the creation of a table's row type, "type already exists". Nothing was made; run again, it finds the object."""
 _BAD_INPUT = (
     asyncpg.exceptions.DataError,
     asyncpg.exceptions.UntranslatableCharacterError,
@@ -315,7 +323,7 @@ class Database:
                 if self._prepare is not None:
                     await self._prepare(connection)
                 return
-            except asyncpg.exceptions.UniqueViolationError:
+            except _RACED_CREATE:
                 if attempt == _ATTEMPTS:
                     raise
             finally:

@@ -20,10 +20,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import asyncpg
-
 from ravi.kernel.embeddings import check_embeddings
-from ravi.kernel.errors import RaviError
+from ravi.kernel.errors import BackendUnavailable, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, unit_end
@@ -31,7 +29,7 @@ from ravi.kernel.storage.history import HybridMatches, check_hybrid, check_searc
 from ravi.kernel.values import check_scope
 
 from ._cache import Lru, Parsed
-from ._db import _ATTEMPTS
+from ._db import _ATTEMPTS, _RACED_CREATE
 from ._history_sql import newest, oldest
 
 log = logging.getLogger(__name__)
@@ -269,8 +267,10 @@ ORDER BY sp.opener, r.seq""",
         """Whether pgvector and the embeddings tables are there (set up on first use).
 
         Callers on other event loops (threads) or in other processes may set them up at the same moment: the
-        server then refuses all but one ``CREATE ... IF NOT EXISTS`` of the same object with a unique violation,
-        once the other has committed, so the setup is run again, and finds them there."""
+        server then refuses all but one ``CREATE ... IF NOT EXISTS`` of the same object with a unique violation
+        (or "type already exists"), once the other has committed, so the setup is run again, and finds them there.
+        A server that cannot be reached raises ``BackendUnavailable`` and decides nothing; any other refusal
+        (pgvector not installed) turns recall by meaning off on this provider, logged once."""
         if self._meaning_ready is None:
             embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
             for attempt in range(1, _ATTEMPTS + 1):
@@ -278,8 +278,10 @@ ORDER BY sp.opener, r.seq""",
                     await self.db.execute(_SETUP.format(embeddings=embeddings, embedded=embedded))
                     self._meaning_ready = True
                     break
+                except BackendUnavailable:
+                    raise  # the server is away: nothing is known of pgvector yet
                 except RaviError as error:
-                    if attempt < _ATTEMPTS and isinstance(error.__cause__, asyncpg.exceptions.UniqueViolationError):
+                    if attempt < _ATTEMPTS and isinstance(error.__cause__, _RACED_CREATE):
                         continue
                     log.warning("recall by meaning is off on this Postgres: pgvector is not available (%s)", error)
                     self._meaning_ready = False
