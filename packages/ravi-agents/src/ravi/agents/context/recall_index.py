@@ -199,9 +199,8 @@ class EmbeddingIndex:
             mark = {}
         if not mark and session.partial:
             return None  # a session never indexed: from its start
-        [q] = check_embeddings(
-            await self.client.embed([query]), 1, self.client.dimension
-        )  # only once the read suffices
+        # only once the read suffices
+        [q] = check_embeddings(await self.client.embed([query]), 1, self.client.dimension)
         vector = tuple(q)
         await self._extend(session, mark, vector, messages_at, units_at)
         await self._touch(messages_at, units_at)

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Self, TypedDict, Unpack
 
 import asyncpg
 
-from ravi.capabilities.postgres.options import PostgresStoreOptions
+from ravi.capabilities.postgres.options import MAX_TABLE_PREFIX, PostgresStoreOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import (
     BackendUnavailable,
@@ -32,8 +32,6 @@ from ravi.kernel.errors import (
 from ravi.kernel.loops import until_loop_ends
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
-MAX_TABLE_PREFIX = 20
-"""The longest table prefix: 63 bytes (PostgreSQL's longest name) less the 43 of the longest name it goes before."""
 
 
 def identifier(value: str, what: str, *, allow_empty: bool = False) -> str:

@@ -17,9 +17,12 @@ from ravi.kernel.options import BackendOptions
 IDENTIFIER = r"^[a-z_][a-z0-9_]{0,40}$"
 """A schema, table prefix or graph name: formatted into SQL, so held to lower-case letters, digits, underscores."""
 
-TABLE_PREFIX = r"^$|^[a-z_][a-z0-9_]{0,19}$"
-"""A table prefix: empty or an identifier of at most 20 characters. PostgreSQL cuts names past 63 bytes, and the
-longest name a store gives with the prefix in front has 43 (``messages_agent_id_session_id_message_id_key``)."""
+MAX_TABLE_PREFIX = 20
+"""The longest table prefix: PostgreSQL cuts names past 63 bytes, and the longest name a store gives with the prefix
+in front has 43 (``messages_agent_id_session_id_message_id_key``)."""
+
+TABLE_PREFIX = rf"^$|^[a-z_][a-z0-9_]{{0,{MAX_TABLE_PREFIX - 1}}}$"
+"""A table prefix: empty or an identifier of at most :data:`MAX_TABLE_PREFIX` characters."""
 
 
 class PostgresConnectionOptions(BackendOptions):
@@ -120,6 +123,7 @@ class PostgresSummaryOptions(PostgresStoreOptions):
 
 __all__ = [
     "IDENTIFIER",
+    "MAX_TABLE_PREFIX",
     "TABLE_PREFIX",
     "PgLongTermOptions",
     "PgTaskOptions",
