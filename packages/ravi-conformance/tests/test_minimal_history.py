@@ -11,9 +11,16 @@ from collections.abc import Sequence
 import pytest
 
 from ravi.conformance import HistoryProviderContract
-from ravi.kernel.errors import MessageConflict
+from ravi.kernel.errors import InvalidArgument, MessageConflict
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import SessionGeneration, TailEditor, WindowReader, check_append
+from ravi.kernel.storage import (
+    SessionGeneration,
+    SessionReplacer,
+    TailEditor,
+    WindowReader,
+    check_append,
+    replace_session,
+)
 from ravi.kernel.storage.history import stored_body
 from ravi.kernel.values import check_page, check_scope
 
@@ -67,7 +74,24 @@ class MinimalHistory:
 
 def test_the_minimal_backend_has_no_optional_ability() -> None:
     backend = MinimalHistory()
-    assert not isinstance(backend, SessionGeneration | TailEditor | WindowReader)
+    assert not isinstance(backend, SessionGeneration | SessionReplacer | TailEditor | WindowReader)
+
+
+async def test_replace_session_on_a_store_without_the_ability_checks_the_batch_first() -> None:
+    """``replace_session`` falls back to ``clear`` and ``append_many`` on a store that cannot replace a session
+    atomically, and a batch it would refuse changes nothing: it is checked before the session is cleared."""
+    backend = MinimalHistory()
+    held = [ChatMessage.user("kept", id="m-1")]
+    await backend.append_many("a", held, session_id="s")
+    twice = [ChatMessage.user("one", id="x"), ChatMessage.user("two", id="x")]
+    with pytest.raises(MessageConflict):
+        await replace_session(backend, "a", twice, session_id="s")
+    with pytest.raises(InvalidArgument):
+        await replace_session(backend, "a", [ChatMessage.user("ok"), "not a message"], session_id="s")  # type: ignore[list-item]
+    assert await backend.get_messages("a", session_id="s") == held
+    loaded = [ChatMessage.user("loaded"), ChatMessage.assistant("back")]
+    assert await replace_session(backend, "a", loaded, session_id="s", run_id="r") == 1
+    assert await backend.get_messages("a", session_id="s") == loaded
 
 
 class TestMinimalHistory(HistoryProviderContract):

@@ -140,6 +140,26 @@ def test_clear_then_load_state_restores_the_conversation() -> None:
     asyncio.run(main())
 
 
+def test_load_state_replaces_turns_never_stored_under_retention_none() -> None:
+    """Under ``HistoryRetention.NONE`` turns are held in memory, not stored; ``load_state`` replaces them (it
+    used to clear the store and add the saved messages after the held turns, so the window showed both)."""
+    from ravi.kernel.agent import HistoryRetention
+
+    async def main() -> None:
+        history = InMemoryHistoryProvider()
+        config = ContextConfig(history, retention=HistoryRetention.NONE)
+        context = RaviChatCompletionContext(config, session_id="s1")
+        await context.add_message(UserMessage(content="held in memory", source="user"))
+        saved = [UserMessage(content="Hello!", source="user"), AssistantMessage(content="Hi.", source="assistant")]
+        await context.load_state({"messages": [m.model_dump() for m in saved]})
+        assert await context.get_messages() == saved
+        assert await history.get_messages("agent", session_id="s1") == []
+        await context.load_state({"messages": []})
+        assert await context.get_messages() == []
+
+    asyncio.run(main())
+
+
 def test_load_state_with_malformed_messages_is_a_ravi_error_and_changes_nothing() -> None:
     """It leaked pydantic's ``ValidationError``; now it is ``InvalidMessage``, raised before anything stored is
     removed."""

@@ -33,6 +33,7 @@ from ravi.kernel.storage import (
     RunReader,
     SessionGeneration,
     SessionLister,
+    SessionReplacer,
     SummaryStore,
     TailEditor,
     WindowReader,
@@ -520,8 +521,8 @@ class HistoryProviderContract(ContractBase):
 
     async def test_generations_follow_removals(self, backend: HistoryProvider) -> None:
         """``generation`` (``SessionGeneration``, optional) is ``""`` for a session never written, the same across
-        appends, and new after ``clear``, a ``clear_run`` that removed something and ``replace_last``: never one
-        the session had before.
+        appends, and new after ``clear``, a ``clear_run`` that removed something, ``replace_last`` and
+        ``replace_session``: never one the session had before.
 
         Troubleshooting: keep a random token with the session (not a counter, which restarts when the session
         is removed or expires), replaced in the same statement or script that removes messages."""
@@ -555,6 +556,9 @@ class HistoryProviderContract(ContractBase):
             last = (await backend.get_messages(a, session_id=s))[-1]
             assert await backend.replace_last(a, session_id=s, message_id=last.id)
             await new_one("replace_last")
+        if isinstance(backend, SessionReplacer):
+            await backend.replace_session(a, [ChatMessage.user("replaced")], session_id=s)
+            await new_one("replace_session")
         other = unique("session")
         await backend.append(a, ChatMessage.user("x"), session_id=other)
         assert await backend.generation(a, session_id=other) not in seen, "two sessions share a generation"
@@ -779,6 +783,81 @@ class HistoryProviderContract(ContractBase):
         assert await backend.get_messages(a, session_id=s) == [first, last]
         if generation is not None:
             assert await backend.generation(a, session_id=s) == generation  # type: ignore[attr-defined]
+
+    async def test_replace_session_puts_the_batch_in_place_of_the_transcript(
+        self, backend: HistoryProvider, peer: HistoryProvider
+    ) -> None:
+        """``replace_session`` (``SessionReplacer``, optional) makes the batch the session's transcript, tagged
+        with ``run_id``, and returns how many messages the session held: the old ids are free again, readers
+        whose caches held the old transcript (this provider and another on the same store) read the new one,
+        other sessions are untouched, an empty batch is ``clear``, and a session never written is written."""
+        if not isinstance(backend, SessionReplacer):
+            pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
+        a, s, other = unique("agent"), unique("session"), unique("session")
+        old = [ChatMessage.user(f"old {i}", id=f"m{i}") for i in range(5)]
+        await backend.append_many(a, old, session_id=s, run_id="r1")
+        await backend.append(a, ChatMessage.user("another session"), session_id=other)
+        for reader in (backend, peer):  # fills the read caches, if the providers keep them
+            assert await reader.get_messages(a, session_id=s) == old
+        new = [ChatMessage.user(f"new {i}", id=f"m{i}") for i in range(3)]
+        assert await backend.replace_session(a, new, session_id=s, run_id="r2") == 5
+        for reader in (backend, peer):
+            assert await reader.get_messages(a, session_id=s) == new, "a reader returned the replaced transcript"
+        assert await backend.count_messages(a, session_id=s) == 3
+        assert texts(await backend.get_messages(a, session_id=other)) == ["another session"]
+        if isinstance(backend, RunReader):
+            assert [m.run_id for m in await backend.get_stored(a, session_id=s)] == ["r2"] * 3
+        assert await backend.clear_run(a, session_id=s, run_id="r1") == 0, "a replaced message outlived it"
+        assert await backend.replace_session(a, [], session_id=s) == 3
+        assert await backend.get_messages(a, session_id=s) == []
+        never = unique("session")
+        assert await backend.replace_session(a, old, session_id=never) == 0
+        assert await backend.get_messages(a, session_id=never) == old
+
+    async def test_replace_session_that_fails_changes_nothing(self, backend: HistoryProvider) -> None:
+        """A ``replace_session`` refused for its batch (an item that is not a message, two different messages
+        under one id, a bad scope) changes nothing: the transcript and its generation stay."""
+        if not isinstance(backend, SessionReplacer):
+            pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
+        a, s = unique("agent"), unique("session")
+        held = [ChatMessage.user("first", id="m-1"), ChatMessage.assistant("second", id="m-2")]
+        await backend.append_many(a, held, session_id=s)
+        generation = await backend.generation(a, session_id=s) if isinstance(backend, SessionGeneration) else None
+        with pytest.raises(InvalidArgument):
+            await backend.replace_session(a, [ChatMessage.user("ok"), A_DICT], session_id=s)  # type: ignore[list-item]
+        with pytest.raises(InvalidArgument):
+            await backend.replace_session(a, ChatMessage.user("not a list"), session_id=s)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await backend.replace_session(a, [ChatMessage.user("ok")], session_id=s, run_id=7)  # type: ignore[arg-type]
+        twice = [ChatMessage.user("one", id="x"), ChatMessage.user("two", id="x")]
+        with pytest.raises(MessageConflict):
+            await backend.replace_session(a, twice, session_id=s)
+        assert await backend.get_messages(a, session_id=s) == held
+        if generation is not None:
+            assert await backend.generation(a, session_id=s) == generation  # type: ignore[attr-defined]
+
+    async def test_readers_never_see_a_replaced_session_empty_or_mixed(self, backend: HistoryProvider) -> None:
+        """Readers racing ``replace_session`` read one whole transcript, the one before or the one after, never
+        an empty session or a mix; concurrent replacements leave exactly one of their batches.
+
+        Troubleshooting: remove and write in one transaction or script; a clear followed by an append lets a
+        reader in between."""
+        if not isinstance(backend, SessionReplacer):
+            pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
+        a, s = unique("agent"), unique("session")
+        batches = [[ChatMessage.user(f"v{v} m{i}") for i in range(6)] for v in range(9)]
+        await backend.append_many(a, batches[0], session_id=s)
+        whole = [texts(batch) for batch in batches]
+        for v in range(1, 6):
+            reads: list[Any] = await asyncio.gather(
+                backend.get_messages(a, session_id=s),
+                backend.replace_session(a, batches[v], session_id=s),
+                *(backend.get_messages(a, session_id=s) for _ in range(6)),
+            )
+            for read in (reads[0], *reads[2:]):
+                assert texts(read) in whole[v - 1 : v + 1], f"a reader saw {texts(read)} during a replacement"
+        await asyncio.gather(*(backend.replace_session(a, batch, session_id=s) for batch in batches[6:]))
+        assert texts(await backend.get_messages(a, session_id=s)) in whole[6:]
 
     async def test_readers_cannot_change_the_store(self, backend: HistoryProvider) -> None:
         """Changing what a read returned does not change what is stored."""

@@ -12,7 +12,7 @@ from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, h
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
-from ravi.kernel.storage import HistoryProvider, SessionGeneration, SummaryStore
+from ravi.kernel.storage import HistoryProvider, SessionGeneration, SessionReplacer, SummaryStore
 
 _WRITTEN = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -270,6 +270,20 @@ class SummaryStoreContract(ContractBase):
         await history.clear(a, session_id=never)
         assert await generations.generation(a, session_id=never) == "", "clear gave a session never written one"
         assert await keeper.get_summary(Scope(a, never, None), "span-1") is None, "clear left a summary behind"
+
+    async def test_replace_session_removes_the_sessions_summaries(self, keeper: SummaryStore) -> None:
+        """``replace_session`` (``SessionReplacer``, optional) removes the session's summaries with its messages,
+        those kept without a generation too, and refuses a summary written back under the old generation."""
+        if not isinstance(keeper, SessionReplacer):
+            pytest.skip(f"backend lacks replace_session: {type(keeper).__name__} is not a SessionReplacer")
+        a, s = unique("agent"), unique("session")
+        old = await scope_of(keeper, a, s)
+        await keeper.put_summary(old, "span-1", "of the old transcript")
+        await keeper.put_summary(Scope(a, s, None), "span-2", "kept without a generation")
+        await keeper.replace_session(a, [ChatMessage.user("loaded")], session_id=s)
+        assert await keeper.clear_summaries(a, session_id=s) == 0, "replace_session left the session's summaries"
+        assert await keeper.put_summary(old, "span-1", "written back") is False
+        assert await keeper.get_summary(old, "span-1") is None
 
     async def test_puts_racing_clear_leave_nothing_of_the_old_generation(self, keeper: SummaryStore) -> None:
         """Summaries put while the session is being cleared are either removed by the clear or refused: after

@@ -13,6 +13,7 @@ from ravi.kernel.agent import HistoryRetention, SessionContext
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import check_append, replace_session
 from ravi.kernel.values import check_scope
 
 
@@ -119,6 +120,25 @@ class AgentContext:
             self._unsaved.setdefault(session_id, {}).setdefault(run_id, []).extend(messages)
             return
         await self.config.history.append_many(self.agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def replace_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
+        """Make ``messages`` the transcript of ``session_id`` (a saved conversation loaded back), as turns of
+        ``run_id``: atomically on a store that can (``SessionReplacer``, every store Ravi ships, see
+        :func:`~ravi.kernel.storage.replace_session`). Under retention ``NONE`` they replace the unsaved turns.
+
+        Raises:
+            InvalidArgument: a bad scope or an item that is not a ``ChatMessage``; nothing is changed.
+            MessageConflict: two different messages under one id; nothing is changed.
+        """
+        check_scope(session_id=session_id, run_id=run_id)
+        if self.config.retention is HistoryRetention.NONE:
+            check_append(self.agent_id, session_id, run_id, messages)
+            await self.config.history.clear(self.agent_id, session_id=session_id)
+            self._unsaved.pop(session_id, None)
+            if messages:
+                self._unsaved[session_id] = {run_id: list(messages)}
+            return
+        await replace_session(self.config.history, self.agent_id, messages, session_id=session_id, run_id=run_id)
 
     async def add_message(self, session_id: str, message: ChatMessage, *, run_id: str = "") -> None:
         """Record one new turn."""

@@ -88,8 +88,9 @@ class InMemoryHistoryProvider(Closeable):
     or thread runs it. Not shared between processes: use the Redis or Postgres provider for that.
 
     The provider also keeps its sessions' generations (``SessionGeneration``) and summaries (``SummaryStore``):
-    ``clear``, a ``clear_run`` that removes something and ``replace_last`` (``TailEditor``) give the session a
-    new generation and drop its summaries and search index with the messages.
+    ``clear``, a ``clear_run`` that removes something, ``replace_last`` (``TailEditor``) and ``replace_session``
+    (``SessionReplacer``) give the session a new generation and drop its summaries and search index with the
+    messages.
 
     Example:
         >>> import asyncio
@@ -207,6 +208,22 @@ class InMemoryHistoryProvider(Closeable):
                 replaced.add(message, run_id)
             self._sessions[(agent_id, session_id)] = replaced
             return True
+
+    async def replace_session(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> int:
+        """Put ``messages`` (tagged ``run_id``) in place of the session's messages and summaries, atomically, in a
+        new generation (``SessionReplacer``); returns how many messages it held."""
+        check_append(agent_id, session_id, run_id, messages)
+        if not messages:
+            return await self.clear(agent_id, session_id=session_id)
+        with self._lock:
+            held = self._sessions.get((agent_id, session_id))
+            replaced = _Session()
+            for message in replaced.fresh(messages):
+                replaced.add(message, run_id)
+            self._sessions[(agent_id, session_id)] = replaced
+            return 0 if held is None else len(held.messages)
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
         """The session's generation (``SessionGeneration``); ``""`` for a session never written."""

@@ -25,9 +25,11 @@ from ravi.kernel.storage import (
     SummaryStore,
     TailEditor,
     WindowReader,
+    check_append,
     check_forget,
     check_replace,
     check_search,
+    replace_session,
     window_of,
 )
 from ravi.kernel.storage.summaries import check_summary_scope
@@ -329,6 +331,25 @@ class HybridHistoryProvider(Closeable):
             if not followed:
                 await self.hot.clear(agent_id, session_id=session_id)
             return True
+
+    async def replace_session(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> int:
+        """Put ``messages`` in place of the session's transcript (``SessionReplacer``): the hot tier is emptied
+        first, so reads go to the cold tier, which is replaced (atomically when it is a ``SessionReplacer``,
+        :func:`~ravi.kernel.storage.replace_session`); then the hot tier is brought up to it. Returns what the
+        cold tier held."""
+        check_append(agent_id, session_id, run_id, messages)
+        async with self._writes(agent_id, session_id):
+            await self.hot.clear(agent_id, session_id=session_id)
+            removed = await replace_session(self.cold, agent_id, messages, session_id=session_id, run_id=run_id)
+            if not messages:
+                return removed
+            if isinstance(self.cold, RunReader):
+                await self._mirror(agent_id, session_id, self.cold, await _generation(self.hot, agent_id, session_id))
+            else:
+                await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+            return removed
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
         """The cold tier's generation of the session (``SessionGeneration``)."""

@@ -27,7 +27,7 @@ from ravi.kernel.agent import CompactionEvent, EventBus, Listener
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider, SummaryStore
+from ravi.kernel.storage import HistoryProvider, SummaryStore, replace_session
 
 logger = logging.getLogger(__name__)
 
@@ -224,6 +224,8 @@ class ContextManager:
 
     async def set_messages(self, messages: Sequence[ChatMessage | Mapping[str, Any]]) -> None:
         """Replace the transcript (to resume a saved conversation); nothing is changed if any item is invalid.
+        Atomic on every store Ravi ships (``SessionReplacer``): a concurrent reader sees the old transcript or the
+        new one, and a failure leaves the old one.
 
         When :func:`mount` found this session already stored (a resumed session), the first call is ignored:
         the store's transcript is complete, where a runtime's saved copy may lack its system and developer
@@ -234,8 +236,7 @@ class ContextManager:
             logger.info("session %s resumed from the store; set_messages ignored once", self.session_id)
             return
         parsed = [_message(m) for m in messages]
-        await self.history.clear(self.agent_id, session_id=self.session_id)
-        await self.history.append_many(self.agent_id, parsed, session_id=self.session_id)
+        await replace_session(self.history, self.agent_id, parsed, session_id=self.session_id)
 
     async def clear(self) -> None:
         """Forget the conversation."""

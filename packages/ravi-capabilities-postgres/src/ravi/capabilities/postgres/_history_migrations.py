@@ -625,6 +625,28 @@ END
 $fn$;
 """,
     ),
+    Migration(
+        10,
+        "a session's transcript replaced in one statement",
+        """
+-- A saved conversation put in place of a session's (replace_session): the session cleared (a new generation,
+-- its summaries removed) and the batch appended, in one transaction under the session's lock, so a reader sees
+-- the old transcript or the new one, and a failure leaves the old one.
+CREATE FUNCTION {schema}."{prefix}replace_session"(
+    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    removed bigint;
+BEGIN
+    removed := {schema}."{prefix}clear_session"(p_agent, p_session);
+    IF cardinality(p_ids) > 0 THEN
+        PERFORM {schema}."{prefix}append_messages"(p_agent, p_session, p_run, p_ids, p_bodies, p_roles, p_tokens);
+    END IF;
+    RETURN removed;
+END
+$fn$;
+""",
+    ),
 ]
 
 

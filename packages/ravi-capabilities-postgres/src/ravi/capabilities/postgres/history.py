@@ -86,9 +86,10 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
     * ``get_messages`` is one query served by the primary key. Messages are immutable, so the provider keeps
       the sessions it read last (``cache_sessions`` of them) and fetches only what was appended since; a
       removal from any process gives the session a new generation and invalidates the copy.
-    * ``clear``, ``clear_run`` and ``replace_last`` (``TailEditor``) are each one statement that locks the
-      session first, as appends do, so they serialise with appends and each other instead of deadlocking; each
-      gives the session a new generation (``SessionGeneration``) and removes its summaries.
+    * ``clear``, ``clear_run``, ``replace_last`` (``TailEditor``) and ``replace_session`` (``SessionReplacer``)
+      are each one statement that locks the session first, as appends do, so they serialise with appends and
+      each other instead of deadlocking; each gives the session a new generation (``SessionGeneration``) and
+      removes its summaries.
     * The provider keeps its sessions' summaries too (``SummaryStore``), refusing one of a generation that is no
       longer the session's in the statement that writes it.
     * ``clear_run`` and ``count_messages`` use indexes, not scans.
@@ -123,6 +124,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         self._clear = f'"{self.db.schema}"."{self.db.prefix}clear_session"'
         self._clear_run = f'"{self.db.schema}"."{self.db.prefix}clear_run"'
         self._replace_last = f'"{self.db.schema}"."{self.db.prefix}replace_last"'
+        self._replace_session = f'"{self.db.schema}"."{self.db.prefix}replace_session"'
         self._summaries = self.db.table("session_summaries")
         self.db.translate = _conflicts
         self._cache: Lru[Cached] = Lru(cache_sessions)
@@ -272,6 +274,25 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
             self._windows.pop((agent_id, session_id))
             self._parsed.pop((agent_id, session_id))
         return bool(done)
+
+    async def replace_session(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> int:
+        """Put ``messages`` (tagged ``run_id``) in place of the session's messages and summaries, in a new
+        generation (``SessionReplacer``): one statement under the session's lock, so a reader sees the old
+        transcript or the new one and a failure leaves the old one; returns how many messages it held."""
+        check_append(agent_id, session_id, run_id, messages)
+        removed = await self.db.fetchval(
+            f"SELECT {self._replace_session}($1, $2, $3, $4, $5, $6, $7)",
+            agent_id,
+            session_id,
+            run_id,
+            *_rows(messages),
+        )
+        self._cache.pop((agent_id, session_id))
+        self._windows.pop((agent_id, session_id))
+        self._parsed.pop((agent_id, session_id))
+        return int(removed)
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
         """The session's generation (``SessionGeneration``); ``""`` for a session never written."""

@@ -105,6 +105,24 @@ redis.call('DEL', KEYS[4], KEYS[7])
     + "return 1\n"
 )
 
+# Replaces the session's transcript: removes its messages and summaries, gives it a new generation (if it was ever
+# written, or is written now), then appends as _APPEND does. KEYS: as _APPEND. ARGV: ttl in ms, a fresh epoch
+# token, then quadruples as _APPEND's. Returns how many messages it held.
+_REPLACE_SESSION = (
+    """
+local first = 3
+local held = redis.call('LLEN', KEYS[1])
+local written = held > 0 or redis.call('EXISTS', KEYS[4]) == 1
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+if written then
+  local ttl = tonumber(ARGV[1])
+  if ttl > 0 then redis.call('SET', KEYS[4], ARGV[2], 'PX', ttl) else redis.call('SET', KEYS[4], ARGV[2]) end
+end
+"""
+    + _APPEND_BODY
+    + "return held\n"
+)
+
 # The windowed read: the newest messages past ARGV[1] stored tokens (walking back from the end, a chunk at a time),
 # moved back past tool results and system messages, and the system messages before them.
 # KEYS: messages, tokens, systems, epoch. ARGV: tokens, then what the caller holds of this session from its last
@@ -613,6 +631,19 @@ class RedisHistoryProvider(RedisStore):
         if result:
             self._drop((agent_id, session_id))
         return bool(result)
+
+    async def replace_session(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> int:
+        """Put ``messages`` (tagged ``run_id``) in place of the session's messages and summaries, in a new
+        generation (``SessionReplacer``): one script, so a reader sees the old transcript or the new one and a
+        failure leaves the old one; returns how many messages it held."""
+        check_append(agent_id, session_id, run_id, messages)
+        args: list[str | int] = [self._ttl_ms, new_generation(), *_quadruples(messages, run_id)]
+        with mapped_errors():
+            removed = await self.redis.run_script(_REPLACE_SESSION, self._keys(agent_id, session_id), args)
+        self._drop((agent_id, session_id))
+        return int(removed)
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
         """The session's generation (``SessionGeneration``); ``""`` for a session never written (or expired)."""

@@ -123,8 +123,9 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         return {**state, "ravi_session_id": self.session_id, "ravi_agent_id": self.context.agent_id}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Make the saved conversation this session's transcript (what was stored in it is replaced); a state
-        that names a Ravi session and holds no messages returns to that session.
+        """Make the saved conversation this session's transcript (what was stored in it is replaced, in one
+        atomic step on every store Ravi ships: ``AgentContext.replace_messages``); a state that names a Ravi
+        session and holds no messages returns to that session.
 
         Raises:
             InvalidMessage: the state's messages are not AutoGen messages; nothing stored is changed.
@@ -149,8 +150,7 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         for message in messages:  # converted before anything is removed, so a bad state changes nothing
             converted += to_ravi(message, salt=uuid.uuid4().hex)
         self._initial = []
-        await self.context.config.history.clear(self.context.agent_id, session_id=self.session_id)
-        await self.context.add_messages(self.session_id, converted)
+        await self.context.replace_messages(self.session_id, converted)
 
     def _to_config(self) -> RaviChatCompletionContextConfig:
         if not self._described:

@@ -312,6 +312,43 @@ class TailEditor(Protocol):
         ...
 
 
+@runtime_checkable
+class SessionReplacer(Protocol):
+    """An optional ability of a history provider: replace a session's whole transcript in one atomic step (a
+    framework's "load this saved conversation"), so a concurrent reader sees the old transcript or the new one,
+    never an empty session between them, and a failure leaves the old one stored."""
+
+    async def replace_session(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> int:
+        """Remove the session's messages and summaries and store ``messages`` (tagged ``run_id``) in their place,
+        all or nothing, in a new generation of the session; returns how many messages it held. With no
+        ``messages`` it is ``clear``.
+
+        Raises:
+            InvalidArgument: what ``append_many`` refuses (:func:`check_append`); nothing is changed.
+            MessageConflict: the batch holds two different messages under one id; nothing is changed.
+        """
+        ...
+
+
+async def replace_session(
+    history: HistoryProvider, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+) -> int:
+    """Make ``messages`` the session's transcript; returns how many messages it held before.
+
+    Atomic on a store with :class:`SessionReplacer` (every store Ravi ships). On any other store it is ``clear``
+    and then ``append_many``: the batch is checked first, so a bad batch changes nothing, but a reader between
+    the two steps sees the session empty, and a failure of the store between them loses the old transcript.
+    """
+    if isinstance(history, SessionReplacer):
+        return await history.replace_session(agent_id, messages, session_id=session_id, run_id=run_id)
+    check_append(agent_id, session_id, run_id, messages)
+    removed = await history.clear(agent_id, session_id=session_id)
+    await history.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+    return removed
+
+
 def check_search(query: object, before: object, limit: object) -> None:
     """What every ``search_units`` checks first: a text query and non-negative integers (``InvalidArgument``)."""
     from ravi.kernel.errors import InvalidArgument
@@ -370,6 +407,7 @@ __all__ = [
     "RunReader",
     "SessionGeneration",
     "SessionLister",
+    "SessionReplacer",
     "StoredMessage",
     "TailEditor",
     "WindowReader",
@@ -377,6 +415,7 @@ __all__ = [
     "check_hybrid",
     "check_replace",
     "check_search",
+    "replace_session",
     "stored_body",
     "window_of",
     "window_start",
