@@ -126,7 +126,8 @@ def test_the_backend_is_found_and_passes_the_contract_leaving_nothing(tutorial: 
     assert {"HistoryProvider", "WindowReader", "ShortTermMemory"} <= passed
     assert sum(r["outcome"] == "passed" for r in results) > 80
     skipped = " ".join(r["reason"] for r in results if r["outcome"] == "skipped")
-    for ability in ("generation", "read_window", "replace_last", "peer"):  # every one the page implements runs
+    # every ability the page implements runs
+    for ability in ("generation", "read_window", "replace_last", "replace_session", "peer"):
         assert ability not in skipped, skipped
     assert list(tutorial.project.glob("*.db*")) == []  # each test's file removed by destroy()
 

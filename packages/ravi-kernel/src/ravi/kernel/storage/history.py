@@ -281,9 +281,9 @@ class HybridSearcher(Protocol):
 class SessionGeneration(Protocol):
     """An optional ability of a history provider: the session's generation (:mod:`ravi.kernel.scope`), an opaque
     token kept with the session that every removal replaces (every ``clear``, a ``clear_run`` that removed a
-    message, ``replace_last``) and appends keep, never repeated for the same session. Records derived from the
-    transcript are kept under it, so none of a removed conversation is read again. A store with this ability
-    also returns the generation with every windowed read (``HistoryWindow.generation``).
+    message, ``replace_last``, ``replace_session``) and appends keep, never repeated for the same session.
+    Records derived from the transcript are kept under it, so none of a removed conversation is read again. A
+    store with this ability also returns the generation with every windowed read (``HistoryWindow.generation``).
     """
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
