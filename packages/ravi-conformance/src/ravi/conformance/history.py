@@ -886,6 +886,25 @@ class HistoryProviderContract(ContractBase):
                 mixed.append(held)
         assert not mixed, f"{len(mixed)} of {40} new sessions ended mixed, such as {mixed[0]}"
 
+    async def test_replace_session_without_messages_is_clear(self, backend: HistoryProvider) -> None:
+        """``replace_session`` with no messages is ``clear``: a written session is emptied in a new generation and
+        its summaries go; a session never written stays so (generation ``""``, no messages)."""
+        if not isinstance(backend, SessionReplacer):
+            pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
+        a, s, never = unique("agent"), unique("session"), unique("session")
+        await backend.append_many(a, [ChatMessage.user("one"), ChatMessage.user("two")], session_id=s)
+        generations = isinstance(backend, SessionGeneration)
+        before = await backend.generation(a, session_id=s) if generations else None  # type: ignore[attr-defined]
+        assert await backend.replace_session(a, [], session_id=s) == 2
+        assert await backend.get_messages(a, session_id=s) == []
+        assert await backend.replace_session(a, [], session_id=never) == 0
+        assert await backend.count_messages(a, session_id=never) == 0
+        if generations:
+            assert await backend.generation(a, session_id=s) not in ("", before)  # type: ignore[attr-defined]
+            assert await backend.generation(a, session_id=never) == "", (  # type: ignore[attr-defined]
+                "replace_session with no messages gave a session never written a generation"
+            )
+
     async def test_readers_cannot_change_the_store(self, backend: HistoryProvider) -> None:
         """Changing what a read returned does not change what is stored."""
         a, s = unique("agent"), unique("session")
