@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from servers import Server
 
+from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
 
 pytestmark = pytest.mark.asyncio
@@ -88,3 +89,39 @@ async def test_autogen_load_state_is_never_seen_half_done(history: HistoryProvid
 
     async with history:  # type: ignore[attr-defined]
         await race(load, read)
+
+
+async def test_postgres_replacement_of_a_new_session_waits_for_an_append_creating_it(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """A replacement of a session that has no record yet takes the session's lock as an append does. An append
+    that created the session was still uncommitted when the replacement looked for the record: the replacement
+    cleared nothing, then waited on the record for its own append, and put its batch after the appended message
+    (neither "append, then replace" nor "replace, then append")."""
+    import asyncpg
+
+    from ravi.capabilities.postgres import PostgresHistoryProvider
+    from ravi.capabilities.postgres.history import _rows
+
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    async with history:
+        await history.count_messages("a", session_id="warm")  # the tables exist
+        new = [ChatMessage.user(f"loaded {i}") for i in range(3)]
+        appender = await asyncpg.connect(postgres_server.address)
+        watcher = await asyncpg.connect(postgres_server.address)
+        try:
+            transaction = appender.transaction()
+            await transaction.start()  # the append creates the session's record and holds it, uncommitted
+            await appender.fetchval(
+                f"SELECT {history._append}($1, $2, '', $3, $4, $5, $6)", "a", "s", *_rows([ChatMessage.user("x")])
+            )
+            replacing = asyncio.ensure_future(history.replace_session("a", new, session_id="s"))
+            waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1"
+            while not await watcher.fetchval(waiting, "%replace_session%"):  # until it waits on the appender
+                assert not replacing.done(), "the replacement did not wait for the append"
+            await transaction.commit()
+            assert await replacing == 1, "the replacement did not take the appended message"
+        finally:
+            await appender.close()
+            await watcher.close()
+        assert await history.get_messages("a", session_id="s") == new

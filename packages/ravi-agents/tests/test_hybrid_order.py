@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ravi.agents.context import HybridHistoryProvider, InMemoryHistoryProvider
 from ravi.conformance import threads
 from ravi.conformance.threads import switching_often
+from ravi.kernel.errors import BackendUnavailable
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import StoredMessage
 
@@ -88,6 +89,12 @@ class YieldingHistory(InMemoryHistoryProvider):
         return await super().replace_last(
             agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
         )
+
+    async def replace_session(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> int:
+        await self._turn()
+        return await super().replace_session(agent_id, messages, session_id=session_id, run_id=run_id)
 
 
 def message(writer: int, k: int) -> ChatMessage:
@@ -254,6 +261,87 @@ def test_a_cold_session_cleared_in_the_middle_of_a_copy_is_not_served_from_the_h
     asyncio.run(main())
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
+    readers=st.tuples(st.integers(0, 4), st.integers(0, 4)),
+    sizes=st.lists(st.integers(1, 5), min_size=2, max_size=4),
+)
+@example(turns=([1, 0], [0]), readers=(1, 0), sizes=[4, 4])  # a reader counts the hot tier before it is emptied
+def test_readers_racing_a_replacement_read_the_old_transcript_or_the_new_one(
+    turns: tuple[list[int], list[int]], readers: tuple[int, int], sizes: list[int]
+) -> None:
+    """Reads (whole, paged and windowed) gathered with ``replace_session`` through the hybrid provider, each
+    tier call giving the loop a drawn number of turns, return the transcript before the replacement or the one
+    after, never an empty session nor a part of one. The hot tier was emptied before the cold one was replaced:
+    a reader that counted the hot tier before and read it after found as many messages in the cold tier as the
+    hot tier had, and was served the empty hot tier."""
+
+    async def main() -> None:
+        hot, cold = YieldingHistory(turns[0]), YieldingHistory(turns[1])
+        history = HybridHistoryProvider(hot, cold)
+        versions = [[message(v, k) for k in range(n)] for v, n in enumerate(sizes)]
+        await history.append_many(AGENT, versions[0], session_id="s", run_id="loaded")
+
+        async def read() -> tuple[list[ChatMessage], ...]:
+            whole = history.get_messages(AGENT, session_id="s")
+            page = history.get_messages(AGENT, session_id="s", offset=1, limit=2)
+            window = history.read_window(AGENT, session_id="s", tokens=10**6)
+            got = await asyncio.gather(whole, page, window)
+            return got[0], got[1], got[2].messages
+
+        for v in range(1, len(versions)):
+            before, after = versions[v - 1], versions[v]
+            reads = await asyncio.gather(
+                *(read() for _ in range(readers[0])),
+                history.replace_session(AGENT, after, session_id="s", run_id="loaded"),
+                *(read() for _ in range(readers[1])),
+            )
+            del reads[readers[0]]
+            for whole, page, window in reads:  # type: ignore[misc]
+                assert whole in (before, after), f"a reader saw {[m.text for m in whole]}"
+                assert page in (before[1:3], after[1:3]), f"a paged reader saw {[m.text for m in page]}"
+                assert window in (before, after), f"a windowed reader saw {[m.text for m in window]}"
+            await assert_tiers_equal(hot, cold)
+
+    asyncio.run(main())
+
+
+class FailingReplacement(InMemoryHistoryProvider):
+    """The in-memory provider whose next ``replace_session`` fails before changing anything (a hot tier out of
+    reach for that call), once ``armed``."""
+
+    armed = False
+
+    async def replace_session(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> int:
+        if self.armed:
+            self.armed = False
+            raise BackendUnavailable("the hot tier did not answer")
+        return await super().replace_session(agent_id, messages, session_id=session_id, run_id=run_id)
+
+
+def test_a_hot_tier_that_fails_to_follow_a_replacement_is_not_served() -> None:
+    """The cold tier took the new transcript and the hot tier's replacement failed: the hot tier, still holding
+    the old transcript (as many messages as the new one), is dropped, so reads serve the new transcript."""
+
+    async def main() -> None:
+        hot, cold = FailingReplacement(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        old, new = [message(0, k) for k in range(3)], [message(1, k) for k in range(3)]
+        await history.append_many(AGENT, old, session_id="s")
+        hot.armed = True
+        with pytest.raises(BackendUnavailable):
+            await history.replace_session(AGENT, new, session_id="s")
+        assert await history.get_messages(AGENT, session_id="s") == new
+        assert (await history.read_window(AGENT, session_id="s", tokens=10**6)).messages == new
+        await history.append(AGENT, message(1, 3), session_id="s")
+        await assert_tiers_equal(hot, cold)
+
+    asyncio.run(main())
+
+
 # -- any interleaving of writers that share no lock ---------------------------------------------------------------
 
 OPERATIONS = st.one_of(
@@ -262,6 +350,7 @@ OPERATIONS = st.one_of(
     st.tuples(st.just("clear_run"), st.integers(0, 2), st.just(0)),
     st.tuples(st.just("replace_last"), st.integers(0, 2), st.integers(0, 2)),  # how many replace the newest
     st.tuples(st.just("clear"), st.just(0), st.just(0)),
+    st.tuples(st.just("replace_session"), st.integers(0, 2), st.integers(0, 3)),  # which run, how many messages
 )
 
 
@@ -276,9 +365,9 @@ def test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one(
 ) -> None:
     """Three providers over the same two tiers (writers that share no lock, as processes do) run steps of
     operations gathered at once: appends under several runs, the hot tier losing the session, ``clear_run``,
-    ``replace_last`` and ``clear``, each tier call giving the loop a drawn number of turns. After every step,
-    reads through any provider are the cold tier's messages, and whenever the tiers hold as many messages they
-    hold the same ones, in one order, under the same runs."""
+    ``replace_last``, ``replace_session`` and ``clear``, each tier call giving the loop a drawn number of turns.
+    After every step, reads through any provider are the cold tier's messages, and whenever the tiers hold as
+    many messages they hold the same ones, in one order, under the same runs."""
 
     async def main() -> None:
         hot, cold = YieldingHistory(turns[0]), YieldingHistory(turns[1])
@@ -301,6 +390,9 @@ def test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one(
                     await writer.replace_last(
                         AGENT, session_id="s", message_id=newest[-1].id, messages=instead, run_id=f"r{run_n}"
                     )
+            elif kind == "replace_session":
+                loaded = [ChatMessage.user(f"m{k}", id=f"m{k}") for k in (next(made) for _ in range(n))]
+                await writer.replace_session(AGENT, loaded, session_id="s", run_id=f"r{run_n}")
             else:
                 await writer.clear(AGENT, session_id="s")
 

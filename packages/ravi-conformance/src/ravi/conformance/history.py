@@ -859,6 +859,52 @@ class HistoryProviderContract(ContractBase):
         await asyncio.gather(*(backend.replace_session(a, batch, session_id=s) for batch in batches[6:]))
         assert texts(await backend.get_messages(a, session_id=s)) in whole[6:]
 
+    async def test_replacements_of_a_session_never_written_leave_one_batch(self, backend: HistoryProvider) -> None:
+        """Replacements and an append racing on a session never written serialise as on any other session: the
+        session ends holding one replacement's batch, with the appended message after it or not at all, never two
+        batches mixed nor the appended message before the batch.
+
+        Troubleshooting: a replacement must take the session's lock even when the session has no record yet (create
+        the record first, as an append does); a store that locks only a record it finds lets two writers of a new
+        session each append after the other."""
+        if not isinstance(backend, SessionReplacer):
+            pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
+        a = unique("agent")
+        batches = [[ChatMessage.user(f"v{v} m{i}") for i in range(4)] for v in range(3)]
+        allowed = [texts(batch) + tail for batch in batches for tail in ([], ["appended"])]
+        # reads at once first, so a store with a pool of connections has them open: writers then race for real
+        await asyncio.gather(*(backend.count_messages(a, session_id=unique("session")) for _ in range(8)))
+        mixed: list[list[str]] = []
+        for _ in range(40):
+            s = unique("session")
+            await asyncio.gather(
+                backend.append(a, ChatMessage.user("appended"), session_id=s),
+                *(backend.replace_session(a, batch, session_id=s) for batch in batches),
+            )
+            held = texts(await backend.get_messages(a, session_id=s))
+            if held not in allowed:
+                mixed.append(held)
+        assert not mixed, f"{len(mixed)} of {40} new sessions ended mixed, such as {mixed[0]}"
+
+    async def test_replace_session_without_messages_is_clear(self, backend: HistoryProvider) -> None:
+        """``replace_session`` with no messages is ``clear``: a written session is emptied in a new generation and
+        its summaries go; a session never written stays so (generation ``""``, no messages)."""
+        if not isinstance(backend, SessionReplacer):
+            pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
+        a, s, never = unique("agent"), unique("session"), unique("session")
+        await backend.append_many(a, [ChatMessage.user("one"), ChatMessage.user("two")], session_id=s)
+        generations = isinstance(backend, SessionGeneration)
+        before = await backend.generation(a, session_id=s) if generations else None  # type: ignore[attr-defined]
+        assert await backend.replace_session(a, [], session_id=s) == 2
+        assert await backend.get_messages(a, session_id=s) == []
+        assert await backend.replace_session(a, [], session_id=never) == 0
+        assert await backend.count_messages(a, session_id=never) == 0
+        if generations:
+            assert await backend.generation(a, session_id=s) not in ("", before)  # type: ignore[attr-defined]
+            assert await backend.generation(a, session_id=never) == "", (  # type: ignore[attr-defined]
+                "replace_session with no messages gave a session never written a generation"
+            )
+
     async def test_readers_cannot_change_the_store(self, backend: HistoryProvider) -> None:
         """Changing what a read returned does not change what is stored."""
         a, s = unique("agent"), unique("session")

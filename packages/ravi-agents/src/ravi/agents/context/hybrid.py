@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -21,6 +22,7 @@ from ravi.kernel.storage import (
     HistoryWindow,
     RunReader,
     SessionGeneration,
+    SessionReplacer,
     StoredMessage,
     SummaryStore,
     TailEditor,
@@ -335,20 +337,36 @@ class HybridHistoryProvider(Closeable):
     async def replace_session(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> int:
-        """Put ``messages`` in place of the session's transcript (``SessionReplacer``): the hot tier is emptied
-        first, so reads go to the cold tier, which is replaced (atomically when it is a ``SessionReplacer``,
-        :func:`~ravi.kernel.storage.replace_session`); then the hot tier is brought up to it. Returns what the
-        cold tier held."""
+        """Put ``messages`` in place of the session's transcript (``SessionReplacer``): the cold tier is replaced
+        (atomically when it is a ``SessionReplacer``, :func:`~ravi.kernel.storage.replace_session`), then the hot
+        tier, in one step when it is a ``SessionReplacer`` too. Returns what the cold tier held.
+
+        The hot tier goes from the old transcript to the new one without an empty session between them: a
+        reader counts each tier and reads the hot one in separate calls, and one that counted the hot tier
+        before it was emptied and read it after found as many messages in the cold tier (the old transcript or
+        a new one as long), and was served the empty hot tier. A hot tier that fails to follow is cleared, so
+        reads go to the cold tier. Over a hot tier that cannot replace a session, it is emptied first and
+        then copied to, as before."""
         check_append(agent_id, session_id, run_id, messages)
         async with self._writes(agent_id, session_id):
-            await self.hot.clear(agent_id, session_id=session_id)
-            removed = await replace_session(self.cold, agent_id, messages, session_id=session_id, run_id=run_id)
-            if not messages:
+            if not messages or not isinstance(self.hot, SessionReplacer):
+                await self.hot.clear(agent_id, session_id=session_id)
+                removed = await replace_session(self.cold, agent_id, messages, session_id=session_id, run_id=run_id)
+                if not messages:
+                    return removed
+                if isinstance(self.cold, RunReader):
+                    hot_before = await _generation(self.hot, agent_id, session_id)
+                    await self._mirror(agent_id, session_id, self.cold, hot_before)
+                else:
+                    await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
                 return removed
-            if isinstance(self.cold, RunReader):
-                await self._mirror(agent_id, session_id, self.cold, await _generation(self.hot, agent_id, session_id))
-            else:
-                await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+            removed = await replace_session(self.cold, agent_id, messages, session_id=session_id, run_id=run_id)
+            try:
+                await self.hot.replace_session(agent_id, messages, session_id=session_id, run_id=run_id)
+            except BaseException:
+                with contextlib.suppress(Exception):  # the error that matters is the one raised
+                    await self.hot.clear(agent_id, session_id=session_id)
+                raise
             return removed
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:

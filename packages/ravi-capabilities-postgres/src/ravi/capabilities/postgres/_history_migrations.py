@@ -647,6 +647,33 @@ END
 $fn$;
 """,
     ),
+    Migration(
+        11,
+        "a replacement of a session never written takes its lock first",
+        """
+-- As version 10, with the session's record made (or locked, when it has one) before the session is cleared.
+-- clear_session locks only a record it finds: a session whose record an append or another replacement was still
+-- creating was not cleared, and the batch was then appended after theirs, once their record was committed. An
+-- empty batch is a clear, which makes no record for a session never written.
+CREATE OR REPLACE FUNCTION {schema}."{prefix}replace_session"(
+    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    removed bigint;
+BEGIN
+    IF cardinality(p_ids) > 0 THEN
+        INSERT INTO {schema}."{prefix}sessions" AS s (agent_id, session_id) VALUES (p_agent, p_session)
+            ON CONFLICT (agent_id, session_id) DO UPDATE SET next_seq = s.next_seq;
+    END IF;
+    removed := {schema}."{prefix}clear_session"(p_agent, p_session);
+    IF cardinality(p_ids) > 0 THEN
+        PERFORM {schema}."{prefix}append_messages"(p_agent, p_session, p_run, p_ids, p_bodies, p_roles, p_tokens);
+    END IF;
+    RETURN removed;
+END
+$fn$;
+""",
+    ),
 ]
 
 

@@ -105,9 +105,9 @@ redis.call('DEL', KEYS[4], KEYS[7])
     + "return 1\n"
 )
 
-# Replaces the session's transcript: removes its messages and summaries, gives it a new generation (if it was ever
-# written, or is written now), then appends as _APPEND does. KEYS: as _APPEND. ARGV: ttl in ms, a fresh epoch
-# token, then quadruples as _APPEND's. Returns how many messages it held.
+# Replaces the session's transcript with a batch of at least one message (an empty one is _CLEAR): removes its
+# messages and summaries, gives it a new generation, then appends as _APPEND does. KEYS: as _APPEND. ARGV: ttl in
+# ms, a fresh epoch token, then quadruples as _APPEND's. Returns how many messages it held.
 _REPLACE_SESSION = (
     """
 local first = 3
@@ -637,8 +637,11 @@ class RedisHistoryProvider(RedisStore):
     ) -> int:
         """Put ``messages`` (tagged ``run_id``) in place of the session's messages and summaries, in a new
         generation (``SessionReplacer``): one script, so a reader sees the old transcript or the new one and a
-        failure leaves the old one; returns how many messages it held."""
+        failure leaves the old one; returns how many messages it held. With no ``messages`` it is ``clear`` (the
+        script would give a session never written a generation, and an epoch key that never expires)."""
         check_append(agent_id, session_id, run_id, messages)
+        if not messages:
+            return await self.clear(agent_id, session_id=session_id)
         args: list[str | int] = [self._ttl_ms, new_generation(), *_quadruples(messages, run_id)]
         with mapped_errors():
             removed = await self.redis.run_script(_REPLACE_SESSION, self._keys(agent_id, session_id), args)
