@@ -629,33 +629,13 @@ $fn$;
         10,
         "a session's transcript replaced in one statement",
         """
--- A saved conversation put in place of a session's (replace_session): the session cleared (a new generation,
--- its summaries removed) and the batch appended, in one transaction under the session's lock, so a reader sees
--- the old transcript or the new one, and a failure leaves the old one.
+-- A saved conversation put in place of a session's (replace_session): the session's record made (or locked, when
+-- it has one) first, then the session cleared (a new generation, its summaries removed) and the batch appended, in
+-- one transaction under the session's lock, so a reader sees the old transcript or the new one, a failure leaves
+-- the old one, and an append or another replacement creating the session at the same time is waited for (without
+-- the record made first, the clear would find nothing to lock and the batch would land after theirs). An empty
+-- batch is a clear, which makes no record for a session never written.
 CREATE FUNCTION {schema}."{prefix}replace_session"(
-    p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
-) RETURNS bigint LANGUAGE plpgsql AS $fn$
-DECLARE
-    removed bigint;
-BEGIN
-    removed := {schema}."{prefix}clear_session"(p_agent, p_session);
-    IF cardinality(p_ids) > 0 THEN
-        PERFORM {schema}."{prefix}append_messages"(p_agent, p_session, p_run, p_ids, p_bodies, p_roles, p_tokens);
-    END IF;
-    RETURN removed;
-END
-$fn$;
-""",
-    ),
-    Migration(
-        11,
-        "a replacement of a session never written takes its lock first",
-        """
--- As version 10, with the session's record made (or locked, when it has one) before the session is cleared.
--- clear_session locks only a record it finds: a session whose record an append or another replacement was still
--- creating was not cleared, and the batch was then appended after theirs, once their record was committed. An
--- empty batch is a clear, which makes no record for a session never written.
-CREATE OR REPLACE FUNCTION {schema}."{prefix}replace_session"(
     p_agent text, p_session text, p_run text, p_ids text[], p_bodies text[], p_roles text[], p_tokens integer[]
 ) RETURNS bigint LANGUAGE plpgsql AS $fn$
 DECLARE
