@@ -360,6 +360,10 @@ OPERATIONS = st.one_of(
     turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
 )
 @example(steps=[[(0, ("append", 0, 1)), (1, ("append", 0, 1))]], turns=([1, 0], []))  # two writers' tier writes cross
+@example(  # two writers' replacements cross: the hot tier kept the batch the cold tier replaced
+    steps=[[(0, ("append", 0, 1))], [(0, ("replace_session", 0, 1)), (1, ("replace_session", 0, 1))]],
+    turns=([0, 1], []),
+)
 def test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one(
     steps: list[list[tuple[int, tuple[str, int, int]]]], turns: tuple[list[int], list[int]]
 ) -> None:

@@ -339,30 +339,48 @@ class HybridHistoryProvider(Closeable):
     ) -> int:
         """Put ``messages`` in place of the session's transcript (``SessionReplacer``): the cold tier is replaced
         (atomically when it is a ``SessionReplacer``, :func:`~ravi.kernel.storage.replace_session`), then the hot
-        tier, in one step when it is a ``SessionReplacer`` too. Returns what the cold tier held.
+        tier is made a copy of it. Returns what the cold tier held.
 
-        The hot tier goes from the old transcript to the new one without an empty session between them: a
-        reader counts each tier and reads the hot one in separate calls, and one that counted the hot tier
-        before it was emptied and read it after found as many messages in the cold tier (the old transcript or
-        a new one as long), and was served the empty hot tier. A hot tier that fails to follow is cleared, so
-        reads go to the cold tier. Over a hot tier that cannot replace a session, it is emptied first and
-        then copied to, as before."""
+        When the hot tier is a ``SessionReplacer`` and the cold tier reads run ids and keeps generations, the hot
+        tier goes from the old transcript to the new one in one step, never empty between them (a reader counts
+        each tier and reads the hot one in separate calls: one that counted the hot tier before it was emptied,
+        and read it after, was served an empty session). What it gets is what the cold tier holds, read back,
+        not the batch: another writer (another process) may have replaced the session again in between. The
+        cold tier's generation, read before that read and after the hot tier's replacement, tells whether the
+        session was replaced or cleared meanwhile, and then the hot tier is cleared, as it is when the cold tier
+        holds more than one run's messages by then, or when the hot tier fails to follow: reads go to the cold
+        tier until the next write copies it. Over other tiers the hot tier is emptied first and then copied to.
+        """
         check_append(agent_id, session_id, run_id, messages)
+        cold = self.cold
         async with self._writes(agent_id, session_id):
-            if not messages or not isinstance(self.hot, SessionReplacer):
+            if not (
+                messages
+                and isinstance(self.hot, SessionReplacer)
+                and isinstance(cold, RunReader)
+                and isinstance(cold, SessionGeneration)
+            ):
                 await self.hot.clear(agent_id, session_id=session_id)
-                removed = await replace_session(self.cold, agent_id, messages, session_id=session_id, run_id=run_id)
+                removed = await replace_session(cold, agent_id, messages, session_id=session_id, run_id=run_id)
                 if not messages:
                     return removed
-                if isinstance(self.cold, RunReader):
+                if isinstance(cold, RunReader):
                     hot_before = await _generation(self.hot, agent_id, session_id)
-                    await self._mirror(agent_id, session_id, self.cold, hot_before)
+                    await self._mirror(agent_id, session_id, cold, hot_before)
                 else:
                     await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
                 return removed
-            removed = await replace_session(self.cold, agent_id, messages, session_id=session_id, run_id=run_id)
+            removed = await replace_session(cold, agent_id, messages, session_id=session_id, run_id=run_id)
             try:
-                await self.hot.replace_session(agent_id, messages, session_id=session_id, run_id=run_id)
+                before = await cold.generation(agent_id, session_id=session_id)
+                stored = await cold.get_stored(agent_id, session_id=session_id)
+                runs = {s.run_id for s in stored}
+                if len(runs) == 1:
+                    held = [s.message for s in stored]
+                    await self.hot.replace_session(agent_id, held, session_id=session_id, run_id=runs.pop())
+                    if await cold.generation(agent_id, session_id=session_id) == before:
+                        return removed
+                await self.hot.clear(agent_id, session_id=session_id)
             except BaseException:
                 with contextlib.suppress(Exception):  # the error that matters is the one raised
                     await self.hot.clear(agent_id, session_id=session_id)
