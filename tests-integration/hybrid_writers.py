@@ -45,3 +45,34 @@ def write(writer: int, redis_url: str, prefix: str, dsn: str, schema: str, start
             await history.aclose()
 
     asyncio.run(work())
+
+
+def batch_of(writer: int, k: int) -> list[ChatMessage]:
+    """Writer ``writer``'s ``k``-th conversation to load: three messages, ids of its own."""
+    return [ChatMessage.user(f"writer{writer} load {k} turn {i}", id=f"w{writer}-l{k}-{i}") for i in range(3)]
+
+
+def replace(writer: int, redis_url: str, prefix: str, dsn: str, schema: str, start: Any) -> None:
+    """One process's work: wait for the others, then replace session ``s`` with ``ROUNDS`` conversations of its
+    own through a hybrid provider of its own, reading the session back after each: every read must be one
+    writer's whole conversation."""
+    from ravi.agents.context.hybrid import HybridHistoryProvider
+
+    async def work() -> None:
+        history = HybridHistoryProvider(
+            RedisHistoryProvider(redis_url, prefix=prefix), PostgresHistoryProvider(dsn, schema=schema)
+        )
+        try:
+            await history.count_messages(AGENT, session_id="s")
+            start.wait(timeout=FINISH)
+            for k in range(ROUNDS):
+                await history.replace_session(AGENT, batch_of(writer, k), session_id="s", run_id=f"run-{writer}")
+                read = await history.get_messages(AGENT, session_id="s")
+                ids = [m.id for m in read]
+                assert len(ids) == 3, f"a read of a replaced session holds {ids}"
+                owner, load = ids[0].split("-")[:2]
+                assert ids == [f"{owner}-{load}-{i}" for i in range(3)], f"a read mixes conversations: {ids}"
+        finally:
+            await history.aclose()
+
+    asyncio.run(work())

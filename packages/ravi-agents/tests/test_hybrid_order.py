@@ -307,6 +307,54 @@ def test_readers_racing_a_replacement_read_the_old_transcript_or_the_new_one(
     asyncio.run(main())
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
+    readers=st.integers(1, 4),
+    sizes=st.lists(st.tuples(st.integers(1, 4), st.integers(1, 4)), min_size=1, max_size=3),
+)
+@example(turns=([0, 1], []), readers=1, sizes=[(1, 1)])  # a writer clears the hot tier between a count and a read
+def test_readers_racing_replacements_from_two_processes_read_one_whole_transcript(
+    turns: tuple[list[int], list[int]], readers: int, sizes: list[tuple[int, int]]
+) -> None:
+    """Two writers that share no lock (two processes' providers over the same tiers) replace the session at
+    once, while a third provider reads it (whole, paged and windowed): every read is one whole transcript, the
+    one before or one of the two loaded, never an empty session. A writer that finds the session replaced again
+    under it clears the hot tier; a reader that counted the hot tier before that and read it after was served
+    the empty hot tier."""
+
+    async def main() -> None:
+        hot, cold = YieldingHistory(turns[0]), YieldingHistory(turns[1])
+        first, second, reader = (HybridHistoryProvider(hot, cold) for _ in range(3))
+        made = iter(range(10**6))
+
+        def version(n: int) -> list[ChatMessage]:
+            return [ChatMessage.user(f"m{k}", id=f"m{k}") for k in (next(made) for _ in range(n))]
+
+        await first.append_many(AGENT, version(2), session_id="s", run_id="loaded")
+
+        async def read() -> tuple[list[ChatMessage], ...]:
+            whole = reader.get_messages(AGENT, session_id="s")
+            page = reader.get_messages(AGENT, session_id="s", offset=1, limit=2)
+            window = reader.read_window(AGENT, session_id="s", tokens=10**6)
+            got = await asyncio.gather(whole, page, window)
+            return got[0], got[1], got[2].messages
+
+        for a, b in sizes:
+            loads = [await cold.get_messages(AGENT, session_id="s"), version(a), version(b)]
+            reads = await asyncio.gather(
+                first.replace_session(AGENT, loads[1], session_id="s", run_id="loaded"),
+                *(read() for _ in range(readers)),
+                second.replace_session(AGENT, loads[2], session_id="s", run_id="loaded"),
+            )
+            for whole, page, window in reads[1:-1]:  # type: ignore[misc]
+                assert whole in loads, f"a reader saw {[m.text for m in whole]}"
+                assert page in [load[1:3] for load in loads], f"a paged reader saw {[m.text for m in page]}"
+                assert window in loads, f"a windowed reader saw {[m.text for m in window]}"
+
+    asyncio.run(main())
+
+
 class FailingReplacement(InMemoryHistoryProvider):
     """The in-memory provider whose next ``replace_session`` fails before changing anything (a hot tier out of
     reach for that call), once ``armed``."""

@@ -58,6 +58,11 @@ async def _nothing() -> list[ChatMessage]:
     return []
 
 
+def _nonempty(window: HistoryWindow, count: int) -> bool:
+    """Whether a windowed read can be of a session of ``count`` (> 0) messages: it holds at least the newest."""
+    return bool(window.messages)
+
+
 class HybridHistoryProvider(Closeable):
     """Two tiers behind one ``HistoryProvider``: writes go to the cold tier (durable) first, then the hot tier
     is brought up to it; reads return the whole transcript, from the hot tier when it holds the whole session
@@ -97,16 +102,24 @@ class HybridHistoryProvider(Closeable):
         (other threads) or in other processes take no part in it (see :mod:`ravi.kernel.loops`)."""
         return self._writing((agent_id, session_id))
 
-    async def _read(self, agent_id: str, session_id: str, read: Callable[[HistoryProvider], Awaitable[T]]) -> T:
+    async def _read(
+        self,
+        agent_id: str,
+        session_id: str,
+        read: Callable[[HistoryProvider], Awaitable[T]],
+        holds: Callable[[T, int], bool] | None = None,
+    ) -> T:
         """``read(tier)`` of the hot tier when it holds the whole session (as many messages as the cold tier),
         else of the cold one. Both counts and the hot read go out at once: a session the hot tier serves costs
-        one round trip's wait, not three."""
+        one round trip's wait, not three. ``holds(result, count)`` says whether the hot read is of a session of
+        ``count`` messages; when it is not, the hot tier changed between its count and its read (another writer
+        emptied or replaced it), and the cold tier is read instead."""
         hot_count, cold_count, hot_read = await asyncio.gather(
             self.hot.count_messages(agent_id, session_id=session_id),
             self.cold.count_messages(agent_id, session_id=session_id),
             read(self.hot),
         )
-        if hot_count and hot_count == cold_count:
+        if hot_count and hot_count == cold_count and (holds is None or holds(hot_read, hot_count)):
             return hot_read
         return await read(self.cold)
 
@@ -210,6 +223,7 @@ class HybridHistoryProvider(Closeable):
             agent_id,
             session_id,
             lambda tier: tier.get_messages(agent_id, session_id=session_id, limit=limit, offset=offset),
+            lambda read, count: len(read) == max(0, min(count - offset, count if limit is None else limit)),
         )
 
     async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
@@ -223,7 +237,7 @@ class HybridHistoryProvider(Closeable):
             return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
 
         if not isinstance(self.cold, SessionGeneration):
-            return replace(await self._read(agent_id, session_id, read), generation=None)
+            return replace(await self._read(agent_id, session_id, read, _nonempty), generation=None)
         # The cold tier's generation, read before and after the read (a window the hot tier served carries the
         # hot tier's own token, which names nothing here). The same token on both sides means nothing was removed
         # or renumbered in between (a generation is never repeated), so the read is of that generation, as a
@@ -233,7 +247,7 @@ class HybridHistoryProvider(Closeable):
         after = await self.cold.generation(agent_id, session_id=session_id)
         for _ in range(_READ_ATTEMPTS):
             generation = after  # read before this attempt's read
-            window = await self._read(agent_id, session_id, read)
+            window = await self._read(agent_id, session_id, read, _nonempty)
             after = await self.cold.generation(agent_id, session_id=session_id)
             if after == generation:
                 break
