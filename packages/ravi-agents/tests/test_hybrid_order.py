@@ -9,9 +9,10 @@ gets it back at the next write.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from datetime import UTC, datetime
 from itertools import cycle
+from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -22,10 +23,11 @@ from ravi.conformance import threads
 from ravi.conformance.threads import switching_often
 from ravi.kernel.errors import BackendUnavailable
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import StoredMessage
+from ravi.kernel.storage import HistoryProvider, HistorySearcher, StoredMessage, WindowReader
 
 THREADS = 6
 AGENT = "agent"
+T = TypeVar("T")
 WHEN = datetime(2025, 1, 1, tzinfo=UTC)
 
 
@@ -457,5 +459,151 @@ def test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one(
             for writer in writers:
                 assert await writer.get_messages(AGENT, session_id="s") == [s.message for s in cold_stored]
                 assert await writer.get_stored(AGENT, session_id="s") == cold_stored
+
+    asyncio.run(main())
+
+
+class LoggedHistory(YieldingHistory):
+    """A ``YieldingHistory`` that keeps every state session ``s`` went through (``states``, oldest first): a
+    read is checked against the states the tier held while it ran."""
+
+    def __init__(self, turns: Sequence[int] = (1,)) -> None:
+        super().__init__(turns)
+        self.states: list[list[ChatMessage]] = [[]]
+
+    async def _logged(self, change: Awaitable[T]) -> T:
+        result = await change
+        self.states.append(await InMemoryHistoryProvider.get_messages(self, AGENT, session_id="s"))
+        return result
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        await self._turn()
+        change = InMemoryHistoryProvider.append_many(self, agent_id, messages, session_id=session_id, run_id=run_id)
+        await self._logged(change)
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        await self._turn()
+        return await self._logged(InMemoryHistoryProvider.clear(self, agent_id, session_id=session_id))
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        await self._turn()
+        change = InMemoryHistoryProvider.clear_run(self, agent_id, session_id=session_id, run_id=run_id)
+        return await self._logged(change)
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        await self._turn()
+        change = InMemoryHistoryProvider.replace_last(
+            self, agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+        )
+        return await self._logged(change)
+
+    async def replace_session(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> int:
+        await self._turn()
+        change = InMemoryHistoryProvider.replace_session(self, agent_id, messages, session_id=session_id, run_id=run_id)
+        return await self._logged(change)
+
+
+READS = ("whole", "page", "window", "small window", "search", "count")
+QUERY = "m1 m2 m3"
+
+
+async def read_of(history: HistoryProvider, kind: str) -> object:
+    """One read of session ``s`` of the kind named, as a value to compare."""
+    if kind == "whole":
+        return await history.get_messages(AGENT, session_id="s")
+    if kind == "page":
+        return await history.get_messages(AGENT, session_id="s", offset=1, limit=2)
+    if kind in ("window", "small window"):
+        assert isinstance(history, WindowReader)
+        window = await history.read_window(AGENT, session_id="s", tokens=10**6 if kind == "window" else 5)
+        return window.messages, window.head, window.complete, window.before
+    if kind == "search":
+        assert isinstance(history, HistorySearcher)
+        return await history.search_units(AGENT, session_id="s", query=QUERY, before=10**6, limit=10)
+    return await history.count_messages(AGENT, session_id="s")
+
+
+async def read_of_state(state: list[ChatMessage], kind: str) -> object:
+    """What a read of the kind named returns from a session holding ``state``."""
+    history = InMemoryHistoryProvider()
+    await history.append_many(AGENT, state, session_id="s")
+    return await read_of(history, kind)
+
+
+def short(k: int) -> ChatMessage:
+    """Message ``k``: four texts, so searches find several."""
+    return ChatMessage.user(f"m{k % 4} text" + " more" * (k % 3), id=f"m{k}")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(
+        st.lists(st.one_of(OPERATIONS, st.tuples(st.just("read"), st.sampled_from(READS), st.just(0))), max_size=5),
+        max_size=8,
+    ),
+    turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
+)
+@example(  # a reader served the transcript the cold tier had just replaced, before the hot tier followed
+    steps=[[("append", 0, 2)], [("replace_session", 0, 2), ("read", "whole", 0)]], turns=([0, 2, 0], [])
+)
+@example(  # a windowed reader served the hot tier's transcript before the hot tier followed a replace_last
+    steps=[[("append", 0, 2)], [("replace_last", 0, 0), ("read", "window", 0)]], turns=([2], [])
+)
+def test_a_reader_racing_the_provider_s_own_writes_reads_a_transcript_the_cold_tier_held(
+    steps: list[list[tuple[str, object, int]]], turns: tuple[list[int], list[int]]
+) -> None:
+    """One provider (one process) writes the session while it reads it, every kind of read at once with
+    appends, ``clear_run``, ``replace_last``, ``replace_session`` and ``clear``: each read is of a transcript the
+    cold tier held at some point while the read ran. A reader racing a replacement was served, from the hot
+    tier, the transcript the cold tier had just replaced (as many messages as the new one), and a windowed or
+    searching reader one the cold tier never held (the hot tier halfway through following it)."""
+
+    async def main() -> None:
+        hot, cold = YieldingHistory(turns[0]), LoggedHistory(turns[1])
+        history = HybridHistoryProvider(hot, cold)
+        made = iter(range(10**6))
+
+        async def run(operation: tuple[str, object, int]) -> None:
+            kind, which, n = operation
+            if kind == "read":
+                assert isinstance(which, str)
+                first = len(cold.states) - 1
+                got = await read_of(history, which)
+                held = cold.states[first:]
+                assert got in [await read_of_state(state, which) for state in held], (
+                    f"a {which} read got {got!r}; while it ran the cold tier held {[[m.id for m in s] for s in held]}"
+                )
+            elif kind == "append":
+                batch = [short(next(made)) for _ in range(n)]
+                await history.append_many(AGENT, batch, session_id="s", run_id=f"r{which}")
+            elif kind == "clear_run":
+                await history.clear_run(AGENT, session_id="s", run_id=f"r{which}")
+            elif kind == "replace_last":
+                newest = await cold.get_messages(AGENT, session_id="s")
+                if newest:
+                    instead = [short(next(made)) for _ in range(n)]
+                    await history.replace_last(
+                        AGENT, session_id="s", message_id=newest[-1].id, messages=instead, run_id=f"r{which}"
+                    )
+            elif kind == "replace_session":
+                loaded = [short(next(made)) for _ in range(n)]
+                await history.replace_session(AGENT, loaded, session_id="s", run_id=f"r{which}")
+            elif kind == "clear":
+                await history.clear(AGENT, session_id="s")
+
+        for step in steps:
+            await asyncio.gather(*(run(operation) for operation in step if operation[0] != "expire"))
 
     asyncio.run(main())

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+import weakref
 from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from itertools import accumulate, groupby
 from typing import TypeVar
@@ -58,6 +60,17 @@ async def _nothing() -> list[ChatMessage]:
     return []
 
 
+class _Writes:
+    """The writes of one session that a provider has under way (``active``) and has finished (``done``): a read
+    that overlapped one of them does not serve the hot tier (see ``HybridHistoryProvider._read``)."""
+
+    __slots__ = ("__weakref__", "active", "done")
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.done = 0
+
+
 def _nonempty(window: HistoryWindow, count: int) -> bool:
     """Whether a windowed read can be of a session of ``count`` (> 0) messages: it holds at least the newest."""
     return bool(window.messages)
@@ -93,14 +106,40 @@ class HybridHistoryProvider(Closeable):
 
     def __init__(self, hot: HistoryProvider, cold: HistoryProvider) -> None:
         self.hot, self.cold = hot, cold
-        self._writing = KeyedLocks[tuple[str, str]]()
+        self._locks = KeyedLocks[tuple[str, str]]()
+        # the writes under way of each session read or written now (kept weakly, so sessions never accumulate)
+        self._under_way: weakref.WeakValueDictionary[tuple[str, str], _Writes] = weakref.WeakValueDictionary()
+        self._counting = threading.Lock()  # each step on them, for every thread; never held across an await
 
     def _writes(self, agent_id: str, session_id: str) -> asyncio.Lock:
         """The lock that makes each write of the session one step in both tiers, for the tasks of this event loop:
         two writers whose tier writes interleaved (A cold, B cold, B hot, A hot) left the tiers in different
         orders, and reads served by the hot tier in another order than the cold tier's. Writers on other loops
         (other threads) or in other processes take no part in it (see :mod:`ravi.kernel.loops`)."""
-        return self._writing((agent_id, session_id))
+        return self._locks((agent_id, session_id))
+
+    def _writes_of(self, agent_id: str, session_id: str) -> _Writes:
+        """The session's writes under way in this provider (whatever the thread), made when there is none."""
+        with self._counting:
+            writes = self._under_way.get((agent_id, session_id))
+            if writes is None:
+                writes = self._under_way[(agent_id, session_id)] = _Writes()
+            return writes
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, agent_id: str, session_id: str) -> AsyncIterator[None]:
+        """One write of the session: its lock (``_writes``) held, and counted as under way while it runs, so that
+        this provider's reads of the session meanwhile go to the cold tier (see :meth:`_read`)."""
+        writes = self._writes_of(agent_id, session_id)
+        async with self._writes(agent_id, session_id):
+            with self._counting:
+                writes.active += 1
+            try:
+                yield
+            finally:
+                with self._counting:
+                    writes.active -= 1
+                    writes.done += 1
 
     async def _read(
         self,
@@ -113,13 +152,25 @@ class HybridHistoryProvider(Closeable):
         else of the cold one. Both counts and the hot read go out at once: a session the hot tier serves costs
         one round trip's wait, not three. ``holds(result, count)`` says whether the hot read is of a session of
         ``count`` messages; when it is not, the hot tier changed between its count and its read (another writer
-        emptied or replaced it), and the cold tier is read instead."""
+        emptied or replaced it), and the cold tier is read instead.
+
+        A read that overlaps a write of the session by this provider (under way when the read starts, or started
+        or finished before it ends) reads the cold tier: such a write changes the cold tier first and the hot one
+        after, and in between the hot tier still holds what the cold tier no longer does, often as many
+        messages (a replaced transcript, a replaced newest message), which no count tells apart."""
+        writes = self._writes_of(agent_id, session_id)
+        with self._counting:
+            quiet, done = not writes.active, writes.done
+        if not quiet:
+            return await read(self.cold)
         hot_count, cold_count, hot_read = await asyncio.gather(
             self.hot.count_messages(agent_id, session_id=session_id),
             self.cold.count_messages(agent_id, session_id=session_id),
             read(self.hot),
         )
-        if hot_count and hot_count == cold_count and (holds is None or holds(hot_read, hot_count)):
+        with self._counting:
+            quiet = not writes.active and writes.done == done
+        if quiet and hot_count and hot_count == cold_count and (holds is None or holds(hot_read, hot_count)):
             return hot_read
         return await read(self.cold)
 
@@ -134,7 +185,7 @@ class HybridHistoryProvider(Closeable):
         in the cold tier's order, with the cold tier's run ids (see :meth:`_mirror`). A cold tier that cannot
         read run ids (not a ``RunReader``) gets the older way: the same messages appended to each tier, which
         writers sharing no lock (other loops, other processes) can leave in two orders."""
-        async with self._writes(agent_id, session_id):
+        async with self._writing(agent_id, session_id):
             if not isinstance(self.cold, RunReader) or not messages:  # an empty batch has nothing to copy
                 await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
                 await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
@@ -291,7 +342,7 @@ class HybridHistoryProvider(Closeable):
 
     async def clear(self, agent_id: str, *, session_id: str) -> int:
         """Clear both tiers; returns what the cold tier held."""
-        async with self._writes(agent_id, session_id):
+        async with self._writing(agent_id, session_id):
             await self.hot.clear(agent_id, session_id=session_id)
             return await self.cold.clear(agent_id, session_id=session_id)
 
@@ -310,13 +361,13 @@ class HybridHistoryProvider(Closeable):
         if session_id is None:  # every session of the agent: the tiers name them, no lock can be taken first
             await self.hot.forget(agent_id)  # type: ignore[attr-defined]
             return await self.cold.forget(agent_id)  # type: ignore[attr-defined,no-any-return]
-        async with self._writes(agent_id, session_id):
+        async with self._writing(agent_id, session_id):
             await self.hot.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined]
             return await self.cold.forget(agent_id, session_id=session_id)  # type: ignore[attr-defined,no-any-return]
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
         """Clear the run in both tiers; returns what the cold tier removed."""
-        async with self._writes(agent_id, session_id):
+        async with self._writing(agent_id, session_id):
             await self.hot.clear_run(agent_id, session_id=session_id, run_id=run_id)
             return await self.cold.clear_run(agent_id, session_id=session_id, run_id=run_id)
 
@@ -335,7 +386,7 @@ class HybridHistoryProvider(Closeable):
         check_replace(agent_id, session_id, message_id, messages, run_id)
         if not isinstance(self.cold, TailEditor):
             raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) cannot replace_last")
-        async with self._writes(agent_id, session_id):
+        async with self._writing(agent_id, session_id):
             done = await self.cold.replace_last(
                 agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
             )
@@ -367,7 +418,7 @@ class HybridHistoryProvider(Closeable):
         """
         check_append(agent_id, session_id, run_id, messages)
         cold = self.cold
-        async with self._writes(agent_id, session_id):
+        async with self._writing(agent_id, session_id):
             if not (
                 messages
                 and isinstance(self.hot, SessionReplacer)
