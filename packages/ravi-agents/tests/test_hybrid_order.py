@@ -607,3 +607,49 @@ def test_a_reader_racing_the_provider_s_own_writes_reads_a_transcript_the_cold_t
             await asyncio.gather(*(run(operation) for operation in step if operation[0] != "expire"))
 
     asyncio.run(main())
+
+
+def test_a_copy_into_a_hot_tier_that_took_another_message_under_one_id_does_not_fail_the_write() -> None:
+    """An append's copy reads the cold tier's session from an empty hot tier while another writer's replacement
+    puts a transcript reusing one of its ids, with other content, in the hot tier: the hot tier refused the copy
+    (``MessageConflict``), and the append, already stored in the cold tier, failed as though it had been
+    refused. The copy drops the hot tier instead: the append succeeds and reads serve the cold tier."""
+
+    async def main() -> None:
+        hot, cold = YieldingHistory([0]), YieldingHistory([2])
+        first, second = HybridHistoryProvider(hot, cold), HybridHistoryProvider(hot, cold)
+        loaded = [ChatMessage.user(f"load {v}", id="p0", created_at=WHEN) for v in range(2)]
+        await asyncio.gather(
+            first.append(AGENT, message(0, 0), session_id="s", run_id="r"),
+            second.replace_session(AGENT, loaded[:1], session_id="s", run_id="r"),
+            second.replace_session(AGENT, loaded[1:], session_id="s", run_id="r"),
+        )
+        cold_stored = await cold.get_stored(AGENT, session_id="s")
+        hot_stored = await hot.get_stored(AGENT, session_id="s")
+        if len(hot_stored) == len(cold_stored):
+            assert hot_stored == cold_stored
+        for history in (first, second):
+            assert await history.get_messages(AGENT, session_id="s") == [s.message for s in cold_stored]
+
+    asyncio.run(main())
+
+
+def test_a_hot_tier_that_refuses_to_follow_replace_last_is_dropped_and_the_edit_stands() -> None:
+    """The hot tier holds, under an id that ``replace_last`` brings in, another message than the new one (a
+    message the cold tier no longer holds, whose removal the hot tier missed): the cold tier took the edit, the
+    hot one refused it (``MessageConflict``), and the caller got that error for an edit that was made, with the
+    hot tier left unchanged. The hot tier is dropped instead, and the edit is reported made."""
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        first, newest = message(0, 0), message(0, 1)
+        await cold.append_many(AGENT, [first, newest], session_id="s")
+        await hot.append_many(AGENT, [first, message(1, 0), newest], session_id="s")  # message(1, 0) missed
+        instead = ChatMessage.user("another", id=message(1, 0).id, created_at=WHEN)
+        assert await history.replace_last(AGENT, session_id="s", message_id=newest.id, messages=[instead])
+        assert await cold.get_messages(AGENT, session_id="s") == [first, instead]
+        assert await history.get_messages(AGENT, session_id="s") == [first, instead]
+        assert await hot.count_messages(AGENT, session_id="s") == 0
+
+    asyncio.run(main())

@@ -13,6 +13,7 @@ from itertools import accumulate, groupby
 from typing import TypeVar
 
 from ravi.kernel.closing import Closeable
+from ravi.kernel.errors import MessageConflict
 from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
@@ -188,7 +189,9 @@ class HybridHistoryProvider(Closeable):
         async with self._writing(agent_id, session_id):
             if not isinstance(self.cold, RunReader) or not messages:  # an empty batch has nothing to copy
                 await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
-                await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+                await self._followed(
+                    agent_id, session_id, self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+                )
                 return
             # The hot tier's generation is read before its count (see _mirror), alongside the cold write.
             _, hot_before = await asyncio.gather(
@@ -240,9 +243,11 @@ class HybridHistoryProvider(Closeable):
             stretch = page[1:] if hot_count else page
             past_start = past_start or (hot_count > 0 and bool(stretch))
             for run, group in groupby(stretch, key=lambda stored: stored.run_id):
-                await self.hot.append_many(
-                    agent_id, [stored.message for stored in group], session_id=session_id, run_id=run
-                )
+                batch = [stored.message for stored in group]
+                if not await self._followed(
+                    agent_id, session_id, self.hot.append_many(agent_id, batch, session_id=session_id, run_id=run)
+                ):
+                    return  # the hot tier changed under the copy and was dropped: the next write copies again
                 copied = True
             if len(page) <= _PAGE:
                 break
@@ -257,6 +262,19 @@ class HybridHistoryProvider(Closeable):
             stray = not await self._hot_is_prefix(agent_id, session_id, cold)
         if stray:
             await self.hot.clear(agent_id, session_id=session_id)
+
+    async def _followed(self, agent_id: str, session_id: str, write: Awaitable[object]) -> bool:
+        """Await ``write``, a write of the hot tier after the cold tier's; ``False`` when the hot tier refused it
+        for holding another message under one of its ids (``MessageConflict``), which the cold tier did not:
+        another writer changed the hot tier under this one (a replacement reusing an id, say). The hot tier is
+        then dropped (reads go to the cold tier, the next write copies it), and the write that the cold tier took
+        does not fail as though it had been refused."""
+        try:
+            await write
+        except MessageConflict:
+            await self.hot.clear(agent_id, session_id=session_id)
+            return False
+        return True
 
     async def _hot_is_prefix(self, agent_id: str, session_id: str, cold: RunReader) -> bool:
         """Whether the hot tier's session, read whole, is the start of the cold tier's (read after it)."""
@@ -392,9 +410,12 @@ class HybridHistoryProvider(Closeable):
             )
             if not done:
                 return False
-            followed = isinstance(self.hot, TailEditor) and await self.hot.replace_last(
-                agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
-            )
+            try:
+                followed = isinstance(self.hot, TailEditor) and await self.hot.replace_last(
+                    agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+                )
+            except MessageConflict:  # the hot tier holds another message under one of the ids (see _followed)
+                followed = False
             if not followed:
                 await self.hot.clear(agent_id, session_id=session_id)
             return True
