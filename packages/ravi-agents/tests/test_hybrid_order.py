@@ -9,7 +9,8 @@ gets it back at the next write.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterator, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from itertools import cycle
 from typing import TypeVar
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from ravi.agents.context import HybridHistoryProvider, InMemoryHistoryProvider
 from ravi.conformance import threads
 from ravi.conformance.threads import switching_often
-from ravi.kernel.errors import BackendUnavailable
+from ravi.kernel.errors import BackendUnavailable, MessageConflict
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, StoredMessage, WindowReader
 
@@ -651,5 +652,135 @@ def test_a_hot_tier_that_refuses_to_follow_replace_last_is_dropped_and_the_edit_
         assert await cold.get_messages(AGENT, session_id="s") == [first, instead]
         assert await history.get_messages(AGENT, session_id="s") == [first, instead]
         assert await hot.count_messages(AGENT, session_id="s") == 0
+
+    asyncio.run(main())
+
+
+class ReplacedAfterEdit(InMemoryHistoryProvider):
+    """The in-memory provider that, once ``armed``, runs ``then`` (another writer's write) right after its next
+    ``replace_last``: the moment a provider has edited the cold tier and not yet the hot one."""
+
+    armed = False
+    then: Callable[[], Awaitable[object]]
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        done = await super().replace_last(
+            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+        )
+        if self.armed:
+            self.armed = False
+            await self.then()
+        return done
+
+
+def test_replace_last_does_not_follow_in_the_hot_tier_a_session_replaced_after_it_in_the_cold_one() -> None:
+    """A provider edits the newest message in the cold tier; another one (another process) then replaces the
+    session with a transcript whose newest message is the one edited, in both tiers; the first provider's hot
+    tier edit then found that id newest and followed: the hot tier held the edit, the cold tier the
+    replacement, as many messages, and reads served the edit. The edit is kept in the hot tier only when the
+    cold tier's newest message is still the edit's, in the same generation, after the hot tier followed."""
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), ReplacedAfterEdit()
+        first, second = HybridHistoryProvider(hot, cold), HybridHistoryProvider(hot, cold)
+        edited, edit = message(0, 0), message(1, 0)
+        await first.append(AGENT, edited, session_id="s", run_id="r")
+        cold.then = lambda: second.replace_session(AGENT, [edited], session_id="s", run_id="r")
+        cold.armed = True
+        assert await first.replace_last(AGENT, session_id="s", message_id=edited.id, messages=[edit], run_id="r")
+        assert await cold.get_messages(AGENT, session_id="s") == [edited]
+        assert await first.get_messages(AGENT, session_id="s") == [edited]
+        hot_stored = await hot.get_stored(AGENT, session_id="s")
+        if len(hot_stored) == 1:
+            assert hot_stored == await cold.get_stored(AGENT, session_id="s")
+
+    asyncio.run(main())
+
+
+REUSING = st.one_of(
+    st.tuples(st.just("append"), st.integers(0, 2), st.integers(1, 2), st.just(())),
+    st.tuples(st.just("expire"), st.just(0), st.just(0), st.just(())),
+    st.tuples(st.just("clear_run"), st.integers(0, 2), st.just(0), st.just(())),
+    *(
+        st.tuples(st.just(kind), st.integers(0, 2), st.just(0), st.lists(st.integers(0, 3), max_size=4, unique=True))
+        for kind in ("replace_session", "replace_last")
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(st.lists(st.tuples(st.integers(0, 2), REUSING), min_size=1, max_size=4), max_size=8),
+    turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
+)
+@example(  # an edit removing the newest message, followed in the hot tier after other writers' copies
+    steps=[
+        [
+            (0, ("replace_session", 0, 0, [0])),
+            (0, ("append", 1, 2, ())),
+            (0, ("replace_last", 0, 0, ())),
+            (0, ("replace_last", 0, 0, ())),
+        ],
+        [
+            (0, ("replace_last", 0, 0, ())),
+            (0, ("replace_last", 0, 0, ())),
+            (1, ("append", 0, 1, ())),
+            (2, ("append", 0, 1, ())),
+        ],
+    ],
+    turns=([0, 2], [0, 0, 3, 0]),
+)
+def test_writers_loading_transcripts_that_reuse_ids_keep_the_hot_tier_a_copy_of_the_cold_one(
+    steps: list[list[tuple[int, tuple[str, int, int, Sequence[int]]]]], turns: tuple[list[int], list[int]]
+) -> None:
+    """As ``test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one``, with replacements and
+    edits whose messages reuse a few ids, each time with other content: after every step, whenever the tiers
+    hold as many messages they hold the same ones, and reads through any provider are the cold tier's."""
+
+    async def main() -> None:
+        hot, cold = YieldingHistory(turns[0]), YieldingHistory(turns[1])
+        writers = [HybridHistoryProvider(hot, cold) for _ in range(3)]
+        made = iter(range(10**6))
+
+        def loaded(k: int) -> ChatMessage:
+            return ChatMessage.user(f"p{k} version {next(made)}", id=f"p{k}", created_at=WHEN)
+
+        async def run(writer: HybridHistoryProvider, operation: tuple[str, int, int, Sequence[int]]) -> None:
+            kind, run_n, n, ids = operation
+            if kind == "append":
+                batch = [ChatMessage.user(f"m{k}", id=f"m{k}") for k in (next(made) for _ in range(n))]
+                await writer.append_many(AGENT, batch, session_id="s", run_id=f"r{run_n}")
+            elif kind == "expire":
+                await hot.clear(AGENT, session_id="s")
+            elif kind == "clear_run":
+                await writer.clear_run(AGENT, session_id="s", run_id=f"r{run_n}")
+            elif kind == "replace_session":
+                await writer.replace_session(AGENT, [loaded(k) for k in ids], session_id="s", run_id=f"r{run_n}")
+            else:
+                newest = await cold.get_messages(AGENT, session_id="s")
+                if newest:
+                    held = {m.id for m in newest[:-1]}
+                    instead = [loaded(k) for k in ids if f"p{k}" not in held]
+                    with contextlib.suppress(MessageConflict):  # the session changed since it was read
+                        await writer.replace_last(
+                            AGENT, session_id="s", message_id=newest[-1].id, messages=instead, run_id=f"r{run_n}"
+                        )
+
+        for step in steps:
+            await asyncio.gather(*(run(writers[w], operation) for w, operation in step))
+            cold_stored = await cold.get_stored(AGENT, session_id="s")
+            hot_stored = await hot.get_stored(AGENT, session_id="s")
+            if len(hot_stored) == len(cold_stored):
+                assert hot_stored == cold_stored, "the tiers hold as many messages, not the same ones"
+            for writer in writers:
+                assert await writer.get_messages(AGENT, session_id="s") == [s.message for s in cold_stored]
 
     asyncio.run(main())

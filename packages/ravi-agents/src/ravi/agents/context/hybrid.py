@@ -35,6 +35,7 @@ from ravi.kernel.storage import (
     check_replace,
     check_search,
     replace_session,
+    stored_body,
     window_of,
 )
 from ravi.kernel.storage.summaries import check_summary_scope
@@ -55,6 +56,15 @@ async def _generation(tier: HistoryProvider, agent_id: str, session_id: str) -> 
     if isinstance(tier, SessionGeneration):
         return await tier.generation(agent_id, session_id=session_id)
     return None
+
+
+async def _newest(tier: HistoryProvider, agent_id: str, session_id: str) -> tuple[str | None, list[ChatMessage]] | None:
+    """The tier's generation and newest message, read at once (a window of no tokens), ``None`` when the tier
+    cannot read windows."""
+    if not isinstance(tier, WindowReader):
+        return None
+    window = await tier.read_window(agent_id, session_id=session_id, tokens=0)
+    return window.generation, window.messages[-1:]
 
 
 async def _nothing() -> list[ChatMessage]:
@@ -400,7 +410,15 @@ class HybridHistoryProvider(Closeable):
     ) -> bool:
         """``replace_last`` (``TailEditor``) on the cold tier, which decides; then on the hot one. A hot tier
         that cannot follow (it lacks the ability, or its newest message is another one) drops the session, so
-        reads go to the cold tier until the hot one holds the whole session again."""
+        reads go to the cold tier until the hot one holds the whole session again.
+
+        Another writer (another process) may replace or edit the session in both tiers between this one's cold
+        and hot edits, leaving the message edited newest in the hot tier again (a replacement reusing it): the
+        hot tier's edit then lands on the other writer's transcript, which the cold tier holds unedited. So the
+        cold tier's newest message and generation (``WindowReader``, ``SessionGeneration``) are read after its
+        edit and again after the hot tier's: the hot tier is dropped unless both times they are the edit's last
+        message and one generation. (An edit that only removes the newest message leaves the hot tier a prefix
+        of a copy of the cold one, which no read serves.)"""
         check_replace(agent_id, session_id, message_id, messages, run_id)
         if not isinstance(self.cold, TailEditor):
             raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) cannot replace_last")
@@ -410,12 +428,20 @@ class HybridHistoryProvider(Closeable):
             )
             if not done:
                 return False
+            edited = await _newest(self.cold, agent_id, session_id) if isinstance(self.hot, WindowReader) else None
             try:
                 followed = isinstance(self.hot, TailEditor) and await self.hot.replace_last(
                     agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
                 )
             except MessageConflict:  # the hot tier holds another message under one of the ids (see _followed)
                 followed = False
+            if followed and edited is not None:
+                # the edit's last message is the newest; with none, the hot tier's newest after its edit is
+                newest = (
+                    [messages[-1]] if messages else ((await _newest(self.hot, agent_id, session_id)) or (None, []))[1]
+                )
+                still = await _newest(self.cold, agent_id, session_id)
+                followed = edited == still and list(map(stored_body, edited[1])) == list(map(stored_body, newest))
             if not followed:
                 await self.hot.clear(agent_id, session_id=session_id)
             return True
