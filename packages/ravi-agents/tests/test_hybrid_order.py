@@ -738,6 +738,24 @@ REUSING = st.one_of(
     ],
     turns=([0, 2], [0, 0, 3, 0]),
 )
+@example(  # two copies from the start, the hot tier emptied between the groups of one: the tiers in two orders
+    steps=[
+        [(0, ("replace_session", 0, 0, [0]))],
+        [
+            (0, ("append", 0, 1, ())),
+            (0, ("replace_last", 0, 0, ())),
+            (0, ("replace_last", 0, 0, ())),
+            (1, ("append", 1, 1, ())),
+        ],
+        [
+            (0, ("replace_last", 0, 0, ())),
+            (1, ("append", 0, 1, ())),
+            (0, ("replace_last", 0, 0, ())),
+            (2, ("append", 0, 1, ())),
+        ],
+    ],
+    turns=([0, 0, 2, 2], [0, 2, 2, 1]),
+)
 def test_writers_loading_transcripts_that_reuse_ids_keep_the_hot_tier_a_copy_of_the_cold_one(
     steps: list[list[tuple[int, tuple[str, int, int, Sequence[int]]]]], turns: tuple[list[int], list[int]]
 ) -> None:

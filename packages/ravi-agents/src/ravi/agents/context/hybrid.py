@@ -227,9 +227,11 @@ class HybridHistoryProvider(Closeable):
         and after, tell: a changed cold generation drops the hot session (reads go to the cold tier, the next
         write copies it again); a changed hot generation, when the copy started past the hot tier's start, has
         the hot tier compared with the cold one's start, and dropped unless it is a prefix (a stretch copied
-        from the start is a prefix whatever the hot tier held). And a hot tier whose message before the
-        stretch is not the cold tier's (it holds more than the cold tier, or another session's messages that a
-        removal it missed left there) is stale: it is dropped and copied again from the start.
+        from the start in one append is a prefix whatever the hot tier held; one copied in several, one per run,
+        is not: a hot tier emptied between two of them got the later ones at its start). And a hot tier whose
+        message before the stretch is not the cold tier's (it holds more than the cold tier, or another
+        session's messages that a removal it missed left there) is stale: it is dropped and copied again from
+        the start.
         """
         cold_before, hot_count = await asyncio.gather(
             _generation(self.cold, agent_id, session_id), self.hot.count_messages(agent_id, session_id=session_id)
@@ -254,6 +256,7 @@ class HybridHistoryProvider(Closeable):
             past_start = past_start or (hot_count > 0 and bool(stretch))
             for run, group in groupby(stretch, key=lambda stored: stored.run_id):
                 batch = [stored.message for stored in group]
+                past_start = past_start or copied  # a later group lands past the start, wherever the hot tier is
                 if not await self._followed(
                     agent_id, session_id, self.hot.append_many(agent_id, batch, session_id=session_id, run_id=run)
                 ):
