@@ -802,3 +802,35 @@ def test_writers_loading_transcripts_that_reuse_ids_keep_the_hot_tier_a_copy_of_
                 assert await writer.get_messages(AGENT, session_id="s") == [s.message for s in cold_stored]
 
     asyncio.run(main())
+
+
+class ExpiringAfterCount(InMemoryHistoryProvider):
+    """The in-memory provider losing the session (an expiry, or another writer dropping it) right after the next
+    count of its messages, once ``armed``: the moment a reader has counted the hot tier and not yet read it."""
+
+    armed = False
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        count = await super().count_messages(agent_id, session_id=session_id)
+        if self.armed:
+            self.armed = False
+            await self.clear(agent_id, session_id=session_id)
+        return count
+
+
+def test_a_search_of_a_hot_tier_emptied_after_its_count_is_made_of_the_cold_tier() -> None:
+    """The hot tier (one that searches) loses the session between a reader's count of it and its search: the
+    search found nothing, in a session whose messages match. A search of the hot tier that finds nothing is
+    made of the cold tier."""
+
+    async def main() -> None:
+        hot, cold = ExpiringAfterCount(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        await history.append_many(AGENT, [message(0, k) for k in range(4)], session_id="s")
+        expected = await cold.search_units(AGENT, session_id="s", query="writer0 says", before=10**6, limit=3)
+        assert expected
+        hot.armed = True
+        found = await history.search_units(AGENT, session_id="s", query="writer0 says", before=10**6, limit=3)
+        assert found == expected
+
+    asyncio.run(main())

@@ -339,7 +339,8 @@ class HybridHistoryProvider(Closeable):
         self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
     ) -> list[UnitMatch]:
         """The search (``HistorySearcher``) of the tier that serves the session, when that tier can search; else
-        of the cold tier; else BM25 over the session read whole."""
+        of the cold tier; else BM25 over the session read whole. A search of the hot tier that finds nothing is
+        made again of the cold tier (the hot tier may have lost the session after it was counted)."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_search(query, before, limit)
 
@@ -357,7 +358,9 @@ class HybridHistoryProvider(Closeable):
             scores = index.scores(query)
             return match_units(messages, scores, before=offsets, systems=systems, stop=stop, limit=limit)
 
-        return await self._read(agent_id, session_id, search)
+        # a hot tier that found nothing may have lost the session after its count (an expiry, another writer's
+        # drop): the cold tier is searched then, as it is when the hot tier does not hold the session
+        return await self._read(agent_id, session_id, search, lambda found, count: bool(found))
 
     async def get_stored(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
