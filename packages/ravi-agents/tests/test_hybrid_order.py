@@ -834,3 +834,61 @@ def test_a_search_of_a_hot_tier_emptied_after_its_count_is_made_of_the_cold_tier
         assert found == expected
 
     asyncio.run(main())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(
+        st.lists(
+            st.tuples(
+                st.integers(0, 2),
+                st.one_of(
+                    st.tuples(st.sampled_from(["append", "replace_session"]), st.integers(0, 2), st.integers(1, 3)),
+                    st.tuples(st.just("read"), st.sampled_from(READS), st.just(0)),
+                ),
+            ),
+            min_size=1,
+            max_size=5,
+        ),
+        max_size=6,
+    ),
+    turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
+)
+@example(  # another provider's reader served the transcript the cold tier had just replaced
+    steps=[[(0, ("append", 0, 2))], [(0, ("replace_session", 0, 2)), (1, ("read", "whole", 0))]],
+    turns=([0, 2, 0], []),
+)
+def test_readers_of_other_providers_racing_replacements_read_a_transcript_the_cold_tier_held(
+    steps: list[list[tuple[int, tuple[str, object, int]]]], turns: tuple[list[int], list[int]]
+) -> None:
+    """Three providers over the same tiers (processes that share no lock) append, replace the session and read
+    it, every kind of read: each read is of a transcript the cold tier held at some point while it ran. A
+    replacement moved the hot tier to the new transcript after the cold tier's, so a reader of another provider
+    in between was served the replaced transcript from the hot tier (as many messages as the new one)."""
+
+    async def main() -> None:
+        hot, cold = YieldingHistory(turns[0]), LoggedHistory(turns[1])
+        providers = [HybridHistoryProvider(hot, cold) for _ in range(3)]
+        made = iter(range(10**6))
+
+        async def run(history: HybridHistoryProvider, operation: tuple[str, object, int]) -> None:
+            kind, which, n = operation
+            if kind == "read":
+                assert isinstance(which, str)
+                first = len(cold.states) - 1
+                got = await read_of(history, which)
+                held = cold.states[first:]
+                assert got in [await read_of_state(state, which) for state in held], (
+                    f"a {which} read got {got!r}; while it ran the cold tier held {[[m.id for m in s] for s in held]}"
+                )
+            elif kind == "append":
+                batch = [short(next(made)) for _ in range(n)]
+                await history.append_many(AGENT, batch, session_id="s", run_id=f"r{which}")
+            else:
+                loaded = [short(next(made)) for _ in range(n)]
+                await history.replace_session(AGENT, loaded, session_id="s", run_id=f"r{which}")
+
+        for step in steps:
+            await asyncio.gather(*(run(providers[w], operation) for w, operation in step))
+
+    asyncio.run(main())

@@ -459,10 +459,12 @@ class HybridHistoryProvider(Closeable):
         (atomically when it is a ``SessionReplacer``, :func:`~ravi.kernel.storage.replace_session`), then the hot
         tier is made a copy of it. Returns what the cold tier held.
 
+        The hot tier is emptied before the cold tier is replaced: a hot tier that still held the old transcript
+        once the cold tier held the new one served it to readers of other providers (other processes), which
+        counted as many messages in each tier. A reader that counted the hot tier before it was emptied and read
+        it after gets a read that does not hold what the count said, and reads the cold tier (see :meth:`_read`).
         When the hot tier is a ``SessionReplacer`` and the cold tier reads run ids and keeps generations, the hot
-        tier goes from the old transcript to the new one in one step, never empty between them (a reader counts
-        each tier and reads the hot one in separate calls: one that counted the hot tier before it was emptied,
-        and read it after, was served an empty session). What it gets is what the cold tier holds, read back,
+        tier then takes the new transcript in one step. What it gets is what the cold tier holds, read back,
         not the batch: another writer (another process) may have replaced the session again in between. The
         cold tier's generation, read before that read and after the hot tier's replacement, tells whether the
         session was replaced or cleared meanwhile, and then the hot tier is cleared, as it is when the cold tier
@@ -488,6 +490,7 @@ class HybridHistoryProvider(Closeable):
                 else:
                     await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
                 return removed
+            await self.hot.clear(agent_id, session_id=session_id)
             removed = await replace_session(cold, agent_id, messages, session_id=session_id, run_id=run_id)
             try:
                 before = await cold.generation(agent_id, session_id=session_id)
