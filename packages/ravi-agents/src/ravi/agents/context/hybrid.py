@@ -343,6 +343,10 @@ class HybridHistoryProvider(Closeable):
         made again of the cold tier (the hot tier may have lost the session after it was counted)."""
         check_scope(agent_id=agent_id, session_id=session_id)
         check_search(query, before, limit)
+        cold = self.cold
+        if isinstance(cold, HistorySearcher) and not isinstance(self.hot, HistorySearcher):
+            # the cold tier searches whichever tier serves the session: no need to count them (Redis over Postgres)
+            return await cold.search_units(agent_id, session_id=session_id, query=query, before=before, limit=limit)
 
         async def search(tier: HistoryProvider) -> list[UnitMatch]:
             if not isinstance(tier, HistorySearcher):
