@@ -24,7 +24,14 @@ from ravi.conformance import threads
 from ravi.conformance.threads import switching_often
 from ravi.kernel.errors import BackendUnavailable, MessageConflict
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider, HistorySearcher, StoredMessage, WindowReader
+from ravi.kernel.storage import (
+    HistoryProvider,
+    HistorySearcher,
+    SessionReplacer,
+    StoredMessage,
+    TailEditor,
+    WindowReader,
+)
 
 THREADS = 6
 AGENT = "agent"
@@ -358,27 +365,27 @@ def test_readers_racing_replacements_from_two_processes_read_one_whole_transcrip
     asyncio.run(main())
 
 
-class FailingReplacement(InMemoryHistoryProvider):
-    """The in-memory provider whose next ``replace_session`` fails before changing anything (a hot tier out of
-    reach for that call), once ``armed``."""
+class FailingCopy(InMemoryHistoryProvider):
+    """The in-memory provider whose next ``append_many`` fails before changing anything (a hot tier out of reach
+    for that call), once ``armed``."""
 
     armed = False
 
-    async def replace_session(
+    async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
-    ) -> int:
+    ) -> None:
         if self.armed:
             self.armed = False
             raise BackendUnavailable("the hot tier did not answer")
-        return await super().replace_session(agent_id, messages, session_id=session_id, run_id=run_id)
+        await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)
 
 
 def test_a_hot_tier_that_fails_to_follow_a_replacement_is_not_served() -> None:
-    """The cold tier took the new transcript and the hot tier's replacement failed: the hot tier, still holding
-    the old transcript (as many messages as the new one), is dropped, so reads serve the new transcript."""
+    """The cold tier took the new transcript and the hot tier failed to follow: the hot tier never serves the
+    old transcript (as many messages as the new one), so reads serve the new transcript."""
 
     async def main() -> None:
-        hot, cold = FailingReplacement(), InMemoryHistoryProvider()
+        hot, cold = FailingCopy(), InMemoryHistoryProvider()
         history = HybridHistoryProvider(hot, cold)
         old, new = [message(0, k) for k in range(3)], [message(1, k) for k in range(3)]
         await history.append_many(AGENT, old, session_id="s")
@@ -405,6 +412,48 @@ OPERATIONS = st.one_of(
 )
 
 
+async def write(
+    history: HistoryProvider,
+    cold: HistoryProvider,
+    operation: tuple[str, object, int],
+    fresh: Callable[[], ChatMessage],
+) -> None:
+    """One write of ``OPERATIONS`` to session ``s`` through ``history`` (``cold``: the tier whose newest message
+    ``replace_last`` names), its messages made by ``fresh``; ``expire`` (the hot tier's business) is left to the
+    caller."""
+    kind, run_n, n = operation
+    run_id = f"r{run_n}"
+    if kind == "append":
+        await history.append_many(AGENT, [fresh() for _ in range(n)], session_id="s", run_id=run_id)
+    elif kind == "clear_run":
+        await history.clear_run(AGENT, session_id="s", run_id=run_id)
+    elif kind == "replace_last":
+        newest = await cold.get_messages(AGENT, session_id="s")
+        if newest:
+            instead = [fresh() for _ in range(n)]
+            assert isinstance(history, TailEditor)
+            await history.replace_last(AGENT, session_id="s", message_id=newest[-1].id, messages=instead, run_id=run_id)
+    elif kind == "replace_session":
+        assert isinstance(history, SessionReplacer)
+        await history.replace_session(AGENT, [fresh() for _ in range(n)], session_id="s", run_id=run_id)
+    elif kind == "clear":
+        await history.clear(AGENT, session_id="s")
+
+
+async def assert_tiers_agree(
+    hot: InMemoryHistoryProvider, cold: InMemoryHistoryProvider, writers: Sequence[HybridHistoryProvider]
+) -> None:
+    """Whenever the tiers hold as many messages of session ``s`` they hold the same ones, in one order, under the
+    same runs, and reads through every writer are the cold tier's messages."""
+    cold_stored = await cold.get_stored(AGENT, session_id="s")
+    hot_stored = await hot.get_stored(AGENT, session_id="s")
+    if len(hot_stored) == len(cold_stored):
+        assert hot_stored == cold_stored, "the tiers hold as many messages, not the same ones"
+    for writer in writers:
+        assert await writer.get_messages(AGENT, session_id="s") == [s.message for s in cold_stored]
+        assert await writer.get_stored(AGENT, session_id="s") == cold_stored
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=st.lists(st.lists(st.tuples(st.integers(0, 2), OPERATIONS), min_size=1, max_size=4), max_size=10),
@@ -429,37 +478,19 @@ def test_any_interleaving_of_writers_keeps_the_hot_tier_a_copy_of_the_cold_one(
         writers = [HybridHistoryProvider(hot, cold) for _ in range(3)]
         made = iter(range(10**6))
 
+        def fresh() -> ChatMessage:
+            k = next(made)
+            return ChatMessage.user(f"m{k}", id=f"m{k}")
+
         async def run(writer: HybridHistoryProvider, operation: tuple[str, int, int]) -> None:
-            kind, run_n, n = operation
-            if kind == "append":
-                batch = [ChatMessage.user(f"m{k}", id=f"m{k}") for k in (next(made) for _ in range(n))]
-                await writer.append_many(AGENT, batch, session_id="s", run_id=f"r{run_n}")
-            elif kind == "expire":
+            if operation[0] == "expire":
                 await hot.clear(AGENT, session_id="s")
-            elif kind == "clear_run":
-                await writer.clear_run(AGENT, session_id="s", run_id=f"r{run_n}")
-            elif kind == "replace_last":
-                newest = await cold.get_messages(AGENT, session_id="s")
-                if newest:
-                    instead = [ChatMessage.user(f"m{k}", id=f"m{k}") for k in (next(made) for _ in range(n))]
-                    await writer.replace_last(
-                        AGENT, session_id="s", message_id=newest[-1].id, messages=instead, run_id=f"r{run_n}"
-                    )
-            elif kind == "replace_session":
-                loaded = [ChatMessage.user(f"m{k}", id=f"m{k}") for k in (next(made) for _ in range(n))]
-                await writer.replace_session(AGENT, loaded, session_id="s", run_id=f"r{run_n}")
             else:
-                await writer.clear(AGENT, session_id="s")
+                await write(writer, cold, operation, fresh)
 
         for step in steps:
             await asyncio.gather(*(run(writers[w], operation) for w, operation in step))
-            cold_stored = await cold.get_stored(AGENT, session_id="s")
-            hot_stored = await hot.get_stored(AGENT, session_id="s")
-            if len(hot_stored) == len(cold_stored):
-                assert hot_stored == cold_stored
-            for writer in writers:
-                assert await writer.get_messages(AGENT, session_id="s") == [s.message for s in cold_stored]
-                assert await writer.get_stored(AGENT, session_id="s") == cold_stored
+            await assert_tiers_agree(hot, cold, writers)
 
     asyncio.run(main())
 
@@ -543,6 +574,16 @@ async def read_of_state(state: list[ChatMessage], kind: str) -> object:
     return await read_of(history, kind)
 
 
+async def check_read(history: HistoryProvider, cold: LoggedHistory, kind: str) -> None:
+    """A read of the kind named through ``history`` is of a transcript the cold tier held while it ran."""
+    first = len(cold.states) - 1
+    got = await read_of(history, kind)
+    held = cold.states[first:]
+    assert got in [await read_of_state(state, kind) for state in held], (
+        f"a {kind} read got {got!r}; while it ran the cold tier held {[[m.id for m in s] for s in held]}"
+    )
+
+
 def short(k: int) -> ChatMessage:
     """Message ``k``: four texts, so searches find several."""
     return ChatMessage.user(f"m{k % 4} text" + " more" * (k % 3), id=f"m{k}")
@@ -577,32 +618,11 @@ def test_a_reader_racing_the_provider_s_own_writes_reads_a_transcript_the_cold_t
         made = iter(range(10**6))
 
         async def run(operation: tuple[str, object, int]) -> None:
-            kind, which, n = operation
-            if kind == "read":
-                assert isinstance(which, str)
-                first = len(cold.states) - 1
-                got = await read_of(history, which)
-                held = cold.states[first:]
-                assert got in [await read_of_state(state, which) for state in held], (
-                    f"a {which} read got {got!r}; while it ran the cold tier held {[[m.id for m in s] for s in held]}"
-                )
-            elif kind == "append":
-                batch = [short(next(made)) for _ in range(n)]
-                await history.append_many(AGENT, batch, session_id="s", run_id=f"r{which}")
-            elif kind == "clear_run":
-                await history.clear_run(AGENT, session_id="s", run_id=f"r{which}")
-            elif kind == "replace_last":
-                newest = await cold.get_messages(AGENT, session_id="s")
-                if newest:
-                    instead = [short(next(made)) for _ in range(n)]
-                    await history.replace_last(
-                        AGENT, session_id="s", message_id=newest[-1].id, messages=instead, run_id=f"r{which}"
-                    )
-            elif kind == "replace_session":
-                loaded = [short(next(made)) for _ in range(n)]
-                await history.replace_session(AGENT, loaded, session_id="s", run_id=f"r{which}")
-            elif kind == "clear":
-                await history.clear(AGENT, session_id="s")
+            if operation[0] == "read":
+                assert isinstance(operation[1], str)
+                await check_read(history, cold, operation[1])
+            else:
+                await write(history, cold, operation, lambda: short(next(made)))
 
         for step in steps:
             await asyncio.gather(*(run(operation) for operation in step if operation[0] != "expire"))
@@ -794,12 +814,7 @@ def test_writers_loading_transcripts_that_reuse_ids_keep_the_hot_tier_a_copy_of_
 
         for step in steps:
             await asyncio.gather(*(run(writers[w], operation) for w, operation in step))
-            cold_stored = await cold.get_stored(AGENT, session_id="s")
-            hot_stored = await hot.get_stored(AGENT, session_id="s")
-            if len(hot_stored) == len(cold_stored):
-                assert hot_stored == cold_stored, "the tiers hold as many messages, not the same ones"
-            for writer in writers:
-                assert await writer.get_messages(AGENT, session_id="s") == [s.message for s in cold_stored]
+            await assert_tiers_agree(hot, cold, writers)
 
     asyncio.run(main())
 
@@ -872,21 +887,11 @@ def test_readers_of_other_providers_racing_replacements_read_a_transcript_the_co
         made = iter(range(10**6))
 
         async def run(history: HybridHistoryProvider, operation: tuple[str, object, int]) -> None:
-            kind, which, n = operation
-            if kind == "read":
-                assert isinstance(which, str)
-                first = len(cold.states) - 1
-                got = await read_of(history, which)
-                held = cold.states[first:]
-                assert got in [await read_of_state(state, which) for state in held], (
-                    f"a {which} read got {got!r}; while it ran the cold tier held {[[m.id for m in s] for s in held]}"
-                )
-            elif kind == "append":
-                batch = [short(next(made)) for _ in range(n)]
-                await history.append_many(AGENT, batch, session_id="s", run_id=f"r{which}")
+            if operation[0] == "read":
+                assert isinstance(operation[1], str)
+                await check_read(history, cold, operation[1])
             else:
-                loaded = [short(next(made)) for _ in range(n)]
-                await history.replace_session(AGENT, loaded, session_id="s", run_id=f"r{which}")
+                await write(history, cold, operation, lambda: short(next(made)))
 
         for step in steps:
             await asyncio.gather(*(run(providers[w], operation) for w, operation in step))

@@ -25,7 +25,6 @@ from ravi.kernel.storage import (
     HistoryWindow,
     RunReader,
     SessionGeneration,
-    SessionReplacer,
     StoredMessage,
     SummaryStore,
     TailEditor,
@@ -459,57 +458,31 @@ class HybridHistoryProvider(Closeable):
     async def replace_session(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
     ) -> int:
-        """Put ``messages`` in place of the session's transcript (``SessionReplacer``): the cold tier is replaced
-        (atomically when it is a ``SessionReplacer``, :func:`~ravi.kernel.storage.replace_session`), then the hot
-        tier is made a copy of it. Returns what the cold tier held.
+        """Put ``messages`` in place of the session's transcript (``SessionReplacer``): the hot tier is emptied,
+        the cold tier replaced (atomically when it is a ``SessionReplacer``,
+        :func:`~ravi.kernel.storage.replace_session`), and the hot tier brought up to it as an append does
+        (:meth:`_mirror`). Returns what the cold tier held.
 
-        The hot tier is emptied before the cold tier is replaced: a hot tier that still held the old transcript
-        once the cold tier held the new one served it to readers of other providers (other processes), which
-        counted as many messages in each tier. A reader that counted the hot tier before it was emptied and read
-        it after gets a read that does not hold what the count said, and reads the cold tier (see :meth:`_read`).
-        When the hot tier is a ``SessionReplacer`` and the cold tier reads run ids and keeps generations, the hot
-        tier then takes the new transcript in one step. What it gets is what the cold tier holds, read back,
-        not the batch: another writer (another process) may have replaced the session again in between. The
-        cold tier's generation, read before that read and after the hot tier's replacement, tells whether the
-        session was replaced or cleared meanwhile, and then the hot tier is cleared, as it is when the cold tier
-        holds more than one run's messages by then, or when the hot tier fails to follow: reads go to the cold
-        tier until the next write copies it. Over other tiers the hot tier is emptied first and then copied to.
+        The hot tier is emptied first: one that still held the old transcript once the cold tier held the new one
+        served it to readers of other providers (other processes), which counted as many messages in each tier.
+        A reader that counted the hot tier before it was emptied and read it after gets a read that does not hold
+        what the count said, and reads the cold tier (see :meth:`_read`). The copy is of what the cold tier
+        holds, not of the batch: another writer (another process) may have replaced the session again in
+        between, and the copy's checks of both generations drop a hot tier that such a writer changed under it.
         """
         check_append(agent_id, session_id, run_id, messages)
-        cold = self.cold
         async with self._writing(agent_id, session_id):
-            if not (
-                messages
-                and isinstance(self.hot, SessionReplacer)
-                and isinstance(cold, RunReader)
-                and isinstance(cold, SessionGeneration)
-            ):
-                await self.hot.clear(agent_id, session_id=session_id)
-                removed = await replace_session(cold, agent_id, messages, session_id=session_id, run_id=run_id)
-                if not messages:
-                    return removed
-                if isinstance(cold, RunReader):
-                    hot_before = await _generation(self.hot, agent_id, session_id)
-                    await self._mirror(agent_id, session_id, cold, hot_before)
-                else:
-                    await self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
-                return removed
             await self.hot.clear(agent_id, session_id=session_id)
-            removed = await replace_session(cold, agent_id, messages, session_id=session_id, run_id=run_id)
-            try:
-                before = await cold.generation(agent_id, session_id=session_id)
-                stored = await cold.get_stored(agent_id, session_id=session_id)
-                runs = {s.run_id for s in stored}
-                if len(runs) == 1:
-                    held = [s.message for s in stored]
-                    await self.hot.replace_session(agent_id, held, session_id=session_id, run_id=runs.pop())
-                    if await cold.generation(agent_id, session_id=session_id) == before:
-                        return removed
-                await self.hot.clear(agent_id, session_id=session_id)
-            except BaseException:
-                with contextlib.suppress(Exception):  # the error that matters is the one raised
-                    await self.hot.clear(agent_id, session_id=session_id)
-                raise
+            removed = await replace_session(self.cold, agent_id, messages, session_id=session_id, run_id=run_id)
+            if not messages:
+                return removed
+            if isinstance(self.cold, RunReader):
+                hot_before = await _generation(self.hot, agent_id, session_id)
+                await self._mirror(agent_id, session_id, self.cold, hot_before)
+            else:
+                await self._followed(
+                    agent_id, session_id, self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+                )
             return removed
 
     async def generation(self, agent_id: str, *, session_id: str) -> str:
