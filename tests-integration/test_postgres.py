@@ -34,6 +34,7 @@ from ravi.conformance import (
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.registry import load_backend
+from ravi.kernel.search import UnitMatch
 from ravi.kernel.tokens import stored_tokens
 
 
@@ -564,6 +565,14 @@ async def test_a_session_written_at_version_8_keeps_its_ids_and_runs_once_the_in
     class Version8(PostgresHistoryProvider):
         migrations = module.MIGRATIONS[:8]
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # the statements as version 8 had them, without the terms' count (version 11)
+            self._index_query = self._index_query.replace(", term_count = length(u.terms::tsvector)", "")
+            self._search_query = self._search_query.replace(
+                "coalesce(x.term_count, length(x.terms))", "length(x.terms)"
+            ).replace("m.term_count, ", "")
+
     early = [ChatMessage.user(f"early {i}") for i in range(5)]
     run = [ChatMessage.assistant(f"run {i} about the harbour") for i in range(3)]
     async for old in closing(Version8(postgres_server.address, schema=pg_schema)):
@@ -588,6 +597,42 @@ async def test_a_session_written_at_version_8_keeps_its_ids_and_runs_once_the_in
         assert await store.get_messages("a", session_id="s") == [*early, late]
         window = await store.read_window("a", session_id="s", tokens=10**6)
         assert window.messages == [*early, late] and window.complete
+
+
+async def test_rows_indexed_before_version_11_rank_the_same_as_those_with_their_terms_counted(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Version 11 keeps each indexed message's number of terms beside its terms, and the search reads it instead
+    of the terms. Rows indexed before it have none (a schema of version 10 migrated; made here by emptying the
+    column): the search counts their terms, so the ranking is the same, and rows indexed after it have their
+    count."""
+    from ravi.capabilities.postgres import history as module
+
+    class Version10(PostgresHistoryProvider):
+        migrations = module.MIGRATIONS[:10]
+
+    def ranked(units: list[UnitMatch]) -> list[tuple[float, list[str]]]:
+        return [(u.score, [m.id for m in u.messages]) for u in units]
+
+    early = [ChatMessage.user(f"harbour crane {i} " + "tide " * (i % 7) + f"word{i} " * (i % 5)) for i in range(30)]
+    async for old in closing(Version10(postgres_server.address, schema=pg_schema)):
+        await old.append_many("a", early, session_id="s")
+    async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        query = "harbour tide crane"
+        counted = await store.search_units("a", session_id="s", query=query, before=10**9, limit=10)
+        m = store.db.table("messages")
+        counts = await store.db.fetch(f"SELECT term_count, length(terms) AS n FROM {m} WHERE terms IS NOT NULL")
+        assert len(counts) == len(early) and all(r["term_count"] == r["n"] for r in counts)
+        await store.db.execute(f"UPDATE {m} SET term_count = NULL")  # as rows indexed before version 11
+        assert ranked(await store.search_units("a", session_id="s", query=query, before=10**9, limit=10)) == ranked(
+            counted
+        )
+        late = [ChatMessage.user(f"harbour crane late {i} " + "tide " * i) for i in range(5)]
+        await store.append_many("a", late, session_id="s")
+        mixed = await store.search_units("a", session_id="s", query=query, before=10**9, limit=40)
+        assert {m.id for u in mixed for m in u.messages} == {m.id for m in [*early, *late]}
+        counts = await store.db.fetch(f"SELECT term_count, length(terms) AS n FROM {m} WHERE term_count IS NOT NULL")
+        assert len(counts) == len(late) and all(r["term_count"] == r["n"] for r in counts)
 
 
 async def test_the_engine_reads_only_the_window_from_postgres(postgres_server: Server, pg_schema: str) -> None:
@@ -1006,17 +1051,17 @@ async def test_reads_keep_to_the_session_whatever_the_statistics(
             ),
             "a search for a common term": (
                 history._search_query,
-                ("a", "s", [common], [1.0], common, 10**9, 5, "", []),
+                ("a", "s", [common], [1.0], 10**9, 5, "", []),
                 (),
             ),
             "a search holding rows parsed": (
                 history._search_query,
-                ("a", "s", [common], [1.0], common, 10**9, 5, generation, list(range(0, end, 3))),
+                ("a", "s", [common], [1.0], 10**9, 5, generation, list(range(0, end, 3))),
                 (),
             ),
             "a search for a term of tool results": (
                 history._search_query,
-                ("a", "s", [in_tools], [1.0], in_tools, 10**9, 20, "", []),
+                ("a", "s", [in_tools], [1.0], 10**9, 20, "", []),
                 (),
             ),
             "a whole read after a cached one": (history._refresh_query, ("a", "s", generation, end - 10), ()),
@@ -1137,7 +1182,7 @@ async def test_appends_leave_the_terms_index_alone_and_searches_use_it(postgres_
         words = [_quoted(session_digest("a", "s") + "kestrel")]
         statements = {
             "term counts": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK, "", 0, -1)),
-            "search": (history._search_query, ("a", "s", words, [1.0], words[0], 10**9, 5, "", [])),
+            "search": (history._search_query, ("a", "s", words, [1.0], 10**9, 5, "", [])),
         }
         async with history.db.connection() as connection, connection.transaction():
             await connection.execute("SET LOCAL enable_seqscan = off")

@@ -654,6 +654,17 @@ END
 $fn$;
 """,
     ),
+    Migration(
+        11,
+        "each indexed message's number of terms kept beside its terms",
+        """
+-- Relevant recall's search scores a message by its number of distinct terms (BM25's length). Reading it from the
+-- terms themselves read every matched message's terms, kept out of line for a long tool output, and that was most
+-- of the search's time; the search now reads this column. Rows indexed before it count their terms instead, so
+-- nothing is indexed again. Adding a column without a default rewrites nothing.
+ALTER TABLE {schema}."{prefix}messages" ADD COLUMN term_count integer;
+""",
+    ),
 ]
 
 

@@ -109,8 +109,8 @@ SELECT s.generation, s.next_seq, r.seq, r.body FROM s LEFT JOIN (
         # query term (df), from the terms index alone (the session digest in each lexeme keeps the count to the
         # session), up to a cap: a term held by more messages is common, and its exact count does not matter.
         # The second ranks, by BM25 (a term counted once per message, a message's length its number of distinct
-        # terms against the average of those matched), the messages before offset $6 that hold one of the rarer
-        # terms (those the first statement picked), takes the best (2 x $7) to their units (a tool result to its
+        # terms against the average of those matched), the messages before offset $5 that hold one of the rarer
+        # terms (those the first statement picked), takes the best (2 x $6) to their units (a tool result to its
         # call, a call to the results after it) and returns each unit's rows with the id of the system message
         # before it. The first statement also returns the rows the terms index lacks among the $5 after the
         # session's indexed_seq (a longer stretch is indexed a range at a time), without the bodies of those this
@@ -131,27 +131,33 @@ WHERE s.agent_id = $1 AND s.session_id = $2"""
         # The rows the terms index lacks among seqs $3 to $4 (a range of a long stretch never searched).
         self.unindexed = f"""
 SELECT m.seq, m.body FROM {m} m WHERE {scope} AND m.seq >= $3 AND m.seq < $4 AND m.terms IS NULL ORDER BY m.seq"""
-        # Store the terms of rows the index lacks, and mark the session indexed up to $5, only while the session
-        # is in generation $6, the one the terms were computed in: a clear, clear_run or replace_last in between
-        # removed or renumbered rows, and the terms of the removed rows must never land on the rows that now
-        # hold their numbers. The session row is locked first, as appends and removals lock it, so the write
-        # waits for a removal under way and then finds the generation changed (and never deadlocks with it). A
-        # row another searcher has indexed in the meantime is left as it is. The seqs come sorted, and the range
-        # they span bounds the rows joined: without it the planner may hash the whole session for each chunk.
+        # Store the terms (and how many there are) of rows the index lacks, and mark the session indexed up to $5,
+        # only while the session is in generation $6, the one the terms were computed in: a clear, clear_run or
+        # replace_last in between removed or renumbered rows, and the terms of the removed rows must never land on
+        # the rows that now hold their numbers. The session row is locked first, as appends and removals lock it,
+        # so the write waits for a removal under way and then finds the generation changed (and never deadlocks
+        # with it). A row another searcher has indexed in the meantime is left as it is. The seqs come sorted, and
+        # the range they span bounds the rows joined: without it the planner may hash the whole session for each
+        # chunk.
         self.index = f"""
 WITH g AS MATERIALIZED (SELECT 1 FROM {sessions} WHERE agent_id = $1 AND session_id = $2 AND generation = $6
                         FOR NO KEY UPDATE),
-stored AS (UPDATE {m} m SET terms = u.terms::tsvector FROM unnest($3::bigint[], $4::text[]) AS u(seq, terms)
+stored AS (UPDATE {m} m SET terms = u.terms::tsvector, term_count = length(u.terms::tsvector)
+           FROM unnest($3::bigint[], $4::text[]) AS u(seq, terms)
            WHERE m.agent_id = $1 AND m.session_id = $2 AND m.seq = u.seq AND m.terms IS NULL
            AND m.seq BETWEEN $3[1] AND $3[cardinality($3)] AND EXISTS (SELECT 1 FROM g) RETURNING 1)
 UPDATE {sessions} s SET indexed_seq = $5
 WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generation = $6 AND $7
   AND EXISTS (SELECT 1 FROM g)"""
-        # The query of the terms index is a value computed in the statement, not a constant the planner can look
-        # up in the statistics: with them, a term most of a long session holds was planned as a scan of the
-        # whole table. The unit around each match is found by bounded walks (newest, oldest). A row this process
-        # holds parsed (seqs $9, kept in generation $8) is sent without its body when the session's generation,
-        # read in this statement, is still $8. The seqs are looked up in a hash of them, built once (an IN over
+        # Each term's query is a value computed in the statement, not a constant the planner can look up in the
+        # statistics: with them, a term most of a long session holds was planned as a scan of the whole table.
+        # The messages that hold a term come from the terms index, one scan per term, so a message's score is
+        # the sum of the idf of the scans that found it, and its length is its stored term_count: the terms
+        # themselves are never read (a tool output's terms run to kilobytes, kept out of line, and reading them
+        # was most of the statement). Rows indexed before term_count was kept count their terms instead. The unit
+        # around each match is found by bounded walks (newest, oldest). A row this process holds parsed (seqs
+        # $8, kept in generation $7) is sent without its body when the session's generation, read in this
+        # statement, is still $7. The seqs are looked up in a hash of them, built once (an IN over
         # a subquery that does not depend on the row): joined to the rows, the planner took them for a few and
         # scanned them all again for each unit. For the same reason each row's score comes from its unit's
         # arrays of matches (a few), not from a join of the rows with every match.
@@ -160,14 +166,16 @@ WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generat
         self.search = f"""
 WITH s AS (SELECT next_seq, generation FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
 q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
-hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms || ''::tsvector AS terms FROM (
-             SELECT m.agent_id, m.session_id, m.seq, m.role, m.terms, m.cum_tokens, m.tokens FROM {m} m
-             WHERE m.terms @@ (SELECT $5::tsquery) OFFSET 0) x
-         WHERE x.agent_id = $1 AND x.session_id = $2 AND x.role <> 'system' AND x.cum_tokens - x.tokens < $6),
-average AS MATERIALIZED (SELECT greatest(avg(length(terms)), 1) AS len FROM hits),
-top AS MATERIALIZED (SELECT h.seq, h.role, (SELECT sum(q.idf) FROM q WHERE h.terms @@ q.query) * 2.2
-                            / (1 + 1.2 * (0.25 + 0.75 * length(h.terms) / a.len)) AS score
-         FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $7 * 2),
+hits AS MATERIALIZED (SELECT x.seq, x.role, coalesce(x.term_count, length(x.terms)) AS len, sum(x.idf) AS idf
+         FROM (SELECT m.agent_id, m.session_id, m.seq, m.role, m.term_count, m.terms, m.cum_tokens, m.tokens, q.idf
+               FROM q CROSS JOIN LATERAL (
+                   SELECT m.agent_id, m.session_id, m.seq, m.role, m.term_count, m.terms, m.cum_tokens, m.tokens
+                   FROM {m} m WHERE m.terms @@ q.query OFFSET 0) m) x
+         WHERE x.agent_id = $1 AND x.session_id = $2 AND x.role <> 'system' AND x.cum_tokens - x.tokens < $5
+         GROUP BY x.seq, x.role, len),
+average AS MATERIALIZED (SELECT greatest(avg(len), 1) AS len FROM hits),
+top AS MATERIALIZED (SELECT h.seq, h.role, h.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * h.len / a.len)) AS score
+         FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $6 * 2),
 keyed AS MATERIALIZED (SELECT t.seq, t.score, CASE WHEN t.role = 'tool' THEN coalesce({opener}, t.seq)
               ELSE t.seq END AS opener
           FROM top t),
@@ -175,8 +183,8 @@ spans AS MATERIALIZED (SELECT k.opener, k.seqs, k.scores, coalesce({stop}, {_BIG
               SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.role = 'system'
               AND y.seq < k.opener ORDER BY y.seq DESC LIMIT 1) AS after_system
           FROM (SELECT opener, array_agg(seq) AS seqs, array_agg(score) AS scores FROM keyed GROUP BY opener) k)
-SELECT sp.opener, sp.after_system, r.seq, CASE WHEN (SELECT generation FROM s) = $8
-       AND r.seq IN (SELECT h.seq FROM unnest($9::bigint[]) AS h(seq)) THEN NULL ELSE r.body END AS body,
+SELECT sp.opener, sp.after_system, r.seq, CASE WHEN (SELECT generation FROM s) = $7
+       AND r.seq IN (SELECT h.seq FROM unnest($8::bigint[]) AS h(seq)) THEN NULL ELSE r.body END AS body,
        r.offset, sp.scores[array_position(sp.seqs, r.seq)] AS score,
        (SELECT generation FROM s) AS generation
 FROM spans sp CROSS JOIN LATERAL (

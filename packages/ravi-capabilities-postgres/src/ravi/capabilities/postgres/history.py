@@ -495,8 +495,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df, _ in picked]
         chosen = [query for _, query in picked]
         rows, messages = await self._unit_rows(
-            agent_id, session_id, self._search_query, agent_id, session_id, chosen, idfs, " | ".join(chosen), before,
-            limit,
+            agent_id, session_id, self._search_query, agent_id, session_id, chosen, idfs, before, limit,
         )  # fmt: skip
         spans: dict[int, tuple[list[Any], list[ChatMessage]]] = {}
         for r, message in zip(rows, messages, strict=True):
