@@ -16,6 +16,7 @@ from ravi.agents.context import (
     WindowRequest,
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
+from ravi.agents.context.models import model_info
 from ravi.conformance.strategy import check_window
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.cancel import CancelledByToken, CancelToken
@@ -112,6 +113,29 @@ def test_from_model_sizes_the_budget_from_the_table() -> None:
     assert "ModelInfo" in str(info.value)
     custom = ModelInfo(name="my-llm", context_window=10_000, max_output_tokens=1_000)
     assert TokenBudgetComposedStrategy.from_model("my-llm", model_info=custom, safety_margin=0).token_budget == 7_200
+
+
+@pytest.mark.parametrize("typo", ["gpt-4oo", "o1x", "gpt-4.1x", "claude-sonnet-45"])
+def test_a_known_name_with_letters_run_on_is_an_unknown_model(typo: str) -> None:
+    """A known name matches as the start of a longer one only up to a separator (a date, a version, a
+    provider's suffix): ``gpt-4oo`` was sized as ``gpt-4o``."""
+    with pytest.raises(ConfigurationError, match=f"unknown model '{typo}'"):
+        model_info(typo)
+
+
+@pytest.mark.parametrize(
+    ("name", "known"),
+    [
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("openai/gpt-4o", "gpt-4o"),
+        ("claude-3-5-sonnet@20240620", "claude-3-5-sonnet"),
+        ("llama-3.1-8b-instruct:free", "llama-3.1-8b-instruct"),
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("GPT-4o", "gpt-4o"),
+    ],
+)
+def test_dated_and_qualified_names_match_the_known_model(name: str, known: str) -> None:
+    assert model_info(name).name == known
 
 
 def test_bad_parameters_are_refused() -> None:

@@ -46,12 +46,17 @@ MODELS: Mapping[str, ModelInfo] = dict(
         _m("mistral-large", 131_072, 4_096),
     ]
 )
-"""Known models. Names match exactly or as a prefix of a dated or provider-qualified name."""
+"""Known models. Names match exactly or as the start of a dated or provider-qualified name (:func:`model_info`)."""
+
+
+_SEPARATORS = frozenset("-@:.")
+"""What may follow a known name in a longer one (a date, a version, a provider's suffix)."""
 
 
 def model_info(name: str, *, models: Mapping[str, ModelInfo] = MODELS) -> ModelInfo:
-    """The :class:`ModelInfo` for ``name``: an exact match, else the longest known name it starts with
-    (``"claude-sonnet-4-20250514"`` is ``claude-sonnet-4``), also after a ``provider/`` prefix.
+    """The :class:`ModelInfo` for ``name``: an exact match, else the longest known name it starts with followed by
+    a separator (``-``, ``@``, ``:`` or ``.``: ``"claude-sonnet-4-20250514"`` is ``claude-sonnet-4``, while
+    ``"gpt-4oo"`` is unknown), also after a ``provider/`` prefix. Case does not matter.
 
     Raises:
         ConfigurationError: the model is unknown; pass a ``ModelInfo`` instead.
@@ -59,7 +64,7 @@ def model_info(name: str, *, models: Mapping[str, ModelInfo] = MODELS) -> ModelI
     bare = name.rsplit("/", 1)[-1].lower()
     if bare in models:
         return models[bare]
-    prefixes = [k for k in models if bare.startswith(k)]
+    prefixes = [k for k in models if bare.startswith(k) and bare[len(k)] in _SEPARATORS]
     if prefixes:
         return models[max(prefixes, key=len)]
     raise ConfigurationError(
