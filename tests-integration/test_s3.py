@@ -36,6 +36,38 @@ class TestS3FileStore(BlobStoreContract):
             yield store
 
 
+class TestS3FileStoreUnderAKeyPrefix(BlobStoreContract):
+    """The contract through a store whose keys share S3's 1,024 bytes with a ``key_prefix`` (as ``ravi
+    conformance`` runs it: each test under a prefix of its own)."""
+
+    @pytest_asyncio.fixture
+    async def backend(self, s3_server: Server, s3_bucket: str) -> AsyncIterator[S3FileStore]:
+        async with store_for(s3_server, s3_bucket, key_prefix="tenant-with-a-long-name/conformance/") as store:
+            yield store
+
+
+async def test_a_key_prefix_takes_its_bytes_from_the_keys_room(s3_server: Server, s3_bucket: str) -> None:
+    """S3 keeps at most 1,024 bytes of key, the prefix's included: a prefixed store says how many its keys may
+    hold (``max_key_bytes``), stores a key of exactly that many, and refuses a longer one with
+    ``InvalidArgument`` before any request (the server's refusal came back as an S3 error)."""
+    from ravi.kernel.storage import MAX_KEY_BYTES
+
+    prefix = "app-é/"
+    async with store_for(s3_server, s3_bucket, key_prefix=prefix) as store:
+        assert store.max_key_bytes == MAX_KEY_BYTES - len(prefix.encode())
+        segments = "/".join(["s" * 200] * 6)
+        fits = segments[: store.max_key_bytes - 1].rstrip("/") + "k"
+        fits += "k" * (store.max_key_bytes - len(fits.encode()))
+        assert len(fits.encode()) == store.max_key_bytes
+        await store.upload(fits, b"fits")
+        assert (await store.download(fits)).data == b"fits"
+        with pytest.raises(InvalidArgument, match="key_prefix"):
+            await store.upload(fits + "k", b"too long")
+        assert (await store.download(fits)).data == b"fits"
+    async with store_for(s3_server, s3_bucket) as whole:
+        assert whole.max_key_bytes == MAX_KEY_BYTES
+
+
 def fetch(url: str) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=10) as response:

@@ -28,7 +28,15 @@ from ravi.kernel.errors import (
     RaviError,
 )
 from ravi.kernel.loops import KeyedLocks
-from ravi.kernel.storage import Blob, blob_prefix, check_blob_key, check_blob_metadata, check_content_type, check_forget
+from ravi.kernel.storage import (
+    MAX_KEY_BYTES,
+    Blob,
+    blob_prefix,
+    check_blob_key,
+    check_blob_metadata,
+    check_content_type,
+    check_forget,
+)
 from ravi.kernel.values import ttl_seconds
 
 _log = logging.getLogger(__name__)
@@ -155,6 +163,8 @@ class S3FileStore:
             raise ConfigurationError(f"addressing_style must be path, virtual or auto, got {addressing_style!r}")
         self.bucket = bucket
         self.key_prefix = key_prefix
+        self.max_key_bytes = MAX_KEY_BYTES - len(key_prefix.encode("utf-8"))
+        """How many UTF-8 bytes a key may hold: S3's 1,024 less what the ``key_prefix`` takes."""
         self.create_bucket = create_bucket
         self._lifecycle = lifecycle_rules
         self._rules: set[int] = set()
@@ -240,7 +250,14 @@ class S3FileStore:
                 await asyncio.to_thread(client.close)
 
     def _key(self, key: str) -> str:
-        return self.key_prefix + check_blob_key(key)
+        size = len(check_blob_key(key).encode("utf-8"))
+        if size > self.max_key_bytes:
+            raise InvalidArgument(
+                f"a blob key may hold at most {self.max_key_bytes} UTF-8 bytes in this store, this one has {size}: its "
+                f"key_prefix {self.key_prefix!r} takes {MAX_KEY_BYTES - self.max_key_bytes} of S3's {MAX_KEY_BYTES}",
+                hint="shorten the key (a hash of its long part, for instance) or the key_prefix",
+            )
+        return self.key_prefix + key
 
     async def _ensure_rule(self, days: int) -> None:
         """A lifecycle rule deleting objects tagged with ``days``, added once, where the store supports it."""

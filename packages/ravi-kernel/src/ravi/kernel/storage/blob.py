@@ -28,7 +28,11 @@ class Blob(Value):
 
 @runtime_checkable
 class BlobStore(Protocol):
-    """Bytes by key (tool outputs, files, images), with optional expiry and shareable URLs."""
+    """Bytes by key (tool outputs, files, images), with optional expiry and shareable URLs.
+
+    Keys are checked by :func:`check_blob_key`. A store whose keys have less room than :data:`MAX_KEY_BYTES`
+    (S3's limit counts an S3 store's ``key_prefix`` too) says how many bytes they may hold in a ``max_key_bytes``
+    attribute, and refuses longer keys with ``InvalidArgument``; the conformance suite reads it when it is there."""
 
     async def connect(self) -> None:
         """Open connections; stores are also async context managers that connect and disconnect."""
