@@ -21,6 +21,29 @@ def test_demo_replays_and_saves_tokens() -> None:
     assert any("budget" in r["fired"] for r in rows)
 
 
+def test_the_demos_assembly_time_counts_the_reads_from_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The assembly time of each model call is the whole window call, store reads included (as the telemetry's
+    ``ravi.window.assembly.duration``): it was timed from the pipeline's first event to its last, so a read that
+    took a second showed as a few microseconds. A clock that moves only while the store reads shows it."""
+    from ravi.agents.cli import demo
+    from ravi.agents.context import InMemoryHistoryProvider
+
+    clock = [0.0]
+    monkeypatch.setattr(demo.time, "perf_counter", lambda: clock[0])
+    for name in ("read_window", "get_messages"):
+        read = getattr(InMemoryHistoryProvider, name)
+
+        async def slow(self, *args, _read=read, **kwargs):  # type: ignore[no-untyped-def]
+            clock[0] += 1.0  # each read takes a second on this clock
+            return await _read(self, *args, **kwargs)
+
+        monkeypatch.setattr(InMemoryHistoryProvider, name, slow)
+    result = runner.invoke(app, ["demo", "--requests", "3", "--budget", "1500", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert rows and all(r["assembly_ms"] >= 1_000 for r in rows), [r["assembly_ms"] for r in rows]
+
+
 def test_backends_lists_memory_history() -> None:
     result = runner.invoke(app, ["backends", "--json"])
     assert result.exit_code == 0
