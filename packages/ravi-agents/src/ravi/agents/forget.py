@@ -34,7 +34,7 @@ class ForgetReport:
         session_id: The session forgotten, ``None`` for every session of the agent.
         sessions: The sessions whose per-session records were erased (state, recall collections).
         removed: How many records each store removed, by name: ``history`` (messages), ``summaries`` (a separately
-            configured summary store), ``state`` (sessions whose state was cleared), ``recall`` (relevant
+            configured summary store), ``state`` (sessions that had state, now cleared), ``recall`` (relevant
             recall's collections dropped from the vector store), ``longterm``, ``vector``, ``graph``, ``blob``,
             ``tasks``.
         not_covered: The stores that cannot forget, by name, with why (a store without ``forget``, a hybrid
@@ -126,9 +126,11 @@ async def forget(stores: Any, agent_id: str, *, session_id: str | None = None) -
     sessions = listed or []
     # per session, found through the history: before the history is gone
     state = stores.state
+    cleared = 0
     for session in sessions:
+        cleared += bool(await state.get_state(session))  # a session with state: one the report counts
         await state.clear(session)
-    removed["state"] = len(sessions)
+    removed["state"] = cleared
     vector = stores.vector
     dropped = 0
     for prefix in _recall_prefixes(stores):
