@@ -58,6 +58,24 @@ def test_backends_lists_memory_history() -> None:
             assert name in row["installed"] or row["install"].get(name) == dist
 
 
+def test_backends_shows_the_backend_each_kind_is_configured_with(tmp_path: Path) -> None:
+    """``ravi backends`` says which backend each kind resolves to under the configuration (``ravi.toml`` here, and
+    ``RAVI_*`` variables), so "does my graph use AGE?" has an answer; a configured backend that is not installed
+    is marked."""
+    (tmp_path / "ravi.toml").write_text(
+        '[graph]\nbackend = "age"\n\n[blob]\nbackend = "nosuchbackend"\n', encoding="utf-8"
+    )
+    done = run_ravi(tmp_path, "backends", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["graph"]["configured"] == "age" and report["history"]["configured"] == "memory"
+    assert report["blob"]["configured"] == "nosuchbackend"
+    assert report["summaries"]["configured"] == "memory"  # beside the history
+    shown = run_ravi(tmp_path, "backends")
+    assert shown.returncode == 0, shown.stderr
+    assert "configured" in shown.stdout and "not installed" in shown.stdout
+
+
 def test_help_shows_bracketed_names() -> None:
     """Rich markup used to eat "[context]" from every --agent help line."""
     result = runner.invoke(app, ["history", "list", "--help"])
