@@ -323,3 +323,15 @@ def test_an_empty_agent_option_is_refused_not_replaced_by_the_default(tmp_path: 
     done = run_ravi(tmp_path, *command, "--agent", "")
     assert done.returncode == 1
     assert done.stderr.strip() == "error: agent_id must not be empty", done.stderr
+
+
+def test_counts_in_messages_agree_with_their_number() -> None:
+    """``ravi history list`` printed "1 messages"."""
+    from ravi.agents.cli._common import count_of
+
+    assert [count_of(n, "message") for n in (0, 1, 2, 1_000)] == [
+        "0 messages",
+        "1 message",
+        "2 messages",
+        "1,000 messages",
+    ]

@@ -40,6 +40,11 @@ async def known_sessions(history: Any, agent_id: str) -> str:
     return f"its sessions: {', '.join(known[:20])}{more}"
 
 
+def count_of(n: int, noun: str) -> str:
+    """``"1 message"``, ``"2 messages"``: ``n`` and ``noun``, plural unless ``n`` is 1."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def preview(message: ChatMessage, width: int = 70) -> str:
     """One line of a message: its text, or its tool calls, or its tool output, cut to ``width``."""
     if message.role == "tool" and message.tool_result is not None:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from ravi.agents.cli._common import JsonOption, console
+from ravi.agents.cli._common import JsonOption, console, count_of
 from ravi.agents.context import (
     AgentContext,
     CompactionEvent,
@@ -299,7 +299,7 @@ def demo(
         f"Sent {sent:,} tokens over {len(rows)} calls instead of {whole:,} "
         f"([bold green]{saved:,} saved, {saved / whole:.0%}[/]); "
         f"assembly took {sum(r.assembly_ms for r in rows):.1f} ms in all. The stored transcript is untouched: "
-        f"{rows[-1].stored_messages + 1} messages."
+        f"{count_of(rows[-1].stored_messages + 1, 'message')}."
     )
     if config is not None:
         console.print(

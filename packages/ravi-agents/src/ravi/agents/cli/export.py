@@ -9,7 +9,7 @@ from typing import Annotated, TextIO
 
 import typer
 
-from ravi.agents.cli._common import ConfigOption, close_store, known_sessions
+from ravi.agents.cli._common import ConfigOption, close_store, count_of, known_sessions
 from ravi.agents.forget import ALL_SESSIONS
 from ravi.agents.settings import build_store, load_settings
 from ravi.kernel.errors import InvalidArgument, NotFound
@@ -64,7 +64,7 @@ def export(
             raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
         with out:
             written = asyncio.run(_export(agent, session, config, out))
-    typer.echo(f"exported {written} messages", err=True)
+    typer.echo(f"exported {count_of(written, 'message')}", err=True)
 
 
 __all__ = ["export"]

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ravi.agents.cli._common import ConfigOption, JsonOption, close_store
+from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, count_of
 from ravi.agents.settings import build_store, load_settings
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage.transfer import SessionRecord, import_records, parse_export, split_lines
@@ -57,7 +57,7 @@ def import_(
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
     for (agent, session), (count, added) in done.items():
-        typer.echo(f"agent {agent!r} session {session!r}: {count} messages, {added} new")
+        typer.echo(f"agent {agent!r} session {session!r}: {count_of(count, 'message')}, {added} new")
 
 
 __all__ = ["import_"]

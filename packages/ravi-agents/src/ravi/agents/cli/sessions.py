@@ -9,7 +9,16 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ravi.agents.cli._common import AgentOption, ConfigOption, JsonOption, close_store, console, known_sessions, preview
+from ravi.agents.cli._common import (
+    AgentOption,
+    ConfigOption,
+    JsonOption,
+    close_store,
+    console,
+    count_of,
+    known_sessions,
+    preview,
+)
 from ravi.agents.settings import build_store, load_settings
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.errors import NotFound
@@ -56,7 +65,7 @@ def history_list(
         )
         return
     table = Table(
-        title=f"session {session!r} of agent {agent_id!r}: {len(messages)} messages, "
+        title=f"session {session!r} of agent {agent_id!r}: {count_of(len(messages), 'message')}, "
         f"{DEFAULT_COUNTER.count_messages(messages):,} tokens"
     )
     for name in ("#", "role", "tokens", "content"):

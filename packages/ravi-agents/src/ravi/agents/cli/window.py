@@ -15,6 +15,7 @@ from ravi.agents.cli._common import (
     ConfigOption,
     JsonOption,
     console,
+    count_of,
     describe_counter,
     known_sessions,
     preview,
@@ -120,7 +121,7 @@ def window(
         console.print(table)
         return
     table = Table(
-        title=f"window for {session!r}: {len(messages)} of {len(stored)} messages, "
+        title=f"window for {session!r}: {len(messages)} of {count_of(len(stored), 'message')}, "
         f"{window_tokens:,} of {counter.count_messages(stored):,} tokens ({sizes})"
     )
     for name in ("role", "tokens", "content"):
