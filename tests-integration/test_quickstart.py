@@ -127,7 +127,7 @@ def test_step_two_with_ravi_toml(dev_postgres: Dev, tmp_path: Path) -> None:
         check=False,
     )
     assert listed.returncode == 0, listed.stderr
-    assert [m["role"] for m in json.loads(listed.stdout)] == ["system", "user", "assistant"] * 2
+    assert [m["role"] for m in json.loads(listed.stdout)] == ["system", "user", "assistant", "user", "assistant"]
 
 
 def test_step_two_with_variables(dev_postgres: Dev, tmp_path: Path) -> None:
