@@ -78,9 +78,11 @@ def warm_ms(
     loop: bool = False,
     request: str = "follow-up question {i}",
 ) -> float:
+    # what an earlier configuration's windows left in the messages' memos is wiped first; the store then counts
+    # each message as it is appended, as every store does (Postgres and Redis read the count back with the row)
+    forget_counts(messages)
     history = InMemoryHistoryProvider()
     asyncio.run(history.append_many("agent", messages, session_id="s"))
-    forget_counts(messages)
     context = AgentContext(ContextConfig(history, pipeline))  # type: ignore[arg-type]
 
     async def run() -> float:
