@@ -635,6 +635,134 @@ async def test_rows_indexed_before_version_11_rank_the_same_as_those_with_their_
         assert len(counts) == len(late) and all(r["term_count"] == r["n"] for r in counts)
 
 
+_OLD_SCORING = """hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms || ''::tsvector AS terms FROM (
+             SELECT m.agent_id, m.session_id, m.seq, m.role, m.terms, m.cum_tokens, m.tokens FROM {m} m
+             WHERE m.terms @@ (SELECT string_agg(t.query, ' | ')::tsquery FROM unnest($3::text[]) AS t(query))
+             OFFSET 0) x
+         WHERE x.agent_id = $1 AND x.session_id = $2 AND x.role <> 'system' AND x.cum_tokens - x.tokens < $5),
+average AS MATERIALIZED (SELECT greatest(avg(length(terms)), 1) AS len FROM hits),
+top AS MATERIALIZED (SELECT h.seq, h.role, (SELECT sum(q.idf) FROM q WHERE h.terms @@ q.query) * 2.2
+                            / (1 + 1.2 * (0.25 + 0.75 * length(h.terms) / a.len)) AS score
+         FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $6 * 2),"""
+
+
+def test_the_search_ranks_as_it_did_before_version_11_whatever_the_session(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """The search of version 11 (one index scan per term, each message's length from term_count) against the
+    statement it replaced (each matched message's terms read), on generated sessions of repeated terms, tool calls
+    and results, system messages, empty and unicode texts, a term most messages hold, ``before`` cutting units and
+    limits down to 1, rows with and without term_count mixed, and a second agent with the same session id and
+    words: the same units, scores and order every time. The units found are those the in-memory store finds (its
+    scores differ: it counts a term as often as a message holds it)."""
+    import re
+
+    from hypothesis import HealthCheck, example, given, settings
+    from hypothesis import strategies as st
+
+    from ravi.agents.context import InMemoryHistoryProvider
+
+    class Before11(PostgresHistoryProvider):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            m = self._messages
+            self._search_query = re.sub(
+                r"hits AS MATERIALIZED .*?LIMIT \$6 \* 2\),",
+                lambda _: _OLD_SCORING.format(m=m),
+                self._search_query,
+                flags=re.S,
+            )
+            assert "string_agg" in self._search_query
+
+    vocabulary = ["fern", "moss", "walrus", "Straße", "東京", "lunch", "fern fern fern", "common", "ÉCOLE", ""]
+    words = st.lists(st.sampled_from(vocabulary), min_size=0, max_size=5)
+    kinds = st.sampled_from(["user", "user", "assistant", "call", "tool", "system", "empty"])
+    queries = st.lists(st.sampled_from(["fern", "moss", "walrus", "straße", "東京", "lunch", "common", "école"]),
+                       min_size=1, max_size=5)  # fmt: skip
+
+    def made(kind: str, text: str, i: int) -> ChatMessage:
+        text = f"{text} common"
+        if kind == "call":
+            return ChatMessage(
+                role="assistant", content=[ToolCallBlock(id=f"c{i}", name="look", arguments={"q": text})]
+            )
+        if kind == "tool":
+            return ChatMessage.tool(f"c{i - 1}", text)
+        if kind == "empty":
+            return ChatMessage.user("")
+        return {"user": ChatMessage.user, "assistant": ChatMessage.assistant, "system": ChatMessage.system}[kind](text)
+
+    def ranked(units: list[UnitMatch]) -> list[tuple[float, int, list[str], str | None]]:
+        return [(u.score, u.offset, [m.id for m in u.messages], u.after_system) for u in units]
+
+    async def check(
+        new: PostgresHistoryProvider,
+        old: PostgresHistoryProvider,
+        turns: list[tuple[str, list[str]]],
+        searches: list[tuple[list[str], int, int]],
+        uncounted: list[bool],
+    ) -> None:
+        session = uuid.uuid4().hex
+        messages = [made(kind, " ".join(text), i) for i, (kind, text) in enumerate(turns)]
+        memory = InMemoryHistoryProvider()
+        await memory.append_many("a", messages, session_id=session)
+        await new.append_many("a", messages, session_id=session)
+        total = sum(map(stored_tokens, messages))
+        for terms, cut, limit in searches:
+            query, before = " ".join(terms), total * cut // 4
+            got = await new.search_units("a", session_id=session, query=query, before=before, limit=limit)
+            assert ranked(got) == ranked(
+                await old.search_units("a", session_id=session, query=query, before=before, limit=limit)
+            )
+            everything = await new.search_units("a", session_id=session, query=query, before=before, limit=10**6)
+            assert [u.messages for u in everything[: len(got)]] == [u.messages for u in got]
+            if before >= total:  # (a unit that a cut at ``before`` splits: Postgres returns it, memory does not)
+                alone = await memory.search_units("a", session_id=session, query=query, before=before, limit=10**6)
+                assert sorted(u.offset for u in everything) == sorted(u.offset for u in alone)
+        m = new.db.table("messages")
+        seqs = await new.db.fetch(f"SELECT seq FROM {m} WHERE agent_id = 'a' AND session_id = $1", session)
+        forgotten = [r["seq"] for r, drop in zip(seqs, uncounted * len(seqs), strict=False) if drop]
+        await new.db.execute(  # as rows indexed before version 11
+            f"UPDATE {m} SET term_count = NULL WHERE agent_id = 'a' AND session_id = $1 AND seq = ANY($2)",
+            session,
+            forgotten,
+        )
+        await new.append_many("b", messages, session_id=session)  # another tenant, the same session and words
+        for terms, cut, limit in searches:
+            query, before = " ".join(terms), total * cut // 4
+            assert ranked(
+                await new.search_units("a", session_id=session, query=query, before=before, limit=limit)
+            ) == ranked(await old.search_units("a", session_id=session, query=query, before=before, limit=limit))
+
+    with asyncio.Runner() as runner:
+        new = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+        old = Before11(postgres_server.address, schema=pg_schema)
+
+        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+        @example(  # two messages holding the same terms: their idfs were added in the order the plan met them
+            turns=[("user", [])] * 8
+            + [("user", ["fern"]), ("user", ["fern", "moss", "walrus"]), ("user", ["moss"])]
+            + [("user", ["fern", "moss"])] * 2,
+            searches=[(["fern", "moss", "walrus"], 4, 1)],
+            uncounted=[False],
+        )
+        @given(
+            turns=st.lists(st.tuples(kinds, words), min_size=1, max_size=40),
+            searches=st.lists(st.tuples(queries, st.integers(0, 5), st.integers(1, 6)), min_size=1, max_size=3),
+            uncounted=st.lists(st.booleans(), min_size=1, max_size=5),
+        )
+        def sessions(
+            turns: list[tuple[str, list[str]]], searches: list[tuple[list[str], int, int]], uncounted: list[bool]
+        ) -> None:
+            runner.run(check(new, old, turns, searches, uncounted))
+
+        try:
+            sessions()
+        finally:
+            runner.run(new.close())
+            runner.run(old.close())
+
+
 async def test_the_engine_reads_only_the_window_from_postgres(postgres_server: Server, pg_schema: str) -> None:
     """Through ``AgentContext``: the window of a long session equals the window of its whole transcript, and
     the rows read are about the window, not the session."""

@@ -68,6 +68,23 @@ async def test_a_key_prefix_takes_its_bytes_from_the_keys_room(s3_server: Server
         assert whole.max_key_bytes == MAX_KEY_BYTES
 
 
+async def test_a_key_prefix_must_leave_room_for_a_key(s3_server: Server, s3_bucket: str) -> None:
+    """A key_prefix of S3's 1,024 bytes or more (multi-byte characters counted as their bytes) leaves no room for
+    any key: the store is refused when it is made, naming the prefix, instead of refusing every key later with a
+    room of 0 or -1 bytes. A prefix that leaves one byte holds a one-byte key."""
+    segment = "x" * 254 + "/"
+    for prefix in (segment * 4 + "abc/", segment * 4 + "abcd/", segment * 3 + "é" * 127 + "/abcd/"):
+        assert len(prefix.encode()) >= 1024
+        with pytest.raises(ConfigurationError, match="key_prefix"):
+            store_for(s3_server, s3_bucket, key_prefix=prefix)
+    async with store_for(s3_server, s3_bucket, key_prefix=segment * 4 + "ab/") as store:
+        assert store.max_key_bytes == 1
+        await store.upload("k", b"one byte")
+        assert (await store.download("k")).data == b"one byte"
+        with pytest.raises(InvalidArgument, match="key_prefix"):
+            await store.upload("é", b"two bytes")
+
+
 def fetch(url: str) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=10) as response:

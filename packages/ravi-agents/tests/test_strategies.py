@@ -138,6 +138,16 @@ def test_dated_and_qualified_names_match_the_known_model(name: str, known: str) 
     assert model_info(name).name == known
 
 
+@pytest.mark.parametrize(
+    ("name", "known"),
+    [("gpt-4o_prod", "gpt-4o"), ("azure/gpt-4o-mini_eastus2", "gpt-4o-mini"), ("gpt-4.1_2025-04-14", "gpt-4.1")],
+)
+def test_a_deployment_name_with_an_underscore_after_the_model_matches_it(name: str, known: str) -> None:
+    """Azure OpenAI deployment names (letters, digits, ``-``, ``_`` and ``.``) often put an underscore after the
+    model's name; they were sized as the model before names matched only up to a separator."""
+    assert model_info(name).name == known
+
+
 def test_bad_parameters_are_refused() -> None:
     with pytest.raises(InvalidArgument):
         SlidingWindowCompaction(-1)

@@ -49,13 +49,14 @@ MODELS: Mapping[str, ModelInfo] = dict(
 """Known models. Names match exactly or as the start of a dated or provider-qualified name (:func:`model_info`)."""
 
 
-_SEPARATORS = frozenset("-@:.")
-"""What may follow a known name in a longer one (a date, a version, a provider's suffix)."""
+_SEPARATORS = frozenset("-_@:.")
+"""What may follow a known name in a longer one (a date, a version, a provider's suffix, the rest of an Azure
+deployment's name)."""
 
 
 def model_info(name: str, *, models: Mapping[str, ModelInfo] = MODELS) -> ModelInfo:
     """The :class:`ModelInfo` for ``name``: an exact match, else the longest known name it starts with followed by
-    a separator (``-``, ``@``, ``:`` or ``.``: ``"claude-sonnet-4-20250514"`` is ``claude-sonnet-4``, while
+    a separator (``-``, ``_``, ``@``, ``:`` or ``.``: ``"claude-sonnet-4-20250514"`` is ``claude-sonnet-4``, while
     ``"gpt-4oo"`` is unknown), also after a ``provider/`` prefix. Case does not matter.
 
     Raises:

@@ -152,7 +152,9 @@ WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generat
         # Each term's query is a value computed in the statement, not a constant the planner can look up in the
         # statistics: with them, a term most of a long session holds was planned as a scan of the whole table.
         # The messages that hold a term come from the terms index, one scan per term, so a message's score is
-        # the sum of the idf of the scans that found it, and its length is its stored term_count: the terms
+        # the sum of the idf of the scans that found it, added in the order of the terms, as the in-memory index adds
+        # them (added in the order the plan met them, two messages holding the same terms scored a few ulps apart,
+        # and the older one could rank first), and its length is its stored term_count: the terms
         # themselves are never read (a tool output's terms run to kilobytes, kept out of line, and reading them
         # was most of the statement). Rows indexed before term_count was kept count their terms instead. The unit
         # around each match is found by bounded walks (newest, oldest). A row this process holds parsed (seqs
@@ -165,9 +167,12 @@ WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generat
         stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", _OPENS, 16)
         self.search = f"""
 WITH s AS (SELECT next_seq, generation FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
-q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf FROM unnest($3::text[], $4::float8[]) AS t(query, idf)),
-hits AS MATERIALIZED (SELECT x.seq, x.role, coalesce(x.term_count, length(x.terms)) AS len, sum(x.idf) AS idf
-         FROM (SELECT m.agent_id, m.session_id, m.seq, m.role, m.term_count, m.terms, m.cum_tokens, m.tokens, q.idf
+q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf, t.i
+         FROM unnest($3::text[], $4::float8[]) WITH ORDINALITY AS t(query, idf, i)),
+hits AS MATERIALIZED (SELECT x.seq, x.role, coalesce(x.term_count, length(x.terms)) AS len,
+                             sum(x.idf ORDER BY x.i) AS idf
+         FROM (SELECT m.agent_id, m.session_id, m.seq, m.role, m.term_count, m.terms, m.cum_tokens, m.tokens, q.idf,
+                      q.i
                FROM q CROSS JOIN LATERAL (
                    SELECT m.agent_id, m.session_id, m.seq, m.role, m.term_count, m.terms, m.cum_tokens, m.tokens
                    FROM {m} m WHERE m.terms @@ q.query OFFSET 0) m) x

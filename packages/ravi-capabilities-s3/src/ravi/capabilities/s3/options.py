@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from ravi.kernel.options import BackendOptions
-from ravi.kernel.storage import check_blob_key
+from ravi.kernel.storage import MAX_KEY_BYTES, check_blob_key
 
 
 class S3Options(BackendOptions):
@@ -52,6 +52,11 @@ class S3Options(BackendOptions):
                 f"must be empty or end with '/' (such as {prefix + '/'!r}), so no app's keys are another's"
             )
         check_blob_key(prefix[:-1])  # the same rules as a key: no backslash, no empty, '.' or '..' segment
+        size = len(prefix.encode("utf-8"))
+        if size >= MAX_KEY_BYTES:  # S3's limit counts the prefix: no key would fit after it
+            raise ValueError(
+                f"takes {size} UTF-8 bytes, and S3 keeps {MAX_KEY_BYTES} in all: no key would fit after it"
+            )
         return prefix
 
 
