@@ -132,6 +132,8 @@ def test_a_known_name_with_letters_run_on_is_an_unknown_model(typo: str) -> None
         ("llama-3.1-8b-instruct:free", "llama-3.1-8b-instruct"),
         ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
         ("GPT-4o", "gpt-4o"),
+        ("o1-mini-2024-09-12", "o1-mini"),
+        ("claude-opus-4-5-20251101", "claude-opus-4-5"),
     ],
 )
 def test_dated_and_qualified_names_match_the_known_model(name: str, known: str) -> None:
