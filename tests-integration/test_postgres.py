@@ -646,6 +646,33 @@ top AS MATERIALIZED (SELECT h.seq, h.role, (SELECT sum(q.idf) FROM q WHERE h.ter
          FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $6 * 2),"""
 
 
+async def test_a_unit_that_before_cuts_is_not_found(postgres_server: Server, pg_schema: str) -> None:
+    """``search_units`` finds the units wholly before offset ``before``, as the in-memory store does: a tool call
+    before it whose result lies after it was returned whole, result included."""
+    from ravi.agents.context import InMemoryHistoryProvider
+
+    call = ToolCallBlock(id="c1", name="lookup_harbour", arguments={"q": "harbour"})
+    messages = [
+        ChatMessage.user("where is the harbour crane"),
+        ChatMessage.assistant(tool_calls=[call]),
+        ChatMessage.tool("c1", "the harbour crane stands on pier nine"),
+        ChatMessage.user("thanks"),
+    ]
+    inside = stored_tokens(messages[0]) + stored_tokens(messages[1])  # the result's offset: the cut splits the unit
+    memory = InMemoryHistoryProvider()
+    await memory.append_many("a", messages, session_id="s")
+    async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await store.append_many("a", messages, session_id="s")
+        for before in (inside, inside + 1, 10**9):
+            found = await store.search_units("a", session_id="s", query="harbour crane", before=before, limit=10)
+            alone = await memory.search_units("a", session_id="s", query="harbour crane", before=before, limit=10)
+            assert [(u.offset, [m.id for m in u.messages]) for u in found] == [
+                (u.offset, [m.id for m in u.messages]) for u in alone
+            ], before
+        cut = await store.search_units("a", session_id="s", query="harbour crane", before=inside, limit=10)
+        assert [u.messages[0].id for u in cut] == [messages[0].id]
+
+
 def test_the_search_ranks_as_it_did_before_version_11_whatever_the_session(
     postgres_server: Server, pg_schema: str
 ) -> None:
@@ -716,9 +743,9 @@ def test_the_search_ranks_as_it_did_before_version_11_whatever_the_session(
             )
             everything = await new.search_units("a", session_id=session, query=query, before=before, limit=10**6)
             assert [u.messages for u in everything[: len(got)]] == [u.messages for u in got]
-            if before >= total:  # (a unit that a cut at ``before`` splits: Postgres returns it, memory does not)
-                alone = await memory.search_units("a", session_id=session, query=query, before=before, limit=10**6)
-                assert sorted(u.offset for u in everything) == sorted(u.offset for u in alone)
+            alone = await memory.search_units("a", session_id=session, query=query, before=before, limit=10**6)
+            assert sorted(u.offset for u in everything) == sorted(u.offset for u in alone)  # a unit ``before`` cuts:
+            # in neither (Postgres returned it)
         m = new.db.table("messages")
         seqs = await new.db.fetch(f"SELECT seq FROM {m} WHERE agent_id = 'a' AND session_id = $1", session)
         forgotten = [r["seq"] for r, drop in zip(seqs, uncounted * len(seqs), strict=False) if drop]

@@ -14,7 +14,7 @@ from ravi.capabilities.postgres._history_migrations import MIGRATIONS
 from ravi.capabilities.postgres._history_sql import HistoryStatements
 from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
-from ravi.capabilities.postgres.hybrid import HybridSearch
+from ravi.capabilities.postgres.hybrid import HybridSearch, _wholly_before
 from ravi.capabilities.postgres.options import PostgresHistoryOptions
 from ravi.capabilities.postgres.summaries import _delete_summaries
 from ravi.kernel.errors import BackendUnavailable, MessageConflict, RaviError
@@ -510,7 +510,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
                 j = unit_end(messages, i)
                 scores = [r["score"] for r, m in zip(span[i:j], messages[i:j], strict=True) if m.role != "system"]
                 best = max((x for x in scores if x is not None), default=None)
-                if best is not None and best > 0 and span[i]["offset"] is not None and span[i]["offset"] < before:
+                if best is not None and best > 0 and _wholly_before(span[i:j], before):
                     anchor = span[0]["after_system"]
                     if i:  # a unit after the span's first: the newest system message before it may lie inside
                         anchor = next((m.id for m in reversed(messages[:i]) if m.role == "system"), anchor)

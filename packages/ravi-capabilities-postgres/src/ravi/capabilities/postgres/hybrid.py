@@ -253,12 +253,11 @@ ORDER BY sp.opener, r.seq""",
                 j = unit_end(messages, i)
                 scores = [r["score"] for r, x in zip(span[i:j], messages[i:j], strict=True) if x.role != "system"]
                 best = max((s for s in scores if s is not None), default=None)
-                offset = span[i]["offset"]
-                if best is not None and best > 0 and offset is not None and offset < before:
+                if best is not None and best > 0 and _wholly_before(span[i:j], before):
                     anchor = span[0]["after_system"]
                     if i:  # the newest system message before a later unit of the span may lie inside it
                         anchor = next((x.id for x in reversed(messages[:i]) if x.role == "system"), anchor)
-                    found.append(UnitMatch(float(best), tuple(messages[i:j]), int(offset), anchor))
+                    found.append(UnitMatch(float(best), tuple(messages[i:j]), int(span[i]["offset"]), anchor))
                 i = j
         found.sort(key=lambda u: (-u.score, -u.offset))
         return found
@@ -422,6 +421,12 @@ ON CONFLICT (agent_id, session_id, model) DO UPDATE SET epoch = $4, upto = $5, l
                 rows[-1]["message_id"],
             )
         return int(epoch), int(stop)
+
+
+def _wholly_before(rows: Sequence[Any], before: int) -> bool:
+    """Whether the unit of ``rows`` (each with its ``offset``) lies wholly before offset ``before``: a unit that
+    ``before`` cuts (a tool call before it, a result after) is not one of the units before it."""
+    return all(r["offset"] is not None and r["offset"] < before for r in rows)
 
 
 def _embedded_text(message: ChatMessage) -> str:
