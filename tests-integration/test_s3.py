@@ -50,10 +50,12 @@ async def test_a_key_prefix_takes_its_bytes_from_the_keys_room(s3_server: Server
     """S3 keeps at most 1,024 bytes of key, the prefix's included: a prefixed store says how many its keys may
     hold (``max_key_bytes``), stores a key of exactly that many, and refuses a longer one with
     ``InvalidArgument`` before any request (the server's refusal came back as an S3 error)."""
-    from ravi.kernel.storage import MAX_KEY_BYTES
+    from ravi.agents.storage import InMemoryFileStore
+    from ravi.kernel.storage import MAX_KEY_BYTES, BoundedKeys
 
     prefix = "app-é/"
     async with store_for(s3_server, s3_bucket, key_prefix=prefix) as store:
+        assert isinstance(store, BoundedKeys) and not isinstance(InMemoryFileStore(), BoundedKeys)
         assert store.max_key_bytes == MAX_KEY_BYTES - len(prefix.encode())
         segments = "/".join(["s" * 200] * 6)
         fits = segments[: store.max_key_bytes - 1].rstrip("/") + "k"

@@ -9,7 +9,7 @@ import pytest
 
 from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, skip_without, unique
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import MAX_KEY_BYTES, Blob, BlobStore, Forgetter, blob_prefix
+from ravi.kernel.storage import MAX_KEY_BYTES, Blob, BlobStore, BoundedKeys, Forgetter, blob_prefix
 
 
 class BlobStoreContract(ContractBase):
@@ -133,8 +133,9 @@ class BlobStoreContract(ContractBase):
 
     async def test_a_long_key_is_stored_exactly_or_refused(self, backend: BlobStore) -> None:
         """A key within ``MAX_KEY_BYTES`` whose segments are long is stored exactly or refused with
-        ``InvalidArgument``; one whose segments are short reads back at any length the limit allows (the store's
-        ``max_key_bytes`` when it has one: an S3 store's ``key_prefix`` takes part of S3's limit).
+        ``InvalidArgument``; one whose segments are short reads back at any length the limit allows (a
+        :class:`~ravi.kernel.storage.BoundedKeys` store's ``max_key_bytes``: an S3 store's ``key_prefix`` takes part
+        of S3's limit).
 
         Troubleshooting: file systems under S3 servers (SeaweedFS's filer, MinIO) keep at most 255 bytes per
         ``/``-separated segment; ``check_blob_key`` refuses longer segments."""
@@ -145,7 +146,7 @@ class BlobStoreContract(ContractBase):
             except InvalidArgument:
                 continue
             assert (await backend.download(key)).data == key.encode()
-        room = getattr(backend, "max_key_bytes", MAX_KEY_BYTES)  # less than the limit where a prefix shares it
+        room = backend.max_key_bytes if isinstance(backend, BoundedKeys) else MAX_KEY_BYTES
         segments = f"{prefix}/" + "/".join(["w" * 250] * 4)
         key = segments[: room - 1].rstrip("/") + "k"
         await backend.upload(key, b"long")

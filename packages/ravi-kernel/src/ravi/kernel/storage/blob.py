@@ -30,9 +30,8 @@ class Blob(Value):
 class BlobStore(Protocol):
     """Bytes by key (tool outputs, files, images), with optional expiry and shareable URLs.
 
-    Keys are checked by :func:`check_blob_key`. A store whose keys have less room than :data:`MAX_KEY_BYTES`
-    (S3's limit counts an S3 store's ``key_prefix`` too) says how many bytes they may hold in a ``max_key_bytes``
-    attribute, and refuses longer keys with ``InvalidArgument``; the conformance suite reads it when it is there."""
+    Keys are checked by :func:`check_blob_key`. A store whose keys have less room than :data:`MAX_KEY_BYTES` says
+    so with :class:`BoundedKeys`."""
 
     async def connect(self) -> None:
         """Open connections; stores are also async context managers that connect and disconnect."""
@@ -69,6 +68,16 @@ class BlobStore(Protocol):
 
 MAX_KEY_BYTES = 1024
 """The longest blob key, in UTF-8 bytes (S3's limit)."""
+
+
+@runtime_checkable
+class BoundedKeys(Protocol):
+    """An optional ability of a blob store whose keys have less room than :data:`MAX_KEY_BYTES` (S3's limit counts
+    an S3 store's ``key_prefix`` too): ``max_key_bytes`` says how many UTF-8 bytes a key may hold, and a longer key
+    is refused with ``InvalidArgument``. The conformance suite sizes its longest key by it."""
+
+    max_key_bytes: int
+
 
 MAX_SEGMENT_BYTES = 255
 """The longest ``/``-separated segment of a blob key, in UTF-8 bytes (a file name's limit on the file systems
@@ -193,6 +202,7 @@ __all__ = [
     "MAX_SEGMENT_BYTES",
     "Blob",
     "BlobStore",
+    "BoundedKeys",
     "check_blob_key",
     "check_blob_metadata",
     "check_content_type",
