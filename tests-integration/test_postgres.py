@@ -7,6 +7,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import pytest_asyncio
@@ -217,6 +218,45 @@ async def test_migrations_are_safe_when_processes_start_together(postgres_server
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_a_store_set_up_while_another_session_creates_its_extension_retries(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """The race a schema's advisory lock cannot cover, made to happen every time: another session creates
+    ``vector`` in a transaction left open, the store's setup runs its ``CREATE EXTENSION IF NOT EXISTS`` and waits
+    on that session's catalog row, and the other session commits. The server then refuses the store's creation with
+    a unique violation; the store sets up again and finds the extension made."""
+    import asyncpg
+
+    database = f"raced_{uuid.uuid4().hex[:12]}"
+    parts = urlsplit(postgres_server.address)
+    dsn = urlunsplit(parts._replace(path=f"/{database}"))
+    admin = await asyncpg.connect(postgres_server.address, timeout=10)
+    await admin.execute(f'CREATE DATABASE "{database}"')
+    other = await asyncpg.connect(dsn, timeout=10)
+    store = PgVectorStore(dsn, schema=pg_schema)
+    try:
+        creating = other.transaction()
+        await creating.start()
+        await other.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        setting_up = asyncio.create_task(store.list_collections())
+        waits = "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'"
+        # until the store's setup waits on the uncommitted extension (or finished): each look is a round trip,
+        # during which the setup task goes on
+        for _ in range(100_000):
+            if setting_up.done() or await admin.fetchval(waits, database):
+                break
+        assert not setting_up.done(), "the setup did not wait on the other session's uncommitted extension"
+        assert await admin.fetchval(waits, database) == 1
+        await creating.commit()
+        assert await setting_up == []  # set up again after the refusal, not failed
+        assert await store.db.fetchval("SELECT count(*) FROM pg_extension WHERE extname = 'vector'") == 1
+    finally:
+        await store.close()
+        await other.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        await admin.close()
 
 
 async def test_a_restart_surfaces_backend_unavailable_then_recovers(postgres_server: Server, pg_schema: str) -> None:
