@@ -144,3 +144,34 @@ def test_a_task_list_tracks_the_retry_limit_of_its_tasks() -> None:
     assert board.max_retries == 3
     mixed = TaskList(conversation_id="c", agent_id="a", tasks=(Task(title="fetch", max_retries=5), Task(title="x")))
     assert mixed.max_retries is None
+
+
+async def test_the_pipeline_and_every_strategy_take_raw_history_by_name() -> None:
+    """000: ``async def compact(self, raw_history)``, for the pipeline and "every strategy", so a caller may name
+    the argument as the document does."""
+    from ravi.agents.context.compaction import (
+        CompactionPipeline,
+        RelevantRecallStrategy,
+        SelectiveToolCallCompactionStrategy,
+        SlidingWindowCompaction,
+        SummarizationCompaction,
+        TokenBudgetComposedStrategy,
+        ToolResultCompactionStrategy,
+        TruncationStrategy,
+    )
+    from ravi.agents.context.functional import PolicyCompactionStrategy
+
+    history = [ChatMessage.system("be brief"), ChatMessage.user("hello"), ChatMessage.assistant("hi")]
+    strategies: list[Any] = [
+        CompactionPipeline([SlidingWindowCompaction()]),
+        SlidingWindowCompaction(),
+        ToolResultCompactionStrategy(),
+        SelectiveToolCallCompactionStrategy(),
+        SummarizationCompaction(),
+        TruncationStrategy(max_messages=10),
+        TokenBudgetComposedStrategy([SlidingWindowCompaction()], 1_000),
+        RelevantRecallStrategy(1_000),
+        PolicyCompactionStrategy(1_000),
+    ]
+    for strategy in strategies:
+        assert await strategy.compact(raw_history=history) == history, type(strategy).__name__

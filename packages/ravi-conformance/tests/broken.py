@@ -128,10 +128,10 @@ class IgnoresNamespaces(InMemoryLongTermMemory):
 
 
 class LosesConcurrentUpdates(InMemoryStateStore):
-    async def update_state(self, session_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
+    async def update_state(self, session_id: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         state = await self.get_state(session_id)
         await asyncio.sleep(0)
-        state.update(updates)
+        state.update(patch)
         await self.set_state(session_id, state)
         return state
 

@@ -147,3 +147,13 @@ def test_a_reason_that_is_not_text_and_a_listener_that_cannot_be_called_are_refu
         token.add_callback("print")  # type: ignore[arg-type]
     assert not token.cancelled
     assert token.cancel("stop") is True and token.reason == "stop"
+
+
+def test_a_listener_may_be_given_by_the_name_the_design_gives_it() -> None:
+    """002: ``add_callback(cb) -> unsubscribe``."""
+    token = CancelToken()
+    seen: list[str] = []
+    stop = token.add_callback(cb=lambda: seen.append("fired"))
+    token.cancel()
+    stop()
+    assert seen == ["fired"]

@@ -72,6 +72,13 @@ class ShortTermMemoryContract(ContractBase):
         assert merged == {"a": 1, "b": 2, "nested": {"y": 2}}
         assert await backend.get_state(s) == merged
 
+    async def test_update_takes_the_patch_by_name(self, backend: ShortTermMemory) -> None:
+        """``update_state(session_id, patch)``: 004 names the keys to merge ``patch``, so a caller may pass them by
+        that name."""
+        s = unique("session")
+        await backend.set_state(session_id=s, state={"a": 1})
+        assert await backend.update_state(session_id=s, patch={"b": 2}) == {"a": 1, "b": 2}
+
     async def test_update_creates_missing_state(self, backend: ShortTermMemory) -> None:
         """``update_state`` on an unknown session creates its state."""
         s = unique("session")

@@ -83,29 +83,29 @@ class CancelToken:
             self._fire(callback)
         return True
 
-    def add_callback(self, callback: Callback) -> Callable[[], None]:
-        """Call ``callback()`` on cancellation; returns a function that removes it again.
+    def add_callback(self, cb: Callback) -> Callable[[], None]:
+        """Call ``cb()`` on cancellation; returns a function that removes it again.
 
         If the token is already cancelled, the callback runs at once (in the caller's thread).
 
         Raises:
-            InvalidArgument: ``callback`` cannot be called.
+            InvalidArgument: ``cb`` cannot be called.
         """
-        if not callable(callback):
-            raise InvalidArgument(f"callback must be callable, got {type(callback).__name__}", field="callback")
+        if not callable(cb):
+            raise InvalidArgument(f"cb must be callable, got {type(cb).__name__}", field="cb")
         with self._lock:
             if not self._cancelled:
-                key = id(callback) ^ len(self._callbacks) << 64
+                key = id(cb) ^ len(self._callbacks) << 64
                 while key in self._callbacks:
                     key += 1
-                self._callbacks[key] = callback
+                self._callbacks[key] = cb
 
                 def dispose() -> None:
                     with self._lock:
                         self._callbacks.pop(key, None)
 
                 return dispose
-        self._fire(callback)
+        self._fire(cb)
         return lambda: None
 
     def child(self) -> CancelToken:

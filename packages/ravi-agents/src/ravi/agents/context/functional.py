@@ -290,28 +290,30 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
         limit = budget * self.policy.trigger_ratio
         return tokens > limit if self.above else tokens >= limit
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
-        """``history``, or its summary and newest turns once it passes the trigger."""
-        session = SessionContext.of(session, history)
-        if not self.triggered(history, session):
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
+        """``raw_history``, or its summary and newest turns once it passes the trigger."""
+        session = SessionContext.of(session, raw_history)
+        if not self.triggered(raw_history, session):
             if session.partial:
                 session.need_older()  # the whole session may pass the trigger
-            return list(history)
-        cut = find_cut_point(history, self.policy.keep_recent)
-        older = history[:cut]
+            return list(raw_history)
+        cut = find_cut_point(raw_history, self.policy.keep_recent)
+        older = raw_history[:cut]
         if not any(m.role != "system" for m in older):
             if session.partial:
                 session.need_older()  # the cut lies before the part read
-            return list(history)
+            return list(raw_history)
         if not session.partial and cut <= 1:  # 002: only when there is something to condense
-            return list(history)
-        summary = await self._summary(history, cut, session)
+            return list(raw_history)
+        summary = await self._summary(raw_history, cut, session)
         if summary is None:
             session.need_older()
-            return list(history)
+            return list(raw_history)
         if session.partial:
             session.cut_made()  # everything before the cut is in the summary
-        return [*(m for m in older if m.role == "system"), summary, *history[cut:]]
+        return [*(m for m in older if m.role == "system"), summary, *raw_history[cut:]]
 
     async def _summary(self, history: Sequence[ChatMessage], cut: int, session: SessionContext) -> ChatMessage | None:
         """The summary of everything in the session before ``history[cut]``: stored, or the nearest stored one

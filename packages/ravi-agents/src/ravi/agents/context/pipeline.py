@@ -223,19 +223,21 @@ class CompactionPipeline:
             return await self._run(messages, session, request.explain)
         return await self._windowed(history, session, request)
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
-        """The window of ``history`` (000's ``pipeline.compact(raw)``): every strategy in turn, on the given
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
+        """The window of ``raw_history`` (000's ``pipeline.compact(raw)``): every strategy in turn, on the given
         messages. With ``session`` (from :meth:`session`) the session's state is used and kept; without, nothing
         is kept between calls.
 
         Raises:
-            InvalidArgument: ``history`` is not a sequence of ``ChatMessage`` objects.
+            InvalidArgument: ``raw_history`` is not a sequence of ``ChatMessage`` objects.
         """
-        check_items(history, ChatMessage, "history")
+        check_items(raw_history, ChatMessage, "raw_history")
         if session is None:
-            return (await self.window(WindowRequest(messages=history))).messages
-        session.read_from(history)
-        return (await self._run(history, session, explain=False)).messages
+            return (await self.window(WindowRequest(messages=raw_history))).messages
+        session.read_from(raw_history)
+        return (await self._run(raw_history, session, explain=False)).messages
 
     # -- how ----------------------------------------------------------------------------------------------------------
 

@@ -36,14 +36,14 @@ class InMemoryStateStore(Closeable):
         check_scope(session_id=session_id)
         self._states[session_id] = json.dumps(json_copy(state))
 
-    async def update_state(self, session_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge ``updates`` into the top level of the state; returns the merged state."""
+    async def update_state(self, session_id: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``patch`` into the top level of the state; returns the merged state."""
         check_scope(session_id=session_id)
-        patch = json_copy(updates, "updates")
+        keys = json_copy(patch, "patch")
         with self._lock:
             raw = self._states.get(session_id)
             merged = {} if raw is None else dict(json.loads(raw))
-            merged.update(patch)
+            merged.update(keys)
             self._states[session_id] = json.dumps(merged)
         return merged
 

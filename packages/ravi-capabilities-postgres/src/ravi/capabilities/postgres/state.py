@@ -28,7 +28,7 @@ CREATE TABLE {schema}."{prefix}session_state" (
 
 class PostgresMemoryStore(PostgresStore):
     """One jsonb object per session. ``update_state`` merges top-level keys in a single atomic statement
-    (``state || updates``), so concurrent updaters never lose each other's keys.
+    (``state || patch``), so concurrent updaters never lose each other's keys.
 
     Args: as :class:`~ravi.capabilities.postgres.PostgresHistoryProvider` (``dsn``, ``schema``,
     ``table_prefix``, pool sizes).
@@ -59,10 +59,10 @@ class PostgresMemoryStore(PostgresStore):
             body,
         )
 
-    async def update_state(self, session_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge ``updates`` into the top level of the state atomically; returns the merged state."""
+    async def update_state(self, session_id: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``patch`` into the top level of the state atomically; returns the merged state."""
         check_scope(session_id=session_id)
-        body = jsonb_dumps(json_copy(updates, "updates"))
+        body = jsonb_dumps(json_copy(patch, "patch"))
         raw = await self.db.fetchval(
             f"INSERT INTO {self._table} AS t (session_id, state) VALUES ($1, $2::jsonb) "
             "ON CONFLICT (session_id) DO UPDATE SET state = t.state || EXCLUDED.state, updated_at = now() "

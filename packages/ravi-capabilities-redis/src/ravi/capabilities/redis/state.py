@@ -55,10 +55,10 @@ class RedisSessionStore(RedisStore):
                         pipe.pexpire(key, self._ttl_ms)
                 await pipe.execute()
 
-    async def update_state(self, session_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge ``updates`` into the top level of the state atomically; returns the merged state."""
+    async def update_state(self, session_id: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``patch`` into the top level of the state atomically; returns the merged state."""
         check_scope(session_id=session_id)
-        fields = {k: json.dumps(v) for k, v in json_copy(updates, "updates").items()}
+        fields = {k: json.dumps(v) for k, v in json_copy(patch, "patch").items()}
         key = self._key(session_id)
         with mapped_errors():
             async with self.redis.client.pipeline(transaction=True) as pipe:

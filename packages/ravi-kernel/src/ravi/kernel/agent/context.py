@@ -346,8 +346,8 @@ class CompactionStrategy(Protocol):
     engine read less (:class:`~ravi.kernel.agent.strategy.StrategyTraits`).
     """
 
-    async def compact(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
-        """The window to send, derived from ``history``."""
+    async def compact(self, raw_history: Sequence[ChatMessage]) -> list[ChatMessage]:
+        """The window to send, derived from ``raw_history``."""
         ...
 
 

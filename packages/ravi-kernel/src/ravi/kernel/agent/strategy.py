@@ -11,12 +11,12 @@ Example:
     >>> from ravi.kernel.messages import ChatMessage
     >>> class LastTwo(Strategy):
     ...     traits = StrategyTraits(suffix_determined=True, cuts=True)
-    ...     async def compact(self, history, session=None):
+    ...     async def compact(self, raw_history, session=None):
     ...         session = session or SessionContext.standalone()
-    ...         cut = max(0, len(history) - 2)
+    ...         cut = max(0, len(raw_history) - 2)
     ...         if session.partial and cut:
     ...             session.cut_made()
-    ...         return [m for m in history[:cut] if m.role == "system"] + list(history[cut:])
+    ...         return [m for m in raw_history[:cut] if m.role == "system"] + list(raw_history[cut:])
     >>> [m.text for m in asyncio.run(LastTwo().compact([ChatMessage.user(str(i)) for i in range(4)]))]
     ['2', '3']
 """
@@ -94,8 +94,10 @@ class Strategy(abc.ABC):
     strategy that reports nothing."""
 
     @abc.abstractmethod
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
-        """The window derived from ``history``, for ``session`` (a standalone one when ``None``)."""
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
+        """The window derived from ``raw_history``, for ``session`` (a standalone one when ``None``)."""
 
     def recalled(self, session: SessionContext) -> frozenset[str]:
         """The ids of the older messages this strategy brought back into its last window of ``session``."""
@@ -118,9 +120,11 @@ class PlainStrategy(Strategy):
     def __init__(self, strategy: CompactionStrategy) -> None:
         self.strategy = strategy
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
-        """``strategy.compact(history)``."""
-        return await self.strategy.compact(history)
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
+        """``strategy.compact(raw_history)``."""
+        return await self.strategy.compact(raw_history)
 
     @property
     def name(self) -> str:

@@ -35,13 +35,13 @@ class ShortTermMemory(Protocol):
         """
         ...
 
-    async def update_state(self, session_id: str, updates: Mapping[str, JSON]) -> dict[str, JSON]:
-        """Merge ``updates`` into the state atomically (top-level keys); returns the merged state.
+    async def update_state(self, session_id: str, patch: Mapping[str, JSON]) -> dict[str, JSON]:
+        """Merge ``patch`` into the state atomically (top-level keys); returns the merged state.
 
         Concurrent updaters never lose each other's keys.
 
         Raises:
-            InvalidArgument: a bad ``session_id``, or ``updates`` is not a JSON object every store keeps exactly.
+            InvalidArgument: a bad ``session_id``, or ``patch`` is not a JSON object every store keeps exactly.
         """
         ...
 

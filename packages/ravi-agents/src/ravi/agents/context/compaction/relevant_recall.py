@@ -318,25 +318,29 @@ class RelevantRecallStrategy(Strategy):
         """The ids this strategy recalled in its last window of the session."""
         return session.state.get(self, _RECALLED)[0]
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
         """The window: system messages, recalled older units, and the newest units, within the budget."""
         alone = session is None
-        session = SessionContext.of(session, history)
+        session = SessionContext.of(session, raw_history)
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
         provider = session.history
         searchable = not alone and pushed_down(self.meaning)
         if searchable and self.own_index is None and isinstance(provider, HistorySearcher):
-            window = await self._window(history, session, counter, self._store_rank(history, session, provider))
+            window = await self._window(raw_history, session, counter, self._store_rank(raw_history, session, provider))
             if window is not None:
                 return window
         elif searchable and isinstance(self.own_index, UnitIndex):
-            window = await self._window(history, session, counter, self._index_rank(history, session, self.own_index))
+            window = await self._window(
+                raw_history, session, counter, self._index_rank(raw_history, session, self.own_index)
+            )
             if window is not None:
                 return window
         if session.partial:
             session.need_older()  # the ranking needs the whole history
-            return list(history)
-        window = await self._window(history, session, counter, self._local_rank(history, session))
+            return list(raw_history)
+        window = await self._window(raw_history, session, counter, self._local_rank(raw_history, session))
         assert window is not None
         return window
 

@@ -69,19 +69,21 @@ class SelectiveToolCallCompactionStrategy(Strategy):
             out.extend(m for m in history[a + 1 : b] if m.role == "system")
         return out
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
-        """``history`` with every tool group older than the newest ``keep_recent_groups`` folded away."""
-        memo = SessionContext.of(session, history).state.get(self, _MEMO)
-        cut = self._cut(history)
-        hit = memo.lookup(history)
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
+        """``raw_history`` with every tool group older than the newest ``keep_recent_groups`` folded away."""
+        memo = SessionContext.of(session, raw_history).state.get(self, _MEMO)
+        cut = self._cut(raw_history)
+        hit = memo.lookup(raw_history)
         if hit is not None and hit[1].cut <= cut and self.keep_recent_groups > 0:
             # unit starts never move as a history grows, so the old cut is still a unit boundary
             state = hit[1]
-            folded = state.folded + self._fold(history, state.cut, cut)
+            folded = state.folded + self._fold(raw_history, state.cut, cut)
         else:
-            folded = self._fold(history, 0, cut)
-        memo.store(history, _State(cut, folded))
-        return folded + list(history[cut:])
+            folded = self._fold(raw_history, 0, cut)
+        memo.store(raw_history, _State(cut, folded))
+        return folded + list(raw_history[cut:])
 
     def __repr__(self) -> str:
         return f"SelectiveToolCallCompactionStrategy(keep_recent_groups={self.keep_recent_groups})"

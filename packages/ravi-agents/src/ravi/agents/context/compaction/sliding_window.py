@@ -39,28 +39,30 @@ class SlidingWindowCompaction(Strategy):
         self.max_messages = max_messages
         self.low_watermark = low_watermark
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
         """The window: system messages and the newest whole units within ``max_messages``.
 
         With ``low_watermark`` (a share of ``max_messages``), the window keeps its start until it would exceed
         ``max_messages``, then drops down to ``low_watermark * max_messages`` in one step: its prefix stays the
         same between crossings, which is what prompt caches reward.
         """
-        own = SessionContext.of(session, history)
+        own = SessionContext.of(session, raw_history)
         if self.low_watermark is None:
-            return keep_newest(history, _one, self.max_messages, session)
+            return keep_newest(raw_history, _one, self.max_messages, session)
         anchors = own.state.get(self, ANCHOR)
-        anchor = anchors.cut(history)
+        anchor = anchors.cut(raw_history)
         if anchor is None and anchors.is_set and session is not None and session.partial:
             session.need_older()  # the remembered start is older than the part read
         start = anchor or 0
-        if sum(1 for m in history[start:] if m.role != "system") <= self.max_messages:
+        if sum(1 for m in raw_history[start:] if m.role != "system") <= self.max_messages:
             if anchor is not None and session is not None and session.partial:
                 session.cut_made()  # the remembered start decides the window, whatever is older
-            return from_cut(history, start)
-        cut = newest_cut(history, _one, int(self.max_messages * self.low_watermark))
-        anchors.remember(history, cut)
-        return from_cut(history, cut, session=session)
+            return from_cut(raw_history, start)
+        cut = newest_cut(raw_history, _one, int(self.max_messages * self.low_watermark))
+        anchors.remember(raw_history, cut)
+        return from_cut(raw_history, cut, session=session)
 
     def __repr__(self) -> str:
         mark = f", low_watermark={self.low_watermark}" if self.low_watermark is not None else ""

@@ -242,52 +242,54 @@ class SummarizationCompaction(KeepsSummaries, Strategy):
         """The counter named at construction (the default one when none was)."""
         return self.own_counter or DEFAULT_COUNTER
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
-        """The window with its older part replaced by one summary (or ``history`` itself if too little is old)."""
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
+        """The window with its older part replaced by one summary (or ``raw_history`` itself if too little is old)."""
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
-        own = SessionContext.of(session, history)
+        own = SessionContext.of(session, raw_history)
         partial = own.partial
-        if not history:
+        if not raw_history:
             return []
-        if session is None or (not partial and own.offset(history[-1].id) is None):
-            own.read_from(history)  # called on its own: ``history`` is the session
-        cut = own.state.get(self, TAIL_CUT).cut(history, counter.count_message, self.recent_token_budget)
+        if session is None or (not partial and own.offset(raw_history[-1].id) is None):
+            own.read_from(raw_history)  # called on its own: ``raw_history`` is the session
+        cut = own.state.get(self, TAIL_CUT).cut(raw_history, counter.count_message, self.recent_token_budget)
         if cut == 0:
             if partial:
                 own.need_older()  # all read is kept verbatim: what lies before the read may be old enough
-            return list(history)
+            return list(raw_history)
         offset = own.offset
-        end = _end_offset(history, cut, offset)
+        end = _end_offset(raw_history, cut, offset)
         step = self.update_tokens
-        b = None if end is None else _checkpoint(history, cut, end // step * step, offset, partial)
+        b = None if end is None else _checkpoint(raw_history, cut, end // step * step, offset, partial)
         if b is None:
             own.need_older()
-            return list(history)
+            return list(raw_history)
         if b == 0:
             if partial:
                 own.need_older()  # the checkpoint is the read's first message: what lies before it is old
-            return list(history)
-        at = end if b == len(history) else offset(history[b].id)
+            return list(raw_history)
+        at = end if b == len(raw_history) else offset(raw_history[b].id)
         if end is None or at is None:  # messages this strategy cannot place (made by an earlier strategy)
             if partial:
                 own.need_older()
-                return list(history)
-            return await self._whole(history, cut, counter, own)  # summarise all that is older, as one span
-        systems = [m for m in history[:b] if m.role == "system"]
+                return list(raw_history)
+            return await self._whole(raw_history, cut, counter, own)  # summarise all that is older, as one span
+        systems = [m for m in raw_history[:b] if m.role == "system"]
         old_tokens = at - sum(map(stored_tokens, systems))
         if old_tokens <= 0 or old_tokens < self.min_old_tokens:
-            return list(history)
-        key = _chain_key(own, at, history[b].id if b < len(history) else "")
+            return list(raw_history)
+        key = _chain_key(own, at, raw_history[b].id if b < len(raw_history) else "")
         memo = own.state.get(self, _KEPT)
         summary = memo.message if memo.key == key else await self._stored(own, key)
         if summary is None:
-            summary = await self._write(history, b, step, offset, partial, own, counter, key)
+            summary = await self._write(raw_history, b, step, offset, partial, own, counter, key)
             if summary is None:
-                return list(history)
+                return list(raw_history)
         memo.key, memo.message = key, summary
         if partial:
             own.cut_made()  # the window starts at the checkpoint: what is older is in the summary
-        return [*systems, summary, *history[b:]]
+        return [*systems, summary, *raw_history[b:]]
 
     async def _write(
         self,

@@ -152,16 +152,18 @@ class TokenBudgetComposedStrategy(Strategy):
             return self.token_budget
         return session.budget_for(self.token_budget)
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
         """The window within ``token_budget`` tokens."""
-        session = SessionContext.of(session, history)
+        session = SessionContext.of(session, raw_history)
         if self.low_watermark is not None:
-            return await self._watermarked(history, session)
+            return await self._watermarked(raw_history, session)
         if not self.strategies:
-            return self._trim(history, 1.0, session, remember=False)  # the same as a fit check, then a trim
-        if self.fits(history, session):
-            return list(history)
-        window = list(history)
+            return self._trim(raw_history, 1.0, session, remember=False)  # the same as a fit check, then a trim
+        if self.fits(raw_history, session):
+            return list(raw_history)
+        window = list(raw_history)
         for child in self.strategies:
             window = await child.compact(window, session)
             if self.fits(window, session):

@@ -50,16 +50,18 @@ class ToolResultCompactionStrategy(Strategy):
         memo[self._key] = out
         return out
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
-        """``history`` with long successful tool results shortened."""
-        memo = SessionContext.of(session, history).state.get(self, _SHORTENED)
-        hit = memo.lookup(history)
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
+        """``raw_history`` with long successful tool results shortened."""
+        memo = SessionContext.of(session, raw_history).state.get(self, _SHORTENED)
+        hit = memo.lookup(raw_history)
         if hit is None:
-            out = [self.shorten(m) for m in history]
+            out = [self.shorten(m) for m in raw_history]
         else:
             n, previous = hit
-            out = previous + [self.shorten(m) for m in history[n:]]
-        memo.store(history, out)
+            out = previous + [self.shorten(m) for m in raw_history[n:]]
+        memo.store(raw_history, out)
         return list(out)
 
     def __repr__(self) -> str:

@@ -35,13 +35,15 @@ class TruncationStrategy(Strategy):
         self.max_messages = max_messages
         self.max_chars = max_chars
 
-    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
+    async def compact(
+        self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
+    ) -> list[ChatMessage]:
         """The newest whole units within ``max_messages`` and ``max_chars``, with every system message."""
-        SessionContext.of(session, history)  # a direct call's history is checked
+        SessionContext.of(session, raw_history)  # a direct call's history is checked
         window = (
-            list(history)
+            list(raw_history)
             if self.max_messages is None
-            else keep_newest(history, lambda _: 1, self.max_messages, session)
+            else keep_newest(raw_history, lambda _: 1, self.max_messages, session)
         )
         if self.max_chars is None:
             return window
