@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -57,14 +59,44 @@ def export(
     postgres.toml."""
     if output is None:
         written = asyncio.run(_export(agent, session, config, sys.stdout))
-    else:
-        try:
-            out = output.open("w", encoding="utf-8")
-        except OSError as error:
-            raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
-        with out:
+    elif output.exists() and not output.is_file():  # a device or a pipe (/dev/stdout): written as it goes
+        with _appending(output) as out:
             written = asyncio.run(_export(agent, session, config, out))
+    else:
+        written = _export_to_file(agent, session, config, output)
     typer.echo(f"exported {count_of(written, 'message')}", err=True)
+
+
+def _appending(path: Path) -> TextIO:
+    try:
+        return path.open("a", encoding="utf-8")
+    except OSError as error:
+        raise InvalidArgument(f"cannot write {str(path)!r}: {error.strerror}") from None
+
+
+def _export_to_file(agent: str, session: str | None, config: Path | None, output: Path) -> int:
+    """The export written to a new file beside ``output`` that takes its place once the export is whole: a failed
+    export leaves a file already there as it was, and makes none."""
+    if output.exists():
+        mode = output.stat().st_mode & 0o7777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
+    except OSError as error:
+        raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
+    partial = Path(name)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            written = asyncio.run(_export(agent, session, config, out))
+        partial.chmod(mode)
+        partial.replace(output)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return written
 
 
 __all__ = ["export"]
