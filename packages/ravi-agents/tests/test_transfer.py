@@ -45,6 +45,39 @@ def test_a_file_that_is_not_utf8_or_cannot_be_written_is_an_error_not_a_tracebac
     assert "cannot write" in unwritable.stderr
 
 
+def test_a_failed_export_leaves_the_output_file_as_it_was(tmp_path: Path) -> None:
+    """``--output`` opened the file for writing before the export ran: an export that failed (an unknown session)
+    emptied a file already there, or left an empty one."""
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("what was there\n")
+    failed = ravi(tmp_path, "export", "a", "--session", "s", "--output", str(kept))
+    assert failed.returncode == 1 and "has no session 's'" in failed.stderr
+    assert kept.read_text() == "what was there\n"
+    assert not (tmp_path / "new.jsonl").exists()
+    failed = ravi(tmp_path, "export", "a", "--session", "s", "--output", str(tmp_path / "new.jsonl"))
+    assert failed.returncode == 1 and not (tmp_path / "new.jsonl").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.jsonl", "ravi.toml"]  # nothing partial left
+
+
+def test_an_export_replaces_the_output_file_whole_and_keeps_its_mode(tmp_path: Path) -> None:
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+    out.chmod(0o640)
+    done = ravi(tmp_path, "export", "a", "--output", str(out))  # the agent has no sessions: an empty export
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "" and out.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "ravi.toml"]
+
+
+def test_import_reads_what_a_shell_substitutes_and_refuses_a_folder(tmp_path: Path) -> None:
+    """``ravi import /dev/null`` (or a pipe from ``<(...)``) said there was no such file."""
+    empty = ravi(tmp_path, "import", "/dev/null")
+    assert empty.returncode == 0, empty.stderr
+    folder = ravi(tmp_path, "import", str(tmp_path))
+    assert folder.returncode == 1 and "cannot read" in folder.stderr and "Traceback" not in folder.stderr
+
+
 async def test_a_round_trip_through_text_keeps_every_character() -> None:
     source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
     messages = [ChatMessage.user(f"a{c}b", id=str(i)) for i, c in enumerate("\n\r\u2028\u2029\x85\x0c\x1c\x00")]

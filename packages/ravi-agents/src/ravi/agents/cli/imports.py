@@ -39,10 +39,14 @@ def import_(
     if source == "-":
         data = sys.stdin.buffer.read()
     else:
-        path = Path(source)
-        if not path.is_file():
-            raise NotFound(f"no file {source!r} to import", hint="give the path of a ravi export, or - for stdin")
-        data = path.read_bytes()
+        try:  # a regular file, or what a shell substitutes (a pipe, /dev/stdin)
+            data = Path(source).read_bytes()
+        except FileNotFoundError:
+            raise NotFound(
+                f"no file {source!r} to import", hint="give the path of a ravi export, or - for stdin"
+            ) from None
+        except OSError as error:
+            raise InvalidArgument(f"cannot read {source!r}: {error.strerror}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
