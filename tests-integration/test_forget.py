@@ -270,9 +270,13 @@ def test_ravi_forget_erases_through_the_configuration(
     runner = CliRunner()
     refused = runner.invoke(app, ["forget", a, "--session", "s", "--config", str(config)], input="n\n")
     assert refused.exit_code == 1  # not confirmed: nothing done
+    mistyped = runner.invoke(app, ["forget", a, "--session", "s-typo", "--yes", "--json", "--config", str(config)])
+    assert mistyped.exit_code == 0 and json.loads(mistyped.stdout)["complete"]  # nothing there: nothing to erase
+    assert "nothing was stored for session 's-typo'" in mistyped.stderr and "its sessions: s" in mistyped.stderr
     done = runner.invoke(app, ["forget", a, "--session", "s", "--yes", "--json", "--config", str(config)])
     assert done.exit_code == 0, done.output
-    report = json.loads(done.output)
+    report = json.loads(done.stdout)
+    assert "nothing was stored" not in done.stderr
     assert report["complete"] and report["removed"]["history"] == len(transcript())
 
     async def left() -> list[str]:

@@ -10,16 +10,20 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, console
+from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, console, known_sessions
 from ravi.agents.forget import ForgetReport
 from ravi.agents.settings import Stores, load_settings
 from ravi.kernel.registry import GROUPS
 
 
-async def _forget(agent: str, session: str | None, config: Path | None) -> ForgetReport:
+async def _forget(agent: str, session: str | None, config: Path | None) -> tuple[ForgetReport, str | None]:
+    """The report, and when no store held anything under the scope, what to say of the agent's sessions (a
+    mistyped id erases nothing)."""
     stores = Stores.from_settings(load_settings(config))
     try:
-        return await stores.forget(agent, session_id=session)
+        report = await stores.forget(agent, session_id=session)
+        hint = None if any(report.removed.values()) else await known_sessions(stores.history, agent)
+        return report, hint
     finally:
         for kind in GROUPS:
             if kind in vars(stores):
@@ -37,12 +41,15 @@ def forget(
 ) -> None:
     """Erase an agent (or one session) from every configured store: the history and everything derived from it,
     session state, long-term memory, vector documents, graph entities, blobs and task lists under the scope
-    (see docs/privacy.md). Running it again finishes a run that stopped halfway. Exits with status 2 when a
-    store cannot forget (it is named in the report)."""
+    (see docs/privacy.md). Running it again finishes a run that stopped halfway. When no store held anything
+    under the scope it says so, naming the agent's sessions, and exits 0: there is nothing left to erase. Exits
+    with status 2 when a store cannot forget (it is named in the report)."""
     what = f"session {session!r} of agent {agent!r}" if session is not None else f"every session of agent {agent!r}"
     if not yes:
         typer.confirm(f"Erase {what} from every configured store? This cannot be undone.", abort=True)
-    report = asyncio.run(_forget(agent, session, config))
+    report, nothing = asyncio.run(_forget(agent, session, config))
+    if nothing is not None and report.complete:
+        typer.echo(f"nothing was stored for {what} ({nothing})", err=True)
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:
