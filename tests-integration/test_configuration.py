@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def test_the_demo_runs_on_a_server_started_on_the_fly(backend: str) -> None:
 
     result = CliRunner().invoke(app, ["demo", "--requests", "2", "--backend", backend, "--json"])
     assert result.exit_code == 0, result.output
-    assert '"turn": 1' in result.output
+    assert json.loads(result.stdout)["calls"][0]["call"] == 1
 
 
 def test_window_and_history_commands_read_the_configured_postgres(

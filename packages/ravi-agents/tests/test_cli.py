@@ -14,11 +14,17 @@ runner = CliRunner()
 def test_demo_replays_and_saves_tokens() -> None:
     result = runner.invoke(app, ["demo", "--requests", "6", "--budget", "1500", "--json"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)
-    assert rows[0]["turn"] == 1 and len(rows) > 10
+    shown = json.loads(result.stdout)
+    rows, totals = shown["calls"], shown["totals"]
+    assert rows[0]["call"] == 1 and len(rows) > 10
     assert all(r["window_tokens"] <= 1_500 for r in rows)
     assert rows[-1]["stored_tokens"] > rows[-1]["window_tokens"]
     assert any("budget" in r["fired"] for r in rows)
+    # the totals the table's last lines give, and where the session is
+    assert totals["calls"] == len(rows) and totals["sent_tokens"] == sum(r["window_tokens"] for r in rows)
+    assert totals["saved_tokens"] == totals["whole_tokens"] - totals["sent_tokens"] > 0
+    assert totals["stored_messages"] == rows[-1]["stored_messages"] + 1
+    assert shown["session_id"].startswith("demo-") and shown["agent_id"] and shown["kept"] is False
 
 
 def test_the_demos_assembly_time_counts_the_reads_from_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,7 +46,7 @@ def test_the_demos_assembly_time_counts_the_reads_from_the_store(monkeypatch: py
         monkeypatch.setattr(InMemoryHistoryProvider, name, slow)
     result = runner.invoke(app, ["demo", "--requests", "3", "--budget", "1500", "--json"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)
+    rows = json.loads(result.stdout)["calls"]
     assert rows and all(r["assembly_ms"] >= 1_000 for r in rows), [r["assembly_ms"] for r in rows]
 
 
@@ -133,7 +139,9 @@ def test_demo_with_a_config_honours_the_budget_and_says_where_it_stored(tmp_path
     (tmp_path / "ravi.toml").write_text('[context]\nmodel = "gpt-4o"\n')
     done = run_ravi(tmp_path, "demo", "--requests", "4", "--config", "ravi.toml", "--budget", "300", "--json")
     assert done.returncode == 0, done.stderr
-    assert all(row["window_tokens"] <= 300 for row in json.loads(done.stdout))
+    shown_json = json.loads(done.stdout)
+    assert all(row["window_tokens"] <= 300 for row in shown_json["calls"])
+    assert shown_json["kept"] is True
     shown = run_ravi(tmp_path, "demo", "--requests", "2", "--config", "ravi.toml")
     assert "ravi history show demo-" in shown.stdout
 

@@ -49,14 +49,14 @@ _SHORT = {  # short enough for an 80-column terminal
 }
 
 
-def _shown(rows: list[TurnRow], verbose: bool) -> list[TurnRow | None]:
+def _shown(rows: list[CallRow], verbose: bool) -> list[CallRow | None]:
     """The rows to print: all with ``verbose``; else the first and last three and every call where the set of
     strategies that fired changed, with ``None`` standing for the calls left out."""
     if verbose or len(rows) <= 12:
         return list(rows)
     keep = {0, 1, 2, len(rows) - 3, len(rows) - 2, len(rows) - 1}
     keep |= {i for i in range(1, len(rows)) if rows[i].fired != rows[i - 1].fired}
-    out: list[TurnRow | None] = []
+    out: list[CallRow | None] = []
     for i, row in enumerate(rows):
         if i in keep:
             out.append(row)
@@ -66,8 +66,8 @@ def _shown(rows: list[TurnRow], verbose: bool) -> list[TurnRow | None]:
 
 
 @dataclass
-class TurnRow:
-    turn: int
+class CallRow:
+    call: int
     stored_messages: int
     stored_tokens: int
     window_messages: int
@@ -139,7 +139,7 @@ class _TimedContext(AgentContext):
 
 async def _replay(
     config: ContextConfig, requests: int, seed: int, progress: Progress | None, session: str
-) -> list[TurnRow]:
+) -> list[CallRow]:
     """Run the demo conversation through a ReActAgent (a scripted model and scripted tools), one row per model
     call: what was stored, what the model was sent, which strategies changed the window, how long assembly took
     (the whole ``get_prompt_window`` call, store reads included)."""
@@ -155,13 +155,13 @@ async def _replay(
     context.config.pipeline.subscribe(on_event)
     batches = list(model_calls(seed, requests=requests))
     task = progress.add_task("replaying", total=len(batches)) if progress else None
-    rows: list[TurnRow] = []
+    rows: list[CallRow] = []
     history = config.history
 
     async def on_call(window: Sequence[ChatMessage]) -> None:
         stored = await history.get_messages(DEMO_AGENT, session_id=session)
         rows.append(
-            TurnRow(
+            CallRow(
                 len(rows) + 1,
                 len(stored),
                 DEFAULT_COUNTER.count_messages(stored),
@@ -268,8 +268,23 @@ def demo(
     ):
         session = f"demo-{uuid.uuid4().hex[:8]}"
         rows = asyncio.run(_replay(context_config, requests, seed, progress, session))
+    sent = sum(r.window_tokens for r in rows)
+    whole = sum(r.stored_tokens for r in rows)
+    saved = whole - sent
+    assembly_ms = sum(r.assembly_ms for r in rows)
+    kept = config is not None
     if as_json:
-        typer.echo(json.dumps([asdict(r) for r in rows], indent=2))
+        totals = {
+            "calls": len(rows),
+            "sent_tokens": sent,
+            "whole_tokens": whole,
+            "saved_tokens": saved,
+            "saved_share": round(saved / whole, 4) if whole else 0.0,
+            "assembly_ms": round(assembly_ms, 3),
+            "stored_messages": rows[-1].stored_messages + 1 if rows else 0,
+        }
+        where_json = {"where": where, "agent_id": DEMO_AGENT, "session_id": session, "kept": kept}
+        typer.echo(json.dumps({**where_json, "totals": totals, "calls": [asdict(r) for r in rows]}, indent=2))
         return
     shown = _shown(rows, verbose)
     table = Table(
@@ -283,7 +298,7 @@ def demo(
             table.add_row("...", "", "", "", "", "", "")
             continue
         table.add_row(
-            str(r.turn),
+            str(r.call),
             str(r.stored_messages),
             f"{r.stored_tokens:,}",
             str(r.window_messages),
@@ -292,16 +307,13 @@ def demo(
             f"{r.assembly_ms:.2f}",
         )
     console.print(table)
-    sent = sum(r.window_tokens for r in rows)
-    whole = sum(r.stored_tokens for r in rows)
-    saved = whole - sent
     console.print(
         f"Sent {sent:,} tokens over {len(rows)} calls instead of {whole:,} "
         f"([bold green]{saved:,} saved, {saved / whole:.0%}[/]); "
-        f"assembly took {sum(r.assembly_ms for r in rows):.1f} ms in all. The stored transcript is untouched: "
+        f"assembly took {assembly_ms:.1f} ms in all. The stored transcript is untouched: "
         f"{count_of(rows[-1].stored_messages + 1, 'message')}."
     )
-    if config is not None:
+    if kept:
         console.print(
             f"Stored as session {session} of agent {DEMO_AGENT}; inspect it with:\n"
             f"  ravi history show {session} --agent {DEMO_AGENT} --config {config}",
