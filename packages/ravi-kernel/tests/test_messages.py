@@ -146,8 +146,12 @@ def test_messages_are_immutable_all_the_way_down() -> None:
     message = ChatMessage.assistant(
         tool_calls=[ToolCallBlock(id="a", name="f", arguments={"k": 1})], metadata={"source": "test"}
     )
-    with pytest.raises(ValueError, match="frozen"):
+    with pytest.raises(AttributeError, match="ChatMessage is immutable: 'role' cannot change"):
         message.role = "user"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        message.tool_calls[0].name = "g"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        del message.metadata
     with pytest.raises(TypeError):
         message.metadata["source"] = "changed"
     with pytest.raises(TypeError):

@@ -61,8 +61,10 @@ def test_force_retry_refuses_a_task_that_has_not_failed(state: TaskStatus) -> No
 
 def test_tasks_are_frozen_and_lists_settle() -> None:
     task = Task(title="t")
-    with pytest.raises(ValueError, match="frozen"):
+    with pytest.raises(AttributeError, match="Task is immutable: 'status' cannot change"):
         task.status = TaskStatus.FAILED  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        del task.title
     board = TaskList(conversation_id="c", agent_id="a", tasks=(task,))
     assert board.task(task.id) == task and board.task("nope") is None
     assert not board.settled

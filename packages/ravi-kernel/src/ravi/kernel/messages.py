@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, NoReturn, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
-from ravi.kernel.values import check_model, error_path
+from ravi.kernel.values import check_model, error_path, refuse_change
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -100,6 +100,12 @@ class _Part(BaseModel):
             _raise_invalid(error)
         model._check()
         return model
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        refuse_change(self, name)
+
+    def __delattr__(self, name: str) -> NoReturn:
+        refuse_change(self, name)
 
     def _check(self) -> None:
         try:

@@ -26,7 +26,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Self, TypeVar
+from typing import Any, NoReturn, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -112,14 +112,30 @@ def check_model(model: BaseModel, where: str = "") -> None:
                 check_model(item, f"{path}[{i}]")
 
 
+def refuse_change(value: BaseModel, name: str) -> NoReturn:
+    """What setting or deleting a field of a frozen kernel value raises: ``AttributeError``, as Python's own
+    frozen dataclasses do (pydantic's would be a ``ValidationError``, which reads as bad input)."""
+    raise AttributeError(
+        f"{type(value).__name__} is immutable: {name!r} cannot change; build a new one with "
+        f"model_copy(update={{{name!r}: ...}})"
+    )
+
+
 class Value(BaseModel):
     """Base of the kernel's frozen value types (documents, entities, tasks, ...).
 
     Building one with bad input raises :class:`~ravi.kernel.errors.InvalidArgument` naming the field, never a
-    pydantic ``ValidationError``; text and JSON fields are checked with :func:`check_model`.
+    pydantic ``ValidationError``; text and JSON fields are checked with :func:`check_model`. Setting or
+    deleting a field raises ``AttributeError`` (:func:`refuse_change`).
     """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        refuse_change(self, name)
+
+    def __delattr__(self, name: str) -> NoReturn:
+        refuse_change(self, name)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -357,6 +373,7 @@ def ttl_seconds(ttl: timedelta | float | None) -> float | None:
 
 __all__ = [
     "thaw",
+    "refuse_change",
     "MAX_DEPTH",
     "Value",
     "invalid",
