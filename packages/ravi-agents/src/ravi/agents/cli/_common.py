@@ -13,7 +13,10 @@ from ravi.kernel.messages import ChatMessage
 
 console = Console()
 
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="ravi.toml to read (default: ./ravi.toml).")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", help="ravi.toml to read (default: the file RAVI_CONFIG names, else ./ravi.toml)."),
+]
 AgentOption = Annotated[str | None, typer.Option("--agent", help="Agent id (default: [context] agent_id).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
 
