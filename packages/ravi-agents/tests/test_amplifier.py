@@ -214,6 +214,21 @@ async def test_developer_role_and_content_blocks_round_trip() -> None:
     assert await resumed.get_messages() == AMPLIFIER_MESSAGES
 
 
+async def test_a_dict_is_the_contexts_own_once_added() -> None:
+    """001 keeps the transcript non-destructive and hands readers copies: an orchestrator that reuses or edits
+    the dict it added, or one it got back, changes nothing the context holds."""
+    context = ContextManager(max_tokens=100_000)
+    added = {"role": "user", "content": [{"type": "text", "text": "hi"}], "x_trace": {"spans": ["a"]}}
+    await context.add_message(added)
+    added["content"][0]["text"] = "rewritten"
+    added["x_trace"]["spans"].append("b")
+    read = await context.get_messages()
+    read[0]["content"].append({"type": "text", "text": "more"})
+    expected = [{"role": "user", "content": [{"type": "text", "text": "hi"}], "x_trace": {"spans": ["a"]}}]
+    assert await context.get_messages() == expected
+    assert await context.get_messages_for_request() == expected
+
+
 async def test_a_developer_message_is_kept_through_compaction() -> None:
     """001: "Preserves system messages during compaction" (a developer message is one) and "Compaction MUST be
     ephemeral": the stored transcript stays whole."""

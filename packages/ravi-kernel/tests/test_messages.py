@@ -1,4 +1,5 @@
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -8,6 +9,7 @@ from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import (
     ChatMessage,
     DocumentBlock,
+    FrozenList,
     ImageBlock,
     TextBlock,
     ThinkingBlock,
@@ -16,6 +18,12 @@ from ravi.kernel.messages import (
     from_openai,
     to_openai,
 )
+from ravi.kernel.storage.blob import Blob
+from ravi.kernel.storage.graph import Entity, Relationship
+from ravi.kernel.storage.memory import Memory
+from ravi.kernel.storage.tasks import Task
+from ravi.kernel.storage.vector import Document
+from ravi.kernel.values import thaw
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -157,6 +165,82 @@ def test_messages_are_immutable_all_the_way_down() -> None:
     with pytest.raises(TypeError):
         message.tool_calls[0].arguments["k"] = 2
     assert message.metadata == {"source": "test"}
+
+
+def test_nested_values_are_read_only_and_not_the_callers() -> None:
+    """A list or dict inside metadata or a tool call's arguments is the message's own, read-only copy: the caller
+    changing what it passed, or a reader changing what it got, changes no message (an in-memory store hands the
+    same object to every reader)."""
+    tags = ["a"]
+    query = {"terms": ["x"], "filter": {"k": [1, 2]}}
+    message = ChatMessage.assistant(
+        tool_calls=[ToolCallBlock(id="a", name="f", arguments={"query": query})], metadata={"tags": tags, "t": (1, [2])}
+    )
+    tags.append("writer")
+    query["terms"].append("y")
+    query["filter"]["k"].append(3)
+    assert message.metadata == {"tags": ["a"], "t": (1, [2])}
+    assert message.tool_calls[0].arguments == {"query": {"terms": ["x"], "filter": {"k": [1, 2]}}}
+    nested = [
+        message.metadata["tags"],
+        message.metadata["t"][1],
+        message.tool_calls[0].arguments["query"],
+        message.tool_calls[0].arguments["query"]["terms"],
+        message.tool_calls[0].arguments["query"]["filter"]["k"],
+    ]
+    mutations = [
+        lambda v: v.append(0), lambda v: v.extend([0]), lambda v: v.insert(0, 0), lambda v: v.pop(),
+        lambda v: v.clear(), lambda v: v.sort(), lambda v: v.reverse(), lambda v: v.__setitem__(0, 0),
+        lambda v: v.__delitem__(0), lambda v: v.__iadd__([0]), lambda v: v.__imul__(2), lambda v: v.remove(1),
+    ]  # fmt: skip
+    for value in nested:
+        for mutate in mutations if isinstance(value, list) else [lambda v: v.__setitem__("k", 0), lambda v: v.clear()]:
+            with pytest.raises(TypeError, match="read-only"):
+                mutate(value)
+    assert message.metadata == {"tags": ["a"], "t": (1, [2])}
+    assert message.tool_calls[0].arguments == {"query": {"terms": ["x"], "filter": {"k": [1, 2]}}}
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda m: Document(text="x", metadata=m), "metadata"),
+        (lambda m: Entity(id="e", properties=m), "properties"),
+        (lambda m: Relationship(source_id="a", target_id="b", type="KNOWS", properties=m), "properties"),
+        (lambda m: Task(title="t", metadata=m), "metadata"),
+        (lambda m: Memory(id="m", agent_id="a", namespace="n", content="c", metadata=m), "metadata"),
+        (lambda m: Blob(key="k", data=b"", metadata=m), "metadata"),
+    ],
+)
+def test_the_stores_values_keep_their_nested_values_too(make: Any, field: str) -> None:
+    given = {"tags": ["a"], "inner": {"k": [1]}}
+    value = make(given)
+    given["tags"].append("writer")
+    given["inner"]["k"].append(2)
+    assert getattr(value, field) == {"tags": ["a"], "inner": {"k": [1]}}
+    with pytest.raises(TypeError, match="read-only"):
+        getattr(value, field)["inner"]["k"].append(3)
+
+
+def test_read_only_values_copy_pickle_serialise_and_thaw_as_plain_ones() -> None:
+    import copy
+    import pickle
+
+    message = ChatMessage.user("hi", metadata={"tags": ["a", {"b": [1]}]})
+    for again in (
+        copy.copy(message),
+        copy.deepcopy(message),
+        pickle.loads(pickle.dumps(message)),
+        ChatMessage.model_validate_json(message.model_dump_json()),
+        ChatMessage.model_validate(message.model_dump()),
+    ):
+        assert again == message
+        assert isinstance(again.metadata["tags"], FrozenList)
+    assert json.loads(message.model_dump_json())["metadata"] == {"tags": ["a", {"b": [1]}]}
+    assert message.model_dump(mode="json")["metadata"] == {"tags": ["a", {"b": [1]}]}
+    plain = thaw(message.metadata)
+    plain["tags"][1]["b"].append(2)  # a plain copy: the caller's to change
+    assert type(plain["tags"]) is list and message.metadata == {"tags": ["a", {"b": [1]}]}
 
 
 def test_model_copy_validates_and_forgets_derived_values() -> None:

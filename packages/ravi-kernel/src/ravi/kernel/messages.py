@@ -2,7 +2,8 @@
 
 Messages are immutable values. A store can hand the same object to any number of readers, and no reader can
 change what another sees: models are frozen, content is a tuple, and ``metadata`` and tool-call ``arguments``
-are read-only mappings.
+are read-only all the way down (:class:`FrozenDict` and :class:`FrozenList`, built from what the caller gave, so
+the caller's own dicts and lists stay the caller's).
 
 Example:
     >>> msg = ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c1", name="search", arguments={"q": "x"})])
@@ -23,7 +24,7 @@ from typing import Annotated, Any, Literal, NoReturn, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
-from ravi.kernel.values import check_model, error_path, refuse_change
+from ravi.kernel.values import MAX_DEPTH, check_model, error_path, refuse_change
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -58,7 +59,60 @@ class FrozenDict(dict[str, Any]):
         return FrozenDict(copy.deepcopy(dict(self), memo))
 
 
-ReadOnlyDict = Annotated[dict[str, Any], AfterValidator(FrozenDict)]
+class FrozenList(list[Any]):
+    """A ``list`` that refuses mutation: a list inside a message's ``metadata`` or a tool call's ``arguments``.
+    It equals, serialises and reads like a list; :func:`ravi.kernel.values.thaw` gives a plain one."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("message values are read-only; build a new message with model_copy(update=...)")
+
+    __setitem__ = _refuse
+    __delitem__ = _refuse
+    __iadd__ = _refuse
+    __imul__ = _refuse
+    append = _refuse
+    extend = _refuse
+    insert = _refuse
+    pop = _refuse
+    remove = _refuse
+    clear = _refuse
+    sort = _refuse
+    reverse = _refuse
+
+    def __reduce__(self) -> tuple[type[FrozenList], tuple[list[Any]]]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        import copy
+
+        return FrozenList(copy.deepcopy(list(self), memo))
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _frozen(value: Any, depth: int = 0) -> Any:
+    """``value`` read-only all the way down: each mapping a :class:`FrozenDict`, each list a :class:`FrozenList`
+    (a tuple stays a tuple, of frozen items), each made anew, so nothing the caller holds is shared. What lies
+    deeper than JSON may nest is left as it is, for the message's check to refuse."""
+    if depth > MAX_DEPTH:
+        return value
+    scalars, depth = _SCALARS, depth + 1
+    if isinstance(value, Mapping):
+        return FrozenDict({k: v if type(v) in scalars else _frozen(v, depth) for k, v in value.items()})
+    if isinstance(value, list):
+        return FrozenList([v if type(v) in scalars else _frozen(v, depth) for v in value])
+    if isinstance(value, tuple):
+        return tuple(v if type(v) in scalars else _frozen(v, depth) for v in value)
+    return value
+
+
+ReadOnlyDict = Annotated[dict[str, Any], AfterValidator(_frozen)]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -566,6 +620,7 @@ __all__ = [
     "ContentBlock",
     "DocumentBlock",
     "FrozenDict",
+    "FrozenList",
     "ImageBlock",
     "Role",
     "TextBlock",
