@@ -214,6 +214,29 @@ async def test_developer_role_and_content_blocks_round_trip() -> None:
     assert await resumed.get_messages() == AMPLIFIER_MESSAGES
 
 
+async def test_tool_call_arguments_cut_off_mid_call_are_stored_and_given_back_as_written() -> None:
+    """001 carries ``function.arguments`` as a string; a model cut off mid-call writes one that is not JSON.
+    ``add_message`` refused it (``InvalidMessage``), so the orchestrator could not record the turn."""
+    context = ContextManager(max_tokens=100_000)
+    raw = '{"path": "notes/' + "a" * 400
+    cut = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": raw}}],
+    }
+    listed = {
+        **cut,
+        "tool_calls": [{**cut["tool_calls"][0], "id": "call_2", "function": {"name": "f", "arguments": "[1]"}}],
+    }
+    for message in (cut, listed):
+        await context.add_message(message)
+        await context.add_message({"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": "error"})
+    assert (await context.get_messages())[::2] == [cut, listed]
+    assert (await context.get_messages_for_request())[::2] == [cut, listed]  # sent as written
+    stored = await context.history.get_messages(context.agent_id, session_id=context.session_id)
+    assert DEFAULT_COUNTER.count_message(stored[0]) > len(raw) // 4  # counted with what the model wrote
+
+
 async def test_a_dict_is_the_contexts_own_once_added() -> None:
     """001 keeps the transcript non-destructive and hands readers copies: an orchestrator that reuses or edits
     the dict it added, or one it got back, changes nothing the context holds."""

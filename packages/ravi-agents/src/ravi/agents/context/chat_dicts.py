@@ -42,11 +42,39 @@ def _summary_text(items: Any) -> str:
     return "\n".join(t for t in texts if isinstance(t, str))
 
 
+UNPARSED = "unparsed"
+"""The key under which a derived tool call holds arguments that are not a JSON object (see :func:`_calls`)."""
+
+
+def _calls(calls: Any) -> Any:
+    """``tool_calls`` with each call's ``function.arguments`` that is a string but not a JSON object (a model cut
+    off mid-call writes ``'{"path": "a.t'``) held as ``{"unparsed": the string}``: the message is stored, its
+    tokens counted with the string, and the dict, kept whole, is what is given back and sent."""
+    if not isinstance(calls, list):
+        return calls
+    out = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        raw = function.get("arguments") if isinstance(function, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(raw, str) and raw.strip():
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, Mapping):
+                call = {**call, "function": {**function, "arguments": {UNPARSED: raw}}}
+        out.append(call)
+    return out
+
+
 def _normalise(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` in the form :meth:`ChatMessage.from_openai` reads (developer as system, blocks as parts)."""
+    """``data`` in the form :meth:`ChatMessage.from_openai` reads (developer as system, blocks as parts, tool-call
+    arguments that are not a JSON object as :func:`_calls` holds them)."""
     out = dict(data)
     if out.get("role") == "developer":
         out["role"] = "system"
+    if "tool_calls" in out:
+        out["tool_calls"] = _calls(out["tool_calls"])
     content = out.get("content")
     if not isinstance(content, list):
         return out
