@@ -50,9 +50,9 @@ class Dev:
         return dict(shlex.split(line.removeprefix("export "))[0].split("=", 1) for line in lines)
 
 
-def start_dev(server: str, tmp_path: Path) -> Iterator[Dev]:
+def start_dev(server: str, tmp_path: Path, *args: str) -> Iterator[Dev]:
     process = subprocess.Popen(
-        [*RAVI, "dev", server],
+        [*RAVI, "dev", server, *args],
         cwd=tmp_path,
         env=clean_env(),
         stdout=subprocess.PIPE,
@@ -154,6 +154,32 @@ def test_dev_keeps_the_server_until_ctrl_c_then_removes_it(dev_postgres: Dev) ->
     assert dev_postgres.process.wait(timeout=60) == 0
     with pytest.raises(OSError):
         asyncio.run(answer())
+
+
+def test_dev_postgres_serves_the_graph_store_with_apache_age(tmp_path: Path) -> None:
+    """The AGE page points the graph store at ``ravi dev postgres``, whose build includes AGE; ``--kind graph``
+    was refused ("the postgres backend is not a graph store")."""
+    pytest.importorskip("ravi.capabilities.postgres")
+    pytest.importorskip("ravi.capabilities.age")
+    from ravi.agents.settings import RaviSettings, build_store
+    from ravi.kernel.storage.graph import Entity
+
+    for dev in start_dev("postgres", tmp_path, "--kind", "history", "--kind", "graph"):
+        printed = tomllib.loads(dev.toml)
+        assert printed["history"]["backend"] == "postgres" and printed["graph"]["backend"] == "age"
+        assert dev.exports["RAVI_GRAPH__BACKEND"] == "age"
+        assert dev.exports["RAVI_GRAPH__DSN"] == printed["graph"]["dsn"] == printed["history"]["dsn"]
+
+        async def round_trip(section: dict[str, str]) -> Entity | None:
+            graph = build_store("graph", RaviSettings(graph=section))
+            try:
+                await graph.add_entities([Entity(id="alice", label="Person", properties={"name": "Alice"})])
+                return await graph.get_entity("alice")
+            finally:
+                await graph.close()
+
+        found = asyncio.run(round_trip(printed["graph"]))
+        assert found is not None and found.properties == {"name": "Alice"}
 
 
 def test_dev_redis_prints_a_url_that_answers(tmp_path: Path) -> None:

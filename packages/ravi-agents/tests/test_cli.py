@@ -310,7 +310,7 @@ def test_dev_prints_lines_that_configure_ravi() -> None:
     from ravi.agents.cli.dev import paste_lines
 
     options = {"bucket": "ravi", "endpoint_url": "http://127.0.0.1:9000", "create_bucket": True, "note": 'a "q"'}
-    toml, exports = paste_lines("s3", ["blob"], options)
+    toml, exports = paste_lines({"blob": "s3"}, options)
     assert tomllib.loads(toml) == {"blob": {"backend": "s3", **options}}
     variables = dict(shlex.split(line.removeprefix("export "))[0].split("=", 1) for line in exports.splitlines())
     assert variables == {

@@ -38,11 +38,11 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value))  # a TOML basic string: the same escapes as JSON's
 
 
-def paste_lines(name: str, kinds: list[str], options: Mapping[str, Any]) -> tuple[str, str]:
-    """The ``ravi.toml`` sections and the ``export`` lines that point the ``kinds`` stores at a server whose
-    backend options are ``options``."""
+def paste_lines(backends: Mapping[str, str], options: Mapping[str, Any]) -> tuple[str, str]:
+    """The ``ravi.toml`` sections and the ``export`` lines that point each store kind of ``backends`` at the
+    backend named there, on a server whose backend options are ``options``."""
     toml, exports = [], []
-    for kind in kinds:
+    for kind, name in backends.items():
         toml += [f"[{kind}]", f'backend = "{name}"', *(f"{key} = {_toml_value(v)}" for key, v in options.items()), ""]
         exports.append(f"export {env_name(f'{kind}__backend')}={shlex.quote(name)}")
         for key, value in options.items():
@@ -64,7 +64,9 @@ def dev(
     kind: Annotated[
         list[str] | None,
         typer.Option(
-            "--kind", help="Store kinds to print the configuration for (repeatable; default: history, or blob for s3)."
+            "--kind",
+            help="Store kinds to print the configuration for (repeatable; default: history, or blob for s3; graph on "
+            "postgres is Apache AGE on the same server).",
         ),
     ] = None,
 ) -> None:
@@ -82,21 +84,26 @@ def dev(
             hint=(f"did you mean {close[0]!r}? " if close else "")
             + "pip install 'ravi-capabilities-postgres[local]' (or -redis[local], -s3[local]) to get one",
         )
-    serves = [k for k in GROUPS if server in available(k)]
-    kinds = kind or (["history"] if "history" in serves else serves[:1])
-    for k in kinds:
-        if k not in serves:
-            raise ConfigurationError(
-                f"--kind {k}: the {server} backend is not a {k} store", hint=f"it serves: {', '.join(serves)}"
-            )
     running = local_server(server)
+    # the kinds the server's own backend serves, and those another backend serves on the same server (``serves``
+    # of the local server: Apache AGE's graph store on the local Postgres)
+    backends = {k: server for k in GROUPS if server in available(k)}
+    also: Mapping[str, str] = getattr(running, "serves", {})
+    backends.update({k: b for k, b in also.items() if k not in backends and b in available(k)})
+    kinds = kind or (["history"] if "history" in backends else list(backends)[:1])
+    for k in kinds:
+        if k not in backends:
+            raise ConfigurationError(
+                f"--kind {k}: the local {server} server serves no {k} store",
+                hint=f"it serves: {', '.join(backends)}",
+            )
     typer.echo(f"starting a local {server} server ...", err=True)
     previous = signal.signal(signal.SIGTERM, _on_term)
     try:
         running.start()
         options = running.backend_options()
         address = next(str(v) for k, v in options.items() if k in ("dsn", "url", "endpoint_url"))
-        toml, exports = paste_lines(server, kinds, options)
+        toml, exports = paste_lines({k: backends[k] for k in kinds}, options)
         typer.echo(f"{server} is running at {address}\n")
         typer.echo("Paste into ravi.toml:\n")
         typer.echo(toml)

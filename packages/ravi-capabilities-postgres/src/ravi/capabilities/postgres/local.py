@@ -27,8 +27,10 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
+from typing import ClassVar
 
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError
 
@@ -68,6 +70,10 @@ class LocalPostgres:
         durable: Keep PostgreSQL's crash-safe defaults; by default they are off, and a crash can lose
             acknowledged writes.
     """
+
+    serves: ClassVar[Mapping[str, str]] = MappingProxyType({"graph": "age"})
+    """The stores another backend keeps on this server, by kind: its build includes Apache AGE, so ``ravi dev
+    postgres --kind graph`` points the graph store (``ravi-capabilities-age``) at it."""
 
     def __init__(self, *, port: int | None = None, durable: bool = False) -> None:
         self.port = port or _free_port()
