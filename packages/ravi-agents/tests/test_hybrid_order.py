@@ -27,6 +27,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import (
     HistoryProvider,
     HistorySearcher,
+    HistoryWindow,
     SessionReplacer,
     StoredMessage,
     TailEditor,
@@ -659,7 +660,8 @@ def test_a_hot_tier_that_refuses_to_follow_replace_last_is_dropped_and_the_edit_
     """The hot tier holds, under an id that ``replace_last`` brings in, another message than the new one (a
     message the cold tier no longer holds, whose removal the hot tier missed): the cold tier took the edit, the
     hot one refused it (``MessageConflict``), and the caller got that error for an edit that was made, with the
-    hot tier left unchanged. The hot tier is dropped instead, and the edit is reported made."""
+    hot tier left unchanged. The hot tier is dropped instead (and copied again from the cold one), and the edit
+    is reported made."""
 
     async def main() -> None:
         hot, cold = InMemoryHistoryProvider(), InMemoryHistoryProvider()
@@ -671,7 +673,7 @@ def test_a_hot_tier_that_refuses_to_follow_replace_last_is_dropped_and_the_edit_
         assert await history.replace_last(AGENT, session_id="s", message_id=newest.id, messages=[instead])
         assert await cold.get_messages(AGENT, session_id="s") == [first, instead]
         assert await history.get_messages(AGENT, session_id="s") == [first, instead]
-        assert await hot.count_messages(AGENT, session_id="s") == 0
+        assert await hot.get_messages(AGENT, session_id="s") in ([], [first, instead])
 
     asyncio.run(main())
 
@@ -895,5 +897,110 @@ def test_readers_of_other_providers_racing_replacements_read_a_transcript_the_co
 
         for step in steps:
             await asyncio.gather(*(run(providers[w], operation) for w, operation in step))
+
+    asyncio.run(main())
+
+
+class EditedThen(InMemoryHistoryProvider):
+    """The in-memory provider that, once ``then`` is set, runs it right after its next ``replace_last`` has
+    taken effect: a reader (or a crash) between the cold tier's edit and what the writer does next."""
+
+    then: Callable[[], Awaitable[None]] | None = None
+
+    async def replace_last(
+        self,
+        agent_id: str,
+        *,
+        session_id: str,
+        message_id: str,
+        messages: Sequence[ChatMessage] = (),
+        run_id: str = "",
+    ) -> bool:
+        done = await super().replace_last(
+            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+        )
+        then, self.then = self.then, None
+        if then is not None:
+            await then()
+        return done
+
+
+READ_KINDS = ("whole", "window", "small window", "search")
+
+
+@pytest.mark.parametrize("kind", READ_KINDS)
+def test_another_process_reading_after_the_cold_tier_took_replace_last_reads_the_edit(kind: str) -> None:
+    """Another provider (another process) reads the session once the cold tier has replaced its newest message
+    and before the writer's hot tier follows: it was served the hot tier's replaced message (as many messages
+    in each tier), though the cold tier no longer held it."""
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), EditedThen()
+        writer, reader = HybridHistoryProvider(hot, cold), HybridHistoryProvider(hot, cold)
+        one, two, edit = short(1), short(2), short(6)
+        await writer.append_many(AGENT, [one, two], session_id="s")
+        got: list[object] = []
+
+        async def read() -> None:
+            got.append(await read_of(reader, kind))
+
+        cold.then = read
+        await writer.replace_last(AGENT, session_id="s", message_id="m2", messages=[edit])
+        assert got == [await read_of_state([one, edit], kind)]
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", READ_KINDS)
+def test_a_writer_that_stops_after_the_cold_tier_took_replace_last_leaves_no_stale_hot_tier(kind: str) -> None:
+    """A writer whose process ends right after the cold tier replaced the newest message (before the hot tier
+    followed) left the hot tier holding the replaced message, as many messages as the cold tier: every reader
+    was served it until the next write."""
+
+    async def main() -> None:
+        hot, cold = InMemoryHistoryProvider(), EditedThen()
+        writer, reader = HybridHistoryProvider(hot, cold), HybridHistoryProvider(hot, cold)
+        one, two, edit = short(1), short(2), short(6)
+        await writer.append_many(AGENT, [one, two], session_id="s")
+
+        async def stop() -> None:
+            raise asyncio.CancelledError  # the writer goes no further
+
+        cold.then = stop
+        with pytest.raises(asyncio.CancelledError):
+            await writer.replace_last(AGENT, session_id="s", message_id="m2", messages=[edit])
+        assert await read_of(reader, kind) == await read_of_state([one, edit], kind)
+
+    asyncio.run(main())
+
+
+class RecopiedBeforeRead(InMemoryHistoryProvider):
+    """The in-memory provider that, once ``armed``, loses the session and gets its first ``keep`` messages back
+    (another writer's copy in progress) right before its next windowed read: after a reader counted it."""
+
+    armed = False
+    keep = 1
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        if self.armed:
+            self.armed = False
+            held = await self.get_stored(agent_id, session_id=session_id)
+            await self.clear(agent_id, session_id=session_id)
+            for stored in held[: self.keep]:
+                await self.append_many(agent_id, [stored.message], session_id=session_id, run_id=stored.run_id)
+        return await super().read_window(agent_id, session_id=session_id, tokens=tokens)
+
+
+def test_a_windowed_read_of_a_hot_tier_partly_copied_again_after_its_count_is_made_of_the_cold_tier() -> None:
+    """The hot tier loses the session and gets part of it back between a reader's count and its windowed read:
+    the read was served a shorter prefix (the newest messages missing), since it held something."""
+
+    async def main() -> None:
+        hot, cold = RecopiedBeforeRead(), InMemoryHistoryProvider()
+        history = HybridHistoryProvider(hot, cold)
+        await history.append_many(AGENT, [short(k) for k in range(1, 5)], session_id="s")
+        hot.armed = True
+        window = await history.read_window(AGENT, session_id="s", tokens=10**6)
+        assert [m.id for m in window.messages] == ["m1", "m2", "m3", "m4"]
 
     asyncio.run(main())

@@ -184,6 +184,36 @@ class HybridHistoryProvider(Closeable):
             return hot_read
         return await read(self.cold)
 
+    async def _read_window(self, agent_id: str, session_id: str, tokens: int) -> HistoryWindow:
+        """A windowed read of the tier that serves the session (see :meth:`_read`). A windowed read cannot show
+        by itself that it is of the whole session: a hot tier that lost the session and got part of it back
+        (another writer's copy under way) between its count and its read gives the newest part of a shorter
+        prefix. So the cold tier's newest message is read beside the counts, and the hot tier's window is served
+        only when it ends with that very message."""
+
+        async def read(tier: HistoryProvider) -> HistoryWindow:
+            if isinstance(tier, WindowReader):
+                return await tier.read_window(agent_id, session_id=session_id, tokens=tokens)
+            return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
+
+        if not isinstance(self.cold, WindowReader):
+            return await self._read(agent_id, session_id, read, _nonempty)
+        newest: list[ChatMessage] = []
+
+        async def read_hot_or_cold(tier: HistoryProvider) -> HistoryWindow:
+            if tier is not self.hot:
+                return await read(tier)
+            window, cold_newest = await asyncio.gather(read(tier), _newest(self.cold, agent_id, session_id))
+            newest[:] = cold_newest[1] if cold_newest is not None else []
+            return window
+
+        return await self._read(
+            agent_id,
+            session_id,
+            read_hot_or_cold,
+            lambda window, count: bool(window.messages) and window.messages[-1:] == newest,
+        )
+
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
         """Write to the cold tier, then the hot one."""
         await self.append_many(agent_id, [message], session_id=session_id, run_id=run_id)
@@ -312,13 +342,8 @@ class HybridHistoryProvider(Closeable):
         check_scope(agent_id=agent_id, session_id=session_id)
         check_count(tokens, "tokens")
 
-        async def read(tier: HistoryProvider) -> HistoryWindow:
-            if isinstance(tier, WindowReader):
-                return await tier.read_window(agent_id, session_id=session_id, tokens=tokens)
-            return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
-
         if not isinstance(self.cold, SessionGeneration):
-            return replace(await self._read(agent_id, session_id, read, _nonempty), generation=None)
+            return replace(await self._read_window(agent_id, session_id, tokens), generation=None)
         # The cold tier's generation, read before and after the read (a window the hot tier served carries the
         # hot tier's own token, which names nothing here). The same token on both sides means nothing was removed
         # or renumbered in between (a generation is never repeated), so the read is of that generation, as a
@@ -328,7 +353,7 @@ class HybridHistoryProvider(Closeable):
         after = await self.cold.generation(agent_id, session_id=session_id)
         for _ in range(_READ_ATTEMPTS):
             generation = after  # read before this attempt's read
-            window = await self._read(agent_id, session_id, read, _nonempty)
+            window = await self._read_window(agent_id, session_id, tokens)
             after = await self.cold.generation(agent_id, session_id=session_id)
             if after == generation:
                 break
@@ -417,21 +442,24 @@ class HybridHistoryProvider(Closeable):
         messages: Sequence[ChatMessage] = (),
         run_id: str = "",
     ) -> bool:
-        """``replace_last`` (``TailEditor``) on the cold tier, which decides; then on the hot one. A hot tier
-        that cannot follow (it lacks the ability, or its newest message is another one) drops the session, so
-        reads go to the cold tier until the hot one holds the whole session again.
+        """``replace_last`` (``TailEditor``): the cold tier decides. Over a cold tier that reads run ids, the hot
+        tier gives up its newest message first and is then brought up to the cold tier as after an append (see
+        :meth:`_replace_last_then_copy`).
 
-        Another writer (another process) may replace or edit the session in both tiers between this one's cold
-        and hot edits, leaving the message edited newest in the hot tier again (a replacement reusing it): the
-        hot tier's edit then lands on the other writer's transcript, which the cold tier holds unedited. So the
-        cold tier's newest message and generation (``WindowReader``, ``SessionGeneration``) are read after its
-        edit and again after the hot tier's: the hot tier is dropped unless both times they are the edit's last
-        message and one generation. (An edit that only removes the newest message leaves the hot tier a prefix
-        of a copy of the cold one, which no read serves.)"""
+        Over any other cold tier, the cold tier is edited, then the hot one. A hot tier that cannot follow (it
+        lacks the ability, or its newest message is another one) drops the session, so reads go to the cold tier
+        until the hot one holds the whole session again. Another writer (another process) may replace or edit the
+        session in both tiers between this one's cold and hot edits, leaving the message edited newest in the hot
+        tier again (a replacement reusing it): the hot tier's edit then lands on the other writer's transcript,
+        which the cold tier holds unedited. So the cold tier's newest message and generation (``WindowReader``,
+        ``SessionGeneration``) are read after its edit and again after the hot tier's: the hot tier is dropped
+        unless both times they are the edit's last message and one generation."""
         check_replace(agent_id, session_id, message_id, messages, run_id)
         if not isinstance(self.cold, TailEditor):
             raise NotImplementedError(f"{type(self.cold).__name__} (the cold tier) cannot replace_last")
         async with self._writing(agent_id, session_id):
+            if isinstance(self.cold, RunReader):
+                return await self._replace_last_then_copy(agent_id, session_id, message_id, messages, run_id)
             done = await self.cold.replace_last(
                 agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
             )
@@ -454,6 +482,31 @@ class HybridHistoryProvider(Closeable):
             if not followed:
                 await self.hot.clear(agent_id, session_id=session_id)
             return True
+
+    async def _replace_last_then_copy(
+        self, agent_id: str, session_id: str, message_id: str, messages: Sequence[ChatMessage], run_id: str
+    ) -> bool:
+        """``replace_last`` over a cold tier that reads run ids: the hot tier gives up its newest message first,
+        the cold tier decides, and the hot tier is brought up to it as after an append (:meth:`_mirror`).
+
+        While the cold tier changes the message, the hot tier holds one message fewer, so no reader (of any
+        process) counts the tiers equal and is served the replaced message; a writer that stops in between
+        leaves the hot tier a prefix of the cold one, which serves no read and the next write completes. A hot
+        tier whose newest message is another (it is behind, or stale) is dropped instead, and copied again. When
+        the cold tier refuses the edit (the message is no longer its newest), the copy puts the message back."""
+        taken = isinstance(self.hot, TailEditor) and await self.hot.replace_last(
+            agent_id, session_id=session_id, message_id=message_id, run_id=run_id
+        )
+        if not taken:
+            await self.hot.clear(agent_id, session_id=session_id)
+        hot_before = await _generation(self.hot, agent_id, session_id)
+        cold = self.cold
+        assert isinstance(cold, TailEditor) and isinstance(cold, RunReader)
+        done = await cold.replace_last(
+            agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
+        )
+        await self._mirror(agent_id, session_id, cold, hot_before)
+        return done
 
     async def replace_session(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
