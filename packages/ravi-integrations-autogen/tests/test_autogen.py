@@ -25,6 +25,7 @@ from ravi.agents.context import (
     TokenBudgetComposedStrategy,
     ToolResultCompactionStrategy,
 )
+from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.integrations.autogen import RaviChatCompletionContext, from_ravi, to_ravi
 
 
@@ -235,5 +236,47 @@ def test_the_context_serialises_as_an_autogen_component_by_its_settings() -> Non
         on_objects = RaviChatCompletionContext(ContextConfig(InMemoryHistoryProvider()), session_id="s1")
         with pytest.raises(ConfigurationError, match="settings"):
             on_objects.dump_component()
+
+    asyncio.run(main())
+
+
+def test_function_call_arguments_cut_off_mid_call_are_stored_counted_and_given_back_as_written() -> None:
+    """A model cut off mid-call (or a sloppy one) writes ``FunctionCall.arguments`` that are not a JSON object.
+    The agent loop answers each call with an error; the turn is stored, counted with what the model wrote (Ravi's
+    view of such a call is ``{"arguments": the string}``), and given back and sent exactly as written."""
+
+    async def main() -> None:
+        raw = '{"service": "' + "a" * 400
+        written = [raw, "", "[1]", '"x"', "plain text"]
+        calls = [FunctionCall(id=f"c{i}", name="fetch_logs", arguments=a) for i, a in enumerate(written)]
+        client = Recording(
+            [
+                CreateResult(finish_reason="function_calls", content=calls, usage=USAGE, cached=False),
+                CreateResult(finish_reason="stop", content="Sorry.", usage=USAGE, cached=False),
+            ],
+            model_info=INFO,  # type: ignore[arg-type]
+        )
+        history = InMemoryHistoryProvider()
+        context = RaviChatCompletionContext(ContextConfig(history), session_id="s1")
+        agent = AssistantAgent(
+            "ops", model_client=client, tools=[fetch_logs], model_context=context, reflect_on_tool_use=True
+        )
+        await agent.run(task="logs of the api?")
+        given = await context.get_messages()
+        assert [type(m).__name__ for m in given] == [
+            "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage", "AssistantMessage"
+        ]  # fmt: skip
+        assert given[1].content == calls  # as the model wrote them
+        results = given[2].content
+        assert [(r.call_id, r.is_error) for r in results] == [(f"c{i}", True) for i in range(5)]  # type: ignore[union-attr]
+        assert client.sent[-1][1:] == given[:3]  # sent exactly (after the agent's system message)
+        assert from_ravi(await history.get_messages("agent", session_id="s1")) == given
+        stored = await history.get_messages("agent", session_id="s1")
+        assert [dict(c.arguments) for c in stored[1].tool_calls] == [{"arguments": a} for a in written]
+        assert DEFAULT_COUNTER.count_message(stored[1]) > len(raw) // 4  # counted with what the model wrote
+        state = await context.save_state()
+        await context.clear()
+        await context.load_state(state)
+        assert await context.get_messages() == given
 
     asyncio.run(main())

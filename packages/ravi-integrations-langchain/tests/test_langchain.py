@@ -20,8 +20,10 @@ from ravi.agents.context import (
     TokenBudgetComposedStrategy,
     ToolResultCompactionStrategy,
 )
+from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.integrations.langchain import RaviChatMessageHistory, RaviContextMiddleware, to_langchain, to_ravi
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
+from ravi.kernel.messages import TextBlock
 
 
 class ScriptedModel(GenericFakeChatModel):
@@ -334,3 +336,64 @@ def test_a_new_middleware_over_a_stored_thread_stores_only_the_new_turns() -> No
     stored = asyncio.run(history.get_messages("agent", session_id="t"))
     assert [m.text for m in stored] == ["hi", "one", "again", "two"]
     assert stored[:2] == kept  # as stored, created_at included
+
+
+def test_tool_calls_langchain_could_not_parse_are_stored_counted_and_given_back_as_written() -> None:
+    """A model cut off mid-call writes arguments that are not a JSON object; LangChain keeps such a call in
+    ``invalid_tool_calls`` with the string as written. Ravi had no tool call for it: its tokens were not counted
+    (the turn weighed 4 tokens in every window) and the error answering it was a result without a call."""
+    raw = '{"service": "' + "a" * 400
+    cut = AIMessage(  # as a provider's raw answer reaches LangChain: it parses the arguments, and cannot
+        "",
+        additional_kwargs={
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "fetch_logs", "arguments": raw}}]
+        },
+        id="a1",
+    )
+    assert cut.invalid_tool_calls[0]["args"] == raw
+    listed = AIMessage(
+        "calling",
+        invalid_tool_calls=[
+            {"name": "fetch_logs", "args": "[1]", "id": "c2", "error": None, "type": "invalid_tool_call"},
+            {"name": None, "args": "", "id": "c3", "error": "no name", "type": "invalid_tool_call"},
+        ],
+        id="a2",
+    )
+    said: list[BaseMessage] = [
+        HumanMessage("logs of the api?", id="h1"),
+        cut,
+        ToolMessage("Error: malformed arguments", tool_call_id="c1", status="error", id="t1"),
+        listed,
+        ToolMessage("Error: malformed arguments", tool_call_id="c2", status="error", id="t2"),
+        ToolMessage("Error: no tool named", tool_call_id="c3", status="error", id="t3"),
+    ]
+    history = RaviChatMessageHistory(InMemoryHistoryProvider(), session_id="s")
+    history.add_messages(said)
+    assert history.messages == said
+    assert [message_to_dict(m) for m in history.messages] == [message_to_dict(m) for m in said]
+    stored = asyncio.run(history.history.get_messages("agent", session_id="s"))
+    assert [(c.id, dict(c.arguments)) for c in stored[1].tool_calls] == [("c1", {"unparsed": raw})]
+    assert [(c.id, dict(c.arguments)) for c in stored[3].tool_calls] == [("c2", {"unparsed": "[1]"}), ("c3", {})]
+    assert DEFAULT_COUNTER.count_message(stored[1]) > len(raw) // 4  # counted with what the model wrote
+    # a changed turn (its text shortened, say) is rebuilt with the calls LangChain could not parse as they were
+    rebuilt = to_langchain(stored[3].model_copy(update={"content": (TextBlock(text="call"), *stored[3].tool_calls)}))
+    assert isinstance(rebuilt, AIMessage) and (rebuilt.tool_calls, rebuilt.invalid_tool_calls) == (
+        [],
+        listed.invalid_tool_calls,
+    )
+
+    # the agent loop: the turn is stored as the model wrote it, counted, and sent with the error answering it
+    store = InMemoryHistoryProvider()
+    model = ScriptedModel(messages=iter([cut.model_copy(update={"id": None}), AIMessage("I will retry.")]))
+    config = ContextConfig(store, [TokenBudgetComposedStrategy([], token_budget=4_000)])
+    agent = create_agent(model, [fetch_logs], middleware=[RaviContextMiddleware(config)], checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [HumanMessage("logs of the api?")]}, config=thread)
+    state = agent.invoke({"messages": [HumanMessage("try again")]}, config=thread)["messages"]
+    kept = asyncio.run(store.get_messages("agent", session_id="t"))
+    assert message_to_dict(to_langchain(kept[1])) == message_to_dict(state[1])
+    assert state[1].invalid_tool_calls[0]["args"] == raw
+    assert DEFAULT_COUNTER.count_message(kept[1]) > len(raw) // 4
+    sent = model.seen[-1]
+    assert [type(m).__name__ for m in sent] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage"]
+    assert sent[1] == state[1] and sent[2].tool_call_id == "c1"  # type: ignore[attr-defined]

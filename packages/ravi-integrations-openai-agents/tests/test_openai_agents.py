@@ -20,6 +20,7 @@ from ravi.agents.context import (
     TokenBudgetComposedStrategy,
     ToolResultCompactionStrategy,
 )
+from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.integrations.openai_agents import RaviSession, ravi_input_filter
 
 
@@ -207,3 +208,31 @@ def test_a_filter_reused_across_calls_sends_what_a_fresh_filter_sends(inputs: li
         data = CallModelData(model_data=ModelInputData(input=items, instructions="Be brief."), agent=None, context=None)
         fresh = ravi_input_filter(pipeline(), session_id="s")
         assert asyncio.run(reused(data)).input == asyncio.run(fresh(data)).input  # type: ignore[arg-type]
+
+
+def test_function_call_arguments_cut_off_mid_call_are_stored_counted_and_sent_as_written() -> None:
+    """A model cut off mid-call (or a sloppy one) writes a ``function_call`` whose ``arguments`` are not a JSON
+    object. The Runner answers each with an error output; the items are stored and given back as the SDK gave
+    them, the window counts the string (Ravi's view is ``{"arguments": the string}``) and sends it as written."""
+    raw = '{"service": "' + "a" * 400
+    written = [raw, "", "[1]", '"x"', "plain text"]
+    calls = [
+        ResponseFunctionToolCall(
+            id=f"fc-{i}", call_id=f"c{i}", name="fetch_logs", arguments=a, type="function_call", status="completed"
+        )
+        for i, a in enumerate(written)
+    ]
+    history = InMemoryHistoryProvider()
+    session = RaviSession("s1", history)
+    model = ScriptedModel([calls, [answer("Sorry.")]])
+    config = ContextConfig(history, [TokenBudgetComposedStrategy([], 4_000)])
+    result = run(model, session, "logs of the api?", call_model_input_filter=ravi_input_filter(config, session_id="s1"))
+    assert result.final_output == "Sorry."
+    items = asyncio.run(session.get_items())
+    assert items[1:6] == [c.model_dump(exclude_unset=True) for c in calls]  # as written
+    assert [i["call_id"] for i in items[6:11]] == [f"c{i}" for i in range(5)]  # each answered (an error)
+    assert model.inputs[-1] == items[:11]  # sent exactly
+    stored = asyncio.run(history.get_messages("agent", session_id="s1"))
+    assert [dict(c.arguments) for c in stored[1].tool_calls] == [{"arguments": a} for a in written]
+    assert DEFAULT_COUNTER.count_message(stored[1]) > len(raw) // 4  # counted with what the model wrote
+    assert asyncio.run(RaviSession("s1", history).get_items()) == items  # another process reads the same

@@ -24,6 +24,7 @@ from ravi.agents.context import (
     TokenBudgetComposedStrategy,
     ToolResultCompactionStrategy,
 )
+from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.integrations.pydantic_ai import RaviHistory, from_ravi, to_ravi
 
 
@@ -195,3 +196,40 @@ def test_an_applications_own_pydantic_ai_metadata_key_is_read_as_a_plain_message
     assert [type(m).__name__ for m in got] == ["ModelRequest", "ModelResponse"]
     assert got[0].parts[0].content == "hello"  # type: ignore[union-attr]
     assert got[1].parts[0].content == "hi"  # type: ignore[union-attr]
+
+
+def test_tool_call_arguments_cut_off_mid_call_are_stored_counted_and_given_back_as_written() -> None:
+    """A model cut off mid-call (or a sloppy one) gives a ``ToolCallPart`` whose ``args`` string is not a JSON
+    object. The agent loop answers each with a retry prompt; the response is stored and given back as written,
+    sent exactly, and counted with the string (Ravi's view is PydanticAI's own ``{"INVALID_JSON": the string}``)."""
+    raw = '{"service": "' + "a" * 400
+    written: list[str | dict[str, object]] = [raw, "", "[1]", '"x"', "plain text", {"service": "db"}]
+    sent: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(list(messages))
+        if len(sent) == 1:
+            return ModelResponse(
+                parts=[ToolCallPart("fetch_logs", a, tool_call_id=f"c{i}") for i, a in enumerate(written)]
+            )
+        return ModelResponse(parts=[TextPart("Sorry.")])
+
+    async def main() -> None:
+        history = InMemoryHistoryProvider()
+        ravi = RaviHistory(ContextConfig(history), session_id="s1")
+        agent = Agent(FunctionModel(model), tools=[fetch_logs], capabilities=[ravi], retries=3)
+        result = await agent.run("logs of the api?")
+        transcript = result.all_messages()
+        assert [p.args for p in transcript[1].parts] == written  # type: ignore[union-attr]
+        assert await ravi.messages() == transcript  # given back as written
+        assert sent[-1] == transcript[:-1]  # sent exactly
+        stored = await history.get_messages("agent", session_id="s1")
+        assert [m.role for m in stored] == ["user", "assistant"] + ["tool"] * 6 + ["assistant"]
+        assert [r.content[0].tool_call_id for r in stored[2:7]] == [f"c{i}" for i in range(5)]  # type: ignore[union-attr]
+        assert [dict(c.arguments) for c in stored[1].tool_calls] == [
+            {"INVALID_JSON": raw}, {}, {"INVALID_JSON": "[1]"}, {"INVALID_JSON": '"x"'},
+            {"INVALID_JSON": "plain text"}, {"service": "db"},
+        ]  # fmt: skip
+        assert DEFAULT_COUNTER.count_message(stored[1]) > len(raw) // 4  # counted with what the model wrote
+
+    asyncio.run(main())

@@ -6,6 +6,11 @@ tool results with their error flag, images, reasoning), and whose metadata keeps
 what was added: its ``id`` too, ``None`` included. Ravi's own message id is the ``ChatMessage``'s, which
 LangChain never sees. A message the pipeline changed (a shortened tool result, a tool call folded away, a
 summary) is rebuilt from its blocks, with its LangChain id and name.
+
+A tool call LangChain could not parse (``invalid_tool_calls``: a model cut off mid-call wrote ``'{"path": "a.t'``)
+is a tool call to Ravi too, so its result is paired with it and its tokens are counted: its arguments are the
+parsed object when ``args`` is one, else ``{"unparsed": args}``. The LangChain message, kept whole, is what is
+given back.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from langchain_core.messages import (
 )
 
 from ravi.agents.adapters import Originals
+from ravi.agents.context.chat_dicts import UNPARSED
 from ravi.kernel.errors import InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 
@@ -55,6 +61,20 @@ def _text_of(content: Any) -> str:
         elif isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "".join(parts)
+
+
+def _unparsed(raw: Any) -> dict[str, Any]:
+    """The arguments of a tool call LangChain could not parse: ``args`` parsed when it is a JSON object (the call
+    was invalid for another reason), else ``{"unparsed": args}`` (nothing when it is empty)."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    return dict(parsed) if isinstance(parsed, dict) else {UNPARSED: raw}
 
 
 def _blocks(message: BaseMessage) -> tuple[Any, ...]:
@@ -94,6 +114,9 @@ def _blocks(message: BaseMessage) -> tuple[Any, ...]:
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
             blocks.append(ToolCallBlock(id=call.get("id") or "unknown", name=call["name"], arguments=call["args"]))
+        for bad in message.invalid_tool_calls:
+            name, arguments = bad.get("name") or "unknown", _unparsed(bad.get("args"))
+            blocks.append(ToolCallBlock(id=bad.get("id") or "unknown", name=name, arguments=arguments))
     return tuple(blocks)
 
 
@@ -168,12 +191,15 @@ def to_langchain(message: ChatMessage) -> BaseMessage:
         assert isinstance(result, ToolResultBlock)
         status = "error" if result.is_error else "success"
         return ToolMessage(content=result.content, tool_call_id=result.tool_call_id, status=status, **common)
-    calls = [
-        {"name": b.name, "args": dict(b.arguments), "id": b.id, "type": "tool_call"}
-        for b in message.content
-        if isinstance(b, ToolCallBlock)
-    ]
-    return AIMessage(content=text, tool_calls=calls, **common)
+    invalid = {c.get("id") or "unknown": c for c in kept.invalid_tool_calls} if isinstance(kept, AIMessage) else {}
+    calls: list[Any] = []
+    unparsed: list[Any] = []  # a call LangChain could not parse stays one, with the arguments the model wrote
+    for b in message.content:
+        if isinstance(b, ToolCallBlock) and b.id in invalid:
+            unparsed.append(invalid[b.id])
+        elif isinstance(b, ToolCallBlock):
+            calls.append({"name": b.name, "args": dict(b.arguments), "id": b.id, "type": "tool_call"})
+    return AIMessage(content=text, tool_calls=calls, invalid_tool_calls=unparsed, **common)
 
 
 __all__ = ["KEY", "ORIGINALS", "changed", "langchain_id", "to_langchain", "to_ravi"]
