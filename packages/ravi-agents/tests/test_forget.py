@@ -99,8 +99,9 @@ def test_ravi_forget_asks_first_and_reports(tmp_path: Path) -> None:
     assert refused.exit_code == 1 and "Erase every session of agent 'a'" in refused.output
     done = runner.invoke(app, ["forget", "a", "--session", "s", "--yes", "--json", "--config", str(config)])
     assert done.exit_code == 0, done.output
-    report = json.loads(done.output)
+    report = json.loads(done.stdout)
     assert report["session_id"] == "s" and report["complete"] and report["removed"]["history"] == 0
+    assert "nothing was stored for session 's' of agent 'a'" in done.stderr  # said apart from the report
     table = runner.invoke(app, ["forget", "a", "--yes", "--config", str(config)], terminal_width=100)
     assert table.exit_code == 0 and "history" in table.output
 
