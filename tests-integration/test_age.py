@@ -155,3 +155,15 @@ async def test_writers_of_a_new_label_at_once_all_succeed(age_dsn: str, age_grap
         await stores[0].destroy()
         for s in stores:
             await s.close()
+
+
+async def test_a_map_shaped_like_a_vertex_comes_back_as_it_is(age_store: AGEGraphStore) -> None:
+    """Only what AGE annotates as a vertex or an edge is reshaped: a property's value or a parameter that merely
+    has the keys ``id``, ``label`` and ``properties`` came back as a made-up vertex (``kind``, ``graph_id``)."""
+    lookalike = {"id": "x", "label": "y", "properties": {"k": 1}}
+    await age_store.add_entities([Entity(id="a", label="Person", properties={"meta": lookalike})])
+    [row] = await age_store.query_cypher("MATCH (n {id: 'a'}) RETURN n.meta AS m, {v: n} AS wrapped, n AS n")
+    assert row["m"] == lookalike
+    assert row["n"]["kind"] == "vertex" and row["n"]["properties"] == {"meta": lookalike}
+    assert row["wrapped"]["v"]["kind"] == "vertex" and row["wrapped"]["v"]["id"] == "a"
+    assert await age_store.query_cypher("RETURN $x AS x", {"x": [lookalike]}) == [{"x": [lookalike]}]
