@@ -101,6 +101,8 @@ class LongTermMemoryContract(ContractBase):
             await backend.save(a, fact)
         assert len(await backend.search(a, "database", limit=2)) == 2
         assert await backend.search(a, "database", limit=0) == []
+        for huge in (2**63, 2**64 + 7):  # past a server's integers: every memory, as in memory (Postgres refused)
+            assert len(await backend.search(a, "database", limit=huge)) == len(FACTS)
 
     async def test_namespaces_are_isolated(self, backend: LongTermMemory) -> None:
         """Memories in one namespace are never found in another."""

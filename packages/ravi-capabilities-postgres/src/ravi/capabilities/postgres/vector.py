@@ -20,7 +20,7 @@ from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
-from ravi.kernel.values import check_ids, check_items, check_length, check_vector
+from ravi.kernel.values import MAX_COUNT, check_ids, check_items, check_length, check_vector
 
 MIGRATIONS = [
     Migration(
@@ -281,6 +281,7 @@ class PgVectorStore(PostgresStore):
         vector = check_vector(query_embedding)
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        limit = min(limit, MAX_COUNT)  # no collection holds more; Postgres's LIMIT takes no larger number
         where, params = filter_sql(filter, 3)
         found = await self._collection(collection)
         if found is None or limit == 0:
