@@ -897,6 +897,45 @@ async def test_a_small_collection_is_searched_exactly(postgres_server: Server, p
                 assert [r.score for r in found] == pytest.approx(best.tolist(), abs=1e-5), (q, where)
 
 
+async def test_a_collection_another_process_deleted_or_made_again_is_read_as_it_now_is(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Each store remembers the table and dimension of the collections it used. Another process (another store
+    on the schema) that deletes a collection, or makes it again with another dimension, left that memory stale:
+    every later call on the collection failed ("relation ... does not exist"), or refused vectors of the new
+    dimension and sent the old one to the server. A call answers from the collection as it now is."""
+    from ravi.kernel.storage import Document
+
+    def doc(i: str, *vector: float) -> Document:
+        return Document(id=i, content=i, embedding=vector)
+
+    async for mine in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+        async for other in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+            await mine.upsert([doc("a", 1.0, 0.0, 0.0)], collection="c")
+            assert [d.id for d in await mine.get(["a"], collection="c")] == ["a"]
+            assert await other.delete_collection("c") is True
+            assert await mine.get(["a"], collection="c") == []
+            assert await mine.search([1.0, 0.0, 0.0], collection="c") == []
+            assert await mine.delete(["a"], collection="c") == 0
+            assert await mine.upsert([doc("b", 1.0, 0.0, 0.0)], collection="c") == ["b"]
+            assert [d.id for d in await other.get(["b"], collection="c")] == ["b"]
+
+            assert await other.delete_collection("c") is True
+            await other.upsert([doc("d4", 1.0, 0.0, 0.0, 0.0)], collection="c")
+            assert await mine.upsert([doc("e4", 0.0, 1.0, 0.0, 0.0)], collection="c") == ["e4"]
+            found = await mine.search([1.0, 0.0, 0.0, 0.0], collection="c", limit=5)
+            assert [r.id for r in found] == ["d4", "e4"]
+            with pytest.raises(InvalidArgument, match="dimension 4"):
+                await mine.upsert([doc("f3", 1.0, 0.0, 0.0)], collection="c")
+            with pytest.raises(InvalidArgument, match="dimension 4"):
+                await mine.search([1.0, 0.0, 0.0], collection="c")
+
+            assert await other.delete_collection("c") is True
+            await other.upsert([doc("g3", 0.0, 0.0, 1.0)], collection="c")  # the old dimension again, a new table
+            assert await mine.delete(["g3"], collection="c") == 1
+            assert await other.get(["g3"], collection="c") == []
+
+
 @pytest.mark.parametrize("size", [-1, 1.5, True, "10"])
 def test_exact_search_kb_must_be_a_size(size: object) -> None:
     """Refused when the store is built, before any connection."""
