@@ -207,8 +207,11 @@ class S3FileStore:
         created."""
         if self._client is not None:
             return
-        with mapped_errors("connect"):
-            client = await asyncio.to_thread(boto3.session.Session().client, "s3", **self._client_options)
+        try:
+            with mapped_errors("connect"):
+                client = await asyncio.to_thread(boto3.session.Session().client, "s3", **self._client_options)
+        except ValueError as error:  # botocore refused an option (the options' checks apply its rules first)
+            raise ConfigurationError(f"connect: boto3 refused the S3 options: {error}") from error
         try:
             with mapped_errors(f"bucket {self.bucket!r}"):
                 await asyncio.to_thread(client.head_bucket, Bucket=self.bucket)
