@@ -282,6 +282,27 @@ def test_identifiers_are_validated() -> None:
         PostgresMemoryStore("mysql://localhost/db")
 
 
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://u@127.0.0.1:99999/db",
+        "postgresql://u@127.0.0.1:port/db",
+        "postgresql://u@[::1/db",
+        "postgresql://u@127.0.0.1:1/db?sslmode=sometimes",
+    ],
+)
+async def test_a_dsn_asyncpg_cannot_read_is_a_configuration_error(dsn: str) -> None:
+    """A DSN asyncpg cannot read fails the first call as a ``ConfigurationError``: a port past 65535 or not a
+    number, or a broken IPv6 address, raised a bare ``OverflowError`` or ``ValueError``, and an unknown
+    ``sslmode`` was taken for a busy server (``BackendUnavailable``)."""
+    state = PostgresMemoryStore(dsn, connect_timeout=2)
+    try:
+        with pytest.raises(ConfigurationError, match="DSN"):
+            await state.get_state("s")
+    finally:
+        await state.close()
+
+
 async def test_registered_under_postgres(postgres_server: Server, pg_schema: str) -> None:
     for kind, cls in [
         ("history", PostgresHistoryProvider),
