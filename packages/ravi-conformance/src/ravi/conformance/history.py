@@ -399,6 +399,12 @@ class HistoryProviderContract(ContractBase):
             "count_messages(session_id with a lone surrogate)": lambda: backend.count_messages(a, session_id="\udfff"),
             "clear(session_id with a lone surrogate)": lambda: backend.clear(a, session_id="s\ud800"),
             "clear_run(run_id with a lone surrogate)": lambda: backend.clear_run(a, session_id=s, run_id="\ud800"),
+            # ids that are not strings (a list cannot key a lock: a bare TypeError leaked from the hybrid provider)
+            "append(agent_id a list)": lambda: backend.append([a], ChatMessage.user("x"), session_id=s),  # type: ignore[arg-type]
+            "append_many(session_id a list)": lambda: backend.append_many(a, [ChatMessage.user("x")], session_id=[s]),  # type: ignore[arg-type]
+            "clear(session_id a dict)": lambda: backend.clear(a, session_id={s: 1}),  # type: ignore[arg-type]
+            "clear_run(agent_id a list)": lambda: backend.clear_run([a], session_id=s, run_id="r"),  # type: ignore[arg-type]
+            "get_messages(session_id a list)": lambda: backend.get_messages(a, session_id=[s]),  # type: ignore[arg-type]
         }
         await refuses(InvalidArgument, bad_calls)
         assert texts(await backend.get_messages(a, session_id=s)) == ["kept"]
