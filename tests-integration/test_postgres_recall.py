@@ -237,6 +237,30 @@ def test_neighbours_are_scored_as_the_units_that_hold_them_whatever_the_session(
             runner.run(history.close())
 
 
+async def test_an_offset_or_limit_past_a_servers_integers_finds_everything_by_words_and_meaning(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """``search_hybrid`` with ``before`` and ``limit`` past a 64-bit integer (or twice a 32-bit one) finds what a
+    search of the whole session finds; they were sent to the server as they were, which refused them."""
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+    async def search(before: int, limit: int) -> list[list[list[str]]]:
+        found = await history.search_hybrid(
+            "a", session_id="s", query="quokka", before=before, limit=limit, spread=0.5,
+            embedder=Counting(), model="hashing-64",
+        )  # fmt: skip
+        return [[[m.id for m in u.messages] for u in units] for units in (found.lexical, found.meaning)]
+
+    try:
+        await history.append_many("a", [ChatMessage.user(f"quokka note {i}") for i in range(4)], session_id="s")
+        expected = await search(10**9, 100)
+        assert len(expected[0]) == 4
+        for huge in (2**30 + 1, 2**63, 2**64 + 7):
+            assert await search(huge, huge) == expected
+    finally:
+        await history.close()
+
+
 async def test_a_forget_while_a_search_embeds_leaves_no_embedding_of_the_forgotten_messages(
     postgres_server: Server, pg_schema: str
 ) -> None:

@@ -101,7 +101,7 @@ class HybridSearch:
         meaning by pgvector (``HybridSearcher``). Rows not yet embedded under ``model`` are embedded first, once
         for every worker. Without pgvector on the server, the meaning list is empty (logged once)."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_search(query, before, limit)
+        before, limit = check_search(query, before, limit)
         check_hybrid(spread, embedder, model)
         if not limit or not query:
             return HybridMatches([], [])
