@@ -78,6 +78,21 @@ def test_return_columns_are_read_from_the_query() -> None:
     assert return_columns("MATCH (n) RETURN DISTINCT n.kind") == ["n.kind"]
 
 
+def test_comments_and_quoted_aliases_are_read_as_cypher_reads_them() -> None:
+    """A comment is not part of the ``RETURN`` clause (its commas made extra columns, and AGE refused the query),
+    and a backtick alias doubles its backticks (the whole item was taken for the column's name)."""
+    assert return_columns("MATCH (n) RETURN n.a AS a // the name, and more") == ["a"]
+    assert return_columns("RETURN 1 AS x /* one, two */, 2 AS y") == ["x", "y"]
+    assert return_columns("// RETURN a, b\nRETURN 1 AS only") == ["only"]
+    assert return_columns("RETURN '// not a comment, really' AS s") == ["s"]
+    assert return_columns("RETURN 1 AS `x``y`, 2 AS `a b`") == ["x`y", "a b"]
+
+
+async def test_a_query_with_comments_runs(age_store: AGEGraphStore) -> None:
+    rows = await age_store.query_cypher("RETURN 1 AS x, /* a comment, with commas */ 2 AS `y``z` // the end, z")
+    assert rows == [{"x": 1, "y`z": 2}]
+
+
 async def test_registered_under_age(age_dsn: str, age_graph: str) -> None:
     store = load_backend("graph", "age", dsn=age_dsn, graph=age_graph)
     assert isinstance(store, AGEGraphStore)
@@ -155,3 +170,15 @@ async def test_writers_of_a_new_label_at_once_all_succeed(age_dsn: str, age_grap
         await stores[0].destroy()
         for s in stores:
             await s.close()
+
+
+async def test_a_map_shaped_like_a_vertex_comes_back_as_it_is(age_store: AGEGraphStore) -> None:
+    """Only what AGE annotates as a vertex or an edge is reshaped: a property's value or a parameter that merely
+    has the keys ``id``, ``label`` and ``properties`` came back as a made-up vertex (``kind``, ``graph_id``)."""
+    lookalike = {"id": "x", "label": "y", "properties": {"k": 1}}
+    await age_store.add_entities([Entity(id="a", label="Person", properties={"meta": lookalike})])
+    [row] = await age_store.query_cypher("MATCH (n {id: 'a'}) RETURN n.meta AS m, {v: n} AS wrapped, n AS n")
+    assert row["m"] == lookalike
+    assert row["n"]["kind"] == "vertex" and row["n"]["properties"] == {"meta": lookalike}
+    assert row["wrapped"]["v"]["kind"] == "vertex" and row["wrapped"]["v"]["id"] == "a"
+    assert await age_store.query_cypher("RETURN $x AS x", {"x": [lookalike]}) == [{"x": [lookalike]}]

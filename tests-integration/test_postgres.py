@@ -322,6 +322,27 @@ def test_identifiers_are_validated() -> None:
         PostgresMemoryStore("mysql://localhost/db")
 
 
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://u@127.0.0.1:99999/db",
+        "postgresql://u@127.0.0.1:port/db",
+        "postgresql://u@[::1/db",
+        "postgresql://u@127.0.0.1:1/db?sslmode=sometimes",
+    ],
+)
+async def test_a_dsn_asyncpg_cannot_read_is_a_configuration_error(dsn: str) -> None:
+    """A DSN asyncpg cannot read fails the first call as a ``ConfigurationError``: a port past 65535 or not a
+    number, or a broken IPv6 address, raised a bare ``OverflowError`` or ``ValueError``, and an unknown
+    ``sslmode`` was taken for a busy server (``BackendUnavailable``)."""
+    state = PostgresMemoryStore(dsn, connect_timeout=2)
+    try:
+        with pytest.raises(ConfigurationError, match="DSN"):
+            await state.get_state("s")
+    finally:
+        await state.close()
+
+
 async def test_registered_under_postgres(postgres_server: Server, pg_schema: str) -> None:
     for kind, cls in [
         ("history", PostgresHistoryProvider),
@@ -935,6 +956,45 @@ async def test_a_small_collection_is_searched_exactly(postgres_server: Server, p
                 found = await store.search(tuple(query.tolist()), collection="turns", limit=10, filter=where)
                 best = np.sort(among)[::-1][:10]
                 assert [r.score for r in found] == pytest.approx(best.tolist(), abs=1e-5), (q, where)
+
+
+async def test_a_collection_another_process_deleted_or_made_again_is_read_as_it_now_is(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Each store remembers the table and dimension of the collections it used. Another process (another store
+    on the schema) that deletes a collection, or makes it again with another dimension, left that memory stale:
+    every later call on the collection failed ("relation ... does not exist"), or refused vectors of the new
+    dimension and sent the old one to the server. A call answers from the collection as it now is."""
+    from ravi.kernel.storage import Document
+
+    def doc(i: str, *vector: float) -> Document:
+        return Document(id=i, content=i, embedding=vector)
+
+    async for mine in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+        async for other in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+            await mine.upsert([doc("a", 1.0, 0.0, 0.0)], collection="c")
+            assert [d.id for d in await mine.get(["a"], collection="c")] == ["a"]
+            assert await other.delete_collection("c") is True
+            assert await mine.get(["a"], collection="c") == []
+            assert await mine.search([1.0, 0.0, 0.0], collection="c") == []
+            assert await mine.delete(["a"], collection="c") == 0
+            assert await mine.upsert([doc("b", 1.0, 0.0, 0.0)], collection="c") == ["b"]
+            assert [d.id for d in await other.get(["b"], collection="c")] == ["b"]
+
+            assert await other.delete_collection("c") is True
+            await other.upsert([doc("d4", 1.0, 0.0, 0.0, 0.0)], collection="c")
+            assert await mine.upsert([doc("e4", 0.0, 1.0, 0.0, 0.0)], collection="c") == ["e4"]
+            found = await mine.search([1.0, 0.0, 0.0, 0.0], collection="c", limit=5)
+            assert [r.id for r in found] == ["d4", "e4"]
+            with pytest.raises(InvalidArgument, match="dimension 4"):
+                await mine.upsert([doc("f3", 1.0, 0.0, 0.0)], collection="c")
+            with pytest.raises(InvalidArgument, match="dimension 4"):
+                await mine.search([1.0, 0.0, 0.0], collection="c")
+
+            assert await other.delete_collection("c") is True
+            await other.upsert([doc("g3", 0.0, 0.0, 1.0)], collection="c")  # the old dimension again, a new table
+            assert await mine.delete(["g3"], collection="c") == 1
+            assert await other.get(["g3"], collection="c") == []
 
 
 @pytest.mark.parametrize("size", [-1, 1.5, True, "10"])

@@ -235,3 +235,69 @@ def test_neighbours_are_scored_as_the_units_that_hold_them_whatever_the_session(
             sessions()
         finally:
             runner.run(history.close())
+
+
+async def test_an_offset_or_limit_past_a_servers_integers_finds_everything_by_words_and_meaning(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """``search_hybrid`` with ``before`` and ``limit`` past a 64-bit integer (or twice a 32-bit one) finds what a
+    search of the whole session finds; they were sent to the server as they were, which refused them."""
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+    async def search(before: int, limit: int) -> list[list[list[str]]]:
+        found = await history.search_hybrid(
+            "a", session_id="s", query="quokka", before=before, limit=limit, spread=0.5,
+            embedder=Counting(), model="hashing-64",
+        )  # fmt: skip
+        return [[[m.id for m in u.messages] for u in units] for units in (found.lexical, found.meaning)]
+
+    try:
+        await history.append_many("a", [ChatMessage.user(f"quokka note {i}") for i in range(4)], session_id="s")
+        expected = await search(10**9, 100)
+        assert len(expected[0]) == 4
+        for huge in (2**30 + 1, 2**63, 2**64 + 7):
+            assert await search(huge, huge) == expected
+    finally:
+        await history.close()
+
+
+async def test_a_forget_while_a_search_embeds_leaves_no_embedding_of_the_forgotten_messages(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """A search embeds a session's messages outside any transaction (the embedder is a remote call), then stores
+    the vectors. Another worker forgetting the session meanwhile erased the messages and their embeddings, and the
+    search then stored the vectors of the forgotten messages after it, under the session's epoch, which a new
+    session of that id starts again from: they outlived the forget, and a new session reusing the message ids was
+    searched by the forgotten texts' meaning. What a search embeds is stored only while the session it read is
+    still there, in the same generation."""
+    forgotten = [ChatMessage.user("my passport number is X1234567", id=f"m{i}") for i in range(3)]
+    reused = [ChatMessage.user(f"the weather is mild today {i}", id=f"m{i}") for i in range(3)]
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    other = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+    class ForgetsMidway(Counting):
+        async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            if not self.texts:  # the session's rows, read before the forget: another worker forgets the session
+                await other.forget("a", session_id="s")
+            return await super().embed(texts)
+
+    try:
+        await history.append_many("a", forgotten, session_id="s")
+        found = await history.search_hybrid(
+            "a", session_id="s", query="passport", before=10**9, limit=5, embedder=ForgetsMidway(), model="m"
+        )
+        assert found.meaning == []
+        left = await history.db.fetchval(
+            f"SELECT count(*) FROM {history.db.table('embeddings')} WHERE agent_id = 'a' AND session_id = 's'"
+        )
+        assert left == 0, "vectors of forgotten messages were stored after the forget"
+
+        await history.append_many("a", reused, session_id="s")
+        embedder = Counting()
+        await history.search_hybrid(
+            "a", session_id="s", query="passport number", before=10**9, limit=5, embedder=embedder, model="m"
+        )
+        assert embedder.texts[:3] == [m.text for m in reused], "the new session's messages were not embedded"
+    finally:
+        await history.close()
+        await other.close()

@@ -182,6 +182,24 @@ async def test_unreachable_server_and_bad_configuration() -> None:
         RedisSessionStore("redis://localhost:6379", prefix="bad prefix with spaces")
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:99999/0",
+        "redis://127.0.0.1:port/0",
+        "redis://[::1/0",
+        "redis://127.0.0.1:6379/0?socket_timeout=soon",
+        "redis://127.0.0.1:6379/sessions",
+    ],
+)
+def test_a_url_redis_py_cannot_read_is_a_configuration_error_when_built(url: str) -> None:
+    """redis-py reads the URL when the first call makes its client: a port past 65535 or not a number, a broken
+    IPv6 address or a bad parameter raised a bare ``ValueError`` there, and a database that is not a number was
+    ignored (database 0 was used). Each is a ``ConfigurationError`` when the store is built."""
+    with pytest.raises(ConfigurationError, match="Redis URL"):
+        RedisSessionStore(url)
+
+
 async def test_registered_under_redis(redis_server: Server, redis_prefix: str) -> None:
     for kind, cls in [
         ("history", RedisHistoryProvider),

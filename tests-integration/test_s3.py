@@ -137,6 +137,25 @@ async def test_unreachable_endpoint_is_backend_unavailable(s3_bucket: str) -> No
         await store.connect()
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"endpoint_url": "not a url"},
+        {"endpoint_url": "localhost:9000"},
+        {"bucket": "no spaces!"},
+        {"region": "us east"},
+    ],
+    ids=["endpoint-words", "endpoint-without-scheme", "bucket", "region"],
+)
+def test_options_boto3_would_refuse_are_a_configuration_error_when_built(options: dict[str, str]) -> None:
+    """boto3 checks the endpoint, the bucket name and the region itself: what it refuses is refused when the store
+    is built, as a ``ConfigurationError``. A bad endpoint was a bare ``ValueError`` at the first call, and a bad
+    bucket name or region a generic ``RaviError``."""
+    settings = {"bucket": "b", "endpoint_url": "http://127.0.0.1:1", "access_key": "a", "secret_key": "b"} | options
+    with pytest.raises(ConfigurationError, match=next(iter(options))):
+        S3FileStore(**settings)  # type: ignore[arg-type]
+
+
 async def test_missing_object_is_not_found(s3_server: Server, s3_bucket: str) -> None:
     async with store_for(s3_server, s3_bucket) as store:
         with pytest.raises(NotFound):

@@ -116,6 +116,28 @@ class BlobStoreContract(ContractBase):
         with pytest.raises(InvalidArgument):
             await backend.upload(key, b"x")
 
+    @pytest.mark.parametrize("key", [None, 3, b"k", ["k"], ("k",)], ids=["none", "int", "bytes", "list", "tuple"])
+    async def test_a_key_that_is_not_a_string_is_refused_by_every_call(self, backend: BlobStore, key: object) -> None:
+        """Every call given a key that is not a string raises ``InvalidArgument`` (S3's ``delete`` raised a bare
+        ``TypeError`` for a list)."""
+        with pytest.raises(InvalidArgument):
+            await backend.upload(key, b"x")  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await backend.download(key)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await backend.delete(key)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await backend.presign_url(key)  # type: ignore[arg-type]
+
+    async def test_an_expiry_that_is_not_a_duration_is_refused(self, backend: BlobStore) -> None:
+        """``presign_url`` needs a positive duration: ``None``, zero or a string is ``InvalidArgument`` (``None`` was
+        taken in memory and failed an assertion on S3)."""
+        key = unique("k")
+        await backend.upload(key, b"x")
+        for expires_in in (None, 0, -5, "60"):
+            with pytest.raises(InvalidArgument):
+                await backend.presign_url(key, expires_in=expires_in)  # type: ignore[arg-type]
+
     async def test_a_backslash_never_aliases_a_slash(self, backend: BlobStore) -> None:
         """A key with a backslash is stored exactly or refused: ``a\\b`` is never ``a/b`` (some S3 servers
         turn one into the other), and a key ending in a backslash reads back what was written.

@@ -182,6 +182,29 @@ class HistoryProviderContract(ContractBase):
         got = await backend.get_messages(a, session_id=s, limit=limit, offset=offset)
         assert "".join(texts(got)) == expected
 
+    async def test_limits_and_offsets_past_a_servers_integers_ask_for_everything(
+        self, backend: HistoryProvider
+    ) -> None:
+        """A limit, offset or token count larger than a 64-bit integer is read as the in-memory store reads it:
+        no store holds that many messages, so it asks for all of them (or, as an offset, for none). Postgres and
+        Redis refused such a number as a value they could not store."""
+        a, s = unique("agent"), unique("session")
+        await backend.append_many(a, [ChatMessage.user(str(i)) for i in range(5)], session_id=s)
+        for huge in (2**63 - 1, 2**63, 2**64 + 7):
+            assert "".join(texts(await backend.get_messages(a, session_id=s, limit=huge))) == "01234"
+            assert "".join(texts(await backend.get_messages(a, session_id=s, limit=huge, offset=3))) == "34"
+            assert await backend.get_messages(a, session_id=s, offset=huge) == []
+            assert await backend.get_messages(a, session_id=s, limit=2, offset=huge) == []
+            if isinstance(backend, RunReader):
+                stored = await backend.get_stored(a, session_id=s, limit=huge, offset=1)
+                assert "".join(texts([x.message for x in stored])) == "1234"
+                assert await backend.get_stored(a, session_id=s, limit=1, offset=huge) == []
+            if isinstance(backend, SessionLister):
+                assert await backend.list_sessions(a, limit=huge) == [s]
+            if isinstance(backend, WindowReader):
+                window = await backend.read_window(a, session_id=s, tokens=huge)
+                assert "".join(texts(window.messages)) == "01234"
+
     async def test_count_messages(self, backend: HistoryProvider) -> None:
         """``count_messages`` is the number of messages in the session."""
         a, s = unique("agent"), unique("session")
@@ -376,6 +399,12 @@ class HistoryProviderContract(ContractBase):
             "count_messages(session_id with a lone surrogate)": lambda: backend.count_messages(a, session_id="\udfff"),
             "clear(session_id with a lone surrogate)": lambda: backend.clear(a, session_id="s\ud800"),
             "clear_run(run_id with a lone surrogate)": lambda: backend.clear_run(a, session_id=s, run_id="\ud800"),
+            # ids that are not strings (a list cannot key a lock: a bare TypeError leaked from the hybrid provider)
+            "append(agent_id a list)": lambda: backend.append([a], ChatMessage.user("x"), session_id=s),  # type: ignore[arg-type]
+            "append_many(session_id a list)": lambda: backend.append_many(a, [ChatMessage.user("x")], session_id=[s]),  # type: ignore[arg-type]
+            "clear(session_id a dict)": lambda: backend.clear(a, session_id={s: 1}),  # type: ignore[arg-type]
+            "clear_run(agent_id a list)": lambda: backend.clear_run([a], session_id=s, run_id="r"),  # type: ignore[arg-type]
+            "get_messages(session_id a list)": lambda: backend.get_messages(a, session_id=[s]),  # type: ignore[arg-type]
         }
         await refuses(InvalidArgument, bad_calls)
         assert texts(await backend.get_messages(a, session_id=s)) == ["kept"]
@@ -1428,6 +1457,19 @@ class HistorySearcherContract(ContractBase):
         assert [list(m.messages) for m in matches] == [[needle]]
         matches = await searcher.search_units(a, session_id=s, query="w000001 " * 3, before=10**9, limit=3)
         assert [m.messages[0].text[:7] for m in matches] in ([], ["w000000"]), "a search found the wrong message"
+
+    async def test_an_offset_or_limit_past_a_servers_integers_finds_everything(
+        self, backend: HistoryProvider, searcher: HistorySearcher
+    ) -> None:
+        """``before`` and ``limit`` larger than a 64-bit integer (or than twice a 32-bit one) search the whole
+        session for every match, as the in-memory store does; Postgres refused them as values it could not
+        store."""
+        a, s = unique("agent"), unique("session")
+        await backend.append_many(a, [ChatMessage.user(f"quokka note {i}") for i in range(3)], session_id=s)
+        expected = await searcher.search_units(a, session_id=s, query="quokka", before=10**9, limit=10)
+        assert len(expected) == 3
+        for huge in (2**30 + 1, 2**63, 2**64 + 7):
+            assert await searcher.search_units(a, session_id=s, query="quokka", before=huge, limit=huge) == expected
 
     async def test_bad_arguments_are_refused(self, searcher: HistorySearcher) -> None:
         """A query that is not text, a negative offset or limit, or an empty agent id: ``InvalidArgument``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -101,6 +102,8 @@ class LongTermMemoryContract(ContractBase):
             await backend.save(a, fact)
         assert len(await backend.search(a, "database", limit=2)) == 2
         assert await backend.search(a, "database", limit=0) == []
+        for huge in (2**63, 2**64 + 7):  # past a server's integers: every memory, as in memory (Postgres refused)
+            assert len(await backend.search(a, "database", limit=huge)) == len(FACTS)
 
     async def test_namespaces_are_isolated(self, backend: LongTermMemory) -> None:
         """Memories in one namespace are never found in another."""
@@ -135,6 +138,28 @@ class LongTermMemoryContract(ContractBase):
         assert len(await backend.search(a, "fact", namespace="y", limit=5)) == 1
         assert await backend.clear(a) == 1
         assert len(await backend.search(b, "other", namespace="x", limit=5)) == 1
+
+    async def test_a_memory_saved_during_a_clear_goes_with_it_or_stays_whole(self, backend: LongTermMemory) -> None:
+        """Memories saved while the agent's memories are being cleared either go with the clear or stay whole:
+        ``get`` and ``search`` both find them, and the next ``clear`` removes them. (Redis left some that ``get``
+        found and no later ``clear`` or ``forget`` could reach.)"""
+        for _ in range(8):
+            a = unique("agent")
+            await backend.save(a, "already there", namespace="ns")
+            *results, _ = await asyncio.gather(
+                *(backend.save(a, f"fact {i}", namespace="ns") for i in range(5)),
+                *(backend.save(a, f"fact {i}", namespace=f"ns{i}") for i in range(3)),
+                backend.clear(a),
+            )
+            ids = [str(memory_id) for memory_id in results]
+            spaces = ["ns"] * 5 + [f"ns{i}" for i in range(3)]
+            for memory_id, ns in zip(ids, spaces, strict=True):
+                if await backend.get(a, memory_id, namespace=ns) is not None:
+                    found = await backend.search(a, "fact", namespace=ns, limit=100)
+                    assert memory_id in [m.id for m in found], "a memory get finds is missing from search"
+            await backend.clear(a)
+            left = [i for i, ns in zip(ids, spaces, strict=True) if await backend.get(a, i, namespace=ns) is not None]
+            assert left == [], f"{len(left)} memories saved during a clear outlived the next clear"
 
     async def test_search_of_an_empty_namespace_is_empty(self, backend: LongTermMemory) -> None:
         """Searching an empty namespace returns nothing."""

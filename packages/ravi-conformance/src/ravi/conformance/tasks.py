@@ -9,7 +9,7 @@ import pytest
 
 from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
 from ravi.kernel.errors import InvalidArgument, InvalidTransition, NotFound
-from ravi.kernel.storage import Forgetter, Task, TaskStatus, TaskStore
+from ravi.kernel.storage import MAX_RETRIES, Forgetter, Task, TaskStatus, TaskStore
 
 S = TaskStatus
 
@@ -105,6 +105,30 @@ class TaskStoreContract(ContractBase):
         board = await backend.get_task_list(conv, agent)
         assert board is not None
         assert [t.status for t in board.tasks] == [S.PLANNED, S.ABANDONED]
+
+    @pytest.mark.parametrize("result", [123, b"bytes", "lone \ud800 surrogate"], ids=["int", "bytes", "surrogate"])
+    async def test_a_result_that_is_not_text_is_refused_and_changes_nothing(
+        self, backend: TaskStore, result: object
+    ) -> None:
+        """A task's result is text on every store: anything else is ``InvalidArgument`` and the task stays as it
+        was (the in-memory store kept a number or a lone surrogate that a server store refuses)."""
+        conv, agent, [first, _] = await self.board(backend)
+        running = await backend.update_status(conv, agent, first, S.IN_PROGRESS)
+        with pytest.raises(InvalidArgument):
+            await backend.update_status(conv, agent, first, S.FAILED, result=result)  # type: ignore[arg-type]
+        board = await backend.get_task_list(conv, agent)
+        assert board is not None and board.task(first) == running
+
+    async def test_the_largest_retry_counts_are_kept(self, backend: TaskStore) -> None:
+        """``MAX_RETRIES``, the largest ``retry_count`` and ``max_retries`` a task may have, is kept by every
+        store (a 32-bit integer column holds it); one more is refused when the task is built."""
+        conv, agent = unique("conv"), unique("agent")
+        task = Task(title="patient", retry_count=MAX_RETRIES, max_retries=MAX_RETRIES)
+        await backend.create_task_list(conv, agent, [task])
+        board = await backend.get_task_list(conv, agent)
+        assert board is not None and board.task(task.id) == task
+        with pytest.raises(InvalidArgument):
+            Task(title="too patient", max_retries=MAX_RETRIES + 1)
 
     async def test_moving_to_the_same_status_is_refused(self, backend: TaskStore) -> None:
         """Moving a task to the status it has is refused."""

@@ -112,6 +112,8 @@ class VectorStoreContract(ContractBase):
         c = await self.fill(backend)
         assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=2)) == 2
         assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=50)) == len(AXES)
+        for huge in (2**63, 2**64 + 7):  # past a server's integers: every document, as in memory (Postgres refused)
+            assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=huge)) == len(AXES)
 
     async def test_metadata_filters(self, backend: VectorStore) -> None:
         """A filter keeps documents whose metadata equals each value, or one of a list's values."""

@@ -262,18 +262,28 @@ def check_summary(text: object) -> str:
     return text
 
 
-def check_page(limit: int | None, offset: int) -> None:
-    """``InvalidArgument`` unless ``limit`` is ``None`` or >= 0 and ``offset`` >= 0 (both integers)."""
+MAX_COUNT = 2**63 - 1
+"""The largest limit, offset or count a store is handed: what a server's 64-bit integer holds. No store holds
+more than this, so a larger one asks for the same thing: the checks below give it back as this (Postgres and
+Redis refused it while the in-memory store took it)."""
+
+
+def check_page(limit: int | None, offset: int) -> tuple[int | None, int]:
+    """``(limit, offset)`` capped at :data:`MAX_COUNT`; ``InvalidArgument`` unless ``limit`` is ``None`` or >= 0
+    and ``offset`` >= 0 (both integers)."""
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
         raise InvalidArgument(f"limit must be None or an integer >= 0, got {limit!r}")
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
+    return (None if limit is None else min(limit, MAX_COUNT)), min(offset, MAX_COUNT)
 
 
-def check_count(value: int, what: str) -> None:
-    """``InvalidArgument`` unless ``value`` is an integer >= 0 (not ``None``, a bool or a float)."""
+def check_count(value: int, what: str) -> int:
+    """``value`` capped at :data:`MAX_COUNT`; ``InvalidArgument`` unless it is an integer >= 0 (not ``None``, a
+    bool or a float)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise InvalidArgument(f"must be an integer >= 0, got {value!r}", field=what)
+    return min(value, MAX_COUNT)
 
 
 def check_share(value: object, what: str) -> float:
@@ -377,6 +387,7 @@ __all__ = [
     "MAX_DEPTH",
     "Value",
     "invalid",
+    "MAX_COUNT",
     "MAX_TTL_SECONDS",
     "check_count",
     "check_ids",

@@ -129,7 +129,9 @@ class HybridHistoryProvider(Closeable):
         return self._locks((agent_id, session_id))
 
     def _writes_of(self, agent_id: str, session_id: str) -> _Writes:
-        """The session's writes under way in this provider (whatever the thread), made when there is none."""
+        """The session's writes under way in this provider (whatever the thread), made when there is none. The
+        scope is checked first: it keys them (and the session's lock), and a list raised a bare ``TypeError``."""
+        check_scope(agent_id=agent_id, session_id=session_id)
         with self._counting:
             writes = self._under_way.get((agent_id, session_id))
             if writes is None:

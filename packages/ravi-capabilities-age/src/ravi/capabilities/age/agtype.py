@@ -2,7 +2,9 @@
 
 AGE returns values as JSON with type annotations: ``{...}::vertex``, ``{...}::edge``, ``[...]::path`` and
 ``1.5::numeric``. The annotations are removed (outside strings only) and the JSON parsed; vertices and edges
-become dicts shaped like Ravi's ``Entity`` and ``Relationship``, paths lists of them.
+become dicts shaped like Ravi's ``Entity`` and ``Relationship``, paths lists of them. Only a value AGE annotates
+as a vertex or an edge is reshaped: a map that merely has the keys ``id``, ``label`` and ``properties`` (a
+property's value, a parameter) comes back as it is.
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ from decimal import Decimal
 from typing import Any
 
 _ANNOTATIONS = ("::vertex", "::edge", "::path", "::numeric")
+_SHAPED = ("::vertex", "::edge")
+_MARK = "\x00ravi-graph-element"  # AGE refuses NUL in strings, so no stored value can be this
 
 
 def _strip(text: str) -> str:
+    """The JSON of an agtype text: annotations removed, and each vertex or edge ``{...}`` wrapped as
+    ``[_MARK, {...}]`` so that :func:`_shape` reshapes those and no other map."""
     out: list[str] = []
+    opened: list[int] = []  # where each open object starts in ``out``
     i, n = 0, len(text)
     in_string = False
     while i < n:
@@ -35,6 +42,15 @@ def _strip(text: str) -> str:
             out.append(ch)
             i += 1
             continue
+        if ch == "{":
+            opened.append(len(out))
+        elif ch == "}":
+            start = opened.pop()
+            if text.startswith(_SHAPED, i + 1):
+                out.insert(start, f"[{json.dumps(_MARK)},")
+                out.append("}]")
+                i += 1
+                continue
         if ch == ":" and text.startswith("::", i):
             for annotation in _ANNOTATIONS:
                 if text.startswith(annotation, i):
@@ -50,25 +66,26 @@ def _strip(text: str) -> str:
 
 
 def _shape(value: Any) -> Any:
-    if isinstance(value, dict):
-        if {"id", "label", "properties"} <= value.keys():
-            properties = dict(value["properties"] or {})
-            if {"start_id", "end_id"} <= value.keys():
-                return {
-                    "kind": "edge",
-                    "id": properties.pop("id", value["id"]),
-                    "type": value["label"],
-                    "properties": properties,
-                    "start": value["start_id"],
-                    "end": value["end_id"],
-                }
+    if isinstance(value, list) and len(value) == 2 and value[0] == _MARK:
+        element = value[1]
+        properties = dict(element["properties"] or {})
+        if {"start_id", "end_id"} <= element.keys():
             return {
-                "kind": "vertex",
-                "id": properties.pop("id", value["id"]),
-                "label": value["label"],
+                "kind": "edge",
+                "id": properties.pop("id", element["id"]),
+                "type": element["label"],
                 "properties": properties,
-                "graph_id": value["id"],
+                "start": element["start_id"],
+                "end": element["end_id"],
             }
+        return {
+            "kind": "vertex",
+            "id": properties.pop("id", element["id"]),
+            "label": element["label"],
+            "properties": properties,
+            "graph_id": element["id"],
+        }
+    if isinstance(value, dict):
         return {k: _shape(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_shape(v) for v in value]

@@ -1,7 +1,7 @@
 """What a Cypher query returns, read from its text: the columns of its final ``RETURN``.
 
 AGE needs the column list of a ``cypher()`` call spelled out (``AS (a agtype, b agtype)``), so the query's last
-top-level ``RETURN`` clause is split into its items, respecting strings, backticks and brackets.
+top-level ``RETURN`` clause is split into its items, respecting strings, backticks, brackets and comments.
 """
 
 from __future__ import annotations
@@ -10,6 +10,33 @@ import re
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STOP = {"ORDER", "SKIP", "LIMIT", "UNION"}
+
+
+def _without_comments(query: str) -> str:
+    """``query`` with its ``//`` and ``/* */`` comments (outside strings and backticks) turned into spaces, so every
+    position stays where it was: a comma or a word in a comment is not part of the ``RETURN`` clause."""
+    out = list(query)
+    i, n = 0, len(query)
+    while i < n:
+        ch = query[i]
+        if ch in "'\"`":
+            end = i + 1
+            while end < n and query[end] != ch:
+                end += 2 if query[end] == "\\" else 1
+            i = end + 1
+            continue
+        if query.startswith("//", i):
+            end = query.find("\n", i)
+            end = n if end < 0 else end
+        elif query.startswith("/*", i):
+            end = query.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+        else:
+            i += 1
+            continue
+        out[i:end] = " " * (end - i)
+        i = end
+    return "".join(out)
 
 
 def _tokens(query: str) -> list[tuple[int, str]]:
@@ -45,6 +72,7 @@ def _tokens(query: str) -> list[tuple[int, str]]:
 def return_columns(query: str) -> list[str]:
     """The names of the columns ``query`` returns (its ``AS`` aliases, else the expressions' text); ``[]`` when
     it returns nothing."""
+    query = _without_comments(query)
     tokens = _tokens(query)
     starts = [k for k, (_, word) in enumerate(tokens) if word == "RETURN"]
     if not starts:
@@ -64,8 +92,11 @@ def return_columns(query: str) -> list[str]:
         items[0] = items[0][9:].strip()
     names = []
     for item in items:
-        alias = re.search(r"\s+AS\s+`?([^`]+?)`?\s*$", item, re.IGNORECASE)
-        names.append(alias.group(1) if alias else item)
+        alias = re.search(r"\s+AS\s+(?:`((?:[^`]|``)+)`|([^\s`]+))\s*$", item, re.IGNORECASE)
+        if alias is None:
+            names.append(item)
+        else:  # a quoted alias doubles its backticks
+            names.append(alias.group(2) if alias.group(1) is None else alias.group(1).replace("``", "`"))
     return names
 
 

@@ -14,7 +14,7 @@ import random
 import re
 import threading
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self, TypedDict, Unpack
 
@@ -139,7 +139,8 @@ class _SharedPool:
         if self.pool is None:
             async with self.lock:
                 if self.pool is None:
-                    self.pool = await asyncpg.create_pool(self.dsn, init=self._init, **self.options)
+                    with _opening():
+                        self.pool = await asyncpg.create_pool(self.dsn, init=self._init, **self.options)
                     if self._ending is None:
                         self._ending = until_loop_ends(self._close)
         return self.pool
@@ -310,11 +311,12 @@ class Database:
         all but one ``CREATE EXTENSION IF NOT EXISTS`` with a unique violation once the other has committed.
         Nothing was applied then, so the whole setup runs again, and finds it made."""
         for attempt in range(1, _ATTEMPTS + 1):
-            connection = await asyncpg.connect(
-                self.dsn,
-                timeout=self._pool_options["timeout"],
-                statement_cache_size=self._pool_options["statement_cache_size"],
-            )
+            with _opening():
+                connection = await asyncpg.connect(
+                    self.dsn,
+                    timeout=self._pool_options["timeout"],
+                    statement_cache_size=self._pool_options["statement_cache_size"],
+                )
             try:
                 if self._migrations:
                     await self._migrate(connection)
@@ -493,6 +495,22 @@ class PostgresStore(Closeable):
         """Remove everything stored under this store's ``schema`` (the schema itself, with the tables of every
         Ravi component in it). For tests and throwaway data: the conformance runner calls it after each test."""
         await self.db.drop_schema()
+
+
+@contextlib.contextmanager
+def _opening() -> Iterator[None]:
+    """What asyncpg raises for a DSN it cannot read (a port past 65535 or not a number, a broken IPv6 address, an
+    unknown ``sslmode``) as a ``ConfigurationError``: bare ``ValueError`` and ``OverflowError`` reached the caller,
+    and a bad parameter was taken for a busy server (``BackendUnavailable``)."""
+    try:
+        yield
+    except RaviError:
+        raise
+    except (ValueError, OverflowError, asyncpg.exceptions.ClientConfigurationError) as error:
+        raise ConfigurationError(
+            f"the Postgres DSN cannot be used: {type(error).__name__}: {error}",
+            hint="for example postgresql://user:password@localhost:5432/db",
+        ) from error
 
 
 def translate(error: BaseException, database: Database | None = None) -> RaviError:

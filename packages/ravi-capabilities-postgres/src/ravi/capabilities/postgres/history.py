@@ -39,6 +39,9 @@ _RANKED = 2_000
 """How many messages a search ranks at most beyond those holding its rarest term."""
 _INDEX_CHUNK = 2_000
 """How many rows the terms index takes in one statement."""
+_SEARCHED = 2**30 - 1
+"""The largest limit the search statement is given: it takes twice as many matches, in a 32-bit integer (a
+larger limit asks for the same, every match)."""
 
 
 def _rows(messages: Sequence[ChatMessage]) -> tuple[list[str], list[str], list[str], list[int]]:
@@ -159,7 +162,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
     ) -> list[ChatMessage]:
         """The session's messages, oldest first, from ``offset``, at most ``limit``; one query."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_page(limit, offset)
+        limit, offset = check_page(limit, offset)
         if self._cache_size == 0:
             rows = await self.db.fetch(
                 f"SELECT body FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 ORDER BY seq "
@@ -180,7 +183,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         """The session's messages with their run ids (``RunReader``), oldest first, from ``offset``, at most
         ``limit``; one query."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_page(limit, offset)
+        limit, offset = check_page(limit, offset)
         rows = await self.db.fetch(
             f"SELECT body, run_id FROM {self._messages} WHERE agent_id = $1 AND session_id = $2 ORDER BY seq "
             "LIMIT $3 OFFSET $4",
@@ -399,7 +402,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         session's last window read here are kept parsed and are not sent again: a warm read transfers and
         parses only what is new to this process."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_count(tokens, "tokens")
+        tokens = check_count(tokens, "tokens")
         key = (agent_id, session_id)
         cached = self._windows.get(key)
         rows = await self.db.fetch(
@@ -454,7 +457,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         over the session's terms index, so recall never reads the session. Rows appended since the session's last
         search are indexed first (by this search, once for every process)."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_search(query, before, limit)
+        before, limit = check_search(query, before, limit)
         words = sorted(query_terms(query))
         if not words or not limit:
             return []
@@ -495,7 +498,8 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df, _ in picked]
         chosen = [query for _, query in picked]
         rows, messages = await self._unit_rows(
-            agent_id, session_id, self._search_query, agent_id, session_id, chosen, idfs, before, limit,
+            agent_id, session_id, self._search_query, agent_id, session_id, chosen, idfs, before,
+            min(limit, _SEARCHED),
         )  # fmt: skip
         spans: dict[int, tuple[list[Any], list[ChatMessage]]] = {}
         for r, message in zip(rows, messages, strict=True):
@@ -618,13 +622,13 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
         """Up to ``limit`` of the agent's session ids that hold messages, sorted (byte order)."""
         check_scope(agent_id=agent_id)
-        check_page(limit, 0)
+        most, _ = check_page(limit, 0)
         rows = await self.db.fetch(
             f"SELECT s.session_id FROM {self._sessions} s WHERE s.agent_id = $1 AND EXISTS ("
             f"SELECT 1 FROM {self._messages} m WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id) "
             'ORDER BY s.session_id COLLATE "C" LIMIT $2',
             agent_id,
-            limit,
+            most,
         )
         return [r["session_id"] for r in rows]
 

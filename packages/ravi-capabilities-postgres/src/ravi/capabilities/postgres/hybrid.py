@@ -101,7 +101,7 @@ class HybridSearch:
         meaning by pgvector (``HybridSearcher``). Rows not yet embedded under ``model`` are embedded first, once
         for every worker. Without pgvector on the server, the meaning list is empty (logged once)."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_search(query, before, limit)
+        before, limit = check_search(query, before, limit)
         check_hybrid(spread, embedder, model)
         if not limit or not query:
             return HybridMatches([], [])
@@ -338,7 +338,12 @@ ORDER BY e.embedding <=> $4::text::vector LIMIT $7""",
     ) -> tuple[int, int] | None:
         """Embed the session's rows not yet embedded under ``model`` (all of them when its epoch changed, or the
         row last embedded is no longer the same message); the session's epoch and length, or ``None`` for no
-        session."""
+        session (or one cleared or forgotten meanwhile).
+
+        The rows are embedded outside any transaction (the embedder is a remote call), so their vectors are stored
+        only while the session is still the one read, in the same generation, its record locked until they are:
+        a worker that forgot the session meanwhile had erased its embeddings, and vectors stored after that
+        outlived the forget under an epoch a new session of the id starts again from."""
         embeddings, embedded, m, sessions = (
             self.db.table("embeddings"),
             self.db.table("embedded"),
@@ -347,7 +352,7 @@ ORDER BY e.embedding <=> $4::text::vector LIMIT $7""",
         )
         state = await self.db.fetchrow(
             f"""
-SELECT s.epoch, s.next_seq, e.epoch AS done_epoch, e.upto, e.last_id, (
+SELECT s.epoch, s.generation, s.next_seq, e.epoch AS done_epoch, e.upto, e.last_id, (
     SELECT x.message_id FROM {m} x WHERE x.agent_id = $1 AND x.session_id = $2 AND x.seq = e.upto - 1) AS at_last
 FROM {sessions} s LEFT JOIN {embedded} e ON e.agent_id = s.agent_id AND e.session_id = s.session_id AND e.model = $3
 WHERE s.agent_id = $1 AND s.session_id = $2""",
@@ -357,7 +362,7 @@ WHERE s.agent_id = $1 AND s.session_id = $2""",
         )
         if state is None:
             return None
-        epoch, stop = state["epoch"], state["next_seq"]
+        epoch, generation, stop = state["epoch"], state["generation"], state["next_seq"]
         upto = state["upto"] or 0
         if state["done_epoch"] != epoch or upto > stop or (upto and state["at_last"] != state["last_id"]):
             # Only rows of earlier epochs go: a search on another loop or in another process may have stored rows
@@ -389,37 +394,49 @@ WHERE s.agent_id = $1 AND s.session_id = $2""",
                 for r, message in zip(rows, messages, strict=True)
                 if message.role != "system" and (text := _embedded_text(message)).strip()
             ]
-            if wanted:
-                vectors = check_embeddings(
-                    await embedder.embed([text for _, text in wanted]), len(wanted), embedder.dimension
+            vectors = (
+                check_embeddings(await embedder.embed([text for _, text in wanted]), len(wanted), embedder.dimension)
+                if wanted
+                else []
+            )
+            async with self.db.connection() as connection, connection.transaction():
+                live = await connection.fetchval(
+                    f"SELECT true FROM {sessions} WHERE agent_id = $1 AND session_id = $2 AND generation = $3 "
+                    "FOR SHARE",
+                    agent_id,
+                    session_id,
+                    generation,
                 )
-                await self.db.execute(
-                    f"""
+                if not live:  # cleared or forgotten since it was read: nothing embedded of it is kept
+                    return None
+                if wanted:
+                    await connection.execute(
+                        f"""
 INSERT INTO {embeddings} (agent_id, session_id, model, seq, message_id, epoch, embedding)
 SELECT $1, $2, $3, u.seq, u.id, $4, u.v::vector FROM unnest($5::bigint[], $6::text[], $7::text[]) AS u(seq, id, v)
 ON CONFLICT (agent_id, session_id, model, seq) DO UPDATE
     SET message_id = excluded.message_id, epoch = excluded.epoch, embedding = excluded.embedding""",
+                        agent_id,
+                        session_id,
+                        model,
+                        epoch,
+                        [r["seq"] for r, _ in wanted],
+                        [r["message_id"] for r, _ in wanted],
+                        [_vector_text(v) for v in vectors],
+                    )
+                upto = rows[-1]["seq"] + 1
+                await connection.execute(
+                    f"""
+INSERT INTO {embedded} AS e (agent_id, session_id, model, epoch, upto, last_id) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (agent_id, session_id, model) DO UPDATE SET epoch = $4, upto = $5, last_id = $6
+    WHERE e.epoch <> $4 OR e.upto < $5""",
                     agent_id,
                     session_id,
                     model,
                     epoch,
-                    [r["seq"] for r, _ in wanted],
-                    [r["message_id"] for r, _ in wanted],
-                    [_vector_text(v) for v in vectors],
+                    upto,
+                    rows[-1]["message_id"],
                 )
-            upto = rows[-1]["seq"] + 1
-            await self.db.execute(
-                f"""
-INSERT INTO {embedded} AS e (agent_id, session_id, model, epoch, upto, last_id) VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (agent_id, session_id, model) DO UPDATE SET epoch = $4, upto = $5, last_id = $6
-    WHERE e.epoch <> $4 OR e.upto < $5""",
-                agent_id,
-                session_id,
-                model,
-                epoch,
-                upto,
-                rows[-1]["message_id"],
-            )
         return int(epoch), int(stop)
 
 

@@ -19,7 +19,7 @@ from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_clien
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
-from ravi.kernel.values import check_memory, check_scope
+from ravi.kernel.values import MAX_COUNT, check_memory, check_scope
 
 
 def _migrations(dimension: int) -> list[Migration]:
@@ -130,6 +130,7 @@ class PgLongTermMemory(PostgresStore):
         check_scope(agent_id=agent_id, namespace=namespace)
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        limit = min(limit, MAX_COUNT)  # no collection holds more; Postgres's LIMIT takes no larger number
         if limit == 0:
             return []
         vector = await self._embed(query)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
-from typing import Any, Unpack
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar, Unpack
 
 import asyncpg
 import numpy as np
@@ -20,7 +20,13 @@ from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
-from ravi.kernel.values import check_ids, check_items, check_length, check_vector
+from ravi.kernel.values import MAX_COUNT, check_ids, check_items, check_length, check_vector
+
+T = TypeVar("T")
+
+_STALE = (asyncpg.exceptions.UndefinedTableError, asyncpg.exceptions.DataError)
+"""What using a collection's remembered table raises when another process has deleted the collection (the table
+is gone) or made it again with another dimension (pgvector: "expected 4 dimensions, not 3")."""
 
 MIGRATIONS = [
     Migration(
@@ -193,6 +199,30 @@ class PgVectorStore(PostgresStore):
         self._tables[collection] = found
         return found
 
+    async def _using(
+        self, collection: str, run: Callable[[str, int], Awaitable[T]], *, size: int | None = None, create: bool = False
+    ) -> T | None:
+        """``run(table, dimension)`` on the collection's table; ``None`` when there is no such collection (made,
+        for vectors of ``size``, when ``create``). The table this process remembers for a collection can be stale:
+        another process may have deleted the collection, or made it again with another dimension, since. So a
+        remembered one that disagrees with ``size``, or whose use fails as a stale one does (the table is gone,
+        or holds vectors of another size), is read again from the catalogue, and ``run`` tried once more."""
+        remembered = collection in self._tables
+        for attempt in (1, 2):
+            found = await self._collection(collection, create_dimension=size if create else None)
+            if found is None:
+                return None
+            if remembered and attempt == 1 and size is not None and size != found[1]:
+                self._tables.pop(collection, None)
+                continue
+            try:
+                return await run(*found)
+            except RaviError as error:
+                if not remembered or attempt == 2 or not isinstance(error.__cause__, _STALE):
+                    raise
+                self._tables.pop(collection, None)
+        raise AssertionError("unreachable")
+
     async def _vectors(self, documents: Sequence[Document]) -> list[np.ndarray]:
         missing = [i for i, d in enumerate(documents) if d.embedding is None]
         if missing and self._embedder is None:
@@ -223,9 +253,23 @@ class PgVectorStore(PostgresStore):
         if not documents:
             return []
         vectors = await self._vectors(documents)
-        found = await self._collection(collection, create_dimension=vectors[0].size)
-        assert found is not None
-        table, dimension = found
+        await self._using(
+            collection,
+            lambda table, dimension: self._insert(collection, table, dimension, documents, vectors, replace),
+            size=vectors[0].size,
+            create=True,
+        )
+        return [d.id for d in documents]
+
+    async def _insert(
+        self,
+        collection: str,
+        table: str,
+        dimension: int,
+        documents: Sequence[Document],
+        vectors: list[np.ndarray],
+        replace: bool,
+    ) -> None:
         if vectors[0].size != dimension:
             raise InvalidArgument(
                 f"collection {collection!r} holds vectors of dimension {dimension}, got {vectors[0].size}"
@@ -248,7 +292,6 @@ class PgVectorStore(PostgresStore):
                 f"VALUES ($1, $2, $3::jsonb, $4::jsonb, $5) ON CONFLICT (id) {conflict}",
                 rows,
             )
-        return [d.id for d in documents]
 
     async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
         """Insert documents whose id is new to the collection; existing ids are left as they are."""
@@ -281,12 +324,21 @@ class PgVectorStore(PostgresStore):
         vector = check_vector(query_embedding)
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        limit = min(limit, MAX_COUNT)  # no collection holds more; Postgres's LIMIT takes no larger number
         where, params = filter_sql(filter, 3)
-        found = await self._collection(collection)
-        if found is None or limit == 0:
+        if limit == 0:
             return []
-        table, dimension = found
         query = np.asarray(vector, dtype=np.float32)
+        found = await self._using(
+            collection,
+            lambda table, dimension: self._search(collection, table, dimension, query, limit, where, params),
+            size=query.size,
+        )
+        return [] if found is None else found
+
+    async def _search(
+        self, collection: str, table: str, dimension: int, query: np.ndarray, limit: int, where: str, params: list[Any]
+    ) -> list[SearchResult]:
         if query.ndim != 1 or query.size != dimension:
             raise InvalidArgument(
                 f"collection {collection!r} holds vectors of dimension {dimension}, the query has {query.size}"
@@ -322,25 +374,33 @@ class PgVectorStore(PostgresStore):
     async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
         ids = check_ids(ids)
-        found = await self._collection(collection)
-        if found is None or not ids:
+        self._check_collection(collection)
+        if not ids:
             return []
-        rows = await self.db.fetch(
-            f"SELECT id, content, blocks::text AS blocks, metadata::text AS metadata, embedding FROM {found[0]} "
-            "WHERE id = ANY($1::text[])",
-            list(ids),
-        )
+
+        async def read(table: str, _: int) -> list[asyncpg.Record]:
+            return await self.db.fetch(
+                f"SELECT id, content, blocks::text AS blocks, metadata::text AS metadata, embedding FROM {table} "
+                "WHERE id = ANY($1::text[])",
+                list(ids),
+            )
+
+        rows = await self._using(collection, read) or []
         by_id = {r["id"]: self._document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     async def delete(self, ids: Sequence[str], *, collection: str) -> int:
         """Remove documents by id; returns how many existed."""
         ids = check_ids(ids)
-        found = await self._collection(collection)
-        if found is None or not ids:
+        self._check_collection(collection)
+        if not ids:
             return 0
-        status = await self.db.execute(f"DELETE FROM {found[0]} WHERE id = ANY($1::text[])", list(set(ids)))
-        return int(status.split()[-1])
+
+        async def remove(table: str, _: int) -> int:
+            status = await self.db.execute(f"DELETE FROM {table} WHERE id = ANY($1::text[])", list(set(ids)))
+            return int(status.split()[-1])
+
+        return await self._using(collection, remove) or 0
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Erase every document whose metadata has ``agent_id`` (and ``session_id``) of the scope, in every

@@ -8,10 +8,11 @@ import re
 import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar, TypedDict, Unpack, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import redis.asyncio as aioredis
 import redis.exceptions as rex
+from redis.asyncio.connection import parse_url
 from redis.commands.core import AsyncScript
 
 from ravi.capabilities.redis.options import RedisConnectionOptions
@@ -116,6 +117,26 @@ their own loop use one store, and each new loop drops the finished loops' client
 awaits."""
 
 
+def _check_url(url: str) -> None:
+    """``ConfigurationError`` unless redis-py can read ``url`` and its database is a number: redis-py reads the URL
+    when the first call makes its client, and raised a bare ``ValueError`` there (a port past 65535 or not a number,
+    a broken IPv6 address, a bad query parameter), and it ignored a database that is not a number (``/sessions``
+    used database 0)."""
+    try:
+        parse_url(url)
+    except ValueError as error:
+        raise ConfigurationError(
+            f"the Redis URL cannot be used: {error}", hint="for example redis://localhost:6379/0"
+        ) from None
+    if url.startswith(("redis://", "rediss://")):
+        database = urlsplit(url).path.lstrip("/")
+        if database and not database.isdigit():
+            raise ConfigurationError(
+                f"the Redis URL's database must be a number, got {database!r}",
+                hint="for example redis://localhost:6379/0",
+            )
+
+
 class RedisConnection:
     """Ravi's key naming and a redis-py asyncio client for one URL, shared per server and event loop.
 
@@ -146,6 +167,7 @@ class RedisConnection:
                 "a Redis URL must start with redis://, rediss:// or unix://",
                 hint="for example redis://localhost:6379/0",
             )
+        _check_url(url)
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
             raise ConfigurationError(
                 f"key prefix {prefix!r} is not valid", hint="use 1-64 letters, digits, '_', '.' or '-'"

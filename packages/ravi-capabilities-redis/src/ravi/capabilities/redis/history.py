@@ -30,7 +30,7 @@ from ravi.kernel.storage.history import (
 )
 from ravi.kernel.storage.summaries import check_summary_scope
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_count, check_page, check_scope, check_span, check_summary, ttl_seconds
+from ravi.kernel.values import MAX_COUNT, check_count, check_page, check_scope, check_span, check_summary, ttl_seconds
 
 # KEYS: messages (list of JSON), runs (list of run ids, same positions), ids (hash message id -> SHA-1 of its body,
 #       or 1 when written before bodies were compared), epoch, tokens (list of "<running total> <stored count> <role
@@ -497,12 +497,12 @@ class RedisHistoryProvider(RedisStore):
     ) -> list[ChatMessage]:
         """The session's messages, oldest first, from ``offset``, at most ``limit``; one round trip."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_page(limit, offset)
+        limit, offset = check_page(limit, offset)
         keys = self._keys(agent_id, session_id)
         if self._cache_size == 0:
             if limit == 0:
                 return []
-            end = -1 if limit is None else offset + limit - 1
+            end = -1 if limit is None else min(offset + limit - 1, MAX_COUNT)
             with mapped_errors():
                 rows = await self.redis.client.lrange(keys[0], offset, end)
             return messages_from_json(rows)
@@ -533,11 +533,11 @@ class RedisHistoryProvider(RedisStore):
         """The session's messages with their run ids (``RunReader``), oldest first, from ``offset``, at most
         ``limit``: both lists read in one transaction, so the run ids are those of the messages."""
         check_scope(agent_id=agent_id, session_id=session_id)
-        check_page(limit, offset)
+        limit, offset = check_page(limit, offset)
         if limit == 0:
             return []
         keys = self._keys(agent_id, session_id)
-        end = -1 if limit is None else offset + limit - 1
+        end = -1 if limit is None else min(offset + limit - 1, MAX_COUNT)
         with mapped_errors():
             async with self.redis.client.pipeline(transaction=True) as pipe:
                 pipe.lrange(keys[0], offset, end)

@@ -23,6 +23,22 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+# Empty one namespace of the memories a caller read from its index, in one step. KEYS: the index, the dimension
+# key, then the memory keys; ARGV: the memory ids, in the keys' order. A memory saved since the index was read (its
+# key and its index entry are written together) keeps both, and so the namespace keeps its index and dimension: a
+# memory key is never left behind without its index entry, where no later clear could find it. Returns how many
+# memory keys were deleted.
+_CLEAR_NAMESPACE = """
+local removed = 0
+for i = 3, #KEYS do
+  removed = removed + redis.call('DEL', KEYS[i])
+  redis.call('SREM', KEYS[1], ARGV[i - 2])
+end
+if redis.call('SCARD', KEYS[1]) == 0 then redis.call('DEL', KEYS[1], KEYS[2]) end
+return removed
+"""
+
+
 class RedisLongTermMemory(RedisStore):
     """The ``LongTermMemory`` contract on plain Redis.
 
@@ -85,6 +101,11 @@ class RedisLongTermMemory(RedisStore):
             )
         now = datetime.now(UTC)
         memory_id = uuid.uuid4().hex
+        # The namespace is listed before and after its memory is written: a clear of every namespace that runs
+        # meanwhile unlists it before emptying it, so the listing after the write is the one that stays; the one
+        # before keeps the namespace listed if the call ends (cancelled) between the write and the second.
+        with mapped_errors():
+            await self.redis.client.sadd(self._namespaces(agent_id), namespace)
         record = {
             "content": content,
             "metadata": meta,
@@ -187,11 +208,11 @@ class RedisLongTermMemory(RedisStore):
             removed = 0
             for ns in namespaces:
                 index = self._index(agent_id, ns)
-                ids = [_text(m) for m in await self.redis.client.smembers(index)]
-                if ids:
-                    removed += int(await self.redis.client.delete(*[self._memory_key(agent_id, ns, i) for i in ids]))
-                await self.redis.client.delete(index, self._dimension_key(agent_id, ns))
+                # unlisted first: a memory saved into the namespace from here on lists it again after its write
                 await self.redis.client.srem(self._namespaces(agent_id), ns)
+                ids = [_text(m) for m in await self.redis.client.smembers(index)]
+                keys = [index, self._dimension_key(agent_id, ns), *(self._memory_key(agent_id, ns, i) for i in ids)]
+                removed += int(await self.redis.run_script(_CLEAR_NAMESPACE, keys, ids))
         return removed
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:

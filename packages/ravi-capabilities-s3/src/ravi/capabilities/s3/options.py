@@ -41,6 +41,45 @@ class S3Options(BackendOptions):
         True, description="Tag expiring blobs and add bucket lifecycle rules that remove them."
     )
 
+    @field_validator("bucket")
+    @classmethod
+    def _a_bucket_name(cls, bucket: str) -> str:
+        # botocore's own rule, which it applies to every request: refused there, a bad name was a generic
+        # RaviError at the first call instead of a configuration error when the store is built
+        from botocore.exceptions import ParamValidationError
+        from botocore.handlers import validate_bucket_name
+
+        try:
+            validate_bucket_name({"Bucket": bucket})
+        except ParamValidationError:
+            raise ValueError(
+                f"{bucket!r} is not a bucket name: use letters, digits, '.', '-' and '_' (or an access point ARN)"
+            ) from None
+        return bucket
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _an_endpoint(cls, url: str | None) -> str | None:
+        # botocore's own rule, which it applies when the client is made: refused there, the first call raised a
+        # bare ValueError
+        from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
+
+        if url is not None and not (is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)):
+            raise ValueError(f"{url!r} is not an endpoint URL, such as 'http://localhost:9000'")
+        return url
+
+    @field_validator("region")
+    @classmethod
+    def _a_region(cls, region: str) -> str:
+        from botocore.exceptions import InvalidRegionError
+        from botocore.utils import validate_region_name
+
+        try:
+            validate_region_name(region)
+        except InvalidRegionError:
+            raise ValueError(f"{region!r} is not a region name, such as 'us-east-1'") from None
+        return region
+
     @field_validator("key_prefix")
     @classmethod
     def _a_folder(cls, prefix: str) -> str:

@@ -207,8 +207,11 @@ class S3FileStore:
         created."""
         if self._client is not None:
             return
-        with mapped_errors("connect"):
-            client = await asyncio.to_thread(boto3.session.Session().client, "s3", **self._client_options)
+        try:
+            with mapped_errors("connect"):
+                client = await asyncio.to_thread(boto3.session.Session().client, "s3", **self._client_options)
+        except ValueError as error:  # botocore refused an option (the options' checks apply its rules first)
+            raise ConfigurationError(f"connect: boto3 refused the S3 options: {error}") from error
         try:
             with mapped_errors(f"bucket {self.bucket!r}"):
                 await asyncio.to_thread(client.head_bucket, Bucket=self.bucket)
@@ -376,6 +379,7 @@ class S3FileStore:
         conditional delete, so deletes racing on one key from separate processes (or separate loops) may both
         report ``True``.
         """
+        self._key(key)  # checked before it keys a lock (a list is no key, and no lock's either)
         async with self._deleting(key):
             present = await self._head(key) is not None
             client = self._client  # deleted either way: an expired blob goes too
@@ -404,7 +408,8 @@ class S3FileStore:
     async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
         """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS)."""
         seconds = ttl_seconds(expires_in)
-        assert seconds is not None
+        if seconds is None:
+            raise InvalidArgument("expires_in must be a duration (seconds or a timedelta), got None")
         if await self._head(key) is None:
             raise NotFound(f"presign {key!r}: not found")
         client = self._client

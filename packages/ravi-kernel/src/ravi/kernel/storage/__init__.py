@@ -54,7 +54,16 @@ from ravi.kernel.storage.history import (
 )
 from ravi.kernel.storage.memory import LongTermMemory, Memory, ShortTermMemory
 from ravi.kernel.storage.summaries import SummaryStore
-from ravi.kernel.storage.tasks import TRANSITIONS, Task, TaskLifecycle, TaskList, TaskStatus, TaskStore, as_tasks
+from ravi.kernel.storage.tasks import (
+    MAX_RETRIES,
+    TRANSITIONS,
+    Task,
+    TaskLifecycle,
+    TaskList,
+    TaskStatus,
+    TaskStore,
+    as_tasks,
+)
 from ravi.kernel.storage.vector import Document, SearchResult, VectorStore, check_filter, matches
 from ravi.kernel.values import ttl_seconds
 
@@ -97,6 +106,7 @@ __all__ = [
     "VectorStore",
     "WindowReader",
     "MAX_KEY_BYTES",
+    "MAX_RETRIES",
     "as_tasks",
     "check_relationship_types",
     "MAX_METADATA_BYTES",

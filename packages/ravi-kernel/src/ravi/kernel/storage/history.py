@@ -349,15 +349,20 @@ async def replace_session(
     return removed
 
 
-def check_search(query: object, before: object, limit: object) -> None:
-    """What every ``search_units`` checks first: a text query and non-negative integers (``InvalidArgument``)."""
+def check_search(query: object, before: object, limit: object) -> tuple[int, int]:
+    """What every ``search_units`` checks first: a text query and non-negative integers (``InvalidArgument``);
+    returns ``(before, limit)`` capped at :data:`~ravi.kernel.values.MAX_COUNT`."""
     from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.values import MAX_COUNT
 
     if not isinstance(query, str):
         raise InvalidArgument(f"query must be a str, got {type(query).__name__}")
+    checked = []
     for name, value in (("before", before), ("limit", limit)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidArgument(f"{name} must be an integer >= 0, got {value!r}")
+        checked.append(min(value, MAX_COUNT))
+    return checked[0], checked[1]
 
 
 def check_hybrid(spread: object, embedder: object, model: object) -> None:

@@ -13,7 +13,7 @@ from pydantic import AliasChoices, Field, field_validator
 from ravi.kernel.errors import InvalidArgument, InvalidTransition
 from ravi.kernel.messages import FrozenDict, ReadOnlyDict
 from ravi.kernel.storage._common import _FROZEN, _new_id, _now
-from ravi.kernel.values import Value
+from ravi.kernel.values import Value, check_text
 
 
 class TaskStatus(enum.StrEnum):
@@ -49,6 +49,21 @@ TRANSITIONS: Mapping[TaskStatus, frozenset[TaskStatus]] = {
 """The lifecycle. A failed task runs again only through ``increment_retry`` or ``force_retry``."""
 
 
+MAX_RETRIES = 2**31 - 1
+"""The largest ``retry_count`` and ``max_retries`` a task may have: what a 32-bit integer column holds (Postgres
+refused more, while the in-memory store kept it)."""
+
+
+def _check_result(result: object) -> None:
+    """``InvalidArgument`` unless ``result`` is ``None`` or valid text: a task's result is a string on every
+    store (a lone surrogate, or a number, was kept in memory and refused by Postgres)."""
+    if result is None:
+        return
+    if not isinstance(result, str):
+        raise InvalidArgument(f"result must be a string or None, got {type(result).__name__}", field="result")
+    check_text(result, "result")
+
+
 class Task(Value):
     """One step of an agent's plan. Frozen: change it with ``model_copy(update=...)``.
 
@@ -61,8 +76,8 @@ class Task(Value):
     title: str
     description: str = ""
     status: TaskStatus = TaskStatus.PLANNED
-    retry_count: int = Field(default=0, ge=0, validation_alias=AliasChoices("retry_count", "retries"))
-    max_retries: int = Field(default=3, ge=0)
+    retry_count: int = Field(default=0, ge=0, le=MAX_RETRIES, validation_alias=AliasChoices("retry_count", "retries"))
+    max_retries: int = Field(default=3, ge=0, le=MAX_RETRIES)
     result: str | None = None
     metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
     updated_at: datetime = Field(default_factory=_now)
@@ -86,6 +101,7 @@ class Task(Value):
     def moved_to(self, status: TaskStatus, *, result: str | None = None) -> Task:
         """This task in ``status``; ``InvalidTransition`` if the lifecycle forbids the move (staying put included,
         so two workers racing to claim a task cannot both succeed)."""
+        _check_result(result)
         if status == self.status:
             raise InvalidTransition(f"task {self.id!r} is already {status.value}")
         if not self.status.can_move_to(status):
@@ -243,6 +259,7 @@ class TaskLifecycle:
             raise InvalidArgument(
                 f"unknown task status {status!r}", hint=f"one of: {', '.join(s.value for s in TaskStatus)}"
             ) from None
+        _check_result(result)  # before the store is touched
         return await self._change(conversation_id, agent_id, task_id, lambda t: t.moved_to(target, result=result))
 
     async def increment_retry(self, conversation_id: str, agent_id: str, task_id: str) -> Task:
@@ -254,4 +271,4 @@ class TaskLifecycle:
         return await self._change(conversation_id, agent_id, task_id, Task.force_retried)
 
 
-__all__ = ["TRANSITIONS", "Task", "TaskLifecycle", "TaskList", "TaskStatus", "TaskStore", "as_tasks"]
+__all__ = ["MAX_RETRIES", "TRANSITIONS", "Task", "TaskLifecycle", "TaskList", "TaskStatus", "TaskStore", "as_tasks"]
