@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ravi.conformance._base import ContractBase, unique
+from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import CypherCapable, Entity, Forgetter, GraphStore, Relationship
 
@@ -250,6 +250,25 @@ class GraphStoreContract(ContractBase):
         await backend.add_relationships([rel])
         [walked] = (await backend.get_neighbors(e, depth=1)).relationships
         assert walked == rel
+
+    async def test_property_numbers_come_back_with_their_type_and_value(self, backend: GraphStore) -> None:
+        """Whole-number floats stay floats, the extremes of a float and of a 64-bit integer come back exact; an
+        integer past 64 bits (which graph databases do not hold) is refused when the entity is built."""
+        numbers = {k: v for k, v in EXACT_NUMBERS.items() if k not in ("big_int", "low_int")}
+        numbers |= {"int_max": 2**63 - 1, "int_min": -(2**63)}
+        e, f = unique("e"), unique("f")
+        await backend.add_entities([Entity(id=e, properties=numbers), Entity(id=f)])
+        got = await backend.get_entity(e)
+        assert got is not None and typed(got.properties) == typed(numbers)
+        rel = Relationship(id=unique("r"), source_id=e, target_id=f, type="HAS", properties=numbers)
+        await backend.add_relationships([rel])
+        [walked] = (await backend.get_neighbors(e, depth=1)).relationships
+        assert typed(walked.properties) == typed(numbers)
+        for past in (2**63, -(2**63) - 1, EXACT_NUMBERS["big_int"]):
+            with pytest.raises(InvalidArgument, match="64 bits"):
+                Entity(id=e, properties={"nested": [past]})
+            with pytest.raises(InvalidArgument, match="64 bits"):
+                Relationship(source_id=e, target_id=f, type="HAS", properties={"n": past})
 
     async def test_forget_erases_the_entities_of_the_scope_and_their_relationships(self, backend: GraphStore) -> None:
         """``forget`` (``Forgetter``, optional) erases the entities whose properties have the scope's

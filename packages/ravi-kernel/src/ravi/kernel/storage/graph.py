@@ -3,13 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from ravi.kernel.messages import FrozenDict, ReadOnlyDict
 from ravi.kernel.storage._common import _FROZEN, JSON, _new_id
 from ravi.kernel.values import Value, check_ids
+
+INT64 = range(-(2**63), 2**63)
+"""The integers a graph property holds: 64-bit, as graph databases keep them (Apache AGE, Neo4j)."""
+
+
+def _int64(value: Any, where: str = "") -> Any:
+    """``value`` when every integer in it is 64-bit; else ``ValueError`` naming where."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value not in INT64:
+            raise ValueError(f"{where or 'a value'}: {value} is past 64 bits, which graph databases do not hold")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _int64(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _int64(item, f"{where}[{i}]")
+    return value
+
+
+GraphProperties = Annotated[ReadOnlyDict, AfterValidator(_int64)]
+"""An entity's or relationship's properties: JSON whose integers are 64-bit (:data:`INT64`)."""
 
 
 class Entity(Value):
@@ -19,7 +40,7 @@ class Entity(Value):
 
     id: str = Field(min_length=1)
     label: str = Field(default="Entity", min_length=1)
-    properties: ReadOnlyDict = Field(default_factory=FrozenDict)
+    properties: GraphProperties = Field(default_factory=FrozenDict)
 
 
 class Relationship(Value):
@@ -31,7 +52,7 @@ class Relationship(Value):
     source_id: str = Field(min_length=1)
     target_id: str = Field(min_length=1)
     type: str = Field(min_length=1)
-    properties: ReadOnlyDict = Field(default_factory=FrozenDict)
+    properties: GraphProperties = Field(default_factory=FrozenDict)
 
 
 class SubGraph(Value):
@@ -93,4 +114,13 @@ def check_relationship_types(types: Sequence[str] | None) -> list[str] | None:
     return None if types is None else check_ids(types, "relationship_types")
 
 
-__all__ = ["CypherCapable", "Entity", "GraphStore", "Relationship", "SubGraph", "check_relationship_types"]
+__all__ = [
+    "INT64",
+    "CypherCapable",
+    "Entity",
+    "GraphProperties",
+    "GraphStore",
+    "Relationship",
+    "SubGraph",
+    "check_relationship_types",
+]
