@@ -220,6 +220,28 @@ async def test_migrations_are_safe_when_processes_start_together(postgres_server
             await s.close()
 
 
+@pytest.mark.parametrize("cached", [True, False])
+async def test_a_schema_another_process_dropped_is_made_again_by_the_next_call(
+    postgres_server: Server, pg_schema: str, cached: bool
+) -> None:
+    """Another process drops the store's schema (``destroy()``, ``DROP SCHEMA``) while the store runs: every later
+    call failed with a generic ``RaviError`` (UndefinedTable) until the process restarted. The call that meets the
+    missing table is ``BackendUnavailable``, and the next one sets the store up again."""
+    options = {} if cached else {"cache_sessions": 0}
+    history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema, **options)
+    other = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    try:
+        await history.append("agent", ChatMessage.user("before"), session_id="s")
+        await other.destroy()
+        with pytest.raises(BackendUnavailable, match="dropped"):
+            await history.append("agent", ChatMessage.user("lost with the schema"), session_id="s")
+        await history.append("agent", ChatMessage.user("after"), session_id="s")
+        assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["after"]
+    finally:
+        await history.close()
+        await other.close()
+
+
 async def test_a_store_set_up_while_another_session_creates_its_extension_retries(
     postgres_server: Server, pg_schema: str
 ) -> None:

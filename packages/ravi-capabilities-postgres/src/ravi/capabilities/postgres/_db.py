@@ -100,6 +100,12 @@ _RACED_CREATE = (
 """What a ``CREATE ... IF NOT EXISTS`` raises when another session creates the same object at the same moment: a
 unique violation in the catalog once the other commits, or, when the other committed between the name check and
 the creation of a table's row type, "type already exists". Nothing was made; run again, it finds the object."""
+_DROPPED = (
+    asyncpg.exceptions.InvalidSchemaNameError,
+    asyncpg.exceptions.UndefinedTableError,
+    asyncpg.exceptions.UndefinedFunctionError,
+)
+"""What a statement raises when the schema, a table or a function the store's setup made is gone."""
 _BAD_INPUT = (
     asyncpg.exceptions.DataError,
     asyncpg.exceptions.UntranslatableCharacterError,
@@ -283,15 +289,15 @@ class Database:
         """This event loop's pool, opened (and the schema migrated) on first use."""
         loop = asyncio.get_running_loop()
         shared = self._shared.get(loop)
-        if shared is None:
+        if shared is None or not self._migrated:  # a first use, or the setup's work was dropped (prepare_again)
             self._drop_finished_loops()
             async with self._locks.setdefault(loop, asyncio.Lock()):
+                with mapped_errors(self):
+                    if not self._migrated:
+                        await self._set_up()
+                        self._migrated = True
                 shared = self._shared.get(loop)
                 if shared is None:
-                    with mapped_errors(self):
-                        if not self._migrated:
-                            await self._set_up()
-                            self._migrated = True
                     key = (loop, self.dsn, repr(sorted(self._pool_options.items())))
                     with _REGISTRY:
                         shared = _SHARED.get(key)
@@ -415,7 +421,7 @@ class Database:
         return str(await self._statement("execute", query, args))
 
     def prepare_again(self) -> None:
-        """Run the migrations and ``prepare`` again before the next pool opens (after dropping what they made)."""
+        """Run the migrations and ``prepare`` again before the next call (after what they made was dropped)."""
         self._migrated = False
 
     async def drop_schema(self) -> None:
@@ -519,6 +525,15 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
         mapped = database.translate(error)
         if mapped is not None:
             return mapped
+    if isinstance(error, _DROPPED) and database is not None:
+        # another process dropped what the setup made (destroy(), DROP SCHEMA): set the store up again on the
+        # next call, as on its first, instead of failing every call until a restart
+        database.prepare_again()
+        database.lost()
+        return BackendUnavailable(
+            f"Postgres no longer has what this store set up ({error}): was the schema or a table dropped?",
+            hint="the next call sets the store up again, with the tables empty",
+        )
     if isinstance(error, _PERMISSION):
         return PermissionDenied(f"Postgres refused: {error}")
     if isinstance(error, asyncpg.exceptions.InvalidCatalogNameError):
