@@ -237,6 +237,9 @@ async def test_a_schema_another_process_dropped_is_made_again_by_the_next_call(
             await history.append("agent", ChatMessage.user("lost with the schema"), session_id="s")
         await history.append("agent", ChatMessage.user("after"), session_id="s")
         assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["after"]
+        await history.destroy()  # its own: the next call sets it up again, without an error first
+        await history.append("agent", ChatMessage.user("again"), session_id="s")
+        assert [m.text for m in await history.get_messages("agent", session_id="s")] == ["again"]
     finally:
         await history.close()
         await other.close()
