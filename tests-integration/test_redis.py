@@ -190,6 +190,7 @@ async def test_unreachable_server_and_bad_configuration() -> None:
         "redis://[::1/0",
         "redis://127.0.0.1:6379/0?socket_timeout=soon",
         "redis://127.0.0.1:6379/sessions",
+        "rediss://127.0.0.1:6379/0?ssl_cert_reqs=bogus",
     ],
 )
 def test_a_url_redis_py_cannot_read_is_a_configuration_error_when_built(url: str) -> None:

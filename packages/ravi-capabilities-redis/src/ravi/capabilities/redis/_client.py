@@ -117,17 +117,27 @@ their own loop use one store, and each new loop drops the finished loops' client
 awaits."""
 
 
+_CERT_REQS = ("none", "optional", "required")
+"""What redis-py takes as a URL's ``ssl_cert_reqs`` (it checks it only when it first connects)."""
+
+
 def _check_url(url: str) -> None:
     """``ConfigurationError`` unless redis-py can read ``url`` and its database is a number: redis-py reads the URL
     when the first call makes its client, and raised a bare ``ValueError`` there (a port past 65535 or not a number,
     a broken IPv6 address, a bad query parameter), and it ignored a database that is not a number (``/sessions``
-    used database 0)."""
+    used database 0), and an ``ssl_cert_reqs`` it does not know failed the first call with a generic error."""
     try:
-        parse_url(url)
+        parsed = parse_url(url)
     except ValueError as error:
         raise ConfigurationError(
             f"the Redis URL cannot be used: {error}", hint="for example redis://localhost:6379/0"
         ) from None
+    cert_reqs = parsed.get("ssl_cert_reqs")
+    if isinstance(cert_reqs, str) and cert_reqs not in _CERT_REQS:
+        raise ConfigurationError(
+            f"the Redis URL cannot be used: ssl_cert_reqs must be one of {', '.join(_CERT_REQS)}, got {cert_reqs!r}",
+            hint="for example rediss://localhost:6380/0?ssl_cert_reqs=required",
+        )
     if url.startswith(("redis://", "rediss://")):
         database = urlsplit(url).path.lstrip("/")
         if database and not database.isdigit():
