@@ -34,6 +34,7 @@ from ravi.agents.adapters import Originals
 from ravi.agents.context.chat_dicts import UNPARSED
 from ravi.kernel.errors import InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import thaw
 
 KEY = "langchain"
 """The metadata key under which a stored message keeps its LangChain form."""
@@ -198,7 +199,7 @@ def to_langchain(message: ChatMessage) -> BaseMessage:
         if isinstance(b, ToolCallBlock) and b.id in invalid:
             unparsed.append(invalid[b.id])
         elif isinstance(b, ToolCallBlock):
-            calls.append({"name": b.name, "args": dict(b.arguments), "id": b.id, "type": "tool_call"})
+            calls.append({"name": b.name, "args": thaw(b.arguments), "id": b.id, "type": "tool_call"})
     return AIMessage(content=text, tool_calls=calls, invalid_tool_calls=unparsed, **common)
 
 

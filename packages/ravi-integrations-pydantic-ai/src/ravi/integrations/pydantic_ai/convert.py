@@ -33,6 +33,7 @@ from pydantic_ai.messages import (
 from ravi.agents.adapters import Originals
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import thaw
 
 KEY = "pydantic_ai"
 """The metadata key under which a Ravi message keeps its PydanticAI message and its part's place."""
@@ -185,7 +186,7 @@ def _response_from_blocks(message: ChatMessage, original: ModelMessage | None) -
         elif isinstance(block, ThinkingBlock):
             parts.append(ThinkingPart(content=block.thinking, signature=block.signature))
         elif isinstance(block, ToolCallBlock):
-            parts.append(ToolCallPart(tool_name=block.name, args=dict(block.arguments), tool_call_id=block.id))
+            parts.append(ToolCallPart(tool_name=block.name, args=thaw(block.arguments), tool_call_id=block.id))
     if isinstance(original, ModelResponse):
         return dataclasses.replace(original, parts=parts)
     return ModelResponse(parts=parts)
