@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
-from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.messages import ChatMessage, FrozenList, ToolCallBlock
 from ravi.kernel.storage import Document, Entity, Relationship, Task
 from ravi.kernel.values import MAX_DEPTH, check_ids, check_json, json_copy, ttl_seconds
 
@@ -119,3 +119,20 @@ def test_a_bare_string_is_not_a_list_of_ids() -> None:
     with pytest.raises(InvalidArgument):
         check_ids(["ok", ""])
     assert check_ids(("a", "b")) == ["a", "b"]
+
+
+def test_model_copy_with_an_update_checks_and_freezes_it_as_building_does() -> None:
+    # the advice of a refused change is model_copy(update=...): what it builds holds to the same rules
+    doc = Document(id="d", content="c").model_copy(update={"metadata": {"tags": ["a"]}})
+    assert type(doc.metadata["tags"]) is FrozenList
+    with pytest.raises(TypeError):
+        doc.metadata["tags"].append("b")
+    with pytest.raises(InvalidArgument, match=r"Document\.metadata"):
+        Document(id="d", content="c").model_copy(update={"metadata": {"x": float("nan")}})
+    with pytest.raises(InvalidArgument, match="64 bits"):
+        Entity(id="e").model_copy(update={"properties": {"n": 2**70}})
+    call = ToolCallBlock(id="c", name="f").model_copy(update={"arguments": {"l": [1]}})
+    assert type(call.arguments["l"]) is FrozenList
+    with pytest.raises(InvalidMessage):
+        call.model_copy(update={"name": 5})
+    assert doc.model_copy() == doc and doc.model_copy(deep=True) == doc

@@ -148,6 +148,15 @@ class Value(BaseModel):
     # own): the outermost call checks the whole tree once, instead of validating each nested value twice.
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied, built as the constructor builds (checked, and read-only all the way
+        down); pydantic's own would keep the update's values as they were given, unchecked."""
+        if update:
+            data = {name: getattr(self, name) for name in type(self).model_fields}
+            data.update(update)
+            return type(self)(**data)
+        return super().model_copy(deep=deep)
+
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Self:
         """Build from a dict (or object) with the same checks and errors as the constructor."""
