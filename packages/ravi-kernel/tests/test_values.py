@@ -136,3 +136,27 @@ def test_model_copy_with_an_update_checks_and_freezes_it_as_building_does() -> N
     with pytest.raises(InvalidMessage):
         call.model_copy(update={"name": 5})
     assert doc.model_copy() == doc and doc.model_copy(deep=True) == doc
+
+
+class _Counted(int):
+    """An int subclass (as IntEnum and HTTPStatus are) that fails a test comparing it one by one."""
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("compared with each 64-bit integer in turn")
+
+    __hash__ = int.__hash__
+
+
+def test_graph_properties_check_an_int_subclass_at_once_and_refuse_cycles_and_deep_nesting() -> None:
+    # a range's ``in`` walks every integer for an int subclass: an IntEnum property hung the constructor
+    assert int(Entity(id="e", properties={"n": _Counted(5)}).properties["n"]) == 5
+    with pytest.raises(InvalidArgument, match="64 bits"):
+        Relationship(source_id="a", target_id="b", type="T", properties={"n": [_Counted(2**64)]})
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    deep: Any = 1
+    for _ in range(5 * MAX_DEPTH * 20):
+        deep = [deep]
+    for properties in (cyclic, {"deep": deep}):
+        with pytest.raises(InvalidArgument, match="nested deeper"):
+            Entity(id="e", properties=properties)
