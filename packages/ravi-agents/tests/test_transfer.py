@@ -85,3 +85,31 @@ async def test_a_round_trip_through_text_keeps_every_character() -> None:
     text = "\r\n".join(await export_session(source, "a", "s")) + "\r\n"  # written on Windows, say
     await import_records(target, parse_export(split_lines(text)))
     assert [stored_body(m) for m in await target.get_messages("a", session_id="s")] == list(map(stored_body, messages))
+
+
+def test_an_export_to_a_link_writes_the_file_it_names_and_one_to_a_descriptor_writes_to_it(tmp_path: Path) -> None:
+    """The new file took the place of the link itself: a symbolic link became a plain file and the file it named
+    kept the old export; ``--output /dev/fd/1`` (or ``/dev/stdout``) with standard output sent to a file was
+    refused, or replaced the link under /dev."""
+    target = tmp_path / "target.jsonl"
+    target.write_text("old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    done = ravi(tmp_path, "export", "a", "--output", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and target.read_text() == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.jsonl", "ravi.toml", "target.jsonl"]
+    sent = tmp_path / "sent.txt"
+    sent.write_text("before\n")
+    with sent.open("a") as stdout:
+        done = subprocess.run(
+            [RAVI, "export", "a", "--output", "/dev/fd/1"],
+            cwd=tmp_path,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert sent.read_text() == "before\n"  # nothing to export; the file written to is the one stdout went to

@@ -59,12 +59,18 @@ def export(
     postgres.toml."""
     if output is None:
         written = asyncio.run(_export(agent, session, config, sys.stdout))
-    elif output.exists() and not output.is_file():  # a device or a pipe (/dev/stdout): written as it goes
+    elif _is_stream(output):  # a device or a pipe (/dev/stdout): written as it goes
         with _appending(output) as out:
             written = asyncio.run(_export(agent, session, config, out))
-    else:
-        written = _export_to_file(agent, session, config, output)
+    else:  # the file a symbolic link names is the one replaced, not the link
+        written = _export_to_file(agent, session, config, Path(os.path.realpath(output)))
     typer.echo(f"exported {count_of(written, 'message')}", err=True)
+
+
+def _is_stream(path: Path) -> bool:
+    """Whether ``path`` is written as it goes rather than replaced: a device or a pipe, or a name under /dev or
+    /proc (/dev/stdout and /dev/fd/1 name whatever standard output is, a file included)."""
+    return (path.exists() and not path.is_file()) or path.absolute().parts[1:2] in (("dev",), ("proc",))
 
 
 def _appending(path: Path) -> TextIO:
