@@ -16,7 +16,7 @@ from typing import Any
 
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.values import thaw
+from ravi.kernel.values import check_json, thaw
 
 KEY = "chat_dict"
 """The metadata key under which a message stored from a dict records how to give the dict back."""
@@ -59,7 +59,9 @@ def _calls(calls: Any) -> Any:
         if isinstance(function, Mapping) and isinstance(raw, str) and raw.strip():
             try:
                 parsed = json.loads(raw)
-            except ValueError:
+                if isinstance(parsed, Mapping):  # an object no store keeps (NaN, -0.0, too deep) is held as written
+                    check_json(parsed, "arguments")
+            except (ValueError, RecursionError):  # InvalidArgument is a ValueError; deep JSON, a RecursionError
                 parsed = None
             if not isinstance(parsed, Mapping):
                 call = {**call, "function": {**function, "arguments": {UNPARSED: raw}}}
