@@ -408,3 +408,12 @@ def test_a_rebuilt_tool_calls_arguments_are_the_frameworks_own_to_change() -> No
     args["tags"][1]["deep"].append("d")
     assert args == {"tags": ["a", {"deep": ["b", "d"]}, "c"]}
     assert call.arguments == {"tags": ["a", {"deep": ["b"]}]}
+
+
+def test_invalid_tool_call_arguments_that_are_an_object_no_store_keeps_are_stored_as_written() -> None:
+    """Arguments read as a JSON object that no store keeps (NaN, negative zero, nesting too deep) made the message
+    unstorable, or raised the parser's RecursionError."""
+    for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        call = {"id": "c1", "name": "f", "args": raw, "error": "bad", "type": "invalid_tool_call"}
+        (block,) = to_ravi(AIMessage(content="", invalid_tool_calls=[call])).content
+        assert isinstance(block, ToolCallBlock) and block.arguments == {"unparsed": raw}

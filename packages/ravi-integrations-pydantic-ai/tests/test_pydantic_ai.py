@@ -247,3 +247,11 @@ def test_a_rebuilt_tool_calls_arguments_are_the_frameworks_own_to_change() -> No
     part.args["tags"][1]["deep"].append("d")
     assert part.args == {"tags": ["a", {"deep": ["b", "d"]}, "c"]}
     assert call.arguments == {"tags": ["a", {"deep": ["b"]}]}
+
+
+def test_tool_call_args_that_are_an_object_no_store_keeps_are_stored_as_written() -> None:
+    """Args read as a JSON object that no store keeps (NaN, negative zero, nesting too deep) made the message
+    unstorable."""
+    for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        (message,) = to_ravi(ModelResponse(parts=[ToolCallPart(tool_name="f", args=raw, tool_call_id="c1")]))
+        assert message.tool_calls[0].arguments == {"INVALID_JSON": raw}

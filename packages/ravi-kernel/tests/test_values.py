@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
 from ravi.kernel.messages import ChatMessage, FrozenList, ToolCallBlock
 from ravi.kernel.storage import Document, Entity, Relationship, Task
-from ravi.kernel.values import MAX_DEPTH, check_ids, check_json, json_copy, ttl_seconds
+from ravi.kernel.values import MAX_DEPTH, check_ids, check_json, json_copy, json_object, ttl_seconds
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -160,3 +160,10 @@ def test_graph_properties_check_an_int_subclass_at_once_and_refuse_cycles_and_de
     for properties in (cyclic, {"deep": deep}):
         with pytest.raises(InvalidArgument, match="nested deeper"):
             Entity(id="e", properties=properties)
+
+
+def test_json_object_reads_only_an_object_every_store_keeps() -> None:
+    assert json_object('{"q": [1, {"r": null}]}') == {"q": [1, {"r": None}]}
+    deepest = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    for raw in ('{"q": NaN}', '{"q": -0.0}', '{"q": "\\ud800"}', deepest, "[1]", '{"q": ', ""):
+        assert json_object(raw) is None

@@ -213,6 +213,25 @@ def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
     return copied
 
 
+def json_object(raw: str) -> dict[str, Any] | None:
+    """``raw`` read as a JSON object every store keeps (:func:`check_json`), or ``None``: text that is not JSON, JSON
+    that is not an object, or an object no store keeps (NaN, negative zero, nesting past :data:`MAX_DEPTH`), such as
+    the arguments of a tool call a model wrote, which are then kept as the text itself.
+
+    Example:
+        >>> json_object('{"q": 1}'), json_object('{"q": NaN}'), json_object('{"q": ')
+        ({'q': 1}, None, None)
+    """
+    try:
+        parsed = json.loads(raw)
+        if isinstance(parsed, dict):
+            check_json(parsed, "arguments")
+            return parsed
+    except (ValueError, RecursionError):  # InvalidArgument is a ValueError; deep JSON, a RecursionError
+        pass
+    return None
+
+
 def thaw(value: Any) -> Any:
     """Plain, mutable JSON data (dicts and lists) from a read-only value, such as a message's metadata, for
     libraries that expect it. The value itself is not changed.
@@ -392,6 +411,7 @@ def ttl_seconds(ttl: timedelta | float | None) -> float | None:
 
 __all__ = [
     "thaw",
+    "json_object",
     "refuse_change",
     "MAX_DEPTH",
     "Value",

@@ -34,7 +34,7 @@ from ravi.agents.adapters import Originals
 from ravi.agents.context.chat_dicts import UNPARSED
 from ravi.kernel.errors import InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
-from ravi.kernel.values import thaw
+from ravi.kernel.values import json_object, thaw
 
 KEY = "langchain"
 """The metadata key under which a stored message keeps its LangChain form."""
@@ -71,11 +71,8 @@ def _unparsed(raw: Any) -> dict[str, Any]:
         return dict(raw)
     if not isinstance(raw, str) or not raw.strip():
         return {}
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = None
-    return dict(parsed) if isinstance(parsed, dict) else {UNPARSED: raw}
+    parsed = json_object(raw)  # None too for an object no store keeps (NaN, nesting too deep)
+    return parsed if parsed is not None else {UNPARSED: raw}
 
 
 def _blocks(message: BaseMessage) -> tuple[Any, ...]:
