@@ -113,3 +113,28 @@ def test_an_export_to_a_link_writes_the_file_it_names_and_one_to_a_descriptor_wr
         )
     assert done.returncode == 0, done.stderr
     assert sent.read_text() == "before\n"  # nothing to export; the file written to is the one stdout went to
+
+
+def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path) -> None:
+    """``kill`` (SIGTERM, as a container's stop sends) ended the process before it could remove the file it was
+    writing: a hidden ``.out.jsonl.*.partial`` stayed beside the output."""
+    import signal
+    import socket
+
+    with socket.socket() as server:  # a Postgres that accepts the store's connection and never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        (tmp_path / "pg.toml").write_text(
+            f'[history]\nbackend = "postgres"\ndsn = "postgresql://u:p@127.0.0.1:{port}/db"\n'
+        )
+        export = subprocess.Popen(
+            [RAVI, "export", "a", "--output", "out.jsonl", "--config", "pg.toml"], cwd=tmp_path, stderr=subprocess.PIPE
+        )
+        connection, _ = server.accept()  # the export is under way: its file is made before the store is opened
+        with connection:
+            assert any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+            export.send_signal(signal.SIGTERM)
+            export.communicate(timeout=60)
+    assert export.returncode == 128 + signal.SIGTERM
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pg.toml"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -94,6 +96,9 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     except OSError as error:
         raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
     partial = Path(name)
+    # a kill ends the export as Ctrl-C does, removing the partial file (a handler is set in the main thread only)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             written = asyncio.run(_export(agent, session, config, out))
@@ -102,7 +107,14 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
     return written
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 __all__ = ["export"]
