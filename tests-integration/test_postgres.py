@@ -1583,3 +1583,39 @@ def test_a_store_used_through_one_asyncio_run_after_another_keeps_no_connection_
             assert [m.text for m in stored] == [f"{i}" for i in range(20)]
     finally:
         asyncio.run(drop())
+
+
+async def test_a_dropped_schema_ends_no_call_of_a_store_sharing_the_pool(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """A store that met its dropped schema ended every connection of the pool it shares with the stores of other
+    schemas on the same server: a call of theirs under way failed as though Postgres were unreachable."""
+    import asyncpg
+
+    dropped = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    bystander = PostgresHistoryProvider(postgres_server.address, schema=f"{pg_schema}_other")
+    admin = await asyncpg.connect(postgres_server.address, timeout=10)
+    key = uuid.uuid4().int % 2**62
+    try:
+        await dropped.append("agent", ChatMessage.user("x"), session_id="s")
+        await bystander.append("agent", ChatMessage.user("x"), session_id="s")
+        await admin.execute("SELECT pg_advisory_lock($1)", key)
+        under_way = asyncio.create_task(bystander.db.fetchval("SELECT pg_advisory_xact_lock($1)", key))
+        waits = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        for _ in range(100_000):  # until the bystander's call waits on the lock: each look is a round trip
+            if under_way.done() or await admin.fetchval(waits):
+                break
+        assert not under_way.done()
+        await PostgresHistoryProvider(postgres_server.address, schema=pg_schema).destroy()
+        with pytest.raises(BackendUnavailable, match="dropped"):
+            await dropped.append("agent", ChatMessage.user("lost with the schema"), session_id="s")
+        await dropped.append("agent", ChatMessage.user("after"), session_id="s")  # set up again
+        await admin.execute("SELECT pg_advisory_unlock($1)", key)
+        await under_way  # not ended
+        assert [m.text for m in await dropped.get_messages("agent", session_id="s")] == ["after"]
+        assert [m.text for m in await bystander.get_messages("agent", session_id="s")] == ["x"]
+    finally:
+        await admin.close()
+        await bystander.destroy()
+        await dropped.close()
+        await bystander.close()

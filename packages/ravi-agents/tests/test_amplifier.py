@@ -237,6 +237,20 @@ async def test_tool_call_arguments_cut_off_mid_call_are_stored_and_given_back_as
     assert DEFAULT_COUNTER.count_message(stored[0]) > len(raw) // 4  # counted with what the model wrote
 
 
+async def test_tool_call_arguments_that_are_an_object_no_store_keeps_are_stored_as_written() -> None:
+    """A JSON object in ``function.arguments`` that Ravi cannot keep as an object (NaN, which JSON has no spelling
+    for, negative zero, an escaped lone surrogate, nesting deeper than JSON may) was refused, and nesting deep
+    enough for the parser raised a bare RecursionError: the orchestrator could not record the turn."""
+    context = ContextManager(max_tokens=100_000)
+    too_deep, deepest = ('{"x": ' + "[" * n + "]" * n + "}" for n in (80, 100_000))
+    for i, raw in enumerate(('{"x": NaN}', '{"x": -0.0}', '{"x": "\\ud800"}', too_deep, deepest)):
+        call = {"id": f"call_{i}", "type": "function", "function": {"name": "f", "arguments": raw}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        await context.add_message(message)
+        await context.add_message({"role": "tool", "tool_call_id": call["id"], "content": "error"})
+        assert (await context.get_messages())[-2] == message
+
+
 async def test_a_dict_is_the_contexts_own_once_added() -> None:
     """001 keeps the transcript non-destructive and hands readers copies: an orchestrator that reuses or edits
     the dict it added, or one it got back, changes nothing the context holds."""

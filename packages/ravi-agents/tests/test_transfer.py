@@ -85,3 +85,56 @@ async def test_a_round_trip_through_text_keeps_every_character() -> None:
     text = "\r\n".join(await export_session(source, "a", "s")) + "\r\n"  # written on Windows, say
     await import_records(target, parse_export(split_lines(text)))
     assert [stored_body(m) for m in await target.get_messages("a", session_id="s")] == list(map(stored_body, messages))
+
+
+def test_an_export_to_a_link_writes_the_file_it_names_and_one_to_a_descriptor_writes_to_it(tmp_path: Path) -> None:
+    """The new file took the place of the link itself: a symbolic link became a plain file and the file it named
+    kept the old export; ``--output /dev/fd/1`` (or ``/dev/stdout``) with standard output sent to a file was
+    refused, or replaced the link under /dev."""
+    target = tmp_path / "target.jsonl"
+    target.write_text("old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    done = ravi(tmp_path, "export", "a", "--output", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and target.read_text() == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.jsonl", "ravi.toml", "target.jsonl"]
+    sent = tmp_path / "sent.txt"
+    sent.write_text("before\n")
+    with sent.open("a") as stdout:
+        done = subprocess.run(
+            [RAVI, "export", "a", "--output", "/dev/fd/1"],
+            cwd=tmp_path,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert sent.read_text() == "before\n"  # nothing to export; the file written to is the one stdout went to
+
+
+def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path) -> None:
+    """``kill`` (SIGTERM, as a container's stop sends) ended the process before it could remove the file it was
+    writing: a hidden ``.out.jsonl.*.partial`` stayed beside the output."""
+    import signal
+    import socket
+
+    with socket.socket() as server:  # a Postgres that accepts the store's connection and never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        (tmp_path / "pg.toml").write_text(
+            f'[history]\nbackend = "postgres"\ndsn = "postgresql://u:p@127.0.0.1:{port}/db"\n'
+        )
+        export = subprocess.Popen(
+            [RAVI, "export", "a", "--output", "out.jsonl", "--config", "pg.toml"], cwd=tmp_path, stderr=subprocess.PIPE
+        )
+        connection, _ = server.accept()  # the export is under way: its file is made before the store is opened
+        with connection:
+            assert any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+            export.send_signal(signal.SIGTERM)
+            export.communicate(timeout=60)
+    assert export.returncode == 128 + signal.SIGTERM
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pg.toml"]

@@ -280,3 +280,11 @@ def test_function_call_arguments_cut_off_mid_call_are_stored_counted_and_given_b
         assert await context.get_messages() == given
 
     asyncio.run(main())
+
+
+def test_function_call_arguments_that_are_an_object_no_store_keeps_are_stored_as_written() -> None:
+    """Arguments read as a JSON object that no store keeps (NaN, negative zero, nesting too deep) made the message
+    unstorable, or raised the parser's RecursionError."""
+    for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        (message,) = to_ravi(AssistantMessage(source="a", content=[FunctionCall(id="c1", name="f", arguments=raw)]))
+        assert message.tool_calls[0].arguments == {"arguments": raw}

@@ -23,7 +23,7 @@ from ravi.agents.context import (
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.integrations.langchain import RaviChatMessageHistory, RaviContextMiddleware, to_langchain, to_ravi
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
-from ravi.kernel.messages import TextBlock
+from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock
 
 
 class ScriptedModel(GenericFakeChatModel):
@@ -397,3 +397,23 @@ def test_tool_calls_langchain_could_not_parse_are_stored_counted_and_given_back_
     sent = model.seen[-1]
     assert [type(m).__name__ for m in sent] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage"]
     assert sent[1] == state[1] and sent[2].tool_call_id == "c1"  # type: ignore[attr-defined]
+
+
+def test_a_rebuilt_tool_calls_arguments_are_the_frameworks_own_to_change() -> None:
+    # Ravi's arguments are read-only all the way down; LangChain's tools and middleware may change what they get
+    call = ToolCallBlock(id="c1", name="search", arguments={"tags": ["a", {"deep": ["b"]}]})
+    message = to_langchain(ChatMessage.assistant(tool_calls=[call]))
+    args = message.tool_calls[0]["args"]
+    args["tags"].append("c")
+    args["tags"][1]["deep"].append("d")
+    assert args == {"tags": ["a", {"deep": ["b", "d"]}, "c"]}
+    assert call.arguments == {"tags": ["a", {"deep": ["b"]}]}
+
+
+def test_invalid_tool_call_arguments_that_are_an_object_no_store_keeps_are_stored_as_written() -> None:
+    """Arguments read as a JSON object that no store keeps (NaN, negative zero, nesting too deep) made the message
+    unstorable, or raised the parser's RecursionError."""
+    for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        call = {"id": "c1", "name": "f", "args": raw, "error": "bad", "type": "invalid_tool_call"}
+        (block,) = to_ravi(AIMessage(content="", invalid_tool_calls=[call])).content
+        assert isinstance(block, ToolCallBlock) and block.arguments == {"unparsed": raw}

@@ -236,3 +236,14 @@ def test_function_call_arguments_cut_off_mid_call_are_stored_counted_and_sent_as
     assert [dict(c.arguments) for c in stored[1].tool_calls] == [{"arguments": a} for a in written]
     assert DEFAULT_COUNTER.count_message(stored[1]) > len(raw) // 4  # counted with what the model wrote
     assert asyncio.run(RaviSession("s1", history).get_items()) == items  # another process reads the same
+
+
+def test_function_call_arguments_that_are_an_object_no_store_keeps_are_stored_as_written() -> None:
+    """Arguments read as a JSON object that no store keeps (NaN, negative zero, nesting too deep) made the item
+    unstorable, or raised the parser's RecursionError."""
+    from ravi.integrations.openai_agents.convert import items_of, to_ravi
+
+    for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        item = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": raw}
+        message = to_ravi([item])
+        assert message.tool_calls[0].arguments == {"arguments": raw} and items_of(message) == [item]

@@ -26,6 +26,7 @@ from ravi.agents.context import (
 )
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.integrations.pydantic_ai import RaviHistory, from_ravi, to_ravi
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 
 def fetch_logs(service: str) -> str:
@@ -233,3 +234,24 @@ def test_tool_call_arguments_cut_off_mid_call_are_stored_counted_and_given_back_
         assert DEFAULT_COUNTER.count_message(stored[1]) > len(raw) // 4  # counted with what the model wrote
 
     asyncio.run(main())
+
+
+def test_a_rebuilt_tool_calls_arguments_are_the_frameworks_own_to_change() -> None:
+    # Ravi's arguments are read-only all the way down; PydanticAI's code may change the args it is given
+    call = ToolCallBlock(id="c1", name="search", arguments={"tags": ["a", {"deep": ["b"]}]})
+    (response,) = from_ravi([ChatMessage.assistant(tool_calls=[call])])
+    assert isinstance(response, ModelResponse)
+    (part,) = response.parts
+    assert isinstance(part, ToolCallPart) and isinstance(part.args, dict)
+    part.args["tags"].append("c")
+    part.args["tags"][1]["deep"].append("d")
+    assert part.args == {"tags": ["a", {"deep": ["b", "d"]}, "c"]}
+    assert call.arguments == {"tags": ["a", {"deep": ["b"]}]}
+
+
+def test_tool_call_args_that_are_an_object_no_store_keeps_are_stored_as_written() -> None:
+    """Args read as a JSON object that no store keeps (NaN, negative zero, nesting too deep) made the message
+    unstorable."""
+    for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        (message,) = to_ravi(ModelResponse(parts=[ToolCallPart(tool_name="f", args=raw, tool_call_id="c1")]))
+        assert message.tool_calls[0].arguments == {"INVALID_JSON": raw}

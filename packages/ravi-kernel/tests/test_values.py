@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
-from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.messages import ChatMessage, FrozenList, ToolCallBlock
 from ravi.kernel.storage import Document, Entity, Relationship, Task
-from ravi.kernel.values import MAX_DEPTH, check_ids, check_json, json_copy, ttl_seconds
+from ravi.kernel.values import MAX_DEPTH, check_ids, check_json, json_copy, json_object, ttl_seconds
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -119,3 +119,51 @@ def test_a_bare_string_is_not_a_list_of_ids() -> None:
     with pytest.raises(InvalidArgument):
         check_ids(["ok", ""])
     assert check_ids(("a", "b")) == ["a", "b"]
+
+
+def test_model_copy_with_an_update_checks_and_freezes_it_as_building_does() -> None:
+    # the advice of a refused change is model_copy(update=...): what it builds holds to the same rules
+    doc = Document(id="d", content="c").model_copy(update={"metadata": {"tags": ["a"]}})
+    assert type(doc.metadata["tags"]) is FrozenList
+    with pytest.raises(TypeError):
+        doc.metadata["tags"].append("b")
+    with pytest.raises(InvalidArgument, match=r"Document\.metadata"):
+        Document(id="d", content="c").model_copy(update={"metadata": {"x": float("nan")}})
+    with pytest.raises(InvalidArgument, match="64 bits"):
+        Entity(id="e").model_copy(update={"properties": {"n": 2**70}})
+    call = ToolCallBlock(id="c", name="f").model_copy(update={"arguments": {"l": [1]}})
+    assert type(call.arguments["l"]) is FrozenList
+    with pytest.raises(InvalidMessage):
+        call.model_copy(update={"name": 5})
+    assert doc.model_copy() == doc and doc.model_copy(deep=True) == doc
+
+
+class _Counted(int):
+    """An int subclass (as IntEnum and HTTPStatus are) that fails a test comparing it one by one."""
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("compared with each 64-bit integer in turn")
+
+    __hash__ = int.__hash__
+
+
+def test_graph_properties_check_an_int_subclass_at_once_and_refuse_cycles_and_deep_nesting() -> None:
+    # a range's ``in`` walks every integer for an int subclass: an IntEnum property hung the constructor
+    assert int(Entity(id="e", properties={"n": _Counted(5)}).properties["n"]) == 5
+    with pytest.raises(InvalidArgument, match="64 bits"):
+        Relationship(source_id="a", target_id="b", type="T", properties={"n": [_Counted(2**64)]})
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    deep: Any = 1
+    for _ in range(5 * MAX_DEPTH * 20):
+        deep = [deep]
+    for properties in (cyclic, {"deep": deep}):
+        with pytest.raises(InvalidArgument, match="nested deeper"):
+            Entity(id="e", properties=properties)
+
+
+def test_json_object_reads_only_an_object_every_store_keeps() -> None:
+    assert json_object('{"q": [1, {"r": null}]}') == {"q": [1, {"r": None}]}
+    deepest = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    for raw in ('{"q": NaN}', '{"q": -0.0}', '{"q": "\\ud800"}', deepest, "[1]", '{"q": ', ""):
+        assert json_object(raw) is None

@@ -155,6 +155,14 @@ class _Part(BaseModel):
         model._check()
         return model
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied and validated (raises ``InvalidMessage`` like the constructor)."""
+        if update:
+            data = {name: getattr(self, name) for name in type(self).model_fields}
+            data.update(update)
+            return type(self)(**data)
+        return super().model_copy(deep=deep)
+
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         refuse_change(self, name)
 

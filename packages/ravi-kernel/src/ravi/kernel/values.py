@@ -148,6 +148,15 @@ class Value(BaseModel):
     # own): the outermost call checks the whole tree once, instead of validating each nested value twice.
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied, built as the constructor builds (checked, and read-only all the way
+        down); pydantic's own would keep the update's values as they were given, unchecked."""
+        if update:
+            data = {name: getattr(self, name) for name in type(self).model_fields}
+            data.update(update)
+            return type(self)(**data)
+        return super().model_copy(deep=deep)
+
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Self:
         """Build from a dict (or object) with the same checks and errors as the constructor."""
@@ -202,6 +211,25 @@ def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
     if not isinstance(copied, dict):  # pragma: no cover - a mapping always dumps to an object
         raise InvalidArgument(f"{what} must be a JSON object")
     return copied
+
+
+def json_object(raw: str) -> dict[str, Any] | None:
+    """``raw`` read as a JSON object every store keeps (:func:`check_json`), or ``None``: text that is not JSON, JSON
+    that is not an object, or an object no store keeps (NaN, negative zero, nesting past :data:`MAX_DEPTH`), such as
+    the arguments of a tool call a model wrote, which are then kept as the text itself.
+
+    Example:
+        >>> json_object('{"q": 1}'), json_object('{"q": NaN}'), json_object('{"q": ')
+        ({'q': 1}, None, None)
+    """
+    try:
+        parsed = json.loads(raw)
+        if isinstance(parsed, dict):
+            check_json(parsed, "arguments")
+            return parsed
+    except (ValueError, RecursionError):  # InvalidArgument is a ValueError; deep JSON, a RecursionError
+        pass
+    return None
 
 
 def thaw(value: Any) -> Any:
@@ -383,6 +411,7 @@ def ttl_seconds(ttl: timedelta | float | None) -> float | None:
 
 __all__ = [
     "thaw",
+    "json_object",
     "refuse_change",
     "MAX_DEPTH",
     "Value",

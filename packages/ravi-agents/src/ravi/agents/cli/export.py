@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -59,12 +61,18 @@ def export(
     postgres.toml."""
     if output is None:
         written = asyncio.run(_export(agent, session, config, sys.stdout))
-    elif output.exists() and not output.is_file():  # a device or a pipe (/dev/stdout): written as it goes
+    elif _is_stream(output):  # a device or a pipe (/dev/stdout): written as it goes
         with _appending(output) as out:
             written = asyncio.run(_export(agent, session, config, out))
-    else:
-        written = _export_to_file(agent, session, config, output)
+    else:  # the file a symbolic link names is the one replaced, not the link
+        written = _export_to_file(agent, session, config, Path(os.path.realpath(output)))
     typer.echo(f"exported {count_of(written, 'message')}", err=True)
+
+
+def _is_stream(path: Path) -> bool:
+    """Whether ``path`` is written as it goes rather than replaced: a device or a pipe, or a name under /dev or
+    /proc (/dev/stdout and /dev/fd/1 name whatever standard output is, a file included)."""
+    return (path.exists() and not path.is_file()) or path.absolute().parts[1:2] in (("dev",), ("proc",))
 
 
 def _appending(path: Path) -> TextIO:
@@ -88,6 +96,9 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     except OSError as error:
         raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
     partial = Path(name)
+    # a kill ends the export as Ctrl-C does, removing the partial file (a handler is set in the main thread only)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             written = asyncio.run(_export(agent, session, config, out))
@@ -96,7 +107,14 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
     return written
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 __all__ = ["export"]

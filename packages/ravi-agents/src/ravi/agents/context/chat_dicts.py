@@ -16,7 +16,7 @@ from typing import Any
 
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.values import thaw
+from ravi.kernel.values import json_object, thaw
 
 KEY = "chat_dict"
 """The metadata key under which a message stored from a dict records how to give the dict back."""
@@ -56,13 +56,9 @@ def _calls(calls: Any) -> Any:
     for call in calls:
         function = call.get("function") if isinstance(call, Mapping) else None
         raw = function.get("arguments") if isinstance(function, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(raw, str) and raw.strip():
-            try:
-                parsed = json.loads(raw)
-            except ValueError:
-                parsed = None
-            if not isinstance(parsed, Mapping):
-                call = {**call, "function": {**function, "arguments": {UNPARSED: raw}}}
+        # not an object, or one no store keeps (NaN, -0.0, too deep): held as written
+        if isinstance(function, Mapping) and isinstance(raw, str) and raw.strip() and json_object(raw) is None:
+            call = {**call, "function": {**function, "arguments": {UNPARSED: raw}}}
         out.append(call)
     return out
 

@@ -296,6 +296,11 @@ class Database:
                     if not self._migrated:
                         await self._set_up()
                         self._migrated = True
+                        if shared is not None and shared.pool is not None:
+                            # set up again: statements prepared against what was dropped are let go, each
+                            # connection replaced at its next acquire, and no call under way on it (another
+                            # store's, sharing the pool) is ended
+                            await shared.pool.expire_connections()
                 shared = self._shared.get(loop)
                 if shared is None:
                     key = (loop, self.dsn, repr(sorted(self._pool_options.items())))
@@ -529,7 +534,6 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
         # another process dropped what the setup made (destroy(), DROP SCHEMA): set the store up again on the
         # next call, as on its first, instead of failing every call until a restart
         database.prepare_again()
-        database.lost()
         return BackendUnavailable(
             f"Postgres no longer has what this store set up ({error}): was the schema or a table dropped?",
             hint="the next call sets the store up again, with the tables empty",

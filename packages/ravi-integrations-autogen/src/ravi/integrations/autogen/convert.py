@@ -29,6 +29,7 @@ from autogen_core.models import (
 from ravi.agents.adapters import Originals
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import json_object
 
 KEY = "autogen"
 """The metadata key under which a Ravi message keeps its AutoGen message."""
@@ -50,11 +51,8 @@ ORIGINALS: Originals[LLMMessage] = Originals(KEY, load=_load)
 
 
 def _arguments(raw: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(raw)
-    except (TypeError, ValueError):
-        return {"arguments": raw}
-    return parsed if isinstance(parsed, dict) else {"arguments": raw}
+    parsed = json_object(raw) if isinstance(raw, str) else None  # None too for an object no store keeps (NaN)
+    return parsed if parsed is not None else {"arguments": raw}
 
 
 def _id(data: Mapping[str, Any], salt: str) -> str:

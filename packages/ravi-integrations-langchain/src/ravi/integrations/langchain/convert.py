@@ -34,6 +34,7 @@ from ravi.agents.adapters import Originals
 from ravi.agents.context.chat_dicts import UNPARSED
 from ravi.kernel.errors import InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import json_object, thaw
 
 KEY = "langchain"
 """The metadata key under which a stored message keeps its LangChain form."""
@@ -70,11 +71,8 @@ def _unparsed(raw: Any) -> dict[str, Any]:
         return dict(raw)
     if not isinstance(raw, str) or not raw.strip():
         return {}
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = None
-    return dict(parsed) if isinstance(parsed, dict) else {UNPARSED: raw}
+    parsed = json_object(raw)  # None too for an object no store keeps (NaN, nesting too deep)
+    return parsed if parsed is not None else {UNPARSED: raw}
 
 
 def _blocks(message: BaseMessage) -> tuple[Any, ...]:
@@ -198,7 +196,7 @@ def to_langchain(message: ChatMessage) -> BaseMessage:
         if isinstance(b, ToolCallBlock) and b.id in invalid:
             unparsed.append(invalid[b.id])
         elif isinstance(b, ToolCallBlock):
-            calls.append({"name": b.name, "args": dict(b.arguments), "id": b.id, "type": "tool_call"})
+            calls.append({"name": b.name, "args": thaw(b.arguments), "id": b.id, "type": "tool_call"})
     return AIMessage(content=text, tool_calls=calls, invalid_tool_calls=unparsed, **common)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ravi.kernel.errors import InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
-from ravi.kernel.values import thaw
+from ravi.kernel.values import json_object, thaw
 
 KEY = "openai_agents"
 """The metadata key under which a Ravi message keeps its items."""
@@ -93,11 +93,8 @@ def _text_parts(content: Any) -> list[Any]:
 def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, Mapping):
         return dict(raw)
-    try:
-        parsed = json.loads(raw)
-    except (TypeError, ValueError):
-        return {"arguments": str(raw)}
-    return parsed if isinstance(parsed, dict) else {"arguments": str(raw)}
+    parsed = json_object(raw) if isinstance(raw, str) else None  # None too for an object no store keeps (NaN)
+    return parsed if parsed is not None else {"arguments": str(raw)}
 
 
 def _assistant_blocks(items: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic_ai.messages import (
+    INVALID_JSON_KEY,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -33,6 +34,7 @@ from pydantic_ai.messages import (
 from ravi.agents.adapters import Originals
 from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ravi.kernel.values import json_object, thaw
 
 KEY = "pydantic_ai"
 """The metadata key under which a Ravi message keeps its PydanticAI message and its part's place."""
@@ -83,6 +85,14 @@ def _request_blocks(part: Any) -> tuple[str, tuple[Any, ...]]:
     return "user", (TextBlock(text=json.dumps(_jsonable(dataclasses.asdict(part)), sort_keys=True, default=str)),)
 
 
+def _arguments(part: ToolCallPart) -> dict[str, Any]:
+    """``part.args_as_dict()``, but a JSON object no store keeps (NaN, nesting too deep) is held as written, as
+    PydanticAI holds JSON it cannot read."""
+    if isinstance(part.args, str) and part.args.strip() and json_object(part.args) is None:
+        return {INVALID_JSON_KEY: part.args}
+    return part.args_as_dict()
+
+
 def _response_blocks(message: ModelResponse) -> tuple[Any, ...]:
     blocks: list[Any] = []
     for part in message.parts:
@@ -91,7 +101,7 @@ def _response_blocks(message: ModelResponse) -> tuple[Any, ...]:
         elif isinstance(part, ThinkingPart):
             blocks.append(ThinkingBlock(thinking=part.content, signature=part.signature))
         elif isinstance(part, ToolCallPart):
-            blocks.append(ToolCallBlock(id=part.tool_call_id, name=part.tool_name, arguments=part.args_as_dict()))
+            blocks.append(ToolCallBlock(id=part.tool_call_id, name=part.tool_name, arguments=_arguments(part)))
         else:  # built-in tool calls and returns, files: their JSON, so they count
             blocks.append(TextBlock(text=json.dumps(_dump(ModelResponse(parts=[part])), sort_keys=True)))
     return tuple(blocks)
@@ -185,7 +195,7 @@ def _response_from_blocks(message: ChatMessage, original: ModelMessage | None) -
         elif isinstance(block, ThinkingBlock):
             parts.append(ThinkingPart(content=block.thinking, signature=block.signature))
         elif isinstance(block, ToolCallBlock):
-            parts.append(ToolCallPart(tool_name=block.name, args=dict(block.arguments), tool_call_id=block.id))
+            parts.append(ToolCallPart(tool_name=block.name, args=thaw(block.arguments), tool_call_id=block.id))
     if isinstance(original, ModelResponse):
         return dataclasses.replace(original, parts=parts)
     return ModelResponse(parts=parts)

@@ -9,23 +9,27 @@ from pydantic import AfterValidator, Field
 
 from ravi.kernel.messages import FrozenDict, ReadOnlyDict
 from ravi.kernel.storage._common import _FROZEN, JSON, _new_id
-from ravi.kernel.values import Value, check_ids
+from ravi.kernel.values import MAX_DEPTH, Value, check_ids
 
 INT64 = range(-(2**63), 2**63)
 """The integers a graph property holds: 64-bit, as graph databases keep them (Apache AGE, Neo4j)."""
 
 
-def _int64(value: Any, where: str = "") -> Any:
-    """``value`` when every integer in it is 64-bit; else ``ValueError`` naming where."""
+def _int64(value: Any, where: str = "", depth: int = 0) -> Any:
+    """``value`` when every integer in it is 64-bit; else ``ValueError`` naming where. What nests deeper than
+    JSON may is left to the value's check, which refuses it."""
     if isinstance(value, int) and not isinstance(value, bool):
-        if value not in INT64:
-            raise ValueError(f"{where or 'a value'}: {value} is past 64 bits, which graph databases do not hold")
+        # compared, not ``in INT64``: a range walks every integer for an int subclass (an IntEnum)
+        if not INT64.start <= value < INT64.stop:
+            raise ValueError(f"{where or 'a value'}: {int(value)} is past 64 bits, which graph databases do not hold")
+    elif depth >= MAX_DEPTH:
+        return value
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            _int64(item, f"{where}.{key}" if where else str(key))
+            _int64(item, f"{where}.{key}" if where else str(key), depth + 1)
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            _int64(item, f"{where}[{i}]")
+            _int64(item, f"{where}[{i}]", depth + 1)
     return value
 
 
