@@ -179,7 +179,7 @@ def test_nested_values_are_read_only_and_not_the_callers() -> None:
     tags.append("writer")
     query["terms"].append("y")
     query["filter"]["k"].append(3)
-    assert message.metadata == {"tags": ["a"], "t": (1, [2])}
+    assert message.metadata == {"tags": ["a"], "t": [1, [2]]}  # a tuple is stored as the array it is in JSON
     assert message.tool_calls[0].arguments == {"query": {"terms": ["x"], "filter": {"k": [1, 2]}}}
     nested = [
         message.metadata["tags"],
@@ -197,7 +197,7 @@ def test_nested_values_are_read_only_and_not_the_callers() -> None:
         for mutate in mutations if isinstance(value, list) else [lambda v: v.__setitem__("k", 0), lambda v: v.clear()]:
             with pytest.raises(TypeError, match="read-only"):
                 mutate(value)
-    assert message.metadata == {"tags": ["a"], "t": (1, [2])}
+    assert message.metadata == {"tags": ["a"], "t": [1, [2]]}  # a tuple is stored as the array it is in JSON
     assert message.tool_calls[0].arguments == {"query": {"terms": ["x"], "filter": {"k": [1, 2]}}}
 
 
@@ -220,6 +220,15 @@ def test_the_stores_values_keep_their_nested_values_too(make: Any, field: str) -
     assert getattr(value, field) == {"tags": ["a"], "inner": {"k": [1]}}
     with pytest.raises(TypeError, match="read-only"):
         getattr(value, field)["inner"]["k"].append(3)
+
+
+def test_a_tuple_is_read_back_as_every_store_reads_it() -> None:
+    """A tuple in metadata stayed a tuple in memory while every server store read it back as a list: the message
+    did not equal its own round trip through JSON. It is a read-only list from the start."""
+    message = ChatMessage.user("x", metadata={"k": (1, 2), "nested": {"t": ((3,),)}})
+    assert message.metadata == {"k": [1, 2], "nested": {"t": [[3]]}}
+    assert isinstance(message.metadata["k"], FrozenList)
+    assert ChatMessage.model_validate_json(message.model_dump_json()) == message
 
 
 def test_read_only_values_copy_pickle_serialise_and_thaw_as_plain_ones() -> None:

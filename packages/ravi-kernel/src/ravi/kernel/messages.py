@@ -97,18 +97,17 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _frozen(value: Any, depth: int = 0) -> Any:
-    """``value`` read-only all the way down: each mapping a :class:`FrozenDict`, each list a :class:`FrozenList`
-    (a tuple stays a tuple, of frozen items), each made anew, so nothing the caller holds is shared. What lies
-    deeper than JSON may nest is left as it is, for the message's check to refuse."""
+    """``value`` read-only all the way down: each mapping a :class:`FrozenDict`, each list or tuple a
+    :class:`FrozenList` (JSON has arrays only, so a tuple reads back from every store as the list it is stored as),
+    each made anew, so nothing the caller holds is shared. What lies deeper than JSON may nest is left as it is,
+    for the message's check to refuse."""
     if depth > MAX_DEPTH:
         return value
     scalars, depth = _SCALARS, depth + 1
     if isinstance(value, Mapping):
         return FrozenDict({k: v if type(v) in scalars else _frozen(v, depth) for k, v in value.items()})
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return FrozenList([v if type(v) in scalars else _frozen(v, depth) for v in value])
-    if isinstance(value, tuple):
-        return tuple(v if type(v) in scalars else _frozen(v, depth) for v in value)
     return value
 
 
