@@ -12,6 +12,15 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STOP = {"ORDER", "SKIP", "LIMIT", "UNION"}
 
 
+def _past_quoted(query: str, i: int) -> int:
+    """The position just past the quoted string or backticked name that starts at ``i`` (a backslash escapes the
+    character after it)."""
+    quote, end, n = query[i], i + 1, len(query)
+    while end < n and query[end] != quote:
+        end += 2 if query[end] == "\\" else 1
+    return end + 1
+
+
 def _without_comments(query: str) -> str:
     """``query`` with its ``//`` and ``/* */`` comments (outside strings and backticks) turned into spaces, so every
     position stays where it was: a comma or a word in a comment is not part of the ``RETURN`` clause."""
@@ -20,10 +29,7 @@ def _without_comments(query: str) -> str:
     while i < n:
         ch = query[i]
         if ch in "'\"`":
-            end = i + 1
-            while end < n and query[end] != ch:
-                end += 2 if query[end] == "\\" else 1
-            i = end + 1
+            i = _past_quoted(query, i)
             continue
         if query.startswith("//", i):
             end = query.find("\n", i)
@@ -47,10 +53,7 @@ def _tokens(query: str) -> list[tuple[int, str]]:
     while i < n:
         ch = query[i]
         if ch in "'\"`":
-            end = i + 1
-            while end < n and query[end] != ch:
-                end += 2 if query[end] == "\\" else 1
-            i = end + 1
+            i = _past_quoted(query, i)
             continue
         if ch in "([{":
             depth += 1
