@@ -30,13 +30,15 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
 
+def _refuse(self: object, *args: Any, **kwargs: Any) -> NoReturn:
+    """What changing a :class:`FrozenDict` or :class:`FrozenList` raises, as changing a tuple does."""
+    raise TypeError("message values are read-only; build a new one with model_copy(update=...)")
+
+
 class FrozenDict(dict[str, Any]):
     """A ``dict`` that refuses mutation, so a message shared by many readers stays the same for all."""
 
     __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("message mappings are read-only; build a new message with model_copy(update=...)")
 
     __setitem__ = _refuse
     __delitem__ = _refuse
@@ -64,9 +66,6 @@ class FrozenList(list[Any]):
     It equals, serialises and reads like a list; :func:`ravi.kernel.values.thaw` gives a plain one."""
 
     __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("message values are read-only; build a new message with model_copy(update=...)")
 
     __setitem__ = _refuse
     __delitem__ = _refuse
