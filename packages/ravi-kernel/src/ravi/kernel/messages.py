@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, NoReturn, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
-from ravi.kernel.values import MAX_DEPTH, check_model, error_path, refuse_change
+from ravi.kernel.values import MAX_DEPTH, check_model, error_path, rebuilt, refuse_change
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -155,11 +155,7 @@ class _Part(BaseModel):
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy with ``update`` applied and validated (raises ``InvalidMessage`` like the constructor)."""
-        if update:
-            data = {name: getattr(self, name) for name in type(self).model_fields}
-            data.update(update)
-            return type(self)(**data)
-        return super().model_copy(deep=deep)
+        return rebuilt(self, update) if update else super().model_copy(deep=deep)
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         refuse_change(self, name)
@@ -321,12 +317,9 @@ class ChatMessage(_Part):
         return {}
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> ChatMessage:
-        """A copy with ``update`` applied and validated (raises ``InvalidMessage`` like the constructor)."""
-        if update:
-            data = {name: getattr(self, name) for name in type(self).model_fields}
-            data.update(update)
-            return type(self)(**data)
-        copied = super().model_copy(deep=deep)
+        """A copy with ``update`` applied and validated (raises ``InvalidMessage`` like the constructor), with a
+        memo of its own."""
+        copied = super().model_copy(update=update, deep=deep)
         copied.__dict__.pop("memo", None)
         return copied
 

@@ -112,6 +112,17 @@ def check_model(model: BaseModel, where: str = "") -> None:
                 check_model(item, f"{path}[{i}]")
 
 
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def rebuilt(model: ModelT, update: Mapping[str, Any]) -> ModelT:
+    """``model`` with ``update`` applied, built by its constructor: checked, and read-only all the way down, as a
+    new one is (pydantic's own ``model_copy`` keeps the update's values as they were given, unchecked)."""
+    data = {name: getattr(model, name) for name in type(model).model_fields}
+    data.update(update)
+    return type(model)(**data)
+
+
 def refuse_change(value: BaseModel, name: str) -> NoReturn:
     """What setting or deleting a field of a frozen kernel value raises: ``AttributeError``, as Python's own
     frozen dataclasses do (pydantic's would be a ``ValidationError``, which reads as bad input)."""
@@ -149,13 +160,8 @@ class Value(BaseModel):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy with ``update`` applied, built as the constructor builds (checked, and read-only all the way
-        down); pydantic's own would keep the update's values as they were given, unchecked."""
-        if update:
-            data = {name: getattr(self, name) for name in type(self).model_fields}
-            data.update(update)
-            return type(self)(**data)
-        return super().model_copy(deep=deep)
+        """A copy with ``update`` applied, built as the constructor builds (:func:`rebuilt`)."""
+        return rebuilt(self, update) if update else super().model_copy(deep=deep)
 
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Self:
