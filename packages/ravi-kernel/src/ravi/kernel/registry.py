@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.options import options_model
@@ -154,6 +154,15 @@ Each names a class whose instances have ``start()``, ``stop()`` and ``backend_op
 point that capability's backends at the running server)."""
 
 
+@runtime_checkable
+class ServesOtherBackends(Protocol):
+    """An optional ability of a local server (:data:`LOCAL_SERVERS`): the stores another backend keeps on it, by
+    kind (the local Postgres build includes Apache AGE: ``{"graph": "age"}``). ``ravi dev SERVER --kind KIND``
+    prints their configuration beside its own backend's."""
+
+    serves: Mapping[str, str]
+
+
 def local_server(name: str) -> Any:
     """A new, not yet started, throwaway server registered as ``name`` in :data:`LOCAL_SERVERS`.
 
@@ -250,6 +259,7 @@ __all__ = [
     "PROTOCOLS",
     "Kind",
     "LOCAL_SERVERS",
+    "ServesOtherBackends",
     "available",
     "backend_factory",
     "build_backend",

@@ -23,7 +23,7 @@ import typer
 
 from ravi.kernel.env import env_name
 from ravi.kernel.errors import ConfigurationError
-from ravi.kernel.registry import GROUPS, LOCAL_SERVERS, available, local_server
+from ravi.kernel.registry import GROUPS, LOCAL_SERVERS, ServesOtherBackends, available, local_server
 
 
 def _servers() -> list[str]:
@@ -85,10 +85,10 @@ def dev(
             + "pip install 'ravi-capabilities-postgres[local]' (or -redis[local], -s3[local]) to get one",
         )
     running = local_server(server)
-    # the kinds the server's own backend serves, and those another backend serves on the same server (``serves``
-    # of the local server: Apache AGE's graph store on the local Postgres)
+    # the kinds the server's own backend serves, and those another backend serves on the same server (Apache AGE's
+    # graph store on the local Postgres)
     backends = {k: server for k in GROUPS if server in available(k)}
-    also: Mapping[str, str] = getattr(running, "serves", {})
+    also = running.serves if isinstance(running, ServesOtherBackends) else {}
     backends.update({k: b for k, b in also.items() if k not in backends and b in available(k)})
     kinds = kind or (["history"] if "history" in backends else list(backends)[:1])
     for k in kinds:

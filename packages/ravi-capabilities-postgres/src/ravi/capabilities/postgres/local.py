@@ -73,7 +73,8 @@ class LocalPostgres:
 
     serves: ClassVar[Mapping[str, str]] = MappingProxyType({"graph": "age"})
     """The stores another backend keeps on this server, by kind: its build includes Apache AGE, so ``ravi dev
-    postgres --kind graph`` points the graph store (``ravi-capabilities-age``) at it."""
+    postgres --kind graph`` points the graph store (``ravi-capabilities-age``) at it
+    (:class:`~ravi.kernel.registry.ServesOtherBackends`)."""
 
     def __init__(self, *, port: int | None = None, durable: bool = False) -> None:
         self.port = port or _free_port()
