@@ -145,6 +145,15 @@ def test_should_compact_takes_a_model() -> None:
     assert should_compact(messages, "gpt-4o") is False
 
 
+def test_the_summary_heading_is_named_where_the_engine_is() -> None:
+    """002: the summary "is prefixed with the SUMMARY_HEADING [condensed earlier context]", a name of the runtime
+    memory engine, as CHARS_PER_TOKEN and TURN_OVERHEAD_TOKENS are."""
+    from ravi.agents.context import functional
+
+    assert functional.SUMMARY_HEADING == "[condensed earlier context]"
+    assert "SUMMARY_HEADING" in functional.__all__
+
+
 async def test_compact_takes_the_documented_arguments() -> None:
     """002: "new_history = await compact(messages, model, cfg=None, invoke=invoke)"; a summary is a user turn
     headed [condensed earlier context]."""

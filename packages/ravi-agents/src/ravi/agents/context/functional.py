@@ -26,6 +26,7 @@ from typing import Any
 
 from ravi.agents.context.compaction.summarization import (
     INSTRUCTIONS,
+    SUMMARY_HEADING,
     KeepsSummaries,
     check_llm,
     is_summary,
@@ -386,6 +387,7 @@ def _summary_message(text: str | None) -> ChatMessage | None:
 __all__ = [
     "CHARS_PER_TOKEN",
     "DEFAULT_POLICY",
+    "SUMMARY_HEADING",
     "TURN_OVERHEAD_TOKENS",
     "CompactionPolicy",
     "PolicyCompactionStrategy",
