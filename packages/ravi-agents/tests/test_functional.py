@@ -12,6 +12,7 @@ from ravi.agents.context import (
     find_cut_point,
     mount,
     should_compact,
+    summarize,
 )
 from ravi.agents.context.compaction.summarization import is_summary
 from ravi.agents.tokens import HeuristicTokenCounter
@@ -152,6 +153,26 @@ def test_the_summary_heading_is_named_where_the_engine_is() -> None:
 
     assert functional.SUMMARY_HEADING == "[condensed earlier context]"
     assert "SUMMARY_HEADING" in functional.__all__
+
+
+async def test_a_model_that_is_not_an_llm_client_is_a_configuration_error() -> None:
+    """``summarize`` and ``compact`` take an ``LLMClient`` (decision 38), as the strategies do: anything else, a
+    plain function among them (002's ``invoke`` is a callable), is refused as ``ConfigurationError`` before any
+    work, where it raised AttributeError once the summary was written (and ``compact`` with nothing to condense
+    accepted it)."""
+
+    def invoke(conversation: Any, options: Any) -> Any:
+        return None
+
+    msgs = [ChatMessage.user(f"turn {i} " + "x" * 300) for i in range(12)]
+    with pytest.raises(ConfigurationError, match="LLMClient"):
+        await summarize(msgs, invoke)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="LLMClient"):
+        await compact(msgs, None, None, invoke)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="LLMClient"):
+        await compact(msgs[:2], None, None, invoke)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="LLMClient"):
+        await compact(msgs, llm=invoke)  # type: ignore[arg-type]
 
 
 async def test_compact_takes_the_documented_arguments() -> None:

@@ -168,10 +168,12 @@ async def summarize(
     Raises:
         InvalidArgument: nothing to summarise, ``messages`` that are not ``ChatMessage`` objects, or ``store``
             without ``scope``.
+        ConfigurationError: ``llm`` is not an :class:`~ravi.kernel.llm.LLMClient`.
         CancelledByToken: ``cancel`` was cancelled before the model was called.
     """
     from ravi.agents.llm.extractive import ExtractiveSummarizer
 
+    check_llm(llm)
     check_items(messages, ChatMessage, "messages")
     _check_store(store, scope)
     previous = [m for m in messages if is_summary(m)]
@@ -219,11 +221,15 @@ async def compact(
     When the cut is at 0 the messages are returned as they are, so it is safe to call unconditionally.
     (``llm=`` and ``policy=`` are the older names of ``invoke`` and ``cfg``.) With ``store``, the summary is kept
     for the session ``scope`` names (see :func:`summarize`).
+
+    Raises:
+        ConfigurationError: ``invoke`` is not an :class:`~ravi.kernel.llm.LLMClient`.
     """
     _check_store(store, scope)
     if isinstance(model, LLMClient) and invoke is None and llm is None:  # the older order: compact(messages, llm)
         model, invoke = None, model
     del model
+    check_llm(invoke or llm)
     chosen = cfg or policy or DEFAULT_POLICY
     cut = find_cut_point(messages, chosen.keep_recent)
     old = messages[:cut]
