@@ -100,3 +100,39 @@ async def test_hybrid_context_keeps_the_system_message_above_max_total() -> None
     window = await context.build("s")
     assert window[0].text == "rules"
     assert [m.text.split()[0] for m in window[1:]] == ["m2", "m3", "m4", "m5"]
+
+
+async def test_a_model_context_default_is_that_context_with_its_own_defaults() -> None:
+    """``ContextConfig.default()`` (000) is inherited by 003's contexts: each gives itself over in-memory history
+    with its own defaults, not a ``ContextConfig``'s arguments put in its own places (the history as
+    ``max_messages``)."""
+    sliding = SlidingWindowContext.default()
+    assert type(sliding) is SlidingWindowContext
+    assert isinstance(sliding.history, InMemoryHistoryProvider)
+    await fill(sliding, 120)
+    assert len(await sliding.build("s")) == 100  # its own default, max_messages=100
+    unbounded = UnboundedContext.default()
+    assert type(unbounded) is UnboundedContext
+    await fill(unbounded, 120)
+    assert len(await unbounded.build("s")) == 120
+
+
+@pytest.mark.parametrize(
+    ("context", "needs"),
+    [(TokenBudgetContext, "max_tokens"), (HybridContext, "hot"), (SummarizingContext, "max_tokens")],
+)
+def test_a_model_context_that_needs_arguments_has_no_default(context: type[ModelContext], needs: str) -> None:
+    """A context with no defaults for what it needs says so as a ``ConfigurationError`` naming it."""
+    with pytest.raises(ConfigurationError, match=needs) as raised:
+        context.default()
+    assert raised.value.hint
+
+
+@pytest.mark.parametrize("context", [SlidingWindowContext, UnboundedContext, TokenBudgetContext, HybridContext])
+def test_a_model_context_is_not_built_from_settings(context: type[ModelContext]) -> None:
+    """``from_settings`` builds the pipeline the settings name; a model context's pipeline is its own, so the two
+    cannot both hold: a ``ConfigurationError`` that says what to do instead, not a context built with the
+    settings' pieces in the wrong places."""
+    with pytest.raises(ConfigurationError, match="from_settings") as raised:
+        context.from_settings()
+    assert "build_store('history')" in (raised.value.hint or "")

@@ -16,7 +16,9 @@ Example:
 from __future__ import annotations
 
 import abc
-from typing import Any
+import inspect
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
 from ravi.agents.context.compaction.summarization import SummarizationCompaction
@@ -33,11 +35,52 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider
 from ravi.kernel.values import check_share
 
+if TYPE_CHECKING:
+    from ravi.agents.settings import RaviSettings
+
 _PERMANENT = HistoryRetention.PERMANENT
 
 
 class ModelContext(ContextConfig, abc.ABC):
     """What the model sees of a session on each turn (003: ``ModelContext.build()``)."""
+
+    @classmethod
+    def default(cls) -> Self:
+        """This context with its own defaults, over in-memory history (``SlidingWindowContext.default()``: the
+        newest 100 messages).
+
+        Raises:
+            ConfigurationError: the context has no default for something it needs (``TokenBudgetContext``: its
+                ``max_tokens``; ``HybridContext``: its two stores; ``SummarizingContext``: its budget).
+        """
+        try:
+            inspect.signature(cls).bind()
+        except TypeError as error:
+            needs = ", ".join(
+                name
+                for name, p in inspect.signature(cls).parameters.items()
+                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            )
+            raise ConfigurationError(
+                f"{cls.__name__} has no default: it needs {needs}",
+                hint=f"build it with its arguments, for example {cls.__name__}({needs}=...)",
+            ) from error
+        return cls()  # type: ignore[call-arg]  # bound above: every argument has a default
+
+    @classmethod
+    def from_settings(cls, settings: RaviSettings | None = None, *, path: str | Path | None = None) -> Self:
+        """Not for a model context: the settings' ``[context]`` section names a pipeline, and a model context's
+        pipeline is its own.
+
+        Raises:
+            ConfigurationError: always, saying what to do instead.
+        """
+        raise ConfigurationError(
+            f"{cls.__name__}.from_settings() is not available: the settings name a pipeline, and "
+            f"{cls.__name__} chooses its own",
+            hint="use ContextConfig.from_settings(), or build the context with a store the settings name: "
+            "ravi.agents.settings.build_store('history')",
+        )
 
     @abc.abstractmethod
     async def build(
