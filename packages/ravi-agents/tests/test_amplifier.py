@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.manager import ContextManager
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.errors import ConfigurationError, InvalidMessage
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
 from ravi.kernel.messages import ChatMessage
 
 
@@ -111,6 +111,16 @@ async def test_session_resume_with_set_messages() -> None:
     await context.set_messages(saved)
     messages = await context.get_messages()
     assert len(messages) == 2 and messages[0]["content"] == "Previous conversation"
+
+
+@pytest.mark.parametrize("saved", [None, "user: hi", {"role": "user", "content": "hi"}, 5])
+async def test_set_messages_takes_a_list(saved: Any) -> None:
+    """``set_messages`` takes a list of messages; anything else is ``InvalidArgument`` and the transcript stays."""
+    context = ContextManager(max_tokens=1000)
+    await context.add_message({"role": "user", "content": "kept"})
+    with pytest.raises(InvalidArgument, match="list of messages"):
+        await context.set_messages(saved)
+    assert [m["content"] for m in await context.get_messages()] == ["kept"]
 
 
 def _provider(defaults: dict[str, Any]) -> Any:

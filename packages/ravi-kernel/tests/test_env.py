@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ravi.kernel.env import ENV_PREFIX, env_name, environment, ravi_home, read_env, read_prefixed, read_raw
+from ravi.kernel.errors import InvalidArgument
 
 
 def test_env_name_brands_a_suffix() -> None:
@@ -15,6 +16,14 @@ def test_env_name_brands_a_suffix() -> None:
     assert ENV_PREFIX == "RAVI"
     assert env_name("home") == "RAVI_HOME"
     assert env_name("agent-dir") == "RAVI_AGENT_DIR"
+
+
+@pytest.mark.parametrize("read", [env_name, read_env, read_raw, read_prefixed])
+def test_a_name_that_is_not_a_string_is_refused(read: object) -> None:
+    """A variable is named by a string: anything else is ``InvalidArgument``, not an ``AttributeError`` from
+    inside."""
+    with pytest.raises(InvalidArgument, match="must be a string, got int"):
+        read(5)  # type: ignore[operator]
 
 
 def test_read_env_and_read_raw(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,12 +18,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ravi.kernel.errors import InvalidArgument
+
 ENV_PREFIX = "RAVI"
 """The prefix :func:`env_name` puts before every Ravi variable."""
 
 
 def env_name(suffix: str) -> str:
-    """The branded name of a variable: ``env_name("home") == "RAVI_HOME"`` (upper-cased, ``-`` becomes ``_``)."""
+    """The branded name of a variable: ``env_name("home") == "RAVI_HOME"`` (upper-cased, ``-`` becomes ``_``).
+
+    Raises:
+        InvalidArgument: ``suffix`` is not a string.
+    """
+    if not isinstance(suffix, str):
+        raise InvalidArgument(f"a variable's suffix must be a string, got {type(suffix).__name__}", field="suffix")
     return f"{ENV_PREFIX}_{suffix.upper().replace('-', '_')}"
 
 
@@ -33,7 +41,13 @@ def read_env(suffix: str) -> str | None:
 
 
 def read_raw(name: str) -> str | None:
-    """The value of a variable that is not Ravi's own, by its literal name (``read_raw("AWS_REGION")``)."""
+    """The value of a variable that is not Ravi's own, by its literal name (``read_raw("AWS_REGION")``).
+
+    Raises:
+        InvalidArgument: ``name`` is not a string.
+    """
+    if not isinstance(name, str):
+        raise InvalidArgument(f"a variable's name must be a string, got {type(name).__name__}", field="name")
     return os.environ.get(name)
 
 

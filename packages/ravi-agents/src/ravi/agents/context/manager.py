@@ -231,6 +231,10 @@ class ContextManager:
         the store's transcript is complete, where a runtime's saved copy may lack its system and developer
         messages.
         """
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+            raise InvalidArgument(
+                f"set_messages takes a list of messages, got {type(messages).__name__}", field="messages"
+            )
         if self.resumed:
             self.resumed = False
             logger.info("session %s resumed from the store; set_messages ignored once", self.session_id)
