@@ -137,7 +137,8 @@ def check_llm(llm: object) -> None:
     if llm is not None and not isinstance(llm, LLMClient):
         raise ConfigurationError(
             f"llm must be an LLMClient with an async complete(messages) method, got {type(llm).__name__}",
-            hint="use OpenAICompatibleClient(model), ExtractiveSummarizer(), or leave it out for the extractive one",
+            hint="use OpenAICompatibleClient(model), CallableLLMClient(function) for your own model call, "
+            "or leave it out for the extractive summariser",
         )
 
 

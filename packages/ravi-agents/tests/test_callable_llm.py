@@ -1,0 +1,94 @@
+"""``CallableLLMClient``: a model function, plain, async or streaming, used wherever an ``LLMClient`` goes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from ravi.agents.context import AgentContext, SummarizingContext, summarize
+from ravi.agents.llm import CallableLLMClient
+from ravi.kernel.cancel import CancelledByToken, CancelToken
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.llm import LLMClient
+from ravi.kernel.messages import ChatMessage
+
+ASKED = [ChatMessage.user("summarise")]
+
+
+def plain(messages: Sequence[ChatMessage]) -> str:
+    return f"{len(messages)} messages"
+
+
+async def awaited(messages: Sequence[ChatMessage]) -> str:
+    return f"{len(messages)} messages"
+
+
+def pieces(messages: Sequence[ChatMessage]) -> Iterator[str]:
+    yield from (f"{len(messages)} ", "messages")
+
+
+async def stream(messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
+    for piece in (f"{len(messages)} ", "messages"):
+        yield piece
+
+
+async def awaited_stream(messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
+    return stream(messages)
+
+
+@pytest.mark.parametrize("function", [plain, awaited, pieces, stream, awaited_stream])
+async def test_every_kind_of_function_gives_its_whole_text(function: Any) -> None:
+    client = CallableLLMClient(function)
+    assert isinstance(client, LLMClient)
+    assert await client.complete(ASKED) == "1 messages"
+
+
+@pytest.mark.parametrize("returned", [None, 5, b"bytes", {"text": "a mapping"}, ["text", 5]])
+async def test_what_is_not_text_is_refused(returned: object) -> None:
+    with pytest.raises(InvalidArgument, match="model function"):
+        await CallableLLMClient(lambda messages: returned).complete(ASKED)
+
+
+def test_a_client_needs_a_function() -> None:
+    with pytest.raises(ConfigurationError, match="function"):
+        CallableLLMClient("gpt-4o")  # type: ignore[arg-type]
+
+
+async def test_cancel_is_checked_before_the_call_and_after_the_stream() -> None:
+    called: list[int] = []
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(CancelledByToken):
+        await CallableLLMClient(lambda messages: called.append(1) or "x").complete(ASKED, cancel=token)
+    assert not called  # not called once cancelled
+
+    late = CancelToken()
+
+    async def cancelled_midway(messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
+        yield "half"
+        late.cancel()
+        yield " of it"
+
+    with pytest.raises(CancelledByToken):
+        await CallableLLMClient(cancelled_midway).complete(ASKED, cancel=late)
+
+
+async def test_summarize_and_a_summarising_strategy_take_a_streaming_function() -> None:
+    """Decision 38: a streaming model is used by collecting its text."""
+    turns = [ChatMessage.user(f"turn {i} " + "word " * 60) for i in range(12)]
+    seen: list[int] = []
+
+    async def model(messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
+        seen.append(len(messages))
+        for piece in ("the user ", "asked twelve times"):
+            yield piece
+
+    summary = await summarize(turns, CallableLLMClient(model))
+    assert "the user asked twelve times" in summary.text
+    context = SummarizingContext(CallableLLMClient(model), max_tokens=500)
+    await AgentContext(context).add_messages("s", turns)
+    window = await context.build("s")
+    assert any("the user asked twelve times" in m.text for m in window)
+    assert len(seen) == 2
