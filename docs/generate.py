@@ -189,13 +189,16 @@ def _default(field_info: Any) -> str:
 
 
 def options_tables() -> str:
-    """One table per backend of every kind: each option, its type, default, variable and meaning."""
+    """One table per backend of Ravi's own distributions, of every kind: each option, its type, default, variable
+    and meaning."""
     from ravi.kernel.options import describe_type, options_model
     from ravi.kernel.registry import GROUPS, available, backend_factory
 
     lines: list[str] = []
     for kind in GROUPS:
         for name, path in available(kind).items():
+            if not path.startswith("ravi."):  # another distribution's backend: its own docs list its options
+                continue
             factory = backend_factory(kind, name)
             model = options_model(factory)
             if model is None:

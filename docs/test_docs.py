@@ -195,6 +195,22 @@ def test_the_generated_pages_are_current() -> None:
     assert _generator().main(["--check"]) == 0
 
 
+def test_the_options_tables_leave_out_other_distributions_backends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend of another distribution installed beside Ravi (a SQLite one, say) made its options part of
+    Ravi's configuration page, and the generated pages stale."""
+    import ravi.kernel.registry as registry
+
+    ravi_own = registry.available
+
+    def with_a_plugin(kind: str) -> dict[str, str]:
+        return {**ravi_own(kind), "elsewhere": "third_party_backend:Store"}
+
+    monkeypatch.setattr(registry, "available", with_a_plugin)
+    tables = _generator().options_tables()
+    assert 'backend = "memory"' in tables
+    assert "elsewhere" not in tables and "third_party_backend" not in tables
+
+
 def test_the_reference_documents_every_public_name(site: Path) -> None:
     """Every name in the ``__all__`` of a public module of the kernel, the agents package, the conformance suite,
     the backends and each integration has its entry (an anchor) in the built reference."""

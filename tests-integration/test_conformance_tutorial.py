@@ -4,12 +4,14 @@ commands run as printed."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +109,25 @@ def test_the_page_holds_the_package_and_registers_it_under_its_group() -> None:
     assert '[project.entry-points."ravi.state"]' in files["ravi-sqlite-history/pyproject.toml"]
     assert "async def destroy(self) -> None:" in files["ravi-sqlite-history/src/ravi_sqlite_history/__init__.py"]
     assert "--isolate history=path" in PAGE
+
+
+def test_the_package_declares_every_distribution_its_backend_imports() -> None:
+    """The backend imported pydantic (its options model) while its ``pyproject.toml`` declared ravi-kernel alone."""
+    files = page_files()
+    source = files["ravi-sqlite-history/src/ravi_sqlite_history/__init__.py"]
+    dependencies = tomllib.loads(files["ravi-sqlite-history/pyproject.toml"])["project"]["dependencies"]
+    declared = {re.split(r"[<>=!~; \[]", d, maxsplit=1)[0] for d in dependencies}
+    distribution = {"ravi": "ravi-kernel"}
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.add(node.module.split(".")[0])
+    third_party = {name for name in imported if name not in sys.stdlib_module_names and name != "__future__"}
+    assert third_party, "the module imports something beyond the standard library"
+    for name in third_party:
+        assert distribution.get(name, name) in declared, f"{name} is imported but not a dependency"
 
 
 def test_the_backend_is_found_and_passes_the_contract_leaving_nothing(tutorial: Installed) -> None:

@@ -115,4 +115,6 @@ async def test_a_history_that_cannot_list_sessions_leaves_state_and_recall_repor
     object.__setattr__(stores, "history", Unlisted())
     report = await stores.forget("a")
     assert set(report.not_covered) == {"state", "recall"}
+    # not also reported as removing nothing: `ravi forget` printed "state 0" and "state not covered" both
+    assert not set(report.removed) & set(report.not_covered)
     assert (await stores.forget("a", session_id="s")).complete  # a named session needs no list

@@ -72,3 +72,22 @@ class TestShared(ShortTermMemoryContract):
     text = " ".join(result.stdout.str().split())
     assert "get_state('canary') found the first canary's state" in text
     assert "how to fix it" in text and "--isolate KIND=OPTION" in text
+
+
+@pytest.mark.parametrize(
+    ("contract", "name", "check"),
+    [
+        (CONTRACTS["history"], "test_limits_and_offsets_past_a_servers_integers_ask_for_everything", "check_page"),
+        (CONTRACTS["history"], "test_append_many_refuses_what_is_not_a_list_of_messages", "check_append"),
+        (CONTRACTS["history"], "test_replace_last_that_fails_changes_nothing", "check_replace"),
+        (CONTRACTS["history"], "test_replace_session_that_fails_changes_nothing", "check_append"),
+        (WindowReaderContract, "test_bad_arguments_are_refused", "check_count"),
+        (CONTRACTS["state"], "test_negative_zero_is_refused", "json_copy"),
+        (CONTRACTS["state"], "test_values_no_store_can_keep_are_refused_and_nothing_is_lost", "json_copy"),
+    ],
+)
+def test_a_value_the_kernel_checks_refuse_names_the_check(contract: type, name: str, check: str) -> None:
+    """A SQLite store that skipped the kernel's checks failed these with an empty fix: an OverflowError from the
+    driver for a limit past 2**63, "did not raise InvalidArgument" for -0.0 or NaN in a state."""
+    fix = contract_fix(item(contract, name))
+    assert fix is not None and check in fix, f"{contract.__name__}.{name}: {fix!r}"

@@ -39,7 +39,7 @@ class ForgetReport:
             ``tasks``.
         not_covered: The stores that cannot forget, by name, with why (a store without ``forget``, a hybrid
             history with a tier without it, a history that cannot list the agent's sessions for the state
-            store): whatever they hold for the scope is still there.
+            store): whatever they hold for the scope is still there. A store is in ``removed`` or here, never both.
     """
 
     agent_id: str
@@ -130,14 +130,16 @@ async def forget(stores: Any, agent_id: str, *, session_id: str | None = None) -
     for session in sessions:
         cleared += bool(await state.get_state(session))  # a session with state: one the report counts
         await state.clear(session)
-    removed["state"] = cleared
+    if listed is not None:  # else not covered, not a store that removed nothing
+        removed["state"] = cleared
     vector = stores.vector
     dropped = 0
     for prefix in _recall_prefixes(stores):
         for session in sessions:
             for collection in recall_collections(agent_id, session, prefix):
                 dropped += bool(await vector.delete_collection(collection))
-    removed["recall"] = dropped
+    if listed is not None:
+        removed["recall"] = dropped
     # keyed by the agent itself
     if stores.settings.summaries is not None:
         summaries = stores.summaries

@@ -187,7 +187,12 @@ class HistoryProviderContract(ContractBase):
     ) -> None:
         """A limit, offset or token count larger than a 64-bit integer is read as the in-memory store reads it:
         no store holds that many messages, so it asks for all of them (or, as an offset, for none). Postgres and
-        Redis refused such a number as a value they could not store."""
+        Redis refused such a number as a value they could not store.
+
+        Fix: pass ``limit`` and ``offset`` through ``check_page`` of ``ravi.kernel.values`` and a token budget
+        through ``check_count``, and give the driver the numbers they return: both cap a count at ``MAX_COUNT``
+        (2**63 - 1), which a database's integer holds.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append_many(a, [ChatMessage.user(str(i)) for i in range(5)], session_id=s)
         for huge in (2**63 - 1, 2**63, 2**64 + 7):
@@ -445,7 +450,11 @@ class HistoryProviderContract(ContractBase):
 
     async def test_append_many_refuses_what_is_not_a_list_of_messages(self, backend: HistoryProvider) -> None:
         """``append_many`` given ``None``, a string or a dict instead of a sequence of messages raises
-        ``InvalidArgument`` (never ``TypeError``) and stores nothing."""
+        ``InvalidArgument`` (never ``TypeError``) and stores nothing.
+
+        Fix: call ``check_append`` of ``ravi.kernel.storage`` with what ``append_many`` is given, before the
+        store sees it.
+        """
         a, s = unique("agent"), unique("session")
         for bad in (None, "hello", {"role": "user"}, 5):
             with pytest.raises(InvalidArgument):
@@ -797,7 +806,12 @@ class HistoryProviderContract(ContractBase):
 
     async def test_replace_last_that_fails_changes_nothing(self, backend: HistoryProvider) -> None:
         """A ``replace_last`` refused for its replacement (an item that is not a message, or a message id the
-        session holds for another message) changes nothing: the newest message stays."""
+        session holds for another message) changes nothing: the newest message stays.
+
+        Fix: call ``check_replace`` of ``ravi.kernel.storage.history`` before the store sees the call, and remove
+        the newest message and write its replacement in one transaction, so that a ``MessageConflict`` raised
+        while writing rolls the removal back.
+        """
         if not isinstance(backend, TailEditor):
             pytest.skip(f"backend lacks replace_last: {type(backend).__name__} is not a TailEditor")
         a, s = unique("agent"), unique("session")
@@ -845,7 +859,11 @@ class HistoryProviderContract(ContractBase):
 
     async def test_replace_session_that_fails_changes_nothing(self, backend: HistoryProvider) -> None:
         """A ``replace_session`` refused for its batch (an item that is not a message, two different messages
-        under one id, a bad scope) changes nothing: the transcript and its generation stay."""
+        under one id, a bad scope) changes nothing: the transcript and its generation stay.
+
+        Fix: call ``check_append`` of ``ravi.kernel.storage`` with the new transcript before the store sees it, and
+        remove the old one and write the new one in one transaction.
+        """
         if not isinstance(backend, SessionReplacer):
             pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
         a, s = unique("agent"), unique("session")
@@ -1132,7 +1150,11 @@ class WindowReaderContract(ContractBase):
 
     async def test_bad_arguments_are_refused(self, reader: WindowReader) -> None:
         """A negative, missing or non-integer token budget, or an empty agent id, is refused with
-        ``InvalidArgument``."""
+        ``InvalidArgument``.
+
+        Fix: check the budget with ``check_count(tokens, "tokens")`` and the ids with ``check_scope`` of
+        ``ravi.kernel.values`` before the store sees them.
+        """
         await reader.read_window("agent", session_id="s", tokens=0)
         await refuses(
             InvalidArgument,

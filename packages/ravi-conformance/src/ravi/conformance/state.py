@@ -142,7 +142,11 @@ class ShortTermMemoryContract(ContractBase):
         assert typed(await backend.get_state(s)) == typed({"n": number})
 
     async def test_negative_zero_is_refused(self, backend: ShortTermMemory) -> None:
-        """``-0.0`` is refused with InvalidArgument (a jsonb column keeps it as ``0``), the state kept."""
+        """``-0.0`` is refused with InvalidArgument (a jsonb column keeps it as ``0``), the state kept.
+
+        Fix: store what ``json_copy`` of ``ravi.kernel.values`` returns for a state or a patch (it refuses
+        ``-0.0``), never the argument itself.
+        """
         s = unique("session")
         await backend.set_state(s, {"kept": 1})
         await refuses(
@@ -176,21 +180,24 @@ class ShortTermMemoryContract(ContractBase):
 
     async def test_values_no_store_can_keep_are_refused_and_nothing_is_lost(self, backend: ShortTermMemory) -> None:
         """A value is stored exactly or refused with InvalidArgument: NaN, infinities, lone surrogates and JSON
-        nested thousands deep are refused (never a bare ValueError or RecursionError), and the state is kept."""
+        nested thousands deep are refused (never a bare ValueError or RecursionError), and the state is kept.
+
+        Fix: store what ``json_copy`` of ``ravi.kernel.values`` returns for a state or a patch, never the argument
+        itself: it refuses every such value with ``InvalidArgument``.
+        """
         s = unique("session")
         await backend.set_state(s, {"kept": 1})
         deep: dict[str, object] = {}
         for _ in range(5_000):
             deep = {"a": deep}
-        bad_states: list[dict[str, Any]] = [
-            {"n": float("nan")},
-            {"n": float("inf")},
-            {"t": "lone \ud800"},
-            {"k\udfff": 1},
-            {"deep": deep},
-        ]
-        for bad in bad_states:
-            shown = f"a state with the key {next(iter(bad))!r}"  # not repr(bad): one is nested 5,000 deep
+        bad_states: dict[str, dict[str, Any]] = {  # named, not repr(bad): one is nested 5,000 deep
+            "a state holding NaN": {"n": float("nan")},
+            "a state holding infinity": {"n": float("inf")},
+            "a state holding a lone surrogate": {"t": "lone \ud800"},
+            "a state with a lone surrogate in a key": {"k\udfff": 1},
+            "a state nested 5,000 deep": {"deep": deep},
+        }
+        for shown, bad in bad_states.items():
             await refuses(
                 InvalidArgument,
                 {
