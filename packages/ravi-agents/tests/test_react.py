@@ -13,10 +13,11 @@ from ravi.agents.context import (
     SlidingWindowCompaction,
     ToolResultCompactionStrategy,
 )
-from ravi.agents.react import ReActAgent, ScriptedModel, Tool
+from ravi.agents.react import ReActAgent, ScriptedModel, TaskManagerTool, Tool
+from ravi.agents.storage import TaskStore
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.messages import ChatMessage, ToolCallBlock, ToolResultBlock
 
 
 def call(call_id: str, name: str, **arguments: object) -> ChatMessage:
@@ -81,3 +82,62 @@ async def test_async_tools_and_windowed_model_calls() -> None:
     assert '"celsius": 21' in model.seen[-1][-1].text or "21" in str(model.seen[-1][-1].tool_result)
     result = model.seen[-1][-1].tool_result
     assert result is not None and json.loads(result.content) == {"city": "Oslo", "celsius": 21}
+
+
+async def test_the_task_manager_tool_keeps_the_running_agents_board() -> None:
+    """000: "A tool like TaskManagerTool needs to know which agent's board it is writing to"; the agent's run sets
+    the context variables, so the board is the session's and the agent's, though the model never names it."""
+    store = TaskStore()
+    ids: list[str] = []
+
+    def move_first(messages: Sequence[ChatMessage]) -> ChatMessage:
+        board = json.loads(messages[-1].content[0].content)  # type: ignore[union-attr]
+        ids.extend(t["id"] for t in board["tasks"])
+        return call("c2", "task_manager", action="move", task_id=ids[0], status="in_progress")
+
+    model = ScriptedModel(
+        [
+            call("c1", "task_manager", action="plan", tasks=["read the log", "fix the deploy"]),
+            move_first,
+            call("c3", "task_manager", action="move", task_id="no-such-task", status="succeeded"),
+            ChatMessage.assistant("working on it"),
+        ]
+    )
+    agent = ReActAgent("planner", model=model, tools=[TaskManagerTool(store)])
+    await agent.run("conv-1", "fix the deploy")
+    board = await store.get_task_list("conv-1", "planner")
+    assert board is not None
+    assert [(t.title, t.status.value) for t in board.tasks] == [
+        ("read the log", "in_progress"),
+        ("fix the deploy", "planned"),
+    ]
+    assert await store.get_task_list("default", "default") is None  # nothing landed outside the run's board
+    transcript = await agent.context.config.history.get_messages("planner", session_id="conv-1")
+    refused = [m for m in transcript if m.role == "tool"][-1].content[0]
+    assert isinstance(refused, ToolResultBlock)
+    assert refused.is_error and "NotFound" in refused.content  # the model is told; the board is as it was
+
+
+async def test_the_task_manager_tool_outside_an_agent_uses_the_default_board() -> None:
+    """Called with no agent running, the variables hold "default" (000: boards "land on the default thread")."""
+    store = TaskStore()
+    tool = TaskManagerTool(store)
+    shown = await tool.function(action="plan", tasks=["one"])
+    assert (shown["conversation_id"], shown["agent_id"]) == ("default", "default")
+    assert await store.get_task_list("default", "default") is not None
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"action": "dance"},
+        {"action": "plan", "tasks": "one task"},
+        {"action": "plan", "tasks": []},
+        {"action": "add", "tasks": [""]},
+        {"action": "move", "status": "succeeded"},
+        {"action": "move", "task_id": "x", "status": "done"},
+    ],
+)
+async def test_the_task_manager_tool_refuses_bad_arguments(arguments: dict[str, object]) -> None:
+    with pytest.raises(InvalidArgument):
+        await TaskManagerTool(TaskStore()).function(**arguments)

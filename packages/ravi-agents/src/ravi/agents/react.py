@@ -36,8 +36,10 @@ from ravi.agents.storage.context_vars import (
     current_parent_agent_id,
     current_thread_id,
 )
+from ravi.agents.storage.tasks import GlobalTaskStore
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.storage import TaskList, TaskStatus, TaskStore
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,106 @@ class Tool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
         }
+
+
+_ACTIONS = ("plan", "add", "show", "move", "retry")
+
+
+class TaskManagerTool(Tool):
+    """A tool for the agent's own task board (000): plan tasks, add some, show the board, move a task through its
+    lifecycle, retry a failed one.
+
+    It reads whose board it is from the context variables the running agent set (``current_thread_id`` for the
+    conversation, ``current_agent_id`` for the agent: a :class:`ReActAgent` sets them for its run), so the model
+    never names a board; called with none of them set, it works on the ``"default"`` board. Each call returns the
+    board as it is after the call. Boards live in ``store``, by default the process-wide
+    :meth:`~ravi.agents.storage.GlobalTaskStore.get` (configured by ``[tasks]``).
+
+    Example:
+        >>> import asyncio
+        >>> from ravi.agents.storage import TaskStore
+        >>> tool = TaskManagerTool(TaskStore())
+        >>> board = asyncio.run(tool.function(action="plan", tasks=["read the log", "fix the deploy"]))
+        >>> [(t["title"], t["status"]) for t in board["tasks"]]
+        [('read the log', 'planned'), ('fix the deploy', 'planned')]
+    """
+
+    store: TaskStore | None
+    """Where the boards live (``None``: the process-wide store, looked up at each call)."""
+
+    def __init__(self, store: TaskStore | None = None, *, name: str = "task_manager") -> None:
+        if store is not None and not isinstance(store, TaskStore):
+            raise ConfigurationError(f"store must be a TaskStore, got {type(store).__name__}")
+        super().__init__(
+            name,
+            "Keep your task board: plan (tasks), add (tasks), show, move (task_id, status, result) or retry "
+            "(task_id) a task. Returns the board.",
+            self._call,
+            {
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": list(_ACTIONS)},
+                    "tasks": {"type": "array", "items": {"type": "string"}, "description": "titles (plan, add)"},
+                    "task_id": {"type": "string", "description": "the task to move or retry"},
+                    "status": {"type": "string", "enum": [s.value for s in TaskStatus]},
+                    "result": {"type": "string", "description": "what the task came to (move)"},
+                },
+                "required": ["action"],
+            },
+        )
+        object.__setattr__(self, "store", store)
+
+    async def _call(
+        self,
+        action: str,
+        tasks: Sequence[str] = (),
+        task_id: str | None = None,
+        status: str | None = None,
+        result: str | None = None,
+    ) -> dict[str, Any]:
+        store = self.store or GlobalTaskStore.get()
+        board = current_thread_id.get(), current_agent_id.get()
+        if action == "plan":
+            await store.create_task_list(*board, _titles(tasks))
+        elif action == "add":
+            await store.add_tasks(*board, _titles(tasks))
+        elif action in ("move", "retry"):
+            if not isinstance(task_id, str) or not task_id:
+                raise InvalidArgument(f"{action} needs the task_id of a task on the board", field="task_id")
+            if action == "retry":
+                await store.increment_retry(*board, task_id)
+            else:
+                try:
+                    target = TaskStatus(status or "")
+                except ValueError:
+                    raise InvalidArgument(
+                        f"status must be one of {', '.join(s.value for s in TaskStatus)}, got {status!r}",
+                        field="status",
+                    ) from None
+                await store.update_status(*board, task_id, target, result=result)
+        elif action != "show":
+            raise InvalidArgument(f"action must be one of {', '.join(_ACTIONS)}, got {action!r}", field="action")
+        return _board(await store.get_task_list(*board), *board)
+
+
+def _titles(tasks: object) -> list[str]:
+    if isinstance(tasks, str) or not isinstance(tasks, Sequence) or not tasks:
+        raise InvalidArgument("tasks must be a non-empty list of task titles", field="tasks")
+    if not all(isinstance(t, str) and t.strip() for t in tasks):
+        raise InvalidArgument("each task must be a non-empty title", field="tasks")
+    return list(tasks)
+
+
+def _board(board: TaskList | None, conversation_id: str, agent_id: str) -> dict[str, Any]:
+    """The board as the model sees it: whose it is, and each task's id, title, status, retries and result."""
+    return {
+        "conversation_id": conversation_id,
+        "agent_id": agent_id,
+        "tasks": [
+            {"id": t.id, "title": t.title, "status": t.status.value, "retry_count": t.retry_count, "result": t.result}
+            for t in (board.tasks if board is not None else ())
+        ],
+    }
 
 
 @runtime_checkable
@@ -178,4 +280,4 @@ class ReActAgent:
         return ChatMessage.tool(call.id, text)
 
 
-__all__ = ["ChatModel", "ReActAgent", "ScriptedModel", "Tool"]
+__all__ = ["ChatModel", "ReActAgent", "ScriptedModel", "TaskManagerTool", "Tool"]
