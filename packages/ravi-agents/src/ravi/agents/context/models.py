@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
+from ravi.agents.tokens import variant_of
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import ModelInfo
 
@@ -64,11 +64,6 @@ VARIANT_SUFFIXES: Mapping[str, str] = {
 """What may follow a known name in a longer one (several may follow each other: ``gemini-2.5-pro-preview-05-06``).
 Anything else is another model: ``gpt-4o-banana`` is unknown, not ``gpt-4o``."""
 
-_VARIANT = re.compile(
-    r"(?:-\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{2}|-\d{3,4}|-latest|-preview|-exp|-v\d+(?::\d+)?)*(?:[_:].*)?",
-    re.DOTALL,
-)
-
 
 def model_info(name: str, *, models: Mapping[str, ModelInfo] = MODELS) -> ModelInfo:
     """The :class:`ModelInfo` for ``name``: an exact match, else the longest known name it starts with followed by
@@ -78,12 +73,9 @@ def model_info(name: str, *, models: Mapping[str, ModelInfo] = MODELS) -> ModelI
     Raises:
         ConfigurationError: the model is unknown; pass a ``ModelInfo`` instead.
     """
-    bare = name.rsplit("/", 1)[-1].lower()
-    if bare in models:
-        return models[bare]
-    prefixes = [k for k in models if bare.startswith(k) and _VARIANT.fullmatch(bare, len(k))]
-    if prefixes:
-        return models[max(prefixes, key=len)]
+    known = variant_of(name, models)
+    if known is not None:
+        return models[known]
     raise ConfigurationError(
         f"unknown model {name!r}: its context window is not in Ravi's table",
         hint="pass model_info=ModelInfo(name=..., context_window=..., max_output_tokens=...)",
