@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from decimal import Decimal
 
 import pytest
 import pytest_asyncio
 import servers
 
 from ravi.capabilities.age import AGEGraphStore
-from ravi.capabilities.age.cypher import return_columns
+from ravi.capabilities.age.cypher import oversized_integers, return_columns
 from ravi.conformance import CypherCapableContract, GraphStoreContract
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.registry import load_backend
@@ -182,3 +183,44 @@ async def test_a_map_shaped_like_a_vertex_comes_back_as_it_is(age_store: AGEGrap
     assert row["n"]["kind"] == "vertex" and row["n"]["properties"] == {"meta": lookalike}
     assert row["wrapped"]["v"]["kind"] == "vertex" and row["wrapped"]["v"]["id"] == "a"
     assert await age_store.query_cypher("RETURN $x AS x", {"x": [lookalike]}) == [{"x": [lookalike]}]
+
+
+async def test_a_numeric_comes_back_with_every_digit(age_store: AGEGraphStore) -> None:
+    """A ``numeric`` came back as a float: its 31 significant digits were cut to 17."""
+    [row] = await age_store.query_cypher(
+        "RETURN '1.123456789012345678901234567890'::numeric AS d, '123456789012345678901234567890'::numeric AS big, "
+        "{m: ['-1.50'::numeric, 'x::numeric']} AS nested, 'NaN'::numeric AS nan, 1.5 AS f, 7 AS i"
+    )
+    assert row["d"] == Decimal("1.123456789012345678901234567890") and isinstance(row["d"], Decimal)
+    assert row["big"] == Decimal("123456789012345678901234567890")
+    assert row["nested"] == {"m": [Decimal("-1.50"), "x::numeric"]} and str(row["nested"]["m"][0]) == "-1.50"
+    assert row["nan"].is_nan()
+    assert (row["f"], row["i"]) == (1.5, 7) and isinstance(row["f"], float) and isinstance(row["i"], int)
+    await age_store.add_entities([Entity(id="a", label="Person")])
+    [row] = await age_store.query_cypher(
+        "MATCH (n {id: 'a'}) SET n.w = '0.100000000000000000001'::numeric RETURN n AS n, n.w AS w"
+    )
+    assert row["w"] == row["n"]["properties"]["w"] == Decimal("0.100000000000000000001")
+
+
+async def test_an_integer_literal_past_64_bits_is_refused(age_store: AGEGraphStore) -> None:
+    """AGE reads such a literal as a float, so it came back changed (even cast to ``numeric``)."""
+    for query in ("RETURN 123456789012345678901234567890::numeric AS n", "RETURN 9223372036854775808 AS n"):
+        with pytest.raises(InvalidArgument, match="past 64 bits"):
+            await age_store.query_cypher(query)
+    assert await age_store.query_cypher("RETURN -9223372036854775808 AS a, 9223372036854775807 AS b") == [
+        {"a": -(2**63), "b": 2**63 - 1}
+    ]
+
+
+def test_oversized_integers_are_read_outside_strings_and_comments() -> None:
+    assert oversized_integers("RETURN 123456789012345678901234567890, 0x1FFFFFFFFFFFFFFFF AS h") == [
+        "123456789012345678901234567890",
+        "0x1FFFFFFFFFFFFFFFF",
+    ]
+    quiet = (
+        "RETURN '123456789012345678901234567890' AS s, `99999999999999999999` AS b, n99999999999999999999 AS n, "
+        "1.99999999999999999999 AS f, 1e99999999999999999999 AS e, -9223372036854775808 AS m "
+        "// 99999999999999999999\n /* 99999999999999999999 */"
+    )
+    assert oversized_integers(quiet) == []

@@ -1022,6 +1022,40 @@ async def test_a_collection_another_process_deleted_or_made_again_is_read_as_it_
             assert await other.get(["g3"], collection="c") == []
 
 
+async def test_a_collection_another_process_deleted_refreshes_that_collection_not_the_store(
+    postgres_server: Server, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collection table another process deleted made the store run its whole setup again (migrations, prepare,
+    every pooled connection replaced), as if the schema were gone: any missing table did. Only the collection is
+    read again; a dropped schema still sets the store up again."""
+    from ravi.capabilities.postgres._db import Database
+    from ravi.kernel.storage import Document
+
+    runs: list[Database] = []
+    set_up = Database._set_up
+
+    async def counted(database: Database) -> None:
+        runs.append(database)
+        await set_up(database)
+
+    monkeypatch.setattr(Database, "_set_up", counted)
+    async for mine in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+        async for other in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+            await mine.upsert([Document(id="a", content="a", embedding=(1.0, 0.0))], collection="c")
+            await mine.upsert([Document(id="k", content="k", embedding=(0.0, 1.0))], collection="kept")
+            assert await other.delete_collection("c") is True
+            before = runs.count(mine.db)
+            assert await mine.get(["a"], collection="c") == []
+            assert await mine.search([1.0, 0.0], collection="c") == []
+            assert await mine.upsert([Document(id="b", content="b", embedding=(1.0, 0.0))], collection="c") == ["b"]
+            assert [d.id for d in await mine.get(["k"], collection="kept")] == ["k"]
+            assert runs.count(mine.db) == before
+            await other.destroy()
+            assert await mine.get(["k"], collection="kept") == []  # the schema is gone: set up again
+            assert await mine.list_collections() == []
+            assert runs.count(mine.db) == before + 1
+
+
 @pytest.mark.parametrize("size", [-1, 1.5, True, "10"])
 def test_exact_search_kb_must_be_a_size(size: object) -> None:
     """Refused when the store is built, before any connection."""

@@ -201,6 +201,49 @@ async def test_ttl_installs_a_lifecycle_rule_where_supported(s3_server: Server, 
         assert any(r["ID"] == "ravi-ttl-3d" for r in config["Rules"])
 
 
+async def test_two_stores_setting_up_lifecycle_rules_at_once_lose_none(s3_server: Server, s3_bucket: str) -> None:
+    """Each store added a rule for its blob's lifetime by reading the bucket's rules, adding one and writing them
+    back: two stores that both read before either wrote lost one rule, and its blobs were never removed by the
+    bucket. Here both read before either writes; every tag on a blob has a rule, and a rule of another tool is
+    kept."""
+    import botocore.exceptions
+
+    from ravi.capabilities.s3.store import TTL_TAG
+
+    both_read = asyncio.Barrier(2)
+    async with store_for(s3_server, s3_bucket) as one, store_for(s3_server, s3_bucket) as two:
+        assert one._client is not None
+        theirs = {"ID": "theirs", "Status": "Enabled", "Expiration": {"Days": 9}, "Filter": {"Prefix": "tmp/"}}
+        try:
+            await asyncio.to_thread(
+                one._client.put_bucket_lifecycle_configuration,
+                Bucket=s3_bucket,
+                LifecycleConfiguration={"Rules": [theirs]},
+            )
+        except botocore.exceptions.ClientError as error:
+            pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+        for store in (one, two):
+            call = store._call
+
+            async def read_together(what: str, function: Any, *args: Any, _call: Any = call, **kwargs: Any) -> Any:
+                result = await _call(what, function, *args, **kwargs)
+                if getattr(function, "__name__", "") == "get_bucket_lifecycle_configuration":
+                    await both_read.wait()
+                return result
+
+            store._call = read_together  # type: ignore[method-assign]
+        await asyncio.gather(one.upload("a", b"x", ttl=86_400), two.upload("b", b"x", ttl=2 * 86_400))
+        rules = (await asyncio.to_thread(one._client.get_bucket_lifecycle_configuration, Bucket=s3_bucket))["Rules"]
+        tagged = set()
+        for key in ("a", "b"):
+            tags = await asyncio.to_thread(one._client.get_object_tagging, Bucket=s3_bucket, Key=key)
+            tagged |= {t["Value"] for t in tags["TagSet"] if t["Key"] == TTL_TAG}
+        assert tagged == {"1", "2"}
+        matched = {r["Filter"]["Tag"]["Value"] for r in rules if "Tag" in r.get("Filter", {})}
+        assert tagged <= matched
+        assert "theirs" in {r["ID"] for r in rules}
+
+
 async def test_an_expiring_upload_may_be_a_fresh_stores_first_call(s3_server: Server, s3_bucket: str) -> None:
     """A store used without ``async with`` (as ``Stores.from_settings().blob`` hands it over) connects on its
     first call, including an upload with a TTL, which sets up the lifecycle rule first."""

@@ -50,6 +50,28 @@ def test_openai_models_count_with_their_own_encoding() -> None:
     assert counter_for_model("gpt-4-turbo").key == "tokens:exact:cl100k_base"
 
 
+@pytest.mark.parametrize("name", ["gpt-4o-banana", "gpt-4-banana", "o1x", "o100", "gpt-4.6"])
+def test_a_name_that_merely_starts_with_an_openai_model_is_counted_as_an_unknown_one(name: str) -> None:
+    """``gpt-4o-banana`` was counted with ``gpt-4o``'s encoding (and ``o100`` with ``o1``'s), which may not be its
+    own: an unknown model gets the conservative estimate with the unknown margin."""
+    counter = counter_for_model(name)
+    assert isinstance(counter, ConservativeTokenCounter) and counter.scale == 1.30
+
+
+@pytest.mark.parametrize(
+    ("name", "encoding"),
+    [
+        ("gpt-4o-2024-08-06", "o200k_base"),
+        ("azure/gpt-4o-mini_eastus2", "o200k_base"),
+        ("o3-mini-2025-01-31", "o200k_base"),
+        ("gpt-3.5-turbo-0125", "cl100k_base"),
+        ("gpt-4-turbo-preview", "cl100k_base"),
+    ],
+)
+def test_variants_of_an_openai_model_count_with_its_encoding(name: str, encoding: str) -> None:
+    assert counter_for_model(name).key == f"tokens:exact:{encoding}"
+
+
 def test_other_families_get_the_estimate_with_their_margin() -> None:
     assert isinstance(counter_for_model("claude-sonnet-4-5"), ConservativeTokenCounter)
     assert counter_for_model("claude-sonnet-4-5").scale == 1.30

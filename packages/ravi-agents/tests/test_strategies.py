@@ -141,6 +141,35 @@ def test_dated_and_qualified_names_match_the_known_model(name: str, known: str) 
 
 
 @pytest.mark.parametrize(
+    "name", ["gpt-4o-banana", "gpt-4o-mini-banana", "claude-sonnet-4-6", "gpt-4o.x", "o3-pro", "gpt-5-codex"]
+)
+def test_a_known_name_followed_by_something_else_is_an_unknown_model(name: str) -> None:
+    """Only a listed variant suffix (a date, a version, ``-latest``...) may follow a known name: ``gpt-4o-banana``
+    was sized as ``gpt-4o`` and ``claude-sonnet-4-6`` as ``claude-sonnet-4``."""
+    with pytest.raises(ConfigurationError, match=f"unknown model '{name}'"):
+        model_info(name)
+    with pytest.raises(ConfigurationError, match=f"unknown model '{name}'"):
+        TokenBudgetComposedStrategy.from_model(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "known"),
+    [
+        ("gemini-2.5-pro-preview-05-06", "gemini-2.5-pro"),
+        ("gemini-2.0-flash-001", "gemini-2.0-flash"),
+        ("mistral-large-2411", "mistral-large"),
+        ("mistral-large-latest", "mistral-large"),
+        ("claude-3-5-sonnet-latest", "claude-3-5-sonnet"),
+        ("claude-sonnet-4@20250514", "claude-sonnet-4"),
+        ("claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet"),
+        ("gemini-2.0-flash-exp", "gemini-2.0-flash"),
+    ],
+)
+def test_listed_variant_suffixes_match_the_known_model(name: str, known: str) -> None:
+    assert model_info(name).name == known
+
+
+@pytest.mark.parametrize(
     ("name", "known"),
     [("gpt-4o_prod", "gpt-4o"), ("azure/gpt-4o-mini_eastus2", "gpt-4o-mini"), ("gpt-4.1_2025-04-14", "gpt-4.1")],
 )

@@ -245,6 +245,44 @@ def test_the_error_for_a_malformed_tool_call_reaches_the_model() -> None:
     assert "malformed" in str(seen[2].content)
 
 
+@pytest.mark.parametrize("run_async", [False, True])
+def test_the_error_for_a_malformed_tool_call_is_stored_where_the_state_has_it(run_async: bool) -> None:
+    """LangChain answers a tool call it could not parse inside the next model call, and puts the answer right
+    after the AI message in the graph's state; the middleware stored it after the next human turn instead."""
+    broken = AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"name": "fetch_logs", "args": "{bad", "id": "call-9", "error": "bad json", "type": "invalid_tool_call"}
+        ],
+    )
+    model = ScriptedModel(messages=iter([broken, AIMessage("I will retry with valid arguments.")]))
+    store = InMemoryHistoryProvider()
+    agent = create_agent(
+        model, [fetch_logs], middleware=[RaviContextMiddleware(ContextConfig(store))], checkpointer=InMemorySaver()
+    )
+    thread = {"configurable": {"thread_id": "t"}}
+
+    def invoke(text: str) -> list[BaseMessage]:
+        turn = {"messages": [HumanMessage(text)]}
+        if run_async:
+            return asyncio.run(agent.ainvoke(turn, config=thread))["messages"]  # type: ignore[no-any-return]
+        return agent.invoke(turn, config=thread)["messages"]  # type: ignore[no-any-return]
+
+    invoke("logs of the api?")
+    state = invoke("try again")
+    kept = asyncio.run(store.get_messages("agent", session_id="t"))
+    assert [type(m).__name__ for m in state] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
+        "AIMessage",
+    ]
+    assert [message_to_dict(to_langchain(m)) for m in kept] == [message_to_dict(m) for m in state]
+    assert (state[2].tool_call_id, state[2].status) == ("call-9", "error")  # type: ignore[attr-defined]
+    assert [type(m).__name__ for m in model.seen[-1]] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage"]
+
+
 def test_what_another_middleware_does_to_the_request_reaches_the_model() -> None:
     """Ravi's window keeps the request as the outer middleware left it: a message it added (with or without an
     id) is sent where it put it, a message it changed is sent changed, one it took out is not sent back."""

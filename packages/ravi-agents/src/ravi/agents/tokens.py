@@ -174,16 +174,31 @@ class ConservativeTokenCounter(CachedTokenCounter):
 
 
 MODEL_FAMILIES: dict[str, tuple[str | None, float]] = {
-    # model name prefix: (OpenAI encoding that counts it exactly, or None; margin over the estimate otherwise)
+    # OpenAI model name (matched as :func:`variant_of` reads names): (the encoding that counts it exactly, 1.0)
     "gpt-4o": ("o200k_base", 1.0),
+    "gpt-4o-mini": ("o200k_base", 1.0),
     "gpt-4.1": ("o200k_base", 1.0),
-    "gpt-4.5": ("o200k_base", 1.0),
+    "gpt-4.1-mini": ("o200k_base", 1.0),
+    "gpt-4.1-nano": ("o200k_base", 1.0),
+    "gpt-4.5-preview": ("o200k_base", 1.0),
     "gpt-5": ("o200k_base", 1.0),
+    "gpt-5-mini": ("o200k_base", 1.0),
+    "gpt-5-nano": ("o200k_base", 1.0),
     "o1": ("o200k_base", 1.0),
+    "o1-mini": ("o200k_base", 1.0),
+    "o1-preview": ("o200k_base", 1.0),
+    "o1-pro": ("o200k_base", 1.0),
     "o3": ("o200k_base", 1.0),
-    "o4": ("o200k_base", 1.0),
+    "o3-mini": ("o200k_base", 1.0),
+    "o3-pro": ("o200k_base", 1.0),
+    "o4-mini": ("o200k_base", 1.0),
     "gpt-4": ("cl100k_base", 1.0),
-    "gpt-3.5": ("cl100k_base", 1.0),
+    "gpt-4-turbo": ("cl100k_base", 1.0),
+    "gpt-4-32k": ("cl100k_base", 1.0),
+    "gpt-3.5-turbo": ("cl100k_base", 1.0),
+    "gpt-3.5-turbo-16k": ("cl100k_base", 1.0),
+    "gpt-3.5-turbo-instruct": ("cl100k_base", 1.0),
+    # a vendor's family, matched as the start of the name: (None, margin over the estimate)
     "claude": (None, 1.30),
     "gemini": (None, 1.10),
     "gemma": (None, 1.10),
@@ -191,12 +206,39 @@ MODEL_FAMILIES: dict[str, tuple[str | None, float]] = {
     "mistral": (None, 1.25),
     "mixtral": (None, 1.25),
 }
-"""How each model family is counted. OpenAI's models use the encodings of ``bpe-openai``. The others' tokenizers
-are not public or not shipped in a package, so they get the conservative estimate times a margin taken from
-published comparisons with OpenAI's encodings: Claude's tokenizer gives about 1.2 to 1.3 times the tokens of
+"""How each model is counted. OpenAI's models use the encodings of ``bpe-openai``; each is listed by name, and a
+name matches it only as :func:`variant_of` reads names (the name itself, or a dated snapshot or another listed
+variant suffix of it): ``gpt-4o-2024-08-06`` is counted as ``gpt-4o``, while ``gpt-4o-banana`` is an unknown model,
+not counted with an encoding that may not be its own. The others' tokenizers are not public or not shipped in a
+package, so each vendor's family (any name that starts with it) gets the conservative estimate times a margin taken
+from published comparisons with OpenAI's encodings: Claude's tokenizer gives about 1.2 to 1.3 times the tokens of
 ``cl100k_base`` on English and more on code (1.30); Gemini's SentencePiece vocabulary is close to ``cl100k_base``
 (1.10); Llama 3's vocabulary extends ``cl100k_base`` (1.05); Mistral's older 32k SentencePiece vocabulary gives
-about 1.2 to 1.25 times (1.25). Unknown families get 1.30."""
+about 1.2 to 1.25 times (1.25). Unknown models get 1.30."""
+
+_VARIANT = re.compile(
+    r"(?:-\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{2}|-\d{3,4}|-latest|-preview|-exp|-v\d+(?::\d+)?)*(?:[_:].*)?",
+    re.DOTALL,
+)
+"""The variant suffixes a known model's name may be followed by (``ravi.agents.context.models.VARIANT_SUFFIXES``
+lists them)."""
+
+
+def variant_of(name: str, known: Sequence[str] | Any) -> str | None:
+    """The longest of the ``known`` names (lower case) that ``name`` is, after a ``provider/`` prefix and in any
+    case, or that it is followed by variant suffixes only (a date, a version, ``-latest``, ``-preview``, ``-exp``,
+    a Bedrock version, ``_`` or ``:`` and anything after); ``None`` when there is none.
+
+    Example:
+        >>> variant_of("openai/gpt-4o-mini-2024-07-18", ["gpt-4o", "gpt-4o-mini"])
+        'gpt-4o-mini'
+        >>> variant_of("gpt-4o-banana", ["gpt-4o"]) is None
+        True
+    """
+    bare = name.rsplit("/", 1)[-1].lower()
+    matches = [k for k in known if bare.startswith(k) and (len(bare) == len(k) or _VARIANT.fullmatch(bare, len(k)))]
+    return max(matches, key=len, default=None)
+
 
 _log = logging.getLogger("ravi.tokens")
 
@@ -211,7 +253,10 @@ def counter_for_model(name: str) -> CachedTokenCounter:
         1.3
     """
     bare = name.rsplit("/", 1)[-1].lower()
-    family = max((f for f in MODEL_FAMILIES if bare.startswith(f)), key=len, default=None)
+    family = variant_of(bare, [f for f, (encoding, _) in MODEL_FAMILIES.items() if encoding is not None])
+    if family is None:
+        vendors = (f for f, (encoding, _) in MODEL_FAMILIES.items() if encoding is None and bare.startswith(f))
+        family = max(vendors, key=len, default=None)
     encoding, margin = MODEL_FAMILIES[family] if family else (None, 1.30)
     if encoding is None:
         return ConservativeTokenCounter(margin)
@@ -268,4 +313,5 @@ __all__ = [
     "check_counter",
     "counter_for_model",
     "tool_tokens",
+    "variant_of",
 ]

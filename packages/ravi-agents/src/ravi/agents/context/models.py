@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ravi.agents.tokens import variant_of
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import ModelInfo
 
@@ -48,28 +49,33 @@ MODELS: Mapping[str, ModelInfo] = dict(
         _m("mistral-large", 131_072, 4_096),
     ]
 )
-"""Known models. Names match exactly or as the start of a dated or provider-qualified name (:func:`model_info`)."""
+"""Known models. Names match exactly or followed by one of :data:`VARIANT_SUFFIXES` (:func:`model_info`)."""
 
 
-_SEPARATORS = frozenset("-_@:.")
-"""What may follow a known name in a longer one (a date, a version, a provider's suffix, the rest of an Azure
-deployment's name)."""
+VARIANT_SUFFIXES: Mapping[str, str] = {
+    "-2024-08-06": "a dated snapshot (OpenAI, Google)",
+    "-20250514 or @20240620": "a dated snapshot (Anthropic; Vertex AI with @)",
+    "-05-06": "a month and day (Gemini previews)",
+    "-001 or -2411": "a version number of three or four digits (Gemini, Mistral)",
+    "-latest, -preview, -exp": "a moving alias, a preview or an experiment of the same model",
+    "-v1 or -v1:0": "a provider's version of the same model (Bedrock)",
+    "_... or :...": "anything after an underscore (an Azure deployment's name) or a colon (a provider's tag)",
+}
+"""What may follow a known name in a longer one (several may follow each other: ``gemini-2.5-pro-preview-05-06``).
+Anything else is another model: ``gpt-4o-banana`` is unknown, not ``gpt-4o``."""
 
 
 def model_info(name: str, *, models: Mapping[str, ModelInfo] = MODELS) -> ModelInfo:
     """The :class:`ModelInfo` for ``name``: an exact match, else the longest known name it starts with followed by
-    a separator (``-``, ``_``, ``@``, ``:`` or ``.``: ``"claude-sonnet-4-20250514"`` is ``claude-sonnet-4``, while
-    ``"gpt-4oo"`` is unknown), also after a ``provider/`` prefix. Case does not matter.
+    :data:`VARIANT_SUFFIXES` only (``"claude-sonnet-4-20250514"`` is ``claude-sonnet-4``, while ``"gpt-4oo"`` and
+    ``"gpt-4o-banana"`` are unknown), also after a ``provider/`` prefix. Case does not matter.
 
     Raises:
         ConfigurationError: the model is unknown; pass a ``ModelInfo`` instead.
     """
-    bare = name.rsplit("/", 1)[-1].lower()
-    if bare in models:
-        return models[bare]
-    prefixes = [k for k in models if bare.startswith(k) and bare[len(k)] in _SEPARATORS]
-    if prefixes:
-        return models[max(prefixes, key=len)]
+    known = variant_of(name, models)
+    if known is not None:
+        return models[known]
     raise ConfigurationError(
         f"unknown model {name!r}: its context window is not in Ravi's table",
         hint="pass model_info=ModelInfo(name=..., context_window=..., max_output_tokens=...)",
@@ -81,4 +87,4 @@ def input_budget(info: ModelInfo, *, safety_margin: int = SAFETY_MARGIN) -> int:
     return info.input_budget(safety_margin=safety_margin)
 
 
-__all__ = ["MODELS", "SAFETY_MARGIN", "input_budget", "model_info"]
+__all__ = ["MODELS", "SAFETY_MARGIN", "VARIANT_SUFFIXES", "input_budget", "model_info"]

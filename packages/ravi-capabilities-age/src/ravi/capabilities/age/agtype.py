@@ -2,9 +2,11 @@
 
 AGE returns values as JSON with type annotations: ``{...}::vertex``, ``{...}::edge``, ``[...]::path`` and
 ``1.5::numeric``. The annotations are removed (outside strings only) and the JSON parsed; vertices and edges
-become dicts shaped like Ravi's ``Entity`` and ``Relationship``, paths lists of them. Only a value AGE annotates
-as a vertex or an edge is reshaped: a map that merely has the keys ``id``, ``label`` and ``properties`` (a
-property's value, a parameter) comes back as it is.
+become dicts shaped like Ravi's ``Entity`` and ``Relationship``, paths lists of them. A ``numeric`` comes back
+as a :class:`~decimal.Decimal` with every digit AGE printed (a float would keep about 17 of them), including
+``NaN`` and the infinities; AGE's own integers and floats (64-bit) come back as ``int`` and ``float``. Only a
+value AGE annotates as a vertex or an edge is reshaped: a map that merely has the keys ``id``, ``label`` and
+``properties`` (a property's value, a parameter) comes back as it is.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from typing import Any
 _ANNOTATIONS = ("::vertex", "::edge", "::path", "::numeric")
 _SHAPED = ("::vertex", "::edge")
 _MARK = "\x00ravi-graph-element"  # AGE refuses NUL in strings, so no stored value can be this
+_NUMERIC = "\x00ravi-numeric"
+_ENDS = ",[{:"  # what can come just before a scalar in AGE's output (besides whitespace)
 
 
 def _strip(text: str) -> str:
-    """The JSON of an agtype text: annotations removed, and each vertex or edge ``{...}`` wrapped as
-    ``[_MARK, {...}]`` so that :func:`_shape` reshapes those and no other map."""
+    """The JSON of an agtype text: annotations removed, each vertex or edge ``{...}`` wrapped as
+    ``[_MARK, {...}]`` so that :func:`_shape` reshapes those and no other map, and each ``numeric`` turned into
+    ``[_NUMERIC, "digits"]`` so that :func:`_shape` reads it as a ``Decimal``, not a float."""
     out: list[str] = []
     opened: list[int] = []  # where each open object starts in ``out``
     i, n = 0, len(text)
@@ -51,6 +56,13 @@ def _strip(text: str) -> str:
                 out.append("}]")
                 i += 1
                 continue
+        if ch == ":" and text.startswith("::numeric", i):
+            start = len(out)
+            while start > 0 and out[start - 1] not in _ENDS and not out[start - 1].isspace():
+                start -= 1
+            out[start:] = [f"[{json.dumps(_NUMERIC)},{json.dumps(''.join(out[start:]))}]"]
+            i += len("::numeric")
+            continue
         if ch == ":" and text.startswith("::", i):
             for annotation in _ANNOTATIONS:
                 if text.startswith(annotation, i):
@@ -66,9 +78,11 @@ def _strip(text: str) -> str:
 
 
 def _shape(value: Any) -> Any:
+    if isinstance(value, list) and len(value) == 2 and value[0] == _NUMERIC:
+        return Decimal(value[1])
     if isinstance(value, list) and len(value) == 2 and value[0] == _MARK:
         element = value[1]
-        properties = dict(element["properties"] or {})
+        properties = {k: _shape(v) for k, v in (element["properties"] or {}).items()}
         if {"start_id", "end_id"} <= element.keys():
             return {
                 "kind": "edge",
@@ -99,7 +113,7 @@ def parse(text: str | None) -> Any:
     return _shape(json.loads(_strip(text), parse_float=_float))
 
 
-def _float(text: str) -> float | Decimal:
+def _float(text: str) -> float:
     return float(text)
 
 

@@ -1,7 +1,10 @@
-"""What a Cypher query returns, read from its text: the columns of its final ``RETURN``.
+"""What a Cypher query returns, read from its text: the columns of its final ``RETURN``; and the integer
+literals in it that AGE would not keep.
 
 AGE needs the column list of a ``cypher()`` call spelled out (``AS (a agtype, b agtype)``), so the query's last
 top-level ``RETURN`` clause is split into its items, respecting strings, backticks, brackets and comments.
+AGE reads an integer literal past 64 bits as a float (``123456789012345678901234567890`` comes back as
+``1.2345678901234568e+29``, even cast to ``numeric``), so :func:`oversized_integers` finds them to be refused.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import re
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STOP = {"ORDER", "SKIP", "LIMIT", "UNION"}
+_INTEGER = re.compile(r"(?<![\w$.])(0[xX][0-9A-Fa-f]+|[0-9]+)(?![\w.])")
+_INT64_MAX = 2**63 - 1
 
 
 def _past_quoted(query: str, i: int) -> int:
@@ -72,6 +77,28 @@ def _tokens(query: str) -> list[tuple[int, str]]:
     return out
 
 
+def oversized_integers(query: str) -> list[str]:
+    """The integer literals of ``query`` (outside strings, backticks and comments) that do not fit in 64 bits,
+    as written; ``-9223372036854775808`` fits."""
+    text = list(_without_comments(query))
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] in "'\"`":
+            end = min(_past_quoted(query, i), n)
+            text[i:end] = " " * (end - i)
+            i = end
+            continue
+        i += 1
+    blanked = "".join(text)
+    found = []
+    for m in _INTEGER.finditer(blanked):
+        value = int(m.group(), 0) if m.group()[:2].lower() == "0x" else int(m.group())
+        negative = m.start() > 0 and blanked[m.start() - 1] == "-"
+        if value > _INT64_MAX + (1 if negative else 0):
+            found.append(m.group())
+    return found
+
+
 def return_columns(query: str) -> list[str]:
     """The names of the columns ``query`` returns (its ``AS`` aliases, else the expressions' text); ``[]`` when
     it returns nothing."""
@@ -103,4 +130,4 @@ def return_columns(query: str) -> list[str]:
     return names
 
 
-__all__ = ["return_columns"]
+__all__ = ["oversized_integers", "return_columns"]

@@ -13,7 +13,7 @@ from typing import Any, Unpack
 import asyncpg
 
 from ravi.capabilities.age.agtype import parse
-from ravi.capabilities.age.cypher import return_columns
+from ravi.capabilities.age.cypher import oversized_integers, return_columns
 from ravi.capabilities.age.options import AGEOptions
 from ravi.capabilities.postgres._db import ConnectionOptions, Database
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound, RaviError
@@ -398,10 +398,12 @@ class AGEGraphStore:
 
     async def query_cypher(self, query: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run an openCypher query on the graph with ``params`` bound as an agtype map (never pasted into the
-        text); rows as dicts of plain Python values keyed by the ``RETURN`` aliases.
+        text); rows as dicts of plain Python values keyed by the ``RETURN`` aliases. A ``numeric`` comes back as
+        a ``Decimal`` with every digit AGE keeps.
 
         Raises:
-            InvalidArgument: the query is refused by AGE, or uses ``RETURN *`` (name the columns instead).
+            InvalidArgument: the query is refused by AGE, uses ``RETURN *`` (name the columns instead), or has an
+                integer literal past 64 bits (AGE would read it as a float; write ``'...'::numeric`` instead).
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgument("query must be a non-empty string")
@@ -409,6 +411,12 @@ class AGEGraphStore:
         names = return_columns(query)
         if names == ["*"]:
             raise InvalidArgument("RETURN * is not supported: AGE needs the columns named")
+        oversized = oversized_integers(query)
+        if oversized:
+            raise InvalidArgument(
+                f"the integer {oversized[0]} in the query is past 64 bits, which AGE would read as a float",
+                hint=f"write it as a string cast to numeric, '{oversized[0]}'::numeric, to keep every digit",
+            )
         if len(set(names)) != len(names):
             raise InvalidArgument(
                 f"the query returns two columns with one name ({', '.join(names)})", hint="give each column an alias"

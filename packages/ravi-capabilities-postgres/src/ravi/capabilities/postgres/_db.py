@@ -275,6 +275,7 @@ class Database:
         self._shared: dict[asyncio.AbstractEventLoop, _SharedPool] = {}
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
         self._migrated = False
+        self._check_setup = False  # a table was missing: is the setup's work gone (check_setup_again)?
         self._migrations: dict[str, Sequence[Migration]] = {}
 
     def table(self, name: str) -> str:
@@ -289,10 +290,14 @@ class Database:
         """This event loop's pool, opened (and the schema migrated) on first use."""
         loop = asyncio.get_running_loop()
         shared = self._shared.get(loop)
-        if shared is None or not self._migrated:  # a first use, or the setup's work was dropped (prepare_again)
+        if shared is None or not self._migrated or self._check_setup:  # a first use, or the setup's work dropped
             self._drop_finished_loops()
             async with self._locks.setdefault(loop, asyncio.Lock()):
                 with mapped_errors(self):
+                    if self._check_setup:
+                        self._check_setup = False
+                        if self._migrated and not await self._setup_stands(shared):
+                            self._migrated = False
                     if not self._migrated:
                         await self._set_up()
                         self._migrated = True
@@ -314,6 +319,27 @@ class Database:
                         self._shared[loop] = shared
         with mapped_errors(self):
             return await shared.get()
+
+    async def _setup_stands(self, shared: _SharedPool | None) -> bool:
+        """Whether what the migrations made is still there after a statement met a missing table: their record
+        (the ``migrations`` table) is gone with the schema, and then the setup runs again; a table of the store's
+        own data that is gone (a vector collection another process deleted) is the store's to read again. A
+        database without migrations always sets up again."""
+        if not self._migrations:
+            return False
+        query, name = "SELECT to_regclass($1) IS NOT NULL", self.table("migrations")
+        if shared is not None and shared.pool is not None:
+            return bool(await shared.pool.fetchval(query, name))
+        with _opening():
+            connection = await asyncpg.connect(
+                self.dsn,
+                timeout=self._pool_options["timeout"],
+                statement_cache_size=self._pool_options["statement_cache_size"],
+            )
+        try:
+            return bool(await connection.fetchval(query, name))
+        finally:
+            await connection.close()
 
     async def _set_up(self) -> None:
         """Run the migrations and ``prepare`` on a connection of their own. What is made database-wide (an
@@ -429,6 +455,11 @@ class Database:
         """Run the migrations and ``prepare`` again before the next call (after what they made was dropped)."""
         self._migrated = False
 
+    def check_setup_again(self) -> None:
+        """Before the next call, check that what the migrations made is still there, and set up again if not
+        (a statement met a missing table: the schema may have been dropped, or only a table of the store's data)."""
+        self._check_setup = True
+
     async def drop_schema(self) -> None:
         """Drop the whole schema and everything in it (every component's tables); the next use creates it again."""
         async with self.connection() as connection:
@@ -531,12 +562,13 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
         if mapped is not None:
             return mapped
     if isinstance(error, _DROPPED) and database is not None:
-        # another process dropped what the setup made (destroy(), DROP SCHEMA): set the store up again on the
-        # next call, as on its first, instead of failing every call until a restart
-        database.prepare_again()
+        # another process dropped what the setup made (destroy(), DROP SCHEMA), or a table of the store's data (a
+        # vector collection): the next call checks, and sets the store up again, as on its first, only when the
+        # schema's setup is gone, instead of failing every call until a restart
+        database.check_setup_again()
         return BackendUnavailable(
             f"Postgres no longer has what this store set up ({error}): was the schema or a table dropped?",
-            hint="the next call sets the store up again, with the tables empty",
+            hint="the next call sets the store up again if its schema was dropped, with the tables empty",
         )
     if isinstance(error, _PERMISSION):
         return PermissionDenied(f"Postgres refused: {error}")

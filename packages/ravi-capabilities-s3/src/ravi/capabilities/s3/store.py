@@ -37,7 +37,7 @@ from ravi.kernel.storage import (
     check_content_type,
     check_forget,
 )
-from ravi.kernel.values import ttl_seconds
+from ravi.kernel.values import MAX_TTL_SECONDS, ttl_seconds
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,6 +46,37 @@ EXPIRES_KEY = "ravi-expires-at"
 """User-metadata key that records a blob's expiry (seconds since the epoch)."""
 TTL_TAG = "ravi-ttl-days"
 """Object tag that the bucket's lifecycle rules match, so expired objects are also removed by the store."""
+
+
+def _rule_days() -> tuple[int, ...]:
+    days, last = [1, 2, 3, 4, 5, 6, 7], math.ceil(MAX_TTL_SECONDS / 86_400)
+    while days[-1] < last:
+        days.append(min(days[-1] * 2, last))
+    return tuple(days)
+
+
+RULE_DAYS = _rule_days()
+"""The lifetimes, in days, of the bucket's lifecycle rules: every day of the first week, then doubling up to the
+longest TTL (1 to 7, 14, 28, ... 28,672, 36,500). A blob's lifetime is rounded up to the next of them (at most
+twice its own), so every store writes the same fixed set of rules, ``RULES``."""
+
+RULES: tuple[dict[str, Any], ...] = tuple(
+    {
+        "ID": f"ravi-ttl-{days}d",
+        "Status": "Enabled",
+        "Expiration": {"Days": days},
+        "Filter": {"Tag": {"Key": TTL_TAG, "Value": str(days)}},
+    }
+    for days in RULE_DAYS
+)
+"""Ravi's lifecycle rules: one per lifetime of :data:`RULE_DAYS`, deleting the objects tagged with it."""
+
+
+def _rounded_days(seconds: float) -> int:
+    """The lifetime of :data:`RULE_DAYS` a TTL of ``seconds`` is tagged with: the shortest that is not shorter."""
+    days = max(1, math.ceil(seconds / 86_400))
+    return next(d for d in RULE_DAYS if d >= days)
+
 
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden"}
@@ -167,7 +198,7 @@ class S3FileStore:
         """How many UTF-8 bytes a key may hold: S3's 1,024 less what the ``key_prefix`` takes."""
         self.create_bucket = create_bucket
         self._lifecycle = lifecycle_rules
-        self._rules: set[int] = set()
+        self._rules_checked = False
         self._transfer = TransferConfig(
             multipart_threshold=multipart_threshold, multipart_chunksize=max(5 * 1024 * 1024, multipart_threshold)
         )
@@ -262,37 +293,33 @@ class S3FileStore:
             )
         return self.key_prefix + key
 
-    async def _ensure_rule(self, days: int) -> None:
-        """A lifecycle rule deleting objects tagged with ``days``, added once, where the store supports it."""
-        if not self._lifecycle or days in self._rules:
+    async def _ensure_rules(self) -> None:
+        """Ravi's lifecycle rules (:data:`RULES`) on the bucket, checked once per store, where the store supports
+        them. The set is fixed, so every store writes the same one: two processes writing at once write the same
+        rules, and neither loses one the other added (one rule per lifetime, read, changed and written back, lost
+        one). The bucket's other rules are kept; S3 has no conditional write of a lifecycle configuration, so an
+        edit of those by another tool at the very moment of this first write can still be lost."""
+        if not self._lifecycle or self._rules_checked:
             return
         client = self._client or await self._connected()
-        self._rules.add(days)
+        self._rules_checked = True
         try:
             try:
                 current = await self._call("lifecycle", client.get_bucket_lifecycle_configuration, Bucket=self.bucket)
                 rules = list(current.get("Rules", []))
             except (NotFound, RaviError):
                 rules = []
-            rule_id = f"ravi-ttl-{days}d"
-            if any(r.get("ID") == rule_id for r in rules):
+            ours = {rule["ID"] for rule in RULES}
+            if ours <= {rule.get("ID") for rule in rules}:
                 return
-            rules.append(
-                {
-                    "ID": rule_id,
-                    "Status": "Enabled",
-                    "Expiration": {"Days": days},
-                    "Filter": {"Tag": {"Key": TTL_TAG, "Value": str(days)}},
-                }
-            )
             await self._call(
                 "lifecycle",
                 client.put_bucket_lifecycle_configuration,
                 Bucket=self.bucket,
-                LifecycleConfiguration={"Rules": rules},
+                LifecycleConfiguration={"Rules": [r for r in rules if r.get("ID") not in ours] + list(RULES)},
             )
         except RaviError as error:  # the store has no lifecycle rules: expiry by metadata still holds
-            _log.info("bucket %s: no lifecycle rule for %s days (%s)", self.bucket, days, error)
+            _log.info("bucket %s: no lifecycle rules (%s)", self.bucket, error)
 
     async def upload(
         self,
@@ -311,10 +338,9 @@ class S3FileStore:
         meta = check_blob_metadata(metadata)  # lower-case keys, "ravi-" reserved: nothing can forge the expiry
         extra: dict[str, Any] = {"ContentType": check_content_type(content_type)}
         if seconds is not None:
+            await self._ensure_rules()  # first: the blob's lifetime starts at its upload, not before this setup
             meta[EXPIRES_KEY] = repr(time.time() + seconds)
-            days = max(1, math.ceil(seconds / 86_400))
-            await self._ensure_rule(days)
-            extra["Tagging"] = f"{TTL_TAG}={days}"
+            extra["Tagging"] = f"{TTL_TAG}={_rounded_days(seconds)}"
         extra["Metadata"] = meta
         client = self._client or await self._connected()
         await self._call(
@@ -424,4 +450,4 @@ class S3FileStore:
         )
 
 
-__all__ = ["EXPIRES_KEY", "TTL_TAG", "S3FileStore"]
+__all__ = ["EXPIRES_KEY", "RULES", "RULE_DAYS", "TTL_TAG", "S3FileStore"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from ravi.agents.adapters import StoredPrefix, append_new, as_context
@@ -24,6 +25,35 @@ def _state_messages(request: ModelRequest) -> Sequence[BaseMessage]:
     state = request.state
     messages = state.get("messages") if isinstance(state, Mapping) else None
     return messages if isinstance(messages, Sequence) else request.messages
+
+
+def answer_invalid_tool_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+    """``messages`` with an error :class:`ToolMessage` right after each AI message for each of its tool calls
+    LangChain could not parse (``invalid_tool_calls``) that nothing answers yet, or ``None`` when none is
+    unanswered. The error says what LangChain's own answer says; LangChain adds that answer inside the model call,
+    too late for the middleware to store it before the turns that follow it."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    out: list[BaseMessage] = []
+    for message in messages:
+        out.append(message)
+        if not isinstance(message, AIMessage):
+            continue
+        for call in message.invalid_tool_calls:
+            call_id = call.get("id")
+            if call_id is None or call_id in answered:
+                continue
+            name = call.get("name") or "unknown"
+            out.append(
+                ToolMessage(
+                    content=f"Tool call {name} with id {call_id} could not be executed - "
+                    "arguments were malformed or truncated.",
+                    name=name,
+                    tool_call_id=call_id,
+                    status="error",
+                )
+            )
+            answered.add(call_id)
+    return out if len(out) != len(messages) else None
 
 
 def merge(
@@ -100,6 +130,11 @@ class RaviContextMiddleware(AgentMiddleware):
     the model: the graph's state, and so its checkpoints and ``result["messages"]``, keep every message whole.
     After the run, the final messages are stored too.
 
+    A tool call LangChain could not parse is answered in the graph's state before the model call (an error
+    ``ToolMessage`` right after the AI message, as LangChain would add it during the call;
+    :func:`answer_invalid_tool_calls`), so the session stores it where the state has it, before the turns that
+    follow, not after them.
+
     The session is ``session_id`` when given, else the run's ``thread_id`` (``config={"configurable":
     {"thread_id": ...}}``). ``session_id`` may also be a function of the run's config that names the session
     (``lambda config: config["configurable"]["user_id"]``, say).
@@ -156,6 +191,17 @@ class RaviContextMiddleware(AgentMiddleware):
         window = await self.context.get_prompt_window(session_id)
         return request.override(messages=cast("list[AnyMessage]", merge(window, request.messages, state)))
 
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Answer, in the state, the tool calls LangChain could not parse (see :func:`answer_invalid_tool_calls`)."""
+        answered = answer_invalid_tool_calls(state["messages"])
+        if answered is None:
+            return None
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *answered]}
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The asynchronous form of :meth:`before_model`."""
+        return self.before_model(state, runtime)
+
     async def awrap_model_call(
         self,
         request: ModelRequest,
@@ -184,4 +230,4 @@ class RaviContextMiddleware(AgentMiddleware):
         return None
 
 
-__all__ = ["RaviContextMiddleware", "merge"]
+__all__ = ["RaviContextMiddleware", "answer_invalid_tool_calls", "merge"]
