@@ -15,7 +15,7 @@ from ravi.agents.context import (
     TokenBudgetContext,
     UnboundedContext,
 )
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, MessageConflict
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.registry import load_backend
 
@@ -72,6 +72,30 @@ async def test_retention_policies() -> None:
             assert stored == (0 if retention is HistoryRetention.NONE else 2)
         assert await history.count_messages("agent", session_id="s") == expected
         assert len(await context.get_prompt_window("s")) == expected  # after the run: what was kept, nothing else
+
+
+@pytest.mark.parametrize("retention", list(HistoryRetention))
+async def test_turns_are_checked_as_a_store_checks_them_under_every_retention(retention: HistoryRetention) -> None:
+    """Under retention NONE the turns were kept unchecked: an item that is not a ChatMessage raised AttributeError
+    at every later window of the session, a retried turn was in the window twice, and a second message under a
+    held id was kept beside the first. Each retention now checks them as the store does, keeping what it held."""
+    context = AgentContext(ContextConfig(InMemoryHistoryProvider(), retention=retention))
+    first, other = ChatMessage.user("one", id="m1"), ChatMessage.user("two", id="m1")
+    async with context.run("s") as run:
+        await run.add(first)
+        for bad in ("hello", {"role": "user", "content": "x"}):
+            with pytest.raises(InvalidArgument):
+                await run.add(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await context.add_messages("s", None, run_id=run.run_id)  # type: ignore[arg-type]
+        with pytest.raises(MessageConflict):
+            await run.add(other)
+        with pytest.raises(MessageConflict):
+            await run.add(ChatMessage.user("three", id="m3"), other)
+        await run.add(first)  # a retry
+        fourth = ChatMessage.user("four", id="m4")
+        await run.add(fourth, fourth.model_copy())
+        assert [m.text for m in await run.window()] == ["one", "four"]
 
 
 async def test_run_retention_removes_only_that_run() -> None:
