@@ -10,9 +10,12 @@ from ravi.agents.context import (
     HistoryRetention,
     HybridContext,
     InMemoryHistoryProvider,
+    SlidingWindowCompaction,
     SlidingWindowContext,
     SummarizingContext,
+    TokenBudgetComposedStrategy,
     TokenBudgetContext,
+    ToolResultCompactionStrategy,
     UnboundedContext,
 )
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, MessageConflict
@@ -96,6 +99,18 @@ async def test_turns_are_checked_as_a_store_checks_them_under_every_retention(re
         fourth = ChatMessage.user("four", id="m4")
         await run.add(fourth, fourth.model_copy())
         assert [m.text for m in await run.window()] == ["one", "four"]
+
+
+async def test_a_strategy_class_given_for_an_instance_is_refused_where_it_is_given() -> None:
+    """A strategy's class has its instances' compact method, so it passed the check of a strategy: the pipeline
+    was built, and every window then raised a bare TypeError (compact() missing raw_history)."""
+    history = InMemoryHistoryProvider()
+    mixed = [ToolResultCompactionStrategy(), SlidingWindowCompaction]
+    for given in (SlidingWindowCompaction, [SlidingWindowCompaction], mixed):
+        with pytest.raises(InvalidArgument, match="SlidingWindowCompaction"):
+            ContextConfig(history, given)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="an instance"):
+        TokenBudgetComposedStrategy([SlidingWindowCompaction], 1_000)  # type: ignore[list-item]
 
 
 async def test_run_retention_removes_only_that_run() -> None:
