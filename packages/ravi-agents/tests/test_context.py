@@ -113,6 +113,23 @@ async def test_a_strategy_class_given_for_an_instance_is_refused_where_it_is_giv
         TokenBudgetComposedStrategy([SlidingWindowCompaction], 1_000)  # type: ignore[list-item]
 
 
+async def test_a_window_counter_that_is_not_a_token_counter_is_refused() -> None:
+    """A window's counter was taken unchecked: a model name raised a bare AttributeError under a token budget and
+    was ignored under a sliding window; a counter's class, which passes the protocol's check, was taken too."""
+    from ravi.agents.tokens import HeuristicTokenCounter
+
+    history = InMemoryHistoryProvider()
+    await history.append("agent", ChatMessage.user("hi"), session_id="s")
+    for pipeline in ([TokenBudgetComposedStrategy([], 1_000)], [SlidingWindowCompaction(3)]):
+        context = AgentContext(ContextConfig(history, pipeline))
+        for counter in ("gpt-4o", 5, HeuristicTokenCounter):
+            with pytest.raises(ConfigurationError, match="counter must be a TokenCounter"):
+                await context.get_prompt_window("s", counter=counter)  # type: ignore[arg-type]
+        assert [m.text for m in await context.get_prompt_window("s", counter=HeuristicTokenCounter())] == ["hi"]
+    with pytest.raises(ConfigurationError, match="the class HeuristicTokenCounter"):
+        ContextConfig(history, counter=HeuristicTokenCounter)  # type: ignore[arg-type]
+
+
 async def test_run_retention_removes_only_that_run() -> None:
     history = InMemoryHistoryProvider()
     context = AgentContext(ContextConfig(history, retention=HistoryRetention.RUN))
