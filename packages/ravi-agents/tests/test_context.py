@@ -130,6 +130,24 @@ async def test_a_window_counter_that_is_not_a_token_counter_is_refused() -> None
         ContextConfig(history, counter=HeuristicTokenCounter)  # type: ignore[arg-type]
 
 
+async def test_a_model_or_state_store_that_is_not_one_is_refused_when_configured() -> None:
+    """ContextConfig kept its model and state store unchecked: a model that is not a name raised a bare
+    AttributeError at record_usage, and a state store that is not one (a URL, a class) at the first window."""
+    from ravi.agents.storage import InMemoryStateStore
+
+    history = InMemoryHistoryProvider()
+    for model in (5, "", "gpt\ud800"):
+        with pytest.raises(ConfigurationError if model != "gpt\ud800" else InvalidArgument, match="model"):
+            ContextConfig(history, model=model)  # type: ignore[arg-type]
+    for state in ("redis://localhost:6379/0", InMemoryStateStore, history):
+        with pytest.raises(ConfigurationError, match="state must be a session-state store"):
+            ContextConfig(history, model="gpt-4o", state=state)  # type: ignore[arg-type]
+    context = AgentContext(ContextConfig(history, model="gpt-4o", state=InMemoryStateStore()))
+    await context.add_message("s", ChatMessage.user("hi"))
+    await context.get_prompt_window("s")
+    assert await context.record_usage("s", 100) > 1
+
+
 async def test_run_retention_removes_only_that_run() -> None:
     history = InMemoryHistoryProvider()
     context = AgentContext(ContextConfig(history, retention=HistoryRetention.RUN))
