@@ -182,6 +182,31 @@ async def test_unreachable_server_and_bad_configuration() -> None:
         RedisSessionStore("redis://localhost:6379", prefix="bad prefix with spaces")
 
 
+async def test_a_url_naming_another_service_is_backend_unavailable() -> None:
+    """A Redis URL whose port another service answers on (an HTTP server here) raised a generic RaviError naming
+    redis-py's protocol error; it is BackendUnavailable, as an address where nothing answers is."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1)
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    stores = [RedisHistoryProvider(f"redis://127.0.0.1:{port}/0"), RedisSessionStore(f"redis://127.0.0.1:{port}/0")]
+    try:
+        with pytest.raises(BackendUnavailable, match="does not answer as Redis"):
+            await stores[0].count_messages("agent", session_id="s")
+        with pytest.raises(BackendUnavailable, match="does not answer as Redis"):
+            await stores[1].get_state("s")
+    finally:
+        for store in stores:
+            await store.close()
+        server.close()
+        await server.wait_closed()
+
+
 @pytest.mark.parametrize(
     "url",
     [

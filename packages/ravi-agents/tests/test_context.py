@@ -10,12 +10,15 @@ from ravi.agents.context import (
     HistoryRetention,
     HybridContext,
     InMemoryHistoryProvider,
+    SlidingWindowCompaction,
     SlidingWindowContext,
     SummarizingContext,
+    TokenBudgetComposedStrategy,
     TokenBudgetContext,
+    ToolResultCompactionStrategy,
     UnboundedContext,
 )
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, MessageConflict
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.registry import load_backend
 
@@ -72,6 +75,77 @@ async def test_retention_policies() -> None:
             assert stored == (0 if retention is HistoryRetention.NONE else 2)
         assert await history.count_messages("agent", session_id="s") == expected
         assert len(await context.get_prompt_window("s")) == expected  # after the run: what was kept, nothing else
+
+
+@pytest.mark.parametrize("retention", list(HistoryRetention))
+async def test_turns_are_checked_as_a_store_checks_them_under_every_retention(retention: HistoryRetention) -> None:
+    """Under retention NONE the turns were kept unchecked: an item that is not a ChatMessage raised AttributeError
+    at every later window of the session, a retried turn was in the window twice, and a second message under a
+    held id was kept beside the first. Each retention now checks them as the store does, keeping what it held."""
+    context = AgentContext(ContextConfig(InMemoryHistoryProvider(), retention=retention))
+    first, other = ChatMessage.user("one", id="m1"), ChatMessage.user("two", id="m1")
+    async with context.run("s") as run:
+        await run.add(first)
+        for bad in ("hello", {"role": "user", "content": "x"}):
+            with pytest.raises(InvalidArgument):
+                await run.add(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            await context.add_messages("s", None, run_id=run.run_id)  # type: ignore[arg-type]
+        with pytest.raises(MessageConflict):
+            await run.add(other)
+        with pytest.raises(MessageConflict):
+            await run.add(ChatMessage.user("three", id="m3"), other)
+        await run.add(first)  # a retry
+        fourth = ChatMessage.user("four", id="m4")
+        await run.add(fourth, fourth.model_copy())
+        assert [m.text for m in await run.window()] == ["one", "four"]
+
+
+async def test_a_strategy_class_given_for_an_instance_is_refused_where_it_is_given() -> None:
+    """A strategy's class has its instances' compact method, so it passed the check of a strategy: the pipeline
+    was built, and every window then raised a bare TypeError (compact() missing raw_history)."""
+    history = InMemoryHistoryProvider()
+    mixed = [ToolResultCompactionStrategy(), SlidingWindowCompaction]
+    for given in (SlidingWindowCompaction, [SlidingWindowCompaction], mixed):
+        with pytest.raises(InvalidArgument, match="SlidingWindowCompaction"):
+            ContextConfig(history, given)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="an instance"):
+        TokenBudgetComposedStrategy([SlidingWindowCompaction], 1_000)  # type: ignore[list-item]
+
+
+async def test_a_window_counter_that_is_not_a_token_counter_is_refused() -> None:
+    """A window's counter was taken unchecked: a model name raised a bare AttributeError under a token budget and
+    was ignored under a sliding window; a counter's class, which passes the protocol's check, was taken too."""
+    from ravi.agents.tokens import HeuristicTokenCounter
+
+    history = InMemoryHistoryProvider()
+    await history.append("agent", ChatMessage.user("hi"), session_id="s")
+    for pipeline in ([TokenBudgetComposedStrategy([], 1_000)], [SlidingWindowCompaction(3)]):
+        context = AgentContext(ContextConfig(history, pipeline))
+        for counter in ("gpt-4o", 5, HeuristicTokenCounter):
+            with pytest.raises(ConfigurationError, match="counter must be a TokenCounter"):
+                await context.get_prompt_window("s", counter=counter)  # type: ignore[arg-type]
+        assert [m.text for m in await context.get_prompt_window("s", counter=HeuristicTokenCounter())] == ["hi"]
+    with pytest.raises(ConfigurationError, match="the class HeuristicTokenCounter"):
+        ContextConfig(history, counter=HeuristicTokenCounter)  # type: ignore[arg-type]
+
+
+async def test_a_model_or_state_store_that_is_not_one_is_refused_when_configured() -> None:
+    """ContextConfig kept its model and state store unchecked: a model that is not a name raised a bare
+    AttributeError at record_usage, and a state store that is not one (a URL, a class) at the first window."""
+    from ravi.agents.storage import InMemoryStateStore
+
+    history = InMemoryHistoryProvider()
+    for model in (5, "", "gpt\ud800"):
+        with pytest.raises(ConfigurationError if model != "gpt\ud800" else InvalidArgument, match="model"):
+            ContextConfig(history, model=model)  # type: ignore[arg-type]
+    for state in ("redis://localhost:6379/0", InMemoryStateStore, history):
+        with pytest.raises(ConfigurationError, match="state must be a session-state store"):
+            ContextConfig(history, model="gpt-4o", state=state)  # type: ignore[arg-type]
+    context = AgentContext(ContextConfig(history, model="gpt-4o", state=InMemoryStateStore()))
+    await context.add_message("s", ChatMessage.user("hi"))
+    await context.get_prompt_window("s")
+    assert await context.record_usage("s", 100) > 1
 
 
 async def test_run_retention_removes_only_that_run() -> None:

@@ -148,6 +148,21 @@ def test_the_budget_reserves_output_tools_and_margin() -> None:
         TokenBudgetComposedStrategy.from_model("gpt-4o", tools=[{"bad": object()}])
 
 
+def test_reserves_that_leave_no_room_are_a_configuration_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An output reserve (or tools, reserve and margin) as large as the model's window made a budget of 0 tokens,
+    silently: every window then held the system messages alone, and the user's newest turn was left out."""
+    from ravi.agents.context import ContextConfig
+
+    for kwargs in ({"output_reserve": 128_000}, {"output_reserve": 10**23}, {"reserve": 111_616, "safety_margin": 0}):
+        with pytest.raises(ConfigurationError, match="leaves no room for messages"):
+            TokenBudgetComposedStrategy.from_model("gpt-4o", **kwargs)  # type: ignore[arg-type]
+    assert TokenBudgetComposedStrategy.from_model("gpt-4o", trigger_ratio=1.0, reserve=110_591).token_budget == 1
+    path = tmp_path / "ravi.toml"
+    path.write_text('[context]\nmodel = "gpt-4o"\noutput_reserve = 200000\n')
+    with pytest.raises(ConfigurationError, match="leaves no room for messages"):
+        ContextConfig.from_settings(path=path)
+
+
 def test_the_settings_reserve_too(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from ravi.agents.context.build import build_pipeline
     from ravi.agents.settings import load_settings

@@ -276,3 +276,21 @@ def test_the_conformance_plugin_reads_store_options_as_the_settings_do(
         "min_size": 2,
         "max_size": "7",
     }
+
+
+@pytest.mark.parametrize("name", ["RAVI_HISTROY__BACKEND", "RAVI_CONTEXTS__MODEL", "ravi_sumaries__backend"])
+def test_a_variable_of_a_misspelt_section_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str
+) -> None:
+    """A RAVI_<SECTION>__<KEY> variable whose section is misspelt was ignored: RAVI_HISTROY__BACKEND=postgres ran
+    the agent in memory, where a misspelt key of a known section, or a section of ravi.toml, is refused."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(name, "postgres")
+    with pytest.raises(ConfigurationError, match=f"{name} names no section"):
+        load_settings()
+    with pytest.raises(ConfigurationError, match=f"{name} names no section"):
+        ContextConfig.from_settings()
+    monkeypatch.delenv(name)
+    for other in ("RAVI_TEST_POSTGRES_DSN", "RAVI_HOME", "RAVI_HISTORY__BACKEND"):
+        monkeypatch.setenv(other, "memory")
+    assert load_settings().history.backend == "memory"

@@ -103,7 +103,17 @@ class _RaviVariables(EnvSettingsSource):
     """``RAVI_*`` variables, read through the environment registry (:mod:`ravi.kernel.env`), Ravi's one reader."""
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
-        return parse_env_vars(read_prefixed(""), self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+        found = read_prefixed("")
+        prefix = env_name("")
+        sections = set(self.settings_cls.model_fields)
+        for name in sorted(found):
+            section, nested, _ = name[len(prefix) :].partition("__")
+            if nested and section.lower() not in sections:  # pydantic ignores it: a misspelt section went unseen
+                raise ConfigurationError(
+                    f"{name} names no section of the settings (sections: {', '.join(sorted(sections))})",
+                    hint=f"spell it {env_name('')}<SECTION>__<KEY>, as {env_name('history__backend')}",
+                )
+        return parse_env_vars(found, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
 class _RaviFile(TomlConfigSettingsSource):

@@ -294,10 +294,12 @@ DEFAULT_COUNTER: HeuristicTokenCounter = STORED_COUNTER
 
 
 def check_counter(counter: object) -> None:
-    """``ConfigurationError`` unless ``counter`` is ``None`` or a :class:`~ravi.kernel.llm.TokenCounter`."""
-    if counter is not None and not isinstance(counter, TokenCounter):
+    """``ConfigurationError`` unless ``counter`` is ``None`` or a :class:`~ravi.kernel.llm.TokenCounter` (an
+    instance: a class has its instances' methods, so it passes the protocol's check)."""
+    if counter is not None and (isinstance(counter, type) or not isinstance(counter, TokenCounter)):
+        what = f"the class {counter.__name__}" if isinstance(counter, type) else type(counter).__name__
         raise ConfigurationError(
-            f"counter must be a TokenCounter, got {type(counter).__name__}",
+            f"counter must be a TokenCounter, got {what}",
             hint="use counter_for_model(name), HeuristicTokenCounter() or ClientTokenCounter(client)",
         )
 

@@ -10,10 +10,10 @@ from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.manifest import Window
 from ravi.agents.context.pipeline import WindowRequest
 from ravi.kernel.agent import HistoryRetention, SessionContext
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, MessageConflict
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import check_append, replace_session
+from ravi.kernel.storage import check_append, replace_session, stored_body
 from ravi.kernel.values import check_scope
 
 
@@ -117,9 +117,25 @@ class AgentContext:
         """Record new turns of ``run_id`` in ``session_id``."""
         check_scope(session_id=session_id, run_id=run_id)
         if self.config.retention is HistoryRetention.NONE:
-            self._unsaved.setdefault(session_id, {}).setdefault(run_id, []).extend(messages)
+            self._keep_unsaved(session_id, run_id, messages)
             return
         await self.config.history.append_many(self.agent_id, messages, session_id=session_id, run_id=run_id)
+
+    def _keep_unsaved(self, session_id: str, run_id: str, messages: Sequence[ChatMessage]) -> None:
+        """Add turns under retention ``NONE`` as a store appends them: the batch checked first, a message whose id
+        the session's unsaved turns hold skipped (a retry), or the batch refused when it is another message."""
+        check_append(self.agent_id, session_id, run_id, messages)
+        held = {m.id: m for turns in self._unsaved.get(session_id, {}).values() for m in turns}
+        fresh: list[ChatMessage] = []
+        for message in messages:
+            first = held.get(message.id)
+            if first is None:
+                held[message.id] = message
+                fresh.append(message)
+            elif stored_body(first) != stored_body(message):
+                raise MessageConflict(message.id, hint="give a different message a new id (ChatMessage(...) makes one)")
+        if fresh:
+            self._unsaved.setdefault(session_id, {}).setdefault(run_id, []).extend(fresh)
 
     async def replace_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
         """Make ``messages`` the transcript of ``session_id`` (a saved conversation loaded back), as turns of

@@ -16,7 +16,7 @@ from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.storage import HistoryProvider, ShortTermMemory
-from ravi.kernel.values import check_scope
+from ravi.kernel.values import check_scope, check_text
 
 if TYPE_CHECKING:
     from ravi.agents.settings import RaviSettings
@@ -70,6 +70,16 @@ class ContextConfig:
             raise ConfigurationError(f"retention must be a HistoryRetention, got {retention!r}")
         check_scope(agent_id=agent_id)
         check_counter(counter)
+        if model is not None:
+            if not isinstance(model, str) or not model:
+                raise ConfigurationError(f"model must be a model's name or None, got {model!r}")
+            check_text(model, "model")
+        if state is not None and (isinstance(state, type) or not isinstance(state, ShortTermMemory)):
+            what = f"the class {state.__name__}" if isinstance(state, type) else type(state).__name__
+            raise ConfigurationError(
+                f"state must be a session-state store (ShortTermMemory) or None, got {what}",
+                hint="load_backend('state', NAME, ...) or InMemoryStateStore()",
+            )
         self.agent_id = agent_id
         self.history = history
         self.pipeline = as_pipeline(pipeline, default=default_pipeline)

@@ -75,6 +75,7 @@ class WindowRequest:
             not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget < 0
         ):
             raise InvalidArgument(f"budget must be None or an integer >= 0, got {self.budget!r}")
+        check_counter(self.counter)
 
 
 _READ_TOKENS: Slot[list[int]] = Slot("pipeline.read_tokens", list)

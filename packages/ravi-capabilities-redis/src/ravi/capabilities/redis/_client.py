@@ -305,6 +305,11 @@ def mapped_errors() -> Iterator[None]:
         ) from error
     except rex.DataError as error:
         raise InvalidArgument(f"Redis cannot store this value: {error}") from error
+    except rex.InvalidResponse as error:  # the address answers, but not as Redis does (another service's port)
+        raise BackendUnavailable(
+            f"the server at the Redis URL does not answer as Redis: {error}",
+            hint="check the host and port in the URL: they may name another service",
+        ) from error
     except rex.RedisError as error:
         if "OOM" in str(error):
             raise BackendUnavailable(f"Redis is out of memory: {error}") from error

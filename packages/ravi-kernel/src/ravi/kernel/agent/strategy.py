@@ -139,10 +139,15 @@ def as_strategy(strategy: Strategy | CompactionStrategy) -> Strategy:
     """``strategy`` itself when it is a :class:`Strategy`, else wrapped in a :class:`PlainStrategy`.
 
     Raises:
-        InvalidArgument: ``strategy`` has no ``compact`` method.
+        InvalidArgument: ``strategy`` has no ``compact`` method, or is a class rather than an instance of one.
     """
     if isinstance(strategy, Strategy):
         return strategy
+    if isinstance(strategy, type):  # a class has its instances' compact: it passed the protocol's check
+        raise InvalidArgument(
+            f"a strategy must be an instance, got the class {strategy.__name__}",
+            hint=f"pass {strategy.__name__}(...)",
+        )
     if not isinstance(strategy, CompactionStrategy):
         raise InvalidArgument(
             f"a strategy needs an async compact(history) method; {type(strategy).__name__} has none",

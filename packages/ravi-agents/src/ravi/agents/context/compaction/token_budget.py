@@ -18,7 +18,7 @@ from ravi.kernel.agent import (
     StrategyTraits,
     as_strategies,
 )
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import ModelInfo, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_count, check_share
@@ -106,7 +106,8 @@ class TokenBudgetComposedStrategy(Strategy):
         margin, unless ``counter`` is given.
 
         Raises:
-            ConfigurationError: ``model_name`` is not in the model table and no ``model_info`` was given.
+            ConfigurationError: ``model_name`` is not in the model table and no ``model_info`` was given, or the
+                reserves leave the model's window no room for messages (a budget below one token).
         """
         check_share(trigger_ratio, "trigger_ratio")
         for name, value in (("output_reserve", output_reserve), ("reserve", reserve)):
@@ -115,8 +116,16 @@ class TokenBudgetComposedStrategy(Strategy):
         info = model_info or _lookup(model_name)
         counter = counter or counter_for_model(model_name)
         room = info.context_window - (info.max_output_tokens if output_reserve is None else output_reserve)
-        room -= tool_tokens(tools, counter) + reserve + safety_margin
-        return cls(strategies, max(0, int(room * trigger_ratio)), counter=counter, low_watermark=low_watermark)
+        taken = tool_tokens(tools, counter) + reserve + safety_margin
+        budget = int((room - taken) * trigger_ratio)
+        if budget < 1:  # every window would be empty but for its system messages
+            raise ConfigurationError(
+                f"{info.name}'s context window of {info.context_window} tokens leaves no room for messages: "
+                f"{info.context_window - room} are reserved for the output and {taken} for the tool definitions, "
+                "the reserve and the safety margin",
+                hint="lower output_reserve, tools_reserve or safety_margin, or give a token_budget",
+            )
+        return cls(strategies, budget, counter=counter, low_watermark=low_watermark)
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
