@@ -49,6 +49,12 @@ def _build(spec: list[tuple[str, list[str]]]) -> list[ChatMessage]:
     budget=5,
     share=0.0,
 )
+@example(  # more units than a default ranking by meaning holds: both rank by meaning to the same depth
+    spec=[("user", [])] * 21 + [("user", ["cache", "cache", "cache"]), ("user", ["cache"])],
+    extra=[],
+    budget=43,
+    share=0.3,
+)
 @given(spec=worded, extra=transcripts, budget=st.integers(0, 400), share=st.sampled_from([0.0, 0.3, 0.5, 1.0]))
 def test_the_store_search_gives_the_window_the_in_process_index_gives(
     spec: list[tuple[str, list[str]]], extra: list[ChatMessage], budget: int, share: float
@@ -61,7 +67,9 @@ def test_the_store_search_gives_the_window_the_in_process_index_gives(
         store = InMemoryHistoryProvider()
         await store.append_many("a", history, session_id="s")
         searched = CompactionPipeline([RelevantRecallStrategy(budget, recall_share=share, search_limit=10_000)])
-        indexed = CompactionPipeline([RelevantRecallStrategy(budget, recall_share=share)])
+        # the same limits: a ranking by meaning of the 16 best units (half the default 32) fuses other scores
+        # than one of every unit
+        indexed = CompactionPipeline([RelevantRecallStrategy(budget, recall_share=share, search_limit=10_000)])
         got = (await searched.window(WindowRequest("a", "s", history=store))).messages
         want = await indexed.compact(history, indexed.session("a", "s"))
         assert got == want
