@@ -137,6 +137,17 @@ class AgentContext:
         if fresh:
             self._unsaved.setdefault(session_id, {}).setdefault(run_id, []).extend(fresh)
 
+    async def clear(self, session_id: str) -> None:
+        """Forget ``session_id``: its transcript and what the history provider derived from it (its ``clear``),
+        then what the pipeline's strategies derived from it into other stores (summaries in a summary store of
+        their own, recall units in a vector store: :meth:`CompactionPipeline.clear_records`), and the unsaved
+        turns under retention ``NONE``. Afterwards nothing derived from the removed messages can be read through
+        any of the configured stores."""
+        check_scope(session_id=session_id)
+        self._unsaved.pop(session_id, None)
+        await self.config.history.clear(self.agent_id, session_id=session_id)
+        await self.config.pipeline.clear_records(self.agent_id, session_id)
+
     async def replace_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
         """Make ``messages`` the transcript of ``session_id`` (a saved conversation loaded back), as turns of
         ``run_id``: atomically on a store that can (``SessionReplacer``, every store Ravi ships, see
@@ -153,8 +164,9 @@ class AgentContext:
             self._unsaved.pop(session_id, None)
             if messages:
                 self._unsaved[session_id] = {run_id: list(messages)}
-            return
-        await replace_session(self.config.history, self.agent_id, messages, session_id=session_id, run_id=run_id)
+        else:
+            await replace_session(self.config.history, self.agent_id, messages, session_id=session_id, run_id=run_id)
+        await self.config.pipeline.clear_records(self.agent_id, session_id)  # derived from the old transcript
 
     async def add_message(self, session_id: str, message: ChatMessage, *, run_id: str = "") -> None:
         """Record one new turn."""

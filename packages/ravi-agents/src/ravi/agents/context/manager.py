@@ -241,11 +241,14 @@ class ContextManager:
             return
         parsed = [_message(m) for m in messages]
         await replace_session(self.history, self.agent_id, parsed, session_id=self.session_id)
+        await self.pipeline.clear_records(self.agent_id, self.session_id)  # derived from the old transcript
 
     async def clear(self) -> None:
-        """Forget the conversation."""
+        """Forget the conversation, and what its compaction derived from it (summaries in the ``summaries``
+        store)."""
         self.resumed = False
         await self.history.clear(self.agent_id, session_id=self.session_id)
+        await self.pipeline.clear_records(self.agent_id, self.session_id)
 
     async def get_messages_for_request(
         self, token_budget: int | None = None, provider: Any = None

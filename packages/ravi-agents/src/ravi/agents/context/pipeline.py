@@ -184,6 +184,19 @@ class CompactionPipeline:
             agent_id, session_id, counter=self.counter, history=history, state=self.sessions.get(agent_id, session_id)
         )
 
+    async def clear_records(self, agent_id: str, session_id: str) -> int:
+        """Forget the session's state in this pipeline, and have every strategy (and every strategy inside one)
+        erase what it derived from the session into a store other than the history provider
+        (:meth:`~ravi.kernel.agent.Strategy.clear_records`); returns how many records they removed."""
+        self.sessions.drop(agent_id, session_id)
+        removed = 0
+        todo = list(self.strategies)
+        while todo:
+            strategy = todo.pop(0)
+            removed += await strategy.clear_records(agent_id, session_id)
+            todo.extend(strategy.children())
+        return removed
+
     def last_window(self, agent_id: str, session_id: str) -> list[ChatMessage] | None:
         """The last window this pipeline assembled for the session, if it remembers one."""
         kept = self.sessions.get(agent_id, session_id).find(self, _LAST_WINDOW)

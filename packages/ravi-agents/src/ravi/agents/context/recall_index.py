@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ravi.agents.context.memo import PrefixMemo
-from ravi.agents.forget import collection_name
+from ravi.agents.forget import collection_name, recall_collections
 from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.embeddings import check_embeddings
 from ravi.kernel.errors import InvalidMessage
@@ -173,6 +173,15 @@ class EmbeddingIndex:
         while self._owned and len(self._recent) > self._sessions * len(collections):
             old, _ = self._recent.popitem(last=False)
             await self.store.delete_collection(old)
+
+    async def clear_records(self, agent_id: str, session_id: str) -> int:
+        """Delete the session's collections (its messages' embeddings and its units, as stored): what the index
+        derived from a session that was cleared; returns how many collections there were."""
+        removed = 0
+        for collection in recall_collections(agent_id, session_id, self.collection_prefix):
+            removed += bool(await self.store.delete_collection(collection))
+            self._recent.pop(collection, None)
+        return removed
 
     async def search_units(
         self, session: SessionContext, *, query: str, before: int, limit: int

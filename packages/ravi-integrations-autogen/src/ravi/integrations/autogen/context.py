@@ -110,9 +110,10 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         return window
 
     async def clear(self) -> None:
-        """Remove the session's transcript."""
+        """Remove the session's transcript, and what the context's strategies derived from it
+        (``AgentContext.clear``)."""
         self._initial = []
-        await self.context.config.history.clear(self.context.agent_id, session_id=self.session_id)
+        await self.context.clear(self.session_id)
 
     async def save_state(self) -> Mapping[str, Any]:
         """The conversation: every stored message of the session (AutoGen's ``ChatCompletionContextState``),

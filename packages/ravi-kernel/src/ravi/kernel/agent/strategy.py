@@ -112,6 +112,15 @@ class Strategy(abc.ABC):
         """The strategies this one runs inside itself (a composite's), whose events it forwards."""
         return ()
 
+    async def clear_records(self, agent_id: str, session_id: str) -> int:
+        """Erase what this strategy derived from the session ``(agent_id, session_id)`` into a store other than
+        the session's history provider (summaries in a summary store of its own, recall units in a vector
+        store), so nothing of a cleared session stays readable there; returns how many records (or collections) it
+        removed. The engine calls it when the session is cleared or replaced (``AgentContext.clear``), for this
+        strategy and its :meth:`children`. What the history provider keeps goes with the provider's ``clear``;
+        a strategy that keeps nothing elsewhere keeps this default, which removes nothing."""
+        return 0
+
 
 class PlainStrategy(Strategy):
     """A plain ``compact(history)`` object as a :class:`Strategy`: called without the session, with no traits, so

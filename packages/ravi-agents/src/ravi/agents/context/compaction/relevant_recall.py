@@ -11,7 +11,7 @@ from typing import Literal
 from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_positions
 from ravi.agents.context.recall_annotation import annotated, label
 from ravi.agents.context.recall_fusion import PERIOD_LIMIT, NearDuplicates, Unit, fuse, unit_of
-from ravi.agents.context.recall_index import BM25Index, RecallIndex, UnitIndex
+from ravi.agents.context.recall_index import BM25Index, EmbeddingIndex, RecallIndex, UnitIndex
 from ravi.agents.context.recall_placement import Held, place
 from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
 from ravi.agents.context.recall_request import MIN_SHARE, Request, read_request, recall_share
@@ -313,6 +313,15 @@ class RelevantRecallStrategy(Strategy):
             counter=self.own_counter,
             derives_records=unit_index or meaning_index,
         )
+
+    async def clear_records(self, agent_id: str, session_id: str) -> int:
+        """Delete what its indexes keep of the session in a vector store (an :class:`EmbeddingIndex`'s
+        collections, given as ``index`` or ``meaning``)."""
+        indexes = [self.own_index, self.meaning.index if self.meaning is not None else None]
+        removed = 0
+        for index in dict.fromkeys(i for i in indexes if isinstance(i, EmbeddingIndex)):
+            removed += await index.clear_records(agent_id, session_id)
+        return removed
 
     def recalled(self, session: SessionContext) -> frozenset[str]:
         """The ids this strategy recalled in its last window of the session."""

@@ -162,6 +162,14 @@ class KeepsSummaries:
             self._own_store = InMemorySummaryStore()
         return self._own_store
 
+    async def clear_records(self, agent_id: str, session_id: str) -> int:
+        """Delete the session's summaries from the store given, or the one kept in this process (those the history
+        provider keeps go with its ``clear``)."""
+        removed = 0
+        for store in dict.fromkeys(s for s in (self.store, self._own_store) if s is not None):
+            removed += await store.clear_summaries(agent_id, session_id=session_id)
+        return removed
+
 
 class SummarizationCompaction(KeepsSummaries, Strategy):
     """Summarise the older part of the window into one summary message, keeping the newest

@@ -1,0 +1,89 @@
+"""After a clear, nothing derived from the removed messages can be read through any configured store: what the
+strategies keep outside the history provider (recall units and embeddings in a vector store, summaries in a
+summary store of their own) goes with the session."""
+
+from __future__ import annotations
+
+import pytest
+
+from ravi.agents.context import (
+    AgentContext,
+    ChatMessage,
+    ContextConfig,
+    ContextManager,
+    InMemoryHistoryProvider,
+    RelevantRecallStrategy,
+    SummarizationCompaction,
+    TokenBudgetComposedStrategy,
+)
+from ravi.agents.context.recall_index import EmbeddingIndex
+from ravi.agents.forget import recall_collections
+from ravi.agents.storage import InMemorySummaryStore, InMemoryVectorStore
+from ravi.agents.storage.embeddings import HashingEmbeddingClient
+from ravi.kernel.scope import Scope
+
+SECRET = "My card number is 4111-1111-1111-1111."
+
+
+async def fill(context: AgentContext, session_id: str) -> None:
+    await context.add_message(session_id, ChatMessage.user(SECRET + " Noted. " * 50))
+    for i in range(60):
+        await context.add_message(session_id, ChatMessage.user(f"turn {i}: " + "lorem ipsum " * 30))
+    await context.add_message(session_id, ChatMessage.user("What is my card number?"))
+    await context.get_prompt_window(session_id)
+
+
+async def held(vectors: InMemoryVectorStore, session_id: str) -> int:
+    """How many documents the session's recall collections hold."""
+    found = 0
+    for name in recall_collections("agent", session_id):
+        found += len(await vectors.search(tuple([0.1] * 64), collection=name, limit=1_000))
+    return found
+
+
+@pytest.mark.parametrize("where", ["meaning", "index"])
+@pytest.mark.parametrize("how", ["clear", "replace"])
+async def test_recall_units_in_a_vector_store_go_with_a_cleared_session(where: str, how: str) -> None:
+    history, vectors = InMemoryHistoryProvider(), InMemoryVectorStore()
+    index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors)
+    strategy = RelevantRecallStrategy(2_000, **{where: index})  # type: ignore[arg-type]
+    context = AgentContext(ContextConfig(history, [strategy]))
+    await fill(context, "s")
+    await fill(context, "other")
+    assert await held(vectors, "s") and await held(vectors, "other")
+    if how == "clear":
+        await context.clear("s")
+        assert await history.get_messages("agent", session_id="s") == []
+    else:
+        await context.replace_messages("s", [ChatMessage.user("a new start")])
+    assert await held(vectors, "s") == 0  # the cleared card number is nowhere in the store
+    assert await held(vectors, "other")  # another session's are kept
+    await context.add_message("s", ChatMessage.user("and again " * 40))
+    assert await context.get_prompt_window("s")  # the session goes on, indexed afresh
+
+
+async def test_summaries_in_a_store_of_their_own_go_with_a_cleared_session() -> None:
+    history, summaries = InMemoryHistoryProvider(), InMemorySummaryStore()
+    summarizer = SummarizationCompaction(store=summaries, recent_token_budget=400, min_old_tokens=0)
+    context = AgentContext(ContextConfig(history, [TokenBudgetComposedStrategy([summarizer], 1_000)]))
+    await fill(context, "s")
+    await fill(context, "other")
+    assert await summaries.clear_summaries("nobody") == 0
+    kept = dict(summaries._texts)
+    assert {k[1] for k in kept} == {"s", "other"}
+    await context.clear("s")
+    assert {k[1] for k in summaries._texts} == {"other"}
+    generation = next(k[2] for k in kept if k[1] == "s")
+    span = next(k[3] for k in kept if k[1] == "s")
+    assert await summaries.get_summary(Scope("agent", "s", generation), span) is None
+
+
+async def test_a_context_manager_clear_takes_its_summaries_too() -> None:
+    summaries = InMemorySummaryStore()
+    manager = ContextManager(max_tokens=600, summaries=summaries, session_id="s", keep_recent=2)
+    for i in range(40):
+        await manager.add_message({"role": "user", "content": f"turn {i}: {SECRET} " + "lorem " * 40})
+    await manager.get_messages_for_request()
+    assert summaries._texts
+    await manager.clear()
+    assert not summaries._texts
