@@ -308,3 +308,25 @@ def test_workers_sharing_a_state_store_see_and_keep_each_others_corrections() ->
         assert await Calibration(state).factor("m") == 2.0
 
     asyncio.run(main())
+
+
+async def test_a_report_that_includes_the_tool_definitions_gives_an_exact_counter_no_correction() -> None:
+    """The provider bills the tool definitions with the window; the budget left room for them, so the report is
+    compared with both. A first turn of "hi" and ten tools once gave a correction of 651, which shrank every window
+    of the model (and, through the state store, of every process) to a hundred tokens."""
+    from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider
+
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "d " * 300}} for i in range(10)]
+    counter = counter_for_model("gpt-4o")
+    budget = TokenBudgetComposedStrategy.from_model("gpt-4o", tools=tools)
+    assert budget.traits.prompt_overhead == tool_tokens(tools, counter) > 3_000
+    context = AgentContext(ContextConfig(InMemoryHistoryProvider(), [budget], model="gpt-4o"))
+    for i in range(400):
+        await context.add_message("long", ChatMessage.user(f"turn {i}: " + "words " * 100))
+    before = counter.count_messages(await context.get_prompt_window("long"))
+    await context.add_message("new", ChatMessage.user("hi"))
+    window = counter.count_messages(await context.get_prompt_window("new"))
+    assert await context.record_usage("new", window + tool_tokens(tools, counter)) == 1.0
+    assert counter.count_messages(await context.get_prompt_window("long")) == before
+    # an undercount of the window itself is still corrected
+    assert await context.record_usage("new", int((window + tool_tokens(tools, counter)) * 1.2)) > 1.1

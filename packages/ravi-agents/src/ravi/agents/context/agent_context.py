@@ -75,7 +75,10 @@ class AgentContext:
     async def record_usage(self, session_id: str, prompt_tokens: int) -> float:
         """Tell Ravi how many prompt tokens the provider reported for the last window of ``session_id``
         (``usage.prompt_tokens``, or ``input_tokens``): the configured model's next windows are sized with the
-        correction, so they still fit when the counter undercounts. Returns the correction now in force.
+        correction, so they still fit when the counter undercounts. The report is compared with the window's count
+        plus what every request carries beside it that the budget left room for (the tool definitions of
+        ``TokenBudgetComposedStrategy.from_model(..., tools=...)``: ``CompactionPipeline.prompt_overhead``), so
+        an exact counter gives a correction of 1.0. Returns the correction now in force.
 
         Raises:
             InvalidArgument: no window was assembled for the session in this process, or the count is not a
@@ -100,7 +103,9 @@ class AgentContext:
                 hint="call get_prompt_window first, then report the usage of the call it was sent in",
             )
         return await self.config.calibration.observe(
-            self.config.model or "default", counted=counted, reported=prompt_tokens
+            self.config.model or "default",
+            counted=counted + self.config.pipeline.prompt_overhead,
+            reported=prompt_tokens,
         )
 
     async def explain(self, session_id: str) -> Window:

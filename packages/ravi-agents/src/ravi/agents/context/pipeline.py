@@ -158,6 +158,12 @@ class CompactionPipeline:
         """Whether a strategy keeps records derived from the session (then its generation is read with it)."""
         return any(s.traits.derives_records for s in self.strategies)
 
+    @property
+    def prompt_overhead(self) -> int:
+        """Tokens every request carries beside the window, as the strategies' budgets left room for them
+        (:attr:`~ravi.kernel.agent.StrategyTraits.prompt_overhead`): the largest they declare."""
+        return max((s.traits.prompt_overhead for s in self.strategies), default=0)
+
     def window_counter(self, counter: TokenCounter | None = None) -> TokenCounter:
         """The counter the window's size is judged by: that of the last strategy naming its own, else
         ``counter`` (a request's), else the pipeline's."""

@@ -55,6 +55,10 @@ class StrategyTraits:
         derives_records: The strategy keeps records derived from the session (summaries, embedding units) under
             :attr:`SessionContext.scope`; the engine then reads the session's generation with the messages, so
             those records always match the transcript they came from.
+        prompt_overhead: Tokens every request carries beside the window that the strategy's budget leaves room
+            for (the tool definitions of ``TokenBudgetComposedStrategy.from_model``, counted with its counter): a
+            provider's reported prompt size is compared with the window's count plus these, so a correction
+            measures the counter, not what the window does not hold.
     """
 
     suffix_determined: bool = False
@@ -63,8 +67,15 @@ class StrategyTraits:
     read_hint: int | None = None
     counter: TokenCounter | None = None
     derives_records: bool = False
+    prompt_overhead: int = 0
 
     def __post_init__(self) -> None:
+        if (
+            not isinstance(self.prompt_overhead, int)
+            or isinstance(self.prompt_overhead, bool)
+            or self.prompt_overhead < 0
+        ):
+            raise InvalidArgument(f"prompt_overhead must be an integer >= 0, got {self.prompt_overhead!r}")
         if self.read_hint is not None and (
             not isinstance(self.read_hint, int) or isinstance(self.read_hint, bool) or self.read_hint < 0
         ):

@@ -76,6 +76,8 @@ class TokenBudgetComposedStrategy(Strategy):
         self.strategies = as_strategies(strategies)
         self.token_budget = token_budget
         self.own_counter = counter
+        self.prompt_overhead = 0
+        """Tokens every request carries beside the window (the tool definitions :meth:`from_model` left room for)."""
         self.events = EventBus()
         for child in self.strategies:
             if child.events is not None:
@@ -116,7 +118,8 @@ class TokenBudgetComposedStrategy(Strategy):
         info = model_info or _lookup(model_name)
         counter = counter or counter_for_model(model_name)
         room = info.context_window - (info.max_output_tokens if output_reserve is None else output_reserve)
-        taken = tool_tokens(tools, counter) + reserve + safety_margin
+        definitions = tool_tokens(tools, counter)
+        taken = definitions + reserve + safety_margin
         budget = int((room - taken) * trigger_ratio)
         if budget < 1:  # every window would be empty but for its system messages
             raise ConfigurationError(
@@ -125,7 +128,9 @@ class TokenBudgetComposedStrategy(Strategy):
                 "the reserve and the safety margin",
                 hint="lower output_reserve, tools_reserve or safety_margin, or give a token_budget",
             )
-        return cls(strategies, budget, counter=counter, low_watermark=low_watermark)
+        made = cls(strategies, budget, counter=counter, low_watermark=low_watermark)
+        made.prompt_overhead = definitions
+        return made
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
@@ -139,6 +144,7 @@ class TokenBudgetComposedStrategy(Strategy):
             read_hint=self.token_budget,
             counter=self.own_counter,
             derives_records=any(t.derives_records for t in children),
+            prompt_overhead=max([self.prompt_overhead, *(t.prompt_overhead for t in children)]),
         )
 
     def children(self) -> Sequence[Strategy]:
