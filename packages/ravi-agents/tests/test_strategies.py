@@ -17,6 +17,7 @@ from ravi.agents.context import (
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
 from ravi.agents.context.models import model_info
+from ravi.agents.tokens import counter_for_model
 from ravi.conformance.strategy import check_window
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.cancel import CancelledByToken, CancelToken
@@ -167,6 +168,17 @@ def test_a_known_name_followed_by_something_else_is_an_unknown_model(name: str) 
 )
 def test_listed_variant_suffixes_match_the_known_model(name: str, known: str) -> None:
     assert model_info(name).name == known
+
+
+def test_a_long_name_of_variant_like_pieces_is_read_in_time_linear_in_its_length() -> None:
+    """``-2024-08-06`` is one dated snapshot, or ``-2024`` then ``-08-06``: the variant pattern tried every way of
+    cutting a name into suffixes, so ``gpt-4o`` followed by 24 dates and a letter took seconds and 60 of them never
+    ended; each suffix is now read once. (On the pattern before, this test does not finish.)"""
+    name = "gpt-4o" + "-2024-08-06" * 60
+    assert model_info(name).name == "gpt-4o"
+    with pytest.raises(ConfigurationError, match="unknown model"):
+        model_info(name + "x")
+    assert counter_for_model(name + "x").scale == 1.30
 
 
 @pytest.mark.parametrize(

@@ -217,11 +217,14 @@ from published comparisons with OpenAI's encodings: Claude's tokenizer gives abo
 about 1.2 to 1.25 times (1.25). Unknown models get 1.30."""
 
 _VARIANT = re.compile(
-    r"(?:-\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{2}|-\d{3,4}|-latest|-preview|-exp|-v\d+(?::\d+)?)*(?:[_:].*)?",
+    r"(?:(?>(?:-\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{2}|-\d{3,4}|-latest|-preview|-exp|-v\d+)(?=[-@_:]|\Z)))*"
+    r"(?:[_:].*)?",
     re.DOTALL,
 )
 """The variant suffixes a known model's name may be followed by (``ravi.agents.context.models.VARIANT_SUFFIXES``
-lists them)."""
+lists them). Each suffix is read once, whole, up to the next ``-``, ``@``, ``_``, ``:`` or the end (an atomic
+group): a date such as ``-2024-08-06`` could also be read as ``-2024`` and ``-08-06``, and trying every way of
+cutting a long name into suffixes took time exponential in its length."""
 
 
 def variant_of(name: str, known: Sequence[str] | Any) -> str | None:
