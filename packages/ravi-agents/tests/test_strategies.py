@@ -164,6 +164,11 @@ def test_a_known_name_followed_by_something_else_is_an_unknown_model(name: str) 
         ("claude-sonnet-4@20250514", "claude-sonnet-4"),
         ("claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet"),
         ("gemini-2.0-flash-exp", "gemini-2.0-flash"),
+        ("gemini-2.5-flash-preview-09-2025", "gemini-2.5-flash"),
+        ("gemini-2.5-flash-preview-09-2025_eu", "gemini-2.5-flash"),
+        ("claude-opus-4-0", "claude-opus-4"),
+        ("claude-sonnet-4-0", "claude-sonnet-4"),
+        ("anthropic/claude-sonnet-4-0", "claude-sonnet-4"),
     ],
 )
 def test_listed_variant_suffixes_match_the_known_model(name: str, known: str) -> None:

@@ -55,7 +55,8 @@ MODELS: Mapping[str, ModelInfo] = dict(
 VARIANT_SUFFIXES: Mapping[str, str] = {
     "-2024-08-06": "a dated snapshot (OpenAI, Google)",
     "-20250514 or @20240620": "a dated snapshot (Anthropic; Vertex AI with @)",
-    "-05-06": "a month and day (Gemini previews)",
+    "-05-06 or -09-2025": "a month and day, or a month and year (Gemini previews)",
+    "-0": "the model's first minor version (Anthropic's aliases claude-opus-4-0 and claude-sonnet-4-0)",
     "-001 or -2411": "a version number of three or four digits (Gemini, Mistral)",
     "-latest, -preview, -exp": "a moving alias, a preview or an experiment of the same model",
     "-v1 or -v1:0": "a provider's version of the same model (Bedrock)",
