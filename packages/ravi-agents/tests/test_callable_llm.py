@@ -92,3 +92,49 @@ async def test_summarize_and_a_summarising_strategy_take_a_streaming_function() 
     window = await context.build("s")
     assert any("the user asked twelve times" in m.text for m in window)
     assert len(seen) == 2
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_cancelled_stream_is_read_no_further_and_closed(asynchronous: bool) -> None:
+    """``cancel`` is checked after each piece: an endless stream cancelled midway used to be read for ever, and
+    a long one to its end, before the cancel was seen."""
+    token = CancelToken()
+    read: list[int] = []
+    closed: list[bool] = []
+
+    def endless(messages: Sequence[ChatMessage]) -> Iterator[str]:
+        try:
+            for i in range(1_000):
+                read.append(i)
+                if i == 2:
+                    token.cancel()
+                yield "word "
+        finally:
+            closed.append(True)
+
+    async def endless_async(messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
+        for piece in endless(messages):
+            yield piece
+
+    with pytest.raises(CancelledByToken):
+        await CallableLLMClient(endless_async if asynchronous else endless).complete(ASKED, cancel=token)
+    assert read == [0, 1, 2]
+    assert closed == [True]
+
+
+async def test_a_stream_that_fails_midway_is_closed_at_once() -> None:
+    """A piece that is not text, or the stream's own error, leaves the stream closed (its ``finally`` has run)
+    before the error reaches the caller, not whenever the event loop gets to finalising it."""
+    closed: list[str] = []
+
+    async def bad_piece(messages: Sequence[ChatMessage]) -> AsyncIterator[object]:
+        try:
+            yield "text"
+            yield b"bytes"
+            yield "more"
+        finally:
+            closed.append("bad piece")
+
+    with pytest.raises(InvalidArgument, match="streamed a bytes"):
+        await CallableLLMClient(bad_piece).complete(ASKED)  # type: ignore[arg-type]
+    assert closed == ["bad piece"]
