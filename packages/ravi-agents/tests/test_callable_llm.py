@@ -138,3 +138,20 @@ async def test_a_stream_that_fails_midway_is_closed_at_once() -> None:
     with pytest.raises(InvalidArgument, match="streamed a bytes"):
         await CallableLLMClient(bad_piece).complete(ASKED)  # type: ignore[arg-type]
     assert closed == ["bad piece"]
+
+
+class Markup(str):
+    """A str subclass of the kind template and HTML libraries return, with behaviour of its own."""
+
+    def strip(self, chars: str | None = None) -> str:
+        return "<escaped>"
+
+
+@pytest.mark.parametrize("function", [lambda m: Markup("the reply"), lambda m: iter([Markup("the "), "reply"])])
+async def test_the_text_is_a_plain_str_whatever_str_subclass_the_function_gives(function: Any) -> None:
+    """A summary is built with ``text.strip()``: a subclass's own methods ended up in the stored summary."""
+    text = await CallableLLMClient(function).complete(ASKED)
+    assert type(text) is str
+    assert text == "the reply"
+    summary = await summarize([ChatMessage.user("a turn")], CallableLLMClient(function))
+    assert summary.text.endswith("the reply")

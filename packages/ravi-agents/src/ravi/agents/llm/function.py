@@ -57,7 +57,7 @@ class CallableLLMClient:
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, str):
-            text = result
+            text = str.__str__(result)  # a plain str: a subclass and its behaviour stay with the function
         elif isinstance(result, AsyncIterable):
             text = await _collect_async(result, cancel)
         elif isinstance(result, Iterable) and not isinstance(result, bytes | bytearray | Mapping):
@@ -75,7 +75,7 @@ class CallableLLMClient:
 def _piece(piece: object) -> str:
     if not isinstance(piece, str):
         raise InvalidArgument(f"the model function streamed a {type(piece).__name__}, not a piece of text")
-    return piece
+    return str.__str__(piece)
 
 
 def _collect(stream: Iterable[object], cancel: CancelToken | None) -> str:
