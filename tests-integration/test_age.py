@@ -251,3 +251,14 @@ async def test_a_subtraction_of_a_literal_past_64_bits_is_refused(age_store: AGE
     with pytest.raises(InvalidArgument, match="past 64 bits"):
         await age_store.query_cypher("WITH 5 AS n RETURN n-9223372036854775808 AS x")
     assert await age_store.query_cypher("RETURN [1, -9223372036854775808] AS x") == [{"x": [1, -(2**63)]}]
+
+
+async def test_a_backslash_in_a_backticked_name_escapes_nothing(age_store: AGEGraphStore) -> None:
+    """In Cypher a backslash escapes in strings only: a name ending in one (`` `a\\` ``) was read as going on to
+    the end of the query, so its RETURN was not seen and the query's rows came back as ``[]``, and a literal past
+    64 bits after it was not refused."""
+    query = "WITH 1 AS `a\\` RETURN 5 AS n, `a\\` AS a"
+    assert return_columns(query) == ["n", "a"]
+    assert await age_store.query_cypher(query) == [{"n": 5, "a": 1}]
+    assert oversized_integers("WITH 1 AS `a\\` RETURN 99999999999999999999 AS n") == ["99999999999999999999"]
+    assert return_columns("RETURN 'it\\'s, here' AS s, 2 AS t") == ["s", "t"]

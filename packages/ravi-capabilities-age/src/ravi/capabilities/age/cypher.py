@@ -23,11 +23,12 @@ _KEYWORDS = {
 
 
 def _past_quoted(query: str, i: int) -> int:
-    """The position just past the quoted string or backticked name that starts at ``i`` (a backslash escapes the
-    character after it)."""
+    """The position just past the quoted string or backticked name that starts at ``i`` (in a string a backslash
+    escapes the character after it; in a backticked name it is a character like any other, and a backtick is
+    written twice, which reads as two names side by side)."""
     quote, end, n = query[i], i + 1, len(query)
     while end < n and query[end] != quote:
-        end += 2 if query[end] == "\\" else 1
+        end += 2 if query[end] == "\\" and quote != "`" else 1
     return end + 1
 
 
