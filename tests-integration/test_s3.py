@@ -104,6 +104,22 @@ async def test_presigned_urls_work_over_plain_http_until_tampered(s3_server: Ser
         assert fetch(tampered)[0] == 403
 
 
+async def test_a_presigned_url_does_not_outlive_its_blob(s3_server: Server, s3_bucket: str) -> None:
+    """A blob's TTL ends every read, and a URL is a read: one asked for an hour served a blob of two minutes
+    for the whole hour (the bucket's lifecycle rule removes it a day or more later)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    async with store_for(s3_server, s3_bucket) as store:
+        await store.upload("brief", b"x", ttl=120)
+        await store.upload("kept", b"x")
+        short = parse_qs(urlsplit(await store.presign_url("brief", expires_in=3_600)).query)
+        assert 0 < int(short["X-Amz-Expires"][0]) <= 120
+        whole = parse_qs(urlsplit(await store.presign_url("kept", expires_in=3_600)).query)
+        assert int(whole["X-Amz-Expires"][0]) == 3_600
+        brief = parse_qs(urlsplit(await store.presign_url("brief", expires_in=60)).query)
+        assert int(brief["X-Amz-Expires"][0]) == 60
+
+
 async def test_large_blobs_go_up_in_multipart_uploads(s3_server: Server, s3_bucket: str) -> None:
     async with store_for(s3_server, s3_bucket, multipart_threshold=5 * 1024 * 1024) as store:
         data = bytes(range(256)) * (48 * 1024 + 1)  # about 12 MiB: three parts

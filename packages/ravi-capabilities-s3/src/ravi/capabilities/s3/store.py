@@ -78,6 +78,18 @@ def _rounded_days(seconds: float) -> int:
     return next(d for d in RULE_DAYS if d >= days)
 
 
+def _deadline(meta: Mapping[str, str]) -> float | None:
+    """When a blob with the metadata ``meta`` expires (a Unix time), or ``None`` when it never does."""
+    expires = meta.get(EXPIRES_KEY)
+    if expires is None:
+        return None
+    try:
+        return float(expires)
+    except ValueError:  # written by something other than Ravi: not an expiry Ravi can honour
+        _log.warning("ignoring a malformed %s metadata value %r", EXPIRES_KEY, expires)
+        return None
+
+
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden"}
 _NO_BUCKET = {"NoSuchBucket"}
@@ -360,15 +372,8 @@ class S3FileStore:
 
     @staticmethod
     def _expired(meta: Mapping[str, str]) -> bool:
-        expires = meta.get(EXPIRES_KEY)
-        if expires is None:
-            return False
-        try:
-            deadline = float(expires)
-        except ValueError:  # written by something other than Ravi: not an expiry Ravi can honour
-            _log.warning("ignoring a malformed %s metadata value %r", EXPIRES_KEY, expires)
-            return False
-        return time.time() >= deadline
+        deadline = _deadline(meta)
+        return deadline is not None and time.time() >= deadline
 
     async def download(self, key: str) -> Blob:
         """The blob under ``key``; ``NotFound`` if it is missing or expired."""
@@ -432,12 +437,20 @@ class S3FileStore:
         return await self._call(f"forget {prefix!r}", remove)
 
     async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
-        """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS)."""
+        """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS), or
+        until the blob expires when that is sooner: the URL never serves a blob past its TTL (the bucket's
+        lifecycle rule removes it days later only)."""
         seconds = ttl_seconds(expires_in)
         if seconds is None:
             raise InvalidArgument("expires_in must be a duration (seconds or a timedelta), got None")
-        if await self._head(key) is None:
+        head = await self._head(key)
+        if head is None:
             raise NotFound(f"presign {key!r}: not found")
+        deadline = _deadline(head.get("Metadata", {}))
+        if deadline is not None:
+            seconds = min(seconds, deadline - time.time())
+            if seconds < 1:  # a URL lives whole seconds: one that would outlive the blob is not given
+                raise NotFound(f"presign {key!r}: not found (expires within a second)")
         client = self._client
         return str(
             await self._call(
