@@ -260,6 +260,39 @@ async def test_two_stores_setting_up_lifecycle_rules_at_once_lose_none(s3_server
         assert "theirs" in {r["ID"] for r in rules}
 
 
+@pytest.mark.parametrize("failure", [BackendUnavailable, PermissionDenied])
+async def test_lifecycle_rules_that_cannot_be_read_are_not_replaced(
+    s3_server: Server, s3_bucket: str, failure: type[Exception]
+) -> None:
+    """A read of the bucket's rules that failed (a timeout, a policy refusing the read) was taken for no rules,
+    and Ravi's were written alone, dropping every rule of the bucket's other tools."""
+    import botocore.exceptions
+
+    async with store_for(s3_server, s3_bucket) as store:
+        assert store._client is not None
+        theirs = {"ID": "theirs", "Status": "Enabled", "Expiration": {"Days": 9}, "Filter": {"Prefix": "tmp/"}}
+        try:
+            await asyncio.to_thread(
+                store._client.put_bucket_lifecycle_configuration,
+                Bucket=s3_bucket,
+                LifecycleConfiguration={"Rules": [theirs]},
+            )
+        except botocore.exceptions.ClientError as error:
+            pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+        call = store._call
+
+        async def unreadable(what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(function, "__name__", "") == "get_bucket_lifecycle_configuration":
+                raise failure(f"{what}: refused")
+            return await call(what, function, *args, **kwargs)
+
+        store._call = unreadable  # type: ignore[method-assign]
+        await store.upload("k", b"x", ttl=86_400)
+        assert (await store.download("k")).data == b"x"
+        rules = (await asyncio.to_thread(store._client.get_bucket_lifecycle_configuration, Bucket=s3_bucket))["Rules"]
+        assert "theirs" in {r["ID"] for r in rules}
+
+
 async def test_an_expiring_upload_may_be_a_fresh_stores_first_call(s3_server: Server, s3_bucket: str) -> None:
     """A store used without ``async with`` (as ``Stores.from_settings().blob`` hands it over) connects on its
     first call, including an upload with a TTL, which sets up the lifecycle rule first."""

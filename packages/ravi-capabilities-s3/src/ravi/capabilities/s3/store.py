@@ -90,6 +90,14 @@ def _deadline(meta: Mapping[str, str]) -> float | None:
         return None
 
 
+def _error_code(error: BaseException) -> str:
+    """The S3 error code behind a mapped error (its ``ClientError`` cause), or ``""``."""
+    cause = error.__cause__
+    if isinstance(cause, bce.ClientError):
+        return str(cause.response.get("Error", {}).get("Code", ""))
+    return ""
+
+
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden"}
 _NO_BUCKET = {"NoSuchBucket"}
@@ -309,7 +317,8 @@ class S3FileStore:
         """Ravi's lifecycle rules (:data:`RULES`) on the bucket, checked once per store, where the store supports
         them. The set is fixed, so every store writes the same one: two processes writing at once write the same
         rules, and neither loses one the other added (one rule per lifetime, read, changed and written back, lost
-        one). The bucket's other rules are kept; S3 has no conditional write of a lifecycle configuration, so an
+        one). The bucket's other rules are kept: rules that cannot be read (a timeout, a refused read) are left as
+        they are, never replaced by Ravi's alone; S3 has no conditional write of a lifecycle configuration, so an
         edit of those by another tool at the very moment of this first write can still be lost."""
         if not self._lifecycle or self._rules_checked:
             return
@@ -319,7 +328,9 @@ class S3FileStore:
             try:
                 current = await self._call("lifecycle", client.get_bucket_lifecycle_configuration, Bucket=self.bucket)
                 rules = list(current.get("Rules", []))
-            except (NotFound, RaviError):
+            except RaviError as error:
+                if _error_code(error) != "NoSuchLifecycleConfiguration":
+                    raise  # rules that could not be read are not known to be none: writing would drop them
                 rules = []
             ours = {rule["ID"] for rule in RULES}
             if ours <= {rule.get("ID") for rule in rules}:
