@@ -293,6 +293,33 @@ async def test_lifecycle_rules_that_cannot_be_read_are_not_replaced(
         assert "theirs" in {r["ID"] for r in rules}
 
 
+async def test_a_ravi_rule_another_tool_changed_is_written_again(s3_server: Server, s3_bucket: str) -> None:
+    """Ravi's rules were taken as set up when their ids were there: a ``ravi-ttl-7d`` another tool changed to one
+    day went on deleting blobs of a week's TTL after a day, and one it disabled deleted none."""
+    import botocore.exceptions
+
+    from ravi.capabilities.s3.store import RULES
+
+    async with store_for(s3_server, s3_bucket) as store:
+        assert store._client is not None
+        changed = [{**rule, "Expiration": {"Days": 1}} if rule["ID"] == "ravi-ttl-7d" else dict(rule) for rule in RULES]
+        changed = [{**rule, "Status": "Disabled"} if rule["ID"] == "ravi-ttl-14d" else rule for rule in changed]
+        try:
+            await asyncio.to_thread(
+                store._client.put_bucket_lifecycle_configuration,
+                Bucket=s3_bucket,
+                LifecycleConfiguration={"Rules": changed},
+            )
+        except botocore.exceptions.ClientError as error:
+            pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+        await store.upload("week", b"x", ttl=7 * 86_400)
+        rules = (await asyncio.to_thread(store._client.get_bucket_lifecycle_configuration, Bucket=s3_bucket))["Rules"]
+        by_id = {r["ID"]: r for r in rules}
+        assert by_id["ravi-ttl-7d"]["Expiration"] == {"Days": 7}
+        assert by_id["ravi-ttl-14d"]["Status"] == "Enabled"
+        assert len(rules) == len(RULES)
+
+
 async def test_an_expiring_upload_may_be_a_fresh_stores_first_call(s3_server: Server, s3_bucket: str) -> None:
     """A store used without ``async with`` (as ``Stores.from_settings().blob`` hands it over) connects on its
     first call, including an upload with a TTL, which sets up the lifecycle rule first."""

@@ -98,6 +98,14 @@ def _error_code(error: BaseException) -> str:
     return ""
 
 
+def _same_rule(rule: Mapping[str, Any], rules: list[dict[str, Any]]) -> bool:
+    """Whether ``rules`` hold ``rule`` as it is written: its id, with the same status, expiry and filter."""
+    return any(
+        r.get("ID") == rule["ID"] and all(r.get(k) == rule[k] for k in ("Status", "Expiration", "Filter"))
+        for r in rules
+    )
+
+
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden"}
 _NO_BUCKET = {"NoSuchBucket"}
@@ -333,8 +341,8 @@ class S3FileStore:
                     raise  # rules that could not be read are not known to be none: writing would drop them
                 rules = []
             ours = {rule["ID"] for rule in RULES}
-            if ours <= {rule.get("ID") for rule in rules}:
-                return
+            if all(_same_rule(rule, rules) for rule in RULES):
+                return  # every rule there as Ravi writes it: one another tool changed (its days) is written again
             await self._call(
                 "lifecycle",
                 client.put_bucket_lifecycle_configuration,
