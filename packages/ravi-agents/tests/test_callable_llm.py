@@ -10,7 +10,7 @@ import pytest
 from ravi.agents.context import AgentContext, SummarizingContext, summarize
 from ravi.agents.llm import CallableLLMClient
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import CompactionError, ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient
 from ravi.kernel.messages import ChatMessage
 
@@ -155,3 +155,17 @@ async def test_the_text_is_a_plain_str_whatever_str_subclass_the_function_gives(
     assert text == "the reply"
     summary = await summarize([ChatMessage.user("a turn")], CallableLLMClient(function))
     assert summary.text.endswith("the reply")
+
+
+@pytest.mark.parametrize("reply", [lambda m: "", lambda m: iter([]), lambda m: " \n"])
+async def test_an_empty_reply_is_no_summary(reply: Any) -> None:
+    """A model that answers with no text (a stream that yields nothing, a reasoning model out of tokens) gave an
+    empty summary, which then stood for the turns it replaced, and was kept for that span: summarize refuses it,
+    and a summarising strategy keeps the turns, as for a failed model call."""
+    turns = [ChatMessage.user(f"turn {i} " + "word " * 60) for i in range(12)]
+    with pytest.raises(CompactionError, match="empty summary"):
+        await summarize(turns, CallableLLMClient(reply))
+    context = SummarizingContext(CallableLLMClient(reply), max_tokens=500)
+    await AgentContext(context).add_messages("s", turns)
+    window = await context.build("s")
+    assert window and all(m.text.startswith("turn ") for m in window)
