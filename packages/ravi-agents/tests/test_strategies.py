@@ -169,6 +169,13 @@ def test_a_known_name_followed_by_something_else_is_an_unknown_model(name: str) 
         ("claude-opus-4-0", "claude-opus-4"),
         ("claude-sonnet-4-0", "claude-sonnet-4"),
         ("anthropic/claude-sonnet-4-0", "claude-sonnet-4"),
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet"),
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4"),
+        ("mistral.mistral-large-2407-v1:0", "mistral-large"),
+        (
+            "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-3-7-sonnet-20250219-v1:0",
+            "claude-3-7-sonnet",
+        ),
     ],
 )
 def test_listed_variant_suffixes_match_the_known_model(name: str, known: str) -> None:
