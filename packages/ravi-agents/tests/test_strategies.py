@@ -172,6 +172,8 @@ def test_a_known_name_followed_by_something_else_is_an_unknown_model(name: str) 
         ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet"),
         ("us.anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4"),
         ("mistral.mistral-large-2407-v1:0", "mistral-large"),
+        ("openai/o3-mini-high", "o3-mini"),
+        ("openai/o4-mini-high", "o4-mini"),
         (
             "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-3-7-sonnet-20250219-v1:0",
             "claude-3-7-sonnet",

@@ -217,7 +217,7 @@ from published comparisons with OpenAI's encodings: Claude's tokenizer gives abo
 about 1.2 to 1.25 times (1.25). Unknown models get 1.30."""
 
 _VARIANT = re.compile(
-    r"(?:(?>(?:-\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{4}|-\d{2}-\d{2}|-\d{3,4}|-0|-latest|-preview|-exp|-v\d+)"
+    r"(?:(?>(?:-\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{4}|-\d{2}-\d{2}|-\d{3,4}|-0|-latest|-preview|-exp|-low|-medium|-high|-v\d+)"
     r"(?=[-@_:]|\Z)))*"
     r"(?:[_:].*)?",
     re.DOTALL,

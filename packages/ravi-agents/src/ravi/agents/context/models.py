@@ -59,6 +59,7 @@ VARIANT_SUFFIXES: Mapping[str, str] = {
     "-0": "the model's first minor version (Anthropic's aliases claude-opus-4-0 and claude-sonnet-4-0)",
     "-001 or -2411": "a version number of three or four digits (Gemini, Mistral)",
     "-latest, -preview, -exp": "a moving alias, a preview or an experiment of the same model",
+    "-low, -medium, -high": "a reasoning effort of the same model (OpenRouter's openai/o3-mini-high)",
     "-v1 or -v1:0": "a provider's version of the same model (Bedrock, whose vendor before the name, "
     "anthropic. or us.anthropic., is read past)",
     "_... or :...": "anything after an underscore (an Azure deployment's name) or a colon (a provider's tag)",
