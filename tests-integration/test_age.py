@@ -224,3 +224,41 @@ def test_oversized_integers_are_read_outside_strings_and_comments() -> None:
         "// 99999999999999999999\n /* 99999999999999999999 */"
     )
     assert oversized_integers(quiet) == []
+
+
+def test_a_literal_after_a_subtraction_is_not_read_as_negative() -> None:
+    """Only a unary minus makes ``9223372036854775808`` AGE's smallest integer: ``n-9223372036854775808``
+    subtracts a literal AGE reads as a float, and was let through (it came back as ``-9.223372036854776e+18``)."""
+    for subtraction in (
+        "RETURN 1-9223372036854775808 AS x",
+        "WITH 5 AS n RETURN n -9223372036854775808 AS x",
+        "RETURN [1]-9223372036854775808 AS x",
+        "RETURN 'a'-9223372036854775808 AS x",
+        "RETURN `return`-9223372036854775808 AS x",
+    ):
+        assert oversized_integers(subtraction) == ["9223372036854775808"], subtraction
+    for negation in (
+        "RETURN -9223372036854775808 AS x",
+        "RETURN 2*-9223372036854775808 AS x",
+        "UNWIND [1, -9223372036854775808] AS v RETURN v AS v",
+        "RETURN CASE WHEN true THEN -9223372036854775808 END AS x",
+        "RETURN /* the smallest */ -9223372036854775808 AS x",
+    ):
+        assert oversized_integers(negation) == [], negation
+
+
+async def test_a_subtraction_of_a_literal_past_64_bits_is_refused(age_store: AGEGraphStore) -> None:
+    with pytest.raises(InvalidArgument, match="past 64 bits"):
+        await age_store.query_cypher("WITH 5 AS n RETURN n-9223372036854775808 AS x")
+    assert await age_store.query_cypher("RETURN [1, -9223372036854775808] AS x") == [{"x": [1, -(2**63)]}]
+
+
+async def test_a_backslash_in_a_backticked_name_escapes_nothing(age_store: AGEGraphStore) -> None:
+    """In Cypher a backslash escapes in strings only: a name ending in one (`` `a\\` ``) was read as going on to
+    the end of the query, so its RETURN was not seen and the query's rows came back as ``[]``, and a literal past
+    64 bits after it was not refused."""
+    query = "WITH 1 AS `a\\` RETURN 5 AS n, `a\\` AS a"
+    assert return_columns(query) == ["n", "a"]
+    assert await age_store.query_cypher(query) == [{"n": 5, "a": 1}]
+    assert oversized_integers("WITH 1 AS `a\\` RETURN 99999999999999999999 AS n") == ["99999999999999999999"]
+    assert return_columns("RETURN 'it\\'s, here' AS s, 2 AS t") == ["s", "t"]

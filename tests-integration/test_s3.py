@@ -104,6 +104,22 @@ async def test_presigned_urls_work_over_plain_http_until_tampered(s3_server: Ser
         assert fetch(tampered)[0] == 403
 
 
+async def test_a_presigned_url_does_not_outlive_its_blob(s3_server: Server, s3_bucket: str) -> None:
+    """A blob's TTL ends every read, and a URL is a read: one asked for an hour served a blob of two minutes
+    for the whole hour (the bucket's lifecycle rule removes it a day or more later)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    async with store_for(s3_server, s3_bucket) as store:
+        await store.upload("brief", b"x", ttl=120)
+        await store.upload("kept", b"x")
+        short = parse_qs(urlsplit(await store.presign_url("brief", expires_in=3_600)).query)
+        assert 0 < int(short["X-Amz-Expires"][0]) <= 120
+        whole = parse_qs(urlsplit(await store.presign_url("kept", expires_in=3_600)).query)
+        assert int(whole["X-Amz-Expires"][0]) == 3_600
+        brief = parse_qs(urlsplit(await store.presign_url("brief", expires_in=60)).query)
+        assert int(brief["X-Amz-Expires"][0]) == 60
+
+
 async def test_large_blobs_go_up_in_multipart_uploads(s3_server: Server, s3_bucket: str) -> None:
     async with store_for(s3_server, s3_bucket, multipart_threshold=5 * 1024 * 1024) as store:
         data = bytes(range(256)) * (48 * 1024 + 1)  # about 12 MiB: three parts
@@ -242,6 +258,66 @@ async def test_two_stores_setting_up_lifecycle_rules_at_once_lose_none(s3_server
         matched = {r["Filter"]["Tag"]["Value"] for r in rules if "Tag" in r.get("Filter", {})}
         assert tagged <= matched
         assert "theirs" in {r["ID"] for r in rules}
+
+
+@pytest.mark.parametrize("failure", [BackendUnavailable, PermissionDenied])
+async def test_lifecycle_rules_that_cannot_be_read_are_not_replaced(
+    s3_server: Server, s3_bucket: str, failure: type[Exception]
+) -> None:
+    """A read of the bucket's rules that failed (a timeout, a policy refusing the read) was taken for no rules,
+    and Ravi's were written alone, dropping every rule of the bucket's other tools."""
+    import botocore.exceptions
+
+    async with store_for(s3_server, s3_bucket) as store:
+        assert store._client is not None
+        theirs = {"ID": "theirs", "Status": "Enabled", "Expiration": {"Days": 9}, "Filter": {"Prefix": "tmp/"}}
+        try:
+            await asyncio.to_thread(
+                store._client.put_bucket_lifecycle_configuration,
+                Bucket=s3_bucket,
+                LifecycleConfiguration={"Rules": [theirs]},
+            )
+        except botocore.exceptions.ClientError as error:
+            pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+        call = store._call
+
+        async def unreadable(what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(function, "__name__", "") == "get_bucket_lifecycle_configuration":
+                raise failure(f"{what}: refused")
+            return await call(what, function, *args, **kwargs)
+
+        store._call = unreadable  # type: ignore[method-assign]
+        await store.upload("k", b"x", ttl=86_400)
+        assert (await store.download("k")).data == b"x"
+        rules = (await asyncio.to_thread(store._client.get_bucket_lifecycle_configuration, Bucket=s3_bucket))["Rules"]
+        assert "theirs" in {r["ID"] for r in rules}
+
+
+async def test_a_ravi_rule_another_tool_changed_is_written_again(s3_server: Server, s3_bucket: str) -> None:
+    """Ravi's rules were taken as set up when their ids were there: a ``ravi-ttl-7d`` another tool changed to one
+    day went on deleting blobs of a week's TTL after a day, and one it disabled deleted none."""
+    import botocore.exceptions
+
+    from ravi.capabilities.s3.store import RULES
+
+    async with store_for(s3_server, s3_bucket) as store:
+        assert store._client is not None
+        changed = [{**rule, "Expiration": {"Days": 1}} if rule["ID"] == "ravi-ttl-7d" else dict(rule) for rule in RULES]
+        changed = [{**rule, "Status": "Disabled"} if rule["ID"] == "ravi-ttl-14d" else rule for rule in changed]
+        try:
+            await asyncio.to_thread(
+                store._client.put_bucket_lifecycle_configuration,
+                Bucket=s3_bucket,
+                LifecycleConfiguration={"Rules": changed},
+            )
+        except botocore.exceptions.ClientError as error:
+            pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+        await store.upload("week", b"x", ttl=7 * 86_400)
+        rules = (await asyncio.to_thread(store._client.get_bucket_lifecycle_configuration, Bucket=s3_bucket))["Rules"]
+        by_id = {r["ID"]: r for r in rules}
+        assert by_id["ravi-ttl-7d"]["Expiration"] == {"Days": 7}
+        assert by_id["ravi-ttl-14d"]["Status"] == "Enabled"
+        assert len(rules) == len(RULES)
 
 
 async def test_an_expiring_upload_may_be_a_fresh_stores_first_call(s3_server: Server, s3_bucket: str) -> None:

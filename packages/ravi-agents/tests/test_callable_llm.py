@@ -10,7 +10,7 @@ import pytest
 from ravi.agents.context import AgentContext, SummarizingContext, summarize
 from ravi.agents.llm import CallableLLMClient
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import CompactionError, ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient
 from ravi.kernel.messages import ChatMessage
 
@@ -92,3 +92,80 @@ async def test_summarize_and_a_summarising_strategy_take_a_streaming_function() 
     window = await context.build("s")
     assert any("the user asked twelve times" in m.text for m in window)
     assert len(seen) == 2
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_cancelled_stream_is_read_no_further_and_closed(asynchronous: bool) -> None:
+    """``cancel`` is checked after each piece: an endless stream cancelled midway used to be read for ever, and
+    a long one to its end, before the cancel was seen."""
+    token = CancelToken()
+    read: list[int] = []
+    closed: list[bool] = []
+
+    def endless(messages: Sequence[ChatMessage]) -> Iterator[str]:
+        try:
+            for i in range(1_000):
+                read.append(i)
+                if i == 2:
+                    token.cancel()
+                yield "word "
+        finally:
+            closed.append(True)
+
+    async def endless_async(messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
+        for piece in endless(messages):
+            yield piece
+
+    with pytest.raises(CancelledByToken):
+        await CallableLLMClient(endless_async if asynchronous else endless).complete(ASKED, cancel=token)
+    assert read == [0, 1, 2]
+    assert closed == [True]
+
+
+async def test_a_stream_that_fails_midway_is_closed_at_once() -> None:
+    """A piece that is not text, or the stream's own error, leaves the stream closed (its ``finally`` has run)
+    before the error reaches the caller, not whenever the event loop gets to finalising it."""
+    closed: list[str] = []
+
+    async def bad_piece(messages: Sequence[ChatMessage]) -> AsyncIterator[object]:
+        try:
+            yield "text"
+            yield b"bytes"
+            yield "more"
+        finally:
+            closed.append("bad piece")
+
+    with pytest.raises(InvalidArgument, match="streamed a bytes"):
+        await CallableLLMClient(bad_piece).complete(ASKED)  # type: ignore[arg-type]
+    assert closed == ["bad piece"]
+
+
+class Markup(str):
+    """A str subclass of the kind template and HTML libraries return, with behaviour of its own."""
+
+    def strip(self, chars: str | None = None) -> str:
+        return "<escaped>"
+
+
+@pytest.mark.parametrize("function", [lambda m: Markup("the reply"), lambda m: iter([Markup("the "), "reply"])])
+async def test_the_text_is_a_plain_str_whatever_str_subclass_the_function_gives(function: Any) -> None:
+    """A summary is built with ``text.strip()``: a subclass's own methods ended up in the stored summary."""
+    text = await CallableLLMClient(function).complete(ASKED)
+    assert type(text) is str
+    assert text == "the reply"
+    summary = await summarize([ChatMessage.user("a turn")], CallableLLMClient(function))
+    assert summary.text.endswith("the reply")
+
+
+@pytest.mark.parametrize("reply", [lambda m: "", lambda m: iter([]), lambda m: " \n"])
+async def test_an_empty_reply_is_no_summary(reply: Any) -> None:
+    """A model that answers with no text (a stream that yields nothing, a reasoning model out of tokens) gave an
+    empty summary, which then stood for the turns it replaced, and was kept for that span: summarize refuses it,
+    and a summarising strategy keeps the turns, as for a failed model call."""
+    turns = [ChatMessage.user(f"turn {i} " + "word " * 60) for i in range(12)]
+    with pytest.raises(CompactionError, match="empty summary"):
+        await summarize(turns, CallableLLMClient(reply))
+    context = SummarizingContext(CallableLLMClient(reply), max_tokens=500)
+    await AgentContext(context).add_messages("s", turns)
+    window = await context.build("s")
+    assert window and all(m.text.startswith("turn ") for m in window)

@@ -136,8 +136,26 @@ async def test_the_task_manager_tool_outside_an_agent_uses_the_default_board() -
         {"action": "add", "tasks": [""]},
         {"action": "move", "status": "succeeded"},
         {"action": "move", "task_id": "x", "status": "done"},
+        {},
+        {"tasks": ["no action"]},
+        {"action": "show", "reason": "a model's own argument"},
+        {"action": "plan", "tasks": ["a"], "priority": "high", "owner": None},
     ],
 )
 async def test_the_task_manager_tool_refuses_bad_arguments(arguments: dict[str, object]) -> None:
     with pytest.raises(InvalidArgument):
         await TaskManagerTool(TaskStore()).function(**arguments)
+
+
+async def test_the_task_manager_tools_schema_lists_every_argument_it_takes() -> None:
+    """An argument the schema does not list, or a call without ``action``, was a ``TypeError`` of the tool's
+    function; it is refused as any bad argument is, naming what the tool takes, and the schema says so."""
+    tool = TaskManagerTool(TaskStore())
+    parameters = tool.schema()["function"]["parameters"]
+    assert parameters["additionalProperties"] is False
+    with pytest.raises(InvalidArgument, match=r"unexpected argument 'reason'.*takes action, tasks, task_id"):
+        await tool.function(action="show", reason="checking")
+    for name in parameters["properties"]:
+        with pytest.raises(InvalidArgument) as refused:
+            await tool.function(**{name: 5})
+        assert "unexpected" not in str(refused.value)

@@ -17,6 +17,7 @@ from ravi.agents.context import (
 )
 from ravi.agents.context.compaction.summarization import SUMMARY_KEY, is_summary
 from ravi.agents.context.models import model_info
+from ravi.agents.tokens import counter_for_model
 from ravi.conformance.strategy import check_window
 from ravi.kernel.agent import SessionContext
 from ravi.kernel.cancel import CancelledByToken, CancelToken
@@ -163,10 +164,35 @@ def test_a_known_name_followed_by_something_else_is_an_unknown_model(name: str) 
         ("claude-sonnet-4@20250514", "claude-sonnet-4"),
         ("claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet"),
         ("gemini-2.0-flash-exp", "gemini-2.0-flash"),
+        ("gemini-2.5-flash-preview-09-2025", "gemini-2.5-flash"),
+        ("gemini-2.5-flash-preview-09-2025_eu", "gemini-2.5-flash"),
+        ("claude-opus-4-0", "claude-opus-4"),
+        ("claude-sonnet-4-0", "claude-sonnet-4"),
+        ("anthropic/claude-sonnet-4-0", "claude-sonnet-4"),
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet"),
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4"),
+        ("mistral.mistral-large-2407-v1:0", "mistral-large"),
+        ("openai/o3-mini-high", "o3-mini"),
+        ("openai/o4-mini-high", "o4-mini"),
+        (
+            "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-3-7-sonnet-20250219-v1:0",
+            "claude-3-7-sonnet",
+        ),
     ],
 )
 def test_listed_variant_suffixes_match_the_known_model(name: str, known: str) -> None:
     assert model_info(name).name == known
+
+
+def test_a_long_name_of_variant_like_pieces_is_read_in_time_linear_in_its_length() -> None:
+    """``-2024-08-06`` is one dated snapshot, or ``-2024`` then ``-08-06``: the variant pattern tried every way of
+    cutting a name into suffixes, so ``gpt-4o`` followed by 24 dates and a letter took seconds and 60 of them never
+    ended; each suffix is now read once. (On the pattern before, this test does not finish.)"""
+    name = "gpt-4o" + "-2024-08-06" * 60
+    assert model_info(name).name == "gpt-4o"
+    with pytest.raises(ConfigurationError, match="unknown model"):
+        model_info(name + "x")
+    assert counter_for_model(name + "x").scale == 1.30
 
 
 @pytest.mark.parametrize(

@@ -455,3 +455,34 @@ def test_invalid_tool_call_arguments_that_are_an_object_no_store_keeps_are_store
         call = {"id": "c1", "name": "f", "args": raw, "error": "bad", "type": "invalid_tool_call"}
         (block,) = to_ravi(AIMessage(content="", invalid_tool_calls=[call])).content
         assert isinstance(block, ToolCallBlock) and block.arguments == {"unparsed": raw}
+
+
+def test_a_run_replayed_from_before_the_answer_to_a_malformed_call_stores_the_answer_once() -> None:
+    """The error answering a tool call LangChain could not parse got a new id each time it was made, so a run
+    replayed from a checkpoint before it (beside a good call, with two bad ones) stored each error twice."""
+
+    def bad(n: int) -> Any:
+        return {"name": "fetch_logs", "args": "{bad", "id": f"bad-{n}", "error": "x", "type": "invalid_tool_call"}
+
+    mixed = AIMessage(
+        "",
+        tool_calls=[{"name": "fetch_logs", "args": {"service": "api"}, "id": "good-1"}],
+        invalid_tool_calls=[bad(1), bad(2)],
+    )
+    model = ScriptedModel(messages=iter([mixed, AIMessage("done"), AIMessage("done again")]))
+    store = InMemoryHistoryProvider()
+    agent = create_agent(
+        model, [fetch_logs], middleware=[RaviContextMiddleware(ContextConfig(store))], checkpointer=InMemorySaver()
+    )
+    thread = {"configurable": {"thread_id": "t"}}
+    state = agent.invoke({"messages": [HumanMessage("go")]}, config=thread)["messages"]
+    assert [getattr(m, "tool_call_id", None) for m in state] == [None, None, "bad-1", "bad-2", "good-1", None]
+    before = next(
+        h
+        for h in agent.get_state_history(thread)
+        if h.next == ("RaviContextMiddleware.before_model",) and len(h.values["messages"]) == 3
+    )
+    agent.invoke(None, config=before.config)
+    kept = asyncio.run(store.get_messages("agent", session_id="t"))
+    answers = [m.tool_call_id for m in map(to_langchain, kept) if isinstance(m, ToolMessage)]
+    assert answers == ["bad-1", "bad-2", "good-1"]

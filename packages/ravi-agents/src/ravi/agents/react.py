@@ -103,18 +103,26 @@ class TaskManagerTool(Tool):
                     "result": {"type": "string", "description": "what the task came to (move)"},
                 },
                 "required": ["action"],
+                "additionalProperties": False,
             },
         )
         object.__setattr__(self, "store", store)
 
     async def _call(
         self,
-        action: str,
+        action: str | None = None,
         tasks: Sequence[str] = (),
         task_id: str | None = None,
         status: str | None = None,
         result: str | None = None,
+        **unexpected: Any,
     ) -> dict[str, Any]:
+        if unexpected:  # a model that adds an argument of its own is told which ones the tool takes
+            raise InvalidArgument(
+                f"unexpected argument {', '.join(map(repr, sorted(unexpected)))}: the tool takes action, tasks, "
+                "task_id, status and result",
+                field=sorted(unexpected)[0],
+            )
         store = self.store or GlobalTaskStore.get()
         board = current_thread_id.get(), current_agent_id.get()
         if action == "plan":

@@ -217,27 +217,50 @@ from published comparisons with OpenAI's encodings: Claude's tokenizer gives abo
 about 1.2 to 1.25 times (1.25). Unknown models get 1.30."""
 
 _VARIANT = re.compile(
-    r"(?:-\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{2}|-\d{3,4}|-latest|-preview|-exp|-v\d+(?::\d+)?)*(?:[_:].*)?",
+    r"(?:(?>(?:-\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{4}|-\d{2}-\d{2}|-\d{3,4}|-0|-latest|-preview|-exp|-low|-medium|-high|-v\d+)"
+    r"(?=[-@_:]|\Z)))*"
+    r"(?:[_:].*)?",
     re.DOTALL,
 )
 """The variant suffixes a known model's name may be followed by (``ravi.agents.context.models.VARIANT_SUFFIXES``
-lists them)."""
+lists them). Each suffix is read once, whole, up to the next ``-``, ``@``, ``_``, ``:`` or the end (an atomic
+group): a date such as ``-2024-08-06`` could also be read as ``-2024`` and ``-08-06``, and trying every way of
+cutting a long name into suffixes took time exponential in its length."""
+
+
+_VENDOR = re.compile(r"(?:[a-z]+\.)+")
+"""A Bedrock model id's vendor, after a cross-region inference profile's region: ``anthropic.``, ``us.anthropic.``,
+``mistral.``."""
+
+
+def _bare(name: str) -> str:
+    return name.rsplit("/", 1)[-1].lower()
 
 
 def variant_of(name: str, known: Sequence[str] | Any) -> str | None:
-    """The longest of the ``known`` names (lower case) that ``name`` is, after a ``provider/`` prefix and in any
-    case, or that it is followed by variant suffixes only (a date, a version, ``-latest``, ``-preview``, ``-exp``,
-    a Bedrock version, ``_`` or ``:`` and anything after); ``None`` when there is none.
+    """The longest of the ``known`` names (lower case) that ``name`` is, after a ``provider/`` prefix or a Bedrock
+    vendor (``us.anthropic.``) and in any case, or that it is followed by variant suffixes only (a date, a version,
+    ``-latest``, ``-preview``, ``-exp``, a Bedrock version, ``_`` or ``:`` and anything after); ``None`` when there
+    is none.
 
     Example:
         >>> variant_of("openai/gpt-4o-mini-2024-07-18", ["gpt-4o", "gpt-4o-mini"])
         'gpt-4o-mini'
+        >>> variant_of("us.anthropic.claude-sonnet-4-20250514-v1:0", ["claude-sonnet-4"])
+        'claude-sonnet-4'
         >>> variant_of("gpt-4o-banana", ["gpt-4o"]) is None
         True
     """
-    bare = name.rsplit("/", 1)[-1].lower()
-    matches = [k for k in known if bare.startswith(k) and (len(bare) == len(k) or _VARIANT.fullmatch(bare, len(k)))]
-    return max(matches, key=len, default=None)
+    bare = _bare(name)
+    for candidate in dict.fromkeys((bare, _VENDOR.sub("", bare, count=1) if _VENDOR.match(bare) else bare)):
+        matches = [
+            k
+            for k in known
+            if candidate.startswith(k) and (len(candidate) == len(k) or _VARIANT.fullmatch(candidate, len(k)))
+        ]
+        if matches:
+            return max(matches, key=len)
+    return None
 
 
 _log = logging.getLogger("ravi.tokens")
@@ -252,9 +275,10 @@ def counter_for_model(name: str) -> CachedTokenCounter:
         >>> counter_for_model("claude-sonnet-4-5").scale
         1.3
     """
-    bare = name.rsplit("/", 1)[-1].lower()
+    bare = _bare(name)
     family = variant_of(bare, [f for f, (encoding, _) in MODEL_FAMILIES.items() if encoding is not None])
     if family is None:
+        bare = _VENDOR.sub("", bare, count=1) if _VENDOR.match(bare) else bare  # a Bedrock id: after its vendor
         vendors = (f for f, (encoding, _) in MODEL_FAMILIES.items() if encoding is None and bare.startswith(f))
         family = max(vendors, key=len, default=None)
     encoding, margin = MODEL_FAMILIES[family] if family else (None, 1.30)

@@ -55,10 +55,13 @@ MODELS: Mapping[str, ModelInfo] = dict(
 VARIANT_SUFFIXES: Mapping[str, str] = {
     "-2024-08-06": "a dated snapshot (OpenAI, Google)",
     "-20250514 or @20240620": "a dated snapshot (Anthropic; Vertex AI with @)",
-    "-05-06": "a month and day (Gemini previews)",
+    "-05-06 or -09-2025": "a month and day, or a month and year (Gemini previews)",
+    "-0": "the model's first minor version (Anthropic's aliases claude-opus-4-0 and claude-sonnet-4-0)",
     "-001 or -2411": "a version number of three or four digits (Gemini, Mistral)",
     "-latest, -preview, -exp": "a moving alias, a preview or an experiment of the same model",
-    "-v1 or -v1:0": "a provider's version of the same model (Bedrock)",
+    "-low, -medium, -high": "a reasoning effort of the same model (OpenRouter's openai/o3-mini-high)",
+    "-v1 or -v1:0": "a provider's version of the same model (Bedrock, whose vendor before the name, "
+    "anthropic. or us.anthropic., is read past)",
     "_... or :...": "anything after an underscore (an Azure deployment's name) or a colon (a provider's tag)",
 }
 """What may follow a known name in a longer one (several may follow each other: ``gemini-2.5-pro-preview-05-06``).
@@ -68,7 +71,8 @@ Anything else is another model: ``gpt-4o-banana`` is unknown, not ``gpt-4o``."""
 def model_info(name: str, *, models: Mapping[str, ModelInfo] = MODELS) -> ModelInfo:
     """The :class:`ModelInfo` for ``name``: an exact match, else the longest known name it starts with followed by
     :data:`VARIANT_SUFFIXES` only (``"claude-sonnet-4-20250514"`` is ``claude-sonnet-4``, while ``"gpt-4oo"`` and
-    ``"gpt-4o-banana"`` are unknown), also after a ``provider/`` prefix. Case does not matter.
+    ``"gpt-4o-banana"`` are unknown), also after a ``provider/`` prefix or a Bedrock vendor (``us.anthropic.``).
+    Case does not matter.
 
     Raises:
         ConfigurationError: the model is unknown; pass a ``ModelInfo`` instead.

@@ -21,7 +21,8 @@ class CallableLLMClient:
     ``function(messages)`` is given the messages to answer (``ChatMessage`` objects) and returns the reply's text,
     or an awaitable of it, or the text in pieces: an iterable or async iterable of strings (a stream), which is
     collected into one text. Its ``max_tokens`` is the caller's wish; a function that keeps to it does so on its
-    own. ``cancel`` is checked before the function is called and again once its text is whole.
+    own. ``cancel`` is checked before the function is called, after each piece of a stream (a cancelled stream is
+    read no further and closed) and once its text is whole.
 
     Example:
         >>> import asyncio
@@ -56,11 +57,11 @@ class CallableLLMClient:
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, str):
-            text = result
+            text = str.__str__(result)  # a plain str: a subclass and its behaviour stay with the function
         elif isinstance(result, AsyncIterable):
-            text = "".join([_piece(p) async for p in result])
+            text = await _collect_async(result, cancel)
         elif isinstance(result, Iterable) and not isinstance(result, bytes | bytearray | Mapping):
-            text = "".join(_piece(p) for p in result)
+            text = _collect(result, cancel)
         else:
             raise InvalidArgument(
                 f"the model function returned {type(result).__name__}, not text or pieces of text",
@@ -74,7 +75,40 @@ class CallableLLMClient:
 def _piece(piece: object) -> str:
     if not isinstance(piece, str):
         raise InvalidArgument(f"the model function streamed a {type(piece).__name__}, not a piece of text")
-    return piece
+    return str.__str__(piece)
+
+
+def _collect(stream: Iterable[object], cancel: CancelToken | None) -> str:
+    """The pieces of ``stream`` joined, ``cancel`` checked after each one: a cancelled stream, even an endless
+    one, is read no further and closed."""
+    pieces: list[str] = []
+    iterator = iter(stream)
+    try:
+        for piece in iterator:
+            pieces.append(_piece(piece))
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+    finally:
+        close = getattr(iterator, "close", None)
+        if callable(close):
+            close()
+    return "".join(pieces)
+
+
+async def _collect_async(stream: AsyncIterable[object], cancel: CancelToken | None) -> str:
+    """As :func:`_collect`, for an async stream, which is closed (``aclose``) when left early."""
+    pieces: list[str] = []
+    iterator = aiter(stream)
+    try:
+        async for piece in iterator:
+            pieces.append(_piece(piece))
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if callable(aclose):
+            await aclose()
+    return "".join(pieces)
 
 
 __all__ = ["CallableLLMClient", "Completion"]

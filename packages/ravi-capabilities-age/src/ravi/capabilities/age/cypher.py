@@ -15,14 +15,20 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STOP = {"ORDER", "SKIP", "LIMIT", "UNION"}
 _INTEGER = re.compile(r"(?<![\w$.])(0[xX][0-9A-Fa-f]+|[0-9]+)(?![\w.])")
 _INT64_MAX = 2**63 - 1
+_KEYWORDS = {
+    "RETURN", "WITH", "WHERE", "AND", "OR", "XOR", "NOT", "IN", "CASE", "WHEN", "THEN", "ELSE", "BY", "SKIP",
+    "LIMIT", "UNWIND", "SET", "DISTINCT", "CONTAINS", "IS",
+}  # fmt: skip
+"""Words after which a ``-`` is a unary minus (one after any other word, a variable's name, subtracts)."""
 
 
 def _past_quoted(query: str, i: int) -> int:
-    """The position just past the quoted string or backticked name that starts at ``i`` (a backslash escapes the
-    character after it)."""
+    """The position just past the quoted string or backticked name that starts at ``i`` (in a string a backslash
+    escapes the character after it; in a backticked name it is a character like any other, and a backtick is
+    written twice, which reads as two names side by side)."""
     quote, end, n = query[i], i + 1, len(query)
     while end < n and query[end] != quote:
-        end += 2 if query[end] == "\\" else 1
+        end += 2 if query[end] == "\\" and quote != "`" else 1
     return end + 1
 
 
@@ -85,7 +91,7 @@ def oversized_integers(query: str) -> list[str]:
     while i < n:
         if text[i] in "'\"`":
             end = min(_past_quoted(query, i), n)
-            text[i:end] = " " * (end - i)
+            text[i:end] = "\x00" * (end - i)  # not a space: a minus after a string or a name subtracts
             i = end
             continue
         i += 1
@@ -93,10 +99,28 @@ def oversized_integers(query: str) -> list[str]:
     found = []
     for m in _INTEGER.finditer(blanked):
         value = int(m.group(), 0) if m.group()[:2].lower() == "0x" else int(m.group())
-        negative = m.start() > 0 and blanked[m.start() - 1] == "-"
-        if value > _INT64_MAX + (1 if negative else 0):
+        if value > _INT64_MAX + (1 if _negated(blanked, m.start()) else 0):
             found.append(m.group())
     return found
+
+
+def _negated(text: str, start: int) -> bool:
+    """Whether the literal at ``start`` is written right after a unary minus (``-9223372036854775808``, AGE's
+    smallest integer), not a subtraction's (``n-9223372036854775808`` subtracts a literal AGE reads as a float):
+    the ``-`` must follow an operator, an opening bracket, a comma, a keyword or nothing."""
+    if start == 0 or text[start - 1] != "-":
+        return False
+    before = text[: start - 1].rstrip()
+    if not before:
+        return True
+    if before[-1] in "([{,:=<>+-*/%^|":
+        return True
+    word = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", before)
+    return (
+        word is not None
+        and word.group().upper() in _KEYWORDS
+        and (word.start() == 0 or not (before[word.start() - 1].isalnum() or before[word.start() - 1] in "_$.`"))
+    )
 
 
 def return_columns(query: str) -> list[str]:

@@ -78,6 +78,34 @@ def _rounded_days(seconds: float) -> int:
     return next(d for d in RULE_DAYS if d >= days)
 
 
+def _deadline(meta: Mapping[str, str]) -> float | None:
+    """When a blob with the metadata ``meta`` expires (a Unix time), or ``None`` when it never does."""
+    expires = meta.get(EXPIRES_KEY)
+    if expires is None:
+        return None
+    try:
+        return float(expires)
+    except ValueError:  # written by something other than Ravi: not an expiry Ravi can honour
+        _log.warning("ignoring a malformed %s metadata value %r", EXPIRES_KEY, expires)
+        return None
+
+
+def _error_code(error: BaseException) -> str:
+    """The S3 error code behind a mapped error (its ``ClientError`` cause), or ``""``."""
+    cause = error.__cause__
+    if isinstance(cause, bce.ClientError):
+        return str(cause.response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def _same_rule(rule: Mapping[str, Any], rules: list[dict[str, Any]]) -> bool:
+    """Whether ``rules`` hold ``rule`` as it is written: its id, with the same status, expiry and filter."""
+    return any(
+        r.get("ID") == rule["ID"] and all(r.get(k) == rule[k] for k in ("Status", "Expiration", "Filter"))
+        for r in rules
+    )
+
+
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden"}
 _NO_BUCKET = {"NoSuchBucket"}
@@ -297,7 +325,8 @@ class S3FileStore:
         """Ravi's lifecycle rules (:data:`RULES`) on the bucket, checked once per store, where the store supports
         them. The set is fixed, so every store writes the same one: two processes writing at once write the same
         rules, and neither loses one the other added (one rule per lifetime, read, changed and written back, lost
-        one). The bucket's other rules are kept; S3 has no conditional write of a lifecycle configuration, so an
+        one). The bucket's other rules are kept: rules that cannot be read (a timeout, a refused read) are left as
+        they are, never replaced by Ravi's alone; S3 has no conditional write of a lifecycle configuration, so an
         edit of those by another tool at the very moment of this first write can still be lost."""
         if not self._lifecycle or self._rules_checked:
             return
@@ -307,11 +336,13 @@ class S3FileStore:
             try:
                 current = await self._call("lifecycle", client.get_bucket_lifecycle_configuration, Bucket=self.bucket)
                 rules = list(current.get("Rules", []))
-            except (NotFound, RaviError):
+            except RaviError as error:
+                if _error_code(error) != "NoSuchLifecycleConfiguration":
+                    raise  # rules that could not be read are not known to be none: writing would drop them
                 rules = []
             ours = {rule["ID"] for rule in RULES}
-            if ours <= {rule.get("ID") for rule in rules}:
-                return
+            if all(_same_rule(rule, rules) for rule in RULES):
+                return  # every rule there as Ravi writes it: one another tool changed (its days) is written again
             await self._call(
                 "lifecycle",
                 client.put_bucket_lifecycle_configuration,
@@ -360,15 +391,8 @@ class S3FileStore:
 
     @staticmethod
     def _expired(meta: Mapping[str, str]) -> bool:
-        expires = meta.get(EXPIRES_KEY)
-        if expires is None:
-            return False
-        try:
-            deadline = float(expires)
-        except ValueError:  # written by something other than Ravi: not an expiry Ravi can honour
-            _log.warning("ignoring a malformed %s metadata value %r", EXPIRES_KEY, expires)
-            return False
-        return time.time() >= deadline
+        deadline = _deadline(meta)
+        return deadline is not None and time.time() >= deadline
 
     async def download(self, key: str) -> Blob:
         """The blob under ``key``; ``NotFound`` if it is missing or expired."""
@@ -432,12 +456,20 @@ class S3FileStore:
         return await self._call(f"forget {prefix!r}", remove)
 
     async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
-        """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS)."""
+        """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS), or
+        until the blob expires when that is sooner: the URL never serves a blob past its TTL (the bucket's
+        lifecycle rule removes it days later only)."""
         seconds = ttl_seconds(expires_in)
         if seconds is None:
             raise InvalidArgument("expires_in must be a duration (seconds or a timedelta), got None")
-        if await self._head(key) is None:
+        head = await self._head(key)
+        if head is None:
             raise NotFound(f"presign {key!r}: not found")
+        deadline = _deadline(head.get("Metadata", {}))
+        if deadline is not None:
+            seconds = min(seconds, deadline - time.time())
+            if seconds < 1:  # a URL lives whole seconds: one that would outlive the blob is not given
+                raise NotFound(f"presign {key!r}: not found (expires within a second)")
         client = self._client
         return str(
             await self._call(

@@ -31,7 +31,8 @@ def answer_invalid_tool_calls(messages: Sequence[BaseMessage]) -> list[BaseMessa
     """``messages`` with an error :class:`ToolMessage` right after each AI message for each of its tool calls
     LangChain could not parse (``invalid_tool_calls``) that nothing answers yet, or ``None`` when none is
     unanswered. The error says what LangChain's own answer says; LangChain adds that answer inside the model call,
-    too late for the middleware to store it before the turns that follow it."""
+    too late for the middleware to store it before the turns that follow it. Each answer's id is derived from the
+    AI message's and the call's, so the same answer made again (a replayed run) is the same message."""
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     out: list[BaseMessage] = []
     for message in messages:
@@ -50,6 +51,9 @@ def answer_invalid_tool_calls(messages: Sequence[BaseMessage]) -> list[BaseMessa
                     name=name,
                     tool_call_id=call_id,
                     status="error",
+                    # the same answer has the same id: a run replayed from a checkpoint before this answer makes
+                    # it again, and the session, which keeps messages by id, holds it once
+                    id=f"{message.id}/invalid-tool-call/{call_id}" if message.id else None,
                 )
             )
             answered.add(call_id)

@@ -14,7 +14,7 @@ from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import CompactionError, ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ravi.kernel.scope import Scope
@@ -100,6 +100,8 @@ async def write_summary(
 
     Raises:
         CancelledByToken: ``cancel`` was cancelled before the model was called.
+        CompactionError: the model answered with no text for a transcript that has some (a reasoning model that
+            spent ``max_tokens`` before answering, say): an empty summary would stand for those messages.
     """
     if key is None:
         key = span_id([m.id for m in previous] + [m.id for m in fresh])
@@ -112,6 +114,11 @@ async def write_summary(
         if cancel is not None:
             cancel.raise_if_cancelled()  # a caller that has cancelled pays for no call, whatever the client does
         text = await llm.complete(summary_prompt(previous, fresh, instructions), max_tokens=max_tokens, cancel=cancel)
+        if not text.strip() and _has_text(previous, fresh):
+            raise CompactionError(
+                f"the model wrote an empty summary of {len(fresh)} messages; they were not replaced",
+                hint="check the model's answer: a reasoning model may spend max_tokens before it writes any text",
+            )
         if store is not None and scope is not None:
             await store.put_summary(scope, key, text)
     first = next((p.metadata[SUMMARY_KEY].get("first") for p in previous), None) or (fresh[0].id if fresh else None)
@@ -129,6 +136,11 @@ async def write_summary(
         metadata={SUMMARY_KEY: covers},
         created_at=last.created_at,
     )
+
+
+def _has_text(previous: Sequence[ChatMessage], fresh: Sequence[ChatMessage]) -> bool:
+    """Whether the summarised span says anything: a previous summary's text, or a line of the transcript."""
+    return any(p.text.removeprefix(SUMMARY_PREFIX).strip() for p in previous) or bool(render_transcript(fresh).strip())
 
 
 def check_llm(llm: object) -> None:
