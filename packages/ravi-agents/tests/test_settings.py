@@ -294,3 +294,28 @@ def test_a_variable_of_a_misspelt_section_is_a_configuration_error(
     for other in ("RAVI_TEST_POSTGRES_DSN", "RAVI_HOME", "RAVI_HISTORY__BACKEND"):
         monkeypatch.setenv(other, "memory")
     assert load_settings().history.backend == "memory"
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("RAVI_HISTORY_BACKEND", "RAVI_HISTORY__BACKEND"),
+        ("RAVI_context_model", "RAVI_context__model"),
+        ("RAVI_STATE_URL", "RAVI_STATE__URL"),
+        ("RAVI_HISTORY_OPTIONS", "RAVI_HISTORY__DSN"),
+    ],
+)
+def test_a_section_variable_with_one_underscore_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, hint: str
+) -> None:
+    """RAVI_HISTORY_BACKEND=postgres (one underscore) was ignored, so the agent ran in memory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(name, "postgres")
+    for load in (load_settings, ContextConfig.from_settings):
+        with pytest.raises(ConfigurationError, match=f"{name} is not read") as raised:
+            load()
+        assert hint in (raised.value.hint or "")
+    monkeypatch.delenv(name)
+    for other in ("RAVI_TEST_POSTGRES_DSN", "RAVI_HOME", "RAVI_AGENT_DIR", "RAVI_BENCH_MEMORY"):
+        monkeypatch.setenv(other, "x")
+    assert load_settings().history.backend == "memory"

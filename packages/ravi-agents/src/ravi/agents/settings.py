@@ -113,6 +113,12 @@ class _RaviVariables(EnvSettingsSource):
                     f"{name} names no section of the settings (sections: {', '.join(sorted(sections))})",
                     hint=f"spell it {env_name('')}<SECTION>__<KEY>, as {env_name('history__backend')}",
                 )
+            head, single, key = section.partition("_")
+            if not nested and single and key and head.lower() in sections:  # RAVI_HISTORY_BACKEND: one underscore
+                hint = f"spell it {prefix}{head}__{key}"
+                if key.upper() == "OPTIONS":  # the JSON variable of older versions
+                    hint = f"set each option as {prefix}{head}__<KEY>, as {prefix}{head}__DSN"
+                raise ConfigurationError(f"{name} is not read: a section's key follows two underscores", hint=hint)
         return parse_env_vars(found, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
