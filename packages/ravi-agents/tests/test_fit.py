@@ -330,3 +330,22 @@ async def test_a_report_that_includes_the_tool_definitions_gives_an_exact_counte
     assert counter.count_messages(await context.get_prompt_window("long")) == before
     # an undercount of the window itself is still corrected
     assert await context.record_usage("new", int((window + tool_tokens(tools, counter)) * 1.2)) > 1.1
+
+
+async def test_a_report_without_a_configured_model_is_refused_and_names_prompt_tokens() -> None:
+    """With no model configured no window applies a correction: record_usage returned one (10.1) that did
+    nothing. A bad count is named as the caller passed it, ``prompt_tokens`` (it was called ``reported``)."""
+    from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider
+
+    context = AgentContext(ContextConfig(InMemoryHistoryProvider(), [TokenBudgetComposedStrategy([], 500)]))
+    await context.add_message("s", ChatMessage.user("hi"))
+    await context.get_prompt_window("s")
+    with pytest.raises(ConfigurationError, match="none is configured") as raised:
+        await context.record_usage("s", 5_000)
+    assert "model=" in (raised.value.hint or "")
+    named = AgentContext(
+        ContextConfig(InMemoryHistoryProvider(), [TokenBudgetComposedStrategy([], 500)], model="gpt-4o")
+    )
+    for bad in (0, -3, True, 2.5, "100"):
+        with pytest.raises(InvalidArgument, match="prompt_tokens must be a positive integer"):
+            await named.record_usage("s", bad)  # type: ignore[arg-type]

@@ -81,13 +81,22 @@ class AgentContext:
         an exact counter gives a correction of 1.0. Returns the correction now in force.
 
         Raises:
+            ConfigurationError: no model is configured (``ContextConfig(model=...)``), so no window would apply
+                the correction.
             InvalidArgument: no window was assembled for the session in this process, or the count is not a
                 positive integer, or it is larger than the model's context window (than the largest of Ravi's
                 model table, for a model the table does not know): no call's prompt is.
         """
         check_scope(session_id=session_id)
+        if self.config.model is None:  # the correction is the model's: with none, no window would apply it
+            raise ConfigurationError(
+                "record_usage corrects the windows of the configured model, and none is configured",
+                hint="name it: ContextConfig(..., model='gpt-4o')",
+            )
+        if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool) or prompt_tokens <= 0:
+            raise InvalidArgument(f"prompt_tokens must be a positive integer, got {prompt_tokens!r}")
         largest = _largest_prompt(self.config.model)
-        if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) and prompt_tokens > largest:
+        if prompt_tokens > largest:
             # a correction is kept (and shared through the state store) for the model's next windows: a count no
             # call's prompt can have would shrink every one of them to nothing
             raise InvalidArgument(
