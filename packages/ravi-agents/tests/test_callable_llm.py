@@ -169,3 +169,9 @@ async def test_an_empty_reply_is_no_summary(reply: Any) -> None:
     await AgentContext(context).add_messages("s", turns)
     window = await context.build("s")
     assert window and all(m.text.startswith("turn ") for m in window)
+
+
+async def test_a_chat_message_returned_is_named() -> None:
+    """A ChatMessage is iterable (a pydantic model's fields): it was refused as "streamed a tuple"."""
+    with pytest.raises(InvalidArgument, match="returned a ChatMessage, not its text"):
+        await CallableLLMClient(lambda messages: ChatMessage.assistant("a summary")).complete(ASKED)

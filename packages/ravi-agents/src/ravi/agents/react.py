@@ -64,8 +64,8 @@ _ACTIONS = ("plan", "add", "show", "move", "retry")
 
 
 class TaskManagerTool(Tool):
-    """A tool for the agent's own task board (000): plan tasks, add some, show the board, move a task through its
-    lifecycle, retry a failed one.
+    """A tool for the agent's own task board (000): plan tasks (a new board, replacing the one there was), add
+    tasks, show the board, move a task through its lifecycle, retry a failed one.
 
     It reads whose board it is from the context variables the running agent set (``current_thread_id`` for the
     conversation, ``current_agent_id`` for the agent: a :class:`ReActAgent` sets them for its run), so the model
@@ -90,8 +90,9 @@ class TaskManagerTool(Tool):
             raise ConfigurationError(f"store must be a TaskStore, got {type(store).__name__}")
         super().__init__(
             name,
-            "Keep your task board: plan (tasks), add (tasks), show, move (task_id, status, result) or retry "
-            "(task_id) a task. Returns the board.",
+            "Keep your task board: plan (tasks: a new board, replacing the current one and its results), add "
+            "(tasks: to the current board), show, move (task_id, status, result) or retry (task_id) a task. "
+            "Returns the board.",
             self._call,
             {
                 "type": "object",
@@ -131,7 +132,7 @@ class TaskManagerTool(Tool):
             await store.add_tasks(*board, _titles(tasks))
         elif action in ("move", "retry"):
             if not isinstance(task_id, str) or not task_id:
-                raise InvalidArgument(f"{action} needs the task_id of a task on the board", field="task_id")
+                raise InvalidArgument(f"needed to {action}: the id of a task on the board", field="task_id")
             if action == "retry":
                 await store.increment_retry(*board, task_id)
             else:
@@ -139,20 +140,20 @@ class TaskManagerTool(Tool):
                     target = TaskStatus(status or "")
                 except ValueError:
                     raise InvalidArgument(
-                        f"status must be one of {', '.join(s.value for s in TaskStatus)}, got {status!r}",
+                        f"one of {', '.join(s.value for s in TaskStatus)} is needed, got {status!r}",
                         field="status",
                     ) from None
                 await store.update_status(*board, task_id, target, result=result)
         elif action != "show":
-            raise InvalidArgument(f"action must be one of {', '.join(_ACTIONS)}, got {action!r}", field="action")
+            raise InvalidArgument(f"one of {', '.join(_ACTIONS)} is needed, got {action!r}", field="action")
         return _board(await store.get_task_list(*board), *board)
 
 
 def _titles(tasks: object) -> list[str]:
     if isinstance(tasks, str) or not isinstance(tasks, Sequence) or not tasks:
-        raise InvalidArgument("tasks must be a non-empty list of task titles", field="tasks")
+        raise InvalidArgument("a non-empty list of task titles is needed", field="tasks")
     if not all(isinstance(t, str) and t.strip() for t in tasks):
-        raise InvalidArgument("each task must be a non-empty title", field="tasks")
+        raise InvalidArgument("each task is a non-empty title", field="tasks")
     return list(tasks)
 
 
@@ -179,7 +180,9 @@ class ChatModel(Protocol):
 
 class ScriptedModel:
     """A model that answers from a script, for tests and demos: each reply is a message, or a function of the
-    window it is given. It records every window it was sent (``seen``)."""
+    window it is given. It records every window it was sent (``seen``). A reply function finds a tool's answer in
+    the window's ``tool`` messages: ``message.content[0].content`` is the result's text (its ``ToolResultBlock``;
+    ``message.text`` joins text blocks only, so it is empty there)."""
 
     def __init__(self, replies: Iterable[ChatMessage | Callable[[Sequence[ChatMessage]], ChatMessage]]) -> None:
         self._replies = list(replies)

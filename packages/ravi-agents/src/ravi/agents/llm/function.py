@@ -56,6 +56,8 @@ class CallableLLMClient:
         result: Any = self._function(messages)
         if inspect.isawaitable(result):
             result = await result
+        if isinstance(result, ChatMessage):  # iterable as a pydantic model is: its fields, not its text
+            raise InvalidArgument("the model function returned a ChatMessage, not its text", hint="return message.text")
         if isinstance(result, str):
             text = str.__str__(result)  # a plain str: a subclass and its behaviour stay with the function
         elif isinstance(result, AsyncIterable):
