@@ -322,6 +322,7 @@ def demo(
     else:
         console.print(
             f"Session {session} lived in {'memory' if backend == 'memory' else 'a server removed after the demo'}; "
-            "`ravi demo --config ravi.toml` keeps it in the store that file names, to inspect with `ravi history`.",
+            "to keep it, run `ravi demo --config FILE` with a ravi.toml that names a store (`ravi dev postgres` "
+            "prints one), then inspect it with `ravi history`.",
             markup=False,
         )
