@@ -1056,6 +1056,29 @@ async def test_a_collection_another_process_deleted_refreshes_that_collection_no
             assert runs.count(mine.db) == before + 1
 
 
+async def test_a_collection_whose_table_was_dropped_by_hand_is_a_missing_collection(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """A collection's table dropped outside Ravi (its catalogue row left behind) failed every call on it with
+    ``BackendUnavailable`` for good, though ``list_collections`` listed it: its data is gone, so it is now a
+    collection that does not exist, which an upsert makes again, in this store and in another that knew it."""
+    from ravi.kernel.storage import Document
+
+    async for mine in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+        async for other in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+            await mine.upsert([Document(id="a", content="a", embedding=(1.0, 0.0))], collection="c")
+            await mine.upsert([Document(id="k", content="k", embedding=(0.0, 1.0))], collection="kept")
+            assert [d.id for d in await other.get(["a"], collection="c")] == ["a"]  # the other store knows it too
+            table = await mine.db.fetchval(f"SELECT table_name FROM {mine._catalogue} WHERE name = 'c'")
+            await mine.db.execute(f'DROP TABLE "{pg_schema}"."{table}"')
+            assert await mine.get(["a"], collection="c") == []
+            assert await mine.search([1.0, 0.0], collection="c") == []
+            assert "c" not in await mine.list_collections()
+            assert await other.upsert([Document(id="b", content="b", embedding=(1.0, 0.0))], collection="c") == ["b"]
+            assert [d.id for d in await mine.get(["b"], collection="c")] == ["b"]
+            assert [d.id for d in await mine.get(["k"], collection="kept")] == ["k"]
+
+
 @pytest.mark.parametrize("size", [-1, 1.5, True, "10"])
 def test_exact_search_kb_must_be_a_size(size: object) -> None:
     """Refused when the store is built, before any connection."""

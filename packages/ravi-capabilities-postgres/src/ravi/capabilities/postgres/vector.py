@@ -206,9 +206,11 @@ class PgVectorStore(PostgresStore):
         for vectors of ``size``, when ``create``). The table this process remembers for a collection can be stale:
         another process may have deleted the collection, or made it again with another dimension, since. So a
         remembered one that disagrees with ``size``, or whose use fails as a stale one does (the table is gone,
-        or holds vectors of another size), is read again from the catalogue, and ``run`` tried once more."""
+        or holds vectors of another size), is read again from the catalogue, and ``run`` tried once more. A
+        catalogue row whose table is gone (dropped outside Ravi) names data that no longer exists: the row is
+        removed, and the collection is one that does not exist (made again when ``create``)."""
         remembered = collection in self._tables
-        for attempt in (1, 2):
+        for attempt in (1, 2, 3):
             found = await self._collection(collection, create_dimension=size if create else None)
             if found is None:
                 return None
@@ -218,10 +220,29 @@ class PgVectorStore(PostgresStore):
             try:
                 return await run(*found)
             except RaviError as error:
-                if not remembered or attempt == 2 or not isinstance(error.__cause__, _STALE):
+                if attempt == 3 or not isinstance(error.__cause__, _STALE):
                     raise
                 self._tables.pop(collection, None)
+                if remembered and attempt == 1:
+                    continue  # read the catalogue again
+                if not isinstance(error.__cause__, asyncpg.exceptions.UndefinedTableError):
+                    raise
+                if not await self._forget_orphan(collection, found[0]):
+                    raise
         raise AssertionError("unreachable")
+
+    async def _forget_orphan(self, collection: str, table: str) -> bool:
+        """Remove the collection's catalogue row if it still names ``table`` and that table does not exist;
+        whether it did."""
+        name = table.rsplit(".", 1)[-1].strip('"')
+        removed = await self.db.fetchval(
+            f"DELETE FROM {self._catalogue} WHERE name = $1 AND table_name = $2 "
+            "AND to_regclass(quote_ident($3) || '.' || quote_ident($2)) IS NULL RETURNING name",
+            collection,
+            name,
+            self.db.schema,
+        )
+        return removed is not None
 
     async def _vectors(self, documents: Sequence[Document]) -> list[np.ndarray]:
         missing = [i for i, d in enumerate(documents) if d.embedding is None]
