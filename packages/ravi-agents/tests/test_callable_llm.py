@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from ravi.agents.context import AgentContext, SummarizingContext, summarize
 from ravi.agents.llm import CallableLLMClient
@@ -175,3 +176,18 @@ async def test_a_chat_message_returned_is_named() -> None:
     """A ChatMessage is iterable (a pydantic model's fields): it was refused as "streamed a tuple"."""
     with pytest.raises(InvalidArgument, match="returned a ChatMessage, not its text"):
         await CallableLLMClient(lambda messages: ChatMessage.assistant("a summary")).complete(ASKED)
+
+
+class _Completion(BaseModel):
+    """A provider's response object, a pydantic model as the OpenAI and Anthropic SDKs' are."""
+
+    id: str = "chatcmpl-1"
+    content: str = "a summary"
+
+
+async def test_a_providers_response_object_returned_is_named() -> None:
+    """A provider's response object is a pydantic model, iterable as one: it was refused as "streamed a tuple",
+    which names neither what was returned nor what to return."""
+    with pytest.raises(InvalidArgument, match="returned a _Completion, not its text") as raised:
+        await CallableLLMClient(lambda messages: _Completion()).complete(ASKED)
+    assert "content" in (raised.value.hint or "")

@@ -4,6 +4,8 @@ summary store of their own) goes with the session."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from ravi.agents.context import (
@@ -20,6 +22,8 @@ from ravi.agents.context.recall_index import EmbeddingIndex
 from ravi.agents.forget import recall_collections
 from ravi.agents.storage import InMemorySummaryStore, InMemoryVectorStore
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
+from ravi.kernel.agent import HistoryRetention, SessionContext, Strategy
+from ravi.kernel.errors import BackendUnavailable, CompactionError, RaviError
 from ravi.kernel.scope import Scope
 
 SECRET = "My card number is 4111-1111-1111-1111."
@@ -87,3 +91,64 @@ async def test_a_context_manager_clear_takes_its_summaries_too() -> None:
     assert summaries._texts
     await manager.clear()
     assert not summaries._texts
+
+
+class _Unreachable(Strategy):
+    """A strategy whose records' store fails when they are erased."""
+
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error
+
+    async def compact(self, history: Sequence[ChatMessage], session: SessionContext | None = None) -> list[ChatMessage]:
+        return list(history)
+
+    async def clear_records(self, agent_id: str, session_id: str) -> int:
+        if self.error is not None:
+            raise self.error
+        return 0
+
+
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [(RuntimeError("store down"), CompactionError), (BackendUnavailable("store down"), BackendUnavailable)],
+)
+async def test_a_strategy_that_cannot_erase_leaves_the_others_to_erase_theirs(
+    error: Exception, raised: type[RaviError]
+) -> None:
+    history, vectors = InMemoryHistoryProvider(), InMemoryVectorStore()
+    index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors)
+    failing = _Unreachable(error)
+    context = AgentContext(ContextConfig(history, [failing, RelevantRecallStrategy(2_000, index=index)]))
+    await fill(context, "s")
+    assert await held(vectors, "s")
+    with pytest.raises(raised):
+        await context.clear("s")
+    assert await history.get_messages("agent", session_id="s") == []
+    assert await held(vectors, "s") == 0  # the recall units went, though the first strategy failed
+    failing.error = None
+    await context.clear("s")  # the store is back: clearing again finishes
+
+
+@pytest.mark.parametrize("retention", [HistoryRetention.RUN, HistoryRetention.NONE])
+@pytest.mark.parametrize("kept", ["recall", "summaries"])
+async def test_the_turns_a_finished_run_leaves_out_leave_no_recall_units_or_summaries(
+    retention: HistoryRetention, kept: str
+) -> None:
+    """Under retention RUN or NONE a finished run's turns are removed (or never stored): the recall units in a
+    vector store and the summaries in a store of their own, which held them, go with them."""
+    history, vectors, summaries = InMemoryHistoryProvider(), InMemoryVectorStore(), InMemorySummaryStore()
+    recall = RelevantRecallStrategy(2_000, index=EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors))
+    summarizer = SummarizationCompaction(store=summaries, recent_token_budget=400, min_old_tokens=0)
+    strategy = recall if kept == "recall" else TokenBudgetComposedStrategy([summarizer], 1_000)
+    context = AgentContext(ContextConfig(history, [strategy], retention=retention))
+    await context.add_message("s", ChatMessage.user(SECRET + " Noted. " * 50), run_id="r1")
+    for i in range(60):
+        await context.add_message("s", ChatMessage.user(f"turn {i}: " + "lorem ipsum " * 30), run_id="r1")
+    await context.add_message("s", ChatMessage.user("What is my card number?"), run_id="r1")
+    await context.get_prompt_window("s")
+    assert await held(vectors, "s") if kept == "recall" else summaries._texts
+    await context.end_run("s", "r1")
+    assert await held(vectors, "s") == 0
+    assert not summaries._texts
+    await context.add_message("s", ChatMessage.user("a new run " * 40), run_id="r2")
+    assert await context.get_prompt_window("s")

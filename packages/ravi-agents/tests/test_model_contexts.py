@@ -18,6 +18,7 @@ from ravi.agents.context import (
     UnboundedContext,
 )
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.llm import ModelInfo
 
 
 class WordClient:
@@ -136,3 +137,28 @@ def test_a_model_context_is_not_built_from_settings(context: type[ModelContext])
     with pytest.raises(ConfigurationError, match="from_settings") as raised:
         context.from_settings()
     assert "build_store('history')" in (raised.value.hint or "")
+
+
+class _NamedClient:
+    model = "gpt-4o"
+
+    async def complete(self, messages: object, *, max_tokens: int | None = None, cancel: object = None) -> str:
+        return "a summary"
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        {"model": "gpt-4o"},
+        {"max_tokens": 4_000, "model": "gpt-4o"},
+        {"model": ModelInfo(name="my-model", context_window=32_000, max_output_tokens=4_000)},
+        {"model_client": _NamedClient()},
+    ],
+)
+async def test_a_summarizing_context_that_names_its_model_takes_usage_reports(named: dict[str, object]) -> None:
+    """The model a SummarizingContext is given (or its client names) is the model its windows are sent to, so
+    record_usage calibrates it rather than saying no model is configured."""
+    context = AgentContext(SummarizingContext(**named))  # type: ignore[arg-type]
+    await context.add_message("s", ChatMessage.user("hello " * 50))
+    await context.get_prompt_window("s")
+    assert await context.record_usage("s", 80) > 0

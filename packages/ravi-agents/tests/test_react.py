@@ -14,7 +14,7 @@ from ravi.agents.context import (
     ToolResultCompactionStrategy,
 )
 from ravi.agents.react import ReActAgent, ScriptedModel, TaskManagerTool, Tool
-from ravi.agents.storage import TaskStore
+from ravi.agents.storage import InMemoryTaskStore, TaskStore
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock, ToolResultBlock
@@ -159,3 +159,25 @@ async def test_the_task_manager_tools_schema_lists_every_argument_it_takes() -> 
         with pytest.raises(InvalidArgument) as refused:
             await tool.function(**{name: 5})
         assert "unexpected" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"action": "plan", "tasks": "one title"},
+        {"action": "plan", "tasks": [" "]},
+        {"action": "move", "task_id": ""},
+        {"action": "move", "task_id": "t", "status": "done"},
+        {"action": "explode"},
+        {"action": "move", "task_id": "FIRST", "status": "in_progress", "result": {"a": 1}},
+    ],
+)
+async def test_each_error_of_the_task_tool_names_its_field_once(call: dict[str, object]) -> None:
+    """The model reads the message: ``result: result must be ...`` named the field twice."""
+    tool = TaskManagerTool(InMemoryTaskStore())
+    board = await tool.function(action="plan", tasks=["first"])
+    arguments = {k: board["tasks"][0]["id"] if v == "FIRST" else v for k, v in call.items()}
+    with pytest.raises(InvalidArgument) as raised:
+        await tool.function(**arguments)
+    field = raised.value.field
+    assert field and str(raised.value).count(field) == 1, str(raised.value)

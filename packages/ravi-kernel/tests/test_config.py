@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ravi.kernel.config import store_config, store_sources
+from ravi.kernel.errors import ConfigurationError
 
 
 @pytest.fixture(autouse=True)
@@ -57,3 +58,24 @@ def test_the_callers_choice_switches_like_a_variable(tmp_path: Path) -> None:
     (tmp_path / "ravi.toml").write_text('[history]\nbackend = "postgres"\ndsn = "postgresql://file"\n')
     assert store_sources("history", backend="memory").options == {}
     assert store_sources("history", backend="postgres").options == {"dsn": "postgresql://file"}
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("RAVI_HISTORY_BACKEND", "RAVI_HISTORY_BACKEND is not read"),
+        ("RAVI_HISTROY__BACKEND", "RAVI_HISTROY__BACKEND names no section"),
+    ],
+)
+def test_one_store_read_alone_refuses_a_misspelt_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, error: str
+) -> None:
+    """A store read on its own (ravi conformance history) ran the memory backend, and passed, while a misspelt
+    variable named postgres: it is refused as the settings refuse it."""
+    monkeypatch.setenv(name, "postgres")
+    with pytest.raises(ConfigurationError, match=error):
+        store_sources("history")
+    monkeypatch.delenv(name)
+    for other in ("RAVI_TEST_POSTGRES_DSN", "RAVI_HOME", "RAVI_AGENT_DIR", "RAVI_CONTEXT__MODEL"):
+        monkeypatch.setenv(other, "x")
+    assert store_sources("history").backend == "memory"

@@ -40,7 +40,7 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 from ravi.agents.telemetry import instrument_store
-from ravi.kernel.config import CONFIG_FILE, config_path, read_config, store_sources
+from ravi.kernel.config import CONFIG_FILE, check_variables, config_path, read_config, store_sources
 from ravi.kernel.env import env_name, read_env, read_prefixed
 from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.registry import GROUPS, backend_factory, check_options
@@ -103,22 +103,8 @@ class _RaviVariables(EnvSettingsSource):
     """``RAVI_*`` variables, read through the environment registry (:mod:`ravi.kernel.env`), Ravi's one reader."""
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
+        check_variables(self.settings_cls.model_fields)  # pydantic ignores a misspelt one: it went unseen
         found = read_prefixed("")
-        prefix = env_name("")
-        sections = set(self.settings_cls.model_fields)
-        for name in sorted(found):
-            section, nested, _ = name[len(prefix) :].partition("__")
-            if nested and section.lower() not in sections:  # pydantic ignores it: a misspelt section went unseen
-                raise ConfigurationError(
-                    f"{name} names no section of the settings (sections: {', '.join(sorted(sections))})",
-                    hint=f"spell it {env_name('')}<SECTION>__<KEY>, as {env_name('history__backend')}",
-                )
-            head, single, key = section.partition("_")
-            if not nested and single and key and head.lower() in sections:  # RAVI_HISTORY_BACKEND: one underscore
-                hint = f"spell it {prefix}{head}__{key}"
-                if key.upper() == "OPTIONS":  # the JSON variable of older versions
-                    hint = f"set each option as {prefix}{head}__<KEY>, as {prefix}{head}__DSN"
-                raise ConfigurationError(f"{name} is not read: a section's key follows two underscores", hint=hint)
         return parse_env_vars(found, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 

@@ -16,12 +16,14 @@ Example:
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ravi.kernel.env import env_name, read_env, read_prefixed
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.registry import GROUPS
 
 CONFIG_FILE = "ravi.toml"
 """The configuration file Ravi looks for in the working directory."""
@@ -45,6 +47,36 @@ def config_path(path: str | Path | None = None) -> Path | None:
         return config_path(configured)
     default = Path.cwd() / CONFIG_FILE
     return default if default.is_file() else None
+
+
+SECTIONS = (*GROUPS, "context")
+"""The sections of the configuration: a table of ``ravi.toml`` each, and the ``<SECTION>`` of a variable."""
+
+
+def check_variables(sections: Iterable[str] = SECTIONS) -> None:
+    """Refuse a ``RAVI_*`` variable that looks like a setting but is not read as one: a misspelt section
+    (``RAVI_HISTROY__BACKEND``) or one underscore after the section (``RAVI_HISTORY_BACKEND``). Each reader of the
+    variables checks them (the settings, :func:`store_sources`), so no store runs on the default backend while
+    the variable that names another one goes unseen.
+
+    Raises:
+        ConfigurationError: naming the variable and the spelling that is read.
+    """
+    known = {s.lower() for s in sections}
+    prefix = env_name("")
+    for name in sorted(read_prefixed("")):
+        section, nested, _ = name[len(prefix) :].partition("__")
+        if nested and section.lower() not in known:
+            raise ConfigurationError(
+                f"{name} names no section of the settings (sections: {', '.join(sorted(known))})",
+                hint=f"spell it {prefix}<SECTION>__<KEY>, as {env_name('history__backend')}",
+            )
+        head, single, key = section.partition("_")
+        if not nested and single and key and head.lower() in known:  # RAVI_HISTORY_BACKEND: one underscore
+            hint = f"spell it {prefix}{head}__{key}"
+            if key.upper() == "OPTIONS":  # the JSON variable of older versions
+                hint = f"set each option as {prefix}{head}__<KEY>, as {prefix}{head}__DSN"
+            raise ConfigurationError(f"{name} is not read: a section's key follows two underscores", hint=hint)
 
 
 def read_config(path: str | Path | None = None) -> dict[str, Any]:
@@ -99,6 +131,7 @@ def store_sources(kind: str, path: str | Path | None = None, *, backend: str | N
     Raises:
         ConfigurationError: the file is invalid, or ``[kind]`` is not a table.
     """
+    check_variables()
     found = config_path(path)
     section = read_config(found).get(kind, {})
     if not isinstance(section, dict):
@@ -142,4 +175,13 @@ def store_config(kind: str, path: str | Path | None = None) -> dict[str, Any]:
     return {**sources.options, "backend": sources.backend}
 
 
-__all__ = ["CONFIG_FILE", "StoreConfig", "config_path", "read_config", "store_config", "store_sources"]
+__all__ = [
+    "CONFIG_FILE",
+    "SECTIONS",
+    "StoreConfig",
+    "check_variables",
+    "config_path",
+    "read_config",
+    "store_config",
+    "store_sources",
+]

@@ -187,15 +187,21 @@ class AgentContext:
         await self.add_messages(session_id, [message], run_id=run_id)
 
     async def end_run(self, session_id: str, run_id: str) -> None:
-        """Finish ``run_id``: under ``RUN`` its turns are removed, under ``NONE`` they are forgotten."""
+        """Finish ``run_id``: under ``RUN`` its turns are removed, under ``NONE`` they are forgotten; either way,
+        what the strategies derived from the session into other stores goes too (:meth:`clear`), since it may
+        hold them (a recall index's units, a summary of them)."""
         check_scope(session_id=session_id, run_id=run_id)
         runs = self._unsaved.get(session_id)
+        forgotten = False
         if runs is not None:
-            runs.pop(run_id, None)
+            forgotten = bool(runs.pop(run_id, None))
             if not runs:
                 del self._unsaved[session_id]
         if self.config.retention is HistoryRetention.RUN:
-            await self.config.history.clear_run(self.agent_id, session_id=session_id, run_id=run_id)
+            removed = await self.config.history.clear_run(self.agent_id, session_id=session_id, run_id=run_id)
+            forgotten = forgotten or removed != 0  # a count, or None from a provider that does not say
+        if forgotten:
+            await self.config.pipeline.clear_records(self.agent_id, session_id)  # derived from the removed turns
 
     @asynccontextmanager
     async def run(self, session_id: str, run_id: str | None = None) -> AsyncIterator[Run]:

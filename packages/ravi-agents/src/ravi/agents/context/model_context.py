@@ -265,7 +265,15 @@ class SummarizingContext(ModelContext):
             counter=counter,
         )
         strategy = TokenBudgetComposedStrategy([summarizer], budget, counter=counter)
-        super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
+        # the model the windows are sent to, named here or by the client: AgentContext.record_usage calibrates it
+        named = model or _model_of(llm)
+        super().__init__(
+            history or InMemoryHistoryProvider(),
+            [strategy],
+            retention=retention,
+            counter=counter,
+            model=named.name if isinstance(named, ModelInfo) else named,
+        )
 
     async def build(
         self, session_id: str, *, agent_id: str | None = None, model_client: Any = None

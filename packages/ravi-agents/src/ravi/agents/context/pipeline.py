@@ -22,7 +22,7 @@ from ravi.kernel.agent import (
     as_strategies,
     held_events,
 )
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import CompactionError, InvalidArgument, RaviError
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
@@ -193,14 +193,35 @@ class CompactionPipeline:
     async def clear_records(self, agent_id: str, session_id: str) -> int:
         """Forget the session's state in this pipeline, and have every strategy (and every strategy inside one)
         erase what it derived from the session into a store other than the history provider
-        (:meth:`~ravi.kernel.agent.Strategy.clear_records`); returns how many records they removed."""
+        (:meth:`~ravi.kernel.agent.Strategy.clear_records`); returns how many records they removed.
+
+        Every strategy is asked, even after one failed, so one store that is down keeps no other store's records;
+        clearing again finishes the job.
+
+        Raises:
+            RaviError: a strategy failed to erase its records: the first such Ravi error as raised, or a
+                ``CompactionError`` naming the strategy for an error of another kind.
+        """
         self.sessions.drop(agent_id, session_id)
         removed = 0
+        failed: Exception | None = None
         todo = list(self.strategies)
         while todo:
             strategy = todo.pop(0)
-            removed += await strategy.clear_records(agent_id, session_id)
             todo.extend(strategy.children())
+            try:
+                removed += await strategy.clear_records(agent_id, session_id)
+            except Exception as error:  # the others still erase theirs
+                if failed is None and isinstance(error, RaviError):
+                    failed = error
+                elif failed is None:
+                    failed = CompactionError(
+                        f"{strategy!r} could not erase its records of session {session_id!r}: {error!r}",
+                        hint="clear the session again once the store is back; what was erased stays erased",
+                    )
+                    failed.__cause__ = error
+        if failed is not None:
+            raise failed
         return removed
 
     def last_window(self, agent_id: str, session_id: str) -> list[ChatMessage] | None:

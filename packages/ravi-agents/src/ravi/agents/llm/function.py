@@ -6,6 +6,8 @@ import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from ravi.kernel.cancel import CancelToken
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
@@ -56,8 +58,14 @@ class CallableLLMClient:
         result: Any = self._function(messages)
         if inspect.isawaitable(result):
             result = await result
-        if isinstance(result, ChatMessage):  # iterable as a pydantic model is: its fields, not its text
-            raise InvalidArgument("the model function returned a ChatMessage, not its text", hint="return message.text")
+        if isinstance(result, BaseModel):  # iterable as a pydantic model is (a ChatMessage, a provider's response
+            # object): its fields, not its text
+            hint = (
+                "return message.text"
+                if isinstance(result, ChatMessage)
+                else "return the reply's text from it (an OpenAI response's choices[0].message.content)"
+            )
+            raise InvalidArgument(f"the model function returned a {type(result).__name__}, not its text", hint=hint)
         if isinstance(result, str):
             text = str.__str__(result)  # a plain str: a subclass and its behaviour stay with the function
         elif isinstance(result, AsyncIterable):

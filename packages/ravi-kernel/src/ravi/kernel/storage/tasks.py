@@ -60,7 +60,7 @@ def _check_result(result: object) -> None:
     if result is None:
         return
     if not isinstance(result, str):
-        raise InvalidArgument(f"result must be a string or None, got {type(result).__name__}", field="result")
+        raise InvalidArgument(f"a string or None is needed, got {type(result).__name__}", field="result")
     check_text(result, "result")
 
 
