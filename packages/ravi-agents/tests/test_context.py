@@ -143,9 +143,9 @@ async def test_a_model_or_state_store_that_is_not_one_is_refused_when_configured
         with pytest.raises(ConfigurationError, match="state must be a session-state store"):
             ContextConfig(history, model="gpt-4o", state=state)  # type: ignore[arg-type]
     context = AgentContext(ContextConfig(history, model="gpt-4o", state=InMemoryStateStore()))
-    await context.add_message("s", ChatMessage.user("hi"))
-    await context.get_prompt_window("s")
-    assert await context.record_usage("s", 100) > 1
+    await context.add_message("s", ChatMessage.user("hi " * 2_000))
+    counted = context.config.pipeline.window_counter().count_messages(await context.get_prompt_window("s"))
+    assert await context.record_usage("s", 2 * counted) > 1
 
 
 async def test_run_retention_removes_only_that_run() -> None:

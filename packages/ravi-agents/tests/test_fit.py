@@ -349,3 +349,26 @@ async def test_a_report_without_a_configured_model_is_refused_and_names_prompt_t
     for bad in (0, -3, True, 2.5, "100"):
         with pytest.raises(InvalidArgument, match="prompt_tokens must be a positive integer"):
             await named.record_usage("s", bad)  # type: ignore[arg-type]
+
+
+async def test_a_report_of_a_tiny_window_or_of_far_more_than_the_window_leaves_the_correction() -> None:
+    """A window of just "hi" reported at 1,500 tokens (the application's own system prompt beside it) gave a
+    correction of 300, which emptied every later window of the model, for good: no window was left to report on.
+    A tiny window's report is not kept; a ratio no counter's error reaches is refused."""
+    from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider
+    from ravi.agents.context.calibration import MAX_RATIO, MIN_COUNTED
+
+    context = AgentContext(
+        ContextConfig(InMemoryHistoryProvider(), [TokenBudgetComposedStrategy([], 8_000)], model="gpt-4o")
+    )
+    await context.add_message("s", ChatMessage.user("hi"))
+    await context.get_prompt_window("s")
+    assert await context.record_usage("s", 1_500) == 1.0
+    await context.add_messages("s", [ChatMessage.user(f"turn {i}: " + "words " * 100) for i in range(200)])
+    window = await context.get_prompt_window("s")
+    counted = DEFAULT_COUNTER.count_messages(window)
+    assert counted >= MIN_COUNTED
+    with pytest.raises(InvalidArgument, match="more than the window"):
+        await context.record_usage("s", int(counted * (MAX_RATIO + 0.5)))
+    assert await context.get_prompt_window("s") == window
+    assert await context.record_usage("s", int(counted * 1.25)) >= 1.2  # an undercount is still corrected

@@ -14,6 +14,17 @@ logger = logging.getLogger(__name__)
 SCOPE = "ravi.calibration"
 """The session id under which a state store keeps the corrections (one key per model)."""
 
+MIN_COUNTED = 1_000
+"""A report of a window counted below this many tokens is not kept: what a request carries beside the window (a
+system prompt or tools the budget was not told of) is then much of the report, and the ratio says little of the
+counter. (A window that small fits whatever the correction.)"""
+
+MAX_RATIO = 4.0
+"""The largest ratio of reported to counted tokens a report may give. The conservative estimate, Ravi's least exact
+counter, undercounts by up to about this much (text of one token per character, counted at four characters a
+token); a larger ratio is not the counter's error but a report of more than the window, and would shrink every
+window of the model."""
+
 
 class Calibration:
     """Per-model corrections: the ratios of reported to counted prompt tokens, the last ``keep`` of each model.
@@ -25,6 +36,9 @@ class Calibration:
     one event loop one after another), so no worker's report is lost to another's that read the store earlier.
     While the store cannot be reached, a correction is the one this process read last (1.0 before any), with a
     warning: the windows go on, sized as before the outage.
+
+    A report of a window counted below :data:`MIN_COUNTED` tokens is not kept, and one whose ratio passes
+    :data:`MAX_RATIO` is refused.
 
     Example:
         >>> import asyncio
@@ -73,6 +87,15 @@ class Calibration:
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")
         ratio = round(reported / counted, 4)
+        if counted < MIN_COUNTED:  # what the request carries beside so small a window would decide the ratio
+            return await self.factor(model)
+        if ratio > MAX_RATIO:
+            raise InvalidArgument(
+                f"a report of {reported} tokens for a window counted as {counted} (x{ratio:g}) is more than the "
+                "window: no counter undercounts that much",
+                hint="report usage.prompt_tokens of the call the window was sent in; declare the tools the request "
+                "carries (from_model(..., tools=...)), or leave out of the report what the request adds to the window",
+            )
         if self.state is None:
             with self._guard:
                 ratios = [*self._ratios.get(model, []), ratio][-self.keep :]
@@ -87,4 +110,4 @@ class Calibration:
         return max([1.0, *ratios])
 
 
-__all__ = ["SCOPE", "Calibration"]
+__all__ = ["MAX_RATIO", "MIN_COUNTED", "SCOPE", "Calibration"]
