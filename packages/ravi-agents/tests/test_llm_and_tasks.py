@@ -117,8 +117,11 @@ def test_global_task_store_is_process_wide_and_follows_runtime_backend(monkeypat
     assert type(store).__name__ == "PgTaskStore"
     assert GlobalTaskStore.get() is store
     monkeypatch.delenv("RAVI_TASKS__DSN")
-    with pytest.raises(ConfigurationError, match=r"\[tasks\] backend = 'postgres'.*dsn"):
-        GlobalTaskStore.get()  # one error format for bad configuration: the key and the fix
+    with pytest.raises(ConfigurationError, match=r"RUNTIME_BACKEND=postgres: \[tasks\] backend = 'postgres'.*dsn"):
+        GlobalTaskStore.get()  # one error format for bad configuration: the key and the fix, and where it was set
+    monkeypatch.setenv("RUNTIME_BACKEND", "POSTGRES")
+    with pytest.raises(ConfigurationError, match=r"^RUNTIME_BACKEND=POSTGRES: "):
+        GlobalTaskStore.get()  # the variable is named, not only the [tasks] section it stands for
 
 
 async def test_global_task_store_closes_what_it_built(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -122,7 +122,6 @@ class TaskManagerTool(Tool):
             raise InvalidArgument(
                 f"unexpected argument {', '.join(map(repr, sorted(unexpected)))}: the tool takes action, tasks, "
                 "task_id, status and result",
-                field=sorted(unexpected)[0],
             )
         store = self.store or GlobalTaskStore.get()
         board = current_thread_id.get(), current_agent_id.get()

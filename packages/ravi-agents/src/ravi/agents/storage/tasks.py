@@ -143,7 +143,12 @@ class GlobalTaskStore:
         with cls._building:
             store = cls._stores.get(key)
             if store is None:
-                store = TaskStore() if settings.tasks.backend == "memory" else build_store("tasks", settings)
+                try:
+                    store = TaskStore() if settings.tasks.backend == "memory" else build_store("tasks", settings)
+                except ConfigurationError as error:
+                    if not runtime:
+                        raise
+                    raise ConfigurationError(f"RUNTIME_BACKEND={runtime}: {error.message}", hint=error.hint) from error
                 if not isinstance(store, TaskStoreProtocol):
                     raise ConfigurationError(
                         f"the tasks backend {settings.tasks.backend!r} does not implement TaskStore"
