@@ -217,27 +217,40 @@ async def test_ttl_installs_a_lifecycle_rule_where_supported(s3_server: Server, 
         assert any(r["ID"] == "ravi-ttl-3d" for r in config["Rules"])
 
 
+THEIRS = {"ID": "theirs", "Status": "Enabled", "Expiration": {"Days": 9}, "Filter": {"Prefix": "tmp/"}}
+"""A lifecycle rule of another tool, which Ravi's rules must leave in place."""
+
+
+async def set_rules(store: Any, bucket: str, rules: list[dict[str, Any]]) -> None:
+    """Make ``rules`` the bucket's lifecycle rules, as another tool would; skips (saying why) on an S3 server that
+    keeps none."""
+    import botocore.exceptions
+
+    assert store._client is not None
+    try:
+        await asyncio.to_thread(
+            store._client.put_bucket_lifecycle_configuration, Bucket=bucket, LifecycleConfiguration={"Rules": rules}
+        )
+    except botocore.exceptions.ClientError as error:
+        pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+
+
+async def rules_of(store: Any, bucket: str) -> list[dict[str, Any]]:
+    """The bucket's lifecycle rules, read directly."""
+    config = await asyncio.to_thread(store._client.get_bucket_lifecycle_configuration, Bucket=bucket)
+    return list(config["Rules"])
+
+
 async def test_two_stores_setting_up_lifecycle_rules_at_once_lose_none(s3_server: Server, s3_bucket: str) -> None:
     """Each store added a rule for its blob's lifetime by reading the bucket's rules, adding one and writing them
     back: two stores that both read before either wrote lost one rule, and its blobs were never removed by the
     bucket. Here both read before either writes; every tag on a blob has a rule, and a rule of another tool is
     kept."""
-    import botocore.exceptions
-
     from ravi.capabilities.s3.store import TTL_TAG
 
     both_read = asyncio.Barrier(2)
     async with store_for(s3_server, s3_bucket) as one, store_for(s3_server, s3_bucket) as two:
-        assert one._client is not None
-        theirs = {"ID": "theirs", "Status": "Enabled", "Expiration": {"Days": 9}, "Filter": {"Prefix": "tmp/"}}
-        try:
-            await asyncio.to_thread(
-                one._client.put_bucket_lifecycle_configuration,
-                Bucket=s3_bucket,
-                LifecycleConfiguration={"Rules": [theirs]},
-            )
-        except botocore.exceptions.ClientError as error:
-            pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+        await set_rules(one, s3_bucket, [THEIRS])
         for store in (one, two):
             call = store._call
 
@@ -249,7 +262,7 @@ async def test_two_stores_setting_up_lifecycle_rules_at_once_lose_none(s3_server
 
             store._call = read_together  # type: ignore[method-assign]
         await asyncio.gather(one.upload("a", b"x", ttl=86_400), two.upload("b", b"x", ttl=2 * 86_400))
-        rules = (await asyncio.to_thread(one._client.get_bucket_lifecycle_configuration, Bucket=s3_bucket))["Rules"]
+        rules = await rules_of(one, s3_bucket)
         tagged = set()
         for key in ("a", "b"):
             tags = await asyncio.to_thread(one._client.get_object_tagging, Bucket=s3_bucket, Key=key)
@@ -266,19 +279,8 @@ async def test_lifecycle_rules_that_cannot_be_read_are_not_replaced(
 ) -> None:
     """A read of the bucket's rules that failed (a timeout, a policy refusing the read) was taken for no rules,
     and Ravi's were written alone, dropping every rule of the bucket's other tools."""
-    import botocore.exceptions
-
     async with store_for(s3_server, s3_bucket) as store:
-        assert store._client is not None
-        theirs = {"ID": "theirs", "Status": "Enabled", "Expiration": {"Days": 9}, "Filter": {"Prefix": "tmp/"}}
-        try:
-            await asyncio.to_thread(
-                store._client.put_bucket_lifecycle_configuration,
-                Bucket=s3_bucket,
-                LifecycleConfiguration={"Rules": [theirs]},
-            )
-        except botocore.exceptions.ClientError as error:
-            pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+        await set_rules(store, s3_bucket, [THEIRS])
         call = store._call
 
         async def unreadable(what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -289,31 +291,20 @@ async def test_lifecycle_rules_that_cannot_be_read_are_not_replaced(
         store._call = unreadable  # type: ignore[method-assign]
         await store.upload("k", b"x", ttl=86_400)
         assert (await store.download("k")).data == b"x"
-        rules = (await asyncio.to_thread(store._client.get_bucket_lifecycle_configuration, Bucket=s3_bucket))["Rules"]
-        assert "theirs" in {r["ID"] for r in rules}
+        assert "theirs" in {r["ID"] for r in await rules_of(store, s3_bucket)}
 
 
 async def test_a_ravi_rule_another_tool_changed_is_written_again(s3_server: Server, s3_bucket: str) -> None:
     """Ravi's rules were taken as set up when their ids were there: a ``ravi-ttl-7d`` another tool changed to one
     day went on deleting blobs of a week's TTL after a day, and one it disabled deleted none."""
-    import botocore.exceptions
-
     from ravi.capabilities.s3.store import RULES
 
     async with store_for(s3_server, s3_bucket) as store:
-        assert store._client is not None
         changed = [{**rule, "Expiration": {"Days": 1}} if rule["ID"] == "ravi-ttl-7d" else dict(rule) for rule in RULES]
         changed = [{**rule, "Status": "Disabled"} if rule["ID"] == "ravi-ttl-14d" else rule for rule in changed]
-        try:
-            await asyncio.to_thread(
-                store._client.put_bucket_lifecycle_configuration,
-                Bucket=s3_bucket,
-                LifecycleConfiguration={"Rules": changed},
-            )
-        except botocore.exceptions.ClientError as error:
-            pytest.skip(f"this S3 store keeps no lifecycle rules ({error}); expiry by metadata still holds")
+        await set_rules(store, s3_bucket, changed)
         await store.upload("week", b"x", ttl=7 * 86_400)
-        rules = (await asyncio.to_thread(store._client.get_bucket_lifecycle_configuration, Bucket=s3_bucket))["Rules"]
+        rules = await rules_of(store, s3_bucket)
         by_id = {r["ID"]: r for r in rules}
         assert by_id["ravi-ttl-7d"]["Expiration"] == {"Days": 7}
         assert by_id["ravi-ttl-14d"]["Status"] == "Enabled"

@@ -330,16 +330,20 @@ class Database:
         query, name = "SELECT to_regclass($1) IS NOT NULL", self.table("migrations")
         if shared is not None and shared.pool is not None:
             return bool(await shared.pool.fetchval(query, name))
-        with _opening():
-            connection = await asyncpg.connect(
-                self.dsn,
-                timeout=self._pool_options["timeout"],
-                statement_cache_size=self._pool_options["statement_cache_size"],
-            )
+        connection = await self._connect()
         try:
             return bool(await connection.fetchval(query, name))
         finally:
             await connection.close()
+
+    async def _connect(self) -> asyncpg.Connection:
+        """A connection of its own, outside the pool (for the setup and its check), with the pool's options."""
+        with _opening():
+            return await asyncpg.connect(
+                self.dsn,
+                timeout=self._pool_options["timeout"],
+                statement_cache_size=self._pool_options["statement_cache_size"],
+            )
 
     async def _set_up(self) -> None:
         """Run the migrations and ``prepare`` on a connection of their own. What is made database-wide (an
@@ -348,12 +352,7 @@ class Database:
         all but one ``CREATE EXTENSION IF NOT EXISTS`` with a unique violation once the other has committed.
         Nothing was applied then, so the whole setup runs again, and finds it made."""
         for attempt in range(1, _ATTEMPTS + 1):
-            with _opening():
-                connection = await asyncpg.connect(
-                    self.dsn,
-                    timeout=self._pool_options["timeout"],
-                    statement_cache_size=self._pool_options["statement_cache_size"],
-                )
+            connection = await self._connect()
             try:
                 if self._migrations:
                     await self._migrate(connection)
