@@ -88,14 +88,15 @@ class AgentContext:
                 model table, for a model the table does not know): no call's prompt is.
         """
         check_scope(session_id=session_id)
-        if self.config.model is None:  # the correction is the model's: with none, no window would apply it
+        model = self.config.model
+        if model is None:  # the correction is the model's: with none, no window would apply it
             raise ConfigurationError(
                 "record_usage corrects the windows of the configured model, and none is configured",
                 hint="name it: ContextConfig(..., model='gpt-4o')",
             )
         if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool) or prompt_tokens <= 0:
             raise InvalidArgument(f"prompt_tokens must be a positive integer, got {prompt_tokens!r}")
-        largest = _largest_prompt(self.config.model)
+        largest = _largest_prompt(model)
         if prompt_tokens > largest:
             # a correction is kept (and shared through the state store) for the model's next windows: a count no
             # call's prompt can have would shrink every one of them to nothing
@@ -112,7 +113,7 @@ class AgentContext:
                 hint="call get_prompt_window first, then report the usage of the call it was sent in",
             )
         return await self.config.calibration.observe(
-            self.config.model or "default",
+            model,
             counted=counted + self.config.pipeline.prompt_overhead,
             reported=prompt_tokens,
         )

@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import abc
-import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -53,19 +52,7 @@ class ModelContext(ContextConfig, abc.ABC):
             ConfigurationError: the context has no default for something it needs (``TokenBudgetContext``: its
                 ``max_tokens``; ``HybridContext``: its two stores; ``SummarizingContext``: its budget).
         """
-        try:
-            inspect.signature(cls).bind()
-        except TypeError as error:
-            needs = ", ".join(
-                name
-                for name, p in inspect.signature(cls).parameters.items()
-                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-            )
-            raise ConfigurationError(
-                f"{cls.__name__} has no default: it needs {needs}",
-                hint=f"build it with its arguments, for example {cls.__name__}({needs}=...)",
-            ) from error
-        return cls()  # type: ignore[call-arg]  # bound above: every argument has a default
+        return cls()  # type: ignore[call-arg]  # a context whose constructor needs an argument overrides this
 
     @classmethod
     def from_settings(cls, settings: RaviSettings | None = None, *, path: str | Path | None = None) -> Self:
@@ -157,6 +144,18 @@ class TokenBudgetContext(ModelContext):
         self.max_tokens = max_tokens
         strategy = TokenBudgetComposedStrategy([], max_tokens)
         super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
+
+    @classmethod
+    def default(cls) -> Self:
+        """Not for a token budget: it has no default size.
+
+        Raises:
+            ConfigurationError: always, naming what it needs.
+        """
+        raise ConfigurationError(
+            f"{cls.__name__} has no default: it needs max_tokens",
+            hint=f"build it with its budget, for example {cls.__name__}(max_tokens=8_000)",
+        )
 
     def counter_for(self, model_client: Any) -> TokenCounter | None:
         """The model client's own count (003: "model_client is passed in at build() time by the agent"), when
