@@ -152,3 +152,124 @@ async def test_the_turns_a_finished_run_leaves_out_leave_no_recall_units_or_summ
     assert not summaries._texts
     await context.add_message("s", ChatMessage.user("a new run " * 40), run_id="r2")
     assert await context.get_prompt_window("s")
+
+
+class _ClearingDuring:
+    """Clears the session the first time it is called for ``name``, as another task's clear would, in the middle
+    of a window that has read the session's generation and not yet written what it derived."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.context = name, None
+        self.fired = False
+
+    async def fire(self, name: str) -> None:
+        if name == self.name and not self.fired and self.context is not None:
+            self.fired = True
+            await self.context.clear("s")
+
+
+class _SlowEmbeddings(HashingEmbeddingClient):
+    def __init__(self, hook: _ClearingDuring) -> None:
+        super().__init__(dimension=64)
+        self.hook = hook
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        await self.hook.fire("embed" if len(texts) > 1 else "query")
+        return await super().embed(texts)
+
+
+@pytest.mark.parametrize("where", ["meaning", "index"])
+@pytest.mark.parametrize("when", ["query", "embed"])
+async def test_a_clear_during_a_recall_window_leaves_nothing_of_the_old_session_in_the_vector_store(
+    when: str, where: str
+) -> None:
+    """A window that read the session before a clear and writes its units and embeddings after the clear erased
+    the store's: what it wrote is erased too, so the cleared card number is nowhere."""
+    hook = _ClearingDuring(when)
+    history, vectors = InMemoryHistoryProvider(), InMemoryVectorStore()
+    context = AgentContext(
+        ContextConfig(
+            history, [RelevantRecallStrategy(2_000, **{where: EmbeddingIndex(_SlowEmbeddings(hook), vectors)})]
+        )
+    )
+    await context.add_message("s", ChatMessage.user(SECRET + " Noted. " * 50))
+    for i in range(60):
+        await context.add_message("s", ChatMessage.user(f"turn {i}: " + "lorem ipsum " * 30))
+    await context.add_message("s", ChatMessage.user("What is my card number?"))
+    hook.context = context  # type: ignore[assignment]
+    await context.get_prompt_window("s")
+    assert hook.fired
+    assert await history.get_messages("agent", session_id="s") == []
+    assert await held(vectors, "s") == 0
+    await context.add_message("s", ChatMessage.user("a new start " * 40))
+    assert await context.get_prompt_window("s")  # the session goes on
+
+
+async def test_a_clear_during_a_summary_leaves_no_summary_of_the_old_session() -> None:
+    """The model is summarising when the session is cleared: the summary it writes afterwards, of turns that are
+    gone, is not kept in the summary store."""
+    from ravi.agents.llm.function import CallableLLMClient
+
+    hook = _ClearingDuring("complete")
+
+    async def model(prompt: str) -> str:
+        await hook.fire("complete")
+        return "The user gave their card number 4111-1111-1111-1111."
+
+    history, summaries = InMemoryHistoryProvider(), InMemorySummaryStore()
+    summarizer = SummarizationCompaction(
+        CallableLLMClient(model), store=summaries, recent_token_budget=400, min_old_tokens=0
+    )
+    context = AgentContext(ContextConfig(history, [TokenBudgetComposedStrategy([summarizer], 1_000)]))
+    for i in range(60):
+        await context.add_message("s", ChatMessage.user(f"turn {i}: {SECRET} " + "lorem ipsum " * 30))
+    hook.context = context  # type: ignore[assignment]
+    await context.get_prompt_window("s")
+    assert hook.fired
+    assert not summaries._texts
+
+
+async def test_a_clear_while_the_index_embeds_a_history_leaves_no_embedding_of_it() -> None:
+    """The in-process path of ``EmbeddingIndex.scores`` (a history passed whole): a clear while the messages
+    are embedded leaves none of their embeddings in the store."""
+    history, vectors = InMemoryHistoryProvider(), InMemoryVectorStore()
+    hook = _ClearingDuring("embed")
+    index = EmbeddingIndex(_SlowEmbeddings(hook), vectors)
+    context = AgentContext(ContextConfig(history, [RelevantRecallStrategy(2_000, index=index)]))
+    messages = [ChatMessage.user(SECRET), *(ChatMessage.user(f"turn {i}") for i in range(5))]
+    await history.append_many("agent", messages, session_id="s")
+    session = SessionContext(
+        "agent", "s", history=history, generation=await history.generation("agent", session_id="s")
+    )
+    hook.context = context  # type: ignore[assignment]
+    await index.scores(messages, "card number", session)
+    assert hook.fired
+    assert await held(vectors, "s") == 0
+    hook.fired = True  # no more clears: the session, written again, is indexed afresh
+    await history.append_many("agent", messages, session_id="s")
+    session.generation = await history.generation("agent", session_id="s")
+    assert await index.scores(messages, "card number", session)
+    assert await held(vectors, "s") == len(messages)
+
+
+async def test_a_context_manager_cleared_while_it_summarises_keeps_no_summary() -> None:
+    from ravi.agents.llm.function import CallableLLMClient
+
+    hook = _ClearingDuring("complete")
+    manager: ContextManager | None = None
+
+    async def model(prompt: str) -> str:
+        if not hook.fired and manager is not None:
+            hook.fired = True
+            await manager.clear()
+        return "The user gave their card number 4111-1111-1111-1111."
+
+    summaries = InMemorySummaryStore()
+    manager = ContextManager(
+        max_tokens=600, summaries=summaries, session_id="s", keep_recent=2, llm=CallableLLMClient(model)
+    )
+    for i in range(40):
+        await manager.add_message({"role": "user", "content": f"turn {i}: {SECRET} " + "lorem " * 40})
+    await manager.get_messages_for_request()
+    assert hook.fired
+    assert not summaries._texts

@@ -356,6 +356,7 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
         fresh = [m for m in history[start:cut] if m.role != "system" and not is_summary(m)]
         summary = await write_summary(self.llm or _extractive(), previous, fresh, key=key)
         await store.put_summary(scope, key, summary.model_dump_json())
+        await self.kept_current(session)
         # the first one stored wins, in every process
         return _summary_message(await store.get_summary(scope, key)) or summary
 

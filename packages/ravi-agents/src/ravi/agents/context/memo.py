@@ -42,5 +42,9 @@ class PrefixMemo(Generic[S]):
         self._previous = list(history)
         self._state = state
 
+    def clear(self) -> None:
+        """Forget the previous input: the next is computed from scratch."""
+        self._previous = self._state = None
+
 
 __all__ = ["PrefixMemo"]

@@ -211,7 +211,9 @@ class EmbeddingIndex:
         # only once the read suffices
         [q] = check_embeddings(await self.client.embed([query]), 1, self.client.dimension)
         vector = tuple(q)
-        await self._extend(session, mark, vector, messages_at, units_at)
+        written = await self._extend(session, mark, vector, messages_at, units_at)
+        if written and not await session.still_current():
+            await self._erase(written, session.generation)  # cleared meanwhile: the clear erased the rest
         await self._touch(messages_at, units_at)
         best: dict[str, float] = {}
         generation = session.generation
@@ -229,17 +231,29 @@ class EmbeddingIndex:
         found.sort(key=lambda u: (-u.score, -u.offset))
         return found[:limit]
 
+    async def _erase(self, written: dict[str, list[str]], generation: str | None) -> None:
+        """Delete the documents written under ``generation`` that still hold it (a later generation may have
+        written a document of the same id since)."""
+        for collection, ids in written.items():
+            stale = [
+                d.id
+                for d in await self.store.get(ids, collection=collection)
+                if d.metadata.get("generation") == generation
+            ]
+            if stale:
+                await self.store.delete(stale, collection=collection)
+
     async def _extend(
         self, session: SessionContext, mark: dict[str, Any], vector: tuple[float, ...], messages_at: str, units_at: str
-    ) -> None:
+    ) -> dict[str, list[str]]:
         """Store what the read adds to the index: the embeddings of the messages from the index's end on, each
         with the unit it belongs to, and the units from the newest one stored on (it may have grown), as stored;
-        then the index's new end."""
+        then the index's new end. Returns the ids written, by collection."""
         source, head, offset = session.source, session.source_head, session.offset
         embedded, units_from = mark.get("embedded", -1), mark.get("units", -1)
         first = next((i for i in range(head, len(source)) if (offset(source[i].id) or 0) >= units_from), len(source))
         if first == len(source):
-            return
+            return {}
         # the newest message that opens a unit: every unit before it is closed (no result can join it)
         opener = max((i for i in range(first, len(source)) if source[i].role not in ("tool", "system")), default=first)
         newest_system: list[str | None] = []  # the id of the newest system message before each position
@@ -322,6 +336,7 @@ class EmbeddingIndex:
         await self.store.upsert(
             [*units, Document(id=_PROGRESS, embedding=vector, metadata=progress)], collection=units_at
         )
+        return {messages_at: [d.id for d in documents], units_at: [*(u.id for u in units), _PROGRESS]}
 
     async def scores(
         self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
@@ -351,8 +366,12 @@ class EmbeddingIndex:
                 ],
                 collection=collection,
             )
-        state.size = len(history)
-        memo.store(history, state)
+        if new and not await scope.still_current():  # cleared meanwhile: the clear erased the rest
+            await self.store.delete_collection(collection)
+            memo.clear()
+        else:
+            state.size = len(history)
+            memo.store(history, state)
         await self._touch(collection)
         [q] = check_embeddings(await self.client.embed([query]), 1, self.client.dimension)
         hits = await self.store.search(q, collection=collection, limit=self.limit)

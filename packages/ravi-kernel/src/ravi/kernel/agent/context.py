@@ -12,7 +12,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
-from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.storage import HistoryProvider, SessionGeneration
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_items
 
@@ -327,6 +327,18 @@ class SessionContext:
         if not self.agent_id or not self.session_id:
             return None
         return Scope(self.agent_id, self.session_id, self.generation)
+
+    async def still_current(self) -> bool:
+        """Whether the session still has the generation the engine read (``True`` when its store keeps none, or
+        for a standalone call). A strategy that keeps derived records outside the history provider asks after
+        writing them: a session cleared in between has had its records erased already, so what the strategy
+        wrote under the old generation is its own to erase."""
+        history, generation = self.history, self.generation
+        if history is None or generation is None or not self.agent_id or not self.session_id:
+            return True
+        if not isinstance(history, SessionGeneration):
+            return True
+        return await history.generation(self.agent_id, session_id=self.session_id) == generation
 
     @property
     def key(self) -> tuple[str, str]:

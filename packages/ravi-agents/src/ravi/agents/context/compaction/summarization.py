@@ -6,7 +6,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ravi.agents.context.compaction._keep import TAIL_CUT
 from ravi.agents.context.session import counter_of
@@ -173,6 +173,14 @@ class KeepsSummaries:
 
             self._own_store = InMemorySummaryStore()
         return self._own_store
+
+    async def kept_current(self, session: SessionContext) -> None:
+        """After writing a summary of ``session``: when the session was cleared since the engine read it, the
+        clear has erased its summaries already, so the one just written, of turns that are gone, is erased with
+        the session's others in that store (a history provider that keeps summaries refuses it by itself)."""
+        store = self.summaries(session)
+        if store is not cast(object, session.history) and not await session.still_current():
+            await store.clear_summaries(session.agent_id, session_id=session.session_id)
 
     async def clear_records(self, agent_id: str, session_id: str) -> int:
         """Delete the session's summaries from the store given, or the one kept in this process (those the history
@@ -360,6 +368,7 @@ class SummarizationCompaction(KeepsSummaries, Strategy):
         if scope is None:
             return summary  # no session to keep it for
         await self.summaries(own).put_summary(scope, key, summary.model_dump_json())
+        await self.kept_current(own)
         return await self._stored(own, key) or summary  # the first one stored wins, in every process
 
     async def _summarise(
@@ -425,6 +434,7 @@ class SummarizationCompaction(KeepsSummaries, Strategy):
         summary = await self._summarise(
             previous, fresh, history, counter, store=self.summaries(session), scope=session.scope
         )
+        await self.kept_current(session)
         if summary is None:
             return list(history)
         head = [m for m in old if m.role == "system"]
