@@ -162,3 +162,47 @@ async def test_a_summarizing_context_that_names_its_model_takes_usage_reports(na
     await context.add_message("s", ChatMessage.user("hello " * 50))
     await context.get_prompt_window("s")
     assert await context.record_usage("s", 80) > 0
+
+
+class _CountingClient(_NamedClient):
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4 + 1
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        {"model": "gpt-4o"},
+        {"model": ModelInfo(name="my-model", context_window=32_000, max_output_tokens=4_000)},
+        {"model_client": _CountingClient()},
+    ],
+)
+async def test_a_token_budget_context_that_names_its_model_takes_usage_reports(named: dict[str, object]) -> None:
+    context = AgentContext(TokenBudgetContext(max_tokens=8_000, **named))  # type: ignore[arg-type]
+    for _ in range(3):
+        await context.add_message("s", ChatMessage.user("hello " * 400))
+    await context.get_prompt_window("s")
+    assert await context.record_usage("s", 2_000) > 1
+
+
+@pytest.mark.parametrize("kind", ["budget", "summarizing"])
+async def test_model_contexts_share_corrections_through_the_state_store_they_are_given(kind: str) -> None:
+    """Two workers' contexts over one state store: a correction one records sizes the other's windows."""
+    from ravi.agents.storage import InMemoryStateStore
+    from ravi.agents.tokens import HeuristicTokenCounter
+
+    state, history = InMemoryStateStore(), InMemoryHistoryProvider()
+    first = AgentContext(TokenBudgetContext(max_tokens=2_000, history=history, model="gpt-4o", state=state))
+    other = (
+        TokenBudgetContext(max_tokens=2_000, history=history, model="gpt-4o", state=state)
+        if kind == "budget"
+        else SummarizingContext(_NamedClient(), max_tokens=2_000, model="gpt-4o", history=history, state=state)
+    )
+    second = AgentContext(other)
+    for i in range(40):
+        await first.add_message("s", ChatMessage.user(f"turn {i} " + "hello " * 40))
+    count = HeuristicTokenCounter().count_messages
+    before = count(await second.get_prompt_window("s"))
+    await first.get_prompt_window("s")
+    await first.record_usage("s", 7_500)  # the provider counts nearly four times what was counted here
+    assert count(await second.get_prompt_window("s")) < before

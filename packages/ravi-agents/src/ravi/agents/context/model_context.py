@@ -31,7 +31,7 @@ from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, ModelInfo, TokenCounter
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import HistoryProvider
+from ravi.kernel.storage import HistoryProvider, ShortTermMemory
 from ravi.kernel.values import check_share
 
 if TYPE_CHECKING:
@@ -127,7 +127,10 @@ class TokenBudgetContext(ModelContext):
     """The newest whole units within ``max_tokens`` tokens, system messages always kept.
 
     Tokens are counted with ``counter``, else with the model client's ``count_tokens()`` when one is given
-    (here or to :meth:`build`), else with the 4-characters-per-token heuristic (003).
+    (here or to :meth:`build`), else with the 4-characters-per-token heuristic (003). ``model`` (a name or a
+    ``ModelInfo``, else the one ``model_client`` names) is the model the windows are sent to, so
+    ``AgentContext.record_usage`` can correct their count from the provider's reports; ``state`` shares those
+    corrections between processes.
     """
 
     def __init__(
@@ -138,12 +141,21 @@ class TokenBudgetContext(ModelContext):
         retention: HistoryRetention = _PERMANENT,
         counter: TokenCounter | None = None,
         model_client: Any = None,
+        model: str | ModelInfo | None = None,
+        state: ShortTermMemory | None = None,
     ) -> None:
         if counter is None and model_client is not None:
             counter = ClientTokenCounter(model_client)
         self.max_tokens = max_tokens
         strategy = TokenBudgetComposedStrategy([], max_tokens)
-        super().__init__(history or InMemoryHistoryProvider(), [strategy], retention=retention, counter=counter)
+        super().__init__(
+            history or InMemoryHistoryProvider(),
+            [strategy],
+            retention=retention,
+            counter=counter,
+            model=_name_of(model or _model_of(model_client)),
+            state=state,
+        )
 
     @classmethod
     def default(cls) -> Self:
@@ -227,7 +239,8 @@ class SummarizingContext(ModelContext):
     ``ModelInfo``). The newest half of the threshold budget stays verbatim and the summary gets at most a
     quarter; the summary moves forward an eighth of the budget at a time (see ``SummarizationCompaction``). The
     transcript is never changed: the summary is a derived record, kept in the summary store by session and
-    checkpoint.
+    checkpoint. ``state`` shares the corrections ``AgentContext.record_usage`` makes to the model's windows between
+    processes.
     """
 
     def __init__(
@@ -241,6 +254,7 @@ class SummarizingContext(ModelContext):
         history: HistoryProvider | None = None,
         retention: HistoryRetention = _PERMANENT,
         counter: TokenCounter | None = None,
+        state: ShortTermMemory | None = None,
     ) -> None:
         check_share(threshold, "threshold")
         llm = llm or model_client  # 003 names it model_client
@@ -265,13 +279,13 @@ class SummarizingContext(ModelContext):
         )
         strategy = TokenBudgetComposedStrategy([summarizer], budget, counter=counter)
         # the model the windows are sent to, named here or by the client: AgentContext.record_usage calibrates it
-        named = model or _model_of(llm)
         super().__init__(
             history or InMemoryHistoryProvider(),
             [strategy],
             retention=retention,
             counter=counter,
-            model=named.name if isinstance(named, ModelInfo) else named,
+            model=_name_of(model or _model_of(llm)),
+            state=state,
         )
 
     async def build(
@@ -279,6 +293,11 @@ class SummarizingContext(ModelContext):
     ) -> list[ChatMessage]:
         """The window, its older part summarised once it passes ``threshold`` of the budget."""
         return await self._window(session_id, agent_id)
+
+
+def _name_of(model: str | ModelInfo | None) -> str | None:
+    """The name of a model given by name or as a ``ModelInfo``."""
+    return model.name if isinstance(model, ModelInfo) else model
 
 
 def _model_of(client: Any) -> str | ModelInfo | None:
