@@ -203,6 +203,35 @@ async def test_a_numeric_comes_back_with_every_digit(age_store: AGEGraphStore) -
     assert row["w"] == row["n"]["properties"]["w"] == Decimal("0.100000000000000000001")
 
 
+async def test_a_numeric_read_back_is_accepted_as_a_parameter_exactly(age_store: AGEGraphStore) -> None:
+    """``query_cypher`` returns a ``numeric`` as a ``Decimal``, but a ``Decimal`` parameter was refused ("Decimal is
+    not a JSON value"): it now goes in as that ``numeric``, every digit and its trailing zeros kept."""
+    await age_store.add_entities([Entity(id="a", label="Person")])
+    [row] = await age_store.query_cypher(
+        "MATCH (n {id: 'a'}) SET n.w = '0.100000000000000000001'::numeric RETURN n.w AS w"
+    )
+    assert isinstance(row["w"], Decimal)
+    [back] = await age_store.query_cypher(
+        "MATCH (n {id: 'a'}) WHERE n.w = $w SET n.v = $w RETURN n.v AS v, $m AS m, $big + 1 AS sum",
+        {
+            "w": row["w"],
+            "m": {"xs": [Decimal("-1.50"), Decimal("1E+40"), Decimal("1.5E-30")], "plain": 1.5},
+            "big": Decimal("123456789012345678901234567890"),
+        },
+    )
+    assert back["v"] == Decimal("0.100000000000000000001") and isinstance(back["v"], Decimal)
+    assert back["m"]["xs"] == [Decimal("-1.50"), Decimal("1E+40"), Decimal("1.5E-30")]
+    assert str(back["m"]["xs"][0]) == "-1.50" and back["m"]["plain"] == 1.5
+    assert back["sum"] == Decimal("123456789012345678901234567891")
+
+
+@pytest.mark.parametrize("value", [Decimal("NaN"), Decimal("sNaN"), Decimal("Infinity"), Decimal("-Infinity")])
+async def test_a_decimal_that_is_not_finite_is_refused_as_a_parameter(age_store: AGEGraphStore, value: Decimal) -> None:
+    with pytest.raises(InvalidArgument, match="NaN and infinities") as info:
+        await age_store.query_cypher("RETURN $p AS p", {"p": {"xs": [1, value]}})
+    assert info.value.field == "params.p.xs[1]"
+
+
 async def test_an_integer_literal_past_64_bits_is_refused(age_store: AGEGraphStore) -> None:
     """AGE reads such a literal as a float, so it came back changed (even cast to ``numeric``)."""
     for query in ("RETURN 123456789012345678901234567890::numeric AS n", "RETURN 9223372036854775808 AS n"):

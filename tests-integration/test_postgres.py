@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import pytest
 import pytest_asyncio
 from servers import Server, closing
@@ -218,6 +219,30 @@ async def test_migrations_are_safe_when_processes_start_together(postgres_server
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_a_schema_whose_migrations_table_alone_was_dropped_is_a_configuration_error_that_says_so(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """With the ``migrations`` table dropped and the stores' tables left, every new store ran the first migration
+    again and failed on the table it found (a generic error naming neither the cause nor a repair). The tables
+    may be at any version, so none is guessed: the error names the record that is gone and how to repair."""
+    async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await store.append("agent", ChatMessage.user("kept"), session_id="s")
+        await store.db.execute(f'DROP TABLE "{pg_schema}"."migrations"')
+    for _ in range(2):  # every new store, not only the first
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            with pytest.raises(ConfigurationError, match="no record of its migrations") as info:
+                await store.count_messages("agent", session_id="s")
+            message = str(info.value)
+            assert f'"{pg_schema}"."migrations"' in message and "history" in message, message
+            assert "drop" in (info.value.hint or "") and "restore" in (info.value.hint or "")
+    connection = await asyncpg.connect(postgres_server.address)
+    try:  # nothing was changed by the failed setups
+        assert await connection.fetchval("SELECT to_regclass($1)", f'"{pg_schema}"."migrations"') is None
+        assert await connection.fetchval(f'SELECT count(*) FROM "{pg_schema}"."messages"') == 1
+    finally:
+        await connection.close()
 
 
 @pytest.mark.parametrize("cached", [True, False])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -191,3 +193,83 @@ async def test_a_providers_response_object_returned_is_named() -> None:
     with pytest.raises(InvalidArgument, match="returned a _Completion, not its text") as raised:
         await CallableLLMClient(lambda messages: _Completion()).complete(ASKED)
     assert "content" in (raised.value.hint or "")
+
+
+async def test_a_sync_stream_is_read_off_the_event_loop() -> None:
+    """A sync generator was iterated on the event loop, which stopped while the model streamed: here the stream
+    waits for a task on the loop to let it go on, which it never saw (the wait ran out and said so)."""
+    started, go = threading.Event(), threading.Event()
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+
+    def stream(messages: Sequence[ChatMessage]) -> Iterator[str]:
+        threads.append(threading.get_ident())
+        yield "first, "
+        started.set()
+        yield "then " + ("the loop ran" if go.wait(timeout=10) else "the loop was blocked")
+
+    async def let_it_go_on() -> None:
+        await asyncio.to_thread(started.wait, 10)
+        go.set()
+
+    text, _ = await asyncio.gather(CallableLLMClient(stream).complete(ASKED), let_it_go_on())
+    assert text == "first, then the loop ran"
+    assert threads and loop_thread not in threads
+
+
+async def test_a_task_cancelled_while_a_piece_is_read_closes_the_stream_once_the_piece_is_in() -> None:
+    reading, release, closed = threading.Event(), threading.Event(), threading.Event()
+
+    def stream(messages: Sequence[ChatMessage]) -> Iterator[str]:
+        try:
+            yield "first"
+            reading.set()
+            release.wait(timeout=10)
+            yield "second"
+            yield "never read"
+        finally:
+            closed.set()
+
+    task = asyncio.create_task(CallableLLMClient(stream).complete(ASKED))
+    assert await asyncio.to_thread(reading.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task  # at once: the piece being read is not waited for
+    assert not closed.is_set()
+    release.set()
+    assert await asyncio.to_thread(closed.wait, 10)
+
+
+async def test_a_function_that_takes_max_tokens_is_given_it() -> None:
+    """``complete(messages, max_tokens=...)`` called every function with the messages alone, so one that can keep
+    to a length never heard of it."""
+    given: list[object] = []
+
+    def keyword(messages: Sequence[ChatMessage], max_tokens: int | None = None) -> str:
+        given.append(max_tokens)
+        return "ok"
+
+    async def keyword_only(messages: Sequence[ChatMessage], *, max_tokens: int = 4_096) -> str:
+        given.append(max_tokens)
+        return "ok"
+
+    def streaming(messages: Sequence[ChatMessage], max_tokens: int = 4_096) -> Iterator[str]:
+        given.append(max_tokens)
+        yield "ok"
+
+    for function in (keyword, keyword_only, streaming):
+        assert await CallableLLMClient(function).complete(ASKED, max_tokens=50) == "ok"
+        assert await CallableLLMClient(function).complete(ASKED) == "ok"  # none asked: the function's default
+    assert given == [50, None, 50, 4_096, 50, 4_096]
+
+
+async def test_a_function_without_a_max_tokens_parameter_is_called_with_the_messages_alone() -> None:
+    calls: list[tuple[object, ...]] = []
+
+    def anything(messages: Sequence[ChatMessage], *args: object, **kwargs: object) -> str:
+        calls.append((args, kwargs))
+        return "ok"
+
+    assert await CallableLLMClient(anything).complete(ASKED, max_tokens=50) == "ok"
+    assert await CallableLLMClient(plain).complete(ASKED, max_tokens=50) == "1 messages"
+    assert calls == [((), {})]

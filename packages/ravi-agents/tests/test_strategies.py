@@ -142,7 +142,7 @@ def test_dated_and_qualified_names_match_the_known_model(name: str, known: str) 
 
 
 @pytest.mark.parametrize(
-    "name", ["gpt-4o-banana", "gpt-4o-mini-banana", "claude-sonnet-4-6", "gpt-4o.x", "o3-pro", "gpt-5-codex"]
+    "name", ["gpt-4o-banana", "gpt-4o-mini-banana", "claude-sonnet-4-6", "gpt-4o.x", "o3-turbo", "gpt-5-codex"]
 )
 def test_a_known_name_followed_by_something_else_is_an_unknown_model(name: str) -> None:
     """Only a listed variant suffix (a date, a version, ``-latest``...) may follow a known name: ``gpt-4o-banana``
@@ -182,6 +182,56 @@ def test_a_known_name_followed_by_something_else_is_an_unknown_model(name: str) 
 )
 def test_listed_variant_suffixes_match_the_known_model(name: str, known: str) -> None:
     assert model_info(name).name == known
+
+
+@pytest.mark.parametrize(
+    ("name", "window", "output"),
+    [
+        ("o1-pro", 200_000, 100_000),
+        ("o1-pro-2025-03-19", 200_000, 100_000),
+        ("o3-pro", 200_000, 100_000),
+        ("openai/o3-pro-2025-06-10", 200_000, 100_000),
+        ("gpt-5-chat-latest", 128_000, 16_384),
+        ("gpt-5-pro", 400_000, 272_000),
+        ("gpt-4o-audio-preview", 128_000, 16_384),
+        ("gpt-4o-audio-preview-2025-06-03", 128_000, 16_384),
+        ("gpt-4o-realtime-preview", 32_000, 4_096),
+        ("gpt-4o-mini-realtime-preview-2024-12-17", 16_000, 4_096),
+        ("codex-mini-latest", 200_000, 100_000),
+    ],
+)
+def test_openai_models_users_pass_today_are_known(name: str, window: int, output: int) -> None:
+    """OpenAI's ``o1-pro``, ``o3-pro``, ``gpt-5-chat-latest``, audio and realtime previews were unknown once a known
+    name matched only exactly or with a variant suffix; each is sized as OpenAI documents it and counted with its
+    encoding."""
+    info = model_info(name)
+    assert (info.context_window, info.max_output_tokens) == (window, output)
+    assert counter_for_model(name).key == "tokens:exact:o200k_base"
+
+
+@pytest.mark.parametrize(
+    ("name", "window", "output"),
+    [
+        ("gemini-2.5-flash-lite", 1_048_576, 65_536),
+        ("google/gemini-2.5-flash-lite-preview-06-17", 1_048_576, 65_536),
+        ("gemini-2.0-flash-lite", 1_048_576, 8_192),
+        ("gemini-2.0-flash-lite-001", 1_048_576, 8_192),
+    ],
+)
+def test_gemini_flash_lite_models_are_known(name: str, window: int, output: int) -> None:
+    """``gemini-2.5-flash-lite`` is not ``gemini-2.5-flash`` followed by a variant suffix, so it was unknown."""
+    info = model_info(name)
+    assert (info.context_window, info.max_output_tokens) == (window, output)
+    assert counter_for_model(name).scale == 1.10
+
+
+@pytest.mark.parametrize(
+    "name", ["claude-3-haiku", "claude-3-haiku-20240307", "anthropic.claude-3-haiku-20240307-v1:0"]
+)
+def test_claude_3_haiku_is_known(name: str) -> None:
+    """Claude 3 Haiku, still served, was unknown; its output is 4,096 tokens, not a later Haiku's."""
+    info = model_info(name)
+    assert (info.name, info.context_window, info.max_output_tokens) == ("claude-3-haiku", 200_000, 4_096)
 
 
 def test_a_long_name_of_variant_like_pieces_is_read_in_time_linear_in_its_length() -> None:

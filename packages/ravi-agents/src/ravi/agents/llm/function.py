@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import inspect
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -22,9 +25,13 @@ class CallableLLMClient:
 
     ``function(messages)`` is given the messages to answer (``ChatMessage`` objects) and returns the reply's text,
     or an awaitable of it, or the text in pieces: an iterable or async iterable of strings (a stream), which is
-    collected into one text. Its ``max_tokens`` is the caller's wish; a function that keeps to it does so on its
+    collected into one text. A stream that is not a list or a tuple (a generator reading a model's response) is
+    read in a worker thread of its own, one piece at a time, so the event loop runs on while the model streams.
+    A function whose signature has a ``max_tokens`` parameter is given the caller's ``max_tokens`` (when one is
+    given) as that keyword; any other function is called with the messages alone, and keeps to a length on its
     own. ``cancel`` is checked before the function is called, after each piece of a stream (a cancelled stream is
-    read no further and closed) and once its text is whole.
+    read no further and closed) and once its text is whole; a stream left early (cancelled, a bad piece, the
+    awaiting task cancelled) is closed, in its worker thread once the piece being read is in.
 
     Example:
         >>> import asyncio
@@ -43,6 +50,7 @@ class CallableLLMClient:
                 hint="for example CallableLLMClient(lambda messages: my_model(messages))",
             )
         self._function = function
+        self._takes_max_tokens = _takes_max_tokens(function)
 
     async def complete(
         self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None, cancel: CancelToken | None = None
@@ -55,7 +63,10 @@ class CallableLLMClient:
         """
         if cancel is not None:
             cancel.raise_if_cancelled()
-        result: Any = self._function(messages)
+        if self._takes_max_tokens and max_tokens is not None:
+            result: Any = self._function(messages, max_tokens=max_tokens)  # type: ignore[call-arg]
+        else:
+            result = self._function(messages)
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, BaseModel):  # iterable as a pydantic model is (a ChatMessage, a provider's response
@@ -70,8 +81,10 @@ class CallableLLMClient:
             text = str.__str__(result)  # a plain str: a subclass and its behaviour stay with the function
         elif isinstance(result, AsyncIterable):
             text = await _collect_async(result, cancel)
-        elif isinstance(result, Iterable) and not isinstance(result, bytes | bytearray | Mapping):
+        elif isinstance(result, list | tuple):
             text = _collect(result, cancel)
+        elif isinstance(result, Iterable) and not isinstance(result, bytes | bytearray | Mapping):
+            text = await _collect_in_thread(result, cancel)
         else:
             raise InvalidArgument(
                 f"the model function returned {type(result).__name__}, not text or pieces of text",
@@ -103,6 +116,59 @@ def _collect(stream: Iterable[object], cancel: CancelToken | None) -> str:
         if callable(close):
             close()
     return "".join(pieces)
+
+
+_END = object()
+
+
+async def _collect_in_thread(stream: Iterable[object], cancel: CancelToken | None) -> str:
+    """As :func:`_collect`, each piece read in a worker thread of the stream's own (a sync generator blocks while
+    the model streams; on the event loop it would stop every other task). The stream is closed in that thread
+    too, after the piece being read: a generator cannot be closed while it runs, and a task cancelled while a
+    piece is being read does not wait for it."""
+    context = contextvars.copy_context()  # the function's context variables, as on the event loop
+    loop = asyncio.get_running_loop()
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ravi-llm-stream")
+    iterator: Iterator[object] | None = None
+    pieces: list[str] = []
+    try:
+        iterator = await loop.run_in_executor(worker, context.run, iter, stream)
+        while (piece := await loop.run_in_executor(worker, context.run, _next, iterator)) is not _END:
+            pieces.append(_piece(piece))
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+        iterator = None  # read to its end: nothing to close
+    except asyncio.CancelledError:
+        if iterator is not None:  # closed once the piece being read is in, without waiting for it here
+            worker.submit(context.run, _close, iterator)
+            iterator = None
+        raise
+    finally:
+        try:
+            if iterator is not None:  # left early (cancel, a bad piece, the stream's own error): closed now
+                await loop.run_in_executor(worker, context.run, _close, iterator)
+        finally:
+            worker.shutdown(wait=False)
+    return "".join(pieces)
+
+
+def _next(iterator: Iterator[object]) -> object:
+    return next(iterator, _END)
+
+
+def _close(iterator: object) -> None:
+    close = getattr(iterator, "close", None)
+    if callable(close):
+        close()
+
+
+def _takes_max_tokens(function: Callable[..., object]) -> bool:
+    """Whether ``function``'s signature names a ``max_tokens`` parameter that can be passed by keyword."""
+    try:
+        parameter = inspect.signature(function).parameters.get("max_tokens")
+    except (TypeError, ValueError):  # no signature to read (some builtins)
+        return False
+    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
 
 
 async def _collect_async(stream: AsyncIterable[object], cancel: CancelToken | None) -> str:

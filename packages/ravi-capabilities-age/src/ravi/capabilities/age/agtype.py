@@ -7,13 +7,21 @@ as a :class:`~decimal.Decimal` with every digit AGE printed (a float would keep 
 ``NaN`` and the infinities; AGE's own integers and floats (64-bit) come back as ``int`` and ``float``. Only a
 value AGE annotates as a vertex or an edge is reshaped: a map that merely has the keys ``id``, ``label`` and
 ``properties`` (a property's value, a parameter) comes back as it is.
+
+Parameters go the other way (:func:`dumps`): JSON, except that a :class:`~decimal.Decimal` (what a ``numeric``
+comes back as) is written as an agtype ``numeric`` literal with its digits as they are (``2.50::numeric``), so it
+goes back exactly, never through a float.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
+
+from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.values import check_json
 
 _ANNOTATIONS = ("::vertex", "::edge", "::path", "::numeric")
 _SHAPED = ("::vertex", "::edge")
@@ -117,4 +125,40 @@ def _float(text: str) -> float:
     return float(text)
 
 
-__all__ = ["parse"]
+def _without_decimals(value: Any, where: str) -> Any:
+    """``value`` with each ``Decimal`` checked (finite) and replaced by ``0``, for :func:`check_json` to check the
+    rest."""
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise InvalidArgument(
+                f"{value} cannot be a parameter: NaN and infinities are not kept as numeric values",
+                field=where,
+                hint="pass a finite Decimal, or None",
+            )
+        return 0
+    if isinstance(value, Mapping):
+        return {k: _without_decimals(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_decimals(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def check_params(params: Any, where: str = "params") -> None:
+    """``InvalidArgument`` unless ``params`` is JSON every store keeps (``check_json``) or a finite ``Decimal``
+    anywhere a number may be."""
+    check_json(_without_decimals(params, where), where)
+
+
+def dumps(value: Any) -> str:
+    """The agtype text of a checked parameter value: JSON, with each ``Decimal`` a ``numeric`` literal of its own
+    digits."""
+    if isinstance(value, Decimal):
+        return f"{value}::numeric"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {dumps(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(dumps(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+__all__ = ["check_params", "dumps", "parse"]

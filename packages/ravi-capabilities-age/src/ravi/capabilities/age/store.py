@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -12,13 +11,13 @@ from typing import Any, Unpack
 
 import asyncpg
 
-from ravi.capabilities.age.agtype import parse
+from ravi.capabilities.age.agtype import check_params, dumps, parse
 from ravi.capabilities.age.cypher import oversized_integers, return_columns
 from ravi.capabilities.age.options import AGEOptions
 from ravi.capabilities.postgres._db import ConnectionOptions, Database
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound, RaviError
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_forget, check_relationship_types
-from ravi.kernel.values import check_items, check_json, check_scope, check_text
+from ravi.kernel.values import check_items, check_scope, check_text
 
 _GRAPH = re.compile(r"^[a-z_][a-z0-9_]{2,62}$")
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -155,7 +154,7 @@ class AGEGraphStore:
         self, connection: asyncpg.Connection, query: str, params: Mapping[str, Any] | None, columns: int = 1
     ) -> list[list[Any]]:
         sql = self._sql(query, columns, params is not None)
-        args = [json.dumps(params, ensure_ascii=False)] if params is not None else []
+        args = [dumps(params)] if params is not None else []
         rows = await connection.fetch(sql, *args)
         return [[parse(r[i]) for i in range(max(1, columns))] for r in rows]
 
@@ -399,11 +398,12 @@ class AGEGraphStore:
     async def query_cypher(self, query: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run an openCypher query on the graph with ``params`` bound as an agtype map (never pasted into the
         text); rows as dicts of plain Python values keyed by the ``RETURN`` aliases. A ``numeric`` comes back as
-        a ``Decimal`` with every digit AGE keeps.
+        a ``Decimal`` with every digit AGE keeps, and a ``Decimal`` parameter goes in as that ``numeric``, exactly.
 
         Raises:
             InvalidArgument: the query is refused by AGE, uses ``RETURN *`` (name the columns instead), or has an
-                integer literal past 64 bits (AGE would read it as a float; write ``'...'::numeric`` instead).
+                integer literal past 64 bits (AGE would read it as a float; write ``'...'::numeric`` instead); or
+                ``params`` is not JSON or finite ``Decimal`` values (a NaN or infinite ``Decimal`` is refused).
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgument("query must be a non-empty string")
@@ -424,7 +424,7 @@ class AGEGraphStore:
         if params is not None and not isinstance(params, Mapping):
             raise InvalidArgument("params must be a mapping")
         if params is not None:
-            check_json(params, "params")
+            check_params(params)
         async with self._connection() as connection:
             rows = await self._run(connection, query, dict(params) if params is not None else None, columns=len(names))
         if not names:

@@ -100,6 +100,10 @@ _RACED_CREATE = (
 """What a ``CREATE ... IF NOT EXISTS`` raises when another session creates the same object at the same moment: a
 unique violation in the catalog once the other commits, or, when the other committed between the name check and
 the creation of a table's row type, "type already exists". Nothing was made; run again, it finds the object."""
+_MADE_BEFORE = (asyncpg.exceptions.DuplicateTableError, asyncpg.exceptions.DuplicateFunctionError)
+"""What a migration's ``CREATE`` raises when its table, index or function is already there. Migrations run under
+the schema's advisory lock and their objects are named with the store's prefix, so no other setup can have made
+it at the same moment: the ``migrations`` table lost the record of the migration that made it."""
 _DROPPED = (
     asyncpg.exceptions.InvalidSchemaNameError,
     asyncpg.exceptions.UndefinedTableError,
@@ -390,6 +394,7 @@ class Database:
             # One process at a time past this point; the others wait, then find the work done.
             await connection.execute("SELECT pg_advisory_xact_lock($1)", key)
             await connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            recorded = await connection.fetchval("SELECT to_regclass($1) IS NOT NULL", migrations_table)
             await connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {migrations_table} (component text NOT NULL, version int NOT NULL, "
                 "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), "
@@ -403,13 +408,32 @@ class Database:
                 for step in sorted(steps, key=lambda m: m.version):
                     if (component, step.version) in applied:
                         continue
-                    await connection.execute(step.sql.format(schema=self.schema, prefix=self.prefix))
+                    try:
+                        await connection.execute(step.sql.format(schema=self.schema, prefix=self.prefix))
+                    except _MADE_BEFORE as error:
+                        raise self._unrecorded(migrations_table, component, step, recorded, error) from error
                     await connection.execute(
                         f"INSERT INTO {migrations_table} (component, version, description) VALUES ($1, $2, $3)",
                         component,
                         step.version,
                         step.description,
                     )
+
+    def _unrecorded(
+        self, migrations_table: str, component: str, step: Migration, recorded: bool, error: Exception
+    ) -> ConfigurationError:
+        """The error for a migration whose objects exist though the ``migrations`` table has no record of it: the
+        record was dropped or emptied, and the version the tables are at cannot be known, so nothing is guessed
+        (applying later migrations to tables at an unknown version, or recording versions never applied, could
+        damage the data). The transaction that found it is rolled back: nothing is changed."""
+        what = "is missing" if not recorded else f"has no record of {component!r} version {step.version}"
+        return ConfigurationError(
+            f'the schema "{self.schema}" holds the tables of the {component} store but no record of its migrations: '
+            f"{migrations_table} {what} ({error}), so the version its tables are at is unknown",
+            hint=f"restore {migrations_table} from a backup of this database; or, if the data can go, drop the "
+            f'store\'s tables (or the whole schema: DROP SCHEMA "{self.schema}" CASCADE) and the next store makes '
+            "them again",
+        )
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
