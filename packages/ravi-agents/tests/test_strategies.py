@@ -198,6 +198,8 @@ def test_listed_variant_suffixes_match_the_known_model(name: str, known: str) ->
         ("gpt-4o-realtime-preview", 32_000, 4_096),
         ("gpt-4o-mini-realtime-preview-2024-12-17", 16_000, 4_096),
         ("codex-mini-latest", 200_000, 100_000),
+        ("o1-preview", 128_000, 32_768),  # not o1 with a "-preview" suffix: a smaller model of its own
+        ("o1-preview-2024-09-12", 128_000, 32_768),
     ],
 )
 def test_openai_models_users_pass_today_are_known(name: str, window: int, output: int) -> None:

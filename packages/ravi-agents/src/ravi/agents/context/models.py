@@ -34,6 +34,7 @@ MODELS: Mapping[str, ModelInfo] = dict(
         _m("gpt-4o-mini-realtime-preview", 16_000, 4_096),
         _m("o1", 200_000, 100_000),
         _m("o1-mini", 128_000, 65_536),
+        _m("o1-preview", 128_000, 32_768),
         _m("o1-pro", 200_000, 100_000),
         _m("o3", 200_000, 100_000),
         _m("o3-mini", 200_000, 100_000),
