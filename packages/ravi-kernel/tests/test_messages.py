@@ -369,3 +369,12 @@ def test_reading_in_bulk_leaves_the_garbage_collector_as_it_was(running: bool) -
         assert gc.isenabled() is running
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_initialising_a_read_only_value_again_changes_nothing() -> None:
+    """``__init__`` called again on a built value (``dict.__init__`` fills in place, ``list.__init__`` empties and
+    refills) would change a message every reader shares."""
+    message = ChatMessage.user("hi", metadata={"tags": ["a"], "inner": {"k": 1}})
+    message.metadata.__init__({"injected": True})  # type: ignore[misc]
+    message.metadata["tags"].__init__(["b", "c"])  # type: ignore[misc]
+    assert message.metadata == {"tags": ["a"], "inner": {"k": 1}}

@@ -40,6 +40,14 @@ class FrozenDict(dict[str, Any]):
 
     __slots__ = ()
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> FrozenDict:
+        built = dict.__new__(cls)
+        dict.__init__(built, *args, **kwargs)
+        return built
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Filled once, by ``__new__``: calling ``__init__`` again changes nothing."""
+
     __setitem__ = _refuse
     __delitem__ = _refuse
     __ior__ = _refuse
@@ -66,6 +74,14 @@ class FrozenList(list[Any]):
     It equals, serialises and reads like a list; :func:`ravi.kernel.values.thaw` gives a plain one."""
 
     __slots__ = ()
+
+    def __new__(cls, *args: Any) -> FrozenList:
+        built = list.__new__(cls)
+        list.__init__(built, *args)
+        return built
+
+    def __init__(self, *args: Any) -> None:
+        """Filled once, by ``__new__``: calling ``__init__`` again changes nothing."""
 
     __setitem__ = _refuse
     __delitem__ = _refuse
