@@ -273,3 +273,61 @@ async def test_a_context_manager_cleared_while_it_summarises_keeps_no_summary() 
     await manager.get_messages_for_request()
     assert hook.fired
     assert not summaries._texts
+
+
+class _NoGenerations:
+    """A history provider with none of the optional abilities: no generations, no summaries."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryHistoryProvider()
+
+    async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
+        await self.inner.append(agent_id, message, session_id=session_id, run_id=run_id)
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        await self.inner.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        return await self.inner.get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        return await self.inner.clear(agent_id, session_id=session_id)
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        return await self.inner.clear_run(agent_id, session_id=session_id, run_id=run_id)
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        return await self.inner.count_messages(agent_id, session_id=session_id)
+
+
+async def test_a_hybrid_provider_over_a_cold_tier_without_generations_or_summaries_has_neither() -> None:
+    """It answered isinstance checks for ``SessionGeneration`` and ``SummaryStore`` and then raised a bare
+    ``NotImplementedError``: a summarising window, or ``explain`` with a recall index, failed on it."""
+    from ravi.agents.context.hybrid import HybridHistoryProvider
+    from ravi.agents.llm.function import CallableLLMClient
+    from ravi.kernel.storage import SessionGeneration, SummaryStore
+
+    history = HybridHistoryProvider(InMemoryHistoryProvider(), _NoGenerations())  # type: ignore[arg-type]
+    assert not isinstance(history, SessionGeneration) and not isinstance(history, SummaryStore)
+    assert isinstance(history, HybridHistoryProvider) and type(history).__name__ == "HybridHistoryProvider"
+    full = HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
+    assert isinstance(full, SessionGeneration) and isinstance(full, SummaryStore)
+    summarizer = SummarizationCompaction(
+        CallableLLMClient(lambda messages: "a summary"), recent_token_budget=400, min_old_tokens=0
+    )
+    index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), InMemoryVectorStore())
+    strategies: list[Strategy] = [
+        TokenBudgetComposedStrategy([summarizer], 1_000),
+        RelevantRecallStrategy(2_000, index=index),
+    ]
+    for strategy in strategies:
+        context = AgentContext(ContextConfig(history, [strategy]))
+        for i in range(60):
+            await context.add_message("s", ChatMessage.user(f"turn {i}: " + "lorem ipsum " * 30))
+        assert await context.get_prompt_window("s")
+        assert (await context.explain("s")).messages
+        await context.clear("s")
