@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -261,6 +262,34 @@ async def test_a_function_that_takes_max_tokens_is_given_it() -> None:
         assert await CallableLLMClient(function).complete(ASKED, max_tokens=50) == "ok"
         assert await CallableLLMClient(function).complete(ASKED) == "ok"  # none asked: the function's default
     assert given == [50, None, 50, 4_096, 50, 4_096]
+
+
+async def test_a_function_whose_max_tokens_has_no_default_is_always_given_it() -> None:
+    """Called with the messages alone when the caller set no limit, it raised a bare ``TypeError`` (a missing
+    argument): a parameter without a default is given ``None`` then, whatever kind of callable declares it."""
+    given: list[object] = []
+
+    def required(messages: Sequence[ChatMessage], max_tokens: int | None) -> str:
+        given.append(max_tokens)
+        return "ok"
+
+    class Model:
+        def __call__(self, messages: Sequence[ChatMessage], *, max_tokens: int | None) -> Iterator[str]:
+            given.append(max_tokens)
+            yield "ok"
+
+        async def reply(self, messages: Sequence[ChatMessage], max_tokens: int | None) -> str:
+            given.append(max_tokens)
+            return "ok"
+
+    def two(messages: Sequence[ChatMessage], temperature: float, max_tokens: int | None) -> str:
+        given.append((temperature, max_tokens))
+        return "ok"
+
+    for function in (required, Model(), Model().reply, functools.partial(two, temperature=0.0)):
+        assert await CallableLLMClient(function).complete(ASKED, max_tokens=50) == "ok"
+        assert await CallableLLMClient(function).complete(ASKED) == "ok"
+    assert given == [50, None, 50, None, 50, None, (0.0, 50), (0.0, None)]
 
 
 async def test_a_function_without_a_max_tokens_parameter_is_called_with_the_messages_alone() -> None:

@@ -27,11 +27,12 @@ class CallableLLMClient:
     or an awaitable of it, or the text in pieces: an iterable or async iterable of strings (a stream), which is
     collected into one text. A stream that is not a list or a tuple (a generator reading a model's response) is
     read in a worker thread of its own, one piece at a time, so the event loop runs on while the model streams.
-    A function whose signature has a ``max_tokens`` parameter is given the caller's ``max_tokens`` (when one is
-    given) as that keyword; any other function is called with the messages alone, and keeps to a length on its
-    own. ``cancel`` is checked before the function is called, after each piece of a stream (a cancelled stream is
-    read no further and closed) and once its text is whole; a stream left early (cancelled, a bad piece, the
-    awaiting task cancelled) is closed, in its worker thread once the piece being read is in.
+    A function whose signature has a ``max_tokens`` parameter is given the caller's ``max_tokens`` as that
+    keyword, when one is given (and always, ``None`` for no limit, when the parameter has no default); any other
+    function is called with the messages alone, and keeps to a length on its own. ``cancel`` is checked before
+    the function is called, after each piece of a stream (a cancelled stream is read no further and closed) and
+    once its text is whole; a stream left early (cancelled, a bad piece, the awaiting task cancelled) is closed,
+    in its worker thread once the piece being read is in.
 
     Example:
         >>> import asyncio
@@ -63,7 +64,8 @@ class CallableLLMClient:
         """
         if cancel is not None:
             cancel.raise_if_cancelled()
-        if self._takes_max_tokens and max_tokens is not None:
+        if self._takes_max_tokens is not None and (max_tokens is not None or self._takes_max_tokens):
+            # a parameter without a default is always given, None when the caller sets no limit
             result: Any = self._function(messages, max_tokens=max_tokens)  # type: ignore[call-arg]
         else:
             result = self._function(messages)
@@ -162,13 +164,16 @@ def _close(iterator: object) -> None:
         close()
 
 
-def _takes_max_tokens(function: Callable[..., object]) -> bool:
-    """Whether ``function``'s signature names a ``max_tokens`` parameter that can be passed by keyword."""
+def _takes_max_tokens(function: Callable[..., object]) -> bool | None:
+    """Whether ``function``'s signature names a ``max_tokens`` parameter that can be passed by keyword: ``None``
+    when it does not, ``True`` when the parameter has no default (it must be given), ``False`` when it has one."""
     try:
         parameter = inspect.signature(function).parameters.get("max_tokens")
     except (TypeError, ValueError):  # no signature to read (some builtins)
-        return False
-    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+        return None
+    if parameter is None or parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+        return None
+    return parameter.default is parameter.empty
 
 
 async def _collect_async(stream: AsyncIterable[object], cancel: CancelToken | None) -> str:
