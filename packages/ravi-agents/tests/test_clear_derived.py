@@ -331,3 +331,36 @@ async def test_a_hybrid_provider_over_a_cold_tier_without_generations_or_summari
         assert await context.get_prompt_window("s")
         assert (await context.explain("s")).messages
         await context.clear("s")
+
+
+async def test_a_stale_window_of_the_index_erases_only_its_own_embeddings_not_the_new_generations() -> None:
+    """A window of the old generation that wrote its embeddings after a ``replace_messages`` (the same ids, new
+    text) deleted the session's whole collection, the new generation's embeddings with it: the new generation's
+    windows, sure they had indexed them, found nothing of those messages again."""
+    history, vectors = InMemoryHistoryProvider(), InMemoryVectorStore()
+    hook = _ClearingDuring("embed")
+    index = EmbeddingIndex(_SlowEmbeddings(hook), vectors)
+    context = AgentContext(ContextConfig(history, [RelevantRecallStrategy(2_000, index=index)]))
+    messages = [ChatMessage.user(SECRET), *(ChatMessage.user(f"turn {i}") for i in range(5))]
+    again = [ChatMessage.user("My card is gone.").model_copy(update={"id": messages[0].id}), *messages[1:]]
+    await history.append_many("agent", messages, session_id="s")
+    old = SessionContext("agent", "s", history=history, generation=await history.generation("agent", session_id="s"))
+    new = SessionContext("agent", "s", history=history)
+
+    class _Replacing(_ClearingDuring):
+        async def fire(self, name: str) -> None:
+            if name == self.name and not self.fired:
+                self.fired = True
+                await context.replace_messages("s", again)
+                new.generation = await history.generation("agent", session_id="s")
+                assert await index.scores(again, "card", new)  # the new generation indexed in full
+
+    hook = _Replacing("embed")
+    index.client = _SlowEmbeddings(hook)
+    await index.scores(messages, "card number", old)
+    assert hook.fired
+    assert await held(vectors, "s") == len(again)  # the new generation's, none of the old
+    hits = await index.scores(again, "card", new)
+    assert 0 in hits  # the new first message is still found
+    stored = await vectors.get([m.id for m in again], collection=recall_collections("agent", "s")[0])
+    assert all("4111" not in d.text for d in stored)
