@@ -4,6 +4,7 @@ summary store of their own) goes with the session."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import pytest
@@ -314,6 +315,8 @@ async def test_a_hybrid_provider_over_a_cold_tier_without_generations_or_summari
     history = HybridHistoryProvider(InMemoryHistoryProvider(), _NoGenerations())  # type: ignore[arg-type]
     assert not isinstance(history, SessionGeneration) and not isinstance(history, SummaryStore)
     assert isinstance(history, HybridHistoryProvider) and type(history).__name__ == "HybridHistoryProvider"
+    copied = copy.copy(history)  # made without its tiers, then given them
+    assert copied.cold is history.cold and not isinstance(copied, SessionGeneration)
     full = HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
     assert isinstance(full, SessionGeneration) and isinstance(full, SummaryStore)
     summarizer = SummarizationCompaction(

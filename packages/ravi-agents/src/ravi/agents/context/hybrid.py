@@ -10,7 +10,7 @@ from bisect import bisect_left
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from itertools import accumulate, groupby
-from typing import Self, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import MessageConflict
@@ -137,10 +137,17 @@ class HybridHistoryProvider(Closeable):
         >>> history = HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
     """
 
-    def __new__(cls, hot: HistoryProvider, cold: HistoryProvider) -> Self:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         # The abilities the cold tier lacks are the provider's to lack: it is made of a subclass whose methods of
         # them are None, which isinstance checks find absent, so no caller reaches a method that can only fail.
-        lacks = tuple(name for protocol, names in _COLD_ABILITIES if not isinstance(cold, protocol) for name in names)
+        # (Called without the tiers, by copy or pickle, it is of the class asked: the state restored names them.)
+        cold = kwargs["cold"] if "cold" in kwargs else args[1] if len(args) > 1 else None
+        lacks = tuple(
+            name
+            for protocol, names in _COLD_ABILITIES
+            if cold is not None and not isinstance(cold, protocol)
+            for name in names
+        )
         return super().__new__(_lacking(cls, lacks) if lacks else cls)
 
     def __init__(self, hot: HistoryProvider, cold: HistoryProvider) -> None:
