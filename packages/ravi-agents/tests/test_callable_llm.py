@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -261,6 +262,61 @@ async def test_a_function_that_takes_max_tokens_is_given_it() -> None:
         assert await CallableLLMClient(function).complete(ASKED, max_tokens=50) == "ok"
         assert await CallableLLMClient(function).complete(ASKED) == "ok"  # none asked: the function's default
     assert given == [50, None, 50, 4_096, 50, 4_096]
+
+
+async def test_a_cancel_while_a_sync_stream_stalls_ends_the_wait_at_once() -> None:
+    """The token was checked only once a piece was in, so a model that stalled mid-stream kept ``complete``
+    waiting however long it stalled, the cancel unheard. The wait ends at the cancel; the stream is closed in its
+    thread once the stalled piece is in."""
+    loop = asyncio.get_running_loop()
+    stalled, release, closed = asyncio.Event(), threading.Event(), threading.Event()
+
+    def stalling(messages: Sequence[ChatMessage]) -> Iterator[str]:
+        try:
+            yield "The user "
+            loop.call_soon_threadsafe(stalled.set)
+            release.wait(60)  # bounded: a client that waited for it fails the test, never hangs it
+            yield "prefers Postgres."
+        finally:
+            closed.set()
+
+    token = CancelToken()
+    reply = asyncio.create_task(CallableLLMClient(stalling).complete(ASKED, cancel=token))
+    await stalled.wait()
+    token.cancel("the user left")
+    with pytest.raises(CancelledByToken, match="the user left"):
+        await reply
+    assert not closed.is_set()  # still stalled: not waited for
+    release.set()
+    assert await asyncio.to_thread(closed.wait, 30)
+
+
+async def test_a_function_whose_max_tokens_has_no_default_is_always_given_it() -> None:
+    """Called with the messages alone when the caller set no limit, it raised a bare ``TypeError`` (a missing
+    argument): a parameter without a default is given ``None`` then, whatever kind of callable declares it."""
+    given: list[object] = []
+
+    def required(messages: Sequence[ChatMessage], max_tokens: int | None) -> str:
+        given.append(max_tokens)
+        return "ok"
+
+    class Model:
+        def __call__(self, messages: Sequence[ChatMessage], *, max_tokens: int | None) -> Iterator[str]:
+            given.append(max_tokens)
+            yield "ok"
+
+        async def reply(self, messages: Sequence[ChatMessage], max_tokens: int | None) -> str:
+            given.append(max_tokens)
+            return "ok"
+
+    def two(messages: Sequence[ChatMessage], temperature: float, max_tokens: int | None) -> str:
+        given.append((temperature, max_tokens))
+        return "ok"
+
+    for function in (required, Model(), Model().reply, functools.partial(two, temperature=0.0)):
+        assert await CallableLLMClient(function).complete(ASKED, max_tokens=50) == "ok"
+        assert await CallableLLMClient(function).complete(ASKED) == "ok"
+    assert given == [50, None, 50, None, 50, None, (0.0, 50), (0.0, None)]
 
 
 async def test_a_function_without_a_max_tokens_parameter_is_called_with_the_messages_alone() -> None:

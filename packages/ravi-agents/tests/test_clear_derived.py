@@ -4,6 +4,7 @@ summary store of their own) goes with the session."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import pytest
@@ -273,3 +274,96 @@ async def test_a_context_manager_cleared_while_it_summarises_keeps_no_summary() 
     await manager.get_messages_for_request()
     assert hook.fired
     assert not summaries._texts
+
+
+class _NoGenerations:
+    """A history provider with none of the optional abilities: no generations, no summaries."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryHistoryProvider()
+
+    async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
+        await self.inner.append(agent_id, message, session_id=session_id, run_id=run_id)
+
+    async def append_many(
+        self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
+    ) -> None:
+        await self.inner.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        return await self.inner.get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        return await self.inner.clear(agent_id, session_id=session_id)
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        return await self.inner.clear_run(agent_id, session_id=session_id, run_id=run_id)
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        return await self.inner.count_messages(agent_id, session_id=session_id)
+
+
+async def test_a_hybrid_provider_over_a_cold_tier_without_generations_or_summaries_has_neither() -> None:
+    """It answered isinstance checks for ``SessionGeneration`` and ``SummaryStore`` and then raised a bare
+    ``NotImplementedError``: a summarising window, or ``explain`` with a recall index, failed on it."""
+    from ravi.agents.context.hybrid import HybridHistoryProvider
+    from ravi.agents.llm.function import CallableLLMClient
+    from ravi.kernel.storage import SessionGeneration, SummaryStore
+
+    history = HybridHistoryProvider(InMemoryHistoryProvider(), _NoGenerations())  # type: ignore[arg-type]
+    assert not isinstance(history, SessionGeneration) and not isinstance(history, SummaryStore)
+    assert isinstance(history, HybridHistoryProvider) and type(history).__name__ == "HybridHistoryProvider"
+    copied = copy.copy(history)  # made without its tiers, then given them
+    assert copied.cold is history.cold and not isinstance(copied, SessionGeneration)
+    full = HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
+    assert isinstance(full, SessionGeneration) and isinstance(full, SummaryStore)
+    summarizer = SummarizationCompaction(
+        CallableLLMClient(lambda messages: "a summary"), recent_token_budget=400, min_old_tokens=0
+    )
+    index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), InMemoryVectorStore())
+    strategies: list[Strategy] = [
+        TokenBudgetComposedStrategy([summarizer], 1_000),
+        RelevantRecallStrategy(2_000, index=index),
+    ]
+    for strategy in strategies:
+        context = AgentContext(ContextConfig(history, [strategy]))
+        for i in range(60):
+            await context.add_message("s", ChatMessage.user(f"turn {i}: " + "lorem ipsum " * 30))
+        assert await context.get_prompt_window("s")
+        assert (await context.explain("s")).messages
+        await context.clear("s")
+
+
+async def test_a_stale_window_of_the_index_erases_only_its_own_embeddings_not_the_new_generations() -> None:
+    """A window of the old generation that wrote its embeddings after a ``replace_messages`` (the same ids, new
+    text) deleted the session's whole collection, the new generation's embeddings with it: the new generation's
+    windows, sure they had indexed them, found nothing of those messages again."""
+    history, vectors = InMemoryHistoryProvider(), InMemoryVectorStore()
+    hook = _ClearingDuring("embed")
+    index = EmbeddingIndex(_SlowEmbeddings(hook), vectors)
+    context = AgentContext(ContextConfig(history, [RelevantRecallStrategy(2_000, index=index)]))
+    messages = [ChatMessage.user(SECRET), *(ChatMessage.user(f"turn {i}") for i in range(5))]
+    again = [ChatMessage.user("My card is gone.").model_copy(update={"id": messages[0].id}), *messages[1:]]
+    await history.append_many("agent", messages, session_id="s")
+    old = SessionContext("agent", "s", history=history, generation=await history.generation("agent", session_id="s"))
+    new = SessionContext("agent", "s", history=history)
+
+    class _Replacing(_ClearingDuring):
+        async def fire(self, name: str) -> None:
+            if name == self.name and not self.fired:
+                self.fired = True
+                await context.replace_messages("s", again)
+                new.generation = await history.generation("agent", session_id="s")
+                assert await index.scores(again, "card", new)  # the new generation indexed in full
+
+    hook = _Replacing("embed")
+    index.client = _SlowEmbeddings(hook)
+    await index.scores(messages, "card number", old)
+    assert hook.fired
+    assert await held(vectors, "s") == len(again)  # the new generation's, none of the old
+    hits = await index.scores(again, "card", new)
+    assert 0 in hits  # the new first message is still found
+    stored = await vectors.get([m.id for m in again], collection=recall_collections("agent", "s")[0])
+    assert all("4111" not in d.text for d in stored)

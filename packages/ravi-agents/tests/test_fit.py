@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from ravi.agents.context import TokenBudgetComposedStrategy
+from ravi.agents.context.calibration import MAX_RATIO
 from ravi.agents.context.models import model_info
 from ravi.agents.tokens import (
     DEFAULT_COUNTER,
@@ -372,3 +373,20 @@ async def test_a_report_of_a_tiny_window_or_of_far_more_than_the_window_leaves_t
         await context.record_usage("s", int(counted * (MAX_RATIO + 0.5)))
     assert await context.get_prompt_window("s") == window
     assert await context.record_usage("s", int(counted * 1.25)) >= 1.2  # an undercount is still corrected
+
+
+@pytest.mark.parametrize("stored", [300.0, 1e308, MAX_RATIO + 0.01, -2.0, 0])
+async def test_a_ratio_past_the_cap_in_the_state_store_corrects_no_window(stored: float) -> None:
+    """A state store shared with workers that kept uncapped ratios (or written before the cap) held a correction
+    of 300: it emptied every window of the model until enough new reports pushed it out. Only the ratios a report
+    may give are read back."""
+    from ravi.agents.context import AgentContext, TokenBudgetContext
+    from ravi.agents.context.calibration import SCOPE
+    from ravi.agents.storage.state import InMemoryStateStore
+
+    state = InMemoryStateStore()
+    await state.update_state(SCOPE, {"gpt-4o": [stored, 1.1]})
+    context = TokenBudgetContext(2_000, model="gpt-4o", state=state)
+    assert await context.calibration.factor("gpt-4o") == 1.1
+    await AgentContext(context).add_messages("s", [ChatMessage.user(f"turn {i}: " + "word " * 100) for i in range(20)])
+    assert len(await context.build("s")) >= 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 
 from ravi.kernel.errors import BackendUnavailable, InvalidArgument
@@ -38,7 +39,7 @@ class Calibration:
     warning: the windows go on, sized as before the outage.
 
     A report of a window counted below :data:`MIN_COUNTED` tokens is not kept, and one whose ratio passes
-    :data:`MAX_RATIO` is refused.
+    :data:`MAX_RATIO` is refused; a ratio the store holds past it (or not positive) is ignored.
 
     Example:
         >>> import asyncio
@@ -78,7 +79,13 @@ class Calibration:
         stored = (await self.state.get_state(SCOPE)).get(model)
         if not isinstance(stored, list):
             return []
-        return [float(r) for r in stored if isinstance(r, int | float) and not isinstance(r, bool)]
+        # only the ratios a report may give: one past MAX_RATIO (kept before reports were capped, or by a worker
+        # that does not cap them) would empty every window of the model until ``keep`` reports pushed it out
+        return [
+            float(r)
+            for r in stored
+            if isinstance(r, int | float) and not isinstance(r, bool) and 0 < r <= MAX_RATIO and math.isfinite(r)
+        ]
 
     async def observe(self, model: str, *, counted: int, reported: int) -> float:
         """Record that a window counted as ``counted`` tokens was billed ``reported`` prompt tokens by the

@@ -10,7 +10,7 @@ from bisect import bisect_left
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from itertools import accumulate, groupby
-from typing import TypeVar
+from typing import Any, Self, TypeVar, cast
 
 from ravi.kernel.closing import Closeable
 from ravi.kernel.errors import MessageConflict
@@ -42,6 +42,7 @@ from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_count, check_page, check_scope
 
 T = TypeVar("T")
+_H = TypeVar("_H", bound="HybridHistoryProvider")
 
 _READ_ATTEMPTS = 3
 """How many times a windowed read is made while the session is rewritten under it (see ``read_window``)."""
@@ -86,6 +87,26 @@ def _nonempty(window: HistoryWindow, count: int) -> bool:
     return bool(window.messages)
 
 
+_COLD_ABILITIES: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (SessionGeneration, ("generation",)),
+    (SummaryStore, ("get_summary", "put_summary", "clear_summaries")),
+)
+"""The optional abilities a hybrid provider has only when its cold tier has them, and their methods."""
+
+
+_VARIANTS: dict[tuple[type, tuple[str, ...]], type] = {}
+
+
+def _lacking(cls: type[_H], names: tuple[str, ...]) -> type[_H]:
+    """``cls`` without the methods ``names`` (each None: a protocol's isinstance check finds it absent), made
+    once per class and set of names."""
+    variant = _VARIANTS.get((cls, names))
+    if variant is None:
+        namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, **dict.fromkeys(names)}
+        variant = _VARIANTS.setdefault((cls, names), type(cls.__name__, (cls,), namespace))
+    return cast(type[_H], variant)
+
+
 class HybridHistoryProvider(Closeable):
     """Two tiers behind one ``HistoryProvider``: writes go to the cold tier (durable) first, then the hot tier
     is brought up to it; reads return the whole transcript, from the hot tier when it holds the whole session
@@ -107,12 +128,27 @@ class HybridHistoryProvider(Closeable):
     summaries (``SummaryStore``) are the cold tier's, and ``replace_last`` (``TailEditor``) is decided there
     first. A windowed read served by the hot tier carries the cold tier's generation, read before and after it
     (the read is made again when they differ), so a record derived from it is never kept under a newer
-    generation than its messages, and offsets kept by generation are those of the messages read.
+    generation than its messages, and offsets kept by generation are those of the messages read. Over a cold
+    tier without generations (or summaries), the provider has none either: it is not a ``SessionGeneration``
+    (or ``SummaryStore``), so strategies keep their records as they do over any such store.
 
     Example:
         >>> from ravi.agents.context import InMemoryHistoryProvider
         >>> history = HybridHistoryProvider(InMemoryHistoryProvider(), InMemoryHistoryProvider())
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        # The abilities the cold tier lacks are the provider's to lack: it is made of a subclass whose methods of
+        # them are None, which isinstance checks find absent, so no caller reaches a method that can only fail.
+        # (Called without the tiers, by copy or pickle, it is of the class asked: the state restored names them.)
+        cold = kwargs["cold"] if "cold" in kwargs else args[1] if len(args) > 1 else None
+        lacks = tuple(
+            name
+            for protocol, names in _COLD_ABILITIES
+            if cold is not None and not isinstance(cold, protocol)
+            for name in names
+        )
+        return super().__new__(_lacking(cls, lacks) if lacks else cls)
 
     def __init__(self, hot: HistoryProvider, cold: HistoryProvider) -> None:
         self.hot, self.cold = hot, cold

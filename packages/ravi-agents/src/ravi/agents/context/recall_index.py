@@ -348,7 +348,10 @@ class EmbeddingIndex:
         collection = self._collection(scope)
         memo = scope.state.get(self, _EMBEDDED)
         hit = memo.lookup(history)
+        generation = scope.generation
         if hit is None:  # a new session, or one that changed before its end: index it again from scratch
+            if generation is not None and not await scope.still_current():
+                return {}  # cleared since it was read: the collection is a later generation's to keep
             await self.store.delete_collection(collection)
             state = _Indexed()
         else:
@@ -359,23 +362,37 @@ class EmbeddingIndex:
             vectors = check_embeddings(
                 await self.client.embed([text for _, text in new]), len(new), self.client.dimension
             )
+
+            def meta(i: int) -> dict[str, Any]:
+                return {"position": i, "generation": generation}
+
             await self.store.upsert(
                 [
-                    Document(id=history[i].id, embedding=tuple(v), metadata={"position": i})
+                    Document(id=_scored_id(history[i].id, generation), embedding=tuple(v), metadata=meta(i))
                     for (i, _), v in zip(new, vectors, strict=True)
                 ],
                 collection=collection,
             )
-        if new and not await scope.still_current():  # cleared meanwhile: the clear erased the rest
-            await self.store.delete_collection(collection)
+        if new and not await scope.still_current():
+            # cleared meanwhile: the clear erased the rest, and a later generation may have indexed since (the
+            # same messages' ids, after replace_messages: each generation's documents have ids of their own, so
+            # neither overwrites the other), so only what this window wrote is erased
+            await self._erase({collection: [_scored_id(history[i].id, generation) for i, _ in new]}, generation)
             memo.clear()
-        else:
-            state.size = len(history)
-            memo.store(history, state)
+            return {}
+        state.size = len(history)
+        memo.store(history, state)
         await self._touch(collection)
         [q] = check_embeddings(await self.client.embed([query]), 1, self.client.dimension)
-        hits = await self.store.search(q, collection=collection, limit=self.limit)
+        only = {"generation": generation} if generation is not None else None
+        hits = await self.store.search(q, collection=collection, limit=self.limit, filter=only)
         return {int(h.metadata["position"]): h.score for h in hits if h.score > self.min_score}
+
+
+def _scored_id(message_id: str, generation: str | None) -> str:
+    """The id of a message's embedding in the in-process index's collection: one per generation of the session,
+    so a window of an older generation never overwrites a later one's."""
+    return message_id if generation is None else f"{message_id}@{generation}"
 
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ravi.kernel.cancel import CancelToken
+from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
@@ -27,11 +27,13 @@ class CallableLLMClient:
     or an awaitable of it, or the text in pieces: an iterable or async iterable of strings (a stream), which is
     collected into one text. A stream that is not a list or a tuple (a generator reading a model's response) is
     read in a worker thread of its own, one piece at a time, so the event loop runs on while the model streams.
-    A function whose signature has a ``max_tokens`` parameter is given the caller's ``max_tokens`` (when one is
-    given) as that keyword; any other function is called with the messages alone, and keeps to a length on its
-    own. ``cancel`` is checked before the function is called, after each piece of a stream (a cancelled stream is
-    read no further and closed) and once its text is whole; a stream left early (cancelled, a bad piece, the
-    awaiting task cancelled) is closed, in its worker thread once the piece being read is in.
+    A function whose signature has a ``max_tokens`` parameter is given the caller's ``max_tokens`` as that
+    keyword, when one is given (and always, ``None`` for no limit, when the parameter has no default); any other
+    function is called with the messages alone, and keeps to a length on its own. ``cancel`` is checked before
+    the function is called, after each piece of a stream (a cancelled stream is read no further and closed), while
+    a piece of a stream read in its worker thread is awaited (a stalled stream is left at the cancel) and once
+    its text is whole; a stream left early (cancelled, a bad piece, the awaiting task cancelled) is closed,
+    in its worker thread once the piece being read is in.
 
     Example:
         >>> import asyncio
@@ -63,7 +65,8 @@ class CallableLLMClient:
         """
         if cancel is not None:
             cancel.raise_if_cancelled()
-        if self._takes_max_tokens and max_tokens is not None:
+        if self._takes_max_tokens is not None and (max_tokens is not None or self._takes_max_tokens):
+            # a parameter without a default is always given, None when the caller sets no limit
             result: Any = self._function(messages, max_tokens=max_tokens)  # type: ignore[call-arg]
         else:
             result = self._function(messages)
@@ -131,25 +134,68 @@ async def _collect_in_thread(stream: Iterable[object], cancel: CancelToken | Non
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ravi-llm-stream")
     iterator: Iterator[object] | None = None
     pieces: list[str] = []
+    # a cancel while a piece is being read ends the wait for it: a stalled stream is left at once
+    cancelled = loop.create_future()
+    dispose = cancel.add_callback(lambda: loop.call_soon_threadsafe(_settle, cancelled)) if cancel is not None else None
     try:
-        iterator = await loop.run_in_executor(worker, context.run, iter, stream)
-        while (piece := await loop.run_in_executor(worker, context.run, _next, iterator)) is not _END:
+        iterator = await _read(loop, worker, context, cancelled, iter, stream)
+        while (piece := await _read(loop, worker, context, cancelled, _next, iterator)) is not _END:
             pieces.append(_piece(piece))
             if cancel is not None:
                 cancel.raise_if_cancelled()
         iterator = None  # read to its end: nothing to close
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, _StillReading):
         if iterator is not None:  # closed once the piece being read is in, without waiting for it here
             worker.submit(context.run, _close, iterator)
             iterator = None
+        if cancel is not None and cancel.cancelled:
+            raise CancelledByToken(cancel.reason) from None
         raise
     finally:
+        if dispose is not None:
+            dispose()
         try:
             if iterator is not None:  # left early (cancel, a bad piece, the stream's own error): closed now
                 await loop.run_in_executor(worker, context.run, _close, iterator)
         finally:
             worker.shutdown(wait=False)
     return "".join(pieces)
+
+
+class _StillReading(Exception):
+    """The stream's cancel token was cancelled while a piece was being read."""
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _read(
+    loop: asyncio.AbstractEventLoop,
+    worker: ThreadPoolExecutor,
+    context: contextvars.Context,
+    cancelled: asyncio.Future[None],
+    step: Callable[[Any], object],
+    argument: object,
+) -> Any:
+    """``step(argument)`` in the worker thread; ``_StillReading`` as soon as ``cancelled`` is settled (the step
+    goes on in the worker, unawaited)."""
+    reading = loop.run_in_executor(worker, context.run, step, argument)
+    try:
+        await asyncio.wait((reading, cancelled), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        reading.add_done_callback(_retrieved)
+        raise
+    if not reading.done():
+        reading.add_done_callback(_retrieved)  # its outcome, an error included, is no one's now
+        raise _StillReading
+    return reading.result()
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _next(iterator: Iterator[object]) -> object:
@@ -162,13 +208,16 @@ def _close(iterator: object) -> None:
         close()
 
 
-def _takes_max_tokens(function: Callable[..., object]) -> bool:
-    """Whether ``function``'s signature names a ``max_tokens`` parameter that can be passed by keyword."""
+def _takes_max_tokens(function: Callable[..., object]) -> bool | None:
+    """Whether ``function``'s signature names a ``max_tokens`` parameter that can be passed by keyword: ``None``
+    when it does not, ``True`` when the parameter has no default (it must be given), ``False`` when it has one."""
     try:
         parameter = inspect.signature(function).parameters.get("max_tokens")
     except (TypeError, ValueError):  # no signature to read (some builtins)
-        return False
-    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+        return None
+    if parameter is None or parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+        return None
+    return parameter.default is parameter.empty
 
 
 async def _collect_async(stream: AsyncIterable[object], cancel: CancelToken | None) -> str:
