@@ -34,7 +34,10 @@ class Calibration:
     report still fits even if the counter undercounts that much. With a session-state store (``state``), the
     ratios are kept there under the session id :data:`SCOPE`, shared by every process that uses the store: each
     correction is read from the store, and each report adds its ratio to the list the store holds then (reports of
-    one event loop one after another), so no worker's report is lost to another's that read the store earlier.
+    one event loop one after another, so none is lost to another of the same loop). The store has no atomic
+    append: two processes reporting on the same model in the same instant may each write the list without the
+    other's ratio, and one of the two reports is lost (a limit of the ``ShortTermMemory`` protocol, which merges
+    top-level keys only).
     While the store cannot be reached, a correction is the one this process read last (1.0 before any), with a
     warning: the windows go on, sized as before the outage.
 
