@@ -367,6 +367,18 @@ def test_a_recalled_turn_says_its_day_and_sender_and_keeps_its_id() -> None:
     assert annotated(result, date(2020, 1, 1)) is result
 
 
+def test_a_labelled_turn_is_the_message_its_constructor_builds_with_a_memo_of_its_own() -> None:
+    """The labelled copy is built without checking it again: it equals, field for field and as JSON, the
+    message the constructor builds from the labelled text, and keeps its own token counts."""
+    old = ChatMessage.user("Lunch at noon?", name="Ana", created_at=datetime(2023, 5, 8, tzinfo=UTC))
+    old.memo["tokens:heuristic"] = 99
+    copy = annotated(old, date(2023, 6, 10))
+    built = ChatMessage.user("[8 May 2023] Ana: Lunch at noon?", id=old.id, name="Ana", created_at=old.created_at)
+    assert copy == built and copy.model_dump_json() == built.model_dump_json()
+    assert "tokens:heuristic" not in copy.memo and old.memo["tokens:heuristic"] == 99
+    assert annotated(old, date(2023, 6, 10)) is copy
+
+
 def test_a_window_with_labels_still_meets_its_budget() -> None:
     start = datetime(2023, 1, 1, tzinfo=UTC)
     history = [

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import date
 
+from pydantic import BaseModel
+
 from ravi.kernel.messages import ChatMessage, TextBlock
 
 
@@ -40,8 +42,11 @@ def label(message: ChatMessage, today: date | None) -> str:
 def annotated(message: ChatMessage, today: date | None) -> ChatMessage:
     """``message`` with its :func:`label` in front of its first text, or itself when it needs none."""
     prefix = label(message, today)
-    if not prefix:
-        return message
+    return labelled(message, prefix) if prefix else message
+
+
+def labelled(message: ChatMessage, prefix: str) -> ChatMessage:
+    """``message`` with ``prefix`` (its :func:`label`, not empty) in front of its first text."""
     key = f"recall:annotated:{prefix}"
     copy: ChatMessage | None = message.memo.get(key)
     if copy is None:  # made once: the copy keeps its own token counts in its memo
@@ -50,12 +55,16 @@ def annotated(message: ChatMessage, today: date | None) -> ChatMessage:
 
 
 def _labelled(message: ChatMessage, prefix: str) -> ChatMessage:
+    """The copy, built without checking it again: a label joins checked text (the message's name, a date) to
+    checked text, which makes valid text, and the other fields are the message's own, already checked."""
     content = list(message.content)
     first = next(k for k, b in enumerate(content) if isinstance(b, TextBlock) and b.text)
     block = content[first]
     assert isinstance(block, TextBlock)
-    content[first] = TextBlock(text=prefix + block.text)
-    return message.model_copy(update={"content": tuple(content)})
+    content[first] = BaseModel.model_copy(block, update={"text": prefix + block.text})
+    copy = BaseModel.model_copy(message, update={"content": tuple(content)})
+    copy.__dict__.pop("memo", None)  # a memo of its own: the message's holds its counts, not the copy's
+    return copy
 
 
-__all__ = ["annotated", "day_label", "label"]
+__all__ = ["annotated", "day_label", "label", "labelled"]

@@ -15,7 +15,6 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from datetime import date, timedelta
 from functools import lru_cache
-from itertools import chain
 from sys import intern
 from typing import NamedTuple
 
@@ -85,7 +84,8 @@ class NearDuplicates:
     """Remembers the units a window holds, to skip a unit that says again what one of them says: the same text
     (a repeated tool output), or, for short units (4 to ``SHORT`` words), nearly the same words (a Jaccard
     similarity of their sets of folded words of at least ``threshold``: a restated fact). Each message's
-    text and words are worked out once (kept in its ``memo``).
+    text is worked out once (kept in its ``memo``), and a unit's words once by a caller that keeps its
+    :func:`unit_of`.
 
     The held word sets are kept by size: a Jaccard similarity is at most the ratio of the two sizes, so a unit
     is compared only with the held sets whose size is near its own, not with every one. Before two sets are
@@ -152,7 +152,7 @@ class NearDuplicates:
         return False
 
 
-_TEXT, _WORDS = "recall:text", "recall:words"
+_TEXT = "recall:text"
 
 
 class Unit(NamedTuple):
@@ -179,12 +179,11 @@ def signature(words: frozenset[str]) -> int:
 
 
 def unit_of(messages: Sequence[ChatMessage]) -> Unit:
-    """The texts of a unit's messages (system messages aside), their words and the words' signature, from each
-    message's text and words (worked out once per message, kept in its ``memo``: they depend on the message
-    alone)."""
-    shown = [m for m in messages if m.role != "system"]
-    words = _unit_words(shown)
-    return Unit(tuple(_text(m) for m in shown), words, signature(words))
+    """The texts of a unit's messages (system messages aside, each message's text worked out once, kept in its
+    ``memo``: it depends on the message alone), their words and the words' signature."""
+    texts = tuple(_text(m) for m in messages if m.role != "system")
+    words = _unit_words(texts)
+    return Unit(texts, words, signature(words))
 
 
 def _text(message: ChatMessage) -> str:
@@ -196,30 +195,19 @@ def _text(message: ChatMessage) -> str:
     return text
 
 
-def _unit_words(messages: Sequence[ChatMessage]) -> frozenset[str]:
-    """The folded words of the messages (split at whitespace: cheap, and enough to compare two units); none
-    for a unit of more than :attr:`NearDuplicates.SHORT` words, which is never compared by its words (so what a
-    caller keeps of a long unit holds no set: the sizes 0 and above ``SHORT`` are treated alike)."""
-    if len(messages) == 1:
-        words = frozenset(_words(messages[0]))
-    else:
-        words = frozenset(chain.from_iterable(map(_words, messages)))
+def _unit_words(texts: Sequence[str]) -> frozenset[str]:
+    """The distinct words of the texts, folded as the search folds them (:func:`ravi.kernel.search.fold`: case
+    and Latin, Greek and Cyrillic accents aside, Unicode forms made one; ASCII text is only lower-cased) and split
+    at whitespace (cheap, and enough to compare two units), as interned strings (a session's units share most of
+    their words); none for a unit of more than :attr:`NearDuplicates.SHORT` words, which is never compared by its
+    words (so what a caller keeps of a long unit holds no set: the sizes 0 and above ``SHORT`` are treated
+    alike). Worked out once per unit by the caller that keeps it, never per message: a message's words are
+    needed only as its unit's."""
+    words = frozenset(map(intern, " ".join(map(fold, texts)).split()))
     return words if len(words) <= NearDuplicates.SHORT else _NONE
 
 
 _NONE: frozenset[str] = frozenset()
-
-
-def _words(message: ChatMessage) -> tuple[str, ...]:
-    """The message's distinct words, folded as the search folds them (:func:`ravi.kernel.search.fold`: case and
-    Latin, Greek and Cyrillic accents aside, Unicode forms made one; ASCII text is only lower-cased), worked out
-    once. Kept as a tuple of interned strings: a session's messages share most of their words, and a tuple takes a
-    fraction of a set's memory (a unit's set is built when the unit is first compared, and kept with the unit)."""
-    memo = message.memo
-    words: tuple[str, ...] | None = memo.get(_WORDS)
-    if words is None:
-        words = memo[_WORDS] = tuple(dict.fromkeys(map(intern, fold(_text(message)).split())))
-    return words
 
 
 __all__ = [

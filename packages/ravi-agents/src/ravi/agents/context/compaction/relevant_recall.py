@@ -9,7 +9,7 @@ from operator import is_
 from typing import Literal
 
 from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_positions
-from ravi.agents.context.recall_annotation import annotated, label
+from ravi.agents.context.recall_annotation import label, labelled
 from ravi.agents.context.recall_fusion import PERIOD_LIMIT, NearDuplicates, Unit, fuse, unit_of
 from ravi.agents.context.recall_index import BM25Index, EmbeddingIndex, RecallIndex, UnitIndex
 from ravi.agents.context.recall_placement import Held, place
@@ -79,7 +79,10 @@ class _Facts:
         if today in self.labelled:
             return self.labelled[today]
         stored = self.messages
-        messages = tuple(annotated(m, today) for m in stored) if any(label(m, today) for m in stored) else None
+        prefixes = [label(m, today) for m in stored]
+        messages = None
+        if any(prefixes):
+            messages = tuple(labelled(m, p) if p else m for m, p in zip(stored, prefixes, strict=True))
         self.labelled[today] = messages
         return messages
 
