@@ -129,7 +129,11 @@ class Strategy(abc.ABC):
         store), so nothing of a cleared session stays readable there; returns how many records (or collections) it
         removed. The engine calls it when the session is cleared or replaced (``AgentContext.clear``), for this
         strategy and its :meth:`children`. What the history provider keeps goes with the provider's ``clear``;
-        a strategy that keeps nothing elsewhere keeps this default, which removes nothing."""
+        a strategy that keeps nothing elsewhere keeps this default, which removes nothing.
+
+        A window may be assembled while the session is cleared: a strategy that writes such records asks
+        :meth:`SessionContext.still_current` after writing them and erases what it wrote when the session's
+        generation changed meanwhile (the clear has run past its records already)."""
         return 0
 
 
