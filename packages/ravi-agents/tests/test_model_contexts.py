@@ -17,7 +17,7 @@ from ravi.agents.context import (
     TokenBudgetContext,
     UnboundedContext,
 )
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import ModelInfo
 
 
@@ -206,3 +206,33 @@ async def test_model_contexts_share_corrections_through_the_state_store_they_are
     await first.get_prompt_window("s")
     await first.record_usage("s", 7_500)  # the provider counts nearly four times what was counted here
     assert count(await second.get_prompt_window("s")) < before
+
+
+def test_a_token_budget_context_that_names_its_model_counts_as_that_model() -> None:
+    """A model named and no counter: the window is measured as the model counts (an exact count for gpt-4o, a
+    conservative one for a model Ravi does not know), not with the rough 4-characters estimate."""
+    from ravi.agents.tokens import counter_for_model
+
+    assert TokenBudgetContext(8_000, model="gpt-4o").counter.key == counter_for_model("gpt-4o").key
+    unknown = TokenBudgetContext(8_000, model=ModelInfo(name="my-model", context_window=32_000, max_output_tokens=1))
+    assert unknown.counter.key == counter_for_model("my-model").key
+    assert TokenBudgetContext(8_000).counter.key != counter_for_model("gpt-4o").key
+    # a client that names its model but cannot count: counted as the model it names
+    assert TokenBudgetContext(8_000, model_client=_NamedClient()).counter.key == counter_for_model("gpt-4o").key
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "says"),
+    [
+        ({"max_tokens": -1}, InvalidArgument, "max_tokens"),
+        ({"max_tokens": 0}, InvalidArgument, "max_tokens"),
+        ({"llm": "gpt-4o", "max_tokens": 4_000}, ConfigurationError, "LLMClient"),
+        ({"llm": _NamedClient(), "model_client": _NamedClient(), "max_tokens": 4_000}, ConfigurationError, "both"),
+        ({"model": ""}, ConfigurationError, "model"),
+    ],
+)
+def test_a_summarizing_context_refuses_what_it_cannot_run_with(
+    arguments: dict[str, object], error: type[Exception], says: str
+) -> None:
+    with pytest.raises(error, match=says):
+        SummarizingContext(**arguments)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.hybrid import HybridHistoryProvider
 from ravi.agents.context.models import input_budget, model_info
-from ravi.agents.tokens import ClientTokenCounter
+from ravi.agents.tokens import ClientTokenCounter, counter_for_model
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, ModelInfo, TokenCounter
@@ -144,8 +144,12 @@ class TokenBudgetContext(ModelContext):
         model: str | ModelInfo | None = None,
         state: ShortTermMemory | None = None,
     ) -> None:
-        if counter is None and model_client is not None:
+        named = model or _model_of(model_client)
+        counts = callable(getattr(model_client, "count_tokens", None))
+        if counter is None and model_client is not None and (counts or named is None):
             counter = ClientTokenCounter(model_client)
+        elif counter is None and named is not None:  # measured as the model counts (conservatively when unknown)
+            counter = counter_for_model(_name_of(named) or "")
         self.max_tokens = max_tokens
         strategy = TokenBudgetComposedStrategy([], max_tokens)
         super().__init__(
@@ -153,7 +157,7 @@ class TokenBudgetContext(ModelContext):
             [strategy],
             retention=retention,
             counter=counter,
-            model=_name_of(model or _model_of(model_client)),
+            model=_name_of(named),
             state=state,
         )
 
@@ -257,8 +261,15 @@ class SummarizingContext(ModelContext):
         state: ShortTermMemory | None = None,
     ) -> None:
         check_share(threshold, "threshold")
+        if llm is not None and model_client is not None and llm is not model_client:
+            raise ConfigurationError(
+                "SummarizingContext was given both llm and model_client: they name the same model",
+                hint="pass the model once, as llm (model_client is 003's name for it)",
+            )
         llm = llm or model_client  # 003 names it model_client
-        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)):
+        if max_tokens is not None and (
+            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0
+        ):
             raise InvalidArgument(f"max_tokens must be an integer > 0, got {max_tokens!r}", field="max_tokens")
         if max_tokens is None:
             model = model or _model_of(llm)
