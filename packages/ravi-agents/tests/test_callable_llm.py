@@ -329,3 +329,10 @@ async def test_a_function_without_a_max_tokens_parameter_is_called_with_the_mess
     assert await CallableLLMClient(anything).complete(ASKED, max_tokens=50) == "ok"
     assert await CallableLLMClient(plain).complete(ASKED, max_tokens=50) == "1 messages"
     assert calls == [((), {})]
+
+
+@pytest.mark.parametrize("function", [lambda: "x", lambda messages, other: "x", lambda *, messages: "x"])
+def test_a_function_that_cannot_take_the_messages_is_refused_when_wrapped(function: Any) -> None:
+    """It would fail with a bare TypeError at its first call, in the middle of a window."""
+    with pytest.raises(ConfigurationError, match="one argument"):
+        CallableLLMClient(function)

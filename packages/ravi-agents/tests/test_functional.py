@@ -208,3 +208,12 @@ async def test_a_cancelled_token_stops_the_summary_before_the_model_is_called() 
     assert calls == []
     assert (await summarize(msgs, Client(), cancel=CancelToken())).text.endswith("a summary")
     assert calls == [2]
+
+
+@pytest.mark.parametrize("max_tokens", [0, -3, "5", 2.5, True, None])
+async def test_summarize_refuses_a_length_that_is_not_a_positive_integer(max_tokens: object) -> None:
+    from ravi.agents.context.functional import summarize
+    from ravi.kernel.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="max_tokens"):
+        await summarize([ChatMessage.user("a turn")], max_tokens=max_tokens)  # type: ignore[arg-type]

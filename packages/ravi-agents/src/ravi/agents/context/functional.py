@@ -166,8 +166,8 @@ async def summarize(
     summarised once; two sessions never share a summary, even when their message ids are equal.
 
     Raises:
-        InvalidArgument: nothing to summarise, ``messages`` that are not ``ChatMessage`` objects, or ``store``
-            without ``scope``.
+        InvalidArgument: nothing to summarise, ``messages`` that are not ``ChatMessage`` objects, a
+            ``max_tokens`` that is not an integer > 0, or ``store`` without ``scope``.
         ConfigurationError: ``llm`` is not an :class:`~ravi.kernel.llm.LLMClient`.
         CancelledByToken: ``cancel`` was cancelled before the model was called.
     """
@@ -175,6 +175,8 @@ async def summarize(
 
     check_llm(llm)
     check_items(messages, ChatMessage, "messages")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
+        raise InvalidArgument(f"must be an integer > 0, got {max_tokens!r}", field="max_tokens")
     _check_store(store, scope)
     previous = [m for m in messages if is_summary(m)]
     fresh = [m for m in messages if m.role != "system" and not is_summary(m)]

@@ -51,8 +51,9 @@ class CallableLLMClient:
                 f"CallableLLMClient takes a function of the messages, got {type(function).__name__}",
                 hint="for example CallableLLMClient(lambda messages: my_model(messages))",
             )
-        self._function = function
         self._takes_max_tokens = _takes_max_tokens(function)
+        _check_arguments(function, self._takes_max_tokens)
+        self._function = function
 
     async def complete(
         self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None, cancel: CancelToken | None = None
@@ -206,6 +207,26 @@ def _close(iterator: object) -> None:
     close = getattr(iterator, "close", None)
     if callable(close):
         close()
+
+
+def _check_arguments(function: Callable[..., object], takes_max_tokens: bool | None) -> None:
+    """``ConfigurationError`` unless ``function`` can be called with the messages as its one argument (and
+    ``max_tokens`` when it names one without a default); a function whose signature cannot be read is taken as
+    it is."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # no signature to read (some builtins)
+        return
+    try:
+        if takes_max_tokens:
+            signature.bind((), max_tokens=None)
+        else:
+            signature.bind(())
+    except TypeError as error:
+        raise ConfigurationError(
+            f"CallableLLMClient calls its function with one argument, the messages; {function!r} cannot be ({error})",
+            hint="def model(messages, max_tokens=None): ... (max_tokens is optional)",
+        ) from None
 
 
 def _takes_max_tokens(function: Callable[..., object]) -> bool | None:
