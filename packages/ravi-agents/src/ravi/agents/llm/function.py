@@ -52,7 +52,6 @@ class CallableLLMClient:
                 hint="for example CallableLLMClient(lambda messages: my_model(messages))",
             )
         self._takes_max_tokens = _takes_max_tokens(function)
-        _check_arguments(function, self._takes_max_tokens)
         self._function = function
 
     async def complete(
@@ -105,20 +104,14 @@ def _piece(piece: object) -> str:
     return str.__str__(piece)
 
 
-def _collect(stream: Iterable[object], cancel: CancelToken | None) -> str:
-    """The pieces of ``stream`` joined, ``cancel`` checked after each one: a cancelled stream, even an endless
-    one, is read no further and closed."""
+def _collect(given: list[object] | tuple[object, ...], cancel: CancelToken | None) -> str:
+    """The pieces of a list or tuple (all there already: nothing to read in a thread, nothing to close) joined,
+    ``cancel`` checked after each one."""
     pieces: list[str] = []
-    iterator = iter(stream)
-    try:
-        for piece in iterator:
-            pieces.append(_piece(piece))
-            if cancel is not None:
-                cancel.raise_if_cancelled()
-    finally:
-        close = getattr(iterator, "close", None)
-        if callable(close):
-            close()
+    for piece in given:
+        pieces.append(_piece(piece))
+        if cancel is not None:
+            cancel.raise_if_cancelled()
     return "".join(pieces)
 
 
@@ -209,36 +202,31 @@ def _close(iterator: object) -> None:
         close()
 
 
-def _check_arguments(function: Callable[..., object], takes_max_tokens: bool | None) -> None:
-    """``ConfigurationError`` unless ``function`` can be called with the messages as its one argument (and
-    ``max_tokens`` when it names one without a default); a function whose signature cannot be read is taken as
-    it is."""
+def _takes_max_tokens(function: Callable[..., object]) -> bool | None:
+    """Whether ``function``'s signature names a ``max_tokens`` parameter that can be passed by keyword: ``None``
+    when it does not (or has no signature to read, as some builtins), ``True`` when the parameter has no default
+    (it must be given), ``False`` when it has one.
+
+    Raises:
+        ConfigurationError: ``function`` cannot be called with the messages as its one argument (and
+            ``max_tokens``, when it names one without a default).
+    """
     try:
         signature = inspect.signature(function)
-    except (TypeError, ValueError):  # no signature to read (some builtins)
-        return
+    except (TypeError, ValueError):  # no signature to read: taken as it is
+        return None
+    parameter = signature.parameters.get("max_tokens")
+    takes: bool | None = None
+    if parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+        takes = parameter.default is parameter.empty
     try:
-        if takes_max_tokens:
-            signature.bind((), max_tokens=None)
-        else:
-            signature.bind(())
+        signature.bind((), **({"max_tokens": None} if takes else {}))
     except TypeError as error:
         raise ConfigurationError(
             f"CallableLLMClient calls its function with one argument, the messages; {function!r} cannot be ({error})",
             hint="def model(messages, max_tokens=None): ... (max_tokens is optional)",
         ) from None
-
-
-def _takes_max_tokens(function: Callable[..., object]) -> bool | None:
-    """Whether ``function``'s signature names a ``max_tokens`` parameter that can be passed by keyword: ``None``
-    when it does not, ``True`` when the parameter has no default (it must be given), ``False`` when it has one."""
-    try:
-        parameter = inspect.signature(function).parameters.get("max_tokens")
-    except (TypeError, ValueError):  # no signature to read (some builtins)
-        return None
-    if parameter is None or parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
-        return None
-    return parameter.default is parameter.empty
+    return takes
 
 
 async def _collect_async(stream: AsyncIterable[object], cancel: CancelToken | None) -> str:
