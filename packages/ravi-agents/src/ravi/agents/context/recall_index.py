@@ -362,13 +362,13 @@ class EmbeddingIndex:
             vectors = check_embeddings(
                 await self.client.embed([text for _, text in new]), len(new), self.client.dimension
             )
-
-            def meta(i: int) -> dict[str, Any]:
-                return {"position": i, "generation": generation}
-
             await self.store.upsert(
                 [
-                    Document(id=_scored_id(history[i].id, generation), embedding=tuple(v), metadata=meta(i))
+                    Document(
+                        id=_scored_id(history[i].id, generation),
+                        embedding=tuple(v),
+                        metadata={"position": i, "generation": generation},
+                    )
                     for (i, _), v in zip(new, vectors, strict=True)
                 ],
                 collection=collection,
