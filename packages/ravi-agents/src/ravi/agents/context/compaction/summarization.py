@@ -434,9 +434,9 @@ class SummarizationCompaction(KeepsSummaries, Strategy):
         summary = await self._summarise(
             previous, fresh, history, counter, store=self.summaries(session), scope=session.scope
         )
-        await self.kept_current(session)
         if summary is None:
             return list(history)
+        await self.kept_current(session)
         head = [m for m in old if m.role == "system"]
         return [*head, summary, *history[cut:]]
 
