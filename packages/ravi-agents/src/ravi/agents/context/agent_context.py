@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.manifest import Window
-from ravi.agents.context.pipeline import WindowRequest
+from ravi.agents.context.pipeline import WindowRequest, clear_session
 from ravi.kernel.agent import HistoryRetention, SessionContext
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, MessageConflict
 from ravi.kernel.llm import TokenCounter
@@ -157,11 +157,19 @@ class AgentContext:
         then what the pipeline's strategies derived from it into other stores (summaries in a summary store of
         their own, recall units in a vector store: :meth:`CompactionPipeline.clear_records`), and the unsaved
         turns under retention ``NONE``. Afterwards nothing derived from the removed messages can be read through
-        any of the configured stores."""
+        any of the configured stores.
+
+        Every store is asked, even after one failed (the history's included), so one store that is down keeps no
+        other store's records; clearing again finishes the job, and what was erased stays erased.
+
+        Raises:
+            RaviError: a store failed: its Ravi error as raised (a ``CompactionError`` naming a strategy for an
+                error of another kind); when several failed, one error naming each, the first as its
+                ``__cause__``, a ``BackendUnavailable`` when every one was, else a ``CompactionError``.
+        """
         check_scope(session_id=session_id)
         self._unsaved.pop(session_id, None)
-        await self.config.history.clear(self.agent_id, session_id=session_id)
-        await self.config.pipeline.clear_records(self.agent_id, session_id)
+        await clear_session(self.config.history, self.config.pipeline, self.agent_id, session_id)
 
     async def replace_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
         """Make ``messages`` the transcript of ``session_id`` (a saved conversation loaded back), as turns of
