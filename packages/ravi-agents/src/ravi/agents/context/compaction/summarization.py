@@ -143,12 +143,13 @@ def _has_text(previous: Sequence[ChatMessage], fresh: Sequence[ChatMessage]) -> 
     return any(p.text.removeprefix(SUMMARY_PREFIX).strip() for p in previous) or bool(render_transcript(fresh).strip())
 
 
-def check_llm(llm: object) -> None:
+def check_llm(llm: object, what: str = "llm") -> None:
     """``ConfigurationError`` unless ``llm`` is ``None`` or an :class:`~ravi.kernel.llm.LLMClient` (an object with
-    ``async complete(messages, *, max_tokens=None, cancel=None) -> str``)."""
+    ``async complete(messages, *, max_tokens=None, cancel=None) -> str``); the message names the argument
+    ``what``."""
     if llm is not None and not isinstance(llm, LLMClient):
         raise ConfigurationError(
-            f"llm must be an LLMClient with an async complete(messages) method, got {type(llm).__name__}",
+            f"{what} must be an LLMClient with an async complete(messages) method, got {type(llm).__name__}",
             hint="use OpenAICompatibleClient(model), CallableLLMClient(function) for your own model call, "
             "or leave it out for the extractive summariser",
         )
