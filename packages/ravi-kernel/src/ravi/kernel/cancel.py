@@ -123,4 +123,12 @@ class CancelToken:
         return f"<CancelToken {state}>"
 
 
-__all__ = ["Callback", "CancelToken", "CancelledByToken"]
+def check_cancel(cancel: object, what: str = "cancel") -> CancelToken | None:
+    """``cancel`` as given, else ``InvalidArgument`` naming ``what``, unless it is ``None`` or a
+    :class:`CancelToken` (for a call's ``cancel=`` argument, checked before any work)."""
+    if cancel is not None and not isinstance(cancel, CancelToken):
+        raise InvalidArgument(f"must be a CancelToken or None, got {type(cancel).__name__}", field=what)
+    return cancel
+
+
+__all__ = ["Callback", "CancelToken", "CancelledByToken", "check_cancel"]

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ravi.agents.llm._request import check_request
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
@@ -66,9 +67,12 @@ class CallableLLMClient:
         """The function's reply to ``messages``, collected into one text.
 
         Raises:
-            InvalidArgument: the function gave something other than text or pieces of text.
+            InvalidArgument: ``messages`` are not ``ChatMessage`` objects, ``max_tokens`` is neither ``None`` nor
+                an integer > 0, or ``cancel`` is not a ``CancelToken`` (before the function is called); or the
+                function gave something other than text or pieces of text.
             CancelledByToken: ``cancel`` was cancelled.
         """
+        check_request(messages, max_tokens, cancel)
         if cancel is not None:
             cancel.raise_if_cancelled()
         if self._takes_max_tokens is not None and (max_tokens is not None or self._takes_max_tokens):
