@@ -155,6 +155,26 @@ def check_llm(llm: object, what: str = "llm") -> None:
         )
 
 
+def check_instructions(instructions: object) -> None:
+    """``InvalidArgument`` unless ``instructions`` (what the summariser tells the model) is text that says
+    something: not ``None``, not another type, not empty or blank."""
+    if not isinstance(instructions, str):
+        raise InvalidArgument(f"must be text, got {type(instructions).__name__}", field="instructions")
+    if not instructions.strip():
+        raise InvalidArgument("must tell the model what to write, got blank text", field="instructions")
+
+
+def check_summary_store(store: object) -> None:
+    """``ConfigurationError`` unless ``store`` is ``None`` or a :class:`~ravi.kernel.storage.SummaryStore` (an
+    instance: a class has its instances' methods, so it passes the protocol's check)."""
+    if store is not None and (isinstance(store, type) or not isinstance(store, SummaryStore)):
+        what = f"the class {store.__name__}" if isinstance(store, type) else type(store).__name__
+        raise ConfigurationError(
+            f"store must be a SummaryStore or None, got {what}",
+            hint="InMemorySummaryStore(), or a history store Ravi ships (each keeps summaries)",
+        )
+
+
 class KeepsSummaries:
     """Where a summarising strategy keeps its summaries: ``store`` when one was given, else the session's history
     provider when it keeps summaries (they then go with the transcript when it is cleared), else a store in this
@@ -508,7 +528,9 @@ __all__ = [
     "SUMMARY_HEADING",
     "SUMMARY_KEY",
     "SummarizationCompaction",
+    "check_instructions",
     "check_llm",
+    "check_summary_store",
     "is_summary",
     "render_transcript",
     "span_id",
