@@ -13,7 +13,7 @@ from ravi.agents.context.session import counter_of
 from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Slot, Strategy, StrategyTraits
-from ravi.kernel.cancel import CancelledByToken, CancelToken
+from ravi.kernel.cancel import CancelledByToken, CancelToken, check_cancel
 from ravi.kernel.errors import CompactionError, ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
@@ -265,6 +265,9 @@ class SummarizationCompaction(KeepsSummaries, Strategy):
             raise InvalidArgument(f"update_tokens must be an integer >= 1, got {update_tokens!r}")
         check_llm(llm)
         check_counter(counter)
+        check_cancel(cancel_token, "cancel_token")
+        check_instructions(instructions)
+        check_summary_store(store)
         if llm is None:
             from ravi.agents.llm.extractive import ExtractiveSummarizer
 
