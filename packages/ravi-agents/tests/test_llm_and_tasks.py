@@ -11,7 +11,7 @@ import pytest
 from ravi.agents.llm import ExtractiveSummarizer, OpenAICompatibleClient
 from ravi.agents.storage import GlobalTaskStore, TaskStore
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied, RaviError
 from ravi.kernel.messages import ChatMessage
 
 
@@ -213,3 +213,34 @@ def test_a_cancel_argument_is_checked_by_the_kernel() -> None:
     assert check_cancel(token) is token and check_cancel(None) is None
     with pytest.raises(InvalidArgument, match="cancel"):
         check_cancel(True)
+
+
+@pytest.mark.parametrize("content", [["a", "summary"], {"text": "a summary"}, 42])
+async def test_a_reply_whose_content_is_not_text_is_refused_not_stringified(content: object) -> None:
+    """A reply whose ``content`` was a list of parts (or another value) came back as its Python repr,
+    ``"['a', 'summary']"``, taken for the summary's text."""
+
+    class Parts(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Parts)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    client = OpenAICompatibleClient("m", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="k")
+    try:
+        with pytest.raises(RaviError, match="unexpected chat endpoint reply"):
+            await client.complete([ChatMessage.user("hi")])
+    finally:
+        await client.aclose()
+        server.shutdown()
+        server.server_close()

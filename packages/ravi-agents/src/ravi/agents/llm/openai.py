@@ -77,7 +77,8 @@ class OpenAICompatibleClient:
                 an integer > 0, or ``cancel`` is not a ``CancelToken`` (before any request).
             BackendUnavailable: the endpoint cannot be reached.
             PermissionDenied: the endpoint refused the credentials.
-            RaviError: the endpoint answered with an error, or with a reply that is not a chat completion.
+            RaviError: the endpoint answered with an error, or with a reply that is not a chat completion (or
+                whose content is not text).
             CancelledByToken: ``cancel`` was cancelled.
         """
         import httpx
@@ -99,9 +100,14 @@ class OpenAICompatibleClient:
         if cancel is not None:
             cancel.raise_if_cancelled()
         try:
-            return str(response.json()["choices"][0]["message"]["content"] or "")
+            content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as error:
             raise RaviError(f"unexpected chat endpoint reply: {response.text[:300]}") from error
+        if content is None:
+            return ""
+        if not isinstance(content, str):  # a list of parts, say: its repr is not the reply's text
+            raise RaviError(f"unexpected chat endpoint reply (content is not text): {response.text[:300]}")
+        return content
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
