@@ -426,3 +426,18 @@ async def test_a_history_that_cannot_clear_leaves_the_strategies_to_erase_theirs
         with pytest.raises(BackendUnavailable, match="history down"):
             await manager.clear()
         assert not summaries._texts
+
+
+async def test_a_pipeline_refuses_a_bad_session_id_instead_of_clearing_nothing() -> None:
+    """``clear_records(None, "s")`` erased nothing and answered 0, as if the session had no records."""
+    from ravi.agents.context import CompactionPipeline
+    from ravi.kernel.errors import InvalidArgument
+
+    pipeline = CompactionPipeline([])
+    for agent_id, session_id in ((None, "s"), ("a", None), ("a", ""), ("", "s"), (1, "s")):
+        with pytest.raises(InvalidArgument):
+            await pipeline.clear_records(agent_id, session_id)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            pipeline.session(agent_id, session_id)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            pipeline.last_window(agent_id, session_id)  # type: ignore[arg-type]

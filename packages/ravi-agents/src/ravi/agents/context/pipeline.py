@@ -27,7 +27,7 @@ from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_items
+from ravi.kernel.values import check_items, check_scope
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,12 @@ class CompactionPipeline:
 
     def session(self, agent_id: str, session_id: str, *, history: HistoryProvider | None = None) -> SessionContext:
         """The context ``(agent_id, session_id)``'s windows are assembled in, with the state the pipeline keeps
-        for the session."""
+        for the session.
+
+        Raises:
+            InvalidArgument: ``agent_id`` or ``session_id`` is not a valid id.
+        """
+        check_scope(agent_id=agent_id, session_id=session_id)
         return SessionContext(
             agent_id, session_id, counter=self.counter, history=history, state=self.sessions.get(agent_id, session_id)
         )
@@ -199,11 +204,13 @@ class CompactionPipeline:
         clearing again finishes the job. What was erased stays erased.
 
         Raises:
+            InvalidArgument: ``agent_id`` or ``session_id`` is not a valid id (nothing is erased).
             RaviError: a strategy failed to erase its records: its Ravi error as raised, or a ``CompactionError``
                 naming the strategy for an error of another kind. When several failed, one error names each of
                 them, the first as its ``__cause__``: a ``BackendUnavailable`` when every one was, else a
                 ``CompactionError``.
         """
+        check_scope(agent_id=agent_id, session_id=session_id)
         removed, failures = await self._erase(agent_id, session_id)
         if failures:
             raise clear_failure(session_id, failures)
@@ -225,7 +232,12 @@ class CompactionPipeline:
         return removed, failures
 
     def last_window(self, agent_id: str, session_id: str) -> list[ChatMessage] | None:
-        """The last window this pipeline assembled for the session, if it remembers one."""
+        """The last window this pipeline assembled for the session, if it remembers one.
+
+        Raises:
+            InvalidArgument: ``agent_id`` or ``session_id`` is not a valid id.
+        """
+        check_scope(agent_id=agent_id, session_id=session_id)
         kept = self.sessions.get(agent_id, session_id).find(self, _LAST_WINDOW)
         return kept[0] if kept else None
 
