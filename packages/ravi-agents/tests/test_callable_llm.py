@@ -336,3 +336,62 @@ def test_a_function_that_cannot_take_the_messages_is_refused_when_wrapped(functi
     """It would fail with a bare TypeError at its first call, in the middle of a window."""
     with pytest.raises(ConfigurationError, match="one argument"):
         CallableLLMClient(function)
+
+
+async def test_a_plain_sync_function_is_called_off_the_event_loop() -> None:
+    """A plain function returning the text was called on the event loop, so a blocking model call in it stopped
+    every other task: here it waits for a task on the same loop to let it go on, which never ran (the function's
+    own wait ran out and said so; ``wait_for`` bounds the test should the call never return)."""
+    loop = asyncio.get_running_loop()
+    started, go = asyncio.Event(), threading.Event()
+    threads: list[int] = []
+
+    def blocking(messages: Sequence[ChatMessage]) -> str:
+        threads.append(threading.get_ident())
+        loop.call_soon_threadsafe(started.set)
+        return "the loop ran" if go.wait(timeout=5) else "the loop was blocked"
+
+    async def let_it_go_on() -> None:
+        await started.wait()
+        go.set()
+
+    text, _ = await asyncio.wait_for(
+        asyncio.gather(CallableLLMClient(blocking).complete(ASKED), let_it_go_on()), timeout=30
+    )
+    assert text == "the loop ran"
+    assert threads and threading.get_ident() not in threads
+
+
+async def test_a_cancel_while_a_plain_function_blocks_ends_the_wait_at_once() -> None:
+    """As for a stalled stream: the wait for a blocking function ends at the cancel, the call going on in its
+    thread, its reply no one's; the function sees the caller's context variables."""
+    import contextvars
+
+    who = contextvars.ContextVar("who", default="nobody")
+    who.set("the caller")
+    loop = asyncio.get_running_loop()
+    called, release, returned = asyncio.Event(), threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def blocking(messages: Sequence[ChatMessage]) -> str:
+        seen.append(who.get())
+        loop.call_soon_threadsafe(called.set)
+        release.wait(10)  # bounded: a client that waited for it fails the test, never hangs it
+        returned.set()
+        return "too late"
+
+    token = CancelToken()
+    reply = asyncio.create_task(CallableLLMClient(blocking).complete(ASKED, cancel=token))
+    await asyncio.wait_for(called.wait(), timeout=30)
+    token.cancel("the user left")
+    with pytest.raises(CancelledByToken, match="the user left"):
+        await asyncio.wait_for(reply, timeout=30)
+    assert not returned.is_set()  # still blocked: not waited for
+    assert seen == ["the caller"]
+    release.set()
+    assert await asyncio.to_thread(returned.wait, 30)
+
+
+async def test_a_plain_function_returning_an_awaitable_or_a_stream_still_gives_its_text() -> None:
+    for function in (lambda messages: awaited(messages), lambda messages: stream(messages), pieces):
+        assert await CallableLLMClient(function).complete(ASKED) == "1 messages"

@@ -367,3 +367,77 @@ async def test_a_stale_window_of_the_index_erases_only_its_own_embeddings_not_th
     assert 0 in hits  # the new first message is still found
     stored = await vectors.get([m.id for m in again], collection=recall_collections("agent", "s")[0])
     assert all("4111" not in d.text for d in stored)
+
+
+@pytest.mark.parametrize(
+    ("second", "raised"),
+    [(BackendUnavailable("vectors down"), BackendUnavailable), (RuntimeError("vectors down"), CompactionError)],
+)
+@pytest.mark.parametrize("how", ["context", "pipeline"])
+async def test_every_store_that_fails_to_erase_is_named_the_first_as_the_cause(
+    second: Exception, raised: type[RaviError], how: str
+) -> None:
+    """Only the first failure was raised: a second store that failed, and kept its records, went unsaid."""
+    history, vectors = InMemoryHistoryProvider(), InMemoryVectorStore()
+    index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors)
+    first = BackendUnavailable("summaries down")
+    failing = [_Unreachable(first), _Unreachable(second)]
+    context = AgentContext(ContextConfig(history, [failing[0], RelevantRecallStrategy(2_000, index=index), failing[1]]))
+    await fill(context, "s")
+    clear = context.clear("s") if how == "context" else context.config.pipeline.clear_records("agent", "s")
+    with pytest.raises(raised) as caught:
+        await clear
+    assert caught.value.__cause__ is first
+    assert "summaries down" in str(caught.value) and "vectors down" in str(caught.value)
+    assert await held(vectors, "s") == 0  # the store between them still erased its records
+    for strategy in failing:
+        strategy.error = None
+    await context.clear("s")  # the stores are back: clearing again finishes
+
+
+class _DownHistory(InMemoryHistoryProvider):
+    async def clear(self, agent_id: str, *, session_id: str | None = None) -> int:
+        raise BackendUnavailable("history down")
+
+
+@pytest.mark.parametrize("how", ["context", "manager"])
+async def test_a_history_that_cannot_clear_leaves_the_strategies_to_erase_theirs(how: str) -> None:
+    """A failing history's clear stopped the clear: no strategy's store was asked."""
+    summaries = InMemorySummaryStore()
+    if how == "context":
+        history, vectors = _DownHistory(), InMemoryVectorStore()
+        index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors)
+        failing = _Unreachable(BackendUnavailable("summaries down"))
+        context = AgentContext(ContextConfig(history, [RelevantRecallStrategy(2_000, index=index), failing]))
+        await fill(context, "s")
+        with pytest.raises(BackendUnavailable) as caught:
+            await context.clear("s")
+        assert isinstance(caught.value.__cause__, BackendUnavailable)
+        assert "history down" in str(caught.value.__cause__)
+        assert "history down" in str(caught.value) and "summaries down" in str(caught.value)
+        assert await held(vectors, "s") == 0
+    else:
+        manager = ContextManager(max_tokens=600, summaries=summaries, session_id="s", keep_recent=2)
+        manager.history = _DownHistory()
+        for i in range(40):
+            await manager.add_message({"role": "user", "content": f"turn {i}: {SECRET} " + "lorem " * 40})
+        await manager.get_messages_for_request()
+        assert summaries._texts
+        with pytest.raises(BackendUnavailable, match="history down"):
+            await manager.clear()
+        assert not summaries._texts
+
+
+async def test_a_pipeline_refuses_a_bad_session_id_instead_of_clearing_nothing() -> None:
+    """``clear_records(None, "s")`` erased nothing and answered 0, as if the session had no records."""
+    from ravi.agents.context import CompactionPipeline
+    from ravi.kernel.errors import InvalidArgument
+
+    pipeline = CompactionPipeline([])
+    for agent_id, session_id in ((None, "s"), ("a", None), ("a", ""), ("", "s"), (1, "s")):
+        with pytest.raises(InvalidArgument):
+            await pipeline.clear_records(agent_id, session_id)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            pipeline.session(agent_id, session_id)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            pipeline.last_window(agent_id, session_id)  # type: ignore[arg-type]

@@ -271,3 +271,33 @@ def test_the_hybrid_provider_takes_writes_from_another_event_loop_while_a_write_
             assert sorted(m.id for m in await tier.get_messages("a", session_id="s")) == ["1", "2", "3"]
 
     asyncio.run(main())
+
+
+async def test_a_run_keeps_the_run_id_it_is_given_and_refuses_a_bad_one_before_its_block() -> None:
+    """``run(session, "")`` replaced the empty run id (the one ``add_messages`` uses by default) with a fresh one;
+    a run id that is not text was refused only at the block's first ``add``, and again when the run ended."""
+    context = AgentContext()
+    async with context.run("s", "") as run:
+        assert run.run_id == ""
+    entered: list[bool] = []
+    for bad in (1, 1.5, b"r"):
+        with pytest.raises(InvalidArgument, match="run_id"):
+            async with context.run("s", bad):  # type: ignore[arg-type]
+                entered.append(True)
+    with pytest.raises(InvalidArgument, match="session_id"):
+        async with context.run(None):  # type: ignore[arg-type]
+            entered.append(True)
+    assert not entered
+
+
+def test_a_session_of_a_bad_id_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="session_id"):
+        AgentContext().session(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="session_id"):
+        AgentContext().session("")
+
+
+async def test_record_usage_names_a_bad_count_before_the_missing_model() -> None:
+    for bad in (True, 1.0, 0, -3, None):
+        with pytest.raises(InvalidArgument, match="prompt_tokens"):
+            await AgentContext().record_usage("s", bad)  # type: ignore[arg-type]

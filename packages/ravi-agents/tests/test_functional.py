@@ -15,9 +15,12 @@ from ravi.agents.context import (
     summarize,
 )
 from ravi.agents.context.compaction.summarization import is_summary
+from ravi.agents.context.functional import PolicyCompactionStrategy
+from ravi.agents.llm import ExtractiveSummarizer
 from ravi.agents.tokens import HeuristicTokenCounter
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
 from ravi.kernel.messages import ChatMessage, ImageBlock, ToolCallBlock
+from ravi.kernel.scope import Scope
 
 
 def test_heuristic_counts() -> None:
@@ -217,3 +220,83 @@ async def test_summarize_refuses_a_length_that_is_not_a_positive_integer(max_tok
 
     with pytest.raises(InvalidArgument, match="max_tokens"):
         await summarize([ChatMessage.user("a turn")], max_tokens=max_tokens)  # type: ignore[arg-type]
+
+
+def _long() -> list[ChatMessage]:
+    return [ChatMessage.user("x" * 400) for _ in range(6)]
+
+
+def _call(name: str, **arguments: Any) -> Any:
+    import asyncio
+
+    from ravi.agents.context import functional
+
+    result = getattr(functional, name)(_long(), **arguments)
+    return asyncio.run(result) if asyncio.iscoroutine(result) else result
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "error", "says"),
+    [
+        ("estimate_context_tokens", {"counter": 1}, ConfigurationError, "counter"),
+        ("should_compact", {"model": 500, "counter": 1}, ConfigurationError, "counter"),
+        ("should_compact", {"model": 500, "cfg": 0.8}, InvalidArgument, "cfg"),
+        ("should_compact", {"model": 500, "cfg": 0}, InvalidArgument, "cfg"),
+        ("should_compact", {"model": 500, "policy": 1}, InvalidArgument, "policy"),
+        ("should_compact", {"model": 500, "token_budget": 100}, InvalidArgument, "token_budget"),
+        (
+            "should_compact",
+            {"model": 500, "cfg": CompactionPolicy(0.5), "policy": CompactionPolicy(0.9)},
+            InvalidArgument,
+            "policy",
+        ),
+        ("find_cut_point", {"keep_recent": True}, InvalidArgument, "keep_recent"),
+        ("summarize", {"instructions": None}, InvalidArgument, "instructions"),
+        ("summarize", {"instructions": 1}, InvalidArgument, "instructions"),
+        ("summarize", {"instructions": " "}, InvalidArgument, "instructions"),
+        ("summarize", {"cancel": 1}, InvalidArgument, "cancel"),
+        ("summarize", {"scope": 1}, InvalidArgument, "scope"),
+        ("summarize", {"store": 1, "scope": Scope("a", "s", "g")}, ConfigurationError, "store"),
+        ("compact", {"cfg": 1}, InvalidArgument, "cfg"),
+        ("compact", {"cfg": CompactionPolicy(keep_recent=2), "cancel": 1}, InvalidArgument, "cancel"),
+        ("compact", {"cfg": CompactionPolicy(keep_recent=2), "scope": 1}, InvalidArgument, "scope"),
+        (
+            "compact",
+            {"cfg": CompactionPolicy(keep_recent=2), "store": 1, "scope": Scope("a", "s", "g")},
+            ConfigurationError,
+            "store",
+        ),
+        (
+            "compact",
+            {"invoke": ExtractiveSummarizer(), "llm": ExtractiveSummarizer()},
+            ConfigurationError,
+            "both",
+        ),
+    ],
+)
+def test_the_functional_api_refuses_a_bad_argument_before_any_work(
+    name: str, arguments: dict[str, Any], error: type[Exception], says: str
+) -> None:
+    """Each of these was taken, and then failed with a bare ``AttributeError`` (a counter, a policy, a cancel
+    token or a store of the wrong kind), gave pydantic's complaint about a message's text (instructions that are
+    not text), or was silently dropped (a scope without a store, ``token_budget`` or ``policy`` beside the
+    argument they are older names of, a second model client)."""
+    with pytest.raises(error) as raised:
+        _call(name, **arguments)
+    assert says in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "says"),
+    [
+        ({"policy": 1}, InvalidArgument, "policy"),
+        ({"store": 1}, ConfigurationError, "store"),
+        ({"counter": 1}, ConfigurationError, "counter"),
+        ({"above": "yes"}, InvalidArgument, "above"),
+    ],
+)
+def test_a_policy_strategy_refuses_what_it_would_fail_with_later(
+    arguments: dict[str, Any], error: type[Exception], says: str
+) -> None:
+    with pytest.raises(error, match=says):
+        PolicyCompactionStrategy(100, **arguments)

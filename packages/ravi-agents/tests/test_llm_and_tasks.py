@@ -11,7 +11,7 @@ import pytest
 from ravi.agents.llm import ExtractiveSummarizer, OpenAICompatibleClient
 from ravi.agents.storage import GlobalTaskStore, TaskStore
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError, PermissionDenied
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied, RaviError
 from ravi.kernel.messages import ChatMessage
 
 
@@ -137,3 +137,110 @@ async def test_global_task_store_closes_what_it_built(monkeypatch: pytest.Monkey
 
 async def _note(closed: list[object], store: object) -> None:
     closed.append(store)
+
+
+BAD_REQUESTS = [
+    ({"messages": None}, "messages"),
+    ({"messages": "summarise"}, "messages"),
+    ({"messages": [1]}, "messages"),
+    ({"max_tokens": 0}, "max_tokens"),
+    ({"max_tokens": -5}, "max_tokens"),
+    ({"max_tokens": True}, "max_tokens"),
+    ({"max_tokens": 1.5}, "max_tokens"),
+    ({"max_tokens": "50"}, "max_tokens"),
+    ({"cancel": 1}, "cancel"),
+    ({"cancel": "stop"}, "cancel"),
+]
+
+
+def _clients() -> list[object]:
+    from ravi.agents.llm import CallableLLMClient
+
+    return [
+        ExtractiveSummarizer(),
+        CallableLLMClient(lambda messages, max_tokens=None: "a summary"),
+        OpenAICompatibleClient("m", base_url="http://127.0.0.1:1/v1", api_key="k"),
+    ]
+
+
+@pytest.mark.parametrize(("arguments", "field"), BAD_REQUESTS)
+async def test_every_client_refuses_a_bad_request_before_any_call(arguments: dict[str, object], field: str) -> None:
+    """Each client took its arguments as they came: ``max_tokens=0`` gave the extractive summariser's default
+    length, ``"50"`` a bare ``TypeError``, ``cancel=1`` an ``AttributeError``, and the function or the endpoint
+    was called with a string for the messages."""
+    for client in _clients():
+        request = {"messages": [ChatMessage.user("hi")], **arguments}
+        messages = request.pop("messages")
+        with pytest.raises(InvalidArgument) as raised:
+            await client.complete(messages, **request)  # type: ignore[attr-defined]
+        assert raised.value.field == field or str(raised.value).startswith(field), (client, raised.value)
+        if isinstance(client, OpenAICompatibleClient):
+            await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        ({"model": 1}, "model"),
+        ({"model": ""}, "model"),
+        ({"base_url": 1}, "base_url"),
+        ({"base_url": ""}, "base_url"),
+        ({"api_key": 1}, "api_key"),
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": -1.0}, "timeout"),
+        ({"timeout": True}, "timeout"),
+        ({"timeout": "60"}, "timeout"),
+        ({"timeout": float("nan")}, "timeout"),
+    ],
+)
+def test_an_openai_compatible_client_refuses_bad_settings(arguments: dict[str, object], says: str) -> None:
+    settings: dict[str, object] = {"model": "m", "base_url": "http://127.0.0.1:1/v1", **arguments}
+    with pytest.raises((InvalidArgument, ConfigurationError)) as raised:
+        OpenAICompatibleClient(**settings)  # type: ignore[arg-type]
+    assert says in str(raised.value)
+
+
+@pytest.mark.parametrize("line_chars", [0, -1, True, 1.5, None, "240"])
+def test_an_extractive_summariser_refuses_a_line_length_that_is_not_a_positive_integer(line_chars: object) -> None:
+    with pytest.raises(InvalidArgument, match="line_chars"):
+        ExtractiveSummarizer(line_chars=line_chars)  # type: ignore[arg-type]
+
+
+def test_a_cancel_argument_is_checked_by_the_kernel() -> None:
+    from ravi.kernel.cancel import check_cancel
+
+    token = CancelToken()
+    assert check_cancel(token) is token and check_cancel(None) is None
+    with pytest.raises(InvalidArgument, match="cancel"):
+        check_cancel(True)
+
+
+@pytest.mark.parametrize("content", [["a", "summary"], {"text": "a summary"}, 42])
+async def test_a_reply_whose_content_is_not_text_is_refused_not_stringified(content: object) -> None:
+    """A reply whose ``content`` was a list of parts (or another value) came back as its Python repr,
+    ``"['a', 'summary']"``, taken for the summary's text."""
+
+    class Parts(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Parts)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    client = OpenAICompatibleClient("m", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="k")
+    try:
+        with pytest.raises(RaviError, match="unexpected chat endpoint reply"):
+            await client.complete([ChatMessage.user("hi")])
+    finally:
+        await client.aclose()
+        server.shutdown()
+        server.server_close()

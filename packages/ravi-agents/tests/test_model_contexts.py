@@ -17,6 +17,7 @@ from ravi.agents.context import (
     TokenBudgetContext,
     UnboundedContext,
 )
+from ravi.agents.llm import CallableLLMClient
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import ModelInfo
 
@@ -73,6 +74,8 @@ def test_summarizing_context_as_printed() -> None:
     context = SummarizingContext(model_client=WordClient(), threshold=0.8)
     assert context.pipeline.strategies
     with pytest.raises(ConfigurationError, match="model_client that names its model"):
+        SummarizingContext(model_client=CallableLLMClient(lambda messages: "summary"), threshold=0.8)
+    with pytest.raises(ConfigurationError, match="model_client must be an LLMClient"):
         SummarizingContext(model_client=object(), threshold=0.8)  # type: ignore[arg-type]
 
 
@@ -236,3 +239,53 @@ def test_a_summarizing_context_refuses_what_it_cannot_run_with(
 ) -> None:
     with pytest.raises(error, match=says):
         SummarizingContext(**arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1, 1.5, True, None, "8000"])
+def test_a_token_budget_context_refuses_a_budget_that_is_not_a_positive_integer(max_tokens: object) -> None:
+    """A budget of 0 was taken, and every window then held the system messages alone: ``record_usage`` said no
+    window had been assembled."""
+    with pytest.raises(InvalidArgument, match="max_tokens") as raised:
+        TokenBudgetContext(max_tokens, model="gpt-4o")  # type: ignore[arg-type]
+    assert raised.value.field == "max_tokens"
+
+
+@pytest.mark.parametrize("max_messages", [0, -1, 1.5, True, None])
+def test_a_sliding_window_context_refuses_a_size_that_is_not_a_positive_integer(max_messages: object) -> None:
+    with pytest.raises(InvalidArgument, match="max_messages"):
+        SlidingWindowContext(max_messages)  # type: ignore[arg-type]
+
+
+def test_a_summarizing_context_refuses_a_budget_its_threshold_leaves_nothing_of() -> None:
+    with pytest.raises(InvalidArgument, match="max_tokens"):
+        SummarizingContext(max_tokens=1, threshold=0.5)
+
+
+@pytest.mark.parametrize(
+    ("context", "arguments", "says"),
+    [
+        (SummarizingContext, {"state": 1}, "state"),
+        (SummarizingContext, {"history": 1}, "history"),
+        (SummarizingContext, {"counter": 1}, "counter"),
+        (SummarizingContext, {"retention": "run"}, "retention"),
+        (SummarizingContext, {"llm": 1}, "llm"),
+        (SummarizingContext, {"model_client": 1}, "model_client"),
+        (SummarizingContext, {"model": 1}, "model"),
+        (SummarizingContext, {"model": ""}, "model"),
+        (SummarizingContext, {"model": 1, "history": 1}, "model"),
+        (SummarizingContext, {"history": 1, "state": 1}, "history"),
+        (TokenBudgetContext, {"max_tokens": 100, "model": 1}, "model"),
+        (TokenBudgetContext, {"max_tokens": 100, "model": ""}, "model"),
+        (TokenBudgetContext, {"max_tokens": 100, "history": 1, "model_client": 1}, "history"),
+        (TokenBudgetContext, {"max_tokens": 100, "counter": 1, "state": 1}, "counter"),
+        (TokenBudgetContext, {"max_tokens": 0, "history": 1}, "max_tokens"),
+    ],
+)
+def test_a_model_context_names_the_first_bad_argument_as_given(
+    context: type[ModelContext], arguments: dict[str, object], says: str
+) -> None:
+    """``SummarizingContext(state=1)`` said its budget was missing, and ``model=1`` raised a bare
+    ``AttributeError``: every argument's type is checked before the budget is worked out, in the order given."""
+    with pytest.raises((ConfigurationError, InvalidArgument)) as raised:
+        context(**arguments)
+    assert str(raised.value).startswith(f"{says} ") or str(raised.value).startswith(f"{says}: ")

@@ -462,3 +462,21 @@ async def test_an_owned_embedding_index_keeps_only_recent_sessions() -> None:
     for s in range(5):
         await index.scores([ChatMessage.user(f"session {s} fact")], "fact", session=SessionContext("agent", f"s{s}"))
     assert len(await index.store.list_collections()) == 2
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "says"),
+    [
+        ({"cancel_token": 1}, InvalidArgument, "cancel_token"),
+        ({"instructions": None}, InvalidArgument, "instructions"),
+        ({"instructions": ""}, InvalidArgument, "instructions"),
+        ({"store": 1}, ConfigurationError, "store"),
+    ],
+)
+def test_a_summariser_refuses_what_it_would_fail_with_at_a_window(
+    arguments: dict[str, object], error: type[Exception], says: str
+) -> None:
+    """Taken as given, a cancel token or a store of the wrong kind failed the window with a bare
+    ``AttributeError``, and instructions that are not text made every summary fail, logged, with no summary."""
+    with pytest.raises(error, match=says):
+        SummarizationCompaction(**arguments)  # type: ignore[arg-type]

@@ -157,3 +157,18 @@ def test_a_listener_may_be_given_by_the_name_the_design_gives_it() -> None:
     token.cancel()
     stop()
     assert seen == ["fired"]
+
+
+def test_cancelled_by_token_is_a_ravi_error_importable_from_errors() -> None:
+    from ravi.kernel import errors
+
+    assert errors.CancelledByToken is CancelledByToken
+    assert "CancelledByToken" in errors.__all__
+    token = CancelToken()
+    token.cancel("stop")
+    with pytest.raises(errors.RaviError) as caught:
+        token.raise_if_cancelled()
+    assert isinstance(caught.value, CancelledByToken)
+    assert caught.value.reason == "stop" and str(caught.value) == "stop"
+    assert not isinstance(caught.value, asyncio.CancelledError)
+    assert str(CancelledByToken()) == "cancelled" and CancelledByToken().reason is None

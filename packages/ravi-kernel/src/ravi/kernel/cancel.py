@@ -2,8 +2,8 @@
 
 Cancelling is a request, not an interruption: the work decides where it stops, by calling
 :meth:`CancelToken.raise_if_cancelled` or by listening with :meth:`CancelToken.add_callback`. The error it then
-raises, :class:`CancelledByToken`, is a plain ``Exception``, deliberately not ``asyncio.CancelledError``, so it
-never tears down the task or the event loop that hosts the work.
+raises, :class:`CancelledByToken` (defined in :mod:`ravi.kernel.errors`, a ``RaviError``), is deliberately not
+``asyncio.CancelledError``, so it never tears down the task or the event loop that hosts the work.
 
 Example:
     >>> token = CancelToken()
@@ -20,21 +20,13 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import CancelledByToken, InvalidArgument
 
 _log = logging.getLogger(__name__)
 
 Callback = Callable[[], object]
 """A cancellation listener: no argument (read the token's ``reason`` where you registered it); any return value is
 ignored, so ``lambda: print(...)`` works."""
-
-
-class CancelledByToken(Exception):
-    """Raised by work that stopped because its :class:`CancelToken` was cancelled."""
-
-    def __init__(self, reason: str | None = None) -> None:
-        super().__init__(reason or "cancelled")
-        self.reason = reason
 
 
 class CancelToken:
@@ -131,4 +123,12 @@ class CancelToken:
         return f"<CancelToken {state}>"
 
 
-__all__ = ["Callback", "CancelToken", "CancelledByToken"]
+def check_cancel(cancel: object, what: str = "cancel") -> CancelToken | None:
+    """``cancel`` as given, else ``InvalidArgument`` naming ``what``, unless it is ``None`` or a
+    :class:`CancelToken` (for a call's ``cancel=`` argument, checked before any work)."""
+    if cancel is not None and not isinstance(cancel, CancelToken):
+        raise InvalidArgument(f"must be a CancelToken or None, got {type(cancel).__name__}", field=what)
+    return cancel
+
+
+__all__ = ["Callback", "CancelToken", "CancelledByToken", "check_cancel"]

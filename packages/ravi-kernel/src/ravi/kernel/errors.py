@@ -109,6 +109,25 @@ class PermissionDenied(RaviError, PermissionError):
     """The backend refused the credentials or the operation."""
 
 
+class CancelledByToken(RaviError):
+    """Raised by work that stopped because its :class:`~ravi.kernel.cancel.CancelToken` was cancelled.
+
+    A :class:`RaviError`, so a handler of Ravi's errors sees it, but not a failure: nothing went wrong, the caller
+    asked to stop. Ravi never retries it, never logs it as a failure and never turns it into another error (a
+    summariser that is cancelled raises it, where a failed model call gives no summary). A handler of
+    ``RaviError`` that retries or falls back should let it through first (``except CancelledByToken: raise``).
+    Deliberately not ``asyncio.CancelledError``, so it never tears down the task or the event loop that hosts the
+    work. Also importable as ``ravi.kernel.cancel.CancelledByToken`` (the same class).
+
+    Attributes:
+        reason: The reason given to the token's ``cancel``, if any (the message is ``"cancelled"`` without one).
+    """
+
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__(reason or "cancelled")
+        self.reason = reason
+
+
 class CompactionError(RaviError):
     """A compaction strategy could not produce a window (for example, a budget too small for the system prompt)."""
 
@@ -116,6 +135,7 @@ class CompactionError(RaviError):
 __all__ = [
     "AlreadyExists",
     "BackendUnavailable",
+    "CancelledByToken",
     "CompactionError",
     "ConfigurationError",
     "InvalidArgument",

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from ravi.agents.context.config import ContextConfig
 from ravi.agents.context.manifest import Window
-from ravi.agents.context.pipeline import WindowRequest
+from ravi.agents.context.pipeline import WindowRequest, clear_session
 from ravi.kernel.agent import HistoryRetention, SessionContext
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, MessageConflict
 from ravi.kernel.llm import TokenCounter
@@ -88,14 +88,14 @@ class AgentContext:
                 model table, for a model the table does not know): no call's prompt is.
         """
         check_scope(session_id=session_id)
+        if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool) or prompt_tokens <= 0:
+            raise InvalidArgument(f"prompt_tokens must be a positive integer, got {prompt_tokens!r}")
         model = self.config.model
         if model is None:  # the correction is the model's: with none, no window would apply it
             raise ConfigurationError(
                 "record_usage corrects the windows of the configured model, and none is configured",
                 hint="name it: ContextConfig(..., model='gpt-4o')",
             )
-        if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool) or prompt_tokens <= 0:
-            raise InvalidArgument(f"prompt_tokens must be a positive integer, got {prompt_tokens!r}")
         largest = _largest_prompt(model)
         if prompt_tokens > largest:
             # a correction is kept (and shared through the state store) for the model's next windows: a count no
@@ -125,7 +125,12 @@ class AgentContext:
 
     def session(self, session_id: str) -> SessionContext:
         """The context ``session_id``'s windows are assembled in: this agent, the configured counter and
-        history, and the state the pipeline keeps for the session."""
+        history, and the state the pipeline keeps for the session.
+
+        Raises:
+            InvalidArgument: ``session_id`` is not a valid id.
+        """
+        check_scope(session_id=session_id)
         return self.config.pipeline.session(self.agent_id, session_id, history=self.config.history)
 
     async def add_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
@@ -157,11 +162,19 @@ class AgentContext:
         then what the pipeline's strategies derived from it into other stores (summaries in a summary store of
         their own, recall units in a vector store: :meth:`CompactionPipeline.clear_records`), and the unsaved
         turns under retention ``NONE``. Afterwards nothing derived from the removed messages can be read through
-        any of the configured stores."""
+        any of the configured stores.
+
+        Every store is asked, even after one failed (the history's included), so one store that is down keeps no
+        other store's records; clearing again finishes the job, and what was erased stays erased.
+
+        Raises:
+            RaviError: a store failed: its Ravi error as raised (a ``CompactionError`` naming a strategy for an
+                error of another kind); when several failed, one error naming each, the first as its
+                ``__cause__``, a ``BackendUnavailable`` when every one was, else a ``CompactionError``.
+        """
         check_scope(session_id=session_id)
         self._unsaved.pop(session_id, None)
-        await self.config.history.clear(self.agent_id, session_id=session_id)
-        await self.config.pipeline.clear_records(self.agent_id, session_id)
+        await clear_session(self.config.history, self.config.pipeline, self.agent_id, session_id)
 
     async def replace_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
         """Make ``messages`` the transcript of ``session_id`` (a saved conversation loaded back), as turns of
@@ -206,8 +219,15 @@ class AgentContext:
 
     @asynccontextmanager
     async def run(self, session_id: str, run_id: str | None = None) -> AsyncIterator[Run]:
-        """A run of the agent in ``session_id``; the run is ended (retention applied) when the block exits."""
-        run = Run(self, session_id, run_id or uuid.uuid4().hex)
+        """A run of the agent in ``session_id`` under ``run_id`` (a fresh id when ``None``; ``""`` is the run
+        :meth:`add_messages` records into by default); the run is ended (retention applied) when the block exits.
+
+        Raises:
+            InvalidArgument: ``session_id`` or ``run_id`` is not a valid id (before the block runs).
+        """
+        run_id = uuid.uuid4().hex if run_id is None else run_id
+        check_scope(session_id=session_id, run_id=run_id)
+        run = Run(self, session_id, run_id)
         try:
             yield run
         finally:

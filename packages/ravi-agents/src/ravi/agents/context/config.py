@@ -22,6 +22,32 @@ if TYPE_CHECKING:
     from ravi.agents.settings import RaviSettings
 
 
+def check_history(history: object) -> None:
+    """``ConfigurationError`` unless ``history`` is a :class:`~ravi.kernel.storage.HistoryProvider`."""
+    if not isinstance(history, HistoryProvider):
+        raise ConfigurationError(
+            f"history must implement HistoryProvider, got {type(history).__name__}",
+            hint="use InMemoryHistoryProvider() or ravi.kernel.registry.load_backend('history', NAME, ...)",
+        )
+
+
+def check_retention(retention: object) -> None:
+    """``ConfigurationError`` unless ``retention`` is a :class:`~ravi.kernel.agent.HistoryRetention`."""
+    if not isinstance(retention, HistoryRetention):
+        raise ConfigurationError(f"retention must be a HistoryRetention, got {retention!r}")
+
+
+def check_state(state: object) -> None:
+    """``ConfigurationError`` unless ``state`` is ``None`` or a session-state store (an instance of
+    :class:`~ravi.kernel.storage.ShortTermMemory`: a class passes the protocol's check)."""
+    if state is not None and (isinstance(state, type) or not isinstance(state, ShortTermMemory)):
+        what = f"the class {state.__name__}" if isinstance(state, type) else type(state).__name__
+        raise ConfigurationError(
+            f"state must be a session-state store (ShortTermMemory) or None, got {what}",
+            hint="load_backend('state', NAME, ...) or InMemoryStateStore()",
+        )
+
+
 def default_pipeline() -> CompactionPipeline:
     """One ``SlidingWindowCompaction`` with its default of 100 messages."""
     return CompactionPipeline([SlidingWindowCompaction()])
@@ -61,25 +87,15 @@ class ContextConfig:
         model: str | None = None,
         state: ShortTermMemory | None = None,
     ) -> None:
-        if not isinstance(history, HistoryProvider):
-            raise ConfigurationError(
-                f"history must implement HistoryProvider, got {type(history).__name__}",
-                hint="use InMemoryHistoryProvider() or ravi.kernel.registry.load_backend('history', NAME, ...)",
-            )
-        if not isinstance(retention, HistoryRetention):
-            raise ConfigurationError(f"retention must be a HistoryRetention, got {retention!r}")
+        check_history(history)
+        check_retention(retention)
         check_scope(agent_id=agent_id)
         check_counter(counter)
         if model is not None:
             if not isinstance(model, str) or not model:
                 raise ConfigurationError(f"model must be a model's name or None, got {model!r}")
             check_text(model, "model")
-        if state is not None and (isinstance(state, type) or not isinstance(state, ShortTermMemory)):
-            what = f"the class {state.__name__}" if isinstance(state, type) else type(state).__name__
-            raise ConfigurationError(
-                f"state must be a session-state store (ShortTermMemory) or None, got {what}",
-                hint="load_backend('state', NAME, ...) or InMemoryStateStore()",
-            )
+        check_state(state)
         self.agent_id = agent_id
         self.history = history
         self.pipeline = as_pipeline(pipeline, default=default_pipeline)

@@ -28,14 +28,16 @@ from ravi.agents.context.compaction.summarization import (
     INSTRUCTIONS,
     SUMMARY_HEADING,
     KeepsSummaries,
+    check_instructions,
     check_llm,
+    check_summary_store,
     is_summary,
     write_summary,
 )
-from ravi.agents.tokens import DEFAULT_COUNTER
+from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
-from ravi.kernel.cancel import CancelToken
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.cancel import CancelToken, check_cancel
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
@@ -80,8 +82,10 @@ def estimate_context_tokens(messages: Sequence[ChatMessage], *, counter: TokenCo
 
     Raises:
         InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects.
+        ConfigurationError: ``counter`` is not a ``TokenCounter``.
     """
     check_items(messages, ChatMessage, "messages")
+    check_counter(counter)
     if counter is not None:
         return counter.count_messages(messages)
     chars = sum(map(message_chars, messages))
@@ -119,13 +123,31 @@ def should_compact(
 
     ``model`` is the window as an int, anything with a ``context_window`` (a ``ModelInfo``), or a model name from
     the model table; ``cfg`` defaults to :data:`DEFAULT_POLICY`. A non-positive window gives ``False``.
-    (``token_budget=`` and ``policy=`` are the older names of ``model`` and ``cfg``.)
+    (``token_budget=`` and ``policy=`` are the older names of ``model`` and ``cfg``: give each once.)
+
+    Raises:
+        InvalidArgument: ``messages`` that are not ``ChatMessage`` objects, a bad ``model``, a ``cfg`` that is not
+            a ``CompactionPolicy``, or an argument given under both its names.
+        ConfigurationError: ``counter`` is not a ``TokenCounter``.
     """
+    if model is not None and token_budget is not None:
+        raise InvalidArgument("token_budget is the older name of model: give one of them", field="token_budget")
     window = _window(token_budget if model is None else model)
-    if window <= 0:
-        return False
-    chosen = cfg or policy or DEFAULT_POLICY
-    return estimate_context_tokens(messages, counter=counter) >= window * chosen.trigger_ratio
+    chosen = _policy(cfg, policy)
+    tokens = estimate_context_tokens(messages, counter=counter)
+    return window > 0 and tokens >= window * chosen.trigger_ratio
+
+
+def _policy(cfg: object, policy: object) -> CompactionPolicy:
+    """The policy ``cfg`` (or its older name ``policy``) gives, :data:`DEFAULT_POLICY` for none; ``InvalidArgument``
+    for one that is not a ``CompactionPolicy``, or two different ones."""
+    for name, value in (("cfg", cfg), ("policy", policy)):
+        if value is not None and not isinstance(value, CompactionPolicy):
+            raise InvalidArgument(f"must be a CompactionPolicy or None, got {type(value).__name__}", field=name)
+    if cfg is not None and policy is not None and cfg != policy:
+        raise InvalidArgument("policy is the older name of cfg: give one of them", field="policy")
+    chosen = cfg if cfg is not None else policy
+    return chosen if isinstance(chosen, CompactionPolicy) else DEFAULT_POLICY
 
 
 def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
@@ -139,7 +161,7 @@ def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
         InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects, or ``keep_recent`` < 0.
     """
     check_items(messages, ChatMessage, "messages")
-    if not isinstance(keep_recent, int) or keep_recent < 0:
+    if not isinstance(keep_recent, int) or isinstance(keep_recent, bool) or keep_recent < 0:
         raise InvalidArgument(f"keep_recent must be an integer >= 0, got {keep_recent!r}")
     cut = max(0, len(messages) - keep_recent)
     if cut == 0:
@@ -167,16 +189,21 @@ async def summarize(
 
     Raises:
         InvalidArgument: nothing to summarise, ``messages`` that are not ``ChatMessage`` objects, a
-            ``max_tokens`` that is not an integer > 0, or ``store`` without ``scope``.
-        ConfigurationError: ``llm`` is not an :class:`~ravi.kernel.llm.LLMClient`.
+            ``max_tokens`` that is not an integer > 0, ``instructions`` that are not text or are blank, a
+            ``cancel`` that is not a ``CancelToken``, a ``scope`` that is not a ``Scope``, or ``store`` without
+            ``scope``.
+        ConfigurationError: ``llm`` is not an :class:`~ravi.kernel.llm.LLMClient`, or ``store`` not a
+            ``SummaryStore``.
         CancelledByToken: ``cancel`` was cancelled before the model was called.
     """
     from ravi.agents.llm.extractive import ExtractiveSummarizer
 
-    check_llm(llm)
     check_items(messages, ChatMessage, "messages")
+    check_llm(llm)
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
         raise InvalidArgument(f"must be an integer > 0, got {max_tokens!r}", field="max_tokens")
+    check_instructions(instructions)
+    check_cancel(cancel)
     _check_store(store, scope)
     previous = [m for m in messages if is_summary(m)]
     fresh = [m for m in messages if m.role != "system" and not is_summary(m)]
@@ -195,6 +222,14 @@ async def summarize(
 
 
 def _check_store(store: SummaryStore | None, scope: Scope | None) -> None:
+    """``store`` a ``SummaryStore`` or ``None``, ``scope`` a ``Scope`` or ``None``, and a scope with a store."""
+    check_summary_store(store)
+    if scope is not None and not isinstance(scope, Scope):
+        raise InvalidArgument(
+            f"must be a Scope(agent_id, session_id, generation) or None, got {type(scope).__name__}",
+            field="scope",
+            hint="from ravi.kernel.scope import Scope",
+        )
     if store is not None and not isinstance(scope, Scope):
         raise InvalidArgument(
             "store= keeps summaries per session: pass scope=Scope(agent_id, session_id, generation) with it",
@@ -225,14 +260,26 @@ async def compact(
     for the session ``scope`` names (see :func:`summarize`).
 
     Raises:
-        ConfigurationError: ``invoke`` is not an :class:`~ravi.kernel.llm.LLMClient`.
+        InvalidArgument: ``messages`` that are not ``ChatMessage`` objects, a ``cfg`` that is not a
+            ``CompactionPolicy`` (or different ones as ``cfg`` and ``policy``), a ``cancel`` that is not a
+            ``CancelToken``, a ``scope`` that is not a ``Scope``, or ``store`` without ``scope``.
+        ConfigurationError: ``invoke`` is not an :class:`~ravi.kernel.llm.LLMClient`, different clients are
+            given as ``invoke`` and ``llm``, or ``store`` is not a ``SummaryStore``.
     """
-    _check_store(store, scope)
+    check_items(messages, ChatMessage, "messages")
     if isinstance(model, LLMClient) and invoke is None and llm is None:  # the older order: compact(messages, llm)
         model, invoke = None, model
     del model
-    check_llm(invoke or llm)
-    chosen = cfg or policy or DEFAULT_POLICY
+    chosen = _policy(cfg, policy)
+    check_llm(invoke, "invoke")
+    check_llm(llm)
+    if invoke is not None and llm is not None and invoke is not llm:
+        raise ConfigurationError(
+            "compact was given both invoke and llm: they name the same model client",
+            hint="pass it once, as invoke (llm is its older name)",
+        )
+    check_cancel(cancel)
+    _check_store(store, scope)
     cut = find_cut_point(messages, chosen.keep_recent)
     old = messages[:cut]
     if cut <= 0 or not any(m.role != "system" for m in old):
@@ -273,9 +320,14 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
     ) -> None:
         if not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 0:
             raise InvalidArgument(f"token_budget must be an integer >= 0, got {token_budget!r}")
+        chosen = _policy(None, policy)
         check_llm(llm)
+        check_summary_store(store)
+        check_counter(counter)
+        if not isinstance(above, bool):
+            raise InvalidArgument(f"must be True or False, got {above!r}", field="above")
         self.token_budget = token_budget
-        self.policy = policy or DEFAULT_POLICY
+        self.policy = chosen
         self.llm = llm
         self.store = store
         self.own_counter = counter

@@ -20,7 +20,7 @@ from ravi.agents.context.compaction.token_budget import TokenBudgetComposedStrat
 from ravi.agents.context.functional import CompactionPolicy, PolicyCompactionStrategy
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.manifest import Window
-from ravi.agents.context.pipeline import CompactionPipeline, WindowRequest
+from ravi.agents.context.pipeline import CompactionPipeline, WindowRequest, clear_session
 from ravi.agents.context.units import drop_orphan_results
 from ravi.agents.tokens import DEFAULT_COUNTER, tool_tokens
 from ravi.kernel.agent import CompactionEvent, EventBus, Listener
@@ -245,10 +245,10 @@ class ContextManager:
 
     async def clear(self) -> None:
         """Forget the conversation, and what its compaction derived from it (summaries in the ``summaries``
-        store)."""
+        store), every store asked even after one failed (as :meth:`AgentContext.clear
+        <ravi.agents.context.AgentContext.clear>`)."""
         self.resumed = False
-        await self.history.clear(self.agent_id, session_id=self.session_id)
-        await self.pipeline.clear_records(self.agent_id, self.session_id)
+        await clear_session(self.history, self.pipeline, self.agent_id, self.session_id)
 
     async def get_messages_for_request(
         self, token_budget: int | None = None, provider: Any = None

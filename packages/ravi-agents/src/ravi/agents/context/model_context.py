@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ravi.agents.context.compaction.sliding_window import SlidingWindowCompaction
-from ravi.agents.context.compaction.summarization import SummarizationCompaction
+from ravi.agents.context.compaction.summarization import SummarizationCompaction, check_llm
 from ravi.agents.context.compaction.token_budget import TokenBudgetComposedStrategy
-from ravi.agents.context.config import ContextConfig
+from ravi.agents.context.config import ContextConfig, check_history, check_retention, check_state
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.hybrid import HybridHistoryProvider
 from ravi.agents.context.models import input_budget, model_info
-from ravi.agents.tokens import ClientTokenCounter, counter_for_model
+from ravi.agents.tokens import ClientTokenCounter, check_counter, counter_for_model
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, ModelInfo, TokenCounter
@@ -103,7 +103,11 @@ class UnboundedContext(ModelContext):
 
 
 class SlidingWindowContext(ModelContext):
-    """System messages plus the newest ``max_messages`` others (``SlidingWindowCompaction``)."""
+    """System messages plus the newest ``max_messages`` others (``SlidingWindowCompaction``).
+
+    Raises:
+        InvalidArgument: ``max_messages`` is not an integer > 0.
+    """
 
     def __init__(
         self,
@@ -112,6 +116,7 @@ class SlidingWindowContext(ModelContext):
         *,
         retention: HistoryRetention = _PERMANENT,
     ) -> None:
+        _check_positive(max_messages, "max_messages")
         super().__init__(
             history or InMemoryHistoryProvider(), [SlidingWindowCompaction(max_messages)], retention=retention
         )
@@ -131,6 +136,11 @@ class TokenBudgetContext(ModelContext):
     ``ModelInfo``, else the one ``model_client`` names) is the model the windows are sent to, so
     ``AgentContext.record_usage`` can correct their count from the provider's reports; ``state`` shares those
     corrections between processes.
+
+    Raises:
+        InvalidArgument: ``max_tokens`` is not an integer > 0.
+        ConfigurationError: a store, the retention, the counter or ``model`` is of the wrong kind (the first of
+            them, in the order given).
     """
 
     def __init__(
@@ -144,6 +154,10 @@ class TokenBudgetContext(ModelContext):
         model: str | ModelInfo | None = None,
         state: ShortTermMemory | None = None,
     ) -> None:
+        _check_positive(max_tokens, "max_tokens")
+        _check_parts(history, retention, counter)
+        _check_model(model)
+        check_state(state)
         named = model or _model_of(model_client)
         counts = callable(getattr(model_client, "count_tokens", None))
         if counter is None and model_client is not None and (counts or named is None):
@@ -245,6 +259,14 @@ class SummarizingContext(ModelContext):
     transcript is never changed: the summary is a derived record, kept in the summary store by session and
     checkpoint. ``state`` shares the corrections ``AgentContext.record_usage`` makes to the model's windows between
     processes.
+
+    Every argument is checked, in the order given, before the budget is worked out from them.
+
+    Raises:
+        InvalidArgument: ``threshold`` is not in (0, 1], ``max_tokens`` is not an integer > 0, or the threshold
+            leaves no token of the budget.
+        ConfigurationError: a model client, a store, the retention, the counter or ``model`` is of the wrong kind;
+            both ``llm`` and ``model_client`` are given; no budget can be found (no ``max_tokens``, no model).
     """
 
     def __init__(
@@ -260,17 +282,21 @@ class SummarizingContext(ModelContext):
         counter: TokenCounter | None = None,
         state: ShortTermMemory | None = None,
     ) -> None:
+        # every argument checked, in the order given, before the budget is worked out from them
+        check_llm(llm)
         check_share(threshold, "threshold")
+        check_llm(model_client, "model_client")
         if llm is not None and model_client is not None and llm is not model_client:
             raise ConfigurationError(
                 "SummarizingContext was given both llm and model_client: they name the same model",
                 hint="pass the model once, as llm (model_client is 003's name for it)",
             )
         llm = llm or model_client  # 003 names it model_client
-        if max_tokens is not None and (
-            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0
-        ):
-            raise InvalidArgument(f"max_tokens must be an integer > 0, got {max_tokens!r}", field="max_tokens")
+        if max_tokens is not None:
+            _check_positive(max_tokens, "max_tokens")
+        _check_model(model)
+        _check_parts(history, retention, counter)
+        check_state(state)
         if max_tokens is None:
             model = model or _model_of(llm)
             if model is None:
@@ -281,6 +307,11 @@ class SummarizingContext(ModelContext):
             info = model if isinstance(model, ModelInfo) else model_info(model)
             max_tokens = input_budget(info)
         budget = int(max_tokens * threshold)
+        if budget < 1:
+            raise InvalidArgument(
+                f"a budget of {max_tokens} tokens at a threshold of {threshold!r} leaves no token for a window",
+                field="max_tokens",
+            )
         summarizer = SummarizationCompaction(
             llm,
             recent_token_budget=budget // 2,
@@ -304,6 +335,29 @@ class SummarizingContext(ModelContext):
     ) -> list[ChatMessage]:
         """The window, its older part summarised once it passes ``threshold`` of the budget."""
         return await self._window(session_id, agent_id)
+
+
+def _check_positive(value: object, what: str) -> None:
+    """``InvalidArgument`` naming ``what`` unless ``value`` is an integer > 0 (a bool is refused)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise InvalidArgument(f"must be an integer > 0, got {value!r}", field=what)
+
+
+def _check_parts(history: object, retention: object, counter: object) -> None:
+    """The stores and policy a context is built with, checked before any of them is used: ``history`` (``None``
+    for one in memory), ``retention`` and ``counter``, in that order."""
+    if history is not None:
+        check_history(history)
+    check_retention(retention)
+    check_counter(counter)
+
+
+def _check_model(model: object) -> None:
+    """``ConfigurationError`` unless ``model`` is ``None``, a model's name (not empty) or a ``ModelInfo``."""
+    if model is not None and not isinstance(model, ModelInfo) and (not isinstance(model, str) or not model):
+        raise ConfigurationError(
+            f"model must be a model's name, a ModelInfo or None, got {model!r}", hint="for example model='gpt-4o'"
+        )
 
 
 def _name_of(model: str | ModelInfo | None) -> str | None:

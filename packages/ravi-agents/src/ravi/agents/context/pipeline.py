@@ -22,12 +22,12 @@ from ravi.kernel.agent import (
     as_strategies,
     held_events,
 )
-from ravi.kernel.errors import CompactionError, InvalidArgument, RaviError
+from ravi.kernel.errors import BackendUnavailable, CompactionError, InvalidArgument, RaviError
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_items
+from ravi.kernel.values import check_items, check_scope
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,12 @@ class CompactionPipeline:
 
     def session(self, agent_id: str, session_id: str, *, history: HistoryProvider | None = None) -> SessionContext:
         """The context ``(agent_id, session_id)``'s windows are assembled in, with the state the pipeline keeps
-        for the session."""
+        for the session.
+
+        Raises:
+            InvalidArgument: ``agent_id`` or ``session_id`` is not a valid id.
+        """
+        check_scope(agent_id=agent_id, session_id=session_id)
         return SessionContext(
             agent_id, session_id, counter=self.counter, history=history, state=self.sessions.get(agent_id, session_id)
         )
@@ -196,15 +201,26 @@ class CompactionPipeline:
         (:meth:`~ravi.kernel.agent.Strategy.clear_records`); returns how many records they removed.
 
         Every strategy is asked, even after one failed, so one store that is down keeps no other store's records;
-        clearing again finishes the job.
+        clearing again finishes the job. What was erased stays erased.
 
         Raises:
-            RaviError: a strategy failed to erase its records: the first such Ravi error as raised, or a
-                ``CompactionError`` naming the strategy for an error of another kind.
+            InvalidArgument: ``agent_id`` or ``session_id`` is not a valid id (nothing is erased).
+            RaviError: a strategy failed to erase its records: its Ravi error as raised, or a ``CompactionError``
+                naming the strategy for an error of another kind. When several failed, one error names each of
+                them, the first as its ``__cause__``: a ``BackendUnavailable`` when every one was, else a
+                ``CompactionError``.
         """
+        check_scope(agent_id=agent_id, session_id=session_id)
+        removed, failures = await self._erase(agent_id, session_id)
+        if failures:
+            raise clear_failure(session_id, failures)
+        return removed
+
+    async def _erase(self, agent_id: str, session_id: str) -> tuple[int, list[tuple[str, Exception]]]:
+        """:meth:`clear_records`, its failures returned (what failed, and its error) instead of raised."""
         self.sessions.drop(agent_id, session_id)
         removed = 0
-        failed: Exception | None = None
+        failures: list[tuple[str, Exception]] = []
         todo = list(self.strategies)
         while todo:
             strategy = todo.pop(0)
@@ -212,20 +228,16 @@ class CompactionPipeline:
             try:
                 removed += await strategy.clear_records(agent_id, session_id)
             except Exception as error:  # the others still erase theirs
-                if failed is None and isinstance(error, RaviError):
-                    failed = error
-                elif failed is None:
-                    failed = CompactionError(
-                        f"{strategy!r} could not erase its records of session {session_id!r}: {error!r}",
-                        hint="clear the session again once the store is back; what was erased stays erased",
-                    )
-                    failed.__cause__ = error
-        if failed is not None:
-            raise failed
-        return removed
+                failures.append((repr(strategy), error))
+        return removed, failures
 
     def last_window(self, agent_id: str, session_id: str) -> list[ChatMessage] | None:
-        """The last window this pipeline assembled for the session, if it remembers one."""
+        """The last window this pipeline assembled for the session, if it remembers one.
+
+        Raises:
+            InvalidArgument: ``agent_id`` or ``session_id`` is not a valid id.
+        """
+        check_scope(agent_id=agent_id, session_id=session_id)
         kept = self.sessions.get(agent_id, session_id).find(self, _LAST_WINDOW)
         return kept[0] if kept else None
 
@@ -418,6 +430,48 @@ def as_pipeline(
     if isinstance(pipeline, Sequence):
         return CompactionPipeline(pipeline)
     return CompactionPipeline([pipeline])
+
+
+_CLEAR_HINT = "clear the session again once the store is back; what was erased stays erased"
+
+
+def clear_failure(session_id: str, failures: Sequence[tuple[str, Exception]]) -> RaviError:
+    """The error a clear of ``session_id`` raises when the stores ``failures`` names (what failed, and its error)
+    could not erase their records: one Ravi error as raised, one error of another kind as a ``CompactionError``
+    naming what failed; several as one error naming each, the first as its ``__cause__``, a
+    ``BackendUnavailable`` when every one was (a caller that waits for the stores to come back still can), else a
+    ``CompactionError``."""
+    if len(failures) == 1:
+        what, error = failures[0]
+        if isinstance(error, RaviError):
+            return error
+        failed: RaviError = CompactionError(
+            f"{what} could not erase its records of session {session_id!r}: {error!r}", hint=_CLEAR_HINT
+        )
+    else:
+        kind = BackendUnavailable if all(isinstance(e, BackendUnavailable) for _, e in failures) else CompactionError
+        named = "; ".join(f"{what}: {type(error).__name__}: {error}" for what, error in failures)
+        failed = kind(
+            f"{len(failures)} stores could not erase their records of session {session_id!r}: {named}",
+            hint="clear the session again once the stores are back; what was erased stays erased",
+        )
+    failed.__cause__ = failures[0][1]
+    return failed
+
+
+async def clear_session(history: HistoryProvider, pipeline: CompactionPipeline, agent_id: str, session_id: str) -> None:
+    """Clear ``session_id`` in ``history`` (its ``clear``), then the records ``pipeline``'s strategies derived
+    from it (:meth:`CompactionPipeline.clear_records`): every store is asked, even after one failed (the history's
+    removal first, so a window writing records at the same moment erases its own, see the decisions page), and
+    the failures are raised together (:func:`clear_failure`)."""
+    failures: list[tuple[str, Exception]] = []
+    try:
+        await history.clear(agent_id, session_id=session_id)
+    except Exception as error:  # the strategies' stores still erase theirs
+        failures.append((f"the history store {type(history).__name__}", error))
+    failures.extend((await pipeline._erase(agent_id, session_id))[1])
+    if failures:
+        raise clear_failure(session_id, failures)
 
 
 __all__ = ["CompactionPipeline", "WindowRequest", "as_pipeline"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ravi.agents.llm._request import check_positive, check_request
 from ravi.kernel.cancel import CancelToken
 from ravi.kernel.messages import ChatMessage
 
@@ -21,20 +22,32 @@ class ExtractiveSummarizer:
     within ``max_tokens`` (4 characters a token), the lines that carry the most: every user request and tool
     error first, then lines with numbers, identifiers, paths and decisions, each shortened to its first
     sentence. Deterministic, offline and fast: the default for tests, demos and deployments without a model.
+
+    Raises:
+        InvalidArgument: ``line_chars`` (the longest line kept, in characters) is not an integer > 0.
     """
 
     def __init__(self, *, line_chars: int = 240) -> None:
+        check_positive(line_chars, "line_chars")
         self.line_chars = line_chars
 
     async def complete(
         self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None, cancel: CancelToken | None = None
     ) -> str:
-        """An extract of the transcript in ``messages[-1]``, at most ``max_tokens`` tokens long."""
+        """An extract of the transcript in ``messages[-1]``, at most ``max_tokens`` tokens long (800 when
+        ``None``).
+
+        Raises:
+            InvalidArgument: ``messages`` are not ``ChatMessage`` objects, ``max_tokens`` is neither ``None`` nor
+                an integer > 0, or ``cancel`` is not a ``CancelToken``.
+            CancelledByToken: ``cancel`` was cancelled.
+        """
+        check_request(messages, max_tokens, cancel)
         if cancel is not None:
             cancel.raise_if_cancelled()
         if not messages:
             return ""
-        budget = 4 * (max_tokens or 800)
+        budget = 4 * (800 if max_tokens is None else max_tokens)
         entries = [line for line in messages[-1].text.splitlines() if line.strip() and line not in _HEADERS]
         scored = []
         for index, line in enumerate(entries):

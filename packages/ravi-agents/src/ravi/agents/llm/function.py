@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ravi.agents.llm._request import check_request
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage
@@ -25,15 +27,19 @@ class CallableLLMClient:
 
     ``function(messages)`` is given the messages to answer (``ChatMessage`` objects) and returns the reply's text,
     or an awaitable of it, or the text in pieces: an iterable or async iterable of strings (a stream), which is
-    collected into one text. A stream that is not a list or a tuple (a generator reading a model's response) is
-    read in a worker thread of its own, one piece at a time, so the event loop runs on while the model streams.
+    collected into one text. A plain function (not ``async def``) is called in a worker thread of its own, with
+    the caller's context variables, so the event loop runs on while a blocking model call waits (a function that
+    needs the running loop is written ``async def``); an ``async def`` function, or an async generator function,
+    is called on the event loop. A stream that is not a list or a tuple (a generator reading a model's response)
+    is read in a worker thread of its own, one piece at a time, so the event loop runs on while the model streams.
     A function whose signature has a ``max_tokens`` parameter is given the caller's ``max_tokens`` as that
     keyword, when one is given (and always, ``None`` for no limit, when the parameter has no default); any other
     function is called with the messages alone, and keeps to a length on its own. ``cancel`` is checked before
-    the function is called, after each piece of a stream (a cancelled stream is read no further and closed), while
-    a piece of a stream read in its worker thread is awaited (a stalled stream is left at the cancel) and once
-    its text is whole; a stream left early (cancelled, a bad piece, the awaiting task cancelled) is closed,
-    in its worker thread once the piece being read is in.
+    the function is called, while a plain function's call is awaited (a blocking call is left at the cancel, to
+    finish in its thread, its reply no one's), after each piece of a stream (a cancelled stream is read no further
+    and closed), while a piece of a stream read in its worker thread is awaited (a stalled stream is left at the
+    cancel) and once its text is whole; a stream left early (cancelled, a bad piece, the awaiting task cancelled)
+    is closed, in its worker thread once the piece being read is in.
 
     Example:
         >>> import asyncio
@@ -52,6 +58,7 @@ class CallableLLMClient:
                 hint="for example CallableLLMClient(lambda messages: my_model(messages))",
             )
         self._takes_max_tokens = _takes_max_tokens(function)
+        self._on_loop = _is_async(function)
         self._function = function
 
     async def complete(
@@ -60,16 +67,21 @@ class CallableLLMClient:
         """The function's reply to ``messages``, collected into one text.
 
         Raises:
-            InvalidArgument: the function gave something other than text or pieces of text.
+            InvalidArgument: ``messages`` are not ``ChatMessage`` objects, ``max_tokens`` is neither ``None`` nor
+                an integer > 0, or ``cancel`` is not a ``CancelToken`` (before the function is called); or the
+                function gave something other than text or pieces of text.
             CancelledByToken: ``cancel`` was cancelled.
         """
+        check_request(messages, max_tokens, cancel)
         if cancel is not None:
             cancel.raise_if_cancelled()
         if self._takes_max_tokens is not None and (max_tokens is not None or self._takes_max_tokens):
             # a parameter without a default is always given, None when the caller sets no limit
-            result: Any = self._function(messages, max_tokens=max_tokens)  # type: ignore[call-arg]
+            call = functools.partial(self._function, messages, max_tokens=max_tokens)  # type: ignore[call-arg]
         else:
-            result = self._function(messages)
+            call = functools.partial(self._function, messages)
+        context = contextvars.copy_context()  # the function's context variables, as on the event loop
+        result: Any = call() if self._on_loop else await _call_in_thread(call, context, cancel)
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, BaseModel):  # iterable as a pydantic model is (a ChatMessage, a provider's response
@@ -87,7 +99,7 @@ class CallableLLMClient:
         elif isinstance(result, list | tuple):
             text = _collect(result, cancel)
         elif isinstance(result, Iterable) and not isinstance(result, bytes | bytearray | Mapping):
-            text = await _collect_in_thread(result, cancel)
+            text = await _collect_in_thread(result, context, cancel)
         else:
             raise InvalidArgument(
                 f"the model function returned {type(result).__name__}, not text or pieces of text",
@@ -118,12 +130,41 @@ def _collect(given: list[object] | tuple[object, ...], cancel: CancelToken | Non
 _END = object()
 
 
-async def _collect_in_thread(stream: Iterable[object], cancel: CancelToken | None) -> str:
+async def _call_in_thread(call: Callable[[], object], context: contextvars.Context, cancel: CancelToken | None) -> Any:
+    """``call()`` in a worker thread of its own, in ``context`` (a plain function blocks while the model answers;
+    on the event loop it would stop every other task). A cancel of ``cancel`` while it runs ends the wait at once
+    (``CancelledByToken``), as a task cancelled does: the call goes on in its thread, its reply no one's."""
+    loop = asyncio.get_running_loop()
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ravi-llm-call")
+    cancelled = loop.create_future()
+    dispose = cancel.add_callback(lambda: loop.call_soon_threadsafe(_settle, cancelled)) if cancel is not None else None
+    try:
+        return await _read(loop, worker, context, cancelled, _invoke, call)
+    except _StillReading:
+        raise CancelledByToken(cancel.reason if cancel is not None else None) from None
+    finally:
+        if dispose is not None:
+            dispose()
+        worker.shutdown(wait=False)
+
+
+def _invoke(call: Callable[[], object]) -> object:
+    return call()
+
+
+def _is_async(function: Callable[..., object]) -> bool:
+    """Whether ``function`` (or its ``__call__``) is an ``async def`` function or async generator function: called
+    on the event loop, where what it does before its first ``await`` runs at once. Any other function is called in
+    a worker thread."""
+    candidates = (function, getattr(function, "__call__", None))  # noqa: B004 (its kind, not whether it is callable)
+    return any(inspect.iscoroutinefunction(c) or inspect.isasyncgenfunction(c) for c in candidates)
+
+
+async def _collect_in_thread(stream: Iterable[object], context: contextvars.Context, cancel: CancelToken | None) -> str:
     """As :func:`_collect`, each piece read in a worker thread of the stream's own (a sync generator blocks while
-    the model streams; on the event loop it would stop every other task). The stream is closed in that thread
-    too, after the piece being read: a generator cannot be closed while it runs, and a task cancelled while a
-    piece is being read does not wait for it."""
-    context = contextvars.copy_context()  # the function's context variables, as on the event loop
+    the model streams; on the event loop it would stop every other task), in ``context`` (the one the function
+    was called in). The stream is closed in that thread too, after the piece being read: a generator cannot be
+    closed while it runs, and a task cancelled while a piece is being read does not wait for it."""
     loop = asyncio.get_running_loop()
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ravi-llm-stream")
     iterator: Iterator[object] | None = None

@@ -13,7 +13,7 @@ from ravi.agents.context.session import counter_of
 from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Slot, Strategy, StrategyTraits
-from ravi.kernel.cancel import CancelledByToken, CancelToken
+from ravi.kernel.cancel import CancelledByToken, CancelToken, check_cancel
 from ravi.kernel.errors import CompactionError, ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
@@ -143,14 +143,35 @@ def _has_text(previous: Sequence[ChatMessage], fresh: Sequence[ChatMessage]) -> 
     return any(p.text.removeprefix(SUMMARY_PREFIX).strip() for p in previous) or bool(render_transcript(fresh).strip())
 
 
-def check_llm(llm: object) -> None:
+def check_llm(llm: object, what: str = "llm") -> None:
     """``ConfigurationError`` unless ``llm`` is ``None`` or an :class:`~ravi.kernel.llm.LLMClient` (an object with
-    ``async complete(messages, *, max_tokens=None, cancel=None) -> str``)."""
+    ``async complete(messages, *, max_tokens=None, cancel=None) -> str``); the message names the argument
+    ``what``."""
     if llm is not None and not isinstance(llm, LLMClient):
         raise ConfigurationError(
-            f"llm must be an LLMClient with an async complete(messages) method, got {type(llm).__name__}",
+            f"{what} must be an LLMClient with an async complete(messages) method, got {type(llm).__name__}",
             hint="use OpenAICompatibleClient(model), CallableLLMClient(function) for your own model call, "
             "or leave it out for the extractive summariser",
+        )
+
+
+def check_instructions(instructions: object) -> None:
+    """``InvalidArgument`` unless ``instructions`` (what the summariser tells the model) is text that says
+    something: not ``None``, not another type, not empty or blank."""
+    if not isinstance(instructions, str):
+        raise InvalidArgument(f"must be text, got {type(instructions).__name__}", field="instructions")
+    if not instructions.strip():
+        raise InvalidArgument("must tell the model what to write, got blank text", field="instructions")
+
+
+def check_summary_store(store: object) -> None:
+    """``ConfigurationError`` unless ``store`` is ``None`` or a :class:`~ravi.kernel.storage.SummaryStore` (an
+    instance: a class has its instances' methods, so it passes the protocol's check)."""
+    if store is not None and (isinstance(store, type) or not isinstance(store, SummaryStore)):
+        what = f"the class {store.__name__}" if isinstance(store, type) else type(store).__name__
+        raise ConfigurationError(
+            f"store must be a SummaryStore or None, got {what}",
+            hint="InMemorySummaryStore(), or a history store Ravi ships (each keeps summaries)",
         )
 
 
@@ -244,6 +265,9 @@ class SummarizationCompaction(KeepsSummaries, Strategy):
             raise InvalidArgument(f"update_tokens must be an integer >= 1, got {update_tokens!r}")
         check_llm(llm)
         check_counter(counter)
+        check_cancel(cancel_token, "cancel_token")
+        check_instructions(instructions)
+        check_summary_store(store)
         if llm is None:
             from ravi.agents.llm.extractive import ExtractiveSummarizer
 
@@ -507,7 +531,9 @@ __all__ = [
     "SUMMARY_HEADING",
     "SUMMARY_KEY",
     "SummarizationCompaction",
+    "check_instructions",
     "check_llm",
+    "check_summary_store",
     "is_summary",
     "render_transcript",
     "span_id",
