@@ -157,3 +157,31 @@ def test_a_listener_may_be_given_by_the_name_the_design_gives_it() -> None:
     token.cancel()
     stop()
     assert seen == ["fired"]
+
+
+def test_a_token_seen_cancelled_already_has_its_reason() -> None:
+    # Another thread may look at the token between any two lines of cancel(): stop at every line and look.
+    import sys
+    from types import FrameType
+    from typing import Any
+
+    token = CancelToken()
+    seen: list[tuple[bool, str | None]] = []
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        if frame.f_code is CancelToken.cancel.__code__:
+            return local
+        return None
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        seen.append((token.cancelled, token.reason))
+        return local
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        token.cancel("user pressed esc")
+    finally:
+        sys.settrace(previous)
+    assert seen, "the trace saw no line of cancel()"
+    assert all(reason == "user pressed esc" for cancelled, reason in seen if cancelled)
