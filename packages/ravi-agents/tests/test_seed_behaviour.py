@@ -36,7 +36,7 @@ from ravi.agents.context import (
 )
 from ravi.agents.context.functional import PolicyCompactionStrategy
 from ravi.agents.react import ReActAgent, ScriptedModel
-from ravi.kernel.errors import RaviError
+from ravi.kernel.errors import InvalidArgument, RaviError
 
 HISTORY = [ChatMessage.user(str(i)) for i in range(6)]
 
@@ -170,3 +170,14 @@ async def test_a_history_that_is_not_messages_is_refused(call: Callable[[], Any]
 
     with pytest.raises(RaviError):
         await run()
+
+
+@pytest.mark.parametrize("expires_in", [0, -5, float("nan"), 1e17, "60"])
+async def test_a_presigned_urls_lifetime_is_refused_by_its_own_name(expires_in: Any) -> None:
+    """000's ``presign_url``: a lifetime no store can hold is refused naming ``expires_in`` (it said "ttl")."""
+    from ravi.agents.storage import InMemoryFileStore
+
+    store = InMemoryFileStore()
+    await store.upload("report.pdf", b"%PDF")
+    with pytest.raises(InvalidArgument, match=r"^expires_in "):
+        await store.presign_url("report.pdf", expires_in=expires_in)
