@@ -512,3 +512,14 @@ async def test_bad_settings_are_typed_errors() -> None:
         ContextManager(compaction_threshold=True)
     with pytest.raises(ConfigurationError, match="history"):
         await _load(MockCoordinator(), {"history": "postgres"})
+
+
+async def test_a_session_id_given_is_used_exactly_or_refused() -> None:
+    """An empty ``session_id`` in the mount config stored the conversation under a random id, which no resume
+    finds; it is refused. A coordinator without a session id still gets one of the manager's own."""
+    with pytest.raises(InvalidArgument, match="session_id"):
+        ContextManager(session_id="")
+    with pytest.raises(InvalidArgument, match="session_id"):
+        await _load(MockCoordinator(), {"session_id": ""})
+    assert (await _load(MockCoordinator(), {"session_id": "s-1"})).session_id == "s-1"
+    assert ContextManager().session_id

@@ -28,6 +28,7 @@ from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessa
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, SummaryStore, replace_session
+from ravi.kernel.values import check_scope
 
 logger = logging.getLogger(__name__)
 
@@ -154,9 +155,11 @@ class ContextManager:
                 hint="to pick a backend by name, set [history] backend = ... in ravi.toml (or RAVI_HISTORY__BACKEND)"
                 " and leave history out",
             )
+        if session_id is not None:
+            check_scope(session_id=session_id)  # an empty id is refused, not replaced by one no resume finds
         self.history = history or InMemoryHistoryProvider()
         self.agent_id = agent_id
-        self.session_id = session_id or uuid.uuid4().hex
+        self.session_id = uuid.uuid4().hex if session_id is None else session_id
         self.max_tokens = max_tokens
         self.policy = CompactionPolicy(trigger_ratio=float(compaction_threshold), keep_recent=keep_recent)
         self.llm = llm
@@ -323,7 +326,7 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Co
         from ravi.agents.settings import build_store
 
         options["history"] = build_store("history")
-    options.setdefault("session_id", getattr(coordinator, "session_id", None))
+    options.setdefault("session_id", getattr(coordinator, "session_id", None) or None)  # none: one of its own
     manager = ContextManager(hooks=getattr(coordinator, "hooks", None), **options)
     if await manager.history.count_messages(manager.agent_id, session_id=manager.session_id):
         manager.resumed = True
