@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,9 +33,10 @@ from ravi.agents.context.compaction.summarization import (
     is_summary,
     write_summary,
 )
+from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
-from ravi.kernel.cancel import CancelToken
+from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Strategy, StrategyTraits
+from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
@@ -42,6 +44,8 @@ from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import message_chars
 from ravi.kernel.values import check_count, check_items, check_share
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,10 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
     (002's ``summarize`` folds summaries in), so a window costs the newest part of the session and a short model
     call; the session is read whole only to write its first summary.
 
+    If the summary cannot be written (the model call fails) the window is returned unchanged and a
+    ``summarization_failed`` event is emitted, as ``SummarizationCompaction`` does: a failed summary never breaks
+    the request. A cancelled ``CancelToken`` still raises ``CancelledByToken``.
+
     Example:
         >>> strategy = PolicyCompactionStrategy(8_000, CompactionPolicy(keep_recent=6))
     """
@@ -280,6 +288,7 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
         self.store = store
         self.own_counter = counter
         self.above = above
+        self.events = EventBus()
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
@@ -316,7 +325,20 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
             return list(raw_history)
         if not session.partial and cut <= 1:  # 002: only when there is something to condense
             return list(raw_history)
-        summary = await self._summary(raw_history, cut, session)
+        try:
+            summary = await self._summary(raw_history, cut, session)
+        except CancelledByToken:
+            raise
+        except Exception as error:  # a failed summary never breaks the request: the budget trims the window
+            log_failure_once(_log, f"the summariser of {type(self).__name__}", error)
+            counter = self.own_counter or session.counter or DEFAULT_COUNTER
+            if self.events:
+                self.events.emit(
+                    CompactionEvent(
+                        "summarization_failed", list(raw_history), strategy=repr(self), error=error, counter=counter
+                    )
+                )
+            return list(raw_history)
         if summary is None:
             session.need_older()
             return list(raw_history)

@@ -116,8 +116,10 @@ class ContextManager:
     ``TokenBudgetComposedStrategy`` trims the result to the budget by whole units if it still does not fit, tool
     results whose call is not in the window are dropped (001), and ``context:pre_compact`` (the counts of the
     messages compaction read) and ``context:post_compact`` (the window's counts) are emitted through ``hooks``, in
-    that order, once the window is assembled. The engine reads only the newest part of the session when the store
-    can read windows. Compaction is a view: the stored transcript never changes.
+    that order, once the window is assembled. A summary the model fails to write never fails the request: the
+    window is trimmed to the budget without it and a ``summarization_failed`` event goes to :meth:`subscribe`'s
+    listeners. The engine reads only the newest part of the session when the store can read windows. Compaction
+    is a view: the stored transcript never changes.
 
     Messages are ``ChatMessage`` objects or chat dicts (the ``developer`` role and amplifier's content blocks
     included); a dict is given back exactly as it was added (see :mod:`ravi.agents.context.chat_dicts`).
