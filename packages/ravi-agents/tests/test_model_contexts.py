@@ -236,3 +236,11 @@ def test_a_summarizing_context_refuses_what_it_cannot_run_with(
 ) -> None:
     with pytest.raises(error, match=says):
         SummarizingContext(**arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1, 8_000.0, "8000", True])
+def test_a_token_budget_context_refuses_a_budget_it_cannot_fill_naming_it(max_tokens: object) -> None:
+    """003's ``TokenBudgetContext(max_tokens=...)``: 0 was taken (every window empty but its system messages) and
+    a bad value was refused as ``token_budget``, a parameter the context does not have."""
+    with pytest.raises(InvalidArgument, match="max_tokens"):
+        TokenBudgetContext(max_tokens=max_tokens)  # type: ignore[arg-type]

@@ -144,6 +144,7 @@ class TokenBudgetContext(ModelContext):
         model: str | ModelInfo | None = None,
         state: ShortTermMemory | None = None,
     ) -> None:
+        _check_budget(max_tokens)
         named = model or _model_of(model_client)
         counts = callable(getattr(model_client, "count_tokens", None))
         if counter is None and model_client is not None and (counts or named is None):
@@ -267,10 +268,8 @@ class SummarizingContext(ModelContext):
                 hint="pass the model once, as llm (model_client is 003's name for it)",
             )
         llm = llm or model_client  # 003 names it model_client
-        if max_tokens is not None and (
-            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0
-        ):
-            raise InvalidArgument(f"max_tokens must be an integer > 0, got {max_tokens!r}", field="max_tokens")
+        if max_tokens is not None:
+            _check_budget(max_tokens)
         if max_tokens is None:
             model = model or _model_of(llm)
             if model is None:
@@ -304,6 +303,13 @@ class SummarizingContext(ModelContext):
     ) -> list[ChatMessage]:
         """The window, its older part summarised once it passes ``threshold`` of the budget."""
         return await self._window(session_id, agent_id)
+
+
+def _check_budget(max_tokens: object) -> None:
+    """``InvalidArgument`` naming ``max_tokens`` unless it is an integer > 0 (a budget of 0 leaves every window
+    empty but its system messages)."""
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
+        raise InvalidArgument(f"max_tokens must be an integer > 0, got {max_tokens!r}", field="max_tokens")
 
 
 def _name_of(model: str | ModelInfo | None) -> str | None:
