@@ -217,3 +217,11 @@ async def test_summarize_refuses_a_length_that_is_not_a_positive_integer(max_tok
 
     with pytest.raises(InvalidArgument, match="max_tokens"):
         await summarize([ChatMessage.user("a turn")], max_tokens=max_tokens)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("keep_recent", [True, False, 2.0, None, -1])
+def test_find_cut_point_refuses_a_keep_recent_that_is_not_a_count(keep_recent: object) -> None:
+    """``find_cut_point(messages, True)`` kept one message, as ``keep_recent=1`` would; ``CompactionPolicy`` refuses
+    a bool, and so does the function now."""
+    with pytest.raises(InvalidArgument, match="keep_recent"):
+        find_cut_point([ChatMessage.user("a"), ChatMessage.user("b")], keep_recent)  # type: ignore[arg-type]

@@ -143,8 +143,7 @@ def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
         InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects, or ``keep_recent`` < 0.
     """
     check_items(messages, ChatMessage, "messages")
-    if not isinstance(keep_recent, int) or keep_recent < 0:
-        raise InvalidArgument(f"keep_recent must be an integer >= 0, got {keep_recent!r}")
+    check_count(keep_recent, "keep_recent")  # a bool is refused, as CompactionPolicy refuses it
     cut = max(0, len(messages) - keep_recent)
     if cut == 0:
         return 0
