@@ -181,3 +181,19 @@ async def test_a_presigned_urls_lifetime_is_refused_by_its_own_name(expires_in: 
     await store.upload("report.pdf", b"%PDF")
     with pytest.raises(InvalidArgument, match=r"^expires_in "):
         await store.presign_url("report.pdf", expires_in=expires_in)
+
+
+async def test_a_bool_is_not_a_depth_or_a_limit() -> None:
+    """004's ``get_neighbors(entity_id, depth)`` and ``search(..., limit)``: ``True`` was taken as 1, where every
+    other count of Ravi's (``get_messages(limit=True)``, a strategy's size) refuses a bool."""
+    from ravi.agents.storage import InMemoryGraphStore, InMemoryLongTermMemory, InMemoryVectorStore
+    from ravi.kernel.storage import Entity
+
+    graph = InMemoryGraphStore()
+    await graph.add_entities([Entity(id="a")])
+    with pytest.raises(InvalidArgument, match="depth"):
+        await graph.get_neighbors("a", depth=True)
+    with pytest.raises(InvalidArgument, match="limit"):
+        await InMemoryVectorStore().search([1.0, 0.0], collection="c", limit=True)
+    with pytest.raises(InvalidArgument, match="limit"):
+        await InMemoryLongTermMemory().search("agent", "query", limit=True)
