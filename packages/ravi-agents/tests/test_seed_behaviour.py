@@ -197,3 +197,20 @@ async def test_a_bool_is_not_a_depth_or_a_limit() -> None:
         await InMemoryVectorStore().search([1.0, 0.0], collection="c", limit=True)
     with pytest.raises(InvalidArgument, match="limit"):
         await InMemoryLongTermMemory().search("agent", "query", limit=True)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: TruncationStrategy(max_messages=True),
+        lambda: TruncationStrategy(max_chars=False),
+        lambda: CompactionPipeline([], max_sessions=True),
+        lambda: ReActAgent("bot", model=ScriptedModel([]), max_steps=True),
+    ],
+    ids=["truncation max_messages", "truncation max_chars", "pipeline max_sessions", "agent max_steps"],
+)
+def test_a_bool_is_not_a_size(build: Callable[[], Any]) -> None:
+    """000's ``TruncationStrategy(max_messages=..., max_chars=...)`` took ``True`` as 1 (and ``False`` as 0, every
+    message dropped); every other size of Ravi's refuses a bool."""
+    with pytest.raises(InvalidArgument):
+        build()

@@ -99,7 +99,7 @@ def provider_budget(
             f"cannot tell the {missing} of {type(provider).__name__}",
             hint="pass token_budget=... to get_messages_for_request",
         )
-    if not isinstance(reserve, int) or reserve < 0:
+    if not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 0:
         raise InvalidArgument(f"reserve must be an integer >= 0, got {reserve!r}")
     return max(0, window - output - tool_tokens(tools, counter or DEFAULT_COUNTER) - reserve - safety_margin)
 
