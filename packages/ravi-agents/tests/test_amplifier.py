@@ -512,3 +512,37 @@ async def test_bad_settings_are_typed_errors() -> None:
         ContextManager(compaction_threshold=True)
     with pytest.raises(ConfigurationError, match="history"):
         await _load(MockCoordinator(), {"history": "postgres"})
+
+
+async def test_a_session_id_given_is_used_exactly_or_refused() -> None:
+    """An empty ``session_id`` in the mount config stored the conversation under a random id, which no resume
+    finds; it is refused. A coordinator without a session id still gets one of the manager's own."""
+    with pytest.raises(InvalidArgument, match="session_id"):
+        ContextManager(session_id="")
+    with pytest.raises(InvalidArgument, match="session_id"):
+        await _load(MockCoordinator(), {"session_id": ""})
+    assert (await _load(MockCoordinator(), {"session_id": "s-1"})).session_id == "s-1"
+    assert ContextManager().session_id
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("provider down"), ConfigurationError("bad key")])
+async def test_a_summary_the_model_cannot_write_leaves_a_window_that_fits(failure: Exception) -> None:
+    """001: the orchestrator trusts the manager to return messages that fit. A model that failed while writing the
+    summary made ``get_messages_for_request`` raise its error (a bare ``RuntimeError`` from a model function);
+    the window is now trimmed to the budget without a summary, and ``summarization_failed`` says why."""
+    from ravi.agents.llm import CallableLLMClient
+
+    def model(messages: Any) -> str:
+        raise failure
+
+    context = ContextManager(max_tokens=400, keep_recent=4, llm=CallableLLMClient(model))
+    events: list[Any] = []
+    context.subscribe(events.append)
+    for i in range(40):
+        await context.add_message({"role": "user", "content": f"message {i} " + "word " * 20})
+    window = await context.get_messages_for_request()
+    assert window and window[-1]["content"].startswith("message 39 ")
+    assert DEFAULT_COUNTER.count_messages([ChatMessage.user(m["content"]) for m in window]) <= 400
+    failed = [e for e in events if e.kind == "summarization_failed"]
+    assert failed and failed[0].error is failure
+    assert len(await context.get_messages()) == 40

@@ -300,3 +300,11 @@ def test_a_policy_strategy_refuses_what_it_would_fail_with_later(
 ) -> None:
     with pytest.raises(error, match=says):
         PolicyCompactionStrategy(100, **arguments)
+
+
+@pytest.mark.parametrize("keep_recent", [True, False, 2.0, None, -1])
+def test_find_cut_point_refuses_a_keep_recent_that_is_not_a_count(keep_recent: object) -> None:
+    """``find_cut_point(messages, True)`` kept one message, as ``keep_recent=1`` would; ``CompactionPolicy`` refuses
+    a bool, and so does the function now."""
+    with pytest.raises(InvalidArgument, match="keep_recent"):
+        find_cut_point([ChatMessage.user("a"), ChatMessage.user("b")], keep_recent)  # type: ignore[arg-type]

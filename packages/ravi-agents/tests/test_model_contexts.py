@@ -289,3 +289,41 @@ def test_a_model_context_names_the_first_bad_argument_as_given(
     with pytest.raises((ConfigurationError, InvalidArgument)) as raised:
         context(**arguments)
     assert str(raised.value).startswith(f"{says} ") or str(raised.value).startswith(f"{says}: ")
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1, 8_000.0, "8000", True])
+def test_a_token_budget_context_refuses_a_budget_it_cannot_fill_naming_it(max_tokens: object) -> None:
+    """003's ``TokenBudgetContext(max_tokens=...)``: 0 was taken (every window empty but its system messages) and
+    a bad value was refused as ``token_budget``, a parameter the context does not have."""
+    with pytest.raises(InvalidArgument, match="max_tokens"):
+        TokenBudgetContext(max_tokens=max_tokens)  # type: ignore[arg-type]
+
+
+class _AsyncCounting:
+    async def count_tokens(self, text: str) -> int:
+        return len(text)
+
+
+class _Counting:
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def count_tokens(self, text: str) -> object:
+        return self.answer
+
+
+async def test_a_client_count_that_is_not_a_count_is_refused() -> None:
+    """003's ``count_tokens()``: an async one raised a bare ``TypeError`` (and left its coroutine unawaited), and an
+    answer that is not a count (``"7"``, ``-1``, ``7.5``) was converted or taken, a negative one making any window
+    fit. A window is counted without awaiting, so an async count is refused when the context is built, and a
+    count must be a whole number >= 0."""
+    with pytest.raises(ConfigurationError, match="count_tokens"):
+        TokenBudgetContext(max_tokens=100, model_client=_AsyncCounting())
+    context = TokenBudgetContext(max_tokens=100)
+    await AgentContext(context).add_messages("s", [ChatMessage.user("hello world")])
+    with pytest.raises(ConfigurationError, match="count_tokens"):
+        await context.build("s", model_client=_AsyncCounting())
+    for answer in ("7", -1, 7.5, True, None):
+        with pytest.raises(InvalidArgument, match="count_tokens"):
+            await context.build("s", model_client=_Counting(answer))
+    assert [m.text for m in await context.build("s", model_client=_Counting(7))] == ["hello world"]

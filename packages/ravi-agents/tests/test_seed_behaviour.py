@@ -36,7 +36,7 @@ from ravi.agents.context import (
 )
 from ravi.agents.context.functional import PolicyCompactionStrategy
 from ravi.agents.react import ReActAgent, ScriptedModel
-from ravi.kernel.errors import RaviError
+from ravi.kernel.errors import InvalidArgument, RaviError
 
 HISTORY = [ChatMessage.user(str(i)) for i in range(6)]
 
@@ -170,3 +170,47 @@ async def test_a_history_that_is_not_messages_is_refused(call: Callable[[], Any]
 
     with pytest.raises(RaviError):
         await run()
+
+
+@pytest.mark.parametrize("expires_in", [0, -5, float("nan"), 1e17, "60"])
+async def test_a_presigned_urls_lifetime_is_refused_by_its_own_name(expires_in: Any) -> None:
+    """000's ``presign_url``: a lifetime no store can hold is refused naming ``expires_in`` (it said "ttl")."""
+    from ravi.agents.storage import InMemoryFileStore
+
+    store = InMemoryFileStore()
+    await store.upload("report.pdf", b"%PDF")
+    with pytest.raises(InvalidArgument, match=r"^expires_in "):
+        await store.presign_url("report.pdf", expires_in=expires_in)
+
+
+async def test_a_bool_is_not_a_depth_or_a_limit() -> None:
+    """004's ``get_neighbors(entity_id, depth)`` and ``search(..., limit)``: ``True`` was taken as 1, where every
+    other count of Ravi's (``get_messages(limit=True)``, a strategy's size) refuses a bool."""
+    from ravi.agents.storage import InMemoryGraphStore, InMemoryLongTermMemory, InMemoryVectorStore
+    from ravi.kernel.storage import Entity
+
+    graph = InMemoryGraphStore()
+    await graph.add_entities([Entity(id="a")])
+    with pytest.raises(InvalidArgument, match="depth"):
+        await graph.get_neighbors("a", depth=True)
+    with pytest.raises(InvalidArgument, match="limit"):
+        await InMemoryVectorStore().search([1.0, 0.0], collection="c", limit=True)
+    with pytest.raises(InvalidArgument, match="limit"):
+        await InMemoryLongTermMemory().search("agent", "query", limit=True)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: TruncationStrategy(max_messages=True),
+        lambda: TruncationStrategy(max_chars=False),
+        lambda: CompactionPipeline([], max_sessions=True),
+        lambda: ReActAgent("bot", model=ScriptedModel([]), max_steps=True),
+    ],
+    ids=["truncation max_messages", "truncation max_chars", "pipeline max_sessions", "agent max_steps"],
+)
+def test_a_bool_is_not_a_size(build: Callable[[], Any]) -> None:
+    """000's ``TruncationStrategy(max_messages=..., max_chars=...)`` took ``True`` as 1 (and ``False`` as 0, every
+    message dropped); every other size of Ravi's refuses a bool."""
+    with pytest.raises(InvalidArgument):
+        build()

@@ -319,3 +319,15 @@ def test_a_section_variable_with_one_underscore_is_a_configuration_error(
     for other in ("RAVI_TEST_POSTGRES_DSN", "RAVI_HOME", "RAVI_AGENT_DIR", "RAVI_BENCH_MEMORY"):
         monkeypatch.setenv(other, "x")
     assert load_settings().history.backend == "memory"
+
+
+def test_a_strategy_parameter_out_of_range_is_refused_naming_where_it_is(tmp_path: Path) -> None:
+    """``max_messages = -3`` in the second strategy said only "max_messages: must be an integer >= 0": the
+    message did not say which strategy of which pipeline, in a file with several."""
+    (tmp_path / "ravi.toml").write_text(
+        '[[context.pipeline]]\nstrategy = "tool_result"\n\n'
+        '[[context.pipeline]]\nstrategy = "token_budget"\ntoken_budget = 900\n\n'
+        '  [[context.pipeline.children]]\n  strategy = "sliding_window"\n  max_messages = -3\n'
+    )
+    with pytest.raises(InvalidArgument, match=r"^context\.pipeline\[1\]: .*max_messages.*-3"):
+        ContextConfig.from_settings()

@@ -172,3 +172,31 @@ def test_cancelled_by_token_is_a_ravi_error_importable_from_errors() -> None:
     assert caught.value.reason == "stop" and str(caught.value) == "stop"
     assert not isinstance(caught.value, asyncio.CancelledError)
     assert str(CancelledByToken()) == "cancelled" and CancelledByToken().reason is None
+
+
+def test_a_token_seen_cancelled_already_has_its_reason() -> None:
+    # Another thread may look at the token between any two lines of cancel(): stop at every line and look.
+    import sys
+    from types import FrameType
+    from typing import Any
+
+    token = CancelToken()
+    seen: list[tuple[bool, str | None]] = []
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        if frame.f_code is CancelToken.cancel.__code__:
+            return local
+        return None
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        seen.append((token.cancelled, token.reason))
+        return local
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        token.cancel("user pressed esc")
+    finally:
+        sys.settrace(previous)
+    assert seen, "the trace saw no line of cancel()"
+    assert all(reason == "user pressed esc" for cancelled, reason in seen if cancelled)

@@ -167,3 +167,10 @@ def test_json_object_reads_only_an_object_every_store_keeps() -> None:
     deepest = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
     for raw in ('{"q": NaN}', '{"q": -0.0}', '{"q": "\\ud800"}', deepest, "[1]", '{"q": ', ""):
         assert json_object(raw) is None
+
+
+@pytest.mark.parametrize("expires_in", [0, -5, float("nan"), 1e17, "60"])
+def test_a_duration_is_refused_by_the_name_it_was_given(expires_in: Any) -> None:
+    """``presign_url(key, expires_in=0)`` said "ttl must be positive": a parameter the call does not have."""
+    with pytest.raises(InvalidArgument, match=r"^expires_in "):
+        ttl_seconds(expires_in, name="expires_in")

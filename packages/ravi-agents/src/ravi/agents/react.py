@@ -227,7 +227,7 @@ class ReActAgent:
     ) -> None:
         if not callable(getattr(model, "respond", None)):
             raise ConfigurationError(f"model must have respond(messages, tools=...), got {type(model).__name__}")
-        if not isinstance(max_steps, int) or max_steps < 1:
+        if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
             raise InvalidArgument(f"max_steps must be an integer >= 1, got {max_steps!r}")
         self.name = name
         self.label = label or name

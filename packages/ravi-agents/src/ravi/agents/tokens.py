@@ -7,13 +7,15 @@ time for the new messages only.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
+import operator
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.tokens import MESSAGE_OVERHEAD, STORED_COUNTER, CachedTokenCounter, HeuristicTokenCounter, block_texts
@@ -35,12 +37,39 @@ class ClientTokenCounter(CachedTokenCounter):
         count = getattr(client, "count_tokens", None)
         if not callable(count):
             raise ConfigurationError(f"{type(client).__name__} has no count_tokens(text) method")
+        if inspect.iscoroutinefunction(count):  # an object whose __call__ is async is caught at its first count
+            raise ConfigurationError(
+                f"{type(client).__name__}.count_tokens is async; a window is counted without awaiting",
+                hint="give a synchronous count_tokens(text) -> int, or pass counter=... to the context",
+            )
         self._count = count
+        self._client = type(client).__name__
         self.key = f"tokens:client:{id(client)}"
 
     def count_text(self, text: str) -> int:
-        """The client's count of ``text``."""
-        return int(self._count(text))
+        """The client's count of ``text``.
+
+        Raises:
+            InvalidArgument: the client's ``count_tokens`` gave something other than a whole number >= 0.
+        """
+        count = self._count(text)
+        if inspect.isawaitable(count):
+            close = getattr(count, "close", None)
+            if close is not None:
+                close()  # never awaited: closed, so no warning is left behind
+            raise ConfigurationError(
+                f"{self._client}.count_tokens returned an awaitable; a window is counted without awaiting",
+                hint="give a synchronous count_tokens(text) -> int",
+            )
+        try:
+            tokens = operator.index(count) if not isinstance(count, bool) else -1
+        except TypeError:
+            tokens = -1
+        if tokens < 0:
+            raise InvalidArgument(
+                f"{self._client}.count_tokens returned {count!r:.40}, not a count of tokens (an integer >= 0)"
+            )
+        return tokens
 
 
 class ExactTokenCounter(CachedTokenCounter):

@@ -67,8 +67,8 @@ class CancelToken:
         with self._lock:
             if self._cancelled:
                 return False
+            self._reason = reason  # first: a thread that sees the token cancelled sees its reason
             self._cancelled = True
-            self._reason = reason
             callbacks = list(self._callbacks.values())
             self._callbacks.clear()
         for callback in callbacks:

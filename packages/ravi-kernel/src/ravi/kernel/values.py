@@ -394,9 +394,10 @@ def check_vector(values: object, what: str = "query_embedding") -> list[float]:
     return out
 
 
-def ttl_seconds(ttl: timedelta | float | None) -> float | None:
+def ttl_seconds(ttl: timedelta | float | None, *, name: str = "ttl") -> float | None:
     """A TTL in seconds (``None`` stays ``None``); ``InvalidArgument`` unless positive, finite and at most
-    :data:`MAX_TTL_SECONDS`. Checked before any write, so a store never commits data it then cannot expire."""
+    :data:`MAX_TTL_SECONDS`, naming the parameter ``name`` (``expires_in`` for a presigned URL's lifetime).
+    Checked before any write, so a store never commits data it then cannot expire."""
     if ttl is None:
         return None
     if isinstance(ttl, timedelta):
@@ -404,13 +405,13 @@ def ttl_seconds(ttl: timedelta | float | None) -> float | None:
     elif isinstance(ttl, int | float) and not isinstance(ttl, bool):
         seconds = float(ttl) if abs(ttl) < 2**1000 else math.inf
     else:
-        raise InvalidArgument(f"ttl must be seconds (a number) or a timedelta, got {type(ttl).__name__}")
+        raise InvalidArgument(f"{name} must be seconds (a number) or a timedelta, got {type(ttl).__name__}")
     if not math.isfinite(seconds) or not seconds > 0:
-        raise InvalidArgument(f"ttl must be positive and finite, got {ttl!r:.40}")
+        raise InvalidArgument(f"{name} must be positive and finite, got {ttl!r:.40}")
     if seconds > MAX_TTL_SECONDS:
         raise InvalidArgument(
-            f"ttl must be at most {MAX_TTL_SECONDS} seconds (about 100 years), got {ttl!r:.40}",
-            hint="pass ttl=None to keep the value until it is deleted",
+            f"{name} must be at most {MAX_TTL_SECONDS} seconds (about 100 years), got {ttl!r:.40}",
+            hint=f"pass {name}=None to keep the value until it is deleted" if name == "ttl" else None,
         )
     return seconds
 

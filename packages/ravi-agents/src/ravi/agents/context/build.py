@@ -12,7 +12,7 @@ from typing import Any
 
 from ravi.agents.settings import ContextSettings, StrategySettings
 from ravi.kernel.agent import CompactionStrategy, HistoryRetention
-from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 
 
 def build_strategy(
@@ -94,10 +94,13 @@ def build_pipeline(
     )
 
     if context.pipeline is not None:
-        return [
-            build_strategy(s, default_model=context.model, summaries=summaries, vectors=vectors)
-            for s in context.pipeline
-        ]
+        built: list[CompactionStrategy] = []
+        for i, spec in enumerate(context.pipeline):
+            try:
+                built.append(build_strategy(spec, default_model=context.model, summaries=summaries, vectors=vectors))
+            except InvalidArgument as error:  # a parameter out of range: say which strategy of the pipeline
+                raise InvalidArgument(error.message, field=f"context.pipeline[{i}]", hint=error.hint) from error
+        return built
     if context.model is None and context.token_budget is None:
         return None
     head: list[CompactionStrategy] = [ToolResultCompactionStrategy(), SelectiveToolCallCompactionStrategy()]

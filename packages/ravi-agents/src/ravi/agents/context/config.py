@@ -116,6 +116,8 @@ class ContextConfig:
 
         Raises:
             ConfigurationError: unknown backend, missing or malformed option; the message names the key.
+            InvalidArgument: a strategy of the pipeline refused a value; the message starts with its place
+                (``context.pipeline[1]``).
         """
         from ravi.agents.context.build import build_pipeline, retention_of, uses_strategy
         from ravi.agents.settings import build_store, build_summaries, load_settings

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,9 +35,10 @@ from ravi.agents.context.compaction.summarization import (
     is_summary,
     write_summary,
 )
+from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
-from ravi.kernel.agent import SessionContext, Strategy, StrategyTraits
-from ravi.kernel.cancel import CancelToken, check_cancel
+from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Strategy, StrategyTraits
+from ravi.kernel.cancel import CancelledByToken, CancelToken, check_cancel
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
@@ -44,6 +46,8 @@ from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import message_chars
 from ravi.kernel.values import check_count, check_items, check_share
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -161,8 +165,7 @@ def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
         InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects, or ``keep_recent`` < 0.
     """
     check_items(messages, ChatMessage, "messages")
-    if not isinstance(keep_recent, int) or isinstance(keep_recent, bool) or keep_recent < 0:
-        raise InvalidArgument(f"keep_recent must be an integer >= 0, got {keep_recent!r}")
+    check_count(keep_recent, "keep_recent")  # a bool is refused, as CompactionPolicy refuses it
     cut = max(0, len(messages) - keep_recent)
     if cut == 0:
         return 0
@@ -301,6 +304,10 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
     (002's ``summarize`` folds summaries in), so a window costs the newest part of the session and a short model
     call; the session is read whole only to write its first summary.
 
+    If the summary cannot be written (the model call fails) the window is returned unchanged and a
+    ``summarization_failed`` event is emitted, as ``SummarizationCompaction`` does: a failed summary never breaks
+    the request. A cancelled ``CancelToken`` still raises ``CancelledByToken``.
+
     Example:
         >>> strategy = PolicyCompactionStrategy(8_000, CompactionPolicy(keep_recent=6))
     """
@@ -332,6 +339,7 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
         self.store = store
         self.own_counter = counter
         self.above = above
+        self.events = EventBus()
 
     @property
     def traits(self) -> StrategyTraits:  # type: ignore[override]
@@ -368,7 +376,20 @@ class PolicyCompactionStrategy(KeepsSummaries, Strategy):
             return list(raw_history)
         if not session.partial and cut <= 1:  # 002: only when there is something to condense
             return list(raw_history)
-        summary = await self._summary(raw_history, cut, session)
+        try:
+            summary = await self._summary(raw_history, cut, session)
+        except CancelledByToken:
+            raise
+        except Exception as error:  # a failed summary never breaks the request: the budget trims the window
+            log_failure_once(_log, f"the summariser of {type(self).__name__}", error)
+            counter = self.own_counter or session.counter or DEFAULT_COUNTER
+            if self.events:
+                self.events.emit(
+                    CompactionEvent(
+                        "summarization_failed", list(raw_history), strategy=repr(self), error=error, counter=counter
+                    )
+                )
+            return list(raw_history)
         if summary is None:
             session.need_older()
             return list(raw_history)

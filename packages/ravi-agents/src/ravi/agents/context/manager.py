@@ -28,6 +28,7 @@ from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessa
 from ravi.kernel.llm import LLMClient, TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, SummaryStore, replace_session
+from ravi.kernel.values import check_scope
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def provider_budget(
             f"cannot tell the {missing} of {type(provider).__name__}",
             hint="pass token_budget=... to get_messages_for_request",
         )
-    if not isinstance(reserve, int) or reserve < 0:
+    if not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 0:
         raise InvalidArgument(f"reserve must be an integer >= 0, got {reserve!r}")
     return max(0, window - output - tool_tokens(tools, counter or DEFAULT_COUNTER) - reserve - safety_margin)
 
@@ -115,8 +116,10 @@ class ContextManager:
     ``TokenBudgetComposedStrategy`` trims the result to the budget by whole units if it still does not fit, tool
     results whose call is not in the window are dropped (001), and ``context:pre_compact`` (the counts of the
     messages compaction read) and ``context:post_compact`` (the window's counts) are emitted through ``hooks``, in
-    that order, once the window is assembled. The engine reads only the newest part of the session when the store
-    can read windows. Compaction is a view: the stored transcript never changes.
+    that order, once the window is assembled. A summary the model fails to write never fails the request: the
+    window is trimmed to the budget without it and a ``summarization_failed`` event goes to :meth:`subscribe`'s
+    listeners. The engine reads only the newest part of the session when the store can read windows. Compaction
+    is a view: the stored transcript never changes.
 
     Messages are ``ChatMessage`` objects or chat dicts (the ``developer`` role and amplifier's content blocks
     included); a dict is given back exactly as it was added (see :mod:`ravi.agents.context.chat_dicts`).
@@ -154,9 +157,11 @@ class ContextManager:
                 hint="to pick a backend by name, set [history] backend = ... in ravi.toml (or RAVI_HISTORY__BACKEND)"
                 " and leave history out",
             )
+        if session_id is not None:
+            check_scope(session_id=session_id)  # an empty id is refused, not replaced by one no resume finds
         self.history = history or InMemoryHistoryProvider()
         self.agent_id = agent_id
-        self.session_id = session_id or uuid.uuid4().hex
+        self.session_id = uuid.uuid4().hex if session_id is None else session_id
         self.max_tokens = max_tokens
         self.policy = CompactionPolicy(trigger_ratio=float(compaction_threshold), keep_recent=keep_recent)
         self.llm = llm
@@ -323,7 +328,7 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Co
         from ravi.agents.settings import build_store
 
         options["history"] = build_store("history")
-    options.setdefault("session_id", getattr(coordinator, "session_id", None))
+    options.setdefault("session_id", getattr(coordinator, "session_id", None) or None)  # none: one of its own
     manager = ContextManager(hooks=getattr(coordinator, "hooks", None), **options)
     if await manager.history.count_messages(manager.agent_id, session_id=manager.session_id):
         manager.resumed = True

@@ -22,7 +22,7 @@ class SessionStates:
     speed: strategies rebuild what they need)."""
 
     def __init__(self, max_sessions: int = 1_024) -> None:
-        if not isinstance(max_sessions, int) or max_sessions < 1:
+        if not isinstance(max_sessions, int) or isinstance(max_sessions, bool) or max_sessions < 1:
             raise InvalidArgument(f"max_sessions must be an integer >= 1, got {max_sessions!r}")
         self.max_sessions = max_sessions
         self._states: OrderedDict[tuple[str, str], SessionState] = OrderedDict()

@@ -110,7 +110,7 @@ class InMemoryFileStore:
     async def presign_url(self, key: str, *, expires_in: timedelta | float = 3600) -> str:
         """``memory://{key}``; ``NotFound`` if there is no such blob."""
         check_blob_key(key)
-        if ttl_seconds(expires_in) is None:
+        if ttl_seconds(expires_in, name="expires_in") is None:
             raise InvalidArgument("expires_in must be a duration (seconds or a timedelta), got None")
         with self._lock:
             live = self._live(key)

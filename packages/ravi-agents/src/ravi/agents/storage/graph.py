@@ -67,7 +67,7 @@ class InMemoryGraphStore(Closeable):
     ) -> SubGraph:
         """Breadth-first, both directions, up to ``depth`` hops; ``NotFound`` for an unknown entity."""
         check_scope(entity_id=entity_id)
-        if not isinstance(depth, int) or depth < 0:
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
             raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
         checked = check_relationship_types(relationship_types)
         types = None if checked is None else set(checked)

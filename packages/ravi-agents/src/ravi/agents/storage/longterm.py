@@ -77,7 +77,7 @@ class InMemoryLongTermMemory(Closeable):
     async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(limit, int) or limit < 0:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
         now = self._now()
         with self._lock:

@@ -164,7 +164,7 @@ class InMemoryVectorStore(Closeable):
         self._check_collection(collection)
         vector = check_vector(query_embedding)
         _validate_filter(filter)
-        if not isinstance(limit, int) or limit < 0:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
         with self._lock:
             return self._search(vector, collection, limit, filter)

@@ -317,7 +317,7 @@ class AGEGraphStore:
     ) -> SubGraph:
         """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier."""
         check_scope(entity_id=entity_id)
-        if not isinstance(depth, int) or depth < 0:
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
             raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
         checked = check_relationship_types(relationship_types)
         types = None if checked is None else [_label(t, "relationship type") for t in checked]

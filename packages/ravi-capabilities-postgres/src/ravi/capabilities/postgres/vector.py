@@ -343,7 +343,7 @@ class PgVectorStore(PostgresStore):
         """The ``limit`` most similar documents, best first, among those matching ``filter``."""
         self._check_collection(collection)
         vector = check_vector(query_embedding)
-        if not isinstance(limit, int) or limit < 0:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
         limit = min(limit, MAX_COUNT)  # no collection holds more; Postgres's LIMIT takes no larger number
         where, params = filter_sql(filter, 3)

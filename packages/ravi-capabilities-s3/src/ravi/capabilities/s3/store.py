@@ -459,7 +459,7 @@ class S3FileStore:
         """A presigned GET URL that plain HTTP can fetch until ``expires_in`` passes (at most 7 days on AWS), or
         until the blob expires when that is sooner: the URL never serves a blob past its TTL (the bucket's
         lifecycle rule removes it days later only)."""
-        seconds = ttl_seconds(expires_in)
+        seconds = ttl_seconds(expires_in, name="expires_in")
         if seconds is None:
             raise InvalidArgument("expires_in must be a duration (seconds or a timedelta), got None")
         head = await self._head(key)

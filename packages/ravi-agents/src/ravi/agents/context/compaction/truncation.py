@@ -30,7 +30,7 @@ class TruncationStrategy(Strategy):
 
     def __init__(self, max_messages: int | None = None, max_chars: int | None = None) -> None:
         for name, value in (("max_messages", max_messages), ("max_chars", max_chars)):
-            if value is not None and (not isinstance(value, int) or value < 0):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
                 raise InvalidArgument(f"{name} must be an integer >= 0, got {value!r}")
         self.max_messages = max_messages
         self.max_chars = max_chars
