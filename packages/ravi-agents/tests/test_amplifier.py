@@ -546,3 +546,35 @@ async def test_a_summary_the_model_cannot_write_leaves_a_window_that_fits(failur
     failed = [e for e in events if e.kind == "summarization_failed"]
     assert failed and failed[0].error is failure
     assert len(await context.get_messages()) == 40
+
+
+class _ClosingHistory(InMemoryHistoryProvider):
+    """An in-memory store that, like a Postgres or Redis one, holds something to release."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+async def test_a_store_built_from_the_settings_closes_with_the_coordinator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """001: mount's cleanup; a pool mount opened from the settings is released when the session ends, while a
+    store given in the config is left to its owner."""
+    import ravi.agents.settings as settings_module
+
+    built = _ClosingHistory()
+    monkeypatch.setattr(settings_module, "build_store", lambda kind: built)
+    coordinator = MockCoordinator()
+    context = await _load(coordinator)
+    await context.add_message({"role": "user", "content": "hello"})
+    assert built.closed == 0
+    await coordinator.cleanup()
+    assert built.closed == 1
+
+    given_store = _ClosingHistory()
+    coordinator = MockCoordinator()
+    await _load(coordinator, {"history": given_store})
+    await coordinator.cleanup()
+    assert given_store.closed == 0

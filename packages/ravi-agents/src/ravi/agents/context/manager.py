@@ -310,7 +310,9 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Co
     ``keep_recent`` (8), ``agent_id``, ``session_id`` (default: the coordinator's), and ``history``, ``llm``,
     ``counter`` as objects. Without ``history`` the transcript goes to the store Ravi's settings name
     (``ravi.toml`` or ``RAVI_HISTORY__BACKEND``; in memory by default), so a Postgres or Redis store is a
-    configuration change. A session the store already holds is resumed (see ``set_messages``).
+    configuration change. A session the store already holds is resumed (see ``set_messages``). A store built
+    from the settings is closed by the coordinator's cleanup (``register_cleanup``: a Postgres or Redis pool is
+    released when the session ends); a ``history`` given in ``config`` is the caller's to close.
 
     On an amplifier coordinator the manager emits ``context:pre_compact`` / ``context:post_compact`` through
     ``coordinator.hooks`` and registers them on the ``observability.events`` channel.
@@ -324,7 +326,8 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Co
     if unknown:
         accepted = "; ".join(f"{k}: {v}" for k, v in _OPTIONS.items())
         raise ConfigurationError(f"unknown context options: {', '.join(sorted(unknown))}", hint=f"accepted: {accepted}")
-    if "history" not in options:
+    built = "history" not in options
+    if built:
         from ravi.agents.settings import build_store
 
         options["history"] = build_store("history")
@@ -332,6 +335,10 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Co
     manager = ContextManager(hooks=getattr(coordinator, "hooks", None), **options)
     if await manager.history.count_messages(manager.agent_id, session_id=manager.session_id):
         manager.resumed = True
+    close = getattr(manager.history, "aclose", None)
+    cleanup = getattr(coordinator, "register_cleanup", None)
+    if built and callable(close) and callable(cleanup):  # the store mount opened closes with the coordinator
+        cleanup(close)
     attach = getattr(coordinator, "mount", None)
     if callable(attach):
         result = attach("context", manager)
