@@ -308,3 +308,12 @@ def test_find_cut_point_refuses_a_keep_recent_that_is_not_a_count(keep_recent: o
     a bool, and so does the function now."""
     with pytest.raises(InvalidArgument, match="keep_recent"):
         find_cut_point([ChatMessage.user("a"), ChatMessage.user("b")], keep_recent)  # type: ignore[arg-type]
+
+
+def test_the_memory_facade_imports_and_exports_nothing() -> None:
+    """002: "import indusagi.memory succeeds but exports nothing"; Ravi's is ``ravi.memory``."""
+    import importlib
+
+    facade = importlib.import_module("ravi.memory")
+    assert facade.__all__ == []
+    assert not [name for name in vars(facade) if not name.startswith("__")]
