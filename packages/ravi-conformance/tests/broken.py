@@ -97,7 +97,7 @@ class ScoresByDistance(InMemoryVectorStore):
 
 
 class ReplacesOnAdd(InMemoryVectorStore):
-    async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+    async def add(self, documents: Sequence[Document], collection: str) -> list[str]:
         return await self.upsert(documents, collection=collection)
 
 
@@ -106,9 +106,9 @@ class ForgetsMemoryTtl(InMemoryLongTermMemory):
         self,
         agent_id: str,
         content: str,
-        *,
         namespace: str = "default",
         ttl: timedelta | float | None = None,
+        *,
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
         if ttl is not None and (ttl.total_seconds() if isinstance(ttl, timedelta) else ttl) <= 0:
@@ -117,13 +117,13 @@ class ForgetsMemoryTtl(InMemoryLongTermMemory):
 
 
 class IgnoresNamespaces(InMemoryLongTermMemory):
-    async def save(self, agent_id: str, content: str, *, namespace: str = "default", **kw: Any) -> str:
+    async def save(self, agent_id: str, content: str, namespace: str = "default", **kw: Any) -> str:
         return await super().save(agent_id, content, namespace="default", **kw)
 
-    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> Any:
+    async def search(self, agent_id: str, query: str, namespace: str = "default", limit: int = 5) -> Any:
         return await super().search(agent_id, query, namespace="default", limit=limit)
 
-    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Any:
+    async def get(self, agent_id: str, memory_id: str, namespace: str = "default") -> Any:
         return await super().get(agent_id, memory_id, namespace="default")
 
 

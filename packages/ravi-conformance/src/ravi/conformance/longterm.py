@@ -70,6 +70,22 @@ class LongTermMemoryContract(ContractBase):
         assert (got.id, got.content, got.namespace, got.agent_id) == (memory_id, "remember this 漢字", "notes", a)
         assert got.metadata == {"source": "chat"}
 
+    async def test_takes_004s_arguments_in_004s_order(self, backend: LongTermMemory) -> None:
+        """004 lists ``save(agent_id, content, namespace, ttl)``, ``search(agent_id, query, namespace, limit)``,
+        ``get``/``delete(agent_id, memory_id, namespace)`` and ``clear(agent_id, namespace)``: each takes its
+        arguments in that order, by position as by name."""
+        a = unique("agent")
+        memory_id = await backend.save(a, "the deploy runs on Tuesdays", "notes", None)
+        await backend.save(a, "another namespace's deploy note", "other")
+        [found] = await backend.search(a, "deploy Tuesdays", "notes", 5)
+        assert (found.id, found.namespace) == (memory_id, "notes")
+        got = await backend.get(a, memory_id, "notes")
+        assert got is not None and got.content == "the deploy runs on Tuesdays"
+        assert await backend.get(a, memory_id, "other") is None
+        assert await backend.delete(a, memory_id, "notes") is True
+        assert await backend.clear(a, "other") == 1
+        assert await backend.search(a, "deploy", "other", 5) == []
+
     async def test_ids_are_unique(self, backend: LongTermMemory) -> None:
         """Every saved memory gets its own id."""
         a = unique("agent")

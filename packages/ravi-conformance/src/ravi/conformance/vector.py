@@ -68,6 +68,17 @@ class VectorStoreContract(ContractBase):
         assert got.embedding is not None
         assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(got.embedding, AXES["xy"], strict=True))
 
+    async def test_takes_the_collection_by_position_as_004_lists_it(self, backend: VectorStore) -> None:
+        """004 lists ``add(documents, collection)``, ``upsert``, ``get(ids, collection)`` and ``delete``: the
+        collection comes second, by position as by name."""
+        c = unique("c")
+        assert await backend.add([doc("a", [1.0, 0.0])], c) == ["a"]
+        await backend.upsert([doc("a", [0.0, 1.0], kind="replaced")], c)
+        [got] = await backend.get(["a"], c)
+        assert got.metadata == {"kind": "replaced"}
+        assert await backend.delete(["a"], c) == 1
+        assert await backend.get(["a"], c) == []
+
     async def test_get_keeps_the_order_asked_and_skips_missing(self, backend: VectorStore) -> None:
         """``get`` returns documents in the order asked and skips missing ids."""
         c = await self.fill(backend)

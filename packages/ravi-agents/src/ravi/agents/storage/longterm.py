@@ -51,9 +51,9 @@ class InMemoryLongTermMemory(Closeable):
         self,
         agent_id: str,
         content: str,
-        *,
         namespace: str = "default",
         ttl: timedelta | float | None = None,
+        *,
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """Store a memory; returns its id."""
@@ -74,7 +74,7 @@ class InMemoryLongTermMemory(Closeable):
             self._spaces.setdefault((agent_id, namespace), {})[memory.id] = (memory, array / (norm or 1.0))
         return memory.id
 
-    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
+    async def search(self, agent_id: str, query: str, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
@@ -90,7 +90,7 @@ class InMemoryLongTermMemory(Closeable):
         order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0].id))[:limit]
         return [live[i][0].model_copy(update={"score": float(scores[i])}) for i in order]
 
-    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+    async def get(self, agent_id: str, memory_id: str, namespace: str = "default") -> Memory | None:
         """One live memory by id, or ``None``."""
         check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         with self._lock:
@@ -99,14 +99,14 @@ class InMemoryLongTermMemory(Closeable):
             return None
         return entry[0]
 
-    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+    async def delete(self, agent_id: str, memory_id: str, namespace: str = "default") -> bool:
         """Remove one memory; ``False`` if it was not there (or had expired)."""
         check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         with self._lock:
             entry = self._spaces.get((agent_id, namespace), {}).pop(memory_id, None)
         return entry is not None and self._alive(entry[0], self._now())
 
-    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+    async def clear(self, agent_id: str, namespace: str | None = None) -> int:
         """Remove the agent's live memories in ``namespace`` (every namespace when ``None``)."""
         check_scope(agent_id=agent_id)
         if namespace is not None:

@@ -141,11 +141,11 @@ class InMemoryVectorStore(Closeable):
             col.vectors[:, row] = unit[i]
             col.raw[row] = matrix[i]
 
-    async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+    async def add(self, documents: Sequence[Document], collection: str) -> list[str]:
         """Insert documents whose id is new to the collection; existing ids are left as they are."""
         return await self._write(documents, collection, replace=False)
 
-    async def upsert(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+    async def upsert(self, documents: Sequence[Document], collection: str) -> list[str]:
         """Insert or replace documents by id."""
         return await self._write(documents, collection, replace=True)
 
@@ -201,7 +201,7 @@ class InMemoryVectorStore(Closeable):
         )
         return [SearchResult.of(self._full(col, row), min(1.0, max(-1.0, s))) for s, row in picked]
 
-    async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
+    async def get(self, ids: Sequence[str], collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
         ids = check_ids(ids)
         self._check_collection(collection)
@@ -211,7 +211,7 @@ class InMemoryVectorStore(Closeable):
                 return []
             return [self._full(col, col.rows[i]) for i in ids if i in col.rows]
 
-    async def delete(self, ids: Sequence[str], *, collection: str) -> int:
+    async def delete(self, ids: Sequence[str], collection: str) -> int:
         """Remove documents by id; returns how many existed."""
         ids = check_ids(ids)
         self._check_collection(collection)

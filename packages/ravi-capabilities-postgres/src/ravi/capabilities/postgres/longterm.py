@@ -100,9 +100,9 @@ class PgLongTermMemory(PostgresStore):
         self,
         agent_id: str,
         content: str,
-        *,
         namespace: str = "default",
         ttl: timedelta | float | None = None,
+        *,
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """Store a memory; returns its id."""
@@ -125,7 +125,7 @@ class PgLongTermMemory(PostgresStore):
             )
         return memory_id
 
-    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
+    async def search(self, agent_id: str, query: str, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
@@ -146,7 +146,7 @@ class PgLongTermMemory(PostgresStore):
         )
         return [self._memory(r, 1.0 - float(r["distance"])) for r in rows]
 
-    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+    async def get(self, agent_id: str, memory_id: str, namespace: str = "default") -> Memory | None:
         """One live memory by id, or ``None``."""
         check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         row = await self.db.fetchrow(
@@ -159,7 +159,7 @@ class PgLongTermMemory(PostgresStore):
         )
         return None if row is None else self._memory(row)
 
-    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+    async def delete(self, agent_id: str, memory_id: str, namespace: str = "default") -> bool:
         """Remove one memory; ``False`` if it was not there (or had expired)."""
         check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         removed = await self.db.fetchval(
@@ -171,7 +171,7 @@ class PgLongTermMemory(PostgresStore):
         )
         return bool(removed)
 
-    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+    async def clear(self, agent_id: str, namespace: str | None = None) -> int:
         """Remove the agent's memories in ``namespace`` (every namespace when ``None``); returns the live ones."""
         check_scope(agent_id=agent_id)
         if namespace is not None:

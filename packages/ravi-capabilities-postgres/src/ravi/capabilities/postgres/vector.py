@@ -314,11 +314,11 @@ class PgVectorStore(PostgresStore):
                 rows,
             )
 
-    async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+    async def add(self, documents: Sequence[Document], collection: str) -> list[str]:
         """Insert documents whose id is new to the collection; existing ids are left as they are."""
         return await self._write(documents, collection, replace=False)
 
-    async def upsert(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+    async def upsert(self, documents: Sequence[Document], collection: str) -> list[str]:
         """Insert or replace documents by id."""
         return await self._write(documents, collection, replace=True)
 
@@ -392,7 +392,7 @@ class PgVectorStore(PostgresStore):
             if not math.isnan(float(r["distance"]))
         ]
 
-    async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
+    async def get(self, ids: Sequence[str], collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
         ids = check_ids(ids)
         self._check_collection(collection)
@@ -410,7 +410,7 @@ class PgVectorStore(PostgresStore):
         by_id = {r["id"]: self._document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    async def delete(self, ids: Sequence[str], *, collection: str) -> int:
+    async def delete(self, ids: Sequence[str], collection: str) -> int:
         """Remove documents by id; returns how many existed."""
         ids = check_ids(ids)
         self._check_collection(collection)

@@ -80,9 +80,9 @@ class RedisLongTermMemory(RedisStore):
         self,
         agent_id: str,
         content: str,
-        *,
         namespace: str = "default",
         ttl: timedelta | float | None = None,
+        *,
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """Store a memory; returns its id."""
@@ -152,7 +152,7 @@ class RedisLongTermMemory(RedisStore):
                 await self.redis.client.srem(index, *gone)
         return [(i, json.loads(r)) for i, r in zip(ids, raw, strict=True) if r is not None]
 
-    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
+    async def search(self, agent_id: str, query: str, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
@@ -178,14 +178,14 @@ class RedisLongTermMemory(RedisStore):
         order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0]))[:limit]
         return [self._memory(agent_id, namespace, live[i][0], live[i][1], float(scores[i])) for i in order]
 
-    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+    async def get(self, agent_id: str, memory_id: str, namespace: str = "default") -> Memory | None:
         """One live memory by id, or ``None``."""
         check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         with mapped_errors():
             raw = await self.redis.client.get(self._memory_key(agent_id, namespace, memory_id))
         return None if raw is None else self._memory(agent_id, namespace, memory_id, json.loads(raw))
 
-    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+    async def delete(self, agent_id: str, memory_id: str, namespace: str = "default") -> bool:
         """Remove one memory; ``False`` if it was not there (or had expired)."""
         check_scope(agent_id=agent_id, namespace=namespace, memory_id=memory_id)
         with mapped_errors():
@@ -195,7 +195,7 @@ class RedisLongTermMemory(RedisStore):
                 deleted, _ = await pipe.execute()
         return bool(deleted)
 
-    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+    async def clear(self, agent_id: str, namespace: str | None = None) -> int:
         """Remove the agent's memories in ``namespace`` (every namespace when ``None``); returns the live ones."""
         check_scope(agent_id=agent_id)
         if namespace is not None:

@@ -73,27 +73,27 @@ class LongTermMemory(Protocol):
         self,
         agent_id: str,
         content: str,
-        *,
         namespace: str = "default",
         ttl: timedelta | float | None = None,
+        *,
         metadata: Mapping[str, JSON] | None = None,
     ) -> str:
         """Store a memory; returns its id. With ``ttl`` (seconds or a timedelta) it is gone after that time."""
         ...
 
-    async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
+    async def search(self, agent_id: str, query: str, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The memories closest in meaning to ``query``, closest first, each with its ``score``."""
         ...
 
-    async def get(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> Memory | None:
+    async def get(self, agent_id: str, memory_id: str, namespace: str = "default") -> Memory | None:
         """One memory by id, or ``None`` (also when expired)."""
         ...
 
-    async def delete(self, agent_id: str, memory_id: str, *, namespace: str = "default") -> bool:
+    async def delete(self, agent_id: str, memory_id: str, namespace: str = "default") -> bool:
         """Remove one memory; ``False`` if it was not there."""
         ...
 
-    async def clear(self, agent_id: str, *, namespace: str | None = None) -> int:
+    async def clear(self, agent_id: str, namespace: str | None = None) -> int:
         """Remove the agent's memories in ``namespace`` (all namespaces when ``None``); returns how many."""
         ...
 

@@ -70,11 +70,11 @@ class SearchResult(Value):
 class VectorStore(Protocol):
     """Documents with embeddings, searched by cosine similarity within a collection."""
 
-    async def add(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+    async def add(self, documents: Sequence[Document], collection: str) -> list[str]:
         """Insert documents whose id is not yet in the collection (others are left as they are); returns ids."""
         ...
 
-    async def upsert(self, documents: Sequence[Document], *, collection: str) -> list[str]:
+    async def upsert(self, documents: Sequence[Document], collection: str) -> list[str]:
         """Insert or replace documents by id; returns ids."""
         ...
 
@@ -89,11 +89,11 @@ class VectorStore(Protocol):
         """The ``limit`` documents most similar to ``query_embedding``, best first, matching ``filter``."""
         ...
 
-    async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
+    async def get(self, ids: Sequence[str], collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
         ...
 
-    async def delete(self, ids: Sequence[str], *, collection: str) -> int:
+    async def delete(self, ids: Sequence[str], collection: str) -> int:
         """Remove documents by id; returns how many existed."""
         ...
 
