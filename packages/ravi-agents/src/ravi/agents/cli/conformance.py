@@ -7,6 +7,7 @@ and runs it through pytest, so ``ravi.agents`` never imports it (it is a test de
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -40,6 +41,14 @@ def suite_plugin() -> ModuleType:
             f"the conformance suite failed to import: {error}", hint="pip install --upgrade ravi-conformance"
         ) from error
     return module  # type: ignore[no-any-return]
+
+
+def _unload_suite() -> None:
+    """Forget the suite's modules, which loading the plugin for the preflight imported outside pytest: pytest then
+    imports them again itself, with their assertions rewritten, so a failed ``assert`` reports the values it
+    compared instead of a bare ``AssertionError``."""
+    for name in [name for name in sys.modules if name == "ravi.conformance" or name.startswith("ravi.conformance.")]:
+        del sys.modules[name]
 
 
 class _Collect:
@@ -100,6 +109,7 @@ def conformance(
     import pytest  # the suite depends on pytest, so it is there once the suite is
 
     plugin.preflight(specs, isolate or [])  # one line for a wrong name, a missing option or a dead server
+    _unload_suite()
     collect = _Collect()
     with tempfile.TemporaryDirectory(prefix="ravi-conformance-") as root:
         # A configuration of its own: the project's pytest settings (addopts, plugins) are not the suite's.
