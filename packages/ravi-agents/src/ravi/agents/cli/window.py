@@ -57,7 +57,7 @@ def window(
     settings = load_settings(config)
     if budget is not None:
         settings.context.pipeline = None
-        settings.context.model, settings.context.token_budget = None, budget
+        settings.context.token_budget = budget  # counted as the configured model, if any, counts
     elif model is not None:
         _known_model(model)
         settings.context.pipeline = None
