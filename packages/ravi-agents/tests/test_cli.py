@@ -336,6 +336,14 @@ def test_a_failed_conformance_row_shows_what_the_assertion_compared(tmp_path: Pa
     assert "{'tuple': (1," in row["detail"], row
 
 
+def test_conformance_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
+    """``ravi conformance`` runs pytest in a directory of its own, yet left ``.hypothesis`` (the property tests'
+    example database) and ``.benchmarks`` in the directory it was started from."""
+    done = run_ravi(tmp_path, "conformance", "state=memory", "--json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_version_and_json_help(tmp_path: Path) -> None:
     """``ravi --version`` did not exist, and ``--json`` had no help text."""
     from importlib.metadata import version

@@ -115,12 +115,21 @@ def conformance(
         # A configuration of its own: the project's pytest settings (addopts, plugins) are not the suite's.
         ini = Path(root) / "pytest.ini"
         ini.write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-        args = ["-c", str(ini), "--rootdir", root, "-p", "no:cacheprovider", "-p", "no:terminal", "--ravi-no-preflight"]
+        # Nothing written where the command was started: the property tests' example database goes to the
+        # temporary directory, and pytest-benchmark (which makes .benchmarks) is not the suite's.
+        from hypothesis.configuration import set_hypothesis_home_dir  # the suite's dependency
+
+        set_hypothesis_home_dir(Path(root) / ".hypothesis")
+        args = ["-c", str(ini), "--rootdir", root, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:benchmark"]
+        args.append("--ravi-no-preflight")
         for spec in specs:
             args += ["--ravi-backend", spec]
         for spec in isolate or []:
             args += ["--ravi-isolate", spec]
-        code = pytest.main([*args, "--pyargs", "ravi.conformance.run"], plugins=[collect])
+        try:
+            code = pytest.main([*args, "--pyargs", "ravi.conformance.run"], plugins=[collect])
+        finally:
+            set_hypothesis_home_dir(None)  # back to the default, for a caller in the same process
     results = collect.results
     if code not in (0, 1) or not results:
         raise ConfigurationError(
