@@ -43,12 +43,14 @@ def suite_plugin() -> ModuleType:
     return module  # type: ignore[no-any-return]
 
 
-def _unload_suite() -> None:
-    """Forget the suite's modules, which loading the plugin for the preflight imported outside pytest: pytest then
-    imports them again itself, with their assertions rewritten, so a failed ``assert`` reports the values it
-    compared instead of a bare ``AssertionError``."""
-    for name in [name for name in sys.modules if name == "ravi.conformance" or name.startswith("ravi.conformance.")]:
-        del sys.modules[name]
+def _unload_suite(loaded: set[str]) -> None:
+    """Forget the suite's modules that loading the plugin for the preflight imported outside pytest (those not in
+    ``loaded``, the modules there were before): pytest then imports them again itself, with their assertions
+    rewritten, so a failed ``assert`` reports the values it compared instead of a bare ``AssertionError``."""
+    suite = [name for name in sys.modules if name == "ravi.conformance" or name.startswith("ravi.conformance.")]
+    for name in suite:
+        if name not in loaded:
+            del sys.modules[name]
 
 
 class _Collect:
@@ -105,11 +107,12 @@ def conformance(
     afterwards (postgres: schema, redis: prefix, s3: key_prefix, age: graph); --isolate names that option for
     other backends. A failed test shows the rule it checks, the call that broke it and how to fix it.
     """
+    loaded = set(sys.modules)
     plugin = suite_plugin()
     import pytest  # the suite depends on pytest, so it is there once the suite is
 
     plugin.preflight(specs, isolate or [])  # one line for a wrong name, a missing option or a dead server
-    _unload_suite()
+    _unload_suite(loaded)
     collect = _Collect()
     with tempfile.TemporaryDirectory(prefix="ravi-conformance-") as root:
         # A configuration of its own: the project's pytest settings (addopts, plugins) are not the suite's.
