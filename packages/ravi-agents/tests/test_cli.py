@@ -344,6 +344,21 @@ def test_conformance_leaves_nothing_in_the_working_directory(tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_backends_names_what_to_install_whole_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns the last column read ``(ravi-capabili…``: the distribution to install, the one thing the
+    column is for, was cut."""
+    from ravi.agents.cli import _common, backends
+
+    monkeypatch.setattr(backends, "available", lambda kind: {"memory": "ravi-agents"})
+    monkeypatch.setattr(_common.console, "width", 80)
+    with _common.console.capture() as captured:
+        backends.backends()
+    shown = captured.get()
+    assert "…" not in shown
+    last = "".join(cells[5].strip() for line in shown.splitlines() if len(cells := line.split("│")) > 5)
+    assert last.count("(ravi-capabilities-postgres)") >= 5, last  # history, state, ... each named whole
+
+
 def test_version_and_json_help(tmp_path: Path) -> None:
     """``ravi --version`` did not exist, and ``--json`` had no help text."""
     from importlib.metadata import version
