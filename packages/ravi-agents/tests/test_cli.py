@@ -359,6 +359,15 @@ def test_backends_names_what_to_install_whole_at_80_columns(monkeypatch: pytest.
     assert last.count("(ravi-capabilities-postgres)") >= 5, last  # history, state, ... each named whole
 
 
+@pytest.mark.parametrize("budget", ["0", "-5"])
+def test_window_refuses_a_budget_the_configuration_refuses(budget: str) -> None:
+    """``[context] token_budget = 0`` is refused, yet ``ravi window --budget 0`` assembled an empty window and
+    exited 0, and ``--budget -5`` was refused only after the store was read, as "token_budget"."""
+    result = runner.invoke(app, ["window", "s", "--budget", budget])
+    assert result.exit_code != 0
+    assert "--budget" in result.output and "no session" not in result.output, result.output
+
+
 def test_version_and_json_help(tmp_path: Path) -> None:
     """``ravi --version`` did not exist, and ``--json`` had no help text."""
     from importlib.metadata import version
