@@ -102,6 +102,20 @@ async def test_registered_under_age(age_dsn: str, age_graph: str) -> None:
         AGEGraphStore(age_dsn, graph="Bad-Name")
 
 
+@pytest.mark.asyncio
+async def test_a_graph_named_after_a_schema_the_database_has_is_a_configuration_error(age_dsn: str) -> None:
+    """AGE keeps a graph in a schema of its name, so ``graph = "ravi"`` beside the Postgres stores' schema (or
+    ``public``) could not be created: every call raised ``InvalidArgument`` ("the Cypher query was refused"),
+    blaming the caller's entities for the configuration, and the schema's tables were left alone."""
+    for name in ("public", "ag_catalog"):
+        store = AGEGraphStore(age_dsn, graph=name)
+        try:
+            with pytest.raises(ConfigurationError, match=f"schema named '{name}'"):
+                await store.add_entities([Entity(id="x", label="Person")])
+        finally:
+            await store.close()
+
+
 def test_a_dsn_that_is_not_postgres_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="DSN"):
         AGEGraphStore("mysql://x")

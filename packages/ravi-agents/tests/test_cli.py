@@ -282,6 +282,92 @@ def test_conformance_of_a_history_backend_runs_its_optional_contracts(tmp_path: 
     assert {("HistoryProvider", "passed"), ("WindowReader", "passed"), ("HistorySearcher", "passed")} <= ran
 
 
+TUPLE_STATE = """
+import copy
+
+
+class TupleState:
+    \"\"\"Keeps the state as given, so a tuple comes back a tuple.\"\"\"
+
+    def __init__(self):
+        self.data = {}
+
+    async def get_state(self, session_id):
+        return copy.deepcopy(self.data.get(session_id, {}))
+
+    async def set_state(self, session_id, state):
+        self.data[session_id] = copy.deepcopy(dict(state))
+
+    async def update_state(self, session_id, patch):
+        self.data[session_id] = {**self.data.get(session_id, {}), **copy.deepcopy(dict(patch))}
+        return copy.deepcopy(self.data[session_id])
+
+    async def clear(self, session_id):
+        self.data.pop(session_id, None)
+"""
+
+
+def test_a_failed_conformance_row_shows_what_the_assertion_compared(tmp_path: Path) -> None:
+    """A contract test that fails a plain ``assert`` showed only "AssertionError" under ``ravi conformance``
+    (the contracts were imported before pytest could rewrite their assertions), where ``pytest`` itself shows
+    the values compared."""
+    import os
+
+    site = tmp_path / "site"
+    (site / "tuple_state-0.1.dist-info").mkdir(parents=True)
+    (site / "tuple_state.py").write_text(TUPLE_STATE)
+    (site / "tuple_state-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: tuple-state\nVersion: 0.1\n"
+    )
+    (site / "tuple_state-0.1.dist-info" / "entry_points.txt").write_text(
+        "[ravi.state]\ntuples = tuple_state:TupleState\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", "conformance", "state=tuples", "--json"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    row = next(r for r in json.loads(done.stdout) if r["test"] == "test_values_come_back_as_json")
+    assert row["outcome"] == "failed"
+    assert "{'tuple': (1," in row["detail"], row
+
+
+def test_conformance_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
+    """``ravi conformance`` runs pytest in a directory of its own, yet left ``.hypothesis`` (the property tests'
+    example database) and ``.benchmarks`` in the directory it was started from."""
+    done = run_ravi(tmp_path, "conformance", "state=memory", "--json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_backends_names_what_to_install_whole_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns the last column read ``(ravi-capabili…``: the distribution to install, the one thing the
+    column is for, was cut."""
+    from ravi.agents.cli import _common, backends
+
+    monkeypatch.setattr(backends, "available", lambda kind: {"memory": "ravi-agents"})
+    monkeypatch.setattr(_common.console, "width", 80)
+    with _common.console.capture() as captured:
+        backends.backends()
+    shown = captured.get()
+    assert "…" not in shown
+    last = "".join(cells[5].strip() for line in shown.splitlines() if len(cells := line.split("│")) > 5)
+    assert last.count("(ravi-capabilities-postgres)") >= 5, last  # history, state, ... each named whole
+
+
+@pytest.mark.parametrize("budget", ["0", "-5"])
+def test_window_refuses_a_budget_the_configuration_refuses(budget: str) -> None:
+    """``[context] token_budget = 0`` is refused, yet ``ravi window --budget 0`` assembled an empty window and
+    exited 0, and ``--budget -5`` was refused only after the store was read, as "token_budget"."""
+    result = runner.invoke(app, ["window", "s", "--budget", budget])
+    assert result.exit_code != 0
+    assert "--budget" in result.output and "no session" not in result.output, result.output
+
+
 def test_version_and_json_help(tmp_path: Path) -> None:
     """``ravi --version`` did not exist, and ``--json`` had no help text."""
     from importlib.metadata import version

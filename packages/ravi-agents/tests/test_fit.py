@@ -390,3 +390,22 @@ async def test_a_ratio_past_the_cap_in_the_state_store_corrects_no_window(stored
     assert await context.calibration.factor("gpt-4o") == 1.1
     await AgentContext(context).add_messages("s", [ChatMessage.user(f"turn {i}: " + "word " * 100) for i in range(20)])
     assert len(await context.build("s")) >= 10
+
+
+def test_a_fixed_budget_beside_a_model_counts_as_that_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``[context] model = "gpt-4o"`` with ``token_budget = 5000`` (what ``ravi window --budget`` gives on such a
+    configuration), and a pipeline's ``token_budget`` strategy given both a ``model`` and a ``token_budget``,
+    counted with the heuristic: the model was dropped without a word, so a window of 5,000 heuristic tokens could
+    hold more of the model's own."""
+    from ravi.agents.context.build import build_pipeline
+    from ravi.agents.settings import load_settings
+
+    path = tmp_path / "ravi.toml"
+    path.write_text('[context]\nmodel = "gpt-4o"\ntoken_budget = 5000\n')
+    budget = build_pipeline(load_settings(path).context)[-1]  # type: ignore[index]
+    assert budget.token_budget == 5_000
+    assert budget.own_counter.key == "tokens:exact:o200k_base"
+    path.write_text('[[context.pipeline]]\nstrategy = "token_budget"\nmodel = "gpt-4o"\ntoken_budget = 5000\n')
+    (budget,) = build_pipeline(load_settings(path).context)  # type: ignore[misc]
+    assert budget.token_budget == 5_000
+    assert budget.own_counter.key == "tokens:exact:o200k_base"

@@ -59,6 +59,33 @@ def test_openai_round_trip_is_lossless(message: ChatMessage) -> None:
     assert ChatMessage.from_openai(json.loads(json.dumps(message.to_openai()))) == message
 
 
+assistant_blocks = st.one_of(
+    st.builds(TextBlock, text=texts), st.builds(ThinkingBlock, thinking=texts, signature=st.none() | texts), tool_calls
+)
+
+
+@given(st.lists(assistant_blocks, max_size=5).map(tuple))
+def test_openai_round_trip_keeps_text_and_tool_calls_in_their_order(content: tuple[Any, ...]) -> None:
+    """An assistant message that says something after a tool call (``[call, text]``, or Claude's
+    ``[text, call, text, call]``) came back with every call moved to the end: OpenAI's dict keeps the calls
+    apart from the content, so ``ravi history export`` and ``to_openai`` changed the message."""
+    message = ChatMessage(role="assistant", content=content)
+    assert ChatMessage.from_openai(message.to_openai()) == message
+    assert ChatMessage.from_openai(json.loads(json.dumps(message.to_openai()))) == message
+    provider = message.to_openai(extras=False)  # what an endpoint takes: no key of Ravi's own
+    assert set(provider) <= {"role", "content", "tool_calls", "name"}
+
+
+def test_tool_call_positions_that_do_not_fit_are_refused() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    for positions in ([5], [0, 1], ["0"], [-1], "0", [True]):
+        with pytest.raises(InvalidMessage) as raised:
+            ChatMessage.from_openai(
+                {"role": "assistant", "content": "x", "tool_calls": [call], "tool_call_positions": positions}
+            )
+        assert raised.value.field == "tool_call_positions"
+
+
 @given(messages)
 def test_json_round_trip_is_lossless(message: ChatMessage) -> None:
     assert ChatMessage.model_validate_json(message.model_dump_json()) == message

@@ -392,9 +392,10 @@ class ChatMessage(_Part):
     def to_openai(self, *, extras: bool = True) -> dict[str, Any]:
         """This message as an OpenAI-style chat dict.
 
-        With ``extras`` (the default) the dict also carries ``id``, ``created_at``, ``metadata``, thinking blocks
-        and ``is_error``, so :meth:`from_openai` gives back an equal message. ``extras=False`` gives only what a
-        chat-completions endpoint accepts.
+        With ``extras`` (the default) the dict also carries ``id``, ``created_at``, ``metadata``, thinking blocks,
+        ``is_error`` and, for tool calls that are not all after the rest of the content (text after a call),
+        ``tool_call_positions`` (where each call stands among the blocks), so :meth:`from_openai` gives back an
+        equal message. ``extras=False`` gives only what a chat-completions endpoint accepts.
         """
         out: dict[str, Any] = {"role": self.role}
         if self.role == "tool":
@@ -424,6 +425,10 @@ class ChatMessage(_Part):
                     }
                     for c in calls
                 ]
+                if extras:  # OpenAI keeps the calls apart from the content: say where they stood, if not last
+                    positions = [i for i, b in enumerate(self.content) if isinstance(b, ToolCallBlock)]
+                    if positions != list(range(len(self.content) - len(calls), len(self.content))):
+                        out["tool_call_positions"] = positions
         if self.name is not None:
             out["name"] = self.name
         if extras:
@@ -480,12 +485,34 @@ class ChatMessage(_Part):
                 raise InvalidMessage("only assistant messages make tool calls", field="tool_calls")
             if not isinstance(calls, list):
                 raise InvalidMessage("expected a list", field="tool_calls")
-            blocks.extend(_call_from_openai(c, i) for i, c in enumerate(calls))
-            fields["content"] = tuple(blocks)
+            parsed = [_call_from_openai(c, i) for i, c in enumerate(calls)]
+            fields["content"] = _place_calls(blocks, parsed, data.get("tool_call_positions"))
         return cls(**fields)
 
 
 _MESSAGE_FIELDS = tuple(ChatMessage.model_fields)
+
+
+def _place_calls(blocks: list[Any], calls: list[ToolCallBlock], positions: Any) -> tuple[Any, ...]:
+    """The content of an assistant message: ``blocks`` with ``calls`` after them, or where ``positions`` (what
+    :meth:`ChatMessage.to_openai` wrote for calls that did not come last) puts each of them."""
+    if positions is None:
+        return (*blocks, *calls)
+    size = len(blocks) + len(calls)
+    if (
+        not isinstance(positions, list)
+        or len(positions) != len(calls)
+        or not all(type(p) is int and 0 <= p < size for p in positions)
+        or sorted(set(positions)) != positions
+    ):
+        raise InvalidMessage(
+            f"expected {len(calls)} increasing positions below {size}, one per tool call", field="tool_call_positions"
+        )
+    placed: list[Any] = []
+    rest, called = iter(blocks), iter(calls)
+    for index in range(size):
+        placed.append(next(called) if index in positions else next(rest))
+    return tuple(placed)
 
 
 def _part_to_openai(block: Any) -> dict[str, Any]:

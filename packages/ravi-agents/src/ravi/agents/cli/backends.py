@@ -37,7 +37,7 @@ def backends(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         return
     table = Table(title="Ravi backends")
     for name in ("kind", "protocol", "configured", "installed", "not installed (pip install ...)"):
-        table.add_column(name)
+        table.add_column(name, overflow="fold")  # a cut name ("ravi-capabili…") says nothing to install
     for kind, row in report.items():
         configured = row["configured"]
         table.add_row(

@@ -7,6 +7,7 @@ and runs it through pytest, so ``ravi.agents`` never imports it (it is a test de
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -40,6 +41,16 @@ def suite_plugin() -> ModuleType:
             f"the conformance suite failed to import: {error}", hint="pip install --upgrade ravi-conformance"
         ) from error
     return module  # type: ignore[no-any-return]
+
+
+def _unload_suite(loaded: set[str]) -> None:
+    """Forget the suite's modules that loading the plugin for the preflight imported outside pytest (those not in
+    ``loaded``, the modules there were before): pytest then imports them again itself, with their assertions
+    rewritten, so a failed ``assert`` reports the values it compared instead of a bare ``AssertionError``."""
+    suite = [name for name in sys.modules if name == "ravi.conformance" or name.startswith("ravi.conformance.")]
+    for name in suite:
+        if name not in loaded:
+            del sys.modules[name]
 
 
 class _Collect:
@@ -96,21 +107,32 @@ def conformance(
     afterwards (postgres: schema, redis: prefix, s3: key_prefix, age: graph); --isolate names that option for
     other backends. A failed test shows the rule it checks, the call that broke it and how to fix it.
     """
+    loaded = set(sys.modules)
     plugin = suite_plugin()
     import pytest  # the suite depends on pytest, so it is there once the suite is
 
     plugin.preflight(specs, isolate or [])  # one line for a wrong name, a missing option or a dead server
+    _unload_suite(loaded)
     collect = _Collect()
     with tempfile.TemporaryDirectory(prefix="ravi-conformance-") as root:
         # A configuration of its own: the project's pytest settings (addopts, plugins) are not the suite's.
         ini = Path(root) / "pytest.ini"
         ini.write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-        args = ["-c", str(ini), "--rootdir", root, "-p", "no:cacheprovider", "-p", "no:terminal", "--ravi-no-preflight"]
+        # Nothing written where the command was started: the property tests' example database goes to the
+        # temporary directory, and pytest-benchmark (which makes .benchmarks) is not the suite's.
+        from hypothesis.configuration import set_hypothesis_home_dir  # the suite's dependency
+
+        set_hypothesis_home_dir(Path(root) / ".hypothesis")
+        args = ["-c", str(ini), "--rootdir", root, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:benchmark"]
+        args.append("--ravi-no-preflight")
         for spec in specs:
             args += ["--ravi-backend", spec]
         for spec in isolate or []:
             args += ["--ravi-isolate", spec]
-        code = pytest.main([*args, "--pyargs", "ravi.conformance.run"], plugins=[collect])
+        try:
+            code = pytest.main([*args, "--pyargs", "ravi.conformance.run"], plugins=[collect])
+        finally:
+            set_hypothesis_home_dir(None)  # back to the default, for a caller in the same process
     results = collect.results
     if code not in (0, 1) or not results:
         raise ConfigurationError(

@@ -43,7 +43,7 @@ def _known_model(name: str) -> None:
 
 def window(
     session: str,
-    budget: Annotated[int | None, typer.Option(help="Assemble within this many tokens.")] = None,
+    budget: Annotated[int | None, typer.Option(min=1, help="Assemble within this many tokens (at least 1).")] = None,
     model: Annotated[str | None, typer.Option(help="Assemble for this model's window (from the model table).")] = None,
     config: ConfigOption = None,
     agent: AgentOption = None,
@@ -57,7 +57,7 @@ def window(
     settings = load_settings(config)
     if budget is not None:
         settings.context.pipeline = None
-        settings.context.model, settings.context.token_budget = None, budget
+        settings.context.token_budget = budget  # counted as the configured model, if any, counts
     elif model is not None:
         _known_model(model)
         settings.context.pipeline = None

@@ -32,6 +32,7 @@ def build_strategy(
         ToolResultCompactionStrategy,
         TruncationStrategy,
     )
+    from ravi.agents.tokens import counter_for_model
 
     params = spec.params()
     where = f"context.pipeline strategy {spec.strategy!r}"
@@ -42,8 +43,9 @@ def build_strategy(
                 for c in spec.children
             ]
             model = params.pop("model", None)
-            if "token_budget" in params:
-                return TokenBudgetComposedStrategy(children, params.pop("token_budget"), **params)
+            if "token_budget" in params:  # a fixed budget, counted as the model named beside it counts
+                counter = counter_for_model(model) if model is not None else None
+                return TokenBudgetComposedStrategy(children, params.pop("token_budget"), counter=counter, **params)
             model = model or default_model
             if model is None:
                 raise ConfigurationError(f"{where} needs token_budget or model")
@@ -92,6 +94,7 @@ def build_pipeline(
         TokenBudgetComposedStrategy,
         ToolResultCompactionStrategy,
     )
+    from ravi.agents.tokens import counter_for_model
 
     if context.pipeline is not None:
         built: list[CompactionStrategy] = []
@@ -104,8 +107,9 @@ def build_pipeline(
     if context.model is None and context.token_budget is None:
         return None
     head: list[CompactionStrategy] = [ToolResultCompactionStrategy(), SelectiveToolCallCompactionStrategy()]
-    if context.token_budget is not None:
-        return [*head, TokenBudgetComposedStrategy([], context.token_budget)]
+    if context.token_budget is not None:  # a fixed budget, counted as the model (when one is named) counts
+        counter = counter_for_model(context.model) if context.model is not None else None
+        return [*head, TokenBudgetComposedStrategy([], context.token_budget, counter=counter)]
     assert context.model is not None
     return [
         *head,

@@ -136,6 +136,15 @@ class AGEGraphStore:
             await _setup(connection)
             exists = await connection.fetchval("SELECT true FROM ag_catalog.ag_graph WHERE name = $1", self.graph)
             if not exists:
+                taken = await connection.fetchval(
+                    "SELECT true FROM pg_catalog.pg_namespace WHERE nspname = $1", self.graph
+                )
+                if taken:  # AGE keeps a graph in a schema of its name: create_graph would fail on every call
+                    raise ConfigurationError(
+                        f"graph {self.graph!r} cannot be created: the database has a schema named {self.graph!r} "
+                        "already, and AGE keeps each graph in a schema of its name",
+                        hint="give graph= a name no schema of the database has (the default is ravi_graph)",
+                    )
                 await connection.execute("SELECT ag_catalog.create_graph($1)", self.graph)
 
     def _connection(self) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]:
