@@ -15,6 +15,7 @@ from ravi.capabilities.age import AGEGraphStore
 from ravi.capabilities.age.cypher import oversized_integers, return_columns
 from ravi.conformance import CypherCapableContract, GraphStoreContract
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import load_backend
 from ravi.kernel.storage import Entity, Relationship
 
@@ -114,6 +115,29 @@ async def test_a_graph_named_after_a_schema_the_database_has_is_a_configuration_
                 await store.add_entities([Entity(id="x", label="Person")])
         finally:
             await store.close()
+
+
+async def test_a_postgres_store_in_a_graphs_schema_is_a_configuration_error(age_dsn: str) -> None:
+    """AGE keeps a graph in a schema of its name; a Postgres store given that schema put its tables among the
+    graph's, and either store's ``destroy()`` then dropped the other's data. The store refuses the schema, and
+    ``destroy()`` refuses to drop it; the graph is left whole."""
+    from ravi.capabilities.postgres import PostgresHistoryProvider
+
+    graph = AGEGraphStore(age_dsn, graph="shared_by_mistake")
+    try:
+        await graph.add_entities([Entity(id="kept", label="Person")])
+        store = PostgresHistoryProvider(age_dsn, schema="shared_by_mistake")
+        try:
+            with pytest.raises(ConfigurationError, match="Apache AGE graph"):
+                await store.append("agent", ChatMessage.user("hello"), session_id="s")
+            with pytest.raises(ConfigurationError, match="Apache AGE graph"):
+                await store.destroy()
+        finally:
+            await store.close()
+        assert [e.id for e in (await graph.get_neighbors("kept", depth=1)).entities] == ["kept"]
+    finally:
+        await graph.destroy()
+        await graph.close()
 
 
 def test_a_dsn_that_is_not_postgres_is_a_configuration_error() -> None:

@@ -245,6 +245,32 @@ async def test_a_schema_whose_migrations_table_alone_was_dropped_is_a_configurat
         await connection.close()
 
 
+async def test_destroy_never_drops_a_schema_that_holds_more_than_ravis_tables(postgres_server: Server) -> None:
+    """``destroy()`` drops the store's whole schema: with ``schema="public"`` it ran ``DROP SCHEMA public
+    CASCADE``, taking every other table of the database with it. A schema that is public, Postgres's own or an
+    extension's is refused, and nothing is dropped."""
+    prefix = f"t{uuid.uuid4().hex[:8]}_"
+    connection = await asyncpg.connect(postgres_server.address)
+    try:
+        await connection.execute(f'CREATE TABLE public."{prefix}not_ravis" (x int)')
+        async for store in closing(
+            PostgresHistoryProvider(postgres_server.address, schema="public", table_prefix=prefix)
+        ):
+            await store.append("agent", ChatMessage.user("kept"), session_id="s")
+            with pytest.raises(ConfigurationError, match="holds more than Ravi's tables") as info:
+                await store.destroy()
+            assert prefix in (info.value.hint or "")
+            assert await store.count_messages("agent", session_id="s") == 1
+        assert await connection.fetchval("SELECT to_regclass($1)", f'public."{prefix}not_ravis"') is not None
+    finally:
+        tables = await connection.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE $1", f"{prefix}%"
+        )
+        for row in tables:
+            await connection.execute(f'DROP TABLE IF EXISTS public."{row["tablename"]}" CASCADE')
+        await connection.close()
+
+
 @pytest.mark.parametrize("cached", [True, False])
 async def test_a_schema_another_process_dropped_is_made_again_by_the_next_call(
     postgres_server: Server, pg_schema: str, cached: bool

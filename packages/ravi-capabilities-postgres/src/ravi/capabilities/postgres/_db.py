@@ -395,6 +395,12 @@ class Database:
             await connection.execute("SELECT pg_advisory_xact_lock($1)", key)
             await connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             recorded = await connection.fetchval("SELECT to_regclass($1) IS NOT NULL", migrations_table)
+            if not recorded and await connection.fetchval(_A_GRAPH, self.schema):
+                raise ConfigurationError(
+                    f"the schema \"{self.schema}\" is an Apache AGE graph's: Ravi's tables would live among the "
+                    "graph's, and dropping either would drop both",
+                    hint="give the store a schema of its own (schema = ...), another than every graph's name",
+                )
             await connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {migrations_table} (component text NOT NULL, version int NOT NULL, "
                 "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), "
@@ -484,8 +490,20 @@ class Database:
         self._check_setup = True
 
     async def drop_schema(self) -> None:
-        """Drop the whole schema and everything in it (every component's tables); the next use creates it again."""
+        """Drop the whole schema and everything in it (every component's tables); the next use creates it again.
+
+        Raises:
+            ConfigurationError: the schema is not Ravi's alone to drop (``public``, Postgres's own, an extension's,
+                an Apache AGE graph's); nothing is dropped.
+        """
         async with self.connection() as connection:
+            if await connection.fetchval(_SHARED_SCHEMA, self.schema):
+                raise ConfigurationError(
+                    f"the schema \"{self.schema}\" holds more than Ravi's tables (it is public, Postgres's own, an "
+                    "extension's or an Apache AGE graph's): dropping it would drop what is not Ravi's; nothing dropped",
+                    hint=f'drop the store\'s tables (named "{self.prefix}...") yourself, or keep Ravi in a schema of '
+                    "its own (schema = ...), which destroy() may drop whole",
+                )
             await connection.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
         self._migrated = False
 
@@ -560,6 +578,17 @@ class PostgresStore(Closeable):
         """Remove everything stored under this store's ``schema`` (the schema itself, with the tables of every
         Ravi component in it). For tests and throwaway data: the conformance runner calls it after each test."""
         await self.db.drop_schema()
+
+
+_A_GRAPH = "SELECT to_regclass(format('%I._ag_label_vertex', $1::text)) IS NOT NULL"
+"""Whether a schema is an Apache AGE graph's (AGE keeps each graph in a schema of its name, with this table)."""
+
+_SHARED_SCHEMA = (
+    "SELECT $1::text = 'public' OR $1::text = 'information_schema' OR $1::text LIKE 'pg\\_%' "
+    "OR EXISTS (SELECT 1 FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE n.nspname = $1) "
+    f"OR ({_A_GRAPH[len('SELECT ') :]})"
+)
+"""Whether a schema holds more than Ravi's tables, so that dropping it whole would drop what is not Ravi's."""
 
 
 @contextlib.contextmanager
