@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
 from ravi.kernel.messages import ChatMessage, FrozenList, ToolCallBlock
 from ravi.kernel.storage import Document, Entity, Relationship, Task
-from ravi.kernel.values import MAX_DEPTH, check_ids, check_json, json_copy, json_object, ttl_seconds
+from ravi.kernel.values import MAX_DEPTH, MAX_INT_DIGITS, check_ids, check_json, json_copy, json_object, ttl_seconds
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -50,12 +50,32 @@ def test_every_accepted_json_object_comes_back_exactly(value: dict[str, Any]) ->
         ({"k": {1, 2}}, "metadata.k"),
         ({"k": b"bytes"}, "metadata.k"),
         ({"k": {1: "int key"}}, "metadata.k"),
+        ({"k": [10**MAX_INT_DIGITS]}, "metadata.k[0]"),
+        ({"k": -(10**MAX_INT_DIGITS)}, "metadata.k"),
     ],
 )
 def test_values_no_store_can_keep_are_refused_naming_the_field(value: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         check_json(value, "metadata")
     assert caught.value.field == field
+
+
+def test_an_integer_of_more_digits_than_json_reads_back_is_refused_not_a_value_error() -> None:
+    """Python writes and reads integers of at most 4,300 digits as text: a longer one passed the check, then
+    ``json.dumps`` raised a bare ``ValueError`` inside every store (and a store that kept it could not read it
+    back). The longest one allowed comes back exactly; a longer one is ``InvalidArgument``, as are models
+    holding one."""
+    from ravi.kernel.storage import Document, Task
+
+    widest = 10**MAX_INT_DIGITS - 1
+    check_json({"n": widest, "m": -widest}, "state")
+    assert json_copy({"n": widest}) == {"n": widest}
+    with pytest.raises(InvalidArgument, match="digits"):
+        json_copy({"n": 10**5000})
+    with pytest.raises(InvalidArgument, match="digits"):
+        Task(title="t", metadata={"n": 10**5000})
+    with pytest.raises(InvalidArgument, match="digits"):
+        Document(id="d", content="x", metadata={"n": [-(10**5000)]})
 
 
 def test_depth_is_bounded_and_deep_values_are_refused_not_crashed() -> None:

@@ -179,8 +179,9 @@ class ShortTermMemoryContract(ContractBase):
         assert await backend.get_state(s) == {"kept": 1}
 
     async def test_values_no_store_can_keep_are_refused_and_nothing_is_lost(self, backend: ShortTermMemory) -> None:
-        """A value is stored exactly or refused with InvalidArgument: NaN, infinities, lone surrogates and JSON
-        nested thousands deep are refused (never a bare ValueError or RecursionError), and the state is kept.
+        """A value is stored exactly or refused with InvalidArgument: NaN, infinities, lone surrogates, JSON
+        nested thousands deep and integers of more digits than Python reads back from JSON (4,300) are refused
+        (never a bare ValueError or RecursionError), and the state is kept.
 
         Fix: store what ``json_copy`` of ``ravi.kernel.values`` returns for a state or a patch, never the argument
         itself: it refuses every such value with ``InvalidArgument``.
@@ -196,6 +197,7 @@ class ShortTermMemoryContract(ContractBase):
             "a state holding a lone surrogate": {"t": "lone \ud800"},
             "a state with a lone surrogate in a key": {"k\udfff": 1},
             "a state nested 5,000 deep": {"deep": deep},
+            "a state holding an integer of 5,000 digits": {"n": [10**5000]},
         }
         for shown, bad in bad_states.items():
             await refuses(

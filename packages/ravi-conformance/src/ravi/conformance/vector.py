@@ -254,10 +254,10 @@ class VectorStoreContract(ContractBase):
         assert len(await backend.get(list(AXES), collection=collection)) == len(AXES)
 
     async def test_a_filter_that_is_not_json_is_refused(self, backend: VectorStore) -> None:
-        """A filter whose values are not JSON (a set, an object, NaN) raises ``InvalidArgument``: no store can
-        compare stored metadata with them."""
+        """A filter whose values are not JSON (a set, an object, NaN, an integer of 5,000 digits) raises
+        ``InvalidArgument``: no store can compare stored metadata with them."""
         collection = await self.fill(backend)
-        for bad in ({"n": {1, 2}}, {"n": object()}, {"n": float("nan")}, {"n": [1, {2}]}):
+        for bad in ({"n": {1, 2}}, {"n": object()}, {"n": float("nan")}, {"n": [1, {2}]}, {"n": [10**5000]}):
             with pytest.raises(InvalidArgument):
                 await backend.search(AXES["x"], collection=collection, filter=bad)
 

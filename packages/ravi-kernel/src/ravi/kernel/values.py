@@ -6,6 +6,7 @@ front and with :class:`~ravi.kernel.errors.InvalidArgument`, every value some ba
 * text that is not valid Unicode (lone surrogates cannot be encoded as UTF-8, so no server can keep them);
 * ``NaN`` and infinities (JSON has no spelling for them), and negative zero (PostgreSQL's jsonb keeps numbers
   as decimals, which have no negative zero: ``-0.0`` came back as ``0.0``);
+* integers of more than :data:`MAX_INT_DIGITS` digits (Python writes and reads no longer ones as JSON text);
 * JSON nested deeper than :data:`MAX_DEPTH` (parsers refuse deep documents when reading them back, so a
   deep value would be accepted and then make its whole record unreadable);
 * mapping keys that are not strings, and values that are not JSON (sets, bytes, objects);
@@ -37,6 +38,13 @@ T = TypeVar("T")
 MAX_DEPTH = 64
 """How deeply JSON values (metadata, state, properties, tool arguments) may nest."""
 
+MAX_INT_DIGITS = 4300
+"""The most decimal digits of an integer in JSON values: Python converts no longer integer to or from text by
+default (``sys.get_int_max_str_digits``), so ``json.dumps`` raised a bare ``ValueError`` writing one, and a store
+that kept one could not read it back."""
+
+_INT_LIMIT = 10**MAX_INT_DIGITS
+
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 """The longest TTL any store accepts (about 100 years); longer ones cannot be held by every server."""
 
@@ -57,7 +65,15 @@ def check_text(value: str, where: str) -> None:
 
 def check_json(value: Any, where: str, *, depth: int = 0) -> None:
     """``InvalidArgument`` unless ``value`` is JSON that every store keeps exactly (see the module docs)."""
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not -_INT_LIMIT < value < _INT_LIMIT:
+            raise InvalidArgument(
+                f"an integer of more than {MAX_INT_DIGITS} digits cannot be stored (JSON text in Python holds no more)",
+                field=where,
+                hint="store it as a string",
+            )
         return
     if isinstance(value, str):
         check_text(value, where)
@@ -420,6 +436,7 @@ __all__ = [
     "json_object",
     "refuse_change",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "Value",
     "invalid",
     "MAX_COUNT",
