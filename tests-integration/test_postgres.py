@@ -1701,3 +1701,20 @@ async def test_a_dropped_schema_ends_no_call_of_a_store_sharing_the_pool(
         await bystander.destroy()
         await dropped.close()
         await bystander.close()
+
+
+async def test_long_term_memory_takes_an_embedding_model_of_more_than_2000_dimensions(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """pgvector's HNSW index takes at most 2,000 dimensions: the memories table of a 3,072-dimension model
+    (OpenAI's text-embedding-3-large) could not be made, and every call was refused, while the in-memory and
+    Redis stores kept such memories. It is made without the index (a search reads one agent's scope anyway)."""
+    from ravi.agents.storage import HashingEmbeddingClient
+
+    memory = PgLongTermMemory(postgres_server.address, schema=pg_schema, embedding_client=HashingEmbeddingClient(3072))
+    try:
+        kept = await memory.save("agent", "invoices are due monthly")
+        await memory.save("agent", "the cat sleeps on the sofa")
+        assert [m.id for m in await memory.search("agent", "monthly invoices", limit=1)] == [kept]
+    finally:
+        await memory.close()

@@ -284,6 +284,26 @@ class VectorStoreContract(ContractBase):
         [got] = await backend.get(["ид-🚀'\""], collection=c)
         assert got.text == "текст" and got.metadata == metadata
 
+    async def test_embeddings_of_a_large_model_are_stored_and_found(self, backend: VectorStore) -> None:
+        """Embedding models give up to a few thousand dimensions (3,072 for OpenAI's text-embedding-3-large):
+        such documents are stored exactly and ranked by cosine similarity.
+
+        Troubleshooting: pgvector's HNSW index takes at most 2,000 dimensions; a collection of more is searched
+        without one."""
+        c = unique("col")
+        n = 3_072
+
+        def axis(i: int, j: int) -> tuple[float, ...]:
+            return tuple(1.0 if k in (i, j) else 0.0 for k in range(n))
+
+        await backend.add(
+            [Document(id=f"d{i}", content=f"doc {i}", embedding=axis(i, n - 1 - i)) for i in range(3)], collection=c
+        )
+        hits = await backend.search(list(axis(1, 1)), collection=c, limit=3)
+        assert hits[0].id == "d1" and hits[0].score == pytest.approx(2**-0.5, abs=1e-3)
+        [got] = await backend.get(["d2"], collection=c)
+        assert got.embedding == axis(2, n - 3)
+
     async def test_a_vector_float32_cannot_measure_is_refused(self, backend: VectorStore) -> None:
         """Embeddings are compared in float32: a vector whose squared length passes float32's largest number
         (``[1e20, 1e20]``) scored 0.0 against its own direction, or dropped out of the results, and one whose

@@ -14,7 +14,7 @@ import numpy as np
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgLongTermOptions
-from ravi.capabilities.postgres.vector import register_vector_codec
+from ravi.capabilities.postgres.vector import HNSW_MAX_DIMENSIONS, register_vector_codec
 from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
@@ -41,8 +41,13 @@ CREATE TABLE {{schema}}."{{prefix}}memories" (
 );
 CREATE INDEX "{{prefix}}memories_scope" ON {{schema}}."{{prefix}}memories" (agent_id, namespace);
 CREATE INDEX "{{prefix}}memories_expiry" ON {{schema}}."{{prefix}}memories" (expires_at) WHERE expires_at IS NOT NULL;
-CREATE INDEX "{{prefix}}memories_hnsw" ON {{schema}}."{{prefix}}memories" USING hnsw (embedding vector_cosine_ops);
-""",
+"""
+            + (  # pgvector indexes no wider vectors: the table is made without the index
+                'CREATE INDEX "{prefix}memories_hnsw" ON {schema}."{prefix}memories" '
+                "USING hnsw (embedding vector_cosine_ops);\n"
+                if dimension <= HNSW_MAX_DIMENSIONS
+                else ""
+            ),
         ),
     ]
 
@@ -54,7 +59,8 @@ class PgLongTermMemory(PostgresStore):
     (:class:`~ravi.agents.storage.HashingEmbeddingClient` by default, offline); search is cosine similarity
     within the scope, best first. A memory saved with a ``ttl`` is never returned after it expires, and expired
     rows are deleted as new memories arrive. The table's vector dimension is fixed by the embedding client of
-    the first process that creates it.
+    the first process that creates it; one of more than 2,000 dimensions (pgvector's index's limit) has no HNSW
+    index.
 
     A separate class from :class:`~ravi.capabilities.postgres.PgVectorStore`: the two Protocols use the same
     method names (``search``, ``get``, ``delete``) with different meanings, so one object cannot be both.

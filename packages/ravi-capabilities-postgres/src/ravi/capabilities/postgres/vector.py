@@ -57,6 +57,11 @@ END $$;
 ]
 
 
+HNSW_MAX_DIMENSIONS = 2000
+"""The most dimensions pgvector's HNSW index takes: a collection (or memories table) of wider vectors is made
+without one and searched exactly."""
+
+
 def _stored_blocks(document: Document) -> str | None:
     """The ``blocks`` column: ``NULL`` when ``content`` is the text alone (one non-empty text block, or none)."""
     content = document.content
@@ -96,7 +101,9 @@ class PgVectorStore(PostgresStore):
     """The ``VectorStore`` contract on PostgreSQL with pgvector.
 
     Each collection is a table of its own with a ``vector(dimension)`` column and an HNSW index for cosine
-    distance, so collections never mix and each keeps its own dimension. Metadata is jsonb and filters run in
+    distance, so collections never mix and each keeps its own dimension. pgvector indexes at most
+    :data:`HNSW_MAX_DIMENSIONS` dimensions: a collection of wider vectors (up to 16,000, such as a 3,072-dimension
+    model's) has no index and is always searched exactly. Metadata is jsonb and filters run in
     SQL (with pgvector's iterative index scans, so a filter does not starve the top ``limit``). Scores are
     cosine similarities: higher is closer.
 
@@ -184,10 +191,11 @@ class PgVectorStore(PostgresStore):
                         f"CREATE TABLE {qualified} (id text PRIMARY KEY, content text NOT NULL, blocks jsonb, "
                         f"metadata jsonb NOT NULL, embedding vector({create_dimension}) NOT NULL)"
                     )
-                    await connection.execute(
-                        f'CREATE INDEX "{table}_hnsw" ON {qualified} USING hnsw (embedding vector_cosine_ops) '
-                        f"WITH (m = {m}, ef_construction = {ef})"
-                    )
+                    if create_dimension <= HNSW_MAX_DIMENSIONS:  # a wider collection is always searched exactly
+                        await connection.execute(
+                            f'CREATE INDEX "{table}_hnsw" ON {qualified} USING hnsw (embedding vector_cosine_ops) '
+                            f"WITH (m = {m}, ef_construction = {ef})"
+                        )
             row = await self.db.fetchrow(
                 f"SELECT table_name, dimension FROM {self._catalogue} WHERE name = $1", collection
             )
@@ -456,4 +464,4 @@ class PgVectorStore(PostgresStore):
         return True
 
 
-__all__ = ["PgVectorStore", "filter_sql", "register_vector_codec"]
+__all__ = ["HNSW_MAX_DIMENSIONS", "PgVectorStore", "filter_sql", "register_vector_codec"]
