@@ -67,7 +67,9 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
 
     Every change reads the task with ``SELECT ... FOR UPDATE`` inside a transaction and applies the kernel's
     lifecycle (:class:`~ravi.kernel.storage.TaskStatus`) before writing, so two workers racing on one task
-    cannot both move it: the second waits, then sees the first one's move.
+    cannot both move it: the second waits, then sees the first one's move. A change holds its board's row
+    ``FOR SHARE`` first, and a replacement or an addition ``FOR UPDATE``: a change never reads a task of a board
+    being replaced.
     """
 
     Options = PgTaskOptions
@@ -190,6 +192,15 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
     async def _change(self, conversation_id: str, agent_id: str, task_id: str, how: Callable[[Task], Task]) -> Task:
         check_scope(conversation_id=conversation_id, agent_id=agent_id, task_id=task_id)
         async with self.db.connection() as connection, connection.transaction():
+            # The board first, shared: a replacement of the board (which locks it for update) that has begun is
+            # waited for, so the task's row read next is the board's as it then is. Without it, the row read was
+            # one the replacement deleted, and its successor of the same id was not in this statement's snapshot:
+            # a task every board held was NotFound. Changes to the board's tasks still run side by side.
+            await connection.execute(
+                f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR SHARE",
+                conversation_id,
+                agent_id,
+            )
             row = await connection.fetchrow(
                 f"SELECT {_COLUMNS} FROM {self._tasks} WHERE conversation_id = $1 AND agent_id = $2 AND id = $3 "
                 "FOR UPDATE",
