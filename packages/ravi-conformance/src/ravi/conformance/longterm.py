@@ -180,15 +180,16 @@ class LongTermMemoryContract(ContractBase):
         assert [m.id for m in await backend.search(a, "fact about deployment", limit=5)] == [keep]
 
     async def test_bad_input_raises_typed_errors(self, backend: LongTermMemory) -> None:
-        """Bad input raises a typed error."""
+        """Bad input raises a typed error (a limit that is a bool or a float included)."""
         a = unique("agent")
         kept = await backend.save(a, "kept")
         with pytest.raises(InvalidArgument):
             await backend.save(a, "negative ttl", ttl=-1)
         with pytest.raises(InvalidArgument):
             await backend.save("", "no agent")
-        with pytest.raises(InvalidArgument):
-            await backend.search(a, "q", limit=-1)
+        for bad in (-1, True, 2.0):  # a bool is not a count of 1, as everywhere a count is given
+            with pytest.raises(InvalidArgument):
+                await backend.search(a, "q", limit=bad)  # type: ignore[arg-type]
         assert await backend.get(a, kept) is not None
 
     async def test_a_namespace_that_is_not_text_is_refused(self, backend: LongTermMemory) -> None:

@@ -108,12 +108,16 @@ class VectorStoreContract(ContractBase):
         assert math.isclose(best.score, 1.0, abs_tol=1e-4)
 
     async def test_limit(self, backend: VectorStore) -> None:
-        """``search`` returns at most ``limit`` results."""
+        """``search`` returns at most ``limit`` results; a limit that is not an integer >= 0 (a bool, a float) is
+        refused."""
         c = await self.fill(backend)
         assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=2)) == 2
         assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=50)) == len(AXES)
         for huge in (2**63, 2**64 + 7):  # past a server's integers: every document, as in memory (Postgres refused)
             assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=huge)) == len(AXES)
+        for bad in (-1, True, 2.0, None):  # a bool is not a count of 1, as everywhere a count is given
+            with pytest.raises(InvalidArgument):
+                await backend.search([1.0, 1.0, 1.0], collection=c, limit=bad)  # type: ignore[arg-type]
 
     async def test_metadata_filters(self, backend: VectorStore) -> None:
         """A filter keeps documents whose metadata equals each value, or one of a list's values."""

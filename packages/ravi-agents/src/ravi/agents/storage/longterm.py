@@ -15,10 +15,9 @@ from ravi.agents.storage.embeddings import embedded
 from ravi.agents.storage.options import InMemoryLongTermOptions
 from ravi.kernel.closing import Closeable
 from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
-from ravi.kernel.values import check_memory, check_scope
+from ravi.kernel.values import check_count, check_memory, check_scope
 
 
 class InMemoryLongTermMemory(Closeable):
@@ -77,8 +76,7 @@ class InMemoryLongTermMemory(Closeable):
     async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(limit, int) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         now = self._now()
         with self._lock:
             live = [(m, v) for m, v in self._spaces.get((agent_id, namespace), {}).values() if self._alive(m, now)]

@@ -17,7 +17,7 @@ from ravi.capabilities.age.options import AGEOptions
 from ravi.capabilities.postgres._db import ConnectionOptions, Database
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound, RaviError
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_forget, check_relationship_types
-from ravi.kernel.values import check_items, check_scope, check_text
+from ravi.kernel.values import check_count, check_items, check_scope, check_text
 
 _GRAPH = re.compile(r"^[a-z_][a-z0-9_]{2,62}$")
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -317,8 +317,7 @@ class AGEGraphStore:
     ) -> SubGraph:
         """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier."""
         check_scope(entity_id=entity_id)
-        if not isinstance(depth, int) or depth < 0:
-            raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
+        depth = check_count(depth, "depth")  # a bool is not a count, as everywhere one is given
         checked = check_relationship_types(relationship_types)
         types = None if checked is None else [_label(t, "relationship type") for t in checked]
         async with self._connection() as connection:

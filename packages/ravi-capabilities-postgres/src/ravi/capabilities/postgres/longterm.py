@@ -16,10 +16,9 @@ from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgLongTermOptions
 from ravi.capabilities.postgres.vector import HNSW_MAX_DIMENSIONS, register_vector_codec
 from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings
-from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
-from ravi.kernel.values import MAX_COUNT, check_memory, check_scope
+from ravi.kernel.values import check_count, check_memory, check_scope
 
 
 def _migrations(dimension: int) -> list[Migration]:
@@ -134,9 +133,7 @@ class PgLongTermMemory(PostgresStore):
     async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(limit, int) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
-        limit = min(limit, MAX_COUNT)  # no collection holds more; Postgres's LIMIT takes no larger number
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         if limit == 0:
             return []
         vector = await self._embed(query)

@@ -20,7 +20,7 @@ from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
-from ravi.kernel.values import MAX_COUNT, check_ids, check_items, check_length, check_vector
+from ravi.kernel.values import check_count, check_ids, check_items, check_length, check_vector
 
 T = TypeVar("T")
 
@@ -351,9 +351,7 @@ class PgVectorStore(PostgresStore):
         """The ``limit`` most similar documents, best first, among those matching ``filter``."""
         self._check_collection(collection)
         vector = check_vector(query_embedding)
-        if not isinstance(limit, int) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
-        limit = min(limit, MAX_COUNT)  # no collection holds more; Postgres's LIMIT takes no larger number
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         where, params = filter_sql(filter, 3)
         if limit == 0:
             return []

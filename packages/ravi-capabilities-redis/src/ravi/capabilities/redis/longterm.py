@@ -16,7 +16,7 @@ from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_clien
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
-from ravi.kernel.values import check_memory, check_scope
+from ravi.kernel.values import check_count, check_memory, check_scope
 
 
 def _text(value: bytes | str) -> str:
@@ -155,8 +155,7 @@ class RedisLongTermMemory(RedisStore):
     async def search(self, agent_id: str, query: str, *, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(limit, int) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         if limit == 0:
             return []
         live = await self._live(agent_id, namespace)
