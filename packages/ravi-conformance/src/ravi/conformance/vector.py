@@ -100,6 +100,18 @@ class VectorStoreContract(ContractBase):
         assert math.isclose(results[0].score, 2.0 / math.hypot(2.0, 0.1), abs_tol=1e-4)
         assert math.isclose(results[-1].score, -2.0 / math.hypot(2.0, 0.1), abs_tol=1e-4)
 
+    async def test_equal_scores_come_in_id_order(self, backend: VectorStore) -> None:
+        """Documents of one score (the same text embedded twice, for instance) come in the order of their ids,
+        whatever order they were written in, so one search gives one order on every store.
+
+        Fix: sort the results by score, best first, then by id."""
+        c = unique("col")
+        ids = ["d3", "d0", "d4", "d1", "d2"]
+        await backend.add([Document(id=i, content=i, embedding=(1.0, 2.0, 3.0)) for i in ids], collection=c)
+        await backend.add([Document(id="a", content="a", embedding=(3.0, 2.0, 1.0))], collection=c)
+        results = await backend.search([1.0, 2.0, 3.0], collection=c, limit=10)
+        assert [r.id for r in results] == [*sorted(ids), "a"]
+
     async def test_search_returns_documents_with_their_content(self, backend: VectorStore) -> None:
         """A search result carries the document's content and its score."""
         c = await self.fill(backend)

@@ -392,11 +392,10 @@ class PgVectorStore(PostgresStore):
                 limit,
                 *params,
             )
-        return [
-            SearchResult.of(self._document(r), max(-1.0, min(1.0, 1.0 - float(r["distance"]))))
-            for r in rows
-            if not math.isnan(float(r["distance"]))
-        ]
+        # equal distances in id order, as every store gives them (the server's sort leaves them in any order)
+        measured = (r for r in rows if not math.isnan(float(r["distance"])))
+        ranked = sorted(measured, key=lambda r: (r["distance"], r["id"]))
+        return [SearchResult.of(self._document(r), max(-1.0, min(1.0, 1.0 - float(r["distance"])))) for r in ranked]
 
     async def get(self, ids: Sequence[str], *, collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
