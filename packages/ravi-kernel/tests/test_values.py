@@ -187,3 +187,23 @@ def test_json_object_reads_only_an_object_every_store_keeps() -> None:
     deepest = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
     for raw in ('{"q": NaN}', '{"q": -0.0}', '{"q": "\\ud800"}', deepest, "[1]", '{"q": ', ""):
         assert json_object(raw) is None
+
+
+def test_an_embedding_wider_than_every_store_keeps_is_refused_everywhere() -> None:
+    """pgvector keeps vectors of at most 16,000 dimensions: a wider document, query or embedding model was kept
+    by the in-memory and Redis stores and refused by Postgres's. Each is refused up front, on every store; the
+    widest one allowed is kept."""
+    from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
+    from ravi.kernel.storage import Document
+    from ravi.kernel.values import MAX_DIMENSIONS, check_vector
+
+    assert MAX_DIMENSIONS == 16_000
+    assert len(Document(id="d", embedding=(1.0,) * MAX_DIMENSIONS).embedding or ()) == MAX_DIMENSIONS
+    assert len(check_vector([1.0] * MAX_DIMENSIONS)) == MAX_DIMENSIONS
+    check_embedding_client(HashingEmbeddingClient(MAX_DIMENSIONS))
+    with pytest.raises(InvalidArgument, match="16000"):
+        Document(id="d", embedding=(1.0,) * (MAX_DIMENSIONS + 1))
+    with pytest.raises(InvalidArgument, match="16000"):
+        check_vector([1.0] * (MAX_DIMENSIONS + 1))
+    with pytest.raises(InvalidArgument, match="16000"):
+        check_embedding_client(HashingEmbeddingClient(MAX_DIMENSIONS + 1))

@@ -302,7 +302,8 @@ class VectorStoreContract(ContractBase):
 
     async def test_embeddings_of_a_large_model_are_stored_and_found(self, backend: VectorStore) -> None:
         """Embedding models give up to a few thousand dimensions (3,072 for OpenAI's text-embedding-3-large):
-        such documents are stored exactly and ranked by cosine similarity.
+        such documents are stored exactly and ranked by cosine similarity. A query of more than 16,000 (what
+        pgvector keeps, ``MAX_DIMENSIONS``) is refused.
 
         Troubleshooting: pgvector's HNSW index takes at most 2,000 dimensions; a collection of more is searched
         without one."""
@@ -319,6 +320,8 @@ class VectorStoreContract(ContractBase):
         assert hits[0].id == "d1" and hits[0].score == pytest.approx(2**-0.5, abs=1e-3)
         [got] = await backend.get(["d2"], collection=c)
         assert got.embedding == axis(2, n - 3)
+        with pytest.raises(InvalidArgument):  # wider than pgvector keeps (16,000): refused by every store
+            await backend.search([1.0] * 16_001, collection=unique("col"))
 
     async def test_a_vector_float32_cannot_measure_is_refused(self, backend: VectorStore) -> None:
         """Embeddings are compared in float32: a vector whose squared length passes float32's largest number

@@ -12,6 +12,7 @@ from array import array
 from collections.abc import Awaitable, Callable, Sequence
 
 from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.values import check_dimensions
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _LONGEST_WORD = 64  # pieces are taken from the first 64 characters of a longer "word" (a hash, base64, ...)
@@ -114,7 +115,7 @@ class CallableEmbeddingClient:
 
 def check_embedding_client(client: object, what: str = "embedding_client") -> None:
     """``InvalidArgument`` unless ``client`` is an embedding client (an instance: a class has the same
-    attributes) whose ``dimension`` is an integer >= 1."""
+    attributes) whose ``dimension`` is an integer from 1 to :data:`~ravi.kernel.values.MAX_DIMENSIONS`."""
     from ravi.kernel.llm import EmbeddingClient
 
     if isinstance(client, type) or not isinstance(client, EmbeddingClient):
@@ -125,6 +126,7 @@ def check_embedding_client(client: object, what: str = "embedding_client") -> No
     dimension = client.dimension
     if not isinstance(dimension, int) or isinstance(dimension, bool) or dimension < 1:
         raise InvalidArgument(f"{what}.dimension must be an integer >= 1, got {dimension!r}")
+    check_dimensions(dimension, what)
 
 
 def check_embeddings(vectors: object, count: int, dimension: int) -> list[list[float]]:

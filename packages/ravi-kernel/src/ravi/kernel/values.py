@@ -392,13 +392,30 @@ def check_length(squared_length: float, what: str) -> None:
         )
 
 
+MAX_DIMENSIONS = 16_000
+"""The most dimensions of an embedding (a document's, a query's, an embedding model's): what pgvector keeps. A
+wider one was kept in memory and in Redis and refused by Postgres; every store refuses it."""
+
+
+def check_dimensions(size: int, what: str) -> None:
+    """``InvalidArgument`` unless an embedding of ``size`` dimensions is one every store keeps
+    (:data:`MAX_DIMENSIONS`)."""
+    if size > MAX_DIMENSIONS:
+        raise InvalidArgument(
+            f"{what} has {size} dimensions; every store keeps at most {MAX_DIMENSIONS} (pgvector's limit)",
+            hint="use a model of fewer dimensions, or shorten its embeddings (many models allow it)",
+        )
+
+
 def check_vector(values: object, what: str = "query_embedding") -> list[float]:
-    """``values`` as a list of finite floats; a string, a non-number or NaN is refused with ``InvalidArgument``."""
+    """``values`` as a list of finite floats; a string, a non-number, NaN or more than :data:`MAX_DIMENSIONS`
+    numbers is refused with ``InvalidArgument``."""
     if isinstance(values, str | bytes) or (not isinstance(values, Sequence) and not hasattr(values, "tolist")):
         raise InvalidArgument(f"{what} must be a sequence of numbers, got {type(values).__name__}")
     items = values.tolist() if hasattr(values, "tolist") else list(values)  # type: ignore[call-overload]
     if not isinstance(items, list):
         raise InvalidArgument(f"{what} must be a one-dimensional sequence of numbers")
+    check_dimensions(len(items), what)
     out = []
     for i, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, int | float):
@@ -436,12 +453,14 @@ __all__ = [
     "json_object",
     "refuse_change",
     "MAX_DEPTH",
+    "MAX_DIMENSIONS",
     "MAX_INT_DIGITS",
     "Value",
     "invalid",
     "MAX_COUNT",
     "MAX_TTL_SECONDS",
     "check_count",
+    "check_dimensions",
     "check_ids",
     "check_length",
     "check_json",
