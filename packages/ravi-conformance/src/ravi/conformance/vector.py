@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections import UserDict
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -132,7 +134,8 @@ class VectorStoreContract(ContractBase):
                 await backend.search([1.0, 1.0, 1.0], collection=c, limit=bad)  # type: ignore[arg-type]
 
     async def test_metadata_filters(self, backend: VectorStore) -> None:
-        """A filter keeps documents whose metadata equals each value, or one of a list's values."""
+        """A filter keeps documents whose metadata equals each value, or one of a list's values; a filter made of
+        mappings that are not dicts (``MappingProxyType``, ``UserDict``) and tuples compares as the JSON it holds."""
         c = await self.fill(backend)
         only = await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"group": "neg"})
         assert [r.id for r in only] == ["-x"]
@@ -140,6 +143,13 @@ class VectorStoreContract(ContractBase):
         assert {r.id for r in either} == {"y", "z"}
         assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": "none"}) == []
         assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"missing": 1}) == []
+        await backend.add([doc("obj", [0.0, 1.0, 0.0], place={"city": "Oslo", "at": [1, 2]})], collection=c)
+        for proxy in (  # a filter of mappings that are not dicts, and tuples, compares as the JSON it holds
+            MappingProxyType({"place": MappingProxyType({"city": "Oslo", "at": (1, 2)})}),
+            {"place": [UserDict(city="Oslo", at=[1, 2])]},
+        ):
+            found = await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter=proxy)
+            assert [r.id for r in found] == ["obj"]
 
     async def test_a_filter_tells_booleans_from_numbers(self, backend: VectorStore) -> None:
         """JSON ``true`` is not the number 1, nor ``false`` 0, in a filter's values, its lists and nested

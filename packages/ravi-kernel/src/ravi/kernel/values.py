@@ -225,11 +225,13 @@ def invalid(error: ValidationError, owner: str) -> InvalidArgument:
 
 
 def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
-    """A checked deep copy of a JSON object, holding exactly what a database gives back (tuples become lists)."""
+    """A checked deep copy of a JSON object, holding exactly what a database gives back (tuples become lists, and
+    every mapping a dict)."""
     if not isinstance(value, Mapping):
         raise InvalidArgument(f"{what} must be a mapping, got {type(value).__name__}")
     check_json(value, what)
-    copied = json.loads(json.dumps(value, allow_nan=False))
+    # thawed first: json.dumps takes dicts only, and a MappingProxyType or a UserDict passed check_json
+    copied = json.loads(json.dumps(thaw(value), allow_nan=False))
     if not isinstance(copied, dict):  # pragma: no cover - a mapping always dumps to an object
         raise InvalidArgument(f"{what} must be a JSON object")
     return copied

@@ -20,7 +20,7 @@ from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
-from ravi.kernel.values import check_count, check_ids, check_items, check_length, check_vector
+from ravi.kernel.values import check_count, check_ids, check_items, check_length, check_vector, thaw
 
 T = TypeVar("T")
 
@@ -87,12 +87,14 @@ def filter_sql(filter: Filter | None, first: int) -> tuple[str, list[Any]]:
     clauses, params = [], []
     n = first
     for key, wanted in filter.items():
+        # thawed: json.dumps takes dicts only, and a MappingProxyType or a UserDict passed the check (a tuple stays
+        # one value, as in memory: only a list is a choice)
         if isinstance(wanted, list):
             clauses.append(f"metadata -> ${n} = ANY(${n + 1}::jsonb[])")
-            params += [str(key), [json.dumps(v) for v in wanted]]
+            params += [str(key), [json.dumps(thaw(v)) for v in wanted]]
         else:
             clauses.append(f"metadata -> ${n} = ${n + 1}::jsonb")
-            params += [str(key), json.dumps(wanted)]
+            params += [str(key), json.dumps(thaw(wanted))]
         n += 2
     return " AND " + " AND ".join(clauses), params
 
