@@ -278,6 +278,9 @@ class AGEGraphStore:
             return
         async with self._connection() as connection, connection.transaction():
             await self._lock_ids(connection, "e", [r.id for r in relationships])
+            # the ends too, as a delete of one takes its id's lock: a delete that ran between the check below and
+            # the write left the new edge pointing at a vertex no longer there, invisible and never forgotten
+            await self._lock_ids(connection, "v", ends)
             found = {
                 row[0] for row in await self._run(connection, "MATCH (n) WHERE n.id IN $ids RETURN n.id", {"ids": ends})
             }
@@ -356,9 +359,11 @@ class AGEGraphStore:
         )
 
     async def delete_entity(self, entity_id: str) -> bool:
-        """Remove an entity and every relationship touching it (``DETACH DELETE``)."""
+        """Remove an entity and every relationship touching it (``DETACH DELETE``), under its id's lock, so a
+        relationship being added to it lands first (and goes with it) or finds it gone (``NotFound``)."""
         check_scope(entity_id=entity_id)
-        async with self._connection() as connection:
+        async with self._connection() as connection, connection.transaction():
+            await self._lock_ids(connection, "v", [entity_id])
             rows = await self._run(connection, "MATCH (n) WHERE n.id = $id DETACH DELETE n RETURN 1", {"id": entity_id})
         return bool(rows)
 
@@ -383,6 +388,10 @@ class AGEGraphStore:
 
         removed = 0
         async with self._connection() as connection, connection.transaction():
+            # the scope's entities under their ids' locks, as delete_entity: no relationship being added to one
+            # is written after it is gone
+            doomed = await self._run(connection, f"MATCH (n) WHERE {where('n')} RETURN n.id", params)
+            await self._lock_ids(connection, "v", [str(row[0]) for row in doomed])
             for query in (
                 f"MATCH ()-[r]->() WHERE {where('r')} DELETE r RETURN 1",
                 f"MATCH (n)-[r]->() WHERE {where('n')} DELETE r RETURN 1",
