@@ -1718,3 +1718,24 @@ async def test_long_term_memory_takes_an_embedding_model_of_more_than_2000_dimen
         assert [m.id for m in await memory.search("agent", "monthly invoices", limit=1)] == [kept]
     finally:
         await memory.close()
+
+
+async def test_tasks_added_while_the_agent_is_forgotten_are_kept_whole_or_forgotten(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """``forget`` deleted a board while ``add_tasks`` (another store, or process) held it: ``add_tasks`` then
+    wrote its tasks under no board and failed with a bare ``AssertionError``, and the tasks stayed in the table,
+    invisible to ``get_task_list`` and out of any later forget's count. Each race now either adds the tasks
+    before the forget (which erases them) or after it (a board of its own); no task is left without its board."""
+    writer = PgTaskStore(postgres_server.address, schema=pg_schema)
+    forgetter = PgTaskStore(postgres_server.address, schema=pg_schema)
+    try:
+        for i in range(30):
+            await writer.create_task_list("conv", "agent", ["first"])
+            await asyncio.gather(writer.add_tasks("conv", "agent", [f"t{i}"]), forgetter.forget("agent"))
+            board = await writer.get_task_list("conv", "agent")
+            rows = await writer.db.fetchval(f"SELECT count(*) FROM {writer._tasks} WHERE agent_id = 'agent'")
+            assert rows == (0 if board is None else len(board.tasks)), (i, board, rows)
+    finally:
+        await writer.close()
+        await forgetter.close()

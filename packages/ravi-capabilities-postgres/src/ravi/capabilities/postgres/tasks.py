@@ -126,12 +126,14 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
         return TaskList(conversation_id=conversation_id, agent_id=agent_id, tasks=tuple(_task(r) for r in rows))
 
     async def _lock_board(self, connection: asyncpg.Connection, conversation_id: str, agent_id: str) -> None:
-        """Create the board row if missing and lock it until the transaction ends: one writer per board."""
+        """Create the board row if missing and lock it until the transaction ends: one writer per board.
+
+        One upsert, which ends holding the row's lock whatever ran meanwhile: an insert, then a ``SELECT ... FOR
+        UPDATE``, locked nothing when a ``forget`` deleted the row between them, and the tasks were then written
+        under no board."""
         await connection.execute(
-            f"INSERT INTO {self._boards} VALUES ($1, $2) ON CONFLICT DO NOTHING", conversation_id, agent_id
-        )
-        await connection.execute(
-            f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR UPDATE",
+            f"INSERT INTO {self._boards} AS b VALUES ($1, $2) ON CONFLICT (conversation_id, agent_id) "
+            "DO UPDATE SET agent_id = b.agent_id",
             conversation_id,
             agent_id,
         )
@@ -152,17 +154,17 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Erase the agent's task list of the conversation ``session_id`` (every one of the agent's with ``None``)
-        (``Forgetter``), in one statement; returns how many task lists."""
+        (``Forgetter``), in one transaction; returns how many task lists."""
         check_forget(agent_id, session_id)
         where = "agent_id = $1" if session_id is None else "agent_id = $1 AND conversation_id = $2"
         args = (agent_id,) if session_id is None else (agent_id, session_id)
-        count = await self.db.fetchval(
-            f"WITH b AS (DELETE FROM {self._boards} WHERE {where} RETURNING conversation_id), "
-            f"t AS (DELETE FROM {self._tasks} WHERE {where} RETURNING conversation_id) "
-            "SELECT count(*) FROM (SELECT conversation_id FROM b UNION SELECT conversation_id FROM t) x",
-            *args,
-        )
-        return int(count)
+        async with self.db.connection() as connection, connection.transaction():
+            # the boards first, waiting for their writers; then, in a statement of its own (which sees what those
+            # writers committed), the tasks: in one statement, tasks a writer added meanwhile were left behind
+            returning = f"WHERE {where} RETURNING conversation_id"
+            boards = await connection.fetch(f"DELETE FROM {self._boards} {returning}", *args)
+            tasks = await connection.fetch(f"DELETE FROM {self._tasks} {returning}", *args)
+        return len({r["conversation_id"] for r in [*boards, *tasks]})
 
     async def get_task_list(self, conversation_id: str, agent_id: str) -> TaskList | None:
         """The board, or ``None``."""
