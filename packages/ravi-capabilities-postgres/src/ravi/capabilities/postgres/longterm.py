@@ -15,7 +15,7 @@ from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgLongTermOptions
 from ravi.capabilities.postgres.vector import HNSW_MAX_DIMENSIONS, register_vector_codec
-from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings, check_measurable
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
 from ravi.kernel.values import check_count, check_memory, check_scope
@@ -81,12 +81,11 @@ class PgLongTermMemory(PostgresStore):
         super().__init__(dsn, **options)
         self._table = self.db.table("memories")
 
-    async def _embed(self, text: str) -> np.ndarray:
+    async def _embed(self, text: str, what: str) -> np.ndarray:
         [vector] = check_embeddings(await self._embedder.embed([text]), 1, self._embedder.dimension)
-        array = np.asarray(vector, dtype=np.float32)
-        if not np.any(array):
-            array[0] = 1.0
-        return array
+        # refused, never made another: a zero vector was stored as [1, 0, ...], a direction it never had
+        check_measurable(vector, what)
+        return np.asarray(vector, dtype=np.float32)
 
     @staticmethod
     def _memory(row: asyncpg.Record, score: float | None = None) -> Memory:
@@ -113,7 +112,7 @@ class PgLongTermMemory(PostgresStore):
         """Store a memory; returns its id."""
         seconds, checked = check_memory(agent_id, content, namespace, ttl, metadata)
         meta = jsonb_dumps(checked)
-        vector = await self._embed(content)
+        vector = await self._embed(content, "the embedding of the memory")
         memory_id = uuid.uuid4().hex
         async with self.db.connection() as connection:
             await connection.execute(
@@ -136,7 +135,7 @@ class PgLongTermMemory(PostgresStore):
         limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         if limit == 0:
             return []
-        vector = await self._embed(query)
+        vector = await self._embed(query, "the embedding of the query")
         rows = await self.db.fetch(
             f"SELECT id, agent_id, namespace, content, metadata::text AS metadata, created_at, expires_at, "
             f"embedding <=> $3 AS distance FROM {self._table} "

@@ -12,7 +12,7 @@ import numpy as np
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.capabilities.redis.options import RedisLongTermOptions
-from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings, check_measurable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
@@ -88,6 +88,7 @@ class RedisLongTermMemory(RedisStore):
         """Store a memory; returns its id."""
         seconds, meta = check_memory(agent_id, content, namespace, ttl, metadata)
         [vector] = check_embeddings(await self._embedder.embed([content]), 1, self._embedder.dimension)
+        check_measurable(vector, "the embedding of the memory")
         # One dimension per namespace, fixed by its first memory: vectors of two sizes cannot be ranked together.
         with mapped_errors():
             async with self.redis.client.pipeline(transaction=True) as pipe:
@@ -162,6 +163,7 @@ class RedisLongTermMemory(RedisStore):
         if not live:
             return []
         [vector] = check_embeddings(await self._embedder.embed([query]), 1, self._embedder.dimension)
+        check_measurable(vector, "the embedding of the query")
         q = np.asarray(vector, dtype=np.float32)
         sizes = {len(r["embedding"]) // 8 for _, r in live}  # hex of float32: 8 characters a number
         if sizes != {q.size}:
