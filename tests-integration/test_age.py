@@ -14,7 +14,7 @@ import servers
 from ravi.capabilities.age import AGEGraphStore
 from ravi.capabilities.age.cypher import oversized_integers, return_columns
 from ravi.conformance import CypherCapableContract, GraphStoreContract
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import load_backend
 from ravi.kernel.storage import Entity, Relationship
@@ -329,3 +329,34 @@ async def test_a_backslash_in_a_backticked_name_escapes_nothing(age_store: AGEGr
     assert await age_store.query_cypher(query) == [{"n": 5, "a": 1}]
     assert oversized_integers("WITH 1 AS `a\\` RETURN 99999999999999999999 AS n") == ["99999999999999999999"]
     assert return_columns("RETURN 'it\\'s, here' AS s, 2 AS t") == ["s", "t"]
+
+
+async def test_a_relationship_added_while_an_end_is_deleted_never_outlives_it(age_dsn: str, age_graph: str) -> None:
+    """``add_relationships`` checked that both ends exist, then wrote its edges, while a ``delete_entity`` of an end
+    (from another store, or process) ran between: the edge was written after the ``DETACH DELETE`` had removed the
+    ones it saw, and pointed at a vertex that no longer existed, invisible to every read and left behind by
+    ``forget``, the agent's properties on it. Each race now either adds the relationship before the delete (which
+    removes it) or refuses it with ``NotFound``; no edge is left without its vertices, and forget erases all."""
+    import asyncpg
+
+    async for writer in servers.age_graph(age_dsn, age_graph, where="this PostgreSQL (set RAVI_TEST_AGE_DSN)"):
+        async for deleter in servers.age_graph(age_dsn, age_graph, where="this PostgreSQL"):
+            for i in range(40):
+                await writer.add_entities([Entity(id="a", properties={"agent_id": "ag"}), Entity(id="b")])
+                relationship = Relationship(
+                    id=f"r{i}", source_id="a", target_id="b", type="T", properties={"agent_id": "ag"}
+                )
+                added, _ = await asyncio.gather(
+                    writer.add_relationships([relationship]), deleter.delete_entity("a"), return_exceptions=True
+                )
+                assert added is None or isinstance(added, NotFound), added
+            connection = await asyncpg.connect(age_dsn)
+            try:
+                await connection.execute("LOAD 'age'; SET search_path = ag_catalog, public")
+                dangling = await connection.fetchval(
+                    f'SELECT count(*) FROM "{age_graph}"._ag_label_edge e WHERE NOT EXISTS '
+                    f'(SELECT 1 FROM "{age_graph}"._ag_label_vertex v WHERE v.id = e.start_id)'
+                )
+            finally:
+                await connection.close()
+            assert dangling == 0

@@ -96,3 +96,44 @@ async def test_postgres_search_by_meaning_refuses_a_wrong_answer(
         assert len(await history.get_messages("agent", session_id="s")) == 3
     finally:
         await history.close()
+
+
+UNMEASURABLE = {"zero": [0.0] * 4, "past float32": [1e20] * 4, "below float32": [1e-30] * 4}
+"""Embeddings float32 arithmetic cannot measure a cosine with: Postgres's long-term memory stored a zero one as
+``[1, 0, 0, 0]`` (a direction it never had: it then scored 1.0 against that axis) and failed every search of
+a query past float32's range with a score of NaN, while Redis and the in-memory store scored them 0.0."""
+
+
+class Switching:
+    """An embedding client of four dimensions that answers ``answer`` for every text once it is set."""
+
+    dimension = 4
+
+    def __init__(self) -> None:
+        self.answer: list[float] | None = None
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.answer or [1.0, 0.5, 0.0, 0.0] for _ in texts]
+
+
+@pytest.mark.parametrize("kind", UNMEASURABLE)
+async def test_long_term_memory_refuses_an_embedding_float32_cannot_measure(
+    postgres_server: Server, pg_schema: str, redis_server: Server, redis_prefix: str, kind: str
+) -> None:
+    client = Switching()
+    for memory in (
+        PgLongTermMemory(postgres_server.address, schema=pg_schema, embedding_client=client),
+        RedisLongTermMemory(redis_server.address, prefix=redis_prefix, embedding_client=client),
+    ):
+        try:
+            client.answer = None
+            kept = await memory.save("agent", "kept")
+            client.answer = UNMEASURABLE[kind]
+            with pytest.raises(InvalidArgument):
+                await memory.save("agent", "unmeasurable")
+            with pytest.raises(InvalidArgument):
+                await memory.search("agent", "unmeasurable")
+            client.answer = None
+            assert [m.id for m in await memory.search("agent", "kept", limit=5)] == [kept]
+        finally:
+            await memory.close()

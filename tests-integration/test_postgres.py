@@ -1727,3 +1727,41 @@ async def test_a_dropped_schema_ends_no_call_of_a_store_sharing_the_pool(
         await bystander.destroy()
         await dropped.close()
         await bystander.close()
+
+
+async def test_long_term_memory_takes_an_embedding_model_of_more_than_2000_dimensions(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """pgvector's HNSW index takes at most 2,000 dimensions: the memories table of a 3,072-dimension model
+    (OpenAI's text-embedding-3-large) could not be made, and every call was refused, while the in-memory and
+    Redis stores kept such memories. It is made without the index (a search reads one agent's scope anyway)."""
+    from ravi.agents.storage import HashingEmbeddingClient
+
+    memory = PgLongTermMemory(postgres_server.address, schema=pg_schema, embedding_client=HashingEmbeddingClient(3072))
+    try:
+        kept = await memory.save("agent", "invoices are due monthly")
+        await memory.save("agent", "the cat sleeps on the sofa")
+        assert [m.id for m in await memory.search("agent", "monthly invoices", limit=1)] == [kept]
+    finally:
+        await memory.close()
+
+
+async def test_tasks_added_while_the_agent_is_forgotten_are_kept_whole_or_forgotten(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """``forget`` deleted a board while ``add_tasks`` (another store, or process) held it: ``add_tasks`` then
+    wrote its tasks under no board and failed with a bare ``AssertionError``, and the tasks stayed in the table,
+    invisible to ``get_task_list`` and out of any later forget's count. Each race now either adds the tasks
+    before the forget (which erases them) or after it (a board of its own); no task is left without its board."""
+    writer = PgTaskStore(postgres_server.address, schema=pg_schema)
+    forgetter = PgTaskStore(postgres_server.address, schema=pg_schema)
+    try:
+        for i in range(30):
+            await writer.create_task_list("conv", "agent", ["first"])
+            await asyncio.gather(writer.add_tasks("conv", "agent", [f"t{i}"]), forgetter.forget("agent"))
+            board = await writer.get_task_list("conv", "agent")
+            rows = await writer.db.fetchval(f"SELECT count(*) FROM {writer._tasks} WHERE agent_id = 'agent'")
+            assert rows == (0 if board is None else len(board.tasks)), (i, board, rows)
+    finally:
+        await writer.close()
+        await forgetter.close()

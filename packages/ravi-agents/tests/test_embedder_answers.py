@@ -59,6 +59,29 @@ def test_long_term_memory_refuses_an_embedders_wrong_answer(wrong: Callable[[Seq
     asyncio.run(run())
 
 
+UNMEASURABLE = {"zero": [0.0] * 4, "past float32": [1e20] * 4, "below float32": [1e-30] * 4}
+
+
+@pytest.mark.parametrize("vector", UNMEASURABLE.values(), ids=UNMEASURABLE.keys())
+def test_long_term_memory_refuses_an_embedding_float32_cannot_measure(vector: list[float]) -> None:
+    """A zero embedding, or one whose squared length is past float32's range, has no cosine: it scored 0.0 here
+    and something else on Postgres. It is refused, as the vector stores refuse it."""
+
+    async def run() -> None:
+        client = Answering()
+        memory = InMemoryLongTermMemory(embedding_client=client)
+        kept = await memory.save("a", "the user likes tea")
+        client.wrong = lambda texts: [vector for _ in texts]
+        with pytest.raises(InvalidArgument):
+            await memory.save("a", "the user likes coffee")
+        with pytest.raises(InvalidArgument):
+            await memory.search("a", "tea")
+        client.wrong = None
+        assert [m.id for m in await memory.search("a", "tea")] == [kept]
+
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize("wrong", WRONG.values(), ids=WRONG.keys())
 def test_vector_store_refuses_an_embedders_wrong_answer(wrong: Callable[[Sequence[str]], object]) -> None:
     async def run() -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
 from ravi.kernel.messages import ChatMessage, FrozenList, ToolCallBlock
 from ravi.kernel.storage import Document, Entity, Relationship, Task
-from ravi.kernel.values import MAX_DEPTH, check_ids, check_json, json_copy, json_object, ttl_seconds
+from ravi.kernel.values import MAX_DEPTH, MAX_INT_DIGITS, check_ids, check_json, json_copy, json_object, ttl_seconds
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -50,12 +50,32 @@ def test_every_accepted_json_object_comes_back_exactly(value: dict[str, Any]) ->
         ({"k": {1, 2}}, "metadata.k"),
         ({"k": b"bytes"}, "metadata.k"),
         ({"k": {1: "int key"}}, "metadata.k"),
+        ({"k": [10**MAX_INT_DIGITS]}, "metadata.k[0]"),
+        ({"k": -(10**MAX_INT_DIGITS)}, "metadata.k"),
     ],
 )
 def test_values_no_store_can_keep_are_refused_naming_the_field(value: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         check_json(value, "metadata")
     assert caught.value.field == field
+
+
+def test_an_integer_of_more_digits_than_json_reads_back_is_refused_not_a_value_error() -> None:
+    """Python writes and reads integers of at most 4,300 digits as text: a longer one passed the check, then
+    ``json.dumps`` raised a bare ``ValueError`` inside every store (and a store that kept it could not read it
+    back). The longest one allowed comes back exactly; a longer one is ``InvalidArgument``, as are models
+    holding one."""
+    from ravi.kernel.storage import Document, Task
+
+    widest = 10**MAX_INT_DIGITS - 1
+    check_json({"n": widest, "m": -widest}, "state")
+    assert json_copy({"n": widest}) == {"n": widest}
+    with pytest.raises(InvalidArgument, match="digits"):
+        json_copy({"n": 10**5000})
+    with pytest.raises(InvalidArgument, match="digits"):
+        Task(title="t", metadata={"n": 10**5000})
+    with pytest.raises(InvalidArgument, match="digits"):
+        Document(id="d", content="x", metadata={"n": [-(10**5000)]})
 
 
 def test_depth_is_bounded_and_deep_values_are_refused_not_crashed() -> None:
@@ -174,3 +194,23 @@ def test_a_duration_is_refused_by_the_name_it_was_given(expires_in: Any) -> None
     """``presign_url(key, expires_in=0)`` said "ttl must be positive": a parameter the call does not have."""
     with pytest.raises(InvalidArgument, match=r"^expires_in "):
         ttl_seconds(expires_in, name="expires_in")
+
+
+def test_an_embedding_wider_than_every_store_keeps_is_refused_everywhere() -> None:
+    """pgvector keeps vectors of at most 16,000 dimensions: a wider document, query or embedding model was kept
+    by the in-memory and Redis stores and refused by Postgres's. Each is refused up front, on every store; the
+    widest one allowed is kept."""
+    from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
+    from ravi.kernel.storage import Document
+    from ravi.kernel.values import MAX_DIMENSIONS, check_vector
+
+    assert MAX_DIMENSIONS == 16_000
+    assert len(Document(id="d", embedding=(1.0,) * MAX_DIMENSIONS).embedding or ()) == MAX_DIMENSIONS
+    assert len(check_vector([1.0] * MAX_DIMENSIONS)) == MAX_DIMENSIONS
+    check_embedding_client(HashingEmbeddingClient(MAX_DIMENSIONS))
+    with pytest.raises(InvalidArgument, match="16000"):
+        Document(id="d", embedding=(1.0,) * (MAX_DIMENSIONS + 1))
+    with pytest.raises(InvalidArgument, match="16000"):
+        check_vector([1.0] * (MAX_DIMENSIONS + 1))
+    with pytest.raises(InvalidArgument, match="16000"):
+        check_embedding_client(HashingEmbeddingClient(MAX_DIMENSIONS + 1))

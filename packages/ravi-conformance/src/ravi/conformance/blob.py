@@ -9,7 +9,16 @@ import pytest
 
 from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, skip_without, unique
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import MAX_KEY_BYTES, Blob, BlobStore, BoundedKeys, Forgetter, blob_prefix
+from ravi.kernel.storage import (
+    EXPIRY_METADATA_BYTES,
+    MAX_KEY_BYTES,
+    MAX_METADATA_BYTES,
+    Blob,
+    BlobStore,
+    BoundedKeys,
+    Forgetter,
+    blob_prefix,
+)
 
 
 class BlobStoreContract(ContractBase):
@@ -257,6 +266,24 @@ class BlobStoreContract(ContractBase):
         ]:
             blob = await _stored_or_refused(backend, unique("meta"), metadata=metadata)
             assert blob is None or dict(blob.metadata) == metadata
+
+    async def test_metadata_leaves_room_for_the_expiry_of_a_blob_with_a_ttl(self, backend: BlobStore) -> None:
+        """S3 keeps at most 2,048 bytes of user metadata, and a store that keeps a blob's expiry there (as the S3
+        store does) needs some of them: metadata that fills the 2,048 bytes is stored without a ttl, and refused
+        up front with one (``EXPIRY_METADATA_BYTES`` are kept for it), on every store alike.
+
+        Fix: check metadata with ``check_blob_metadata(metadata, ttl=seconds)`` of ``ravi.kernel.storage``."""
+        skip_without(self.capabilities, "ttl", reason="blobs uploaded with a ttl")
+        full = {"k": "v" * (MAX_METADATA_BYTES - 1)}
+        key = unique("full")
+        await backend.upload(key, b"x", metadata=full)
+        assert dict((await backend.download(key)).metadata) == full
+        with pytest.raises(InvalidArgument):
+            await backend.upload(key, b"y", metadata=full, ttl=3600)
+        assert (await backend.download(key)).data == b"x"
+        room = {"k": "v" * (MAX_METADATA_BYTES - EXPIRY_METADATA_BYTES - 1)}
+        await call_or_skip_unsupported(backend.upload(key, b"z", metadata=room, ttl=3600), "ttl")
+        assert dict((await backend.download(key)).metadata) == room
 
     async def test_content_type_comes_back_exactly_or_is_refused(self, backend: BlobStore) -> None:
         """The content type is stored exactly or refused up front (spaces around it included: HTTP trims them)."""

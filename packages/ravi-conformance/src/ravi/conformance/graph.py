@@ -152,10 +152,12 @@ class GraphStoreContract(ContractBase):
             await backend.get_neighbors(unique("ghost"), depth=1)
 
     async def test_negative_depth_is_refused(self, backend: GraphStore) -> None:
-        """A negative depth is refused with ``InvalidArgument``."""
+        """A negative depth, or one that is a bool or a float, is refused with ``InvalidArgument`` (``True`` is not
+        a depth of 1, as everywhere a count is given)."""
         ids = await self.build(backend)
-        with pytest.raises(InvalidArgument):
-            await backend.get_neighbors(ids["a"], depth=-1)
+        for bad in (-1, True, 1.0):
+            with pytest.raises(InvalidArgument):
+                await backend.get_neighbors(ids["a"], depth=bad)  # type: ignore[arg-type]
 
     async def test_a_bare_string_is_not_a_list_of_relationship_types(self, backend: GraphStore) -> None:
         """``relationship_types="KNOWS"`` must not mean the types ``K``, ``N``, ``O``, ...: it is refused."""

@@ -196,15 +196,16 @@ class LongTermMemoryContract(ContractBase):
         assert [m.id for m in await backend.search(a, "fact about deployment", limit=5)] == [keep]
 
     async def test_bad_input_raises_typed_errors(self, backend: LongTermMemory) -> None:
-        """Bad input raises a typed error."""
+        """Bad input raises a typed error (a limit that is a bool or a float included)."""
         a = unique("agent")
         kept = await backend.save(a, "kept")
         with pytest.raises(InvalidArgument):
             await backend.save(a, "negative ttl", ttl=-1)
         with pytest.raises(InvalidArgument):
             await backend.save("", "no agent")
-        with pytest.raises(InvalidArgument):
-            await backend.search(a, "q", limit=-1)
+        for bad in (-1, True, 2.0):  # a bool is not a count of 1, as everywhere a count is given
+            with pytest.raises(InvalidArgument):
+                await backend.search(a, "q", limit=bad)  # type: ignore[arg-type]
         assert await backend.get(a, kept) is not None
 
     async def test_a_namespace_that_is_not_text_is_refused(self, backend: LongTermMemory) -> None:
@@ -221,13 +222,14 @@ class LongTermMemoryContract(ContractBase):
         assert await backend.get(a, kept) is not None
 
     async def test_values_no_store_can_keep_are_refused_and_nothing_is_stored(self, backend: LongTermMemory) -> None:
-        """TTLs no server can hold (infinite, 1e17 s), NaN in metadata and lone surrogates are refused with
-        InvalidArgument before anything is written."""
+        """TTLs no server can hold (infinite, 1e17 s), NaN or an integer of 5,000 digits in metadata and lone
+        surrogates are refused with InvalidArgument before anything is written."""
         a = unique("agent")
         bad_calls: dict[str, Callable[[], Awaitable[Any]]] = {
             "save(ttl=inf)": lambda: backend.save(a, "forever", ttl=float("inf")),
             "save(ttl=1e17)": lambda: backend.save(a, "too long", ttl=1e17),
             "save(metadata={'n': nan})": lambda: backend.save(a, "nan", metadata={"n": float("nan")}),
+            "save(metadata={'n': 10**5000})": lambda: backend.save(a, "huge", metadata={"n": 10**5000}),
             "save(content with a lone surrogate)": lambda: backend.save(a, "lone \ud800 surrogate"),
             "save(metadata key with a lone surrogate)": lambda: backend.save(a, "bad key", metadata={"k\udfff": 1}),
         }

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections import UserDict
 from collections.abc import Awaitable, Callable
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -115,10 +117,16 @@ class ShortTermMemoryContract(ContractBase):
         assert await backend.get_state(s) == state
 
     async def test_values_come_back_as_json(self, backend: ShortTermMemory) -> None:
-        """Values come back as JSON types (lists, not tuples)."""
+        """Values come back as JSON types: lists, not tuples; dicts, not the mappings they were given as (a
+        ``MappingProxyType``, a ``UserDict``), which are refused by nothing and stored as the objects they hold.
+
+        Fix: store what ``json_copy`` of ``ravi.kernel.values`` returns (plain dicts and lists)."""
         s = unique("session")
         await backend.set_state(s, {"tuple": (1, 2), "int": 1, "float": 1.5})
         assert await backend.get_state(s) == {"tuple": [1, 2], "int": 1, "float": 1.5}
+        await backend.set_state(s, MappingProxyType({"proxy": MappingProxyType({"a": (1,)}), "user": UserDict(b=2)}))
+        merged = await backend.update_state(s, UserDict(more=MappingProxyType({"c": 3})))
+        assert merged == await backend.get_state(s) == {"proxy": {"a": [1]}, "user": {"b": 2}, "more": {"c": 3}}
 
     async def test_numbers_keep_their_type_and_value(self, backend: ShortTermMemory) -> None:
         """Every number comes back as it was set, by ``get_state`` and by ``update_state``'s result: a float
@@ -179,8 +187,9 @@ class ShortTermMemoryContract(ContractBase):
         assert await backend.get_state(s) == {"kept": 1}
 
     async def test_values_no_store_can_keep_are_refused_and_nothing_is_lost(self, backend: ShortTermMemory) -> None:
-        """A value is stored exactly or refused with InvalidArgument: NaN, infinities, lone surrogates and JSON
-        nested thousands deep are refused (never a bare ValueError or RecursionError), and the state is kept.
+        """A value is stored exactly or refused with InvalidArgument: NaN, infinities, lone surrogates, JSON
+        nested thousands deep and integers of more digits than Python reads back from JSON (4,300) are refused
+        (never a bare ValueError or RecursionError), and the state is kept.
 
         Fix: store what ``json_copy`` of ``ravi.kernel.values`` returns for a state or a patch, never the argument
         itself: it refuses every such value with ``InvalidArgument``.
@@ -196,6 +205,7 @@ class ShortTermMemoryContract(ContractBase):
             "a state holding a lone surrogate": {"t": "lone \ud800"},
             "a state with a lone surrogate in a key": {"k\udfff": 1},
             "a state nested 5,000 deep": {"deep": deep},
+            "a state holding an integer of 5,000 digits": {"n": [10**5000]},
         }
         for shown, bad in bad_states.items():
             await refuses(

@@ -237,6 +237,35 @@ class TaskStoreContract(ContractBase):
         wins = await asyncio.gather(*(claim() for _ in range(20)))
         assert wins.count(True) == 1
 
+    async def test_a_task_every_board_holds_is_found_while_the_board_is_replaced(self, backend: TaskStore) -> None:
+        """A board replaced (``create_task_list``) while a worker moves one of its tasks, by a board that holds a
+        task of that id too: the move lands on the board before or after, or is refused as a move the task's
+        status forbids, and is never ``NotFound``: the task was on every board.
+
+        Fix: have a change wait for a replacement of its board that has begun (on Postgres, lock the board's row
+        ``FOR SHARE`` before the task's row ``FOR UPDATE``): the task's row that was read is gone once the
+        replacement commits, and its successor is not in the change's snapshot."""
+        conv, agent = unique("conv"), unique("agent")
+        await backend.create_task_list(conv, agent, [Task(id="t", title="0")])
+        missing = 0
+
+        async def move() -> None:
+            nonlocal missing
+            for _ in range(60):
+                try:
+                    await backend.update_status(conv, agent, "t", S.IN_PROGRESS)
+                except InvalidTransition:
+                    pass
+                except NotFound:
+                    missing += 1
+
+        async def replace() -> None:
+            for i in range(60):
+                await backend.create_task_list(conv, agent, [Task(id="t", title=str(i))])
+
+        await asyncio.gather(move(), replace())
+        assert missing == 0, f"update_status found no task 't' {missing} times, while every board held one"
+
     async def test_concurrent_changes_to_different_tasks_all_land(self, backend: TaskStore) -> None:
         """Concurrent changes to different tasks of one board all land."""
         conv, agent = unique("conv"), unique("agent")

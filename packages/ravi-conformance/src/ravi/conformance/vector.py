@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections import UserDict
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -111,6 +113,18 @@ class VectorStoreContract(ContractBase):
         assert math.isclose(results[0].score, 2.0 / math.hypot(2.0, 0.1), abs_tol=1e-4)
         assert math.isclose(results[-1].score, -2.0 / math.hypot(2.0, 0.1), abs_tol=1e-4)
 
+    async def test_equal_scores_come_in_id_order(self, backend: VectorStore) -> None:
+        """Documents of one score (the same text embedded twice, for instance) come in the order of their ids,
+        whatever order they were written in, so one search gives one order on every store.
+
+        Fix: sort the results by score, best first, then by id."""
+        c = unique("col")
+        ids = ["d3", "d0", "d4", "d1", "d2"]
+        await backend.add([Document(id=i, content=i, embedding=(1.0, 2.0, 3.0)) for i in ids], collection=c)
+        await backend.add([Document(id="a", content="a", embedding=(3.0, 2.0, 1.0))], collection=c)
+        results = await backend.search([1.0, 2.0, 3.0], collection=c, limit=10)
+        assert [r.id for r in results] == [*sorted(ids), "a"]
+
     async def test_search_returns_documents_with_their_content(self, backend: VectorStore) -> None:
         """A search result carries the document's content and its score."""
         c = await self.fill(backend)
@@ -119,15 +133,20 @@ class VectorStoreContract(ContractBase):
         assert math.isclose(best.score, 1.0, abs_tol=1e-4)
 
     async def test_limit(self, backend: VectorStore) -> None:
-        """``search`` returns at most ``limit`` results."""
+        """``search`` returns at most ``limit`` results; a limit that is not an integer >= 0 (a bool, a float) is
+        refused."""
         c = await self.fill(backend)
         assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=2)) == 2
         assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=50)) == len(AXES)
         for huge in (2**63, 2**64 + 7):  # past a server's integers: every document, as in memory (Postgres refused)
             assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=huge)) == len(AXES)
+        for bad in (-1, True, 2.0, None):  # a bool is not a count of 1, as everywhere a count is given
+            with pytest.raises(InvalidArgument):
+                await backend.search([1.0, 1.0, 1.0], collection=c, limit=bad)  # type: ignore[arg-type]
 
     async def test_metadata_filters(self, backend: VectorStore) -> None:
-        """A filter keeps documents whose metadata equals each value, or one of a list's values."""
+        """A filter keeps documents whose metadata equals each value, or one of a list's values; a filter made of
+        mappings that are not dicts (``MappingProxyType``, ``UserDict``) and tuples compares as the JSON it holds."""
         c = await self.fill(backend)
         only = await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"group": "neg"})
         assert [r.id for r in only] == ["-x"]
@@ -135,6 +154,13 @@ class VectorStoreContract(ContractBase):
         assert {r.id for r in either} == {"y", "z"}
         assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"axis": "none"}) == []
         assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"missing": 1}) == []
+        await backend.add([doc("obj", [0.0, 1.0, 0.0], place={"city": "Oslo", "at": [1, 2]})], collection=c)
+        for proxy in (  # a filter of mappings that are not dicts, and tuples, compares as the JSON it holds
+            MappingProxyType({"place": MappingProxyType({"city": "Oslo", "at": (1, 2)})}),
+            {"place": [UserDict(city="Oslo", at=[1, 2])]},
+        ):
+            found = await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter=proxy)
+            assert [r.id for r in found] == ["obj"]
 
     async def test_a_filter_tells_booleans_from_numbers(self, backend: VectorStore) -> None:
         """JSON ``true`` is not the number 1, nor ``false`` 0, in a filter's values, its lists and nested
@@ -265,10 +291,10 @@ class VectorStoreContract(ContractBase):
         assert len(await backend.get(list(AXES), collection=collection)) == len(AXES)
 
     async def test_a_filter_that_is_not_json_is_refused(self, backend: VectorStore) -> None:
-        """A filter whose values are not JSON (a set, an object, NaN) raises ``InvalidArgument``: no store can
-        compare stored metadata with them."""
+        """A filter whose values are not JSON (a set, an object, NaN, an integer of 5,000 digits) raises
+        ``InvalidArgument``: no store can compare stored metadata with them."""
         collection = await self.fill(backend)
-        for bad in ({"n": {1, 2}}, {"n": object()}, {"n": float("nan")}, {"n": [1, {2}]}):
+        for bad in ({"n": {1, 2}}, {"n": object()}, {"n": float("nan")}, {"n": [1, {2}]}, {"n": [10**5000]}):
             with pytest.raises(InvalidArgument):
                 await backend.search(AXES["x"], collection=collection, filter=bad)
 
@@ -294,6 +320,29 @@ class VectorStoreContract(ContractBase):
         )
         [got] = await backend.get(["ид-🚀'\""], collection=c)
         assert got.text == "текст" and got.metadata == metadata
+
+    async def test_embeddings_of_a_large_model_are_stored_and_found(self, backend: VectorStore) -> None:
+        """Embedding models give up to a few thousand dimensions (3,072 for OpenAI's text-embedding-3-large):
+        such documents are stored exactly and ranked by cosine similarity. A query of more than 16,000 (what
+        pgvector keeps, ``MAX_DIMENSIONS``) is refused.
+
+        Troubleshooting: pgvector's HNSW index takes at most 2,000 dimensions; a collection of more is searched
+        without one."""
+        c = unique("col")
+        n = 3_072
+
+        def axis(i: int, j: int) -> tuple[float, ...]:
+            return tuple(1.0 if k in (i, j) else 0.0 for k in range(n))
+
+        await backend.add(
+            [Document(id=f"d{i}", content=f"doc {i}", embedding=axis(i, n - 1 - i)) for i in range(3)], collection=c
+        )
+        hits = await backend.search(list(axis(1, 1)), collection=c, limit=3)
+        assert hits[0].id == "d1" and hits[0].score == pytest.approx(2**-0.5, abs=1e-3)
+        [got] = await backend.get(["d2"], collection=c)
+        assert got.embedding == axis(2, n - 3)
+        with pytest.raises(InvalidArgument):  # wider than pgvector keeps (16,000): refused by every store
+            await backend.search([1.0] * 16_001, collection=unique("col"))
 
     async def test_a_vector_float32_cannot_measure_is_refused(self, backend: VectorStore) -> None:
         """Embeddings are compared in float32: a vector whose squared length passes float32's largest number

@@ -12,6 +12,7 @@ from array import array
 from collections.abc import Awaitable, Callable, Sequence
 
 from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.values import check_dimensions, check_length
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _LONGEST_WORD = 64  # pieces are taken from the first 64 characters of a longer "word" (a hash, base64, ...)
@@ -114,7 +115,7 @@ class CallableEmbeddingClient:
 
 def check_embedding_client(client: object, what: str = "embedding_client") -> None:
     """``InvalidArgument`` unless ``client`` is an embedding client (an instance: a class has the same
-    attributes) whose ``dimension`` is an integer >= 1."""
+    attributes) whose ``dimension`` is an integer from 1 to :data:`~ravi.kernel.values.MAX_DIMENSIONS`."""
     from ravi.kernel.llm import EmbeddingClient
 
     if isinstance(client, type) or not isinstance(client, EmbeddingClient):
@@ -125,6 +126,7 @@ def check_embedding_client(client: object, what: str = "embedding_client") -> No
     dimension = client.dimension
     if not isinstance(dimension, int) or isinstance(dimension, bool) or dimension < 1:
         raise InvalidArgument(f"{what}.dimension must be an integer >= 1, got {dimension!r}")
+    check_dimensions(dimension, what)
 
 
 def check_embeddings(vectors: object, count: int, dimension: int) -> list[list[float]]:
@@ -145,4 +147,18 @@ def check_embeddings(vectors: object, count: int, dimension: int) -> list[list[f
     return [row.tolist() for row in rows]
 
 
-__all__ = ["CallableEmbeddingClient", "HashingEmbeddingClient", "check_embedding_client", "check_embeddings"]
+def check_measurable(vector: Sequence[float], what: str) -> None:
+    """``InvalidArgument`` unless a cosine can be measured with ``vector`` in float32, where stores compare
+    embeddings: a zero vector, or one whose squared length is past float32's range, has none
+    (:func:`~ravi.kernel.values.check_length`). What a store would otherwise make of it differed: a score of 0.0
+    in one, a direction it never had in another, NaN in a third."""
+    check_length(math.fsum(x * x for x in vector), what)
+
+
+__all__ = [
+    "CallableEmbeddingClient",
+    "HashingEmbeddingClient",
+    "check_embedding_client",
+    "check_embeddings",
+    "check_measurable",
+]

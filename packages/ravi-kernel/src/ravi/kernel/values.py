@@ -6,6 +6,7 @@ front and with :class:`~ravi.kernel.errors.InvalidArgument`, every value some ba
 * text that is not valid Unicode (lone surrogates cannot be encoded as UTF-8, so no server can keep them);
 * ``NaN`` and infinities (JSON has no spelling for them), and negative zero (PostgreSQL's jsonb keeps numbers
   as decimals, which have no negative zero: ``-0.0`` came back as ``0.0``);
+* integers of more than :data:`MAX_INT_DIGITS` digits (Python writes and reads no longer ones as JSON text);
 * JSON nested deeper than :data:`MAX_DEPTH` (parsers refuse deep documents when reading them back, so a
   deep value would be accepted and then make its whole record unreadable);
 * mapping keys that are not strings, and values that are not JSON (sets, bytes, objects);
@@ -37,6 +38,13 @@ T = TypeVar("T")
 MAX_DEPTH = 64
 """How deeply JSON values (metadata, state, properties, tool arguments) may nest."""
 
+MAX_INT_DIGITS = 4300
+"""The most decimal digits of an integer in JSON values: Python converts no longer integer to or from text by
+default (``sys.get_int_max_str_digits``), so ``json.dumps`` raised a bare ``ValueError`` writing one, and a store
+that kept one could not read it back."""
+
+_INT_LIMIT = 10**MAX_INT_DIGITS
+
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 """The longest TTL any store accepts (about 100 years); longer ones cannot be held by every server."""
 
@@ -57,7 +65,15 @@ def check_text(value: str, where: str) -> None:
 
 def check_json(value: Any, where: str, *, depth: int = 0) -> None:
     """``InvalidArgument`` unless ``value`` is JSON that every store keeps exactly (see the module docs)."""
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not -_INT_LIMIT < value < _INT_LIMIT:
+            raise InvalidArgument(
+                f"an integer of more than {MAX_INT_DIGITS} digits cannot be stored (JSON text in Python holds no more)",
+                field=where,
+                hint="store it as a string",
+            )
         return
     if isinstance(value, str):
         check_text(value, where)
@@ -209,11 +225,13 @@ def invalid(error: ValidationError, owner: str) -> InvalidArgument:
 
 
 def json_copy(value: Mapping[str, Any], what: str = "state") -> dict[str, Any]:
-    """A checked deep copy of a JSON object, holding exactly what a database gives back (tuples become lists)."""
+    """A checked deep copy of a JSON object, holding exactly what a database gives back (tuples become lists, and
+    every mapping a dict)."""
     if not isinstance(value, Mapping):
         raise InvalidArgument(f"{what} must be a mapping, got {type(value).__name__}")
     check_json(value, what)
-    copied = json.loads(json.dumps(value, allow_nan=False))
+    # thawed first: json.dumps takes dicts only, and a MappingProxyType or a UserDict passed check_json
+    copied = json.loads(json.dumps(thaw(value), allow_nan=False))
     if not isinstance(copied, dict):  # pragma: no cover - a mapping always dumps to an object
         raise InvalidArgument(f"{what} must be a JSON object")
     return copied
@@ -376,13 +394,30 @@ def check_length(squared_length: float, what: str) -> None:
         )
 
 
+MAX_DIMENSIONS = 16_000
+"""The most dimensions of an embedding (a document's, a query's, an embedding model's): what pgvector keeps. A
+wider one was kept in memory and in Redis and refused by Postgres; every store refuses it."""
+
+
+def check_dimensions(size: int, what: str) -> None:
+    """``InvalidArgument`` unless an embedding of ``size`` dimensions is one every store keeps
+    (:data:`MAX_DIMENSIONS`)."""
+    if size > MAX_DIMENSIONS:
+        raise InvalidArgument(
+            f"{what} has {size} dimensions; every store keeps at most {MAX_DIMENSIONS} (pgvector's limit)",
+            hint="use a model of fewer dimensions, or shorten its embeddings (many models allow it)",
+        )
+
+
 def check_vector(values: object, what: str = "query_embedding") -> list[float]:
-    """``values`` as a list of finite floats; a string, a non-number or NaN is refused with ``InvalidArgument``."""
+    """``values`` as a list of finite floats; a string, a non-number, NaN or more than :data:`MAX_DIMENSIONS`
+    numbers is refused with ``InvalidArgument``."""
     if isinstance(values, str | bytes) or (not isinstance(values, Sequence) and not hasattr(values, "tolist")):
         raise InvalidArgument(f"{what} must be a sequence of numbers, got {type(values).__name__}")
     items = values.tolist() if hasattr(values, "tolist") else list(values)  # type: ignore[call-overload]
     if not isinstance(items, list):
         raise InvalidArgument(f"{what} must be a one-dimensional sequence of numbers")
+    check_dimensions(len(items), what)
     out = []
     for i, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, int | float):
@@ -421,11 +456,14 @@ __all__ = [
     "json_object",
     "refuse_change",
     "MAX_DEPTH",
+    "MAX_DIMENSIONS",
+    "MAX_INT_DIGITS",
     "Value",
     "invalid",
     "MAX_COUNT",
     "MAX_TTL_SECONDS",
     "check_count",
+    "check_dimensions",
     "check_ids",
     "check_length",
     "check_json",

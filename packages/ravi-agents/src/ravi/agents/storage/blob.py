@@ -72,7 +72,7 @@ class InMemoryFileStore:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise InvalidArgument(f"data must be bytes, got {type(data).__name__}")
         seconds = ttl_seconds(ttl)
-        meta = check_blob_metadata(metadata)
+        meta = check_blob_metadata(metadata, ttl=seconds)
         blob = Blob(key=key, data=bytes(data), content_type=check_content_type(content_type), metadata=meta)
         with self._lock:
             self._blobs[key] = (blob, None if seconds is None else self._clock() + seconds)

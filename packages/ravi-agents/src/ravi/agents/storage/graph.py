@@ -7,10 +7,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ravi.kernel.closing import Closeable
-from ravi.kernel.errors import InvalidArgument, NotFound
+from ravi.kernel.errors import NotFound
 from ravi.kernel.options import NoOptions
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_forget, check_relationship_types, in_scope
-from ravi.kernel.values import check_items, check_scope
+from ravi.kernel.values import check_count, check_items, check_scope
 
 
 class InMemoryGraphStore(Closeable):
@@ -67,8 +67,7 @@ class InMemoryGraphStore(Closeable):
     ) -> SubGraph:
         """Breadth-first, both directions, up to ``depth`` hops; ``NotFound`` for an unknown entity."""
         check_scope(entity_id=entity_id)
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-            raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
+        depth = check_count(depth, "depth")  # a bool is not a count, as everywhere one is given
         checked = check_relationship_types(relationship_types)
         types = None if checked is None else set(checked)
         with self._lock:

@@ -14,11 +14,10 @@ from ravi.agents.storage._clock import Clock, system_clock
 from ravi.agents.storage.embeddings import embedded
 from ravi.agents.storage.options import InMemoryLongTermOptions
 from ravi.kernel.closing import Closeable
-from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_measurable
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
-from ravi.kernel.values import check_memory, check_scope
+from ravi.kernel.values import check_count, check_memory, check_scope
 
 
 class InMemoryLongTermMemory(Closeable):
@@ -59,6 +58,7 @@ class InMemoryLongTermMemory(Closeable):
         """Store a memory; returns its id."""
         seconds, meta = check_memory(agent_id, content, namespace, ttl, metadata)
         [array] = embedded(await self._embedder.embed([content]), 1, self._embedder.dimension)
+        check_measurable(array.tolist(), "the embedding of the memory")
         norm = float(np.linalg.norm(array))
         now = self._now()
         memory = Memory(
@@ -77,14 +77,14 @@ class InMemoryLongTermMemory(Closeable):
     async def search(self, agent_id: str, query: str, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         now = self._now()
         with self._lock:
             live = [(m, v) for m, v in self._spaces.get((agent_id, namespace), {}).values() if self._alive(m, now)]
         if not live or limit == 0:
             return []
         [q] = embedded(await self._embedder.embed([query]), 1, self._embedder.dimension)
+        check_measurable(q.tolist(), "the embedding of the query")
         q = q / (float(np.linalg.norm(q)) or 1.0)
         scores = np.stack([v for _, v in live]) @ q
         order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0].id))[:limit]

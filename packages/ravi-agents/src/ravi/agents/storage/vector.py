@@ -16,7 +16,7 @@ from ravi.kernel.embeddings import check_embedding_client
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget, in_scope, matches
-from ravi.kernel.values import check_ids, check_items, check_length, check_scope, check_vector
+from ravi.kernel.values import check_count, check_ids, check_items, check_length, check_scope, check_vector
 
 Matrix = npt.NDArray[np.float32]
 
@@ -164,8 +164,7 @@ class InMemoryVectorStore(Closeable):
         self._check_collection(collection)
         vector = check_vector(query_embedding)
         _validate_filter(filter)
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         with self._lock:
             return self._search(vector, collection, limit, filter)
 

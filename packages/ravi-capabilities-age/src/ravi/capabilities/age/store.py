@@ -17,7 +17,7 @@ from ravi.capabilities.age.options import AGEOptions
 from ravi.capabilities.postgres._db import ConnectionOptions, Database
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, NotFound, RaviError
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_forget, check_relationship_types
-from ravi.kernel.values import check_items, check_scope, check_text
+from ravi.kernel.values import check_count, check_items, check_scope, check_text
 
 _GRAPH = re.compile(r"^[a-z_][a-z0-9_]{2,62}$")
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -287,6 +287,9 @@ class AGEGraphStore:
             return
         async with self._connection() as connection, connection.transaction():
             await self._lock_ids(connection, "e", [r.id for r in relationships])
+            # the ends too, as a delete of one takes its id's lock: a delete that ran between the check below and
+            # the write left the new edge pointing at a vertex no longer there, invisible and never forgotten
+            await self._lock_ids(connection, "v", ends)
             found = {
                 row[0] for row in await self._run(connection, "MATCH (n) WHERE n.id IN $ids RETURN n.id", {"ids": ends})
             }
@@ -326,8 +329,7 @@ class AGEGraphStore:
     ) -> SubGraph:
         """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier."""
         check_scope(entity_id=entity_id)
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-            raise InvalidArgument(f"depth must be an integer >= 0, got {depth!r}")
+        depth = check_count(depth, "depth")  # a bool is not a count, as everywhere one is given
         checked = check_relationship_types(relationship_types)
         types = None if checked is None else [_label(t, "relationship type") for t in checked]
         async with self._connection() as connection:
@@ -366,9 +368,11 @@ class AGEGraphStore:
         )
 
     async def delete_entity(self, entity_id: str) -> bool:
-        """Remove an entity and every relationship touching it (``DETACH DELETE``)."""
+        """Remove an entity and every relationship touching it (``DETACH DELETE``), under its id's lock, so a
+        relationship being added to it lands first (and goes with it) or finds it gone (``NotFound``)."""
         check_scope(entity_id=entity_id)
-        async with self._connection() as connection:
+        async with self._connection() as connection, connection.transaction():
+            await self._lock_ids(connection, "v", [entity_id])
             rows = await self._run(connection, "MATCH (n) WHERE n.id = $id DETACH DELETE n RETURN 1", {"id": entity_id})
         return bool(rows)
 
@@ -393,6 +397,10 @@ class AGEGraphStore:
 
         removed = 0
         async with self._connection() as connection, connection.transaction():
+            # the scope's entities under their ids' locks, as delete_entity: no relationship being added to one
+            # is written after it is gone
+            doomed = await self._run(connection, f"MATCH (n) WHERE {where('n')} RETURN n.id", params)
+            await self._lock_ids(connection, "v", [str(row[0]) for row in doomed])
             for query in (
                 f"MATCH ()-[r]->() WHERE {where('r')} DELETE r RETURN 1",
                 f"MATCH (n)-[r]->() WHERE {where('n')} DELETE r RETURN 1",

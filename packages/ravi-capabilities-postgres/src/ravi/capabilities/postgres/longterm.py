@@ -14,12 +14,11 @@ import numpy as np
 from ravi.capabilities.postgres._db import Migration, PoolOptions, PostgresStore
 from ravi.capabilities.postgres._jsonb import dumps as jsonb_dumps
 from ravi.capabilities.postgres.options import PgLongTermOptions
-from ravi.capabilities.postgres.vector import register_vector_codec
-from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings
-from ravi.kernel.errors import InvalidArgument
+from ravi.capabilities.postgres.vector import HNSW_MAX_DIMENSIONS, register_vector_codec
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings, check_measurable
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
-from ravi.kernel.values import MAX_COUNT, check_memory, check_scope
+from ravi.kernel.values import check_count, check_memory, check_scope
 
 
 def _migrations(dimension: int) -> list[Migration]:
@@ -41,8 +40,13 @@ CREATE TABLE {{schema}}."{{prefix}}memories" (
 );
 CREATE INDEX "{{prefix}}memories_scope" ON {{schema}}."{{prefix}}memories" (agent_id, namespace);
 CREATE INDEX "{{prefix}}memories_expiry" ON {{schema}}."{{prefix}}memories" (expires_at) WHERE expires_at IS NOT NULL;
-CREATE INDEX "{{prefix}}memories_hnsw" ON {{schema}}."{{prefix}}memories" USING hnsw (embedding vector_cosine_ops);
-""",
+"""
+            + (  # pgvector indexes no wider vectors: the table is made without the index
+                'CREATE INDEX "{prefix}memories_hnsw" ON {schema}."{prefix}memories" '
+                "USING hnsw (embedding vector_cosine_ops);\n"
+                if dimension <= HNSW_MAX_DIMENSIONS
+                else ""
+            ),
         ),
     ]
 
@@ -54,7 +58,8 @@ class PgLongTermMemory(PostgresStore):
     (:class:`~ravi.agents.storage.HashingEmbeddingClient` by default, offline); search is cosine similarity
     within the scope, best first. A memory saved with a ``ttl`` is never returned after it expires, and expired
     rows are deleted as new memories arrive. The table's vector dimension is fixed by the embedding client of
-    the first process that creates it.
+    the first process that creates it; one of more than 2,000 dimensions (pgvector's index's limit) has no HNSW
+    index.
 
     A separate class from :class:`~ravi.capabilities.postgres.PgVectorStore`: the two Protocols use the same
     method names (``search``, ``get``, ``delete``) with different meanings, so one object cannot be both.
@@ -76,12 +81,11 @@ class PgLongTermMemory(PostgresStore):
         super().__init__(dsn, **options)
         self._table = self.db.table("memories")
 
-    async def _embed(self, text: str) -> np.ndarray:
+    async def _embed(self, text: str, what: str) -> np.ndarray:
         [vector] = check_embeddings(await self._embedder.embed([text]), 1, self._embedder.dimension)
-        array = np.asarray(vector, dtype=np.float32)
-        if not np.any(array):
-            array[0] = 1.0
-        return array
+        # refused, never made another: a zero vector was stored as [1, 0, ...], a direction it never had
+        check_measurable(vector, what)
+        return np.asarray(vector, dtype=np.float32)
 
     @staticmethod
     def _memory(row: asyncpg.Record, score: float | None = None) -> Memory:
@@ -108,7 +112,7 @@ class PgLongTermMemory(PostgresStore):
         """Store a memory; returns its id."""
         seconds, checked = check_memory(agent_id, content, namespace, ttl, metadata)
         meta = jsonb_dumps(checked)
-        vector = await self._embed(content)
+        vector = await self._embed(content, "the embedding of the memory")
         memory_id = uuid.uuid4().hex
         async with self.db.connection() as connection:
             await connection.execute(
@@ -128,12 +132,10 @@ class PgLongTermMemory(PostgresStore):
     async def search(self, agent_id: str, query: str, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
-        limit = min(limit, MAX_COUNT)  # no collection holds more; Postgres's LIMIT takes no larger number
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         if limit == 0:
             return []
-        vector = await self._embed(query)
+        vector = await self._embed(query, "the embedding of the query")
         rows = await self.db.fetch(
             f"SELECT id, agent_id, namespace, content, metadata::text AS metadata, created_at, expires_at, "
             f"embedding <=> $3 AS distance FROM {self._table} "

@@ -67,7 +67,9 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
 
     Every change reads the task with ``SELECT ... FOR UPDATE`` inside a transaction and applies the kernel's
     lifecycle (:class:`~ravi.kernel.storage.TaskStatus`) before writing, so two workers racing on one task
-    cannot both move it: the second waits, then sees the first one's move.
+    cannot both move it: the second waits, then sees the first one's move. A change holds its board's row
+    ``FOR SHARE`` first, and a replacement or an addition ``FOR UPDATE``: a change never reads a task of a board
+    being replaced.
     """
 
     Options = PgTaskOptions
@@ -124,12 +126,14 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
         return TaskList(conversation_id=conversation_id, agent_id=agent_id, tasks=tuple(_task(r) for r in rows))
 
     async def _lock_board(self, connection: asyncpg.Connection, conversation_id: str, agent_id: str) -> None:
-        """Create the board row if missing and lock it until the transaction ends: one writer per board."""
+        """Create the board row if missing and lock it until the transaction ends: one writer per board.
+
+        One upsert, which ends holding the row's lock whatever ran meanwhile: an insert, then a ``SELECT ... FOR
+        UPDATE``, locked nothing when a ``forget`` deleted the row between them, and the tasks were then written
+        under no board."""
         await connection.execute(
-            f"INSERT INTO {self._boards} VALUES ($1, $2) ON CONFLICT DO NOTHING", conversation_id, agent_id
-        )
-        await connection.execute(
-            f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR UPDATE",
+            f"INSERT INTO {self._boards} AS b VALUES ($1, $2) ON CONFLICT (conversation_id, agent_id) "
+            "DO UPDATE SET agent_id = b.agent_id",
             conversation_id,
             agent_id,
         )
@@ -150,17 +154,17 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
 
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         """Erase the agent's task list of the conversation ``session_id`` (every one of the agent's with ``None``)
-        (``Forgetter``), in one statement; returns how many task lists."""
+        (``Forgetter``), in one transaction; returns how many task lists."""
         check_forget(agent_id, session_id)
         where = "agent_id = $1" if session_id is None else "agent_id = $1 AND conversation_id = $2"
         args = (agent_id,) if session_id is None else (agent_id, session_id)
-        count = await self.db.fetchval(
-            f"WITH b AS (DELETE FROM {self._boards} WHERE {where} RETURNING conversation_id), "
-            f"t AS (DELETE FROM {self._tasks} WHERE {where} RETURNING conversation_id) "
-            "SELECT count(*) FROM (SELECT conversation_id FROM b UNION SELECT conversation_id FROM t) x",
-            *args,
-        )
-        return int(count)
+        async with self.db.connection() as connection, connection.transaction():
+            # the boards first, waiting for their writers; then, in a statement of its own (which sees what those
+            # writers committed), the tasks: in one statement, tasks a writer added meanwhile were left behind
+            returning = f"WHERE {where} RETURNING conversation_id"
+            boards = await connection.fetch(f"DELETE FROM {self._boards} {returning}", *args)
+            tasks = await connection.fetch(f"DELETE FROM {self._tasks} {returning}", *args)
+        return len({r["conversation_id"] for r in [*boards, *tasks]})
 
     async def get_task_list(self, conversation_id: str, agent_id: str) -> TaskList | None:
         """The board, or ``None``."""
@@ -190,6 +194,15 @@ class PgTaskStore(PostgresStore, TaskLifecycle):
     async def _change(self, conversation_id: str, agent_id: str, task_id: str, how: Callable[[Task], Task]) -> Task:
         check_scope(conversation_id=conversation_id, agent_id=agent_id, task_id=task_id)
         async with self.db.connection() as connection, connection.transaction():
+            # The board first, shared: a replacement of the board (which locks it for update) that has begun is
+            # waited for, so the task's row read next is the board's as it then is. Without it, the row read was
+            # one the replacement deleted, and its successor of the same id was not in this statement's snapshot:
+            # a task every board held was NotFound. Changes to the board's tasks still run side by side.
+            await connection.execute(
+                f"SELECT 1 FROM {self._boards} WHERE conversation_id = $1 AND agent_id = $2 FOR SHARE",
+                conversation_id,
+                agent_id,
+            )
             row = await connection.fetchrow(
                 f"SELECT {_COLUMNS} FROM {self._tasks} WHERE conversation_id = $1 AND agent_id = $2 AND id = $3 "
                 "FOR UPDATE",

@@ -20,7 +20,7 @@ from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
-from ravi.kernel.values import MAX_COUNT, check_ids, check_items, check_length, check_vector
+from ravi.kernel.values import check_count, check_ids, check_items, check_length, check_vector, thaw
 
 T = TypeVar("T")
 
@@ -57,6 +57,11 @@ END $$;
 ]
 
 
+HNSW_MAX_DIMENSIONS = 2000
+"""The most dimensions pgvector's HNSW index takes: a collection (or memories table) of wider vectors is made
+without one and searched exactly."""
+
+
 def _stored_blocks(document: Document) -> str | None:
     """The ``blocks`` column: ``NULL`` when ``content`` is the text alone (one non-empty text block, or none)."""
     content = document.content
@@ -82,12 +87,14 @@ def filter_sql(filter: Filter | None, first: int) -> tuple[str, list[Any]]:
     clauses, params = [], []
     n = first
     for key, wanted in filter.items():
+        # thawed: json.dumps takes dicts only, and a MappingProxyType or a UserDict passed the check (a tuple stays
+        # one value, as in memory: only a list is a choice)
         if isinstance(wanted, list):
             clauses.append(f"metadata -> ${n} = ANY(${n + 1}::jsonb[])")
-            params += [str(key), [json.dumps(v) for v in wanted]]
+            params += [str(key), [json.dumps(thaw(v)) for v in wanted]]
         else:
             clauses.append(f"metadata -> ${n} = ${n + 1}::jsonb")
-            params += [str(key), json.dumps(wanted)]
+            params += [str(key), json.dumps(thaw(wanted))]
         n += 2
     return " AND " + " AND ".join(clauses), params
 
@@ -96,7 +103,9 @@ class PgVectorStore(PostgresStore):
     """The ``VectorStore`` contract on PostgreSQL with pgvector.
 
     Each collection is a table of its own with a ``vector(dimension)`` column and an HNSW index for cosine
-    distance, so collections never mix and each keeps its own dimension. Metadata is jsonb and filters run in
+    distance, so collections never mix and each keeps its own dimension. pgvector indexes at most
+    :data:`HNSW_MAX_DIMENSIONS` dimensions: a collection of wider vectors (up to 16,000, such as a 3,072-dimension
+    model's) has no index and is always searched exactly. Metadata is jsonb and filters run in
     SQL (with pgvector's iterative index scans, so a filter does not starve the top ``limit``). Scores are
     cosine similarities: higher is closer.
 
@@ -184,10 +193,11 @@ class PgVectorStore(PostgresStore):
                         f"CREATE TABLE {qualified} (id text PRIMARY KEY, content text NOT NULL, blocks jsonb, "
                         f"metadata jsonb NOT NULL, embedding vector({create_dimension}) NOT NULL)"
                     )
-                    await connection.execute(
-                        f'CREATE INDEX "{table}_hnsw" ON {qualified} USING hnsw (embedding vector_cosine_ops) '
-                        f"WITH (m = {m}, ef_construction = {ef})"
-                    )
+                    if create_dimension <= HNSW_MAX_DIMENSIONS:  # a wider collection is always searched exactly
+                        await connection.execute(
+                            f'CREATE INDEX "{table}_hnsw" ON {qualified} USING hnsw (embedding vector_cosine_ops) '
+                            f"WITH (m = {m}, ef_construction = {ef})"
+                        )
             row = await self.db.fetchrow(
                 f"SELECT table_name, dimension FROM {self._catalogue} WHERE name = $1", collection
             )
@@ -343,9 +353,7 @@ class PgVectorStore(PostgresStore):
         """The ``limit`` most similar documents, best first, among those matching ``filter``."""
         self._check_collection(collection)
         vector = check_vector(query_embedding)
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
-        limit = min(limit, MAX_COUNT)  # no collection holds more; Postgres's LIMIT takes no larger number
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         where, params = filter_sql(filter, 3)
         if limit == 0:
             return []
@@ -386,11 +394,10 @@ class PgVectorStore(PostgresStore):
                 limit,
                 *params,
             )
-        return [
-            SearchResult.of(self._document(r), max(-1.0, min(1.0, 1.0 - float(r["distance"]))))
-            for r in rows
-            if not math.isnan(float(r["distance"]))
-        ]
+        # equal distances in id order, as every store gives them (the server's sort leaves them in any order)
+        measured = (r for r in rows if not math.isnan(float(r["distance"])))
+        ranked = sorted(measured, key=lambda r: (r["distance"], r["id"]))
+        return [SearchResult.of(self._document(r), max(-1.0, min(1.0, 1.0 - float(r["distance"])))) for r in ranked]
 
     async def get(self, ids: Sequence[str], collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
@@ -456,4 +463,4 @@ class PgVectorStore(PostgresStore):
         return True
 
 
-__all__ = ["PgVectorStore", "filter_sql", "register_vector_codec"]
+__all__ = ["HNSW_MAX_DIMENSIONS", "PgVectorStore", "filter_sql", "register_vector_codec"]

@@ -12,11 +12,11 @@ import numpy as np
 
 from ravi.capabilities.redis._client import RedisOptions, RedisStore, mapped_errors, part
 from ravi.capabilities.redis.options import RedisLongTermOptions
-from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings
+from ravi.kernel.embeddings import HashingEmbeddingClient, check_embedding_client, check_embeddings, check_measurable
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.storage import Memory, check_forget
-from ravi.kernel.values import check_memory, check_scope
+from ravi.kernel.values import check_count, check_memory, check_scope
 
 
 def _text(value: bytes | str) -> str:
@@ -88,6 +88,7 @@ class RedisLongTermMemory(RedisStore):
         """Store a memory; returns its id."""
         seconds, meta = check_memory(agent_id, content, namespace, ttl, metadata)
         [vector] = check_embeddings(await self._embedder.embed([content]), 1, self._embedder.dimension)
+        check_measurable(vector, "the embedding of the memory")
         # One dimension per namespace, fixed by its first memory: vectors of two sizes cannot be ranked together.
         with mapped_errors():
             async with self.redis.client.pipeline(transaction=True) as pipe:
@@ -155,14 +156,14 @@ class RedisLongTermMemory(RedisStore):
     async def search(self, agent_id: str, query: str, namespace: str = "default", limit: int = 5) -> list[Memory]:
         """The closest live memories, best first, each with its cosine ``score``."""
         check_scope(agent_id=agent_id, namespace=namespace)
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-            raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+        limit = check_count(limit, "limit")  # a bool is not a count, as everywhere one is given
         if limit == 0:
             return []
         live = await self._live(agent_id, namespace)
         if not live:
             return []
         [vector] = check_embeddings(await self._embedder.embed([query]), 1, self._embedder.dimension)
+        check_measurable(vector, "the embedding of the query")
         q = np.asarray(vector, dtype=np.float32)
         sizes = {len(r["embedding"]) // 8 for _, r in live}  # hex of float32: 8 characters a number
         if sizes != {q.size}:

@@ -366,7 +366,8 @@ class S3FileStore:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise InvalidArgument(f"data must be bytes, got {type(data).__name__}")
         seconds = ttl_seconds(ttl)
-        meta = check_blob_metadata(metadata)  # lower-case keys, "ravi-" reserved: nothing can forge the expiry
+        # lower-case keys, "ravi-" reserved: nothing can forge the expiry, which has room of its own (S3's 2 KiB)
+        meta = check_blob_metadata(metadata, ttl=seconds)
         extra: dict[str, Any] = {"ContentType": check_content_type(content_type)}
         if seconds is not None:
             await self._ensure_rules()  # first: the blob's lifetime starts at its upload, not before this setup

@@ -11,6 +11,7 @@ methods (not whether it keeps the contract: ``ravi-conformance`` tells that).
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage._common import JSON, Filter
 from ravi.kernel.storage.blob import (
+    EXPIRY_METADATA_BYTES,
     MAX_KEY_BYTES,
     MAX_METADATA_BYTES,
     MAX_METADATA_ENTRIES,
@@ -105,6 +106,7 @@ __all__ = [
     "TailEditor",
     "VectorStore",
     "WindowReader",
+    "EXPIRY_METADATA_BYTES",
     "MAX_KEY_BYTES",
     "MAX_RETRIES",
     "as_tasks",

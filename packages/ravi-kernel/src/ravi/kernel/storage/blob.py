@@ -129,20 +129,25 @@ def check_blob_key(key: object) -> str:
 MAX_METADATA_BYTES = 2048
 """The most user metadata a blob may carry, keys and values in UTF-8 bytes together (S3's limit)."""
 
+EXPIRY_METADATA_BYTES = 40
+"""What a blob uploaded with a ttl keeps free of its :data:`MAX_METADATA_BYTES` for the store's record of its
+expiry (the S3 store writes ``ravi-expires-at`` and the time there: 33 bytes)."""
+
 MAX_METADATA_ENTRIES = 64
 """The most user metadata entries a blob may carry (each is an HTTP header on S3)."""
 
 _METADATA_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
 
 
-def check_blob_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+def check_blob_metadata(metadata: Mapping[str, str] | None, *, ttl: float | None = None) -> dict[str, str]:
     """Blob metadata that every store keeps exactly, else ``InvalidArgument``.
 
     S3 sends metadata as HTTP headers: it lower-cases keys, drops empty values, trims spaces around values and
     re-encodes anything beyond printable ASCII. So keys are lower-case letters, digits, ``-`` and ``_``; values
     are non-empty printable ASCII that neither starts nor ends with a space (percent-encode anything else); keys
     starting with ``ravi-`` are Ravi's own; and the whole fits in :data:`MAX_METADATA_ENTRIES` entries and
-    :data:`MAX_METADATA_BYTES` bytes.
+    :data:`MAX_METADATA_BYTES` bytes, less :data:`EXPIRY_METADATA_BYTES` for a blob with a ``ttl`` (S3 refused
+    the whole otherwise, while the in-memory store kept it).
     """
     if metadata is None:
         return {}
@@ -166,8 +171,10 @@ def check_blob_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
                 hint="percent-encode other text (urllib.parse.quote)",
             )
         size += len(key) + len(value)
-    if size > MAX_METADATA_BYTES:
-        raise InvalidArgument(f"blob metadata may hold at most {MAX_METADATA_BYTES} bytes, this has {size}")
+    room = MAX_METADATA_BYTES if ttl is None else MAX_METADATA_BYTES - EXPIRY_METADATA_BYTES
+    if size > room:
+        why = "" if ttl is None else " with a ttl (the rest records the expiry)"
+        raise InvalidArgument(f"blob metadata may hold at most {room} bytes{why}, this has {size}")
     return dict(metadata)
 
 
@@ -196,6 +203,7 @@ def _header_value(value: object) -> TypeGuard[str]:
 
 
 __all__ = [
+    "EXPIRY_METADATA_BYTES",
     "MAX_KEY_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_ENTRIES",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from ravi.kernel.messages import ContentBlock, FrozenDict, ReadOnlyDict, TextBlock
 from ravi.kernel.storage._common import _FROZEN, JSON, Filter, _new_id
-from ravi.kernel.values import Value
+from ravi.kernel.values import MAX_DIMENSIONS, Value
 
 
 def _blocks(value: Any) -> Any:
@@ -17,6 +17,12 @@ def _blocks(value: Any) -> Any:
     if isinstance(value, str):
         return (TextBlock(text=value),) if value else ()
     return value
+
+
+def _within_dimensions(embedding: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    if embedding is not None and len(embedding) > MAX_DIMENSIONS:
+        raise ValueError(f"{len(embedding)} dimensions; every store keeps at most {MAX_DIMENSIONS} (pgvector's limit)")
+    return embedding
 
 
 class Document(Value):
@@ -35,7 +41,7 @@ class Document(Value):
 
     id: str = Field(default_factory=_new_id, min_length=1)
     content: Annotated[tuple[ContentBlock, ...], BeforeValidator(_blocks)] = ()
-    embedding: tuple[float, ...] | None = None
+    embedding: Annotated[tuple[float, ...] | None, AfterValidator(_within_dimensions)] = None
     metadata: ReadOnlyDict = Field(default_factory=FrozenDict)
 
     @property
