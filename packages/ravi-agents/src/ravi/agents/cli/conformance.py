@@ -33,7 +33,10 @@ def suite_plugin() -> ModuleType:
     """
     found = [ep for ep in entry_points(group="pytest11") if ep.name == PLUGIN]
     if not found:
-        raise ConfigurationError("the conformance suite is not installed", hint="pip install ravi-conformance")
+        raise ConfigurationError(
+            "the conformance suite is not installed",
+            hint="pip install ravi-conformance (in a clone of Ravi: pip install ./packages/ravi-conformance)",
+        )
     try:
         module = found[0].load()
     except ImportError as error:
