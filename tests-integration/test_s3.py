@@ -104,6 +104,35 @@ async def test_presigned_urls_work_over_plain_http_until_tampered(s3_server: Ser
         assert fetch(tampered)[0] == 403
 
 
+@pytest.mark.parametrize(
+    ("environment", "given", "signed_for"),
+    [
+        ({"AWS_REGION": "eu-west-3", "AWS_DEFAULT_REGION": "ap-south-1"}, None, "eu-west-3"),
+        ({"AWS_DEFAULT_REGION": "ap-south-1"}, None, "ap-south-1"),
+        ({}, None, "us-east-1"),
+        ({"AWS_REGION": "eu-west-3"}, "ca-central-1", "ca-central-1"),
+    ],
+)
+async def test_the_region_is_the_one_the_aws_tools_read_unless_given(
+    s3_server: Server,
+    s3_bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    environment: dict[str, str],
+    given: str | None,
+    signed_for: str,
+) -> None:
+    """Without ``region`` the store signed for ``us-east-1`` whatever ``AWS_REGION`` said (002 reads it with
+    ``read_raw("AWS_REGION")``); a bucket in another region then refuses every request's signature."""
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    async with store_for(s3_server, s3_bucket, region=given) as store:
+        await store.upload("placed.txt", b"x")
+        url = await store.presign_url("placed.txt", expires_in=60)
+    assert f"%2F{signed_for}%2Fs3%2Faws4_request" in url, url
+
+
 async def test_a_presigned_url_does_not_outlive_its_blob(s3_server: Server, s3_bucket: str) -> None:
     """A blob's TTL ends every read, and a URL is a read: one asked for an hour served a blob of two minutes
     for the whole hour (the bucket's lifecycle rule removes it a day or more later)."""

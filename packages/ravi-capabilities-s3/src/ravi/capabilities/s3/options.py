@@ -24,7 +24,9 @@ class S3Options(BackendOptions):
     endpoint_url: str | None = Field(
         None, description="For MinIO, SeaweedFS and other compatible stores (none for AWS)."
     )
-    region: str = Field("us-east-1", description="The region name.")
+    region: str | None = Field(
+        None, description="The region name (none: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else `us-east-1`)."
+    )
     access_key: str | None = Field(None, description="The access key (none: boto3's usual credential chain).")
     secret_key: str | None = Field(None, description="The secret key (none: boto3's usual credential chain).")
     addressing_style: Literal["path", "virtual", "auto"] = Field("auto", description="How buckets are addressed.")
@@ -70,10 +72,12 @@ class S3Options(BackendOptions):
 
     @field_validator("region")
     @classmethod
-    def _a_region(cls, region: str) -> str:
+    def _a_region(cls, region: str | None) -> str | None:
         from botocore.exceptions import InvalidRegionError
         from botocore.utils import validate_region_name
 
+        if region is None:
+            return None
         try:
             validate_region_name(region)
         except InvalidRegionError:

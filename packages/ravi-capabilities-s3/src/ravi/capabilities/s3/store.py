@@ -19,6 +19,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
 from ravi.capabilities.s3.options import S3Options
+from ravi.kernel.env import read_raw
 from ravi.kernel.errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -164,7 +165,7 @@ class S3FileStore:
     Args:
         bucket: The bucket; created on :meth:`connect` when ``create_bucket`` is true, else it must exist.
         endpoint_url: For MinIO, SeaweedFS and other compatible stores (``None`` for AWS).
-        region: The region name.
+        region: The region name (``None``: ``AWS_REGION``, else ``AWS_DEFAULT_REGION``, else ``us-east-1``).
         access_key, secret_key: Credentials (``None`` uses boto3's usual credential chain).
         addressing_style: ``"path"``, ``"virtual"`` or ``"auto"``.
         key_prefix: Prepended to every key: empty, or ending with ``/`` (``"app1/"``), so no app's keys are
@@ -189,7 +190,7 @@ class S3FileStore:
         bucket: str,
         *,
         endpoint_url: str | None = None,
-        region: str = "us-east-1",
+        region: str | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
         addressing_style: str = "auto",
@@ -200,6 +201,8 @@ class S3FileStore:
         max_attempts: int = 1,
         lifecycle_rules: bool = True,
     ) -> None:
+        if region is None:  # as the AWS tools read it, then S3's first region
+            region = read_raw("AWS_REGION") or read_raw("AWS_DEFAULT_REGION") or "us-east-1"
         S3Options.check(
             bucket=bucket,
             endpoint_url=endpoint_url,
