@@ -429,3 +429,14 @@ def test_counts_in_messages_agree_with_their_number() -> None:
         "2 messages",
         "1,000 messages",
     ]
+
+
+def test_an_export_of_an_agent_with_nothing_stored_says_so(tmp_path: Path) -> None:
+    """``ravi export AGENT`` of an agent with no sessions printed "exported 0 messages" and nothing else, where
+    ``ravi forget`` says nothing was stored and names the sessions there are."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = run_ravi(tmp_path, "export", "nobody")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "nothing was stored for every session of agent 'nobody'" in done.stderr, done.stderr
+    assert "has no sessions here" in done.stderr
