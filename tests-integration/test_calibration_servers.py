@@ -68,6 +68,16 @@ async def test_two_workers_reporting_at_once_lose_no_report(two_stores: tuple[ob
         many = {k: v for k, v in state.items() if k == "many" or k.startswith("many\x1f")}
         assert sorted(stored_ratios(many)) == reported
         assert await Calibration(second).factor("many") == max(reported)  # type: ignore[arg-type]
+        writes: list[object] = []
+        update = first.update_state  # type: ignore[attr-defined]
+
+        async def counted_update(session_id: str, patch: dict[str, object]) -> object:
+            writes.append(patch)
+            return await update(session_id, patch)
+
+        first.update_state = counted_update  # type: ignore[attr-defined]
+        assert await a.factor("many") == max(reported)
+        assert writes == []  # its entry read back as written: a window writes nothing
     finally:
         for store in two_stores:
             await store.aclose()  # type: ignore[attr-defined]

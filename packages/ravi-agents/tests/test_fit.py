@@ -498,3 +498,27 @@ async def test_the_corrections_keep_the_newest_writers_entries_and_restore_one_e
     assert await Calibration(state, instances=2).factor("m") == 1.2
     with pytest.raises(InvalidArgument, match="instances"):
         Calibration(state, instances=0)
+
+
+async def test_a_writers_entry_is_read_only_under_its_own_model_and_only_as_a_report_gives_it() -> None:
+    """Keys per writer: a model whose name holds the separator ("a\\x1fb") is not read as a writer of "a", and an
+    entry that is not one (no time, ratios past the cap, not a list) corrects nothing."""
+    from ravi.agents.context.calibration import SCOPE, SEPARATOR, Calibration
+    from ravi.agents.storage import InMemoryStateStore
+
+    state = InMemoryStateStore()
+    other = Calibration(state)
+    await other.observe(f"a{SEPARATOR}b", counted=1_000, reported=3_000)
+    writer = "0" * 32
+    await state.update_state(
+        SCOPE,
+        {
+            f"a{SEPARATOR}{writer}": {"ratios": [300.0, 1.1], "at": 1},
+            f"a{SEPARATOR}{'1' * 32}": {"ratios": [2.5]},
+            f"a{SEPARATOR}{'2' * 32}": {"ratios": "2.5", "at": 1},
+            f"a{SEPARATOR}{'3' * 32}": {"ratios": [2.5], "at": True},
+            f"a{SEPARATOR}x": {"ratios": [2.5], "at": 1},
+        },
+    )
+    assert await Calibration(state).factor("a") == 1.1
+    assert await Calibration(state).factor(f"a{SEPARATOR}b") == 3.0
