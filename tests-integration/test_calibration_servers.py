@@ -22,6 +22,67 @@ def state_store(request: pytest.FixtureRequest) -> object:
     return PostgresMemoryStore(server.address, schema=request.getfixturevalue("pg_schema"))
 
 
+@pytest.fixture(params=["redis", "postgres"])
+def two_stores(request: pytest.FixtureRequest) -> tuple[object, object]:
+    """Two clients of one state store (two workers' connections to one server)."""
+    if request.param == "redis":
+        server: Server = request.getfixturevalue("redis_server")
+        prefix = request.getfixturevalue("redis_prefix")
+        return RedisSessionStore(server.address, prefix=prefix), RedisSessionStore(server.address, prefix=prefix)
+    server = request.getfixturevalue("postgres_server")
+    schema = request.getfixturevalue("pg_schema")
+    return PostgresMemoryStore(server.address, schema=schema), PostgresMemoryStore(server.address, schema=schema)
+
+
+def stored_ratios(state: dict[str, object]) -> list[float]:
+    """Every ratio the calibration scope holds, whatever key it is under."""
+    found: list[float] = []
+    for value in state.values():
+        ratios = value.get("ratios") if isinstance(value, dict) else value
+        found += ratios if isinstance(ratios, list) else []
+    return found
+
+
+async def test_two_workers_reporting_at_once_lose_no_report(two_stores: tuple[object, object]) -> None:
+    """Two workers, each with its own connection, report on one model at the same instant, again and again: the
+    larger report of each round is the correction, and every report is in the store. Each report read the list
+    of ratios and wrote it back whole, so one of two reports made at once replaced the other."""
+    from ravi.agents.context.calibration import SCOPE
+
+    first, second = two_stores
+    a, b = Calibration(first, keep=50), Calibration(second, keep=50)  # type: ignore[arg-type]
+    try:
+        for round_ in range(10):  # the larger report from either worker
+            high, low = (a, b) if round_ % 2 else (b, a)
+            await asyncio.gather(
+                high.observe(f"m{round_}", counted=1_000, reported=2_000),
+                low.observe(f"m{round_}", counted=1_000, reported=1_100),
+            )
+            assert await Calibration(first).factor(f"m{round_}") == 2.0, round_  # type: ignore[arg-type]
+        tokens = [10_000 + 100 * i for i in range(1, 51)]  # 25 reports each, all at once
+        await asyncio.gather(
+            *((a if i % 2 else b).observe("many", counted=10_000, reported=t) for i, t in enumerate(tokens))
+        )
+        reported = [round(t / 10_000, 4) for t in tokens]
+        state = await first.get_state(SCOPE)  # type: ignore[attr-defined]
+        many = {k: v for k, v in state.items() if k == "many" or k.startswith("many\x1f")}
+        assert sorted(stored_ratios(many)) == reported
+        assert await Calibration(second).factor("many") == max(reported)  # type: ignore[arg-type]
+        writes: list[object] = []
+        update = first.update_state  # type: ignore[attr-defined]
+
+        async def counted_update(session_id: str, patch: dict[str, object]) -> object:
+            writes.append(patch)
+            return await update(session_id, patch)
+
+        first.update_state = counted_update  # type: ignore[attr-defined]
+        assert await a.factor("many") == max(reported)
+        assert writes == []  # its entry read back as written: a window writes nothing
+    finally:
+        for store in two_stores:
+            await store.aclose()  # type: ignore[attr-defined]
+
+
 async def test_reports_made_at_once_by_one_worker_all_count(state_store: object) -> None:
     """Reports of one worker made at once, before it ever read the store, are all kept: the largest is the
     correction, in the store too (each report read the store and replaced the list the others had started)."""

@@ -429,3 +429,31 @@ def test_counts_in_messages_agree_with_their_number() -> None:
         "2 messages",
         "1,000 messages",
     ]
+
+
+def test_an_export_of_an_agent_with_nothing_stored_says_so(tmp_path: Path) -> None:
+    """``ravi export AGENT`` of an agent with no sessions printed "exported 0 messages" and nothing else, where
+    ``ravi forget`` says nothing was stored and names the sessions there are."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = run_ravi(tmp_path, "export", "nobody")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "nothing was stored for every session of agent 'nobody'" in done.stderr, done.stderr
+    assert "has no sessions here" in done.stderr
+
+
+def test_history_list_keeps_its_title_on_one_line_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session of short messages made a narrow table, and its title wrapped "24 / tokens" onto two lines."""
+    from ravi.agents.cli import _common, sessions
+    from ravi.kernel.messages import ChatMessage
+
+    async def stored(session: str, config: object, agent: object) -> tuple[list[ChatMessage], str]:
+        return [ChatMessage.user("hi"), ChatMessage.assistant("hello")], "agent"
+
+    monkeypatch.setattr(sessions, "_stored", stored)
+    monkeypatch.setattr(_common.console, "width", 80)
+    with _common.console.capture() as captured:
+        sessions.history_list("s1", None, None, False)
+    shown = captured.get()
+    [title] = [line for line in shown.splitlines() if "session 's1'" in line]
+    assert title.strip().endswith("tokens"), shown

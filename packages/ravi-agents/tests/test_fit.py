@@ -409,3 +409,116 @@ def test_a_fixed_budget_beside_a_model_counts_as_that_model(tmp_path) -> None:  
     (budget,) = build_pipeline(load_settings(path).context)  # type: ignore[misc]
     assert budget.token_budget == 5_000
     assert budget.own_counter.key == "tokens:exact:o200k_base"
+
+
+class _Together:
+    """A state store whose first two calls of a round wait for each other: two workers' reports made at once."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.round()
+
+    def round(self) -> None:
+        self.waiting, self.both = 0, asyncio.Event()
+
+    async def _meet(self) -> None:
+        if not self.both.is_set():
+            self.waiting += 1
+            if self.waiting == 2:
+                self.both.set()
+            await self.both.wait()
+
+    async def get_state(self, session_id: str) -> dict[str, object]:
+        state = await self.inner.get_state(session_id)  # type: ignore[attr-defined]
+        await self._meet()  # each has read before either writes
+        return state  # type: ignore[no-any-return]
+
+    async def set_state(self, session_id: str, state: dict[str, object]) -> None:
+        await self._meet()
+        await self.inner.set_state(session_id, state)  # type: ignore[attr-defined]
+
+    async def update_state(self, session_id: str, patch: dict[str, object]) -> dict[str, object]:
+        await self._meet()
+        return await self.inner.update_state(session_id, patch)  # type: ignore[attr-defined,no-any-return]
+
+    async def clear(self, session_id: str) -> None:
+        await self.inner.clear(session_id)  # type: ignore[attr-defined]
+
+
+async def test_two_workers_reporting_at_once_on_one_state_store_lose_no_report() -> None:
+    """Two workers report on one model at the same instant: each read the list of ratios, added its own and wrote
+    the list back, so the later write dropped the other's report, the larger one half the time."""
+    from ravi.agents.context.calibration import Calibration
+    from ravi.agents.storage import InMemoryStateStore
+
+    inner = InMemoryStateStore()
+    together = _Together(inner)
+    a, b = Calibration(together), Calibration(together)  # type: ignore[arg-type]
+    for round_ in range(6):
+        together.round()
+        high, low = (a, b) if round_ % 2 else (b, a)
+        await asyncio.gather(  # the smaller report reads first, so it is the later to write
+            low.observe("m", counted=1_000, reported=1_100),
+            high.observe("m", counted=1_000, reported=2_000 + round_),
+        )
+        assert await Calibration(inner).factor("m") == (2_000 + round_) / 1_000, round_
+
+
+async def test_the_corrections_keep_the_newest_writers_entries_and_restore_one_emptied_as_it_was_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each writer has a key of its own; a report empties the keys of writers older than the newest
+    ``instances``, and a writer whose key was emptied while it was one of the newest writes it again."""
+    import itertools
+    import types
+
+    from ravi.agents.context import calibration
+    from ravi.agents.context.calibration import SCOPE, SEPARATOR, Calibration
+    from ravi.agents.storage import InMemoryStateStore
+
+    ticks = itertools.count(1)  # each report later than the one before, whatever the clock's resolution
+    monkeypatch.setattr(calibration, "time", types.SimpleNamespace(time=lambda: float(next(ticks))))
+
+    state = InMemoryStateStore()
+    a, b, c = (Calibration(state, instances=2) for _ in range(3))
+    await a.observe("m", counted=1_000, reported=3_000)
+    await b.observe("m", counted=1_000, reported=1_100)
+    assert await Calibration(state, instances=2).factor("m") == 3.0
+    await c.observe("m", counted=1_000, reported=1_200)  # a is now older than the newest two
+    stored = await state.get_state(SCOPE)
+    assert stored[f"m{SEPARATOR}{a.id}"] is None and stored[f"m{SEPARATOR}{c.id}"] == {
+        "ratios": [1.2],
+        "at": stored[f"m{SEPARATOR}{c.id}"]["at"],  # type: ignore[index]
+    }
+    assert await a.factor("m") == 1.2  # pruned as it should be: not written again
+    assert (await state.get_state(SCOPE))[f"m{SEPARATOR}{a.id}"] is None
+    await state.update_state(SCOPE, {f"m{SEPARATOR}{c.id}": None})  # emptied by a pruner that read before c wrote
+    assert await Calibration(state, instances=2).factor("m") == 1.1
+    assert await c.factor("m") == 1.2  # c writes its entry again
+    assert await Calibration(state, instances=2).factor("m") == 1.2
+    with pytest.raises(InvalidArgument, match="instances"):
+        Calibration(state, instances=0)
+
+
+async def test_a_writers_entry_is_read_only_under_its_own_model_and_only_as_a_report_gives_it() -> None:
+    """Keys per writer: a model whose name holds the separator ("a\\x1fb") is not read as a writer of "a", and an
+    entry that is not one (no time, ratios past the cap, not a list) corrects nothing."""
+    from ravi.agents.context.calibration import SCOPE, SEPARATOR, Calibration
+    from ravi.agents.storage import InMemoryStateStore
+
+    state = InMemoryStateStore()
+    other = Calibration(state)
+    await other.observe(f"a{SEPARATOR}b", counted=1_000, reported=3_000)
+    writer = "0" * 32
+    await state.update_state(
+        SCOPE,
+        {
+            f"a{SEPARATOR}{writer}": {"ratios": [300.0, 1.1], "at": 1},
+            f"a{SEPARATOR}{'1' * 32}": {"ratios": [2.5]},
+            f"a{SEPARATOR}{'2' * 32}": {"ratios": "2.5", "at": 1},
+            f"a{SEPARATOR}{'3' * 32}": {"ratios": [2.5], "at": True},
+            f"a{SEPARATOR}x": {"ratios": [2.5], "at": 1},
+        },
+    )
+    assert await Calibration(state).factor("a") == 1.1
+    assert await Calibration(state).factor(f"a{SEPARATOR}b") == 3.0

@@ -327,3 +327,28 @@ async def test_a_client_count_that_is_not_a_count_is_refused() -> None:
         with pytest.raises(InvalidArgument, match="count_tokens"):
             await context.build("s", model_client=_Counting(answer))
     assert [m.text for m in await context.build("s", model_client=_Counting(7))] == ["hello world"]
+
+
+@pytest.mark.parametrize(
+    "others",
+    [{}, {"counter": "heuristic"}, {"model": "gpt-4o"}, {"counter": "heuristic", "model": "gpt-4o"}],
+    ids=["alone", "with-a-counter", "with-a-model", "with-both"],
+)
+@pytest.mark.parametrize("client", [1, "gpt-4o", object()], ids=["int", "str", "object"])
+def test_a_token_budget_context_refuses_a_model_client_that_is_none(client: object, others: dict[str, str]) -> None:
+    """``TokenBudgetContext(100, counter=c, model_client=1)`` took the 1 and ignored it (the counter counts, so
+    the client was never looked at), as it did beside a model; alone it was refused as "int has no count_tokens"."""
+    from ravi.agents.tokens import HeuristicTokenCounter
+
+    arguments: dict[str, object] = {**others}
+    if "counter" in arguments:
+        arguments["counter"] = HeuristicTokenCounter()
+    with pytest.raises(ConfigurationError) as raised:
+        TokenBudgetContext(100, model_client=client, **arguments)  # type: ignore[arg-type]
+    assert str(raised.value).startswith("model_client "), raised.value
+    # what a model client is here: one that counts, one that names its model, an LLMClient (which, naming no model
+    # and unable to count, needs a counter or a model beside it)
+    goods: list[object] = [WordClient(), _NamedClient(), _Counting(3)]
+    goods += [CallableLLMClient(lambda messages: "s")] if others else []
+    for good in goods:
+        TokenBudgetContext(100, model_client=good, **arguments)  # type: ignore[arg-type]

@@ -21,7 +21,8 @@ from ravi.kernel.storage import SessionLister
 from ravi.kernel.storage.transfer import export_session
 
 
-async def _export(agent: str, session: str | None, config: Path | None, out: TextIO) -> int:
+async def _export(agent: str, session: str | None, config: Path | None, out: TextIO) -> tuple[int, str | None]:
+    """The number of messages written, and when there were none, what to say of the agent's sessions."""
     history = build_store("history", load_settings(config))
     try:
         if session is not None:
@@ -40,7 +41,7 @@ async def _export(agent: str, session: str | None, config: Path | None, out: Tex
             for line in lines:
                 out.write(line + "\n")
             written += len(lines)
-        return written
+        return written, (await known_sessions(history, agent) if written == 0 else None)
     finally:
         await close_store(history)
 
@@ -58,14 +59,17 @@ def export(
     """Write the agent's sessions (or one) as JSON Lines, one message a line with its session and run id, in
     order, losslessly: every content block, name, metadata and timestamp. Read it back into any configured
     backend with ravi import, for example: ravi export alice --config redis.toml | ravi import - --config
-    postgres.toml."""
+    postgres.toml. When nothing is stored for the agent it says so on standard error, with the agent's sessions,
+    and exits 0."""
     if output is None:
-        written = asyncio.run(_export(agent, session, config, sys.stdout))
+        written, nothing = asyncio.run(_export(agent, session, config, sys.stdout))
     elif _is_stream(output):  # a device or a pipe (/dev/stdout): written as it goes
         with _appending(output) as out:
-            written = asyncio.run(_export(agent, session, config, out))
+            written, nothing = asyncio.run(_export(agent, session, config, out))
     else:  # the file a symbolic link names is the one replaced, not the link
-        written = _export_to_file(agent, session, config, Path(os.path.realpath(output)))
+        written, nothing = _export_to_file(agent, session, config, Path(os.path.realpath(output)))
+    if nothing is not None:
+        typer.echo(f"nothing was stored for every session of agent {agent!r} ({nothing})", err=True)
     typer.echo(f"exported {count_of(written, 'message')}", err=True)
 
 
@@ -82,7 +86,7 @@ def _appending(path: Path) -> TextIO:
         raise InvalidArgument(f"cannot write {str(path)!r}: {error.strerror}") from None
 
 
-def _export_to_file(agent: str, session: str | None, config: Path | None, output: Path) -> int:
+def _export_to_file(agent: str, session: str | None, config: Path | None, output: Path) -> tuple[int, str | None]:
     """The export written to a new file beside ``output`` that takes its place once the export is whole: a failed
     export leaves a file already there as it was, and makes none."""
     if output.exists():
@@ -101,7 +105,7 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     previous = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            written = asyncio.run(_export(agent, session, config, out))
+            result = asyncio.run(_export(agent, session, config, out))
         partial.chmod(mode)
         partial.replace(output)
     except BaseException:
@@ -110,7 +114,7 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
-    return written
+    return result
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -64,10 +64,12 @@ def history_list(
             )
         )
         return
-    table = Table(
-        title=f"session {session!r} of agent {agent_id!r}: {count_of(len(messages), 'message')}, "
+    title = (
+        f"session {session!r} of agent {agent_id!r}: {count_of(len(messages), 'message')}, "
         f"{DEFAULT_COUNTER.count_messages(messages):,} tokens"
     )
+    # a title wraps at the table's width: a table of short messages is made as wide as its title (or the console)
+    table = Table(title=title, min_width=min(len(title), console.width))
     for name in ("#", "role", "tokens", "content"):
         table.add_column(name, justify="right" if name in ("#", "tokens") else "left")
     for i, m in enumerate(messages):

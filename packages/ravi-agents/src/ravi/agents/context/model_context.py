@@ -139,8 +139,8 @@ class TokenBudgetContext(ModelContext):
 
     Raises:
         InvalidArgument: ``max_tokens`` is not an integer > 0.
-        ConfigurationError: a store, the retention, the counter or ``model`` is of the wrong kind (the first of
-            them, in the order given).
+        ConfigurationError: a store, the retention, the counter, ``model_client`` (neither counting, naming its
+            model, nor an ``LLMClient``) or ``model`` is of the wrong kind (the first of them, in the order given).
     """
 
     def __init__(
@@ -156,6 +156,7 @@ class TokenBudgetContext(ModelContext):
     ) -> None:
         _check_positive(max_tokens, "max_tokens")
         _check_parts(history, retention, counter)
+        _check_client(model_client)
         _check_model(model)
         check_state(state)
         named = model or _model_of(model_client)
@@ -350,6 +351,22 @@ def _check_parts(history: object, retention: object, counter: object) -> None:
         check_history(history)
     check_retention(retention)
     check_counter(counter)
+
+
+def _check_client(client: object) -> None:
+    """``ConfigurationError`` unless ``client`` is ``None`` or a model client a token budget can use, whatever
+    else the context is given: one that counts (a synchronous ``count_tokens(text)``), one that names its model
+    (``.model``, ``.model_name`` or ``.model_info``), or an :class:`~ravi.kernel.llm.LLMClient`."""
+    if client is None:
+        return
+    if callable(getattr(client, "count_tokens", None)):
+        ClientTokenCounter(client)  # refuses an async count, which a window cannot await
+    elif _model_of(client) is None and not isinstance(client, LLMClient):
+        raise ConfigurationError(
+            f"model_client must be a model client: one with count_tokens(text), one that names its model "
+            f"(.model) or an LLMClient, got {type(client).__name__}",
+            hint="pass counter=... to count, and model=... to name the model the windows are sent to",
+        )
 
 
 def _check_model(model: object) -> None:
