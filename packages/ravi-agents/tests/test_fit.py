@@ -522,3 +522,28 @@ async def test_a_writers_entry_is_read_only_under_its_own_model_and_only_as_a_re
     )
     assert await Calibration(state).factor("a") == 1.1
     assert await Calibration(state).factor(f"a{SEPARATOR}b") == 3.0
+
+
+async def test_the_emptied_keys_of_writers_long_gone_are_dropped_and_the_newest_entries_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each process that reports leaves a key, emptied once it is no longer among the newest writers; without a
+    bound, a state read by every window grows with every process that ever ran."""
+    import itertools
+    import types
+
+    from ravi.agents.context import calibration
+    from ravi.agents.context.calibration import DEAD_KEYS, SCOPE, SEPARATOR, Calibration
+    from ravi.agents.storage import InMemoryStateStore
+
+    ticks = itertools.count(1)
+    monkeypatch.setattr(calibration, "time", types.SimpleNamespace(time=lambda: float(next(ticks))))
+    state = InMemoryStateStore()
+    writers = [Calibration(state, instances=2) for _ in range(DEAD_KEYS + 40)]
+    for n, writer in enumerate(writers):
+        await writer.observe("m", counted=1_000, reported=1_000 + n)
+        assert len(await state.get_state(SCOPE)) <= DEAD_KEYS + 3
+    stored = await state.get_state(SCOPE)
+    newest = [f"m{SEPARATOR}{w.id}" for w in writers[-2:]]
+    assert all(stored[key] is not None for key in newest)
+    assert await Calibration(state, instances=2).factor("m") == (1_000 + len(writers) - 1) / 1_000

@@ -43,7 +43,9 @@ class Calibration:
     writers; a report empties (sets to ``null``) the keys of older writers, one key at a time, never another
     key. A writer whose key was emptied while it reported (or whose two event loops wrote out of order) writes
     its entry again at its next read, while it is one of the newest ``instances``: what it reported is kept as
-    long as the process runs. The state keeps one key per writer that ever reported (``null`` once pruned).
+    long as the process runs. Emptied keys (``null``) are dropped in one rewrite once there are more than
+    :data:`DEAD_KEYS` of them; a report written in that instant may be dropped too, and its writer writes it
+    again at its next read.
     While the store cannot be reached, a correction is the one this process read last (1.0 before any), with a
     warning: the windows go on, sized as before the outage.
 
@@ -146,7 +148,7 @@ class Calibration:
                 mine: dict[str, JSON] = {"ratios": [*kept, ratio][-self.keep :], "at": time.time()}
                 self._mine[model] = mine
             try:
-                entries = _entries(await self.state.update_state(SCOPE, {key: mine}), model)
+                merged = await self.state.update_state(SCOPE, {key: mine})
             except BaseException:  # not kept: a later read must not write it after all
                 with self._guard:
                     if self._mine.get(model) is mine:
@@ -155,17 +157,27 @@ class Calibration:
                         else:
                             self._mine[model] = before
                 raise
+            entries = _entries(merged, model)
             entries[key] = _entry(mine)  # type: ignore[assignment]
             newest = sorted(entries.items(), key=lambda item: (item[1][0], item[0]), reverse=True)
             # only keys no newest writer holds, each emptied on its own (a list from before keys per writer is left)
             stale: dict[str, JSON] = {k: None for k, _ in newest[self.instances :] if k != model}
             if stale:
-                await self.state.update_state(SCOPE, stale)
+                merged = await self.state.update_state(SCOPE, stale)
+            if sum(1 for v in merged.values() if v is None) > DEAD_KEYS:
+                # the emptied keys of writers long gone, dropped in one rewrite: a report written at the same
+                # instant may be dropped with them, and its writer writes it again at its next read
+                await self.state.set_state(SCOPE, {k: v for k, v in merged.items() if v is not None})
         ratios = self._newest(entries)
         with self._guard:
             self._ratios[model] = ratios
         return max([1.0, *ratios])
 
+
+DEAD_KEYS = 256
+"""How many emptied keys (writers pruned, most of them processes that ended) the calibration state keeps before a
+report drops them all in one rewrite, so the state a window reads stays small however many processes came and
+went."""
 
 SEPARATOR = "\x1f"
 """Between a model's name and a writer's id in the keys under :data:`SCOPE`."""
@@ -211,4 +223,4 @@ def _entries(state: dict[str, JSON], model: str) -> dict[str, tuple[float, list[
     return entries
 
 
-__all__ = ["MAX_RATIO", "MIN_COUNTED", "SCOPE", "SEPARATOR", "Calibration"]
+__all__ = ["DEAD_KEYS", "MAX_RATIO", "MIN_COUNTED", "SCOPE", "SEPARATOR", "Calibration"]
