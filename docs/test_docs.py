@@ -263,3 +263,27 @@ def test_the_recall_page_turns_recall_on_by_configuration(tmp_path: Path, monkey
     pytest.importorskip("wordllama", reason="the offline model comes with ravi-agents[embeddings]")
     assert strategy.meaning is not None
     assert strategy.meaning.model.startswith("wordllama")
+
+
+@pytest.mark.parametrize("page", ["langchain", "openai-agents", "autogen", "pydantic-ai"])
+def test_the_integration_pages_show_the_window_their_code_sends(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each framework page's ``ravi window`` line used to be ``--model gpt-4o``, "what the model would be sent",
+    while its code sends ``TokenBudgetComposedStrategy.from_model("gpt-4o")`` alone: the command's default
+    pipeline for a model shortens tool results too, so it showed a window the code never sends. The page's
+    ``ravi.toml`` builds the pipeline its code builds, and the command it shows has no ``--model``."""
+    from ravi.agents.context import CompactionPipeline, ContextConfig, TokenBudgetComposedStrategy
+
+    text = (DOCS / "integrations" / f"{page}.md").read_text()
+    commands = [line for line in text.splitlines() if line.startswith("ravi window ")]
+    assert commands and all("--model" not in line for line in commands)
+    toml = re.findall(r"```toml\n(.*?)```", text, re.DOTALL)
+    assert toml, "the page shows the ravi.toml that describes its pipeline"
+    for name in [n for n in __import__("os").environ if n.startswith("RAVI_")]:
+        monkeypatch.delenv(name)
+    (tmp_path / "ravi.toml").write_text(toml[-1])
+    configured = ContextConfig.from_settings(path=tmp_path / "ravi.toml").pipeline
+    coded = CompactionPipeline([TokenBudgetComposedStrategy.from_model("gpt-4o")])
+    assert 'TokenBudgetComposedStrategy.from_model("gpt-4o")' in text
+    assert repr(configured) == repr(coded)
