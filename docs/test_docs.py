@@ -287,3 +287,21 @@ def test_the_integration_pages_show_the_window_their_code_sends(
     coded = CompactionPipeline([TokenBudgetComposedStrategy.from_model("gpt-4o")])
     assert 'TokenBudgetComposedStrategy.from_model("gpt-4o")' in text
     assert repr(configured) == repr(coded)
+
+
+def test_the_quickstart_says_how_to_fit_the_window_to_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quickstart's default is a sliding window of 100 messages, which fits no model in particular, and neither
+    it nor the home page said where to turn for a window sized for the model an agent calls. The quickstart's
+    ``ravi.toml`` builds a budget sized for gpt-4o, and the home page links to it."""
+    from ravi.agents.context import ContextConfig, TokenBudgetComposedStrategy
+
+    text = (DOCS / "quickstart.md").read_text()
+    toml = [block for block in re.findall(r"```toml\n(.*?)```", text, re.DOTALL) if "[context]" in block]
+    assert len(toml) == 1
+    for name in [n for n in __import__("os").environ if n.startswith("RAVI_")]:
+        monkeypatch.delenv(name)
+    (tmp_path / "ravi.toml").write_text(toml[0])
+    budget = ContextConfig.from_settings(path=tmp_path / "ravi.toml").pipeline.strategies[-1]
+    assert isinstance(budget, TokenBudgetComposedStrategy)
+    assert budget.token_budget == TokenBudgetComposedStrategy.from_model("gpt-4o").token_budget
+    assert "(quickstart.md#a-window-that-fits-your-model)" in (DOCS / "index.md").read_text()
