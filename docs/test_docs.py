@@ -305,3 +305,12 @@ def test_the_quickstart_says_how_to_fit_the_window_to_a_model(tmp_path: Path, mo
     assert isinstance(budget, TokenBudgetComposedStrategy)
     assert budget.token_budget == TokenBudgetComposedStrategy.from_model("gpt-4o").token_budget
     assert "(quickstart.md#a-window-that-fits-your-model)" in (DOCS / "index.md").read_text()
+
+
+def test_the_telemetry_page_installs_what_its_example_imports() -> None:
+    """The telemetry example imports the OpenTelemetry SDK, which the ``otel`` extra does not install (it brings
+    the API only): followed as printed in a fresh environment, the example stopped at ``ModuleNotFoundError``."""
+    text = (DOCS / "telemetry.md").read_text()
+    installs = " ".join(re.findall(r"```sh\n(.*?)```", text, re.DOTALL))
+    assert "from opentelemetry.sdk" in text
+    assert re.search(r"pip install .*opentelemetry-sdk", installs)
