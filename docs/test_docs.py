@@ -314,3 +314,16 @@ def test_the_telemetry_page_installs_what_its_example_imports() -> None:
     installs = " ".join(re.findall(r"```sh\n(.*?)```", text, re.DOTALL))
     assert "from opentelemetry.sdk" in text
     assert re.search(r"pip install .*opentelemetry-sdk", installs)
+
+
+@pytest.mark.parametrize("page", ["langchain", "openai-agents", "autogen", "pydantic-ai"])
+def test_the_integration_pages_say_how_to_install_from_a_clone(page: str) -> None:
+    """Each framework page opened with ``pip install ravi-integrations-...``, which finds nothing until 0.1.0 is
+    published ("No matching distribution found"); the page now gives the install from a clone, the kernel and
+    ``ravi-agents`` with it, as the quickstart does."""
+    text = (DOCS / "integrations" / f"{page}.md").read_text()
+    installs = " ".join(re.findall(r"```sh\n(.*?)```", text, re.DOTALL))
+    for package in ("ravi-kernel", "ravi-agents", f"ravi-integrations-{page}"):
+        assert f"./packages/{package}" in installs
+    for distribution in re.findall(r"packages/([a-z-]+)", installs):
+        assert (DOCS.parent / "packages" / distribution / "pyproject.toml").exists()
