@@ -21,7 +21,7 @@ from ravi.agents.context.recall_request import Request, _read, read_request, rec
 from ravi.agents.embeddings import StaticEmbeddingClient, offline_embeddings_installed
 from ravi.conformance.strategy import transcripts
 from ravi.kernel.embeddings import HashingEmbeddingClient
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.search import UnitMatch, match_units
 from ravi.kernel.tokens import stored_tokens
@@ -690,6 +690,25 @@ def test_the_default_recall_ranks_by_meaning_with_the_offline_model() -> None:
     strategy = RelevantRecallStrategy(300)
     assert strategy.meaning is not None and strategy.meaning.model == "wordllama-l2_supercat-128"
     assert RelevantRecallStrategy(300, meaning=None).meaning is None
+
+
+def test_meaning_takes_the_values_a_ravi_toml_gives_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configuration page says a ``relevant_recall`` entry's keys are the strategy's options, and a
+    ``ravi.toml`` writes ``meaning = "offline"`` (the offline model, required) or ``"none"`` (words only): the same
+    strings work in Python, and ``"offline"`` without the model says what to install."""
+    assert RelevantRecallStrategy(300, meaning="none").meaning is None
+    if offline_embeddings_installed():
+        strategy = RelevantRecallStrategy(300, meaning="offline")
+        assert strategy.meaning is not None and strategy.meaning.model == "wordllama-l2_supercat-128"
+    from ravi.agents import embeddings
+
+    monkeypatch.setattr(embeddings, "offline_embedding_client", lambda: None)  # as without the extra
+    with pytest.raises(ConfigurationError, match="offline embedding model") as raised:
+        RelevantRecallStrategy(300, meaning="offline")
+    assert "pip install" in (raised.value.hint or "")
+    assert RelevantRecallStrategy(300, meaning="auto").meaning is None
+    with pytest.raises(InvalidArgument, match="'none'"):
+        RelevantRecallStrategy(300, meaning="words")
 
 
 def test_the_in_memory_store_searches_by_words_with_neighbours_and_by_meaning() -> None:

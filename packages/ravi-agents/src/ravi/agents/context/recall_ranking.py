@@ -36,22 +36,26 @@ class Meaning:
 
 def resolve_meaning(meaning: object, index: object) -> Meaning | None:
     """The meaning ranking a strategy's ``meaning=`` option names: ``"auto"`` (the offline model of the
-    ``embeddings`` extra when it is installed and ``index`` does not already rank by meaning), ``None`` (words
-    only), an :class:`~ravi.kernel.llm.EmbeddingClient`, or a recall index."""
+    ``embeddings`` extra when it is installed and ``index`` does not already rank by meaning), ``"offline"`` (that
+    model, required: ``ConfigurationError`` when it is not installed), ``None`` or ``"none"`` (words only), an
+    :class:`~ravi.kernel.llm.EmbeddingClient`, or a recall index (the strings are those of a ``ravi.toml``)."""
     from ravi.agents.context.recall_index import EmbeddingIndex
 
-    if meaning is None:
+    if meaning is None or meaning == "none":
         return None
     if isinstance(meaning, str):
-        if meaning != "auto":
+        if meaning not in ("auto", "offline"):
             raise InvalidArgument(
-                f"meaning must be 'auto', None, an EmbeddingClient or a recall index, got {meaning!r}"
+                "meaning must be 'auto', 'offline', 'none' (or None), an EmbeddingClient or a recall index, "
+                f"got {meaning!r}"
             )
-        if isinstance(index, EmbeddingIndex):
-            return None
-        from ravi.agents.embeddings import offline_embedding_client
+        from ravi.agents.embeddings import INSTALL, offline_embedding_client
 
         client = offline_embedding_client()
+        if meaning == "offline" and client is None:
+            raise ConfigurationError("meaning='offline' needs the offline embedding model", hint=INSTALL)
+        if isinstance(index, EmbeddingIndex) and meaning == "auto":
+            return None
         return None if client is None else Meaning(client, client.model)
     if isinstance(meaning, EmbeddingClient):
         name = getattr(meaning, "model", None)
