@@ -288,3 +288,48 @@ def test_function_call_arguments_that_are_an_object_no_store_keeps_are_stored_as
     for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
         (message,) = to_ravi(AssistantMessage(source="a", content=[FunctionCall(id="c1", name="f", arguments=raw)]))
         assert message.tool_calls[0].arguments == {"arguments": raw}
+
+
+class _DownOnce(InMemoryHistoryProvider):
+    """A store whose first append fails as a server that is down does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+
+    async def append_many(self, *args: Any, **kwargs: Any) -> Any:
+        if self.down:
+            self.down = False
+            from ravi.kernel.errors import BackendUnavailable
+
+            raise BackendUnavailable("the store is down")
+        return await super().append_many(*args, **kwargs)
+
+
+def test_initial_messages_are_kept_when_the_first_store_fails() -> None:
+    async def scenario() -> list[str]:
+        history = _DownOnce()
+        context = RaviChatCompletionContext(
+            ContextConfig(history), session_id="s1", initial_messages=[SystemMessage(content="Be brief.")]
+        )
+        from ravi.kernel.errors import BackendUnavailable
+
+        with pytest.raises(BackendUnavailable):
+            await context.add_message(UserMessage(content="hi", source="user"))
+        await context.add_message(UserMessage(content="hi", source="user"))
+        return [type(m).__name__ for m in await context.get_messages()]
+
+    assert asyncio.run(scenario()) == ["SystemMessage", "UserMessage"]
+
+
+def test_initial_messages_are_stored_once_by_concurrent_first_calls() -> None:
+    async def scenario() -> list[str]:
+        context = RaviChatCompletionContext(
+            ContextConfig(InMemoryHistoryProvider()),
+            session_id="s1",
+            initial_messages=[SystemMessage(content="Be brief.")],
+        )
+        await asyncio.gather(*(context.add_message(UserMessage(content=str(i), source="user")) for i in range(5)))
+        return [type(m).__name__ for m in await context.get_messages()]
+
+    assert asyncio.run(scenario()) == ["SystemMessage"] + ["UserMessage"] * 5

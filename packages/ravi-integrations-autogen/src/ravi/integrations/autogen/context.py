@@ -81,6 +81,7 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         self.context = as_context(context)
         self.session_id = session_id
         self._initial = list(initial_messages or [])
+        self._cleared = 0  # counts clear() and load_state(): the initial messages are not given back past one
         self._messages = []  # the conversation lives in the store, not in AutoGen's list
 
     async def _store(self, messages: Sequence[LLMMessage]) -> None:
@@ -89,15 +90,24 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
             converted += to_ravi(message, salt=uuid.uuid4().hex)
         await self.context.add_messages(self.session_id, converted)
 
-    async def _start(self) -> None:
-        if self._initial:
-            initial, self._initial = self._initial, []
-            await self._store(initial)
+    async def _start(self, messages: Sequence[LLMMessage] = ()) -> None:
+        """Store ``messages``, after the initial messages when they are not stored yet, in one append. The initial
+        messages are claimed first, so concurrent first calls store them once, and given back when the append
+        fails, so the next call stores them (unless the session was cleared meanwhile)."""
+        initial, self._initial = self._initial, []
+        if not initial and not messages:
+            return
+        cleared = self._cleared
+        try:
+            await self._store([*initial, *messages])
+        except BaseException:
+            if initial and cleared == self._cleared:
+                self._initial = initial + self._initial
+            raise
 
     async def add_message(self, message: LLMMessage) -> None:
-        """Store one message at the end of the session."""
-        await self._start()
-        await self._store([message])
+        """Store one message at the end of the session (after the initial messages, at the first call)."""
+        await self._start([message])
 
     async def get_messages(self) -> list[LLMMessage]:
         """Ravi's window of the session, as AutoGen messages. Like AutoGen's own bounded contexts, it never
@@ -113,6 +123,7 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         """Remove the session's transcript, and what the context's strategies derived from it
         (``AgentContext.clear``)."""
         self._initial = []
+        self._cleared += 1
         await self.context.clear(self.session_id)
 
     async def save_state(self) -> Mapping[str, Any]:
@@ -151,6 +162,7 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         for message in messages:  # converted before anything is removed, so a bad state changes nothing
             converted += to_ravi(message, salt=uuid.uuid4().hex)
         self._initial = []
+        self._cleared += 1
         await self.context.replace_messages(self.session_id, converted)
 
     def _to_config(self) -> RaviChatCompletionContextConfig:
