@@ -333,3 +333,11 @@ def test_initial_messages_are_stored_once_by_concurrent_first_calls() -> None:
         return [type(m).__name__ for m in await context.get_messages()]
 
     assert asyncio.run(scenario()) == ["SystemMessage"] + ["UserMessage"] * 5
+
+
+def test_settings_that_are_not_a_mapping_are_a_configuration_error() -> None:
+    from ravi.kernel.errors import ConfigurationError
+
+    for settings in (5, ["history"]):
+        with pytest.raises(ConfigurationError, match="settings"):
+            RaviChatCompletionContext(session_id="s1", settings=settings)  # type: ignore[arg-type]

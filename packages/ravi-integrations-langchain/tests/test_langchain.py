@@ -486,3 +486,8 @@ def test_a_run_replayed_from_before_the_answer_to_a_malformed_call_stores_the_an
     kept = asyncio.run(store.get_messages("agent", session_id="t"))
     answers = [m.tool_call_id for m in map(to_langchain, kept) if isinstance(m, ToolMessage)]
     assert answers == ["bad-1", "bad-2", "good-1"]
+
+
+def test_the_chat_history_refuses_a_store_that_is_not_a_history_store() -> None:
+    with pytest.raises(ConfigurationError, match="HistoryProvider"):
+        RaviChatMessageHistory(None, session_id="s1")  # type: ignore[arg-type]

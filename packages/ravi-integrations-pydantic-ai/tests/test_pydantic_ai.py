@@ -279,3 +279,14 @@ def test_a_tool_result_stored_without_a_pydantic_ai_message_reads_back_as_a_tool
         "success",
     )
     assert (second.tool_call_id, second.content, second.outcome) == ("c2", "no such", "failed")
+
+
+def test_storing_something_that_is_not_a_list_of_messages_is_an_invalid_message() -> None:
+    import pytest
+
+    from ravi.kernel.errors import InvalidMessage
+
+    ravi = RaviHistory(ContextConfig(InMemoryHistoryProvider()), session_id="s1")
+    for value in (None, 5):
+        with pytest.raises(InvalidMessage, match="messages"):
+            asyncio.run(ravi.store(value))  # type: ignore[arg-type]

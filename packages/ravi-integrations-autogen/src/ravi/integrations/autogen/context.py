@@ -74,6 +74,11 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         if settings is not None:
             if context is not None:
                 raise ConfigurationError("pass either a context or settings, not both")
+            if not isinstance(settings, Mapping):
+                raise ConfigurationError(
+                    f"settings must be a mapping of ravi.toml's sections, got {type(settings).__name__}",
+                    hint='settings={"history": {"backend": "postgres", "dsn": "..."}}',
+                )
             from ravi.agents.settings import load_settings
 
             context = AgentContext(ContextConfig.from_settings(load_settings(**dict(settings))))
