@@ -341,3 +341,14 @@ def test_settings_that_are_not_a_mapping_are_a_configuration_error() -> None:
     for settings in (5, ["history"]):
         with pytest.raises(ConfigurationError, match="settings"):
             RaviChatCompletionContext(session_id="s1", settings=settings)  # type: ignore[arg-type]
+
+
+def test_initial_messages_that_are_not_autogen_messages_are_refused_when_built() -> None:
+    from ravi.kernel.errors import InvalidMessage
+
+    with pytest.raises(InvalidMessage):
+        RaviChatCompletionContext(
+            ContextConfig(InMemoryHistoryProvider()),
+            session_id="s1",
+            initial_messages=["hi"],  # type: ignore[list-item]
+        )

@@ -46,7 +46,8 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
     Args:
         context: An ``AgentContext`` or ``ContextConfig``; ``None`` builds one from ``settings``.
         session_id: The session the conversation is kept in.
-        initial_messages: Messages the conversation starts with (stored at the first call).
+        initial_messages: Messages the conversation starts with (stored at the first call; one that is not an
+            AutoGen message is ``InvalidMessage`` here).
         settings: Ravi settings as ``ravi.toml`` holds them (``{"history": {"backend": "postgres", "dsn": ...},
             "context": {"model": "gpt-4o"}}``), over ``ravi.toml`` and ``RAVI_*`` variables; only without
             ``context``.
@@ -70,6 +71,8 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
     ) -> None:
         super().__init__(list(initial_messages) if initial_messages is not None else None)
         check_scope(session_id=session_id)
+        for message in initial_messages or []:  # refused now, not at every call that would store them
+            to_ravi(message)
         self._described = context is None  # built from settings alone, so dump_component can describe it
         if settings is not None:
             if context is not None:
