@@ -352,3 +352,20 @@ def test_initial_messages_that_are_not_autogen_messages_are_refused_when_built()
             session_id="s1",
             initial_messages=["hi"],  # type: ignore[list-item]
         )
+
+
+def test_initial_messages_start_a_new_session_and_are_not_added_again_to_one_that_holds_messages() -> None:
+    """A context built again on a stored session (a new process, or a component loaded from its dump, which
+    keeps ``initial_messages``) continues the conversation: its initial messages are not appended a second
+    time, in the middle of it."""
+
+    async def scenario() -> list[str]:
+        history = InMemoryHistoryProvider()
+        initial = [SystemMessage(content="Be brief.")]
+        first = RaviChatCompletionContext(ContextConfig(history), session_id="s1", initial_messages=initial)
+        await first.add_message(UserMessage(content="one", source="user"))
+        again = RaviChatCompletionContext(ContextConfig(history), session_id="s1", initial_messages=initial)
+        await again.add_message(UserMessage(content="two", source="user"))
+        return [str(m.content) for m in await again.get_messages()]
+
+    assert asyncio.run(scenario()) == ["Be brief.", "one", "two"]

@@ -46,8 +46,8 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
     Args:
         context: An ``AgentContext`` or ``ContextConfig``; ``None`` builds one from ``settings``.
         session_id: The session the conversation is kept in.
-        initial_messages: Messages the conversation starts with (stored at the first call; one that is not an
-            AutoGen message is ``InvalidMessage`` here).
+        initial_messages: Messages the conversation starts with (stored at the first call when the session holds
+            no messages yet; one that is not an AutoGen message is ``InvalidMessage`` here).
         settings: Ravi settings as ``ravi.toml`` holds them (``{"history": {"backend": "postgres", "dsn": ...},
             "context": {"model": "gpt-4o"}}``), over ``ravi.toml`` and ``RAVI_*`` variables; only without
             ``context``.
@@ -100,13 +100,19 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
 
     async def _start(self, messages: Sequence[LLMMessage] = ()) -> None:
         """Store ``messages``, after the initial messages when they are not stored yet, in one append. The initial
-        messages are claimed first, so concurrent first calls store them once, and given back when the append
-        fails, so the next call stores them (unless the session was cleared meanwhile)."""
+        messages start a new session only: a session that holds messages already (this context built again, in a
+        new process or from its dumped component) continues without them. They are claimed first, so concurrent
+        first calls store them once, and given back when the append fails, so the next call stores them (unless
+        the session was cleared meanwhile)."""
         initial, self._initial = self._initial, []
         if not initial and not messages:
             return
         cleared = self._cleared
         try:
+            if initial and await self.context.config.history.count_messages(
+                self.context.agent_id, session_id=self.session_id
+            ):
+                initial = []  # the conversation started already
             await self._store([*initial, *messages])
         except BaseException:
             if initial and cleared == self._cleared:
