@@ -514,6 +514,23 @@ async def test_bad_settings_are_typed_errors() -> None:
         await _load(MockCoordinator(), {"history": "postgres"})
 
 
+async def test_bad_arguments_are_refused_when_the_manager_is_built() -> None:
+    """An agent id, a list of tools, a reserve and a mount config that cannot be used are refused when the
+    manager is built, with Ravi's typed errors, not as a builtin error or at the first request."""
+    for agent_id in ("", 5):
+        with pytest.raises(InvalidArgument, match="agent_id"):
+            ContextManager(agent_id=agent_id)  # type: ignore[arg-type]
+    for tools in (5, "search", {"name": "search"}):
+        with pytest.raises(InvalidArgument, match="tools"):
+            ContextManager(tools=tools)  # type: ignore[arg-type]
+    for reserve in (-1, "10", True):
+        with pytest.raises(InvalidArgument, match="reserve"):
+            ContextManager(reserve=reserve)  # type: ignore[arg-type]
+    for config in (["max_tokens"], "max_tokens=10"):
+        with pytest.raises(ConfigurationError, match="config"):
+            await _load(MockCoordinator(), config)  # type: ignore[arg-type]
+
+
 async def test_a_session_id_given_is_used_exactly_or_refused() -> None:
     """An empty ``session_id`` in the mount config stored the conversation under a random id, which no resume
     finds; it is refused. A coordinator without a session id still gets one of the manager's own."""

@@ -288,3 +288,84 @@ def test_function_call_arguments_that_are_an_object_no_store_keeps_are_stored_as
     for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
         (message,) = to_ravi(AssistantMessage(source="a", content=[FunctionCall(id="c1", name="f", arguments=raw)]))
         assert message.tool_calls[0].arguments == {"arguments": raw}
+
+
+class _DownOnce(InMemoryHistoryProvider):
+    """A store whose first append fails as a server that is down does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+
+    async def append_many(self, *args: Any, **kwargs: Any) -> Any:
+        if self.down:
+            self.down = False
+            from ravi.kernel.errors import BackendUnavailable
+
+            raise BackendUnavailable("the store is down")
+        return await super().append_many(*args, **kwargs)
+
+
+def test_initial_messages_are_kept_when_the_first_store_fails() -> None:
+    async def scenario() -> list[str]:
+        history = _DownOnce()
+        context = RaviChatCompletionContext(
+            ContextConfig(history), session_id="s1", initial_messages=[SystemMessage(content="Be brief.")]
+        )
+        from ravi.kernel.errors import BackendUnavailable
+
+        with pytest.raises(BackendUnavailable):
+            await context.add_message(UserMessage(content="hi", source="user"))
+        await context.add_message(UserMessage(content="hi", source="user"))
+        return [type(m).__name__ for m in await context.get_messages()]
+
+    assert asyncio.run(scenario()) == ["SystemMessage", "UserMessage"]
+
+
+def test_initial_messages_are_stored_once_by_concurrent_first_calls() -> None:
+    async def scenario() -> list[str]:
+        context = RaviChatCompletionContext(
+            ContextConfig(InMemoryHistoryProvider()),
+            session_id="s1",
+            initial_messages=[SystemMessage(content="Be brief.")],
+        )
+        await asyncio.gather(*(context.add_message(UserMessage(content=str(i), source="user")) for i in range(5)))
+        return [type(m).__name__ for m in await context.get_messages()]
+
+    assert asyncio.run(scenario()) == ["SystemMessage"] + ["UserMessage"] * 5
+
+
+def test_settings_that_are_not_a_mapping_are_a_configuration_error() -> None:
+    from ravi.kernel.errors import ConfigurationError
+
+    for settings in (5, ["history"]):
+        with pytest.raises(ConfigurationError, match="settings"):
+            RaviChatCompletionContext(session_id="s1", settings=settings)  # type: ignore[arg-type]
+
+
+def test_initial_messages_that_are_not_autogen_messages_are_refused_when_built() -> None:
+    from ravi.kernel.errors import InvalidMessage
+
+    with pytest.raises(InvalidMessage):
+        RaviChatCompletionContext(
+            ContextConfig(InMemoryHistoryProvider()),
+            session_id="s1",
+            initial_messages=["hi"],  # type: ignore[list-item]
+        )
+
+
+def test_initial_messages_start_a_new_session_and_are_not_added_again_to_one_that_holds_messages() -> None:
+    """A context built again on a stored session (a new process, or a component loaded from its dump, which
+    keeps ``initial_messages``) continues the conversation: its initial messages are not appended a second
+    time, in the middle of it."""
+
+    async def scenario() -> list[str]:
+        history = InMemoryHistoryProvider()
+        initial = [SystemMessage(content="Be brief.")]
+        first = RaviChatCompletionContext(ContextConfig(history), session_id="s1", initial_messages=initial)
+        await first.add_message(UserMessage(content="one", source="user"))
+        again = RaviChatCompletionContext(ContextConfig(history), session_id="s1", initial_messages=initial)
+        await again.add_message(UserMessage(content="two", source="user"))
+        return [str(m.content) for m in await again.get_messages()]
+
+    assert asyncio.run(scenario()) == ["Be brief.", "one", "two"]

@@ -486,3 +486,44 @@ def test_a_run_replayed_from_before_the_answer_to_a_malformed_call_stores_the_an
     kept = asyncio.run(store.get_messages("agent", session_id="t"))
     answers = [m.tool_call_id for m in map(to_langchain, kept) if isinstance(m, ToolMessage)]
     assert answers == ["bad-1", "bad-2", "good-1"]
+
+
+def test_the_chat_history_refuses_a_store_that_is_not_a_history_store() -> None:
+    with pytest.raises(ConfigurationError, match="HistoryProvider"):
+        RaviChatMessageHistory(None, session_id="s1")  # type: ignore[arg-type]
+
+
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+def test_a_streamed_reply_is_kept_by_runnable_with_message_history() -> None:
+    """Streaming through ``RunnableWithMessageHistory`` hands the history the reply as an ``AIMessageChunk``, which
+    LangChain's own histories keep; so does Ravi's, and every other chunk kind reads back as it was added."""
+    from langchain_core.messages import (
+        AIMessageChunk,
+        ChatMessageChunk,
+        FunctionMessageChunk,
+        HumanMessageChunk,
+        SystemMessageChunk,
+        ToolMessageChunk,
+    )
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    history = RaviChatMessageHistory(InMemoryHistoryProvider(), session_id="s1")
+    model = GenericFakeChatModel(messages=iter([AIMessage("hello there friend")]))
+    chain = RunnableWithMessageHistory(model, lambda session_id: history)
+    streamed = "".join(str(c.content) for c in chain.stream("hi", config={"configurable": {"session_id": "s1"}}))
+    assert streamed == "hello there friend"
+    assert [(type(m).__name__, m.content) for m in history.messages] == [
+        ("HumanMessage", "hi"),
+        ("AIMessageChunk", "hello there friend"),
+    ]
+    chunks = [
+        AIMessageChunk(content="par", tool_call_chunks=[{"name": "f", "args": '{"a": 1}', "id": "c1", "index": 0}]),
+        HumanMessageChunk(content="q"),
+        SystemMessageChunk(content="be brief"),
+        ToolMessageChunk(content="r", tool_call_id="c1"),
+        ChatMessageChunk(content="c", role="critic"),
+        FunctionMessageChunk(content="f", name="f"),
+    ]
+    again = RaviChatMessageHistory(InMemoryHistoryProvider(), session_id="s2")
+    again.add_messages(chunks)
+    assert again.messages == chunks

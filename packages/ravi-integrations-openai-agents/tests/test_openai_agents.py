@@ -247,3 +247,25 @@ def test_function_call_arguments_that_are_an_object_no_store_keeps_are_stored_as
         item = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": raw}
         message = to_ravi([item])
         assert message.tool_calls[0].arguments == {"arguments": raw} and items_of(message) == [item]
+
+
+def test_a_store_that_is_not_a_history_store_is_refused_when_the_session_is_built() -> None:
+    import pytest
+
+    from ravi.kernel.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="HistoryProvider"):
+        RaviSession("s", "postgres://localhost/db")  # type: ignore[arg-type]
+
+
+def test_a_limit_that_is_not_an_integer_is_an_invalid_argument() -> None:
+    import pytest
+
+    from ravi.kernel.errors import InvalidArgument
+
+    session = RaviSession("s", InMemoryHistoryProvider())
+    asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+    for limit in ("3", 1.5, True):
+        with pytest.raises(InvalidArgument, match="limit"):
+            asyncio.run(session.get_items(limit))  # type: ignore[arg-type]
+    assert asyncio.run(session.get_items(1)) == [{"role": "user", "content": "hi"}]

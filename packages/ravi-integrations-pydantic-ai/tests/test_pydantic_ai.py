@@ -255,3 +255,38 @@ def test_tool_call_args_that_are_an_object_no_store_keeps_are_stored_as_written(
     for raw in ('{"x": NaN}', '{"x": -0.0}', '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"):
         (message,) = to_ravi(ModelResponse(parts=[ToolCallPart(tool_name="f", args=raw, tool_call_id="c1")]))
         assert message.tool_calls[0].arguments == {"INVALID_JSON": raw}
+
+
+def test_a_tool_result_stored_without_a_pydantic_ai_message_reads_back_as_a_tool_return() -> None:
+    from ravi.kernel.messages import ToolResultBlock
+
+    stored = [
+        ChatMessage.user("look it up"),
+        ChatMessage(role="assistant", content=(ToolCallBlock(id="c1", name="lookup", arguments={"q": "x"}),)),
+        ChatMessage(role="tool", content=(ToolResultBlock(tool_call_id="c1", content="found it"),)),
+        ChatMessage(role="tool", content=(ToolResultBlock(tool_call_id="c2", content="no such", is_error=True),)),
+    ]
+    got = from_ravi(stored)
+    assert [type(m).__name__ for m in got] == ["ModelRequest", "ModelResponse", "ModelRequest"]
+    returns = got[2].parts
+    assert [type(p).__name__ for p in returns] == ["ToolReturnPart", "ToolReturnPart"]
+    first, second = returns
+    assert isinstance(first, ToolReturnPart) and isinstance(second, ToolReturnPart)
+    assert (first.tool_name, first.tool_call_id, first.content, first.outcome) == (
+        "lookup",
+        "c1",
+        "found it",
+        "success",
+    )
+    assert (second.tool_call_id, second.content, second.outcome) == ("c2", "no such", "failed")
+
+
+def test_storing_something_that_is_not_a_list_of_messages_is_an_invalid_message() -> None:
+    import pytest
+
+    from ravi.kernel.errors import InvalidMessage
+
+    ravi = RaviHistory(ContextConfig(InMemoryHistoryProvider()), session_id="s1")
+    for value in (None, 5):
+        with pytest.raises(InvalidMessage, match="messages"):
+            asyncio.run(ravi.store(value))  # type: ignore[arg-type]

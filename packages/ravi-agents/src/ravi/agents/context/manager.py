@@ -157,8 +157,15 @@ class ContextManager:
                 hint="to pick a backend by name, set [history] backend = ... in ravi.toml (or RAVI_HISTORY__BACKEND)"
                 " and leave history out",
             )
+        check_scope(agent_id=agent_id)
         if session_id is not None:
             check_scope(session_id=session_id)  # an empty id is refused, not replaced by one no resume finds
+        if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
+            raise InvalidArgument(
+                f"tools must be a list of tool definitions, got {type(tools).__name__}", field="tools"
+            )
+        if not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 0:
+            raise InvalidArgument(f"reserve must be an integer >= 0, got {reserve!r}", field="reserve")
         self.history = history or InMemoryHistoryProvider()
         self.agent_id = agent_id
         self.session_id = uuid.uuid4().hex if session_id is None else session_id
@@ -321,6 +328,11 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Co
         ConfigurationError: an unknown key, naming the ones accepted.
         InvalidArgument: a value out of range.
     """
+    if config is not None and not isinstance(config, Mapping):
+        raise ConfigurationError(
+            f"the mount config must be a mapping of options, got {type(config).__name__}",
+            hint="config: {max_tokens: 100000, compaction_threshold: 0.8}",
+        )
     options = dict(config or {})
     unknown = set(options) - set(_OPTIONS)
     if unknown:

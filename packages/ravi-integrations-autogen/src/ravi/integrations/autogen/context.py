@@ -46,7 +46,8 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
     Args:
         context: An ``AgentContext`` or ``ContextConfig``; ``None`` builds one from ``settings``.
         session_id: The session the conversation is kept in.
-        initial_messages: Messages the conversation starts with (stored at the first call).
+        initial_messages: Messages the conversation starts with (stored at the first call when the session holds
+            no messages yet; one that is not an AutoGen message is ``InvalidMessage`` here).
         settings: Ravi settings as ``ravi.toml`` holds them (``{"history": {"backend": "postgres", "dsn": ...},
             "context": {"model": "gpt-4o"}}``), over ``ravi.toml`` and ``RAVI_*`` variables; only without
             ``context``.
@@ -70,10 +71,17 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
     ) -> None:
         super().__init__(list(initial_messages) if initial_messages is not None else None)
         check_scope(session_id=session_id)
+        for message in initial_messages or []:  # refused now, not at every call that would store them
+            to_ravi(message)
         self._described = context is None  # built from settings alone, so dump_component can describe it
         if settings is not None:
             if context is not None:
                 raise ConfigurationError("pass either a context or settings, not both")
+            if not isinstance(settings, Mapping):
+                raise ConfigurationError(
+                    f"settings must be a mapping of ravi.toml's sections, got {type(settings).__name__}",
+                    hint='settings={"history": {"backend": "postgres", "dsn": "..."}}',
+                )
             from ravi.agents.settings import load_settings
 
             context = AgentContext(ContextConfig.from_settings(load_settings(**dict(settings))))
@@ -81,6 +89,7 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         self.context = as_context(context)
         self.session_id = session_id
         self._initial = list(initial_messages or [])
+        self._cleared = 0  # counts clear() and load_state(): the initial messages are not given back past one
         self._messages = []  # the conversation lives in the store, not in AutoGen's list
 
     async def _store(self, messages: Sequence[LLMMessage]) -> None:
@@ -89,15 +98,30 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
             converted += to_ravi(message, salt=uuid.uuid4().hex)
         await self.context.add_messages(self.session_id, converted)
 
-    async def _start(self) -> None:
-        if self._initial:
-            initial, self._initial = self._initial, []
-            await self._store(initial)
+    async def _start(self, messages: Sequence[LLMMessage] = ()) -> None:
+        """Store ``messages``, after the initial messages when they are not stored yet, in one append. The initial
+        messages start a new session only: a session that holds messages already (this context built again, in a
+        new process or from its dumped component) continues without them. They are claimed first, so concurrent
+        first calls store them once, and given back when the append fails, so the next call stores them (unless
+        the session was cleared meanwhile)."""
+        initial, self._initial = self._initial, []
+        if not initial and not messages:
+            return
+        cleared = self._cleared
+        try:
+            if initial and await self.context.config.history.count_messages(
+                self.context.agent_id, session_id=self.session_id
+            ):
+                initial = []  # the conversation started already
+            await self._store([*initial, *messages])
+        except BaseException:
+            if initial and cleared == self._cleared:
+                self._initial = initial + self._initial
+            raise
 
     async def add_message(self, message: LLMMessage) -> None:
-        """Store one message at the end of the session."""
-        await self._start()
-        await self._store([message])
+        """Store one message at the end of the session (after the initial messages, at the first call)."""
+        await self._start([message])
 
     async def get_messages(self) -> list[LLMMessage]:
         """Ravi's window of the session, as AutoGen messages. Like AutoGen's own bounded contexts, it never
@@ -113,6 +137,7 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         """Remove the session's transcript, and what the context's strategies derived from it
         (``AgentContext.clear``)."""
         self._initial = []
+        self._cleared += 1
         await self.context.clear(self.session_id)
 
     async def save_state(self) -> Mapping[str, Any]:
@@ -151,6 +176,7 @@ class RaviChatCompletionContext(ChatCompletionContext, Component[RaviChatComplet
         for message in messages:  # converted before anything is removed, so a bad state changes nothing
             converted += to_ravi(message, salt=uuid.uuid4().hex)
         self._initial = []
+        self._cleared += 1
         await self.context.replace_messages(self.session_id, converted)
 
     def _to_config(self) -> RaviChatCompletionContextConfig:

@@ -49,7 +49,18 @@ def _load(data: Any) -> BaseMessage:
 ORIGINALS: Originals[BaseMessage] = Originals(KEY, load=_load)
 """The LangChain messages kept in Ravi messages (an application's own ``"langchain"`` metadata is not one)."""
 
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "developer": "system"}
+_ROLES = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "developer": "system",
+    # chunks: a streamed reply (RunnableWithMessageHistory hands the history an AIMessageChunk), kept as given
+    "HumanMessageChunk": "user",
+    "AIMessageChunk": "assistant",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+}
 
 
 def _text_of(content: Any) -> str:
@@ -141,7 +152,7 @@ def _to_ravi(message: BaseMessage, ravi_id: str | None) -> ChatMessage:
         raise InvalidMessage(f"expected a LangChain message, got {type(message).__name__}", field="message")
     role = _ROLES.get(message.type) or ("system" if getattr(message, "role", None) == "developer" else None)
     if role is None:
-        role = "user" if message.type in ("chat", "function") else None
+        role = "user" if message.type in ("chat", "function", "ChatMessageChunk", "FunctionMessageChunk") else None
     if role is None:
         raise InvalidMessage(f"LangChain message type {message.type!r} has no Ravi role", field="type")
     data = message_to_dict(message)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
+from ravi.agents.context.config import check_history
 from ravi.integrations.langchain import _loop
 from ravi.integrations.langchain.convert import to_langchain, to_ravi
 from ravi.kernel.storage import HistoryProvider
@@ -36,6 +37,7 @@ class RaviChatMessageHistory(BaseChatMessageHistory):
 
     def __init__(self, history: HistoryProvider, *, session_id: str, agent_id: str = "agent") -> None:
         check_scope(agent_id=agent_id, session_id=session_id)
+        check_history(history)
         self.history = history
         self.agent_id = agent_id
         self.session_id = session_id

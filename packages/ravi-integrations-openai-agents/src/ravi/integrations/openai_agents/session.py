@@ -11,8 +11,9 @@ from typing import Any
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from ravi.agents.adapters import as_context
+from ravi.agents.context.config import check_history
 from ravi.integrations.openai_agents.convert import KEY, group, to_ravi
-from ravi.kernel.errors import ConfigurationError, UnknownSetting
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, UnknownSetting
 from ravi.kernel.loops import KeyedLocks
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, TailEditor, WindowReader
@@ -93,6 +94,8 @@ class RaviSession:
         check_scope(agent_id=agent_id, session_id=session_id)
         self.session_id = session_id
         self.agent_id = agent_id
+        if history is not None:
+            check_history(history)
         self.history = history if history is not None else as_context(None).config.history
         self.session_settings = _settings(session_settings)
 
@@ -100,7 +103,13 @@ class RaviSession:
         return await self.history.get_messages(self.agent_id, session_id=self.session_id)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The session's items, oldest first; with ``limit`` (or ``session_settings.limit``), the newest ``limit``."""
+        """The session's items, oldest first; with ``limit`` (or ``session_settings.limit``), the newest ``limit``.
+
+        Raises:
+            InvalidArgument: ``limit`` is not an integer (nor ``None``).
+        """
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise InvalidArgument(f"limit must be an integer or None, got {type(limit).__name__}", field="limit")
         limit = resolve_session_limit(limit, self.session_settings)
         items = [item for message in await self._messages() for item in _items(message)]
         if limit is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
@@ -9,6 +10,7 @@ from pydantic_ai.messages import ModelMessage
 from ravi.agents.adapters import StoredPrefix, append_new, as_context
 from ravi.agents.context import AgentContext, ContextConfig
 from ravi.integrations.pydantic_ai.convert import from_ravi, to_ravi
+from ravi.kernel.errors import InvalidMessage
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
 
@@ -33,7 +35,15 @@ class RaviHistory(AbstractCapability[Any]):
         self._stored = StoredPrefix()
 
     async def store(self, messages: list[ModelMessage]) -> None:
-        """Store the conversation ``messages`` (those already stored are skipped)."""
+        """Store the conversation ``messages`` (those already stored are skipped).
+
+        Raises:
+            InvalidMessage: ``messages`` is not a list of PydanticAI messages.
+        """
+        if not isinstance(messages, Sequence) or isinstance(messages, str):
+            raise InvalidMessage(
+                f"messages must be a list of PydanticAI messages, got {type(messages).__name__}", field="messages"
+            )
         agent_id = self.context.agent_id
         start = self._stored.start(agent_id, self.session_id, messages)
         converted: list[ChatMessage] = []

@@ -131,24 +131,38 @@ def to_ravi(message: ModelMessage, *, salt: str = "") -> list[ChatMessage]:
     return out
 
 
-def _rebuilt_part(message: ChatMessage, original: Any) -> Any:
-    """A request part for a Ravi message the pipeline changed."""
+def _rebuilt_part(message: ChatMessage, original: Any, names: Mapping[str, str]) -> Any:
+    """A request part for a Ravi message the pipeline changed, or one that keeps no PydanticAI message (stored by
+    an application or another face): a tool result is a ``ToolReturnPart`` answering its call (named as the
+    call that ``names`` holds for its id), failed when it is an error."""
     block = message.content[0] if message.content else TextBlock(text="")
     if isinstance(block, ToolResultBlock) and isinstance(original, ToolReturnPart):
         return dataclasses.replace(original, content=block.content)
+    if isinstance(block, ToolResultBlock):
+        return ToolReturnPart(
+            tool_name=names.get(block.tool_call_id, ""),
+            content=block.content,
+            tool_call_id=block.tool_call_id,
+            outcome="failed" if block.is_error else "success",
+        )
     text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
     if message.role == "system":
         return SystemPromptPart(content=text)
     return UserPromptPart(content=text)
 
 
+_RESULTS = object()
+"""Where tool results that keep no PydanticAI request come from: consecutive ones make one request."""
+
+
 def from_ravi(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
     """PydanticAI messages from Ravi's (a window, or a whole transcript): a request is rebuilt from the parts
     that are there, each unchanged part being the stored one; an unchanged response is the stored one."""
     out: list[ModelMessage] = []
-    current: str | None = None
+    current: object = None
     parts: list[Any] = []
     base: ModelRequest | None = None
+    names: dict[str, str] = {}  # each tool call's name by its id, for a tool result rebuilt from its blocks
 
     def flush() -> None:
         nonlocal current, parts, base
@@ -165,12 +179,15 @@ def from_ravi(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
                 out.append(original)
             else:
                 out.append(_response_from_blocks(message, original))
+            names.update((b.id, b.name) for b in message.content if isinstance(b, ToolCallBlock))
             continue
         if isinstance(original, ModelRequest) and not original.parts and not message.content:
             flush()
             out.append(original)  # a request with no parts, as it was
             continue
         origin = kept.get("origin") if isinstance(kept, Mapping) else None
+        if origin is None and message.role == "tool":
+            origin = _RESULTS  # tool results that keep no request: one request, as parallel calls' results are
         if origin is None or origin != current:
             flush()
             current = origin
@@ -179,10 +196,12 @@ def from_ravi(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
         if base is not None and isinstance(part_index, int) and part_index < len(base.parts):
             part = base.parts[part_index]
             parts.append(
-                part if _request_blocks(part) == (message.role, message.content) else _rebuilt_part(message, part)
+                part
+                if _request_blocks(part) == (message.role, message.content)
+                else _rebuilt_part(message, part, names)
             )
         else:
-            parts.append(_rebuilt_part(message, None))
+            parts.append(_rebuilt_part(message, None, names))
     flush()
     return out
 
