@@ -138,3 +138,20 @@ def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path) -> No
             export.communicate(timeout=60)
     assert export.returncode == 128 + signal.SIGTERM
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pg.toml"]
+
+
+def test_a_new_export_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """A transcript is private: ``--output`` made its new file with the umask's mode (0644 under the usual 022),
+    readable by every user of the machine."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = subprocess.run(
+        [RAVI, "export", "a", "--output", "new.jsonl"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        umask=0o022,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "new.jsonl").stat().st_mode & 0o777 == 0o600

@@ -88,13 +88,10 @@ def _appending(path: Path) -> TextIO:
 
 def _export_to_file(agent: str, session: str | None, config: Path | None, output: Path) -> tuple[int, str | None]:
     """The export written to a new file beside ``output`` that takes its place once the export is whole: a failed
-    export leaves a file already there as it was, and makes none."""
-    if output.exists():
-        mode = output.stat().st_mode & 0o7777
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+    export leaves a file already there as it was, and makes none. A new file is readable by its owner only (0600);
+    one already there keeps its permissions."""
+    # a transcript is private data: a new file is its owner's only; a file already there keeps its permissions
+    mode = output.stat().st_mode & 0o777 if output.exists() else 0o600
     try:
         handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
     except OSError as error:
