@@ -87,18 +87,24 @@ async def test_a_round_trip_through_text_keeps_every_character() -> None:
     assert [stored_body(m) for m in await target.get_messages("a", session_id="s")] == list(map(stored_body, messages))
 
 
-def test_an_export_to_a_link_writes_the_file_it_names_and_one_to_a_descriptor_writes_to_it(tmp_path: Path) -> None:
-    """The new file took the place of the link itself: a symbolic link became a plain file and the file it named
-    kept the old export; ``--output /dev/fd/1`` (or ``/dev/stdout``) with standard output sent to a file was
-    refused, or replaced the link under /dev."""
+def test_an_export_refuses_a_symbolic_link_and_writes_to_a_descriptor(tmp_path: Path) -> None:
+    """``--output`` through a symbolic link replaced the file the link named: a link planted in a shared folder
+    (``/tmp/out.jsonl`` -> ``~/.bashrc``) had the export overwrite a file the user never named, and a dangling
+    link made a file where it pointed. ``--output /dev/fd/1`` (or ``/dev/stdout``) with standard output sent to a
+    file was refused, or replaced the link under /dev."""
     target = tmp_path / "target.jsonl"
     target.write_text("old\n")
+    target.chmod(0o644)
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
-    done = ravi(tmp_path, "export", "a", "--output", str(link))
-    assert done.returncode == 0, done.stderr
-    assert link.is_symlink() and target.read_text() == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.jsonl", "ravi.toml", "target.jsonl"]
+    dangling = tmp_path / "dangling.jsonl"
+    dangling.symlink_to(tmp_path / "made.jsonl")
+    for output in (link, dangling):
+        done = ravi(tmp_path, "export", "a", "--output", str(output))
+        assert done.returncode == 1 and "symbolic link" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert link.is_symlink() and target.read_text() == "old\n" and target.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.jsonl", "link.jsonl", "ravi.toml", "target.jsonl"]
     sent = tmp_path / "sent.txt"
     sent.write_text("before\n")
     with sent.open("a") as stdout:

@@ -66,17 +66,25 @@ def export(
     elif _is_stream(output):  # a device or a pipe (/dev/stdout): written as it goes
         with _appending(output) as out:
             written, nothing = asyncio.run(_export(agent, session, config, out))
-    else:  # the file a symbolic link names is the one replaced, not the link
-        written, nothing = _export_to_file(agent, session, config, Path(os.path.realpath(output)))
+    elif output.is_symlink():  # a link planted in a shared folder would have the export replace a file elsewhere
+        raise InvalidArgument(
+            f"{str(output)!r} is a symbolic link: ravi export does not write through one",
+            hint=f"name the file itself ({os.path.realpath(output)}) or a new one",
+        )
+    else:
+        written, nothing = _export_to_file(agent, session, config, output)
     if nothing is not None:
         typer.echo(f"nothing was stored for every session of agent {agent!r} ({nothing})", err=True)
     typer.echo(f"exported {count_of(written, 'message')}", err=True)
 
 
 def _is_stream(path: Path) -> bool:
-    """Whether ``path`` is written as it goes rather than replaced: a device or a pipe, or a name under /dev or
-    /proc (/dev/stdout and /dev/fd/1 name whatever standard output is, a file included)."""
-    return (path.exists() and not path.is_file()) or path.absolute().parts[1:2] in (("dev",), ("proc",))
+    """Whether ``path`` is written as it goes rather than replaced: a device or a pipe, or a link under /dev or
+    /proc (/dev/stdout and /dev/fd/1 name whatever standard output is, a file included). A plain file there
+    (/dev/shm/out.jsonl) is replaced as any other."""
+    if path.exists() and not path.is_file():
+        return True
+    return path.is_symlink() and path.absolute().parts[1:2] in (("dev",), ("proc",))
 
 
 def _appending(path: Path) -> TextIO:
