@@ -161,3 +161,27 @@ def test_a_new_export_file_is_readable_by_its_owner_only(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "new.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_import_refuses_a_line_nested_too_deep_or_with_a_key_twice(tmp_path: Path) -> None:
+    """A line nested a thousand levels deep printed a RecursionError traceback; a line holding a key twice
+    (``"agent_id": "a", "agent_id": "b"``) was imported under the last one, silently, where JSON readers
+    disagree on which value counts."""
+    import pytest
+
+    from ravi.kernel.errors import InvalidArgument
+
+    deep = '{"format": "ravi.session/1", "message": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    done = ravi(tmp_path, "import", "-", stdin=deep + "\n")
+    assert done.returncode == 1 and "line 1" in done.stderr and "Traceback" not in done.stderr, done.stderr[-300:]
+    message = '{"id": "m", "role": "user", "content": [{"type": "text", "text": "hi", "text": "ho"}]}'
+    twice = [
+        '{"format": "ravi.session/1", "agent_id": "a", "agent_id": "b", "session_id": "s", "run_id": "r", '
+        '"message": {"id": "m", "role": "user", "content": []}}',
+        f'{{"format": "ravi.session/1", "agent_id": "a", "session_id": "s", "run_id": "r", "message": {message}}}',
+    ]
+    for line in twice:
+        with pytest.raises(InvalidArgument, match=r"line 2 .*twice"):
+            parse_export(["", line])
+    done = ravi(tmp_path, "import", "-", stdin=twice[0] + "\n")
+    assert done.returncode == 1 and "'agent_id' twice" in done.stderr, done.stderr

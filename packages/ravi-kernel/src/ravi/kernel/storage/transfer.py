@@ -74,15 +74,39 @@ async def export_session(history: HistoryProvider, agent_id: str, session_id: st
     return [export_line(agent_id, session_id, s) for s in stored]
 
 
+class _KeyTwice(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object of ``pairs``, refusing a key given twice (``json.loads`` keeps the last, silently)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _KeyTwice(key)
+            seen.add(key)
+    return data
+
+
 def parse_line(line: str, number: int = 1) -> SessionRecord:
     """The record of one line of an export.
 
     Raises:
-        InvalidArgument: naming the line, when it is not a record of this format.
+        InvalidArgument: naming the line, when it is not a record of this format (a key given twice in one object
+            and a nesting too deep to read included).
     """
     where = f"line {number}"
     try:
-        data: Any = json.loads(line)
+        data: Any = json.loads(line, object_pairs_hook=_unique_keys)
+    except _KeyTwice as twice:
+        raise InvalidArgument(
+            f"{where} holds the key {twice.key!r} twice in one object", hint="readers disagree on which value counts"
+        ) from None
+    except RecursionError:
+        raise InvalidArgument(f"{where} is nested too deeply to read") from None
     except ValueError as error:
         raise InvalidArgument(f"{where} is not JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
