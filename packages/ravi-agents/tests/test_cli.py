@@ -480,3 +480,21 @@ def test_dev_of_an_unknown_server_lists_the_packages_that_bring_one(monkeypatch:
     monkeypatch.setattr(dev, "_servers", lambda: ["postgres"])
     said = str(runner.invoke(app, ["dev", "postgress"]).exception)
     assert "did you mean 'postgres'?" in said and "ravi-capabilities-redis[local]" in said
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """Standard output on a full disk (``/dev/full``) printed an OSError traceback."""
+    for args in (["demo", "--requests", "1", "--json"], ["demo", "--requests", "1"]):
+        with open("/dev/full", "w") as out:
+            done = subprocess.run(
+                [sys.executable, "-c", "from ravi.agents.cli import main; main()", *args],
+                cwd=tmp_path,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+                timeout=120,
+            )
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-500:]
+        assert done.stderr.strip().splitlines() == ["error: No space left on device"], done.stderr
