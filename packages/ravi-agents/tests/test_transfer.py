@@ -185,3 +185,28 @@ def test_import_refuses_a_line_nested_too_deep_or_with_a_key_twice(tmp_path: Pat
             parse_export(["", line])
     done = ravi(tmp_path, "import", "-", stdin=twice[0] + "\n")
     assert done.returncode == 1 and "'agent_id' twice" in done.stderr, done.stderr
+
+
+def test_import_refuses_a_file_giving_one_message_id_two_messages_before_storing_any(tmp_path: Path) -> None:
+    """A file holding two different messages (or one under two runs) with one id in one session stored the
+    batches before the second, then failed with ``MessageConflict``: the import stopped halfway."""
+    import json
+
+    import pytest
+
+    from ravi.kernel.errors import InvalidArgument
+
+    def line(session: str, run: str, id_: str, text: str) -> str:
+        content = [{"type": "text", "text": text}]
+        message = {"id": id_, "role": "user", "content": content, "created_at": "2026-01-01T00:00:00Z"}
+        record = {"format": "ravi.session/1", "agent_id": "a", "session_id": session, "run_id": run}
+        return json.dumps({**record, "message": message})
+
+    first, other = line("s", "r1", "m1", "hi"), line("s", "r2", "m2", "then")
+    for second in (line("s", "r2", "m1", "changed"), line("s", "r2", "m1", "hi")):
+        with pytest.raises(InvalidArgument, match=r"line 3 .*'m1'.*line 1"):
+            parse_export([first, other, second])
+    assert len(parse_export([first, other, first, line("t", "r1", "m1", "another session")])) == 4
+    done = ravi(tmp_path, "import", "-", stdin="\n".join([first, other, line("s", "r2", "m1", "changed")]) + "\n")
+    assert done.returncode == 1 and "line 3" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""

@@ -21,7 +21,7 @@ from typing import Any
 
 from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage.history import HistoryProvider, RunReader, StoredMessage
+from ravi.kernel.storage.history import HistoryProvider, RunReader, StoredMessage, stored_body
 from ravi.kernel.values import check_scope
 
 FORMAT = "ravi.session/1"
@@ -127,9 +127,27 @@ def parse_export(lines: Iterable[str]) -> list[SessionRecord]:
     """Every record of an export (blank lines skipped), all checked before any is stored.
 
     Raises:
-        InvalidArgument: naming the first line that is not a record.
+        InvalidArgument: naming the first line that is not a record, or the first that gives a message id of a
+            session another message (or the same message under another run) than an earlier line: importing it
+            would stop halfway with ``MessageConflict``, or keep one of the runs silently.
     """
-    return [parse_line(line, n) for n, line in enumerate(lines, 1) if line.strip()]
+    records: list[SessionRecord] = []
+    seen: dict[tuple[str, str, str], tuple[int, str, str]] = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = parse_line(line, n)
+        key, body = (record.agent_id, record.session_id, record.message.id), stored_body(record.message)
+        earlier = seen.setdefault(key, (n, body, record.run_id))
+        if earlier[1:] != (body, record.run_id):
+            what = "another message" if earlier[1] != body else f"another run ({record.run_id!r})"
+            raise InvalidArgument(
+                f"line {n} gives message id {record.message.id!r} of session {record.session_id!r} {what} than"
+                f" line {earlier[0]}",
+                hint="a message id names one message of a session; nothing was stored",
+            )
+        records.append(record)
+    return records
 
 
 async def import_records(history: HistoryProvider, records: Iterable[SessionRecord]) -> dict[tuple[str, str], int]:
