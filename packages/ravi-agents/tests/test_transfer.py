@@ -210,3 +210,26 @@ def test_import_refuses_a_file_giving_one_message_id_two_messages_before_storing
     done = ravi(tmp_path, "import", "-", stdin="\n".join([first, other, line("s", "r2", "m1", "changed")]) + "\n")
     assert done.returncode == 1 and "line 3" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+async def test_import_refuses_a_message_without_its_id_or_timestamp() -> None:
+    """A line whose message had no ``id`` (or no ``created_at``) was given a new one at each import: importing the
+    same file again stored every message twice, or failed with ``MessageConflict``, where it stores nothing."""
+    import json
+
+    import pytest
+
+    from ravi.kernel.errors import InvalidArgument
+
+    content = [{"type": "text", "text": "hi"}]
+    whole = {"id": "m1", "role": "user", "content": content, "created_at": "2026-01-01T00:00:00Z"}
+    for missing in ("id", "created_at"):
+        message = {k: v for k, v in whole.items() if k != missing}
+        record = {"format": "ravi.session/1", "agent_id": "a", "session_id": "s", "run_id": "r", "message": message}
+        with pytest.raises(InvalidArgument, match=f"line 1: message has no {missing!r}"):
+            parse_export([json.dumps(record)])
+    history = InMemoryHistoryProvider()
+    record = {"format": "ravi.session/1", "agent_id": "a", "session_id": "s", "run_id": "r", "message": whole}
+    for _ in range(2):
+        await import_records(history, parse_export([json.dumps(record)]))
+    assert await history.count_messages("a", session_id="s") == 1

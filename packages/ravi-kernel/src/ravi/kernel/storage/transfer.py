@@ -27,6 +27,9 @@ from ravi.kernel.values import check_scope
 FORMAT = "ravi.session/1"
 """The format of each line (its ``format`` key)."""
 
+_GIVEN = ("id", "created_at")
+"""The keys of a line's message that have no default on import (an export writes them on every line)."""
+
 
 @dataclass(frozen=True)
 class SessionRecord:
@@ -95,8 +98,8 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
     """The record of one line of an export.
 
     Raises:
-        InvalidArgument: naming the line, when it is not a record of this format (a key given twice in one object
-            and a nesting too deep to read included).
+        InvalidArgument: naming the line, when it is not a record of this format (a key given twice in one object,
+            a nesting too deep to read, and a message without its ``id`` or ``created_at`` included).
     """
     where = f"line {number}"
     try:
@@ -118,6 +121,9 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
         check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
         assert isinstance(agent_id, str) and isinstance(session_id, str) and isinstance(run_id, str)
         message = ChatMessage.model_validate(data.get("message"))
+        for key in _GIVEN:  # a default would be new at each import: importing the file again would store it again
+            if key not in data["message"]:
+                raise InvalidArgument(f"message has no {key!r}", hint="ravi export writes it on every line")
     except RaviError as error:
         raise InvalidArgument(f"{where}: {error.message}", hint=error.hint) from None
     return SessionRecord(agent_id, session_id, run_id, message)
