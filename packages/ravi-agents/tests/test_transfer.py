@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ravi.agents.context import InMemoryHistoryProvider
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import stored_body
@@ -121,11 +123,14 @@ def test_an_export_refuses_a_symbolic_link_and_writes_to_a_descriptor(tmp_path: 
     assert sent.read_text() == "before\n"  # nothing to export; the file written to is the one stdout went to
 
 
-def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path, signame: str) -> None:
     """``kill`` (SIGTERM, as a container's stop sends) ended the process before it could remove the file it was
-    writing: a hidden ``.out.jsonl.*.partial`` stayed beside the output."""
+    writing: a hidden ``.out.jsonl.*.partial`` stayed beside the output. So did SIGHUP (the terminal closed)."""
     import signal
     import socket
+
+    sent = getattr(signal, signame)
 
     with socket.socket() as server:  # a Postgres that accepts the store's connection and never answers
         server.bind(("127.0.0.1", 0))
@@ -140,9 +145,9 @@ def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path) -> No
         connection, _ = server.accept()  # the export is under way: its file is made before the store is opened
         with connection:
             assert any(p.name.endswith(".partial") for p in tmp_path.iterdir())
-            export.send_signal(signal.SIGTERM)
+            export.send_signal(sent)
             export.communicate(timeout=60)
-    assert export.returncode == 128 + signal.SIGTERM
+    assert export.returncode == 128 + sent
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pg.toml"]
 
 
@@ -167,7 +172,6 @@ def test_import_refuses_a_line_nested_too_deep_or_with_a_key_twice(tmp_path: Pat
     """A line nested a thousand levels deep printed a RecursionError traceback; a line holding a key twice
     (``"agent_id": "a", "agent_id": "b"``) was imported under the last one, silently, where JSON readers
     disagree on which value counts."""
-    import pytest
 
     from ravi.kernel.errors import InvalidArgument
 
@@ -192,8 +196,6 @@ def test_import_refuses_a_file_giving_one_message_id_two_messages_before_storing
     batches before the second, then failed with ``MessageConflict``: the import stopped halfway."""
     import json
 
-    import pytest
-
     from ravi.kernel.errors import InvalidArgument
 
     def line(session: str, run: str, id_: str, text: str) -> str:
@@ -216,8 +218,6 @@ async def test_import_refuses_a_message_without_its_id_or_timestamp() -> None:
     """A line whose message had no ``id`` (or no ``created_at``) was given a new one at each import: importing the
     same file again stored every message twice, or failed with ``MessageConflict``, where it stores nothing."""
     import json
-
-    import pytest
 
     from ravi.kernel.errors import InvalidArgument
 

@@ -105,9 +105,10 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     except OSError as error:
         raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
     partial = Path(name)
-    # a kill ends the export as Ctrl-C does, removing the partial file (a handler is set in the main thread only)
+    # a kill (or the terminal closing) ends the export as Ctrl-C does, removing the partial file (a handler is set
+    # in the main thread only)
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+    previous = {sig: signal.signal(sig, _terminated) for sig in _ENDING} if main else {}
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             result = asyncio.run(_export(agent, session, config, out))
@@ -117,9 +118,13 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
         partial.unlink(missing_ok=True)
         raise
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return result
+
+
+_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that end an export to a file, removing what it wrote (SIGHUP: the terminal closed)."""
 
 
 def _terminated(signum: int, frame: object) -> None:
