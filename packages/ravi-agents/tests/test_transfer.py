@@ -3,6 +3,7 @@ real backends is in ``tests-integration/test_transfer.py``), and the kernel's li
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,16 @@ async def test_import_refuses_a_message_without_its_id_or_timestamp() -> None:
     for _ in range(2):
         await import_records(history, parse_export([json.dumps(record)]))
     assert await history.count_messages("a", session_id="s") == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_an_export_replacing_a_file_keeps_its_owner(tmp_path: Path) -> None:
+    """``--output`` over another user's file (run with sudo, say) handed the file to the user who ran the export:
+    its owner and group changed with its contents."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    out = tmp_path / "theirs.jsonl"
+    out.write_text("old\n")
+    os.chown(out, 65534, 65534)
+    done = ravi(tmp_path, "export", "a", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "" and (out.stat().st_uid, out.stat().st_gid) == (65534, 65534)

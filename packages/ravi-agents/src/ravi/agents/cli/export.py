@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -97,9 +98,10 @@ def _appending(path: Path) -> TextIO:
 def _export_to_file(agent: str, session: str | None, config: Path | None, output: Path) -> tuple[int, str | None]:
     """The export written to a new file beside ``output`` that takes its place once the export is whole: a failed
     export leaves a file already there as it was, and makes none. A new file is readable by its owner only (0600);
-    one already there keeps its permissions."""
+    one already there keeps its permissions, and its owner where this user may give it."""
     # a transcript is private data: a new file is its owner's only; a file already there keeps its permissions
-    mode = output.stat().st_mode & 0o777 if output.exists() else 0o600
+    there = output.stat() if output.exists() else None
+    mode = there.st_mode & 0o777 if there is not None else 0o600
     try:
         handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
     except OSError as error:
@@ -112,6 +114,9 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             result = asyncio.run(_export(agent, session, config, out))
+        if there is not None and (there.st_uid, there.st_gid) != (os.getuid(), os.getgid()):
+            with contextlib.suppress(PermissionError):  # the file keeps its owner where this user may give it
+                os.chown(partial, there.st_uid, there.st_gid)
         partial.chmod(mode)
         partial.replace(output)
     except BaseException:
