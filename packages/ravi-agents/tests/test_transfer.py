@@ -247,3 +247,12 @@ def test_an_export_replacing_a_file_keeps_its_owner(tmp_path: Path) -> None:
     done = ravi(tmp_path, "export", "a", "--output", str(out))
     assert done.returncode == 0, done.stderr
     assert out.read_text() == "" and (out.stat().st_uid, out.stat().st_gid) == (65534, 65534)
+
+
+def test_an_export_writes_a_file_whose_name_is_as_long_as_the_system_allows(tmp_path: Path) -> None:
+    """``--output`` with a name of 240 characters or more (the limit is 255) was refused as too long: the hidden
+    file written beside it first added its prefix and suffix to the name."""
+    name = "x" * 249 + ".jsonl"
+    done = ravi(tmp_path, "export", "a", "--output", name)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ravi.toml", name]

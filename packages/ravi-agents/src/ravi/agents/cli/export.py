@@ -103,7 +103,9 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     there = output.stat() if output.exists() else None
     mode = there.st_mode & 0o777 if there is not None else 0o600
     try:
-        handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
+        # the hidden name stays within the 255 bytes a name may have, however long the output's is
+        stem = os.fsdecode(os.fsencode(output.name)[:200])
+        handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{stem}.", suffix=".partial")
     except OSError as error:
         raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
     partial = Path(name)
