@@ -256,3 +256,21 @@ def test_an_export_writes_a_file_whose_name_is_as_long_as_the_system_allows(tmp_
     done = ravi(tmp_path, "export", "a", "--output", name)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ravi.toml", name]
+
+
+async def test_an_import_meeting_a_held_id_stores_nothing_of_the_file() -> None:
+    """An import whose later batch met an id the session held for another message stored the batches before it,
+    then failed with ``MessageConflict``: the file was half imported."""
+    from ravi.kernel.errors import MessageConflict
+
+    history = InMemoryHistoryProvider()
+    held = ChatMessage.user("held", id="m9")
+    await history.append_many("a", [held], session_id="t", run_id="r")
+    source = InMemoryHistoryProvider()
+    await source.append_many("a", [ChatMessage.user("one", id="m1")], session_id="s", run_id="r")
+    await source.append_many("a", [ChatMessage.user("another", id="m9")], session_id="t", run_id="r")
+    lines = await export_session(source, "a", "s") + await export_session(source, "a", "t")
+    with pytest.raises(MessageConflict, match="m9"):
+        await import_records(history, parse_export(lines))
+    assert await history.count_messages("a", session_id="s") == 0
+    assert [stored_body(m) for m in await history.get_messages("a", session_id="t")] == [stored_body(held)]

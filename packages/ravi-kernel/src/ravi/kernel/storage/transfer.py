@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
-from ravi.kernel.errors import InvalidArgument, RaviError
+from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage.history import HistoryProvider, RunReader, StoredMessage, stored_body
 from ravi.kernel.values import check_scope
@@ -160,10 +160,27 @@ async def import_records(history: HistoryProvider, records: Iterable[SessionReco
     """Append the records to ``history``, each run of consecutive records of one session and run in one
     ``append_many``; returns how many records each ``(agent_id, session_id)`` had.
 
+    Where the store is a ``RunReader``, every session the records name is read first, and a record whose id the
+    session holds for another message is refused before anything is stored.
+
     Raises:
-        MessageConflict: a record's id is held by the session for another message (the batch is not stored; the
-            batches before it are, and importing again after fixing the file skips them).
+        MessageConflict: a record's id is held by the session for another message (nothing is stored when the
+            store is a ``RunReader``; otherwise the batch is not stored, the batches before it are, and importing
+            again after fixing the file skips them).
     """
+    records = list(records)
+    if isinstance(history, RunReader):
+        sessions: dict[tuple[str, str], list[ChatMessage]] = {}
+        for record in records:
+            sessions.setdefault((record.agent_id, record.session_id), []).append(record.message)
+        for (agent_id, session_id), messages in sessions.items():
+            stored = await history.get_stored(agent_id, session_id=session_id)
+            held = {s.message.id: stored_body(s.message) for s in stored}
+            for message in messages:
+                if held.get(message.id, stored_body(message)) != stored_body(message):
+                    raise MessageConflict(
+                        message.id, hint="the session holds another message under this id; nothing was stored"
+                    )
     given: dict[tuple[str, str], int] = {}
     for (agent_id, session_id, run_id), group in groupby(records, lambda r: (r.agent_id, r.session_id, r.run_id)):
         batch = [r.message for r in group]
