@@ -498,3 +498,10 @@ def test_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path: Pat
             )
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-500:]
         assert done.stderr.strip().splitlines() == ["error: No space left on device"], done.stderr
+
+
+def test_a_configuration_that_is_not_a_regular_file_is_named_so(tmp_path: Path) -> None:
+    """``--config /dev/null`` (or a shell's ``<(...)``) said the file does not exist, though it does."""
+    done = run_ravi(tmp_path, "backends", "--config", "/dev/null")
+    assert done.returncode == 1 and "does not exist" not in done.stderr, done.stderr
+    assert "not a regular file" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
