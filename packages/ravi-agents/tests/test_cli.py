@@ -505,3 +505,37 @@ def test_a_configuration_that_is_not_a_regular_file_is_named_so(tmp_path: Path) 
     done = run_ravi(tmp_path, "backends", "--config", "/dev/null")
     assert done.returncode == 1 and "does not exist" not in done.stderr, done.stderr
     assert "not a regular file" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["history", "list", "[s]"], ["history", "show", "[s]"], ["window", "[s]"], ["window", "[s]", "--explain"]],
+)
+def test_stored_text_is_shown_as_stored_never_read_as_markup(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    """A message holding ``[/x]`` (a closing tag of Rich's markup) crashed ``ravi history list`` with a MarkupError
+    traceback; ``[red]`` vanished from what was shown, and ``:smile:`` was shown as an emoji."""
+    import asyncio
+
+    from ravi.agents import settings
+    from ravi.agents.context import InMemoryHistoryProvider
+    from ravi.kernel.messages import ChatMessage
+
+    history = InMemoryHistoryProvider()
+    text = "a [/x] b [red]c[/red] :smile:"
+    asyncio.run(history.append_many("agent", [ChatMessage.user(text, id="[/id]")], session_id="[s]"))
+    monkeypatch.setattr(settings, "build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.setattr("ravi.agents.cli.sessions.build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*command, "--agent", "agent"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert text in result.stdout, result.stdout
+
+
+def test_forget_of_an_id_with_brackets_prints_its_report(tmp_path: Path) -> None:
+    """``ravi forget '[/x]' --yes`` erased, then crashed printing its report: the id was read as Rich markup."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = run_ravi(tmp_path, "forget", "[/x]", "--yes")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "forgot every session" in done.stdout and "'[/x]'" in done.stdout, done.stdout

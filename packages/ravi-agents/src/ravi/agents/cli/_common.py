@@ -8,10 +8,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from ravi.kernel.messages import ChatMessage
 
-console = Console()
+console = Console(emoji=False)  # ":smile:" in a stored message is shown as written, not as an emoji
 
 ConfigOption = Annotated[
     Path | None,
@@ -56,6 +57,11 @@ def preview(message: ChatMessage, width: int = 70) -> str:
         text = message.text or " ".join(f"{c.name}({json.dumps(dict(c.arguments))})" for c in message.tool_calls)
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def plain(text: str) -> Text:
+    """``text`` as Rich shows it exactly: never read as markup (a stored ``[/x]`` is text, not a closing tag)."""
+    return Text(text)
 
 
 def describe_counter(counter: Any) -> str:
