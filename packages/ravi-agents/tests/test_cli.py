@@ -539,3 +539,14 @@ def test_forget_of_an_id_with_brackets_prints_its_report(tmp_path: Path) -> None
     done = run_ravi(tmp_path, "forget", "[/x]", "--yes")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "forgot every session" in done.stdout and "'[/x]'" in done.stdout, done.stdout
+
+
+def test_a_preview_never_sends_a_stored_control_character_to_the_terminal() -> None:
+    """``ravi history list`` and ``ravi window`` printed a stored message's escape sequences as they were: a tool
+    output holding ``ESC [2J`` cleared the screen, and one with ``ESC ]0;...`` retitled the terminal."""
+    from ravi.agents.cli._common import preview
+    from ravi.kernel.messages import ChatMessage
+
+    shown = preview(ChatMessage.user("a\x1b[2J b\x1b]0;title\x07 c\x9b1m d\u202ee"), width=200)
+    assert shown == "a\\x1b[2J b\\x1b]0;title\\x07 c\\x9b1m d\\u202ee"
+    assert preview(ChatMessage.user("café ☕ 東京")) == "café ☕ 東京"

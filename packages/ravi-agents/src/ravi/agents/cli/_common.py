@@ -50,13 +50,20 @@ def count_of(n: int, noun: str) -> str:
 
 
 def preview(message: ChatMessage, width: int = 70) -> str:
-    """One line of a message: its text, or its tool calls, or its tool output, cut to ``width``."""
+    """One line of a message: its text, or its tool calls, or its tool output, cut to ``width``; a character the
+    terminal would act on (an escape sequence, a bell, a direction override) is written as its escape."""
     if message.role == "tool" and message.tool_result is not None:
         text = ("ERROR " if message.tool_result.is_error else "") + message.tool_result.content
     else:
         text = message.text or " ".join(f"{c.name}({json.dumps(dict(c.arguments))})" for c in message.tool_calls)
-    text = " ".join(text.split())
+    text = "".join(c if c.isprintable() else _escaped(c) for c in " ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _escaped(char: str) -> str:
+    """A character the terminal would act on (an escape, a bell, a direction override), written as its escape."""
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def plain(text: str) -> Text:
