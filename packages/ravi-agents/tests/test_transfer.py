@@ -274,3 +274,15 @@ async def test_an_import_meeting_a_held_id_stores_nothing_of_the_file() -> None:
         await import_records(history, parse_export(lines))
     assert await history.count_messages("a", session_id="s") == 0
     assert [stored_body(m) for m in await history.get_messages("a", session_id="t")] == [stored_body(held)]
+
+
+def test_an_export_refuses_to_replace_a_read_only_file(tmp_path: Path) -> None:
+    """``--output`` over a file its owner made read-only (0444) replaced it, where a shell's ``>`` refuses."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("keep me\n")
+    kept.chmod(0o444)
+    done = ravi(tmp_path, "export", "a", "--output", str(kept))
+    assert done.returncode == 1 and "read-only" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert kept.read_text() == "keep me\n" and kept.stat().st_mode & 0o777 == 0o444
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.jsonl", "ravi.toml"]

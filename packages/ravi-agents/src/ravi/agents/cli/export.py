@@ -101,6 +101,10 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
     one already there keeps its permissions, and its owner where this user may give it."""
     # a transcript is private data: a new file is its owner's only; a file already there keeps its permissions
     there = output.stat() if output.exists() else None
+    if there is not None and not there.st_mode & 0o222:  # its owner made it read-only: a shell's > refuses it too
+        raise InvalidArgument(
+            f"{str(output)!r} is read-only: ravi export does not replace it", hint="remove it, or name another file"
+        )
     mode = there.st_mode & 0o777 if there is not None else 0o600
     try:
         # the hidden name stays within the 255 bytes a name may have, however long the output's is
