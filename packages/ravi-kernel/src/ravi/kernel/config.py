@@ -33,12 +33,18 @@ def config_path(path: str | Path | None = None) -> Path | None:
     """The configuration file: ``path``, else ``$RAVI_CONFIG``, else ``./ravi.toml`` if present, else ``None``.
 
     Raises:
-        ConfigurationError: ``path`` (or ``$RAVI_CONFIG``) names a file that does not exist.
+        ConfigurationError: ``path`` (or ``$RAVI_CONFIG``) names a file that does not exist, a folder, or what is
+            not a regular file (a device, a pipe).
     """
     if path is not None:
         chosen = Path(path)
         if chosen.is_dir():
             raise ConfigurationError(f"configuration file {str(chosen)!r} is a folder", hint="name the ravi.toml in it")
+        if chosen.exists() and not chosen.is_file():  # /dev/null, a shell's <(...): read more than once, or empty
+            raise ConfigurationError(
+                f"configuration file {str(chosen)!r} is not a regular file (a device or a pipe)",
+                hint="name a ravi.toml; the configuration is read more than once",
+            )
         if not chosen.is_file():
             raise ConfigurationError(f"configuration file {str(chosen)!r} does not exist")
         return chosen

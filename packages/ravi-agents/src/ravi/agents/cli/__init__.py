@@ -8,6 +8,9 @@ the command behaves like the CLIs people already know. One module per command: :
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
@@ -60,11 +63,19 @@ app.command("import")(imports.import_)
 
 
 def main() -> None:
-    """Entry point of the ``ravi`` command: Ravi errors print one line and exit with status 1."""
+    """Entry point of the ``ravi`` command: Ravi errors, and output that cannot be written, print one line and exit
+    with status 1."""
     try:
         app()
     except RaviError as error:
         Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(error))}")
+        raise SystemExit(1) from None
+    except OSError as error:  # what was printed could not be written: a full disk (/dev/full), a quota
+        # what is still buffered would fail again when the interpreter flushes it on the way out
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        where = f" ({error.filename})" if error.filename else ""
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(error.strerror or str(error))}{where}")
         raise SystemExit(1) from None
 
 

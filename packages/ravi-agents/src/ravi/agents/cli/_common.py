@@ -8,10 +8,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from ravi.kernel.messages import ChatMessage
 
-console = Console()
+console = Console(emoji=False)  # ":smile:" in a stored message is shown as written, not as an emoji
 
 ConfigOption = Annotated[
     Path | None,
@@ -49,13 +50,25 @@ def count_of(n: int, noun: str) -> str:
 
 
 def preview(message: ChatMessage, width: int = 70) -> str:
-    """One line of a message: its text, or its tool calls, or its tool output, cut to ``width``."""
+    """One line of a message: its text, or its tool calls, or its tool output, cut to ``width``; a character the
+    terminal would act on (an escape sequence, a bell, a direction override) is written as its escape."""
     if message.role == "tool" and message.tool_result is not None:
         text = ("ERROR " if message.tool_result.is_error else "") + message.tool_result.content
     else:
         text = message.text or " ".join(f"{c.name}({json.dumps(dict(c.arguments))})" for c in message.tool_calls)
-    text = " ".join(text.split())
+    text = "".join(c if c.isprintable() else _escaped(c) for c in " ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _escaped(char: str) -> str:
+    """A character the terminal would act on (an escape, a bell, a direction override), written as its escape."""
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def plain(text: str) -> Text:
+    """``text`` as Rich shows it exactly: never read as markup (a stored ``[/x]`` is text, not a closing tag)."""
+    return Text(text)
 
 
 def describe_counter(counter: Any) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -66,17 +67,25 @@ def export(
     elif _is_stream(output):  # a device or a pipe (/dev/stdout): written as it goes
         with _appending(output) as out:
             written, nothing = asyncio.run(_export(agent, session, config, out))
-    else:  # the file a symbolic link names is the one replaced, not the link
-        written, nothing = _export_to_file(agent, session, config, Path(os.path.realpath(output)))
+    elif output.is_symlink():  # a link planted in a shared folder would have the export replace a file elsewhere
+        raise InvalidArgument(
+            f"{str(output)!r} is a symbolic link: ravi export does not write through one",
+            hint=f"name the file itself ({os.path.realpath(output)}) or a new one",
+        )
+    else:
+        written, nothing = _export_to_file(agent, session, config, output)
     if nothing is not None:
         typer.echo(f"nothing was stored for every session of agent {agent!r} ({nothing})", err=True)
     typer.echo(f"exported {count_of(written, 'message')}", err=True)
 
 
 def _is_stream(path: Path) -> bool:
-    """Whether ``path`` is written as it goes rather than replaced: a device or a pipe, or a name under /dev or
-    /proc (/dev/stdout and /dev/fd/1 name whatever standard output is, a file included)."""
-    return (path.exists() and not path.is_file()) or path.absolute().parts[1:2] in (("dev",), ("proc",))
+    """Whether ``path`` is written as it goes rather than replaced: a device or a pipe, or a link under /dev or
+    /proc (/dev/stdout and /dev/fd/1 name whatever standard output is, a file included). A plain file there
+    (/dev/shm/out.jsonl) is replaced as any other."""
+    if path.exists() and not path.is_file():
+        return True
+    return path.is_symlink() and path.absolute().parts[1:2] in (("dev",), ("proc",))
 
 
 def _appending(path: Path) -> TextIO:
@@ -88,33 +97,45 @@ def _appending(path: Path) -> TextIO:
 
 def _export_to_file(agent: str, session: str | None, config: Path | None, output: Path) -> tuple[int, str | None]:
     """The export written to a new file beside ``output`` that takes its place once the export is whole: a failed
-    export leaves a file already there as it was, and makes none."""
-    if output.exists():
-        mode = output.stat().st_mode & 0o7777
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+    export leaves a file already there as it was, and makes none. A new file is readable by its owner only (0600);
+    one already there keeps its permissions, and its owner where this user may give it."""
+    # a transcript is private data: a new file is its owner's only; a file already there keeps its permissions
+    there = output.stat() if output.exists() else None
+    if there is not None and not there.st_mode & 0o222:  # its owner made it read-only: a shell's > refuses it too
+        raise InvalidArgument(
+            f"{str(output)!r} is read-only: ravi export does not replace it", hint="remove it, or name another file"
+        )
+    mode = there.st_mode & 0o777 if there is not None else 0o600
     try:
-        handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
+        # the hidden name stays within the 255 bytes a name may have, however long the output's is
+        stem = os.fsdecode(os.fsencode(output.name)[:200])
+        handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{stem}.", suffix=".partial")
     except OSError as error:
         raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
     partial = Path(name)
-    # a kill ends the export as Ctrl-C does, removing the partial file (a handler is set in the main thread only)
+    # a kill (or the terminal closing) ends the export as Ctrl-C does, removing the partial file (a handler is set
+    # in the main thread only)
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+    previous = {sig: signal.signal(sig, _terminated) for sig in _ENDING} if main else {}
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             result = asyncio.run(_export(agent, session, config, out))
+        if there is not None and (there.st_uid, there.st_gid) != (os.getuid(), os.getgid()):
+            with contextlib.suppress(PermissionError):  # the file keeps its owner where this user may give it
+                os.chown(partial, there.st_uid, there.st_gid)
         partial.chmod(mode)
         partial.replace(output)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return result
+
+
+_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that end an export to a file, removing what it wrote (SIGHUP: the terminal closed)."""
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, console, known_sessions
+from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, console, known_sessions, plain
 from ravi.agents.forget import ForgetReport
 from ravi.agents.settings import Stores, load_settings
 from ravi.kernel.registry import GROUPS
@@ -53,13 +53,13 @@ def forget(
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:
-        table = Table(title=f"forgot {what}")
+        table = Table(title=plain(f"forgot {what}"))
         table.add_column("store")
         table.add_column("removed", justify="right")
         for kind, count in report.removed.items():
             table.add_row(kind, f"{count:,}")
         for kind, why in report.not_covered.items():
-            table.add_row(kind, f"not covered: {why}")
+            table.add_row(kind, plain(f"not covered: {why}"))
         console.print(table)
     if not report.complete:
         raise typer.Exit(2)

@@ -17,6 +17,7 @@ from ravi.agents.cli._common import (
     console,
     count_of,
     known_sessions,
+    plain,
     preview,
 )
 from ravi.agents.settings import build_store, load_settings
@@ -69,11 +70,11 @@ def history_list(
         f"{DEFAULT_COUNTER.count_messages(messages):,} tokens"
     )
     # a title wraps at the table's width: a table of short messages is made as wide as its title (or the console)
-    table = Table(title=title, min_width=min(len(title), console.width))
+    table = Table(title=plain(title), min_width=min(len(title), console.width))
     for name in ("#", "role", "tokens", "content"):
         table.add_column(name, justify="right" if name in ("#", "tokens") else "left")
     for i, m in enumerate(messages):
-        table.add_row(str(i), m.role, str(DEFAULT_COUNTER.count_message(m)), preview(m))
+        table.add_row(str(i), m.role, str(DEFAULT_COUNTER.count_message(m)), plain(preview(m)))
     console.print(table)
 
 
@@ -82,7 +83,7 @@ def history_show(session: str, config: ConfigOption = None, agent: AgentOption =
     """Every stored message in full."""
     messages, _ = asyncio.run(_stored(session, config, agent))
     for i, m in enumerate(messages):
-        console.rule(f"#{i} {m.role} ({m.id})")
+        console.rule(plain(f"#{i} {m.role} ({m.id})"))
         console.print(json.dumps(m.to_openai(extras=False), indent=2, ensure_ascii=False), markup=False)
 
 

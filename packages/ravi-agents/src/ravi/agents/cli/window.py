@@ -18,6 +18,7 @@ from ravi.agents.cli._common import (
     count_of,
     describe_counter,
     known_sessions,
+    plain,
     preview,
 )
 from ravi.agents.context import ContextConfig, Window, WindowRequest
@@ -102,7 +103,7 @@ def window(
     if explain:
         by_id = {m.id: m for m in stored}
         counts = ", ".join(f"{v} {k}" for k, v in explained.counts().items())
-        table = Table(title=f"manifest of {session!r}: {counts}; {sizes}")
+        table = Table(title=plain(f"manifest of {session!r}: {counts}; {sizes}"))
         for name in ("#", "role", "status", "by", "detail", "content"):
             table.add_column(name)
         style = {"kept": "green", "truncated": "yellow", "summarised": "cyan", "recalled": "magenta", "dropped": "red"}
@@ -114,18 +115,20 @@ def window(
                 str(i),
                 by_id[e.message_id].role,
                 f"[{style[e.status]}]{e.status}[/]",
-                e.strategy or "",
-                detail.strip(),
-                preview(by_id[e.message_id], 40),
+                plain(e.strategy or ""),
+                plain(detail.strip()),
+                plain(preview(by_id[e.message_id], 40)),
             )
         console.print(table)
         return
     table = Table(
-        title=f"window for {session!r}: {len(messages)} of {count_of(len(stored), 'message')}, "
-        f"{window_tokens:,} of {counter.count_messages(stored):,} tokens ({sizes})"
+        title=plain(
+            f"window for {session!r}: {len(messages)} of {count_of(len(stored), 'message')}, "
+            f"{window_tokens:,} of {counter.count_messages(stored):,} tokens ({sizes})"
+        )
     )
     for name in ("role", "tokens", "content"):
         table.add_column(name, justify="right" if name == "tokens" else "left")
     for m in messages:
-        table.add_row(m.role, str(counter.count_message(m)), preview(m))
+        table.add_row(m.role, str(counter.count_message(m)), plain(preview(m)))
     console.print(table)

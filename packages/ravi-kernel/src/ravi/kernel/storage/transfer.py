@@ -19,13 +19,16 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
-from ravi.kernel.errors import InvalidArgument, RaviError
+from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage.history import HistoryProvider, RunReader, StoredMessage
+from ravi.kernel.storage.history import HistoryProvider, RunReader, StoredMessage, stored_body
 from ravi.kernel.values import check_scope
 
 FORMAT = "ravi.session/1"
 """The format of each line (its ``format`` key)."""
+
+_GIVEN = ("id", "created_at")
+"""The keys of a line's message that have no default on import (an export writes them on every line)."""
 
 
 @dataclass(frozen=True)
@@ -74,15 +77,39 @@ async def export_session(history: HistoryProvider, agent_id: str, session_id: st
     return [export_line(agent_id, session_id, s) for s in stored]
 
 
+class _KeyTwice(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object of ``pairs``, refusing a key given twice (``json.loads`` keeps the last, silently)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _KeyTwice(key)
+            seen.add(key)
+    return data
+
+
 def parse_line(line: str, number: int = 1) -> SessionRecord:
     """The record of one line of an export.
 
     Raises:
-        InvalidArgument: naming the line, when it is not a record of this format.
+        InvalidArgument: naming the line, when it is not a record of this format (a key given twice in one object,
+            a nesting too deep to read, and a message without its ``id`` or ``created_at`` included).
     """
     where = f"line {number}"
     try:
-        data: Any = json.loads(line)
+        data: Any = json.loads(line, object_pairs_hook=_unique_keys)
+    except _KeyTwice as twice:
+        raise InvalidArgument(
+            f"{where} holds the key {twice.key!r} twice in one object", hint="readers disagree on which value counts"
+        ) from None
+    except RecursionError:
+        raise InvalidArgument(f"{where} is nested too deeply to read") from None
     except ValueError as error:
         raise InvalidArgument(f"{where} is not JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -94,6 +121,9 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
         check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
         assert isinstance(agent_id, str) and isinstance(session_id, str) and isinstance(run_id, str)
         message = ChatMessage.model_validate(data.get("message"))
+        for key in _GIVEN:  # a default would be new at each import: importing the file again would store it again
+            if key not in data["message"]:
+                raise InvalidArgument(f"message has no {key!r}", hint="ravi export writes it on every line")
     except RaviError as error:
         raise InvalidArgument(f"{where}: {error.message}", hint=error.hint) from None
     return SessionRecord(agent_id, session_id, run_id, message)
@@ -103,19 +133,54 @@ def parse_export(lines: Iterable[str]) -> list[SessionRecord]:
     """Every record of an export (blank lines skipped), all checked before any is stored.
 
     Raises:
-        InvalidArgument: naming the first line that is not a record.
+        InvalidArgument: naming the first line that is not a record, or the first that gives a message id of a
+            session another message (or the same message under another run) than an earlier line: importing it
+            would stop halfway with ``MessageConflict``, or keep one of the runs silently.
     """
-    return [parse_line(line, n) for n, line in enumerate(lines, 1) if line.strip()]
+    records: list[SessionRecord] = []
+    seen: dict[tuple[str, str, str], tuple[int, str, str]] = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = parse_line(line, n)
+        key, body = (record.agent_id, record.session_id, record.message.id), stored_body(record.message)
+        earlier = seen.setdefault(key, (n, body, record.run_id))
+        if earlier[1:] != (body, record.run_id):
+            what = "another message" if earlier[1] != body else f"another run ({record.run_id!r})"
+            raise InvalidArgument(
+                f"line {n} gives message id {record.message.id!r} of session {record.session_id!r} {what} than"
+                f" line {earlier[0]}",
+                hint="a message id names one message of a session; nothing was stored",
+            )
+        records.append(record)
+    return records
 
 
 async def import_records(history: HistoryProvider, records: Iterable[SessionRecord]) -> dict[tuple[str, str], int]:
     """Append the records to ``history``, each run of consecutive records of one session and run in one
     ``append_many``; returns how many records each ``(agent_id, session_id)`` had.
 
+    Where the store is a ``RunReader``, every session the records name is read first, and a record whose id the
+    session holds for another message is refused before anything is stored.
+
     Raises:
-        MessageConflict: a record's id is held by the session for another message (the batch is not stored; the
-            batches before it are, and importing again after fixing the file skips them).
+        MessageConflict: a record's id is held by the session for another message (nothing is stored when the
+            store is a ``RunReader``; otherwise the batch is not stored, the batches before it are, and importing
+            again after fixing the file skips them).
     """
+    records = list(records)
+    if isinstance(history, RunReader):
+        sessions: dict[tuple[str, str], list[ChatMessage]] = {}
+        for record in records:
+            sessions.setdefault((record.agent_id, record.session_id), []).append(record.message)
+        for (agent_id, session_id), messages in sessions.items():
+            stored = await history.get_stored(agent_id, session_id=session_id)
+            held = {s.message.id: stored_body(s.message) for s in stored}
+            for message in messages:
+                if held.get(message.id, stored_body(message)) != stored_body(message):
+                    raise MessageConflict(
+                        message.id, hint="the session holds another message under this id; nothing was stored"
+                    )
     given: dict[tuple[str, str], int] = {}
     for (agent_id, session_id, run_id), group in groupby(records, lambda r: (r.agent_id, r.session_id, r.run_id)):
         batch = [r.message for r in group]
