@@ -19,6 +19,7 @@ from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.tokens import MESSAGE_OVERHEAD, STORED_COUNTER, CachedTokenCounter, HeuristicTokenCounter, block_texts
+from ravi.kernel.values import check_instance
 
 
 class ClientTokenCounter(CachedTokenCounter):
@@ -357,12 +358,12 @@ DEFAULT_COUNTER: HeuristicTokenCounter = STORED_COUNTER
 def check_counter(counter: object) -> None:
     """``ConfigurationError`` unless ``counter`` is ``None`` or a :class:`~ravi.kernel.llm.TokenCounter` (an
     instance: a class has its instances' methods, so it passes the protocol's check)."""
-    if counter is not None and (isinstance(counter, type) or not isinstance(counter, TokenCounter)):
-        what = f"the class {counter.__name__}" if isinstance(counter, type) else type(counter).__name__
-        raise ConfigurationError(
-            f"counter must be a TokenCounter, got {what}",
-            hint="use counter_for_model(name), HeuristicTokenCounter() or ClientTokenCounter(client)",
-        )
+    check_instance(
+        counter,
+        TokenCounter,
+        "counter must be a TokenCounter",
+        "use counter_for_model(name), HeuristicTokenCounter() or ClientTokenCounter(client)",
+    )
 
 
 __all__ = [

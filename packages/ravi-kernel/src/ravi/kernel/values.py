@@ -31,7 +31,7 @@ from typing import Any, NoReturn, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 
 T = TypeVar("T")
 
@@ -338,6 +338,15 @@ def check_count(value: int, what: str) -> int:
     return min(value, MAX_COUNT)
 
 
+def check_instance(value: object, kind: type, message: str, hint: str) -> None:
+    """``ConfigurationError`` (``message`` followed by what ``value`` is, and ``hint``) unless ``value`` is ``None``
+    or an instance of ``kind`` (a runtime-checkable Protocol: a class has its instances' methods, so it passes the
+    protocol's check, and is refused)."""
+    if value is not None and (isinstance(value, type) or not isinstance(value, kind)):
+        what = f"the class {value.__name__}" if isinstance(value, type) else type(value).__name__
+        raise ConfigurationError(f"{message}, got {what}", hint=hint)
+
+
 def check_share(value: object, what: str) -> float:
     """``value`` as a float, else ``InvalidArgument`` naming ``what``, unless it is a real number in (0, 1] (a bool
     or a string is refused)."""
@@ -452,6 +461,7 @@ def ttl_seconds(ttl: timedelta | float | None, *, name: str = "ttl") -> float | 
 
 
 __all__ = [
+    "check_instance",
     "thaw",
     "json_object",
     "refuse_change",

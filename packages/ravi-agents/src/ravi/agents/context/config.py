@@ -16,7 +16,7 @@ from ravi.kernel.agent import CompactionStrategy, HistoryRetention
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.storage import HistoryProvider, ShortTermMemory
-from ravi.kernel.values import check_scope, check_text
+from ravi.kernel.values import check_instance, check_scope, check_text
 
 if TYPE_CHECKING:
     from ravi.agents.settings import RaviSettings
@@ -40,12 +40,12 @@ def check_retention(retention: object) -> None:
 def check_state(state: object) -> None:
     """``ConfigurationError`` unless ``state`` is ``None`` or a session-state store (an instance of
     :class:`~ravi.kernel.storage.ShortTermMemory`: a class passes the protocol's check)."""
-    if state is not None and (isinstance(state, type) or not isinstance(state, ShortTermMemory)):
-        what = f"the class {state.__name__}" if isinstance(state, type) else type(state).__name__
-        raise ConfigurationError(
-            f"state must be a session-state store (ShortTermMemory) or None, got {what}",
-            hint="load_backend('state', NAME, ...) or InMemoryStateStore()",
-        )
+    check_instance(
+        state,
+        ShortTermMemory,
+        "state must be a session-state store (ShortTermMemory) or None",
+        "load_backend('state', NAME, ...) or InMemoryStateStore()",
+    )
 
 
 def default_pipeline() -> CompactionPipeline:

@@ -20,7 +20,7 @@ from ravi.kernel.messages import SUMMARY_KEY, ChatMessage, TextBlock, ThinkingBl
 from ravi.kernel.scope import Scope
 from ravi.kernel.storage import SummaryStore
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_count
+from ravi.kernel.values import check_count, check_instance
 
 _log = logging.getLogger(__name__)
 
@@ -167,12 +167,12 @@ def check_instructions(instructions: object) -> None:
 def check_summary_store(store: object) -> None:
     """``ConfigurationError`` unless ``store`` is ``None`` or a :class:`~ravi.kernel.storage.SummaryStore` (an
     instance: a class has its instances' methods, so it passes the protocol's check)."""
-    if store is not None and (isinstance(store, type) or not isinstance(store, SummaryStore)):
-        what = f"the class {store.__name__}" if isinstance(store, type) else type(store).__name__
-        raise ConfigurationError(
-            f"store must be a SummaryStore or None, got {what}",
-            hint="InMemorySummaryStore(), or a history store Ravi ships (each keeps summaries)",
-        )
+    check_instance(
+        store,
+        SummaryStore,
+        "store must be a SummaryStore or None",
+        "InMemorySummaryStore(), or a history store Ravi ships (each keeps summaries)",
+    )
 
 
 class KeepsSummaries:
