@@ -44,6 +44,12 @@ class Answering:
 
 @pytest.mark.parametrize("wrong", WRONG.values(), ids=WRONG.keys())
 def test_long_term_memory_refuses_an_embedders_wrong_answer(wrong: Callable[[Sequence[str]], object]) -> None:
+    _refused_and_nothing_lost(wrong)
+
+
+def _refused_and_nothing_lost(wrong: Callable[[Sequence[str]], object]) -> None:
+    """A save and a search whose embeddings are ``wrong``'s answer are refused; what was saved before stays."""
+
     async def run() -> None:
         client = Answering()
         memory = InMemoryLongTermMemory(embedding_client=client)
@@ -66,20 +72,7 @@ UNMEASURABLE = {"zero": [0.0] * 4, "past float32": [1e20] * 4, "below float32": 
 def test_long_term_memory_refuses_an_embedding_float32_cannot_measure(vector: list[float]) -> None:
     """A zero embedding, or one whose squared length is past float32's range, has no cosine: it scored 0.0 here
     and something else on Postgres. It is refused, as the vector stores refuse it."""
-
-    async def run() -> None:
-        client = Answering()
-        memory = InMemoryLongTermMemory(embedding_client=client)
-        kept = await memory.save("a", "the user likes tea")
-        client.wrong = lambda texts: [vector for _ in texts]
-        with pytest.raises(InvalidArgument):
-            await memory.save("a", "the user likes coffee")
-        with pytest.raises(InvalidArgument):
-            await memory.search("a", "tea")
-        client.wrong = None
-        assert [m.id for m in await memory.search("a", "tea")] == [kept]
-
-    asyncio.run(run())
+    _refused_and_nothing_lost(lambda texts: [vector for _ in texts])
 
 
 @pytest.mark.parametrize("wrong", WRONG.values(), ids=WRONG.keys())
