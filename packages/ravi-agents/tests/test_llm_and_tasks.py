@@ -27,16 +27,20 @@ class ChatEndpoint(BaseHTTPRequestHandler):
             self.send_response(401)
             self.end_headers()
             return
-        reply = {"choices": [{"message": {"role": "assistant", "content": "a summary"}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        _send_reply(self, "a summary")
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+def _send_reply(handler: BaseHTTPRequestHandler, content: object) -> None:
+    """Answer a chat completion request with one assistant message whose ``content`` is ``content``."""
+    data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 @pytest.fixture
@@ -223,12 +227,7 @@ async def test_a_reply_whose_content_is_not_text_is_refused_not_stringified(cont
     class Parts(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
-            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            _send_reply(self, content)
 
         def log_message(self, *args: object) -> None:
             pass
