@@ -118,3 +118,18 @@ def test_the_packaged_files_are_what_the_build_script_writes() -> None:
     finally:
         sys.path.remove(str(ROOT / "scripts/embeddings"))
     assert build_wordllama.main(["--check"]) == 0
+
+
+def test_one_model_shared_by_many_threads_embeds_as_one_thread_does() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ravi.agents.embeddings import offline_embedding_client
+
+    client = offline_embedding_client()
+    assert client is not None
+    batches = [_documents()[i::16][:40] for i in range(16)]
+    alone = [client.embed_now(batch) for batch in batches]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(client.embed_now, batches * 4))
+    for i, vectors in enumerate(together):
+        assert np.array_equal(vectors, alone[i % 16])
