@@ -29,8 +29,9 @@ SECTIONS: dict[str, tuple[str, str, list[str]]] = {
     "agents.md": (
         "`ravi.agents`",
         "Assembly (the context, the pipeline and its strategies, the model contexts, the functional engine), the "
-        "in-memory stores, settings, token counters, `ReActAgent`, telemetry and the `ravi` command.",
-        ["ravi.agents"],
+        "in-memory stores, settings, token counters, `ReActAgent`, telemetry and the `ravi` command; the offline "
+        "embedding model's files (`ravi-embeddings-wordllama`).",
+        ["ravi.agents", "ravi.embeddings.wordllama"],
     ),
     "conformance.md": (
         "`ravi.conformance`",

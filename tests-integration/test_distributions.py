@@ -15,6 +15,7 @@ pytestmark = pytest.mark.skipif(not Path(UV).exists(), reason="uv is not install
 LOCAL = {
     "ravi-kernel": [],
     "ravi-agents": ["ravi-kernel"],
+    "ravi-embeddings-wordllama": [],
     "ravi-conformance": ["ravi-kernel"],
     "ravi-capabilities-redis": ["ravi-kernel"],
     "ravi-capabilities-postgres": ["ravi-kernel"],
@@ -28,6 +29,7 @@ LOCAL = {
 IMPORTS = {
     "ravi-kernel": "ravi.kernel",
     "ravi-agents": "ravi.agents.context",
+    "ravi-embeddings-wordllama": "ravi.embeddings.wordllama",
     "ravi-conformance": "ravi.conformance",
     "ravi-capabilities-redis": "ravi.capabilities.redis",
     "ravi-capabilities-postgres": "ravi.capabilities.postgres",
@@ -167,3 +169,33 @@ def test_the_library_leaves_the_command_line_to_its_extra(tmp_path: Path, wheels
     subprocess.run([*install, *built(wheels, "ravi-agents", extra="[cli]")], check=True)
     result = subprocess.run([str(venv / "bin" / "ravi"), "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "demo" in result.stdout, result.stderr
+
+
+def test_the_embeddings_extra_embeds_offline_without_the_hugging_face_libraries(tmp_path: Path, wheels: Path) -> None:
+    """``ravi-agents[embeddings]`` from the built wheels brings the model's data and sentencepiece, not
+    ``tokenizers``, ``huggingface-hub`` or ``hf-xet``, and embeds with the network switched off for the hub."""
+    venv = tmp_path / "venv"
+    subprocess.run([UV, "venv", "--quiet", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install = [UV, "pip", "install", "--quiet", "--python", str(python)]
+    subprocess.run(
+        [*install, *built(wheels, "ravi-agents", extra="[embeddings]"), *built(wheels, "ravi-embeddings-wordllama")],
+        check=True,
+    )
+    listed = subprocess.run(
+        [UV, "pip", "list", "--python", str(python), "--format", "freeze"], capture_output=True, text=True, check=True
+    ).stdout
+    names = {line.split("==")[0].lower() for line in listed.splitlines() if line}
+    assert {"ravi-embeddings-wordllama", "sentencepiece", "numpy"} <= names, names
+    assert not names & {"tokenizers", "huggingface-hub", "hf-xet", "wordllama", "safetensors", "torch"}, names
+    script = (
+        "from ravi.agents.embeddings import offline_embedding_client\n"
+        "[a, b, c] = offline_embedding_client().embed_now(['a puppy', 'a dog', 'the tax return'])\n"
+        "print(round(float(a @ b), 2), round(float(a @ c), 2))"
+    )
+    result = subprocess.run(
+        [str(python), "-c", script], capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": ""}
+    )
+    assert result.returncode == 0, result.stderr
+    near, far = map(float, result.stdout.split())
+    assert near > far + 0.2, result.stdout

@@ -65,6 +65,7 @@ def test_the_tree_keeps_its_layers(tmp_path: Path) -> None:
         ("capabilities/redis/_sideways.py", "import ravi.capabilities.postgres\n", "independent"),
         ("conformance/_upward.py", "import ravi.agents.storage\n", "conformance suite depends on the kernel"),
         ("kernel/_numpy.py", "import numpy\n", "pydantic and the standard library"),
+        ("embeddings/wordllama/_code.py", "import ravi.kernel.errors\n", "offline embedding model is data"),
     ],
 )
 def test_a_forbidden_import_is_caught(tmp_path: Path, module: str, code: str, broken: str) -> None:

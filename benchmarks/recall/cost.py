@@ -14,7 +14,8 @@
 * What recall keeps in memory for that session: the growth of the process's traced memory over 300 new
   requests' windows at 100,000 tokens (words only), after the first window.
 * The ``embeddings`` extra: what it adds to an install of ``ravi-agents`` (the files of the distributions it
-  brings that ``ravi-agents`` alone does not), and how long it takes to embed 1,000 messages of that session
+  brings that ``ravi-agents`` alone does not; of a workspace package installed editable, its ``src`` tree), and
+  how long it takes to embed 1,000 messages of that session
   (median of 5, the model loaded). Targets: at most 50 MB, under a second.
 """
 
@@ -250,14 +251,33 @@ def _closure(name: str, extras: tuple[str, ...] = ()) -> set[str]:
 
 
 def _size_mb(names: set[str]) -> float:
+    """The size of the distributions' installed files; for one installed editable from this workspace (a
+    ``make setup`` install of ``ravi-embeddings-wordllama``), the files its wheel holds: its ``src`` tree."""
     total = 0
     for name in names:
         dist = metadata.distribution(name)
-        for file in dist.files or []:
-            path = Path(str(dist.locate_file(file)))
-            if path.is_file():
-                total += path.stat().st_size
+        source = _editable_source(dist)
+        files = (
+            [p for p in source.rglob("*") if "__pycache__" not in p.parts]
+            if source is not None
+            else [Path(str(dist.locate_file(file))) for file in dist.files or []]
+        )
+        total += sum(path.stat().st_size for path in files if path.is_file())
     return total / 1e6
+
+
+def _editable_source(dist: metadata.Distribution) -> Path | None:
+    import json
+    from urllib.parse import unquote, urlparse
+
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        return None
+    if not direct.get("dir_info", {}).get("editable"):
+        return None
+    source = Path(unquote(urlparse(direct["url"]).path)) / "src"
+    return source if source.is_dir() else None
 
 
 def embeddings() -> tuple[float, float]:

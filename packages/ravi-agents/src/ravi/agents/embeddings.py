@@ -1,12 +1,12 @@
 """An offline embedding model: static word embeddings whose weights come inside their wheel.
 
-``pip install 'ravi-agents[embeddings]'`` installs `wordllama <https://github.com/dleemiller/WordLlama>`_, whose
-wheel carries a 256-dimension token-embedding table (16 MB, distilled from large language models) and its
-tokenizer. A text's embedding is the mean of its tokens' rows, normalised: no network, no GPU, no model
-download, a thousand messages in a fraction of a second on one core. Ravi reads the two files from the installed
-package itself (wordllama's own loader looks for the tokenizer in the wrong folder and then downloads it, and
-its inference module configures the root logger on import), so nothing is fetched at run time and
-``HF_HUB_OFFLINE=1`` holds.
+``pip install 'ravi-agents[embeddings]'`` installs ``ravi-embeddings-wordllama``, a wheel of data holding
+`WordLlama <https://github.com/dleemiller/WordLlama>`_'s 256-dimension token-embedding table (16 MB, distilled
+from large language models) and its tokenizer as a SentencePiece model, and ``sentencepiece`` to read it. A
+text's embedding is the mean of its tokens' rows, normalised: no network, no GPU, no model download, a thousand
+messages in a fraction of a second on one core. The tokenizer splits text exactly as WordLlama's own does (the
+Hugging Face ``tokenizers`` form, which would bring ``huggingface-hub`` and ``hf-xet``: 27 MB against
+sentencepiece's 5.5), except that ``<s>``, ``</s>`` or ``<unk>`` written in a message is read as text.
 
 It captures what words mean alike ("puppy" near "dog", "cello" near "instrument"), not the meaning of a whole
 sentence the way a transformer does; relevant recall fuses it with the lexical ranking, where it helps most.
@@ -18,7 +18,6 @@ import asyncio
 import functools
 import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
@@ -71,10 +70,10 @@ class StaticEmbeddingClient:
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         if not texts:
             return out
-        encoded = self._tokenizer.encode_batch([t[: self._max_chars] for t in texts], add_special_tokens=False)
-        lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
+        encoded: list[list[int]] = self._tokenizer.encode([t[: self._max_chars] for t in texts], num_threads=1)
+        lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
         if lengths.sum():
-            ids = np.concatenate([np.asarray(e.ids, dtype=np.int64) for e in encoded if e.ids])
+            ids = np.concatenate([np.asarray(e, dtype=np.int64) for e in encoded if e])
             rows = self._table[ids, : self._dimension]
             starts = np.concatenate([[0], np.cumsum(lengths[lengths > 0])[:-1]])
             out[lengths > 0] = np.add.reduceat(rows, starts, axis=0) / lengths[lengths > 0, None]
@@ -94,7 +93,7 @@ class StaticEmbeddingClient:
 
 def offline_embeddings_installed() -> bool:
     """Whether the ``embeddings`` extra is installed (checked without importing it)."""
-    return _package_dir() is not None and importlib.util.find_spec("tokenizers") is not None
+    return _found(_MODEL) and _found("sentencepiece")
 
 
 @functools.cache
@@ -107,34 +106,39 @@ def offline_embedding_client() -> StaticEmbeddingClient | None:
     return StaticEmbeddingClient(128)
 
 
-def _package_dir() -> Path | None:
-    """Where the installed ``wordllama`` package lives, found without running its ``__init__``."""
-    spec = importlib.util.find_spec("wordllama")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+_MODEL = "ravi.embeddings.wordllama"
+
+
+def _found(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent package is missing
+        return False
 
 
 @functools.cache
 def _model() -> tuple[Any, Any]:
     """The token-embedding table (float32, vocabulary x 256) and the tokenizer, read from the installed package."""
-    root = _package_dir()
-    if root is None or importlib.util.find_spec("tokenizers") is None:
+    if not offline_embeddings_installed():
         raise ConfigurationError("the offline embedding model is not installed", hint=INSTALL)
-    weights = root / "weights" / "l2_supercat_256.safetensors"
-    vocabulary = root / "tokenizers" / "l2_supercat_tokenizer_config.json"
-    if not weights.is_file() or not vocabulary.is_file():
+    import numpy as np
+    import sentencepiece
+
+    from ravi.embeddings import wordllama
+
+    try:
+        table = np.load(wordllama.TABLE, allow_pickle=False).astype(np.float32)
+        tokenizer = sentencepiece.SentencePieceProcessor(model_file=str(wordllama.TOKENIZER))
+    except (OSError, ValueError, RuntimeError) as exc:
         raise ConfigurationError(
-            f"the installed wordllama package lacks its model files ({weights.name}, {vocabulary.name})",
+            f"the installed ravi-embeddings-wordllama package lacks readable model files ({exc})",
+            hint=f"reinstall it: {INSTALL}",
+        ) from exc
+    if table.shape != (tokenizer.get_piece_size(), wordllama.DIMENSIONS):
+        raise ConfigurationError(
+            f"the offline model's table is {table.shape}, its tokenizer has {tokenizer.get_piece_size()} tokens",
             hint=f"reinstall it: {INSTALL}",
         )
-    from safetensors.numpy import load_file
-    from tokenizers import Tokenizer
-
-    table = load_file(str(weights))["embedding.weight"].astype("float32")
-    tokenizer = Tokenizer.from_file(str(vocabulary))
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
     return table, tokenizer
 
 
