@@ -131,3 +131,54 @@ async def test_a_correction_read_before_the_state_server_went_away_still_sizes_w
         assert await other.factor("m") == 2.0
     finally:
         await store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["redis", "postgres"])
+def test_workers_in_separate_processes_reporting_at_once_lose_no_report(
+    request: pytest.FixtureRequest, kind: str
+) -> None:
+    """Three worker processes, each with its own client, make their reports on one model at once: every report is
+    in the store afterwards, and the correction any worker reads is the largest."""
+    import multiprocessing
+
+    from calibration_writers import FINISH, REPORTS, report, reported
+
+    from ravi.agents.context.calibration import SCOPE
+
+    server: Server = request.getfixturevalue(f"{kind}_server")
+    place = request.getfixturevalue("redis_prefix" if kind == "redis" else "pg_schema")
+    writers = 3
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(writers)
+    processes = [
+        context.Process(target=report, args=(w, kind, server.address, place, start), name=f"worker-{w}")
+        for w in range(writers)
+    ]
+    try:
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(FINISH)
+        assert not [p.name for p in processes if p.is_alive()], "a worker did not finish"
+        assert not [(p.name, p.exitcode) for p in processes if p.exitcode], "a worker failed (see stderr)"
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+
+    async def check() -> None:
+        store: object = (
+            RedisSessionStore(server.address, prefix=place)
+            if kind == "redis"
+            else PostgresMemoryStore(server.address, schema=place)
+        )
+        try:
+            state = await store.get_state(SCOPE)  # type: ignore[attr-defined]
+            m = {k: v for k, v in state.items() if k == "m" or k.startswith("m\x1f")}
+            expected = sorted(round(reported(w, k) / 10_000, 4) for w in range(writers) for k in range(REPORTS))
+            assert sorted(stored_ratios(m)) == expected
+            assert await Calibration(store).factor("m") == max(expected)  # type: ignore[arg-type]
+        finally:
+            await store.aclose()  # type: ignore[attr-defined]
+
+    asyncio.run(check())
