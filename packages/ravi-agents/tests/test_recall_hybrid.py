@@ -686,6 +686,17 @@ def test_the_offline_model_embeds_without_the_network() -> None:
 
 
 @needs_model
+def test_the_offline_model_refuses_text_that_is_not_unicode_by_name() -> None:
+    """A lone surrogate cannot be tokenized (nor stored): InvalidArgument naming where, not the tokenizer's
+    TypeError; a NUL or a text longer than ``max_chars`` embeds."""
+    client = StaticEmbeddingClient(64)
+    with pytest.raises(InvalidArgument, match="lone surrogate") as refused:
+        client.embed_now(["fine", "a\ud800b"])
+    assert refused.value.field == "texts[1]"
+    assert client.embed_now(["\x00", "x" * 100_000]).shape == (2, 64)
+
+
+@needs_model
 def test_the_default_recall_ranks_by_meaning_with_the_offline_model() -> None:
     strategy = RelevantRecallStrategy(300)
     assert strategy.meaning is not None and strategy.meaning.model == "wordllama-l2_supercat-128"

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.values import check_text
 
 EXTRA = "embeddings"
 INSTALL = f"pip install 'ravi-agents[{EXTRA}]'"
@@ -59,14 +60,19 @@ class StaticEmbeddingClient:
         return self._dimension
 
     def embed_now(self, texts: Sequence[str]) -> Any:
-        """The embeddings of ``texts`` as a NumPy array, one unit-length row per text (synchronous)."""
+        """The embeddings of ``texts`` as a NumPy array, one unit-length row per text (synchronous).
+
+        Raises:
+            InvalidArgument: ``texts`` is not a list of strings, or one holds a lone surrogate (not Unicode text).
+        """
         import numpy as np
 
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise InvalidArgument(f"texts must be a list of strings, got {type(texts).__name__}")
-        for text in texts:
+        for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise InvalidArgument(f"texts to embed must be strings, got {type(text).__name__}")
+            check_text(text, f"texts[{i}]")
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         if not texts:
             return out
