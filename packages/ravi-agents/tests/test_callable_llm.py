@@ -60,6 +60,30 @@ def test_a_client_needs_a_function() -> None:
         CallableLLMClient("gpt-4o")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (str, "the class str"),
+        (dict, "the class dict"),
+        (ChatMessage, "the class ChatMessage"),
+        (5, "int"),
+        (None, "NoneType"),
+    ],
+)
+def test_what_cannot_be_a_model_function_is_refused_and_named_when_the_client_is_built(given: Any, named: str) -> None:
+    """A class is callable: ``CallableLLMClient(str)`` was accepted, and every summary was the messages' repr."""
+    with pytest.raises(ConfigurationError, match=f"function of the messages, got {named} \\(hint"):
+        CallableLLMClient(given)
+
+
+async def test_an_instance_with_a_call_method_is_a_model_function() -> None:
+    class Model:
+        def __call__(self, messages: Sequence[ChatMessage]) -> str:
+            return f"{len(messages)} messages"
+
+    assert await CallableLLMClient(Model()).complete(ASKED) == "1 messages"
+
+
 async def test_cancel_is_checked_before_the_call_and_after_the_stream() -> None:
     called: list[int] = []
     token = CancelToken()

@@ -52,9 +52,12 @@ class CallableLLMClient:
     """
 
     def __init__(self, function: Callable[[Sequence[ChatMessage]], Completion | Awaitable[Completion]]) -> None:
-        if not callable(function):
+        if isinstance(function, type) or not callable(function):
+            # a class is callable, and called with the messages it gives an instance (str(messages) their repr),
+            # not the model's reply
+            what = f"the class {function.__name__}" if isinstance(function, type) else type(function).__name__
             raise ConfigurationError(
-                f"CallableLLMClient takes a function of the messages, got {type(function).__name__}",
+                f"CallableLLMClient takes a function of the messages, got {what}",
                 hint="for example CallableLLMClient(lambda messages: my_model(messages))",
             )
         self._takes_max_tokens = _takes_max_tokens(function)
