@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.manager import ContextManager
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage, RaviError
 from ravi.kernel.messages import ChatMessage
 
 
@@ -484,7 +484,50 @@ def test_any_chat_dict_round_trips(messages: list[dict[str, Any]]) -> None:
         for message in messages:
             await context.add_message(message)
         assert await context.get_messages() == messages
-        assert await context.get_messages_for_request() == messages
+        assert await context.get_messages_for_request() == _without_orphan_results(messages)
+
+    asyncio.run(main())
+
+
+def _without_orphan_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` without the tool results whose call is not in an assistant message before them."""
+    calls: set[str] = set()
+    out = []
+    for message in messages:
+        if message["role"] == "assistant":
+            calls.update(call["id"] for call in message.get("tool_calls", ()))
+            blocks = message["content"] if isinstance(message["content"], list) else []
+            calls.update(block["id"] for block in blocks if block.get("type") == "tool_call")
+        if message["role"] == "tool" and message["tool_call_id"] not in calls:
+            continue
+        out.append(message)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(chat_dicts(), st.integers(0, 3))
+def test_a_request_that_does_not_compact_sends_no_tool_result_without_its_call(
+    stored: list[dict[str, Any]], resumed: int
+) -> None:
+    """001: "tool_use and tool_result messages must be kept together". A request under budget sent the transcript
+    as stored, a tool result whose call was never stored with it (a saved conversation resumed from the middle of
+    a tool group, a result added on its own): the provider refuses such a request. Now every result sent has its
+    call before it, and nothing else is left out (a call sent keeps every result stored after it)."""
+
+    async def main() -> None:
+        context = ContextManager()
+        await context.set_messages(stored[resumed:])  # a slice of a saved conversation, as a session resumed
+        sent = await context.get_messages_for_request()
+        assert sent == _without_orphan_results(stored[resumed:])
+        calls: set[str] = set()
+        for message in sent:
+            if message["role"] == "tool":
+                assert message["tool_call_id"] in calls, "Orphaned tool results found!"
+            elif message["role"] == "assistant":
+                calls.update(call["id"] for call in message.get("tool_calls", ()))
+                blocks = message["content"] if isinstance(message["content"], list) else []
+                calls.update(block["id"] for block in blocks if block.get("type") == "tool_call")
+        assert await context.get_messages() == stored[resumed:]  # the transcript itself is kept as it is
 
     asyncio.run(main())
 
@@ -561,7 +604,11 @@ async def test_a_summary_the_model_cannot_write_leaves_a_window_that_fits(failur
     assert window and window[-1]["content"].startswith("message 39 ")
     assert DEFAULT_COUNTER.count_messages([ChatMessage.user(m["content"]) for m in window]) <= 400
     failed = [e for e in events if e.kind == "summarization_failed"]
-    assert failed and failed[0].error is failure
+    assert failed
+    if isinstance(failure, RaviError):
+        assert failed[0].error is failure
+    else:  # the model function's own exception, typed: a RaviError with it as the cause
+        assert type(failed[0].error) is RaviError and failed[0].error.__cause__ is failure
     assert len(await context.get_messages()) == 40
 
 

@@ -14,7 +14,14 @@ from pydantic import BaseModel
 from ravi.agents.context import AgentContext, SummarizingContext, summarize
 from ravi.agents.llm import CallableLLMClient
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import CompactionError, ConfigurationError, InvalidArgument
+from ravi.kernel.errors import (
+    BackendUnavailable,
+    CompactionError,
+    ConfigurationError,
+    InvalidArgument,
+    PermissionDenied,
+    RaviError,
+)
 from ravi.kernel.llm import LLMClient
 from ravi.kernel.messages import ChatMessage
 
@@ -58,6 +65,30 @@ async def test_what_is_not_text_is_refused(returned: object) -> None:
 def test_a_client_needs_a_function() -> None:
     with pytest.raises(ConfigurationError, match="function"):
         CallableLLMClient("gpt-4o")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (str, "the class str"),
+        (dict, "the class dict"),
+        (ChatMessage, "the class ChatMessage"),
+        (5, "int"),
+        (None, "NoneType"),
+    ],
+)
+def test_what_cannot_be_a_model_function_is_refused_and_named_when_the_client_is_built(given: Any, named: str) -> None:
+    """A class is callable: ``CallableLLMClient(str)`` was accepted, and every summary was the messages' repr."""
+    with pytest.raises(ConfigurationError, match=f"function of the messages, got {named} \\(hint"):
+        CallableLLMClient(given)
+
+
+async def test_an_instance_with_a_call_method_is_a_model_function() -> None:
+    class Model:
+        def __call__(self, messages: Sequence[ChatMessage]) -> str:
+            return f"{len(messages)} messages"
+
+    assert await CallableLLMClient(Model()).complete(ASKED) == "1 messages"
 
 
 async def test_cancel_is_checked_before_the_call_and_after_the_stream() -> None:
@@ -395,3 +426,68 @@ async def test_a_cancel_while_a_plain_function_blocks_ends_the_wait_at_once() ->
 async def test_a_plain_function_returning_an_awaitable_or_a_stream_still_gives_its_text() -> None:
     for function in (lambda messages: awaited(messages), lambda messages: stream(messages), pieces):
         assert await CallableLLMClient(function).complete(ASKED) == "1 messages"
+
+
+def _failing(error: BaseException, kind: str) -> Any:
+    """A model function of ``kind`` that raises ``error``: when called, when awaited, or midway through its
+    stream (sync or async)."""
+
+    def plain(messages: Sequence[ChatMessage]) -> str:
+        raise error
+
+    async def awaited(messages: Sequence[ChatMessage]) -> str:
+        raise error
+
+    def pieces(messages: Sequence[ChatMessage]) -> Iterator[str]:
+        yield "the "
+        raise error
+
+    async def stream(messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
+        yield "the "
+        raise error
+
+    return {"plain": plain, "awaited": awaited, "pieces": pieces, "stream": stream}[kind]
+
+
+KINDS = ["plain", "awaited", "pieces", "stream"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("error", "raised", "said"),
+    [
+        (RuntimeError("model crashed"), RaviError, "the model function failed (RuntimeError: model crashed)"),
+        (KeyError("choices"), RaviError, "the model function failed (KeyError: 'choices')"),
+        (ConnectionError("refused"), BackendUnavailable, "could not reach its model (ConnectionError: refused)"),
+        (TimeoutError(), BackendUnavailable, "could not reach its model (TimeoutError)"),
+        (PermissionError("bad key"), PermissionDenied, "was refused (PermissionError: bad key)"),
+    ],
+)
+async def test_the_functions_own_failure_is_a_ravi_error_with_it_as_the_cause(
+    kind: str, error: Exception, raised: type[RaviError], said: str
+) -> None:
+    """A model function's exception left ``complete`` and ``summarize`` as it was: a public call raised a bare
+    ``RuntimeError`` or ``KeyError``."""
+    client = CallableLLMClient(_failing(error, kind))
+    with pytest.raises(raised) as caught:
+        await client.complete(ASKED)
+    assert type(caught.value) is raised and said in str(caught.value)
+    assert _same(caught.value.__cause__, error)
+    with pytest.raises(raised) as caught:
+        await summarize([ChatMessage.user("a turn")], client)
+    assert _same(caught.value.__cause__, error)
+
+
+def _same(cause: BaseException | None, error: Exception) -> bool:
+    """The function's exception (asyncio gives a ``TimeoutError`` from a worker thread as a copy of it)."""
+    return cause is error or (type(cause) is type(error) is TimeoutError and cause.args == error.args)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_ravi_error_or_a_cancel_the_function_raises_passes_as_it_is(kind: str) -> None:
+    for error in (CancelledByToken("the user left"), InvalidArgument("too long", field="messages")):
+        with pytest.raises(type(error)) as caught:
+            await CallableLLMClient(_failing(error, kind)).complete(ASKED)
+        assert caught.value is error
+    with pytest.raises(asyncio.CancelledError):
+        await CallableLLMClient(_failing(asyncio.CancelledError(), kind)).complete(ASKED)

@@ -4,6 +4,7 @@ summary store of their own) goes with the session."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Sequence
 
@@ -26,6 +27,7 @@ from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.kernel.agent import HistoryRetention, SessionContext, Strategy
 from ravi.kernel.errors import BackendUnavailable, CompactionError, RaviError
 from ravi.kernel.scope import Scope
+from ravi.kernel.storage.vector import Document
 
 SECRET = "My card number is 4111-1111-1111-1111."
 
@@ -441,3 +443,70 @@ async def test_a_pipeline_refuses_a_bad_session_id_instead_of_clearing_nothing()
             pipeline.session(agent_id, session_id)  # type: ignore[arg-type]
         with pytest.raises(InvalidArgument):
             pipeline.last_window(agent_id, session_id)  # type: ignore[arg-type]
+
+
+class _GatedVectors(InMemoryVectorStore):
+    """A vector store that holds the first window's ``what`` until ``release`` is set: ``"progress"``, its read
+    of the index's progress record for the whole session (the second: a window reads the newest part of the
+    session first, and a session never indexed is read whole), or ``"write"``, its first write of what it
+    derived."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what, self.calls = what, 0
+        self.reached, self.release = asyncio.Event(), asyncio.Event()
+
+    async def _hold(self) -> None:
+        self.calls += 1
+        if self.calls == (2 if self.what == "progress" else 1):
+            self.reached.set()
+            await self.release.wait()
+
+    async def get(self, ids: Sequence[str], collection: str) -> list[Document]:
+        if self.what == "progress" and collection.endswith("-units") and len(ids) == 1:
+            await self._hold()
+        return await super().get(ids, collection)
+
+    async def upsert(self, documents: Sequence[Document], *, collection: str = "default") -> None:
+        if self.what == "write":
+            await self._hold()
+        await super().upsert(documents, collection=collection)
+
+
+class _CountedEmbeddings(HashingEmbeddingClient):
+    def __init__(self) -> None:
+        super().__init__(dimension=64)
+        self.texts = 0
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        return await super().embed(texts)
+
+
+@pytest.mark.parametrize("where", ["meaning", "index"])
+@pytest.mark.parametrize("held", ["progress", "write"])
+@pytest.mark.parametrize("how", ["clear", "replace"])
+async def test_a_stale_window_leaves_the_new_generations_progress_record(where: str, held: str, how: str) -> None:
+    """A window of the old generation that went on after a clear and a window of the new generation either
+    deleted the session's collections (it read the new generation's progress record as a session that changed)
+    or overwrote that record with its own and then erased it: the new generation's next window embedded the whole
+    session again."""
+    history, vectors, client = InMemoryHistoryProvider(), _GatedVectors(held), _CountedEmbeddings()
+    index = EmbeddingIndex(client, vectors)
+    context = AgentContext(ContextConfig(history, [RelevantRecallStrategy(2_000, **{where: index})]))  # type: ignore[arg-type]
+    messages = [ChatMessage.user(f"turn {i}: " + "lorem ipsum " * 30) for i in range(60)]
+    messages.append(ChatMessage.user("What did turn 7 say?"))
+    await history.append_many("agent", messages, session_id="s")
+    stale = asyncio.create_task(context.get_prompt_window("s"))  # the old generation's window
+    await vectors.reached.wait()
+    if how == "clear":
+        await context.clear("s")
+        await history.append_many("agent", messages, session_id="s")  # the same messages, the same ids
+    else:
+        await context.replace_messages("s", messages)
+    assert await context.get_prompt_window("s")  # the new generation's window indexes the session
+    vectors.release.set()
+    assert isinstance(await stale, list)
+    before = client.texts
+    assert await context.get_prompt_window("s")
+    assert client.texts - before <= 1  # the query alone: the session is still indexed

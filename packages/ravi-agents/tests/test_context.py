@@ -301,3 +301,33 @@ async def test_record_usage_names_a_bad_count_before_the_missing_model() -> None
     for bad in (True, 1.0, 0, -3, None):
         with pytest.raises(InvalidArgument, match="prompt_tokens"):
             await AgentContext().record_usage("s", bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("retention", [HistoryRetention.PERMANENT, HistoryRetention.RUN, HistoryRetention.NONE])
+async def test_the_usage_of_a_run_that_has_ended_is_recorded_whatever_the_retention(
+    retention: HistoryRetention,
+) -> None:
+    """The provider's usage comes with its reply, often after the ``async with context.run(...)`` block: under
+    ``RUN`` and ``NONE`` ending the run forgot the window, and the report was refused (``InvalidArgument``),
+    failing the agent's turn after its reply. The window's count is kept; none of its turns are."""
+    history = InMemoryHistoryProvider()
+    context = AgentContext(ContextConfig(history, model="gpt-4o", retention=retention))
+    async with context.run("s") as run:
+        await run.add(ChatMessage.user("hi " * 2_000))
+        counted = context.config.pipeline.window_counter().count_messages(await run.window())
+    factor = await context.record_usage("s", 2 * counted)
+    assert factor > 1
+    assert await context.config.calibration.factor("gpt-4o") == factor
+    assert await context.record_usage("s", 2 * counted) == factor  # reported again: the same window
+    kept = 0 if retention is not HistoryRetention.PERMANENT else 1
+    assert len(await history.get_messages("agent", session_id="s")) == kept
+    assert len(await context.get_prompt_window("s")) == kept  # the run's turns are gone, as its retention says
+    for forget in (context.clear("s"), context.replace_messages("s", [])):
+        async with context.run("s") as run:
+            await run.add(ChatMessage.user("hi " * 2_000))
+            assert await run.window()
+        await forget
+        with pytest.raises(InvalidArgument, match="no window was assembled"):  # a cleared session: none to report
+            await context.record_usage("s", 100)
+    with pytest.raises(InvalidArgument, match="no window was assembled"):
+        await context.record_usage("never-assembled", 100)

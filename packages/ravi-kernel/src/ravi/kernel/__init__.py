@@ -2,8 +2,11 @@
 
 The kernel holds no behaviour beyond value types, validation and the backend registry. Import from the
 submodules (``ravi.kernel.messages``, ``ravi.kernel.storage``, ...); the most used names are re-exported here.
+
+Importing it sets the level of Ravi's loggers from ``RAVI_LOG`` (``debug``, ``info``, ...), when it is set.
 """
 
+from ravi.kernel._logs import apply_log_level as _apply_log_level
 from ravi.kernel.agent import AgentContextProtocol, CompactionStrategy, HistoryRetention
 from ravi.kernel.cancel import CancelledByToken, CancelToken
 from ravi.kernel.errors import (
@@ -25,6 +28,8 @@ from ravi.kernel.messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
+
+_apply_log_level()
 
 __all__ = [
     "AgentContextProtocol",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -46,6 +47,9 @@ class AgentContext:
         self.agent_id = self.config.agent_id if agent_id is None else agent_id
         check_scope(agent_id=self.agent_id)
         self._unsaved: dict[str, dict[str, list[ChatMessage]]] = {}  # session -> run -> turns (retention NONE)
+        # session -> the token count of its last window, when a run's end under RUN or NONE forgot the window:
+        # its usage, reported after the run, is still recorded (a count, none of the window's turns)
+        self._ended: OrderedDict[str, int] = OrderedDict()
 
     async def get_prompt_window(self, session_id: str, *, counter: TokenCounter | None = None) -> list[ChatMessage]:
         """The compacted window for ``session_id``: the stored transcript (plus unsaved turns of runs in
@@ -83,7 +87,8 @@ class AgentContext:
         Raises:
             ConfigurationError: no model is configured (``ContextConfig(model=...)``), so no window would apply
                 the correction.
-            InvalidArgument: no window was assembled for the session in this process, or the count is not a
+            InvalidArgument: no window was assembled for the session in this process (a window of a run that has
+                ended counts, whatever the retention; one of a session cleared since does not), or the count is not a
                 positive integer, or it is larger than the model's context window (than the largest of Ravi's
                 model table, for a model the table does not know): no call's prompt is.
         """
@@ -107,6 +112,8 @@ class AgentContext:
             )
         window = self.config.pipeline.last_window(self.agent_id, session_id)
         counted = self.config.pipeline.window_counter().count_messages(window) if window else 0
+        if not window:
+            counted = self._ended.get(session_id, 0)
         if not counted:
             raise InvalidArgument(
                 f"no window was assembled for session {session_id!r} here",
@@ -174,6 +181,7 @@ class AgentContext:
         """
         check_scope(session_id=session_id)
         self._unsaved.pop(session_id, None)
+        self._ended.pop(session_id, None)
         await clear_session(self.config.history, self.config.pipeline, self.agent_id, session_id)
 
     async def replace_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
@@ -194,6 +202,7 @@ class AgentContext:
                 self._unsaved[session_id] = {run_id: list(messages)}
         else:
             await replace_session(self.config.history, self.agent_id, messages, session_id=session_id, run_id=run_id)
+        self._ended.pop(session_id, None)
         await self.config.pipeline.clear_records(self.agent_id, session_id)  # derived from the old transcript
 
     async def add_message(self, session_id: str, message: ChatMessage, *, run_id: str = "") -> None:
@@ -215,6 +224,12 @@ class AgentContext:
             removed = await self.config.history.clear_run(self.agent_id, session_id=session_id, run_id=run_id)
             forgotten = forgotten or removed != 0  # a count, or None from a provider that does not say
         if forgotten:
+            window = self.config.pipeline.last_window(self.agent_id, session_id)
+            if window and self.config.model is not None:  # its usage may be reported after the run
+                self._ended[session_id] = self.config.pipeline.window_counter().count_messages(window)
+                self._ended.move_to_end(session_id)
+                while len(self._ended) > _ENDED_SESSIONS:
+                    self._ended.popitem(last=False)
             await self.config.pipeline.clear_records(self.agent_id, session_id)  # derived from the removed turns
 
     @asynccontextmanager
@@ -250,6 +265,10 @@ class Run:
         """The window for the next model call; ``counter`` measures it instead of the configured counter (the
         model's own, see ``ModelContext.counter_for``)."""
         return await self.context.get_prompt_window(self.session_id, counter=counter)
+
+
+_ENDED_SESSIONS = 1_024
+"""How many sessions' last window counts :meth:`AgentContext.end_run` keeps for usage reported late."""
 
 
 def _largest_prompt(model: str | None) -> int:

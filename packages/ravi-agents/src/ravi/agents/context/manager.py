@@ -265,7 +265,8 @@ class ContextManager:
     async def get_messages_for_request(
         self, token_budget: int | None = None, provider: Any = None
     ) -> list[dict[str, Any]]:
-        """The messages to send now, within the budget, in conversation order, tool calls with their results.
+        """The messages to send now, within the budget, in conversation order, tool calls with their results; a
+        tool result whose call is not among them (nor stored before it) is never sent.
 
         The budget is ``token_budget``, else the one ``provider`` allows (:func:`provider_budget`, falling back
         to ``max_tokens`` when the provider cannot say), else ``max_tokens``.
@@ -286,11 +287,13 @@ class ContextManager:
             window = await self.pipeline.window(request)
         finally:
             _SEEN.reset(token)
-        if not any(e.kind == "strategy_applied" and e.changed for e in seen):
-            return window
-        kept = drop_orphan_results(window.messages)  # 001: a result whose call is not sent goes too
+        # 001: a result whose call is not sent goes too, whether the window was compacted (its call dropped) or
+        # not (a transcript stored without the call: a resumed slice, a result added on its own)
+        kept = drop_orphan_results(window.messages)
         if len(kept) != len(window.messages):
             window = Window(kept, window.manifest)
+        if not any(e.kind == "strategy_applied" and e.changed for e in seen):
+            return window
         read = next((e for e in seen if e.kind == "pre_compact"), None)
         if read is not None:
             await self._emit(PRE_COMPACT, {"message_count": read.message_count, "token_count": read.tokens})

@@ -193,13 +193,16 @@ class EmbeddingIndex:
             return None  # a read whose place in the session is unknown
         name = self._collection(session)
         messages_at, units_at = f"{name}-messages", f"{name}-units"
-        progress = await self.store.get([_PROGRESS], collection=units_at)
+        generation = session.generation
+        # every document has an id of its generation's (the progress record too): a window of a generation that
+        # was cleared meanwhile neither reads nor overwrites a later generation's
+        progress = await self.store.get([_scored_id(_PROGRESS, generation)], collection=units_at)
         mark = _progress(progress[0].metadata) if progress else {}
         if progress and (
             not mark  # not a progress record this index wrote: start afresh
             or min(mark["units"], mark["offset"]) < start  # indexed only up to a point before the read
             or session.offset(mark["last"]) != mark["offset"]  # the session changed
-            or mark["generation"] != session.generation  # a cleared session: nothing of the old one is used
+            or mark["generation"] != generation  # not this generation's record: nothing of another is used
         ):
             if session.partial:
                 return None
@@ -215,13 +218,13 @@ class EmbeddingIndex:
         if written and not await session.still_current():
             await self._erase(written, session.generation)  # cleared meanwhile: the clear erased the rest
         await self._touch(messages_at, units_at)
-        best: dict[str, float] = {}
-        generation = session.generation
+        best: dict[str, float] = {}  # by the id of the unit's document
         only = {"generation": generation} if generation is not None else None
         for hit in await self.store.search(vector, collection=messages_at, limit=self.limit, filter=only):
             unit = hit.metadata.get("unit")
             if hit.score > self.min_score and isinstance(unit, str):
-                best[unit] = max(best.get(unit, hit.score), hit.score)
+                key = _scored_id(unit, generation)
+                best[key] = max(best.get(key, hit.score), hit.score)
         found = []
         for doc in await self.store.get(list(best), collection=units_at):
             meta = doc.metadata
@@ -250,6 +253,7 @@ class EmbeddingIndex:
         with the unit it belongs to, and the units from the newest one stored on (it may have grown), as stored;
         then the index's new end. Returns the ids written, by collection."""
         source, head, offset = session.source, session.source_head, session.offset
+        generation = session.generation
         embedded, units_from = mark.get("embedded", -1), mark.get("units", -1)
         first = next((i for i in range(head, len(source)) if (offset(source[i].id) or 0) >= units_from), len(source))
         if first == len(source):
@@ -273,7 +277,7 @@ class EmbeddingIndex:
             if not standalone_system:  # the newest unit too: rewritten on the next search, as it grows
                 units.append(
                     Document(
-                        id=source[i].id,
+                        id=_scored_id(source[i].id, generation),
                         content="[" + ",".join(m.model_dump_json() for m in source[i:j]) + "]",
                         embedding=vector,
                         metadata={
@@ -300,7 +304,7 @@ class EmbeddingIndex:
         ]
         documents = []
         if moved:
-            position = {source[i].id: i for i in moved}
+            position = {_scored_id(source[i].id, generation): i for i in moved}
             for doc in await self.store.get(list(position), collection=messages_at):
                 at = position[doc.id]
                 if doc.metadata.get("unit") == unit_of.get(at):
@@ -316,9 +320,9 @@ class EmbeddingIndex:
             )
             documents += [
                 Document(
-                    id=source[i].id,
+                    id=_scored_id(source[i].id, generation),
                     embedding=tuple(v),
-                    metadata={"unit": unit_of.get(i), "offset": offset(source[i].id), "generation": session.generation},
+                    metadata={"unit": unit_of.get(i), "offset": offset(source[i].id), "generation": generation},
                 )
                 for (i, _), v in zip(new, vectors, strict=True)
             ]
@@ -333,10 +337,11 @@ class EmbeddingIndex:
             "offset": end_offset,
             "generation": session.generation,
         }
+        mark_id = _scored_id(_PROGRESS, generation)
         await self.store.upsert(
-            [*units, Document(id=_PROGRESS, embedding=vector, metadata=progress)], collection=units_at
+            [*units, Document(id=mark_id, embedding=vector, metadata=progress)], collection=units_at
         )
-        return {messages_at: [d.id for d in documents], units_at: [*(u.id for u in units), _PROGRESS]}
+        return {messages_at: [d.id for d in documents], units_at: [*(u.id for u in units), mark_id]}
 
     async def scores(
         self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
@@ -390,8 +395,9 @@ class EmbeddingIndex:
 
 
 def _scored_id(message_id: str, generation: str | None) -> str:
-    """The id of a message's embedding in the in-process index's collection: one per generation of the session,
-    so a window of an older generation never overwrites a later one's."""
+    """The id of a document the index derives from a message (its embedding, its unit) or of the session's
+    progress record: one per generation of the session, so a window of an older generation never overwrites a
+    later one's."""
     return message_id if generation is None else f"{message_id}@{generation}"
 
 

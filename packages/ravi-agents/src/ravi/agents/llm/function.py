@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ravi.agents.llm._request import check_request
 from ravi.kernel.cancel import CancelledByToken, CancelToken
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied, RaviError
 from ravi.kernel.messages import ChatMessage
 
 Completion = str | Iterable[str] | AsyncIterable[str]
@@ -52,9 +52,12 @@ class CallableLLMClient:
     """
 
     def __init__(self, function: Callable[[Sequence[ChatMessage]], Completion | Awaitable[Completion]]) -> None:
-        if not callable(function):
+        if isinstance(function, type) or not callable(function):
+            # a class is callable, and called with the messages it gives an instance (str(messages) their repr),
+            # not the model's reply
+            what = f"the class {function.__name__}" if isinstance(function, type) else type(function).__name__
             raise ConfigurationError(
-                f"CallableLLMClient takes a function of the messages, got {type(function).__name__}",
+                f"CallableLLMClient takes a function of the messages, got {what}",
                 hint="for example CallableLLMClient(lambda messages: my_model(messages))",
             )
         self._takes_max_tokens = _takes_max_tokens(function)
@@ -71,10 +74,26 @@ class CallableLLMClient:
                 an integer > 0, or ``cancel`` is not a ``CancelToken`` (before the function is called); or the
                 function gave something other than text or pieces of text.
             CancelledByToken: ``cancel`` was cancelled.
+            BackendUnavailable: the function raised a ``ConnectionError`` or ``TimeoutError`` (its model could not
+                be reached), the original as ``__cause__``.
+            PermissionDenied: the function raised a ``PermissionError``, the original as ``__cause__``.
+            RaviError: the function (or its stream) raised any other exception, the original as ``__cause__``; a
+                ``RaviError`` it raises is raised as it is.
         """
         check_request(messages, max_tokens, cancel)
         if cancel is not None:
             cancel.raise_if_cancelled()
+        try:
+            return await self._complete(messages, max_tokens, cancel)
+        except RaviError:  # Ravi's own (a cancel, a reply that is not text, one the function raised itself)
+            raise
+        except Exception as error:  # the function's own failure, typed as a provider's is; asyncio's
+            # CancelledError is no Exception and passes as it is
+            raise _failure(error) from error
+
+    async def _complete(
+        self, messages: Sequence[ChatMessage], max_tokens: int | None, cancel: CancelToken | None
+    ) -> str:
         if self._takes_max_tokens is not None and (max_tokens is not None or self._takes_max_tokens):
             # a parameter without a default is always given, None when the caller sets no limit
             call = functools.partial(self._function, messages, max_tokens=max_tokens)  # type: ignore[call-arg]
@@ -108,6 +127,17 @@ class CallableLLMClient:
         if cancel is not None:
             cancel.raise_if_cancelled()
         return text
+
+
+def _failure(error: Exception) -> RaviError:
+    """The Ravi error for an exception the model function raised, as :class:`OpenAICompatibleClient` types a
+    provider's failures: unreachable, refused, or failed."""
+    what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    if isinstance(error, ConnectionError | TimeoutError):
+        return BackendUnavailable(f"the model function could not reach its model ({what})")
+    if isinstance(error, PermissionError):
+        return PermissionDenied(f"the model function was refused ({what})")
+    return RaviError(f"the model function failed ({what})")
 
 
 def _piece(piece: object) -> str:
