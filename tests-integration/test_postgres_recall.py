@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from servers import Server, closing
 
-from ravi.agents.context import CompactionPipeline, RelevantRecallStrategy, WindowRequest
+from ravi.agents.context import CompactionPipeline, InMemoryHistoryProvider, RelevantRecallStrategy, WindowRequest
 from ravi.capabilities.postgres import PostgresHistoryProvider
 from ravi.kernel.embeddings import HashingEmbeddingClient
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.values import MAX_ID_BYTES
 
 
 class Counting(HashingEmbeddingClient):
@@ -301,3 +304,25 @@ async def test_a_forget_while_a_search_embeds_leaves_no_embedding_of_the_forgott
     finally:
         await history.close()
         await other.close()
+
+
+async def test_a_model_name_is_an_id_held_to_the_shared_limit(postgres_server: Server, pg_schema: str) -> None:
+    """Postgres keys a session's embeddings by agent, session and model name together: names of exactly
+    ``MAX_ID_BYTES`` UTF-8 bytes are embedded and found, in memory and in Postgres alike, and a model name one byte
+    longer is ``InvalidArgument`` naming it and the limit on both, with nothing embedded."""
+    agent, session, model = (part + "\U0001f680" * (MAX_ID_BYTES // 4 - 1) + "abc" for part in "asm")
+    assert {len(x.encode()) for x in (agent, session, model)} == {MAX_ID_BYTES}
+    messages = _conversation(5)
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        for store in (InMemoryHistoryProvider(), history):
+            await store.append_many(agent, messages, session_id=session)
+            embedder = Counting()
+            with pytest.raises(InvalidArgument, match=f"model.*{MAX_ID_BYTES}"):
+                await store.search_hybrid(
+                    agent, session_id=session, query="fern", before=10**9, limit=5, embedder=embedder, model=model + "x"
+                )
+            assert embedder.texts == []
+            found = await store.search_hybrid(
+                agent, session_id=session, query="weekend", before=10**9, limit=5, embedder=embedder, model=model
+            )
+            assert found.meaning, f"{type(store).__name__} found nothing by meaning"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -13,8 +14,21 @@ from hypothesis import strategies as st
 
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
 from ravi.kernel.messages import ChatMessage, FrozenList, ToolCallBlock
+from ravi.kernel.scope import Scope
 from ravi.kernel.storage import Document, Entity, Relationship, Task
-from ravi.kernel.values import MAX_DEPTH, MAX_INT_DIGITS, check_ids, check_json, json_copy, json_object, ttl_seconds
+from ravi.kernel.values import (
+    MAX_DEPTH,
+    MAX_ID_BYTES,
+    MAX_INT_DIGITS,
+    check_ids,
+    check_items,
+    check_json,
+    check_scope,
+    check_span,
+    json_copy,
+    json_object,
+    ttl_seconds,
+)
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -214,3 +228,26 @@ def test_an_embedding_wider_than_every_store_keeps_is_refused_everywhere() -> No
         check_vector([1.0] * (MAX_DIMENSIONS + 1))
     with pytest.raises(InvalidArgument, match="16000"):
         check_embedding_client(HashingEmbeddingClient(MAX_DIMENSIONS + 1))
+
+
+@given(st.text(st.characters(exclude_categories=["Cs"]), max_size=MAX_ID_BYTES // 2 + 16))
+def test_an_id_is_held_to_its_utf8_bytes_by_every_check(text: str) -> None:
+    """Any text is an id exactly when it holds at most ``MAX_ID_BYTES`` UTF-8 bytes (not characters), for every
+    check that takes ids; a longer one is ``InvalidArgument`` naming the argument and the limit."""
+    ident = text + "é" * max(0, (MAX_ID_BYTES - len(text.encode())) // 2 - 2) + "x" * (len(text) % 7)
+    fits = len(ident.encode()) <= MAX_ID_BYTES
+    if not ident:
+        return
+    checks = {
+        "agent_id": lambda: check_scope(agent_id=ident),
+        "ids[0]": lambda: check_ids([ident]),
+        "span_id": lambda: check_span(ident),
+        "entities[0].id": lambda: check_items([Entity(id=ident)], Entity, "entities"),
+        "generation": lambda: Scope("a", "s", ident),
+    }
+    for name, check in checks.items():
+        if fits:
+            check()
+            continue
+        with pytest.raises(InvalidArgument, match=rf"{re.escape(name)}.*{MAX_ID_BYTES}"):
+            check()

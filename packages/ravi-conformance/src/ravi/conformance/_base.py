@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import json
 import time
@@ -14,6 +15,8 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
+
+from ravi.kernel.values import MAX_ID_BYTES
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,59 @@ def hostile_ids() -> st.SearchStrategy[str]:
     tricky = st.sampled_from(["\x1f", ":", "|", "%", "{", "}", "'", '"', "\\", "/", "*", "[", "]", ",", " ", "a", "é"])
     anything = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
     return st.text(alphabet=tricky | anything, min_size=1, max_size=12)
+
+
+def at_limit(text: str, tag: str) -> str:
+    """An id of exactly :data:`~ravi.kernel.values.MAX_ID_BYTES` UTF-8 bytes: ``text`` (cut at a character where
+    it is longer), hex digits of a digest (which a server cannot compress), then ``tag``, which keeps the ids of
+    different tests and examples apart."""
+    room = MAX_ID_BYTES - len(tag.encode())
+    head = text.encode()[:room].decode(errors="ignore")
+    fill, seed = "", f"{text}\x1f{tag}".encode(errors="surrogatepass")
+    while len(fill) < room - len(head.encode()):
+        seed = hashlib.sha256(seed).digest()
+        fill += seed.hex()
+    out = head + fill[: room - len(head.encode())] + tag
+    assert len(out.encode()) == MAX_ID_BYTES
+    return out
+
+
+def past_limit(tag: str) -> dict[str, str]:
+    """Ids one UTF-8 byte past :data:`~ravi.kernel.values.MAX_ID_BYTES`, by what their characters take: one ASCII
+    id, and one of fewer characters than the limit's bytes (the limit counts bytes, not characters)."""
+    return {
+        "ascii": at_limit("", tag) + "x",
+        "multibyte": "\U0001f680" * (MAX_ID_BYTES // 4 - 1) + "\u00e9\u00e9" + "x",
+    }
+
+
+def id_texts() -> st.SearchStrategy[str]:
+    """Any text an id may start with (no NUL, no lone surrogate), up to past the limit: :func:`at_limit` cuts it."""
+    return st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=MAX_ID_BYTES)
+
+
+async def refuses_long_ids(calls: Callable[[str], Mapping[str, tuple[str, Callable[[], Awaitable[Any]]]]]) -> None:
+    """Each call ``calls(long)`` gives (a description of the call, to the argument it gives ``long`` as and the
+    call) raises ``InvalidArgument`` whose message names that argument and
+    :data:`~ravi.kernel.values.MAX_ID_BYTES`, for each id of :func:`past_limit`."""
+    from ravi.kernel.errors import InvalidArgument
+
+    for kind, long in past_limit(unique("")).items():
+        for what, (argument, call) in calls(long).items():
+            try:
+                await call()
+            except InvalidArgument as error:
+                text = str(error)
+                if argument not in text or str(MAX_ID_BYTES) not in text:
+                    pytest.fail(
+                        f"{what} ({kind} id) raised InvalidArgument ({text}) naming not {argument} and the limit"
+                    )
+                continue
+            except Exception as other:
+                pytest.fail(
+                    f"{what} ({kind} id) raised {type(other).__name__} ({other}), not InvalidArgument", pytrace=False
+                )
+            pytest.fail(f"{what} ({kind} id) did not raise InvalidArgument", pytrace=False)
 
 
 EXACT_NUMBERS: dict[str, Any] = {
@@ -183,6 +239,10 @@ async def call_or_skip_unsupported(coro: Awaitable[Any], ability: str) -> Any:
 
 __all__ = [
     "PROPERTY_CHECKS",
+    "at_limit",
+    "id_texts",
+    "past_limit",
+    "refuses_long_ids",
     "Capabilities",
     "ContractBase",
     "call_or_skip_unsupported",

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from ravi.conformance._base import ContractBase, call_or_skip_unsupported, eventually, skip_without, unique
+from ravi.conformance._base import (
+    ContractBase,
+    at_limit,
+    call_or_skip_unsupported,
+    eventually,
+    refuses_long_ids,
+    skip_without,
+    unique,
+)
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import (
     EXPIRY_METADATA_BYTES,
@@ -19,6 +27,7 @@ from ravi.kernel.storage import (
     Forgetter,
     blob_prefix,
 )
+from ravi.kernel.values import MAX_ID_BYTES
 
 
 class BlobStoreContract(ContractBase):
@@ -336,6 +345,25 @@ class BlobStoreContract(ContractBase):
         assert await backend.forget(a) == 1
         assert (await backend.download(keys[a + "x", "s1"][0])).data == b"data"
         assert (await backend.download(keys[a + "/s1", None][0])).data == b"data"
+
+    async def test_forget_takes_ids_up_to_the_limit_and_refuses_longer_ones(self, backend: BlobStore) -> None:
+        """``forget`` (``Forgetter``, optional) answers for agent and session ids of exactly ``MAX_ID_BYTES`` UTF-8
+        bytes (whose prefix, percent-encoded, is longer than any key: nothing is under it), and refuses longer
+        ones with ``InvalidArgument`` naming the id and the limit, as every store does; nothing else goes."""
+        if not isinstance(backend, Forgetter):
+            pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
+        kept = f"{blob_prefix(unique('agent'), 's')}x"
+        await backend.upload(kept, b"data")
+        agent, session = at_limit("\u00e9" * MAX_ID_BYTES, unique("")), at_limit("/", unique(""))
+        assert await backend.forget(agent, session_id=session) == 0
+        assert await backend.forget(agent) == 0
+        await refuses_long_ids(
+            lambda long: {
+                "forget(agent_id)": ("agent_id", lambda: backend.forget(long)),
+                "forget(session_id)": ("session_id", lambda: backend.forget(agent, session_id=long)),
+            }
+        )
+        assert (await backend.download(kept)).data == b"data"
 
 
 async def _stored_or_refused(backend: BlobStore, key: str, **options: Any) -> Blob | None:

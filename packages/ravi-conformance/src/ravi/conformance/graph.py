@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
-from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
+from ravi.conformance._base import (
+    EXACT_NUMBERS,
+    PROPERTY_CHECKS,
+    ContractBase,
+    at_limit,
+    id_texts,
+    refuses_long_ids,
+    typed,
+    unique,
+)
 from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.storage import CypherCapable, Entity, Forgetter, GraphStore, Relationship
 
@@ -299,6 +309,66 @@ class GraphStoreContract(ContractBase):
         assert {r.id for r in around.relationships} == set()
         assert await backend.forget(a) == 2  # ``later`` and the relationship touching it
         assert await backend.get_entity(theirs.id) is not None
+
+    async def test_ids_past_the_limit_are_refused_and_nothing_is_lost(self, backend: GraphStore) -> None:
+        """An entity or relationship id (or a relationship's end) of more than ``MAX_ID_BYTES`` UTF-8 bytes is
+        refused by every call with ``InvalidArgument`` naming it and the limit, on every backend (AGE indexes no
+        longer keys), and nothing of the call is stored.
+
+        Fix: check entities and relationships with ``check_items`` and ids with ``check_scope`` of
+        ``ravi.kernel.values``, which hold ``MAX_ID_BYTES``.
+        """
+        a, b = unique("a"), unique("b")
+        kept = Relationship(id=unique("r"), source_id=a, target_id=b, type="KNOWS")
+        await backend.add_entities([Entity(id=a), Entity(id=b)])
+        await backend.add_relationships([kept])
+
+        def calls(long: str) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
+            out: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {
+                "add_entities(second id)": (
+                    "entities[1].id",
+                    lambda: backend.add_entities([Entity(id=unique("new")), Entity(id=long)]),
+                ),
+                "add_relationships(id)": (
+                    "relationships[0].id",
+                    lambda: backend.add_relationships([Relationship(id=long, source_id=a, target_id=b, type="KNOWS")]),
+                ),
+                "add_relationships(source_id)": (
+                    "relationships[0].source_id",
+                    lambda: backend.add_relationships([Relationship(source_id=long, target_id=b, type="KNOWS")]),
+                ),
+                "add_relationships(target_id)": (
+                    "relationships[0].target_id",
+                    lambda: backend.add_relationships([Relationship(source_id=a, target_id=long, type="KNOWS")]),
+                ),
+                "get_entity()": ("entity_id", lambda: backend.get_entity(long)),
+                "get_neighbors()": ("entity_id", lambda: backend.get_neighbors(long)),
+                "delete_entity()": ("entity_id", lambda: backend.delete_entity(long)),
+                "delete_relationship()": ("relationship_id", lambda: backend.delete_relationship(long)),
+            }
+            return out
+
+        await refuses_long_ids(calls)
+        neighbourhood = await backend.get_neighbors(a)
+        assert neighbourhood.entity_ids() == {a, b}
+        assert [r.id for r in neighbourhood.relationships] == [kept.id]
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(text=id_texts())
+    async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: GraphStore, text: str) -> None:
+        """Entity and relationship ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, are stored and read
+        back by every backend."""
+        tag = unique("")
+        a, b, r = (at_limit(text, f"{tag}{part}") for part in "abr")
+        await backend.add_entities([Entity(id=a, properties={"n": 1}), Entity(id=b)])
+        await backend.add_relationships([Relationship(id=r, source_id=a, target_id=b, type="KNOWS")])
+        assert await backend.get_entity(a) == Entity(id=a, properties={"n": 1})
+        neighbourhood = await backend.get_neighbors(b)
+        assert neighbourhood.entity_ids() == {a, b}
+        assert [(x.id, x.source_id, x.target_id) for x in neighbourhood.relationships] == [(r, a, b)]
+        assert await backend.delete_relationship(r)
+        assert await backend.delete_entity(a)
+        assert await backend.delete_entity(b)
 
 
 class CypherCapableContract(ContractBase):

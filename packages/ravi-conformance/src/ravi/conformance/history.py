@@ -13,7 +13,17 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, hostile_pairs, refuses, unique
+from ravi.conformance._base import (
+    PROPERTY_CHECKS,
+    ContractBase,
+    at_limit,
+    hostile_ids,
+    hostile_pairs,
+    id_texts,
+    refuses,
+    refuses_long_ids,
+    unique,
+)
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import (
     ChatMessage,
@@ -413,6 +423,117 @@ class HistoryProviderContract(ContractBase):
         }
         await refuses(InvalidArgument, bad_calls)
         assert texts(await backend.get_messages(a, session_id=s)) == ["kept"]
+
+    async def test_ids_past_the_limit_are_refused_and_nothing_is_lost(self, backend: HistoryProvider) -> None:
+        """An agent, session, run or message id of more than ``MAX_ID_BYTES`` UTF-8 bytes is refused by every call
+        with ``InvalidArgument`` naming it and the limit, on every backend (PostgreSQL indexes no longer keys), and
+        what was stored stays.
+
+        Fix: check ids with the kernel's checks (``check_scope``, ``check_append``, ``check_replace``), which hold
+        ``MAX_ID_BYTES``, before the store sees them.
+        """
+        a, s = unique("agent"), unique("session")
+        kept = ChatMessage.user("kept", id="m")
+        await backend.append(a, kept, session_id=s, run_id="r")
+
+        def calls(long: str) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
+            out: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {
+                "append(agent_id)": (
+                    "agent_id",
+                    lambda: backend.append(long, ChatMessage.user("x"), session_id=s),
+                ),
+                "append(session_id)": (
+                    "session_id",
+                    lambda: backend.append(a, ChatMessage.user("x"), session_id=long),
+                ),
+                "append(run_id)": (
+                    "run_id",
+                    lambda: backend.append(a, ChatMessage.user("x"), session_id=s, run_id=long),
+                ),
+                "append(message id)": (
+                    "messages[0].id",
+                    lambda: backend.append(a, ChatMessage.user("x", id=long), session_id=s),
+                ),
+                "append_many(second message id)": (
+                    "messages[1].id",
+                    lambda: backend.append_many(
+                        a, [ChatMessage.user("ok"), ChatMessage.user("x", id=long)], session_id=s
+                    ),
+                ),
+                "get_messages(agent_id)": ("agent_id", lambda: backend.get_messages(long, session_id=s)),
+                "get_messages(session_id)": ("session_id", lambda: backend.get_messages(a, session_id=long)),
+                "count_messages(session_id)": (
+                    "session_id",
+                    lambda: backend.count_messages(a, session_id=long),
+                ),
+                "clear(agent_id)": ("agent_id", lambda: backend.clear(long, session_id=s)),
+                "clear_run(run_id)": ("run_id", lambda: backend.clear_run(a, session_id=s, run_id=long)),
+            }
+            if isinstance(backend, TailEditor):
+                out["replace_last(message_id)"] = (
+                    "message_id",
+                    lambda: backend.replace_last(a, session_id=s, message_id=long, messages=[ChatMessage.user("x")]),
+                )
+                out["replace_last(a replacement's id)"] = (
+                    "messages[0].id",
+                    lambda: backend.replace_last(
+                        a, session_id=s, message_id="m", messages=[ChatMessage.user("x", id=long)]
+                    ),
+                )
+            if isinstance(backend, SessionReplacer):
+                out["replace_session(session_id)"] = (
+                    "session_id",
+                    lambda: backend.replace_session(a, [ChatMessage.user("x")], session_id=long),
+                )
+                out["replace_session(message id)"] = (
+                    "messages[0].id",
+                    lambda: backend.replace_session(a, [ChatMessage.user("x", id=long)], session_id=s),
+                )
+            if isinstance(backend, SessionGeneration):
+                out["generation(session_id)"] = ("session_id", lambda: backend.generation(a, session_id=long))
+            if isinstance(backend, SessionLister):
+                out["list_sessions(agent_id)"] = ("agent_id", lambda: backend.list_sessions(long))
+            if isinstance(backend, RunReader):
+                out["get_stored(session_id)"] = ("session_id", lambda: backend.get_stored(a, session_id=long))
+            if isinstance(backend, WindowReader):
+                out["read_window(session_id)"] = (
+                    "session_id",
+                    lambda: backend.read_window(a, session_id=long, tokens=100),
+                )
+            if isinstance(backend, HistorySearcher):
+                out["search_units(agent_id)"] = (
+                    "agent_id",
+                    lambda: backend.search_units(long, session_id=s, query="kept", before=100, limit=5),
+                )
+            if isinstance(backend, Forgetter):
+                out["forget(session_id)"] = ("session_id", lambda: backend.forget(a, session_id=long))
+            return out
+
+        await refuses_long_ids(calls)
+        assert await backend.get_messages(a, session_id=s) == [kept]
+        assert await backend.count_messages(a, session_id=s) == 1
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(text=id_texts())
+    async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: HistoryProvider, text: str) -> None:
+        """Agent, session, run and message ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, are stored and
+        read back by every backend, the four of them at once (a property over generated text)."""
+        tag = unique("")
+        agent, session, run, mid = (at_limit(text, f"{tag}{part}") for part in "asrm")
+        message = ChatMessage.user("at the limit", id=mid)
+        await backend.append(agent, message, session_id=session, run_id=run)
+        await backend.append(agent, message, session_id=session, run_id=run)  # a retry: the id is found again
+        assert await backend.get_messages(agent, session_id=session) == [message]
+        assert await backend.count_messages(agent, session_id=session) == 1
+        if isinstance(backend, TailEditor):
+            replaced = ChatMessage.user("replaced", id=at_limit(text, f"{tag}n"))
+            assert await backend.replace_last(
+                agent, session_id=session, message_id=mid, messages=[replaced], run_id=run
+            )
+            message = replaced
+        assert await backend.get_messages(agent, session_id=session) == [message]
+        assert await backend.clear_run(agent, session_id=session, run_id=run) == 1
+        assert await backend.get_messages(agent, session_id=session) == []
 
     async def test_append_many_is_all_or_nothing(self, backend: HistoryProvider) -> None:
         """``append_many`` with one bad message stores none of them."""

@@ -7,13 +7,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from ravi.conformance._base import (
     EXACT_NUMBERS,
+    PROPERTY_CHECKS,
     ContractBase,
+    at_limit,
     call_or_skip_unsupported,
     eventually,
+    id_texts,
     refuses,
+    refuses_long_ids,
     skip_without,
     typed,
     unique,
@@ -287,3 +292,45 @@ class LongTermMemoryContract(ContractBase):
             assert (await backend.get(agent, memory_id, namespace=ns) is None) == (agent == a)
         assert await backend.search(a, "fact", limit=10) == []
         await refuses(InvalidArgument, {"forget('')": lambda: backend.forget("")})
+
+    async def test_ids_past_the_limit_are_refused_and_nothing_is_lost(self, backend: LongTermMemory) -> None:
+        """An agent id, namespace or memory id of more than ``MAX_ID_BYTES`` UTF-8 bytes is refused by every call
+        with ``InvalidArgument`` naming it and the limit, on every backend (PostgreSQL indexes no longer keys);
+        what was stored stays.
+
+        Fix: check ids with ``check_scope`` (``check_memory`` for ``save``) of ``ravi.kernel.values``.
+        """
+        a = unique("agent")
+        kept = await backend.save(a, "kept fact")
+
+        def calls(long: str) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
+            out: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {
+                "save(agent_id)": ("agent_id", lambda: backend.save(long, "fact")),
+                "save(namespace)": ("namespace", lambda: backend.save(a, "fact", namespace=long)),
+                "search(agent_id)": ("agent_id", lambda: backend.search(long, "fact")),
+                "search(namespace)": ("namespace", lambda: backend.search(a, "fact", namespace=long)),
+                "get(memory_id)": ("memory_id", lambda: backend.get(a, long)),
+                "delete(memory_id)": ("memory_id", lambda: backend.delete(a, long)),
+                "clear(agent_id)": ("agent_id", lambda: backend.clear(long)),
+                "clear(namespace)": ("namespace", lambda: backend.clear(a, namespace=long)),
+            }
+            if isinstance(backend, Forgetter):
+                out["forget(agent_id)"] = ("agent_id", lambda: backend.forget(long))
+            return out
+
+        await refuses_long_ids(calls)
+        memory = await backend.get(a, kept)
+        assert memory is not None and memory.content == "kept fact"
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(text=id_texts())
+    async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: LongTermMemory, text: str) -> None:
+        """An agent id and a namespace of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, keep their memories on
+        every backend."""
+        tag = unique("")
+        a, ns = at_limit(text, f"{tag}a"), at_limit(text, f"{tag}n")
+        memory_id = await backend.save(a, "a fact at the limit", namespace=ns)
+        got = await backend.get(a, memory_id, namespace=ns)
+        assert got is not None and (got.agent_id, got.namespace, got.content) == (a, ns, "a fact at the limit")
+        assert [m.id for m in await backend.search(a, "fact", namespace=ns)] == [memory_id]
+        assert await backend.clear(a, namespace=ns) == 1

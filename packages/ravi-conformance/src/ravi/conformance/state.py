@@ -11,7 +11,18 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from ravi.conformance._base import EXACT_NUMBERS, PROPERTY_CHECKS, ContractBase, json_numbers, refuses, typed, unique
+from ravi.conformance._base import (
+    EXACT_NUMBERS,
+    PROPERTY_CHECKS,
+    ContractBase,
+    at_limit,
+    id_texts,
+    json_numbers,
+    refuses,
+    refuses_long_ids,
+    typed,
+    unique,
+)
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.storage import ShortTermMemory
 
@@ -232,3 +243,32 @@ class ShortTermMemoryContract(ContractBase):
         state = {f"key{i}": {"value": "v" * 100, "i": i} for i in range(2_000)}
         await backend.set_state(s, state)
         assert await backend.get_state(s) == state
+
+    async def test_ids_past_the_limit_are_refused_and_nothing_is_lost(self, backend: ShortTermMemory) -> None:
+        """A session id of more than ``MAX_ID_BYTES`` UTF-8 bytes is refused by every call with ``InvalidArgument``
+        naming it and the limit, on every backend (PostgreSQL indexes no longer keys); stored state stays.
+
+        Fix: check the session id with ``check_scope`` of ``ravi.kernel.values``, which holds ``MAX_ID_BYTES``.
+        """
+        s = unique("session")
+        await backend.set_state(s, {"kept": 1})
+        await refuses_long_ids(
+            lambda long: {
+                "get_state()": ("session_id", lambda: backend.get_state(long)),
+                "set_state()": ("session_id", lambda: backend.set_state(long, {"a": 1})),
+                "update_state()": ("session_id", lambda: backend.update_state(long, {"a": 1})),
+                "clear()": ("session_id", lambda: backend.clear(long)),
+            }
+        )
+        assert await backend.get_state(s) == {"kept": 1}
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(text=id_texts())
+    async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: ShortTermMemory, text: str) -> None:
+        """A session id of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, keeps its state on every backend."""
+        s = at_limit(text, unique(""))
+        await backend.set_state(s, {"a": 1})
+        assert await backend.update_state(s, {"b": 2}) == {"a": 1, "b": 2}
+        assert await backend.get_state(s) == {"a": 1, "b": 2}
+        await backend.clear(s)
+        assert await backend.get_state(s) == {}

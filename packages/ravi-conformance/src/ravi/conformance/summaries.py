@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 
-from ravi.conformance._base import PROPERTY_CHECKS, ContractBase, hostile_ids, hostile_pairs, unique
+from ravi.conformance._base import (
+    PROPERTY_CHECKS,
+    ContractBase,
+    at_limit,
+    hostile_ids,
+    hostile_pairs,
+    id_texts,
+    refuses_long_ids,
+    unique,
+)
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
@@ -295,3 +306,51 @@ class SummaryStoreContract(ContractBase):
             puts = [keeper.put_summary(old, f"span-{i}", "old") for i in range(20)]
             await asyncio.gather(*puts[:10], history.clear(a, session_id=s), *puts[10:])
             assert await keeper.clear_summaries(a, session_id=s) == 0, "a put racing clear outlived it"
+
+    async def test_ids_past_the_limit_are_refused_and_nothing_is_lost(self, backend: SummaryStore) -> None:
+        """A span id, agent id or session id of more than ``MAX_ID_BYTES`` UTF-8 bytes is refused by every call
+        with ``InvalidArgument`` naming it and the limit, on every backend (PostgreSQL indexes no longer keys), and
+        a scope holding one is refused when it is built; what was stored stays.
+
+        Fix: check the span with ``check_span`` and ids with ``check_scope`` of ``ravi.kernel.values``, which
+        hold ``MAX_ID_BYTES``.
+        """
+        a, s = unique("agent"), unique("session")
+        scope = await scope_of(backend, a, s)
+        assert await backend.put_summary(scope, "kept", "kept summary")
+
+        def calls(long: str) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
+            out: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {
+                "put_summary(span_id)": ("span_id", lambda: backend.put_summary(scope, long, "x")),
+                "get_summary(span_id)": ("span_id", lambda: backend.get_summary(scope, long)),
+                "clear_summaries(agent_id)": ("agent_id", lambda: backend.clear_summaries(long)),
+                "clear_summaries(session_id)": (
+                    "session_id",
+                    lambda: backend.clear_summaries(a, session_id=long),
+                ),
+            }
+
+            async def scope_with(agent: str, session: str, generation: str) -> Scope:
+                return Scope(agent, session, generation)
+
+            out["Scope(agent_id)"] = ("agent_id", lambda: scope_with(long, s, "g"))
+            out["Scope(session_id)"] = ("session_id", lambda: scope_with(a, long, "g"))
+            out["Scope(generation)"] = ("generation", lambda: scope_with(a, s, long))
+            return out
+
+        await refuses_long_ids(calls)
+        assert await backend.get_summary(scope, "kept") == "kept summary"
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(text=id_texts())
+    async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: SummaryStore, text: str) -> None:
+        """Agent, session, generation and span ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, the four at
+        once (a store that keeps the history gives the generation itself), are stored and read back by every
+        backend."""
+        tag = unique("")
+        a, s, generation, span = (at_limit(text, f"{tag}{part}") for part in "asgp")
+        scope = await scope_of(backend, a, s) if keeps_history(backend) else Scope(a, s, generation)
+        assert await backend.put_summary(scope, span, "at the limit")
+        assert await backend.get_summary(scope, span) == "at the limit"
+        assert await backend.clear_summaries(a, session_id=s) == 1
+        assert await backend.get_summary(scope, span) is None

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
-from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
+from ravi.conformance._base import (
+    EXACT_NUMBERS,
+    PROPERTY_CHECKS,
+    ContractBase,
+    at_limit,
+    id_texts,
+    refuses_long_ids,
+    typed,
+    unique,
+)
 from ravi.kernel.errors import InvalidArgument, InvalidTransition, NotFound
 from ravi.kernel.storage import MAX_RETRIES, Forgetter, Task, TaskStatus, TaskStore
 
@@ -354,3 +366,62 @@ class TaskStoreContract(ContractBase):
         assert await backend.get_task_list(c2, a) is None
         for conv in (c1, c2):
             assert await backend.get_task_list(conv, b) is not None
+
+    async def test_ids_past_the_limit_are_refused_and_nothing_is_lost(self, backend: TaskStore) -> None:
+        """A conversation, agent or task id of more than ``MAX_ID_BYTES`` UTF-8 bytes is refused by every call
+        with ``InvalidArgument`` naming it and the limit, on every backend (PostgreSQL indexes no longer keys), and
+        nothing of the call is stored.
+
+        Fix: check ids with ``check_scope`` of ``ravi.kernel.values``, and tasks with ``as_tasks`` of
+        ``ravi.kernel.storage``, which hold ``MAX_ID_BYTES``.
+        """
+        conv, agent, [first, _] = await self.board(backend)
+        before = await backend.get_task_list(conv, agent)
+
+        def calls(long: str) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
+            out: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {
+                "create_task_list(conversation_id)": (
+                    "conversation_id",
+                    lambda: backend.create_task_list(long, agent, ["x"]),
+                ),
+                "create_task_list(agent_id)": ("agent_id", lambda: backend.create_task_list(conv, long, ["x"])),
+                "create_task_list(task id)": (
+                    "tasks[1].id",
+                    lambda: backend.create_task_list(unique("conv"), agent, ["ok", Task(id=long, title="x")]),
+                ),
+                "add_tasks(task id)": (
+                    "tasks[0].id",
+                    lambda: backend.add_tasks(conv, agent, [Task(id=long, title="x")]),
+                ),
+                "get_task_list(agent_id)": ("agent_id", lambda: backend.get_task_list(conv, long)),
+                "update_status(task_id)": (
+                    "task_id",
+                    lambda: backend.update_status(conv, agent, long, TaskStatus.IN_PROGRESS),
+                ),
+                "increment_retry(task_id)": ("task_id", lambda: backend.increment_retry(conv, agent, long)),
+                "force_retry(conversation_id)": (
+                    "conversation_id",
+                    lambda: backend.force_retry(long, agent, first),
+                ),
+                "settle_conversation()": ("conversation_id", lambda: backend.settle_conversation(long)),
+            }
+            if isinstance(backend, Forgetter):
+                out["forget(agent_id)"] = ("agent_id", lambda: backend.forget(long))
+            return out
+
+        await refuses_long_ids(calls)
+        assert await backend.get_task_list(conv, agent) == before
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(text=id_texts())
+    async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: TaskStore, text: str) -> None:
+        """Conversation, agent and task ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, the three at once,
+        are stored and read back by every backend."""
+        tag = unique("")
+        conv, agent, task_id = (at_limit(text, f"{tag}{part}") for part in "cat")
+        board = await backend.create_task_list(conv, agent, [Task(id=task_id, title="at the limit")])
+        assert await backend.get_task_list(conv, agent) == board
+        moved = await backend.update_status(conv, agent, task_id, TaskStatus.IN_PROGRESS)
+        assert (moved.id, moved.status) == (task_id, TaskStatus.IN_PROGRESS)
+        [kept] = await backend.settle_conversation(conv)
+        assert (kept.conversation_id, kept.agent_id, [t.id for t in kept.tasks]) == (conv, agent, [task_id])

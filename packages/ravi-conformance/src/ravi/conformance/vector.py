@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import math
 from collections import UserDict
+from collections.abc import Awaitable, Callable
 from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
-from ravi.conformance._base import EXACT_NUMBERS, ContractBase, typed, unique
+from ravi.conformance._base import (
+    EXACT_NUMBERS,
+    PROPERTY_CHECKS,
+    ContractBase,
+    at_limit,
+    id_texts,
+    refuses_long_ids,
+    typed,
+    unique,
+)
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ImageBlock, TextBlock
 from ravi.kernel.storage import Document, Forgetter, VectorStore
@@ -419,3 +430,52 @@ class VectorStoreContract(ContractBase):
         assert await backend.get([plain.id], collection=c1)
         hits = await backend.search([1.0, 0.0], collection=c1, limit=10)
         assert all(h.metadata.get("agent_id") != a for h in hits)
+
+    async def test_ids_past_the_limit_are_refused_and_nothing_is_lost(self, backend: VectorStore) -> None:
+        """A collection name or document id of more than ``MAX_ID_BYTES`` UTF-8 bytes is refused by every call with
+        ``InvalidArgument`` naming it and the limit, on every backend (PostgreSQL indexes no longer keys), and
+        nothing of the call is stored.
+
+        Fix: check the collection with ``check_scope``, the documents with ``check_items`` and ids with
+        ``check_ids`` of ``ravi.kernel.values``, which hold ``MAX_ID_BYTES``.
+        """
+        c = unique("col")
+        await backend.add([doc("kept", [1.0, 0.0])], collection=c)
+
+        def calls(long: str) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
+            out: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {
+                "add(collection)": ("collection", lambda: backend.add([doc("d", [1.0, 0.0])], collection=long)),
+                "add(second document id)": (
+                    "documents[1].id",
+                    lambda: backend.add([doc("ok", [0.0, 1.0]), doc(long, [1.0, 1.0])], collection=c),
+                ),
+                "upsert(document id)": (
+                    "documents[0].id",
+                    lambda: backend.upsert([doc(long, [1.0, 1.0])], collection=c),
+                ),
+                "search(collection)": ("collection", lambda: backend.search([1.0, 0.0], collection=long)),
+                "get(ids)": ("ids[1]", lambda: backend.get(["kept", long], collection=c)),
+                "get(collection)": ("collection", lambda: backend.get(["kept"], collection=long)),
+                "delete(ids)": ("ids[0]", lambda: backend.delete([long, "kept"], collection=c)),
+                "delete_collection()": ("collection", lambda: backend.delete_collection(long)),
+            }
+            return out
+
+        await refuses_long_ids(calls)
+        assert [d.id for d in await backend.get(["kept", "ok"], collection=c)] == ["kept"]
+        assert [h.id for h in await backend.search([1.0, 0.0], collection=c, limit=10)] == ["kept"]
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=PROPERTY_CHECKS)
+    @given(text=id_texts())
+    async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: VectorStore, text: str) -> None:
+        """A collection name and document ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, are stored and
+        read back by every backend."""
+        tag = unique("")
+        c, d = at_limit(text, f"{tag}c"), at_limit(text, f"{tag}d")
+        assert await backend.add([doc(d, [1.0, 0.0], n=1)], collection=c) == [d]
+        [got] = await backend.get([d], collection=c)
+        assert (got.id, dict(got.metadata)) == (d, {"n": 1})
+        assert [h.id for h in await backend.search([1.0, 0.0], collection=c)] == [d]
+        assert c in await backend.list_collections()
+        assert await backend.delete([d], collection=c) == 1
+        assert await backend.delete_collection(c)

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 
 from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.values import check_scope, check_text
+from ravi.kernel.values import check_id, check_scope, check_text
 
 
 def new_generation() -> str:
@@ -50,6 +50,7 @@ class Scope:
             if not isinstance(self.generation, str):
                 raise InvalidArgument(f"generation must be a string or None, got {type(self.generation).__name__}")
             check_text(self.generation, "generation")
+            check_id(self.generation, "generation")
 
     def key(self) -> str:
         """An injective text encoding of the whole scope (a JSON array): two different scopes never share a key,

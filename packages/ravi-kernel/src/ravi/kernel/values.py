@@ -11,6 +11,8 @@ front and with :class:`~ravi.kernel.errors.InvalidArgument`, every value some ba
   deep value would be accepted and then make its whole record unreadable);
 * mapping keys that are not strings, and values that are not JSON (sets, bytes, objects);
 * a bare string where a sequence of ids or titles is expected (``delete("v1")`` must not mean ``"v", "1"``);
+* ids (of agents, sessions, runs, messages, documents, entities, tasks, collections...) longer than
+  :data:`MAX_ID_BYTES` UTF-8 bytes (PostgreSQL indexes no longer keys);
 * TTLs that are not positive, not finite, or longer than :data:`MAX_TTL_SECONDS`.
 
 Example:
@@ -27,7 +29,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, NoReturn, Self, TypeVar
+from typing import Any, ClassVar, NoReturn, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -45,6 +47,12 @@ that kept one could not read it back."""
 
 _INT_LIMIT = 10**MAX_INT_DIGITS
 
+MAX_ID_BYTES = 512
+"""The most UTF-8 bytes of an id: an agent, session, run, message, memory, document, entity, relationship, task,
+conversation or span id, a namespace, a collection, a generation or a model name. PostgreSQL indexes at most
+2,704 bytes of a key, and its stores index up to four ids together (a summary's agent, session, generation and
+span): four ids of 512 bytes, with the bytes that frame them, leave room under that (decision 95)."""
+
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 """The longest TTL any store accepts (about 100 years); longer ones cannot be held by every server."""
 
@@ -61,6 +69,20 @@ def check_text(value: str, where: str) -> None:
             field=where,
             hint="decode bytes with errors='replace' (or fix the producer) before storing",
         ) from None
+
+
+def check_id(value: str, name: str) -> None:
+    """``InvalidArgument`` naming ``name`` unless ``value`` (a string) holds at most :data:`MAX_ID_BYTES` UTF-8
+    bytes, which every store can index."""
+    if len(value) * 4 <= MAX_ID_BYTES:  # no character takes more than 4 bytes: the common case encodes nothing
+        return
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_ID_BYTES:
+        raise InvalidArgument(
+            f"an id may hold at most {MAX_ID_BYTES} UTF-8 bytes (MAX_ID_BYTES), this one has {size}",
+            field=name,
+            hint="use a shorter id, or a digest of a long one",
+        )
 
 
 def check_json(value: Any, where: str, *, depth: int = 0) -> None:
@@ -157,6 +179,10 @@ class Value(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    ID_FIELDS: ClassVar[tuple[str, ...]] = ()
+    """The fields that hold ids, which a store indexes: :func:`check_items` refuses an item whose id is longer
+    than :data:`MAX_ID_BYTES`. A value read back from a store is not checked, so what was kept stays readable."""
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         refuse_change(self, name)
@@ -273,13 +299,15 @@ def thaw(value: Any) -> Any:
 
 
 def check_scope(**values: object) -> None:
-    """``InvalidArgument`` unless every value is a non-empty string of valid text (``run_id`` may be empty)."""
+    """``InvalidArgument`` unless every value is a non-empty string of valid text (``run_id`` may be empty) of at
+    most :data:`MAX_ID_BYTES` UTF-8 bytes."""
     for name, value in values.items():
         if not isinstance(value, str):
             raise InvalidArgument(f"{name} must be a string, got {type(value).__name__}")
         if not value and name != "run_id":
             raise InvalidArgument(f"{name} must not be empty")
         check_text(value, name)
+        check_id(value, name)
 
 
 def check_memory(
@@ -299,10 +327,12 @@ def check_memory(
 
 
 def check_span(span_id: object) -> str:
-    """``span_id`` (a summary's key) if it is a non-empty string of valid text, else ``InvalidArgument``."""
+    """``span_id`` (a summary's key) if it is a non-empty string of valid text of at most :data:`MAX_ID_BYTES` UTF-8
+    bytes, else ``InvalidArgument``."""
     if not isinstance(span_id, str) or not span_id:
         raise InvalidArgument("span_id must be a non-empty string")
     check_text(span_id, "span_id")
+    check_id(span_id, "span_id")
     return span_id
 
 
@@ -357,20 +387,25 @@ def check_share(value: object, what: str) -> float:
 
 def check_items(items: object, kind: type[T], what: str) -> list[T]:
     """``items`` as a list of ``kind`` objects, else ``InvalidArgument`` naming ``what`` (a bare string, ``None``
-    or anything but a sequence is refused, and so is the first item of another type)."""
+    or anything but a sequence is refused, and so is the first item of another type, or of a :class:`Value` one
+    whose id (a field its ``ID_FIELDS`` names) is longer than :data:`MAX_ID_BYTES`)."""
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
         raise InvalidArgument(
             f"{what} must be a sequence of {kind.__name__}, got {type(items).__name__}",
             hint=f"pass a list, for example [{kind.__name__}(...)]",
         )
+    ids: tuple[str, ...] = getattr(kind, "ID_FIELDS", ())
     for i, item in enumerate(items):
         if not isinstance(item, kind):
             raise InvalidArgument(f"{what}[{i}] is a {type(item).__name__}, not a {kind.__name__}")
+        for name in ids:
+            check_id(getattr(item, name), f"{what}[{i}].{name}")
     return list(items)
 
 
 def check_ids(ids: object, what: str = "ids") -> list[str]:
-    """``ids`` as a list of non-empty strings; a bare string is refused (it is not a list of ids)."""
+    """``ids`` as a list of non-empty strings of at most :data:`MAX_ID_BYTES` UTF-8 bytes; a bare string is refused
+    (it is not a list of ids)."""
     if isinstance(ids, str | bytes) or not isinstance(ids, Sequence | set | frozenset):
         raise InvalidArgument(
             f"{what} must be a sequence of strings, got {type(ids).__name__}",
@@ -381,6 +416,7 @@ def check_ids(ids: object, what: str = "ids") -> list[str]:
         if not isinstance(item, str) or not item:
             raise InvalidArgument(f"{what}[{i}] must be a non-empty string, got {item!r}")
         check_text(item, f"{what}[{i}]")
+        check_id(item, f"{what}[{i}]")
     return out
 
 
@@ -467,6 +503,7 @@ __all__ = [
     "refuse_change",
     "MAX_DEPTH",
     "MAX_DIMENSIONS",
+    "MAX_ID_BYTES",
     "MAX_INT_DIGITS",
     "Value",
     "invalid",
@@ -474,6 +511,7 @@ __all__ = [
     "MAX_TTL_SECONDS",
     "check_count",
     "check_dimensions",
+    "check_id",
     "check_ids",
     "check_length",
     "check_json",

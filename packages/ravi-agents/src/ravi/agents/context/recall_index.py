@@ -6,6 +6,7 @@ previous one (a history that changed in the middle, a cleared run, is indexed ag
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import STOPWORDS, Bm25, UnitMatch, fold, message_text, terms, unit_end
 from ravi.kernel.storage import Document, VectorStore
 from ravi.kernel.tokens import stored_tokens
+from ravi.kernel.values import MAX_ID_BYTES
 
 
 @runtime_checkable
@@ -397,8 +399,12 @@ class EmbeddingIndex:
 def _scored_id(message_id: str, generation: str | None) -> str:
     """The id of a document the index derives from a message (its embedding, its unit) or of the session's
     progress record: one per generation of the session, so a window of an older generation never overwrites a
-    later one's."""
-    return message_id if generation is None else f"{message_id}@{generation}"
+    later one's. One longer than a store keeps (:data:`~ravi.kernel.values.MAX_ID_BYTES`) is kept under a digest
+    of the message id and the generation."""
+    scored = message_id if generation is None else f"{message_id}@{generation}"
+    if len(scored.encode("utf-8", "surrogatepass")) <= MAX_ID_BYTES:
+        return scored
+    return "sha256:" + hashlib.sha256(json.dumps([message_id, generation]).encode()).hexdigest()
 
 
 __all__ = [

@@ -20,7 +20,7 @@ from ravi.kernel.errors import InvalidArgument, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import TextBlock
 from ravi.kernel.storage import Document, Filter, SearchResult, check_filter, check_forget
-from ravi.kernel.values import check_count, check_ids, check_items, check_length, check_vector, thaw
+from ravi.kernel.values import check_count, check_ids, check_items, check_length, check_scope, check_vector, thaw
 
 T = TypeVar("T")
 
@@ -163,8 +163,7 @@ class PgVectorStore(PostgresStore):
 
     @staticmethod
     def _check_collection(collection: str) -> None:
-        if not isinstance(collection, str) or not collection:
-            raise InvalidArgument("collection must be a non-empty string")
+        check_scope(collection=collection)
 
     async def _collection(self, collection: str, *, create_dimension: int | None = None) -> tuple[str, int] | None:
         self._check_collection(collection)

@@ -41,6 +41,7 @@ class Entity(Value):
     """A node of the knowledge graph."""
 
     model_config = _FROZEN
+    ID_FIELDS = ("id",)
 
     id: str = Field(min_length=1)
     label: str = Field(default="Entity", min_length=1)
@@ -51,6 +52,7 @@ class Relationship(Value):
     """A directed, typed edge between two entities."""
 
     model_config = _FROZEN
+    ID_FIELDS = ("id", "source_id", "target_id")
 
     id: str = Field(default_factory=_new_id, min_length=1)
     source_id: str = Field(min_length=1)

@@ -84,10 +84,11 @@ class HistoryProvider(Protocol):
 
 def check_append(agent_id: str, session_id: str, run_id: str, messages: Sequence[ChatMessage]) -> None:
     """What every ``append_many`` checks first: the scope, that ``messages`` is a sequence of ``ChatMessage``
-    (``InvalidArgument`` naming the first item that is not), and that no id stands for two different messages in
-    the batch (``MessageConflict``), so nothing of a bad batch is stored."""
+    (``InvalidArgument`` naming the first item that is not, or whose id is longer than
+    :data:`~ravi.kernel.values.MAX_ID_BYTES`), and that no id stands for two different messages in the batch
+    (``MessageConflict``), so nothing of a bad batch is stored."""
     from ravi.kernel.errors import InvalidArgument, MessageConflict
-    from ravi.kernel.values import check_scope
+    from ravi.kernel.values import check_id, check_scope
 
     check_scope(agent_id=agent_id, session_id=session_id, run_id=run_id)
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
@@ -102,6 +103,7 @@ def check_append(agent_id: str, session_id: str, run_id: str, messages: Sequence
                 f"messages[{i}] is a {type(message).__name__}, not a ChatMessage",
                 hint="build it with ChatMessage(...) or ChatMessage.from_openai(...)",
             )
+        check_id(message.id, f"messages[{i}].id")
         first = seen.setdefault(message.id, message)
         if first is not message and first.model_dump_json() != message.model_dump_json():
             raise MessageConflict(message.id, hint="the batch holds two different messages under this id")
@@ -113,12 +115,13 @@ def check_replace(
     """What every ``replace_last`` checks first: what ``append_many`` checks of the replacement, and a message id
     to compare with (a non-empty string)."""
     from ravi.kernel.errors import InvalidArgument
-    from ravi.kernel.values import check_text
+    from ravi.kernel.values import check_id, check_text
 
     check_append(agent_id, session_id, run_id, messages)
     if not isinstance(message_id, str) or not message_id:
         raise InvalidArgument(f"message_id must be a non-empty string, got {message_id!r}")
     check_text(message_id, "message_id")
+    check_id(message_id, "message_id")
 
 
 def stored_body(message: ChatMessage) -> str:
@@ -367,9 +370,11 @@ def check_search(query: object, before: object, limit: object) -> tuple[int, int
 
 def check_hybrid(spread: object, embedder: object, model: object) -> None:
     """What every ``search_hybrid`` checks besides :func:`check_search`: a spread in [0, 1], an embedding client
-    or ``None``, and a model name (non-empty with an embedder) (``InvalidArgument``)."""
+    or ``None``, and a model name (non-empty with an embedder, at most :data:`~ravi.kernel.values.MAX_ID_BYTES`
+    UTF-8 bytes, as stores key embeddings by it) (``InvalidArgument``)."""
     from ravi.kernel.embeddings import check_embedding_client
     from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.values import check_id
 
     if isinstance(spread, bool) or not isinstance(spread, int | float) or not 0 <= spread <= 1:
         raise InvalidArgument(f"spread must be a number in [0, 1], got {spread!r}")
@@ -377,6 +382,7 @@ def check_hybrid(spread: object, embedder: object, model: object) -> None:
         check_embedding_client(embedder, "embedder")
     if not isinstance(model, str) or (embedder is not None and not model):
         raise InvalidArgument(f"model must name the embedder's model, got {model!r}")
+    check_id(model, "model")
 
 
 def window_start(messages: Sequence[ChatMessage], tokens: int) -> int:

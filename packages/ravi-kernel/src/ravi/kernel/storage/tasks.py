@@ -13,7 +13,7 @@ from pydantic import AliasChoices, Field, field_validator
 from ravi.kernel.errors import InvalidArgument, InvalidTransition
 from ravi.kernel.messages import FrozenDict, ReadOnlyDict
 from ravi.kernel.storage._common import _FROZEN, _new_id, _now
-from ravi.kernel.values import Value, check_text
+from ravi.kernel.values import Value, check_id, check_text
 
 
 class TaskStatus(enum.StrEnum):
@@ -71,6 +71,7 @@ class Task(Value):
     """
 
     model_config = _FROZEN
+    ID_FIELDS = ("id",)
 
     id: str = Field(default_factory=_new_id, min_length=1)
     title: str
@@ -222,7 +223,8 @@ class TaskStore(Protocol):
 
 
 def as_tasks(items: Sequence[Task | str]) -> list[Task]:
-    """Tasks from a mix of ``Task`` objects and titles; a bare string (not a list of titles) is refused."""
+    """Tasks from a mix of ``Task`` objects and titles; a bare string (not a list of titles) is refused, and so is
+    a task whose id is longer than :data:`~ravi.kernel.values.MAX_ID_BYTES`."""
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
         raise InvalidArgument(
             f"tasks must be a list of Task objects or titles, got {type(items).__name__}",
@@ -231,6 +233,7 @@ def as_tasks(items: Sequence[Task | str]) -> list[Task]:
     out = []
     for i, item in enumerate(items):
         if isinstance(item, Task):
+            check_id(item.id, f"tasks[{i}].id")
             out.append(item)
         elif isinstance(item, str):
             out.append(Task(title=item))

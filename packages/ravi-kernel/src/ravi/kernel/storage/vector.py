@@ -38,6 +38,7 @@ class Document(Value):
     """
 
     model_config = _FROZEN
+    ID_FIELDS = ("id",)
 
     id: str = Field(default_factory=_new_id, min_length=1)
     content: Annotated[tuple[ContentBlock, ...], BeforeValidator(_blocks)] = ()
