@@ -600,3 +600,27 @@ def test_an_error_naming_stored_sessions_escapes_them(tmp_path: Path, monkeypatc
     asyncio.run(history.append("agent", ChatMessage.user("hi"), session_id="a\x1b[2J\u202eb"))
     said = asyncio.run(_common.known_sessions(history, "agent"))
     assert said == "its sessions: a\\x1b[2J\\u202eb", said
+
+
+def test_a_demo_of_more_requests_than_it_replays_is_refused_at_once(tmp_path: Path) -> None:
+    """``ravi demo --requests 1000000000`` generated the whole conversation before replaying it: it ran until
+    memory ran out. A count above the bound is refused as a bad option, before anything runs (the child process
+    gets 2 GiB of address space, so the unbounded run ends in a MemoryError instead of taking the machine)."""
+    import resource
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", "demo", "--requests", "1000000000"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        preexec_fn=bounded,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-500:]
+    said = " ".join(done.stderr.split())
+    assert "Invalid value for '--requests'" in said and "1000" in said, done.stderr
+    assert runner.invoke(app, ["demo", "--requests", "1001"]).exit_code == 2
