@@ -3,12 +3,16 @@ real backends is in ``tests-integration/test_transfer.py``), and the kernel's li
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from ravi.agents.context import InMemoryHistoryProvider
 from ravi.kernel.messages import ChatMessage
@@ -287,3 +291,54 @@ def test_an_export_refuses_to_replace_a_read_only_file(tmp_path: Path) -> None:
     assert done.returncode == 1 and "read-only" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert kept.read_text() == "keep me\n" and kept.stat().st_mode & 0o777 == 0o444
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.jsonl", "ravi.toml"]
+
+
+def _record(created_at: object, id_: str = "m1") -> str:
+    message = {"id": id_, "role": "user", "content": [{"type": "text", "text": "hi"}], "created_at": created_at}
+    record = {"format": "ravi.session/1", "agent_id": "a", "session_id": "s", "run_id": "r"}
+    return json.dumps({**record, "message": message})
+
+
+@pytest.mark.parametrize(
+    ("created_at", "said"),
+    [
+        (0, "before 1970-01-02"),
+        (-5, "before 1970-01-02"),
+        (86_399, "before 1970-01-02"),
+        ("1970-01-01T23:59:59Z", "before 1970-01-02"),
+        ("0001-01-01T00:00:00Z", "before 1970-01-02"),
+        ("2026-01-05T09:00:00", "has no time zone"),
+        ("2026-01-05", "has no time zone"),
+    ],
+)
+def test_import_refuses_a_timestamp_without_a_time_zone_or_before_1970_naming_the_line(
+    tmp_path: Path, created_at: object, said: str
+) -> None:
+    """``"created_at": 0`` (a converter's placeholder) was imported as 1970-01-01, and a time without a time zone
+    as a time of no instant: both were stored as if the message had been written then."""
+    from ravi.kernel.errors import InvalidArgument
+
+    good = _record("2026-01-05T09:00:00Z", "m0")
+    with pytest.raises(InvalidArgument, match=f"line 2: created_at .*{said}"):
+        parse_export([good, _record(created_at)])
+    done = ravi(tmp_path, "import", "-", stdin=f"{good}\n{_record(created_at)}\n")
+    assert done.returncode == 1 and "line 2" in done.stderr and said in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
+@given(st.datetimes(min_value=datetime(1970, 1, 2), timezones=st.timezones()))
+def test_import_takes_every_instant_from_1970_01_02_as_it_is_written(stamp: datetime) -> None:
+    """An aware time from 1970-01-02 on is taken, and is the message's ``created_at`` as the message keeps it (the
+    same instant, the same offset); the same time without its zone is refused."""
+    from ravi.kernel.errors import InvalidArgument
+
+    assume(stamp.utcoffset() is not None and stamp >= datetime(1970, 1, 2, tzinfo=UTC))
+    try:
+        message = ChatMessage.user("hi", id="m1", created_at=stamp)
+    except InvalidArgument:  # an offset of seconds (a zone's local mean time): the message model refuses it
+        return
+    [record] = parse_export([_record(json.loads(message.model_dump_json())["created_at"])])
+    assert stored_body(record.message) == stored_body(message)
+    assert record.message.created_at.utcoffset() == stamp.utcoffset()
+    with pytest.raises(InvalidArgument, match="no time zone"):
+        parse_export([_record(stamp.replace(tzinfo=None).isoformat())])

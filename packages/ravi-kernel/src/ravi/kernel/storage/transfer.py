@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 
@@ -29,6 +30,10 @@ FORMAT = "ravi.session/1"
 
 _GIVEN = ("id", "created_at")
 """The keys of a line's message that have no default on import (an export writes them on every line)."""
+
+EARLIEST = datetime(1970, 1, 2, tzinfo=UTC)
+"""The earliest ``created_at`` an import takes: an earlier one (``0``, a negative number) is a placeholder, not the
+time a message was written."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,8 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
 
     Raises:
         InvalidArgument: naming the line, when it is not a record of this format (a key given twice in one object,
-            a nesting too deep to read, and a message without its ``id`` or ``created_at`` included).
+            a nesting too deep to read, and a message without its ``id`` or ``created_at`` included), or its
+            ``created_at`` has no UTC offset or is before :data:`EARLIEST` (``0``).
     """
     where = f"line {number}"
     try:
@@ -124,9 +130,24 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
         for key in _GIVEN:  # a default would be new at each import: importing the file again would store it again
             if key not in data["message"]:
                 raise InvalidArgument(f"message has no {key!r}", hint="ravi export writes it on every line")
+        _check_written_at(message.created_at, data["message"]["created_at"])
     except RaviError as error:
         raise InvalidArgument(f"{where}: {error.message}", hint=error.hint) from None
     return SessionRecord(agent_id, session_id, run_id, message)
+
+
+def _check_written_at(stamp: datetime, given: object) -> None:
+    """Refuse a ``created_at`` that names no instant (no UTC offset) or one before :data:`EARLIEST`."""
+    if stamp.utcoffset() is None:
+        raise InvalidArgument(
+            f"created_at {given!r} has no time zone, so it names no instant",
+            hint="give its UTC offset (2026-01-05T09:00:00Z, or +01:00)",
+        )
+    if stamp < EARLIEST:
+        raise InvalidArgument(
+            f"created_at {given!r} is before {EARLIEST:%Y-%m-%d}: a placeholder, not when the message was written",
+            hint="give the time the message was written, with its UTC offset",
+        )
 
 
 def parse_export(lines: Iterable[str]) -> list[SessionRecord]:
@@ -190,6 +211,7 @@ async def import_records(history: HistoryProvider, records: Iterable[SessionReco
 
 
 __all__ = [
+    "EARLIEST",
     "FORMAT",
     "SessionRecord",
     "export_line",
