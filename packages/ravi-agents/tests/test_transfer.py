@@ -342,3 +342,82 @@ def test_import_takes_every_instant_from_1970_01_02_as_it_is_written(stamp: date
     assert record.message.created_at.utcoffset() == stamp.utcoffset()
     with pytest.raises(InvalidArgument, match="no time zone"):
         parse_export([_record(stamp.replace(tzinfo=None).isoformat())])
+
+
+class _Recording(InMemoryHistoryProvider):
+    """The in-memory store, counting the messages of each ``append_many``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    async def append_many(self, agent_id: str, messages: object, *, session_id: str, run_id: str = "") -> None:
+        self.batches.append(len(messages))  # type: ignore[arg-type]
+        await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source", ["file", "-"])
+def test_an_import_larger_than_a_batch_is_stored_a_batch_at_a_time_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """``ravi import`` read the whole file into memory, then every record of it, and appended each run of a
+    session in one call: a large export needed memory for all of it at once. It now reads the lines twice, one at
+    a time (a copy of standard input kept on disk), holding a batch of messages at a time."""
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from ravi.agents.cli import app, imports
+
+    exported = InMemoryHistoryProvider()
+
+    async def write() -> list[str]:
+        for session, runs in (("s1", [("r1", 20), ("r2", 15), ("r1", 3)]), ("s2", [("r1", 10)])):
+            for k, (run, n) in enumerate(runs):
+                batch = [ChatMessage.user(f"{session} {run} {i}", id=f"{session}-{k}-{i}") for i in range(n)]
+                await exported.append_many("a", batch, session_id=session, run_id=run)
+        return await export_session(exported, "a", "s1") + ["", "  "] + await export_session(exported, "a", "s2")
+
+    lines = asyncio.run(write())
+    (tmp_path / "a.jsonl").write_text("\r\n".join(lines) + "\n")
+    history = _Recording()
+    monkeypatch.setattr(imports, "build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.setattr(imports, "BATCH_MESSAGES", 7, raising=False)
+    monkeypatch.chdir(tmp_path)
+    given = ["import", "a.jsonl"] if source == "file" else ["import", "-"]
+    for attempt in range(2):
+        stdin = (tmp_path / "a.jsonl").read_bytes() if source == "-" else None
+        result = CliRunner().invoke(app, given, input=stdin)
+        assert result.exit_code == 0, result.output
+        new = (38, 10) if attempt == 0 else (0, 0)
+        assert result.stdout.splitlines() == [
+            f"agent 'a' session 's1': 38 messages, {new[0]} new",
+            f"agent 'a' session 's2': 10 messages, {new[1]} new",
+        ]
+    assert max(history.batches) == 7 and len(history.batches) == 2 * (3 + 3 + 1 + 2)
+
+    async def both(store: InMemoryHistoryProvider, session: str) -> list[tuple[str, str]]:
+        return [(stored_body(s.message), s.run_id) for s in await store.get_stored("a", session_id=session)]
+
+    for session in ("s1", "s2"):
+        assert asyncio.run(both(history, session)) == asyncio.run(both(exported, session))
+
+
+async def test_an_import_refuses_lines_that_changed_after_they_were_checked() -> None:
+    """The second reading of an import's lines is checked against the first: a file changed in between is an
+    error naming the line, not a message stored unchecked."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.storage.transfer import check_export, store_export
+
+    source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+    await source.append_many("a", [ChatMessage.user(str(i), id=f"m{i}") for i in range(3)], session_id="s")
+    lines = await export_session(source, "a", "s")
+    checked = await check_export(target, lines)
+    changed = [*lines[:2], lines[2].replace('"text": "2"', '"text": "two"')]
+    with pytest.raises(InvalidArgument, match="line 3 is not what it was"):
+        await store_export(target, changed, checked, batch_messages=2)
+    with pytest.raises(InvalidArgument, match="line 4 is not what it was"):
+        await store_export(target, [*lines, lines[0]], await check_export(target, lines))
+    with pytest.raises(InvalidArgument, match="holds 2 records where it held 3"):
+        await store_export(target, lines[:2], await check_export(target, lines))
+    assert await store_export(target, lines, await check_export(target, lines)) == {("a", "s"): 3}
