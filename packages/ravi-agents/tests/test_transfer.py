@@ -426,3 +426,31 @@ async def test_an_import_refuses_lines_that_changed_after_they_were_checked() ->
     with pytest.raises(InvalidArgument, match="holds 2 records where it held 3"):
         await store_export(target, lines[:2], await check_export(target, lines))
     assert await store_export(target, lines, await check_export(target, lines)) == {("a", "s"): 3}
+
+
+def test_an_import_from_standard_input_without_room_for_its_copy_says_so(tmp_path: Path) -> None:
+    """Standard input is read twice through a copy in TMPDIR: a copy that cannot be written (here, files are
+    limited to 64 KiB) is one line saying so and how to give it room, and nothing is stored."""
+    import resource
+    import signal
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
+
+    lines = [_record("2026-01-05T09:00:00Z", f"m{i}") for i in range(2_000)]
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = subprocess.run(
+        [RAVI, "import", "-"],
+        cwd=tmp_path,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        preexec_fn=limited,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "cannot keep a copy of standard input" in done.stderr and "TMPDIR" in done.stderr, done.stderr
+    assert done.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["ravi.toml"]

@@ -48,7 +48,13 @@ def _lines(stream: IO[bytes], where: str, copy: IO[bytes] | None = None) -> Iter
     try:
         for raw in stream:
             if copy is not None:
-                copy.write(raw)
+                try:
+                    copy.write(raw)
+                except OSError as error:
+                    raise InvalidArgument(
+                        f"cannot keep a copy of {where} for the import's second reading: {error.strerror}",
+                        hint="point TMPDIR at a folder with room for the export, or give the export as a file",
+                    ) from None
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -97,7 +103,8 @@ def _reader(source: str) -> Iterator[Reader]:
             return
         handle, name = tempfile.mkstemp(prefix="ravi-import.", suffix=".jsonl")  # readable by its owner only
         stack.callback(os.unlink, name)
-        copy = stack.enter_context(os.fdopen(handle, "w+b"))
+        copy = os.fdopen(handle, "w+b")
+        stack.callback(_close_quietly, copy)  # a temporary copy: what it could not write is already an error
         readings = 0
 
         def spooled() -> Iterator[str]:
@@ -105,11 +112,22 @@ def _reader(source: str) -> Iterator[Reader]:
             readings += 1
             if readings == 1:
                 return _lines(stream, where, copy)
-            copy.flush()
-            copy.seek(0)
+            try:
+                copy.flush()
+                copy.seek(0)
+            except OSError as error:
+                raise InvalidArgument(
+                    f"cannot keep a copy of {where} for the import's second reading: {error.strerror}",
+                    hint="point TMPDIR at a folder with room for the export, or give the export as a file",
+                ) from None
             return _lines(copy, where)
 
         yield spooled
+
+
+def _close_quietly(copy: IO[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        copy.close()
 
 
 def import_(
