@@ -624,3 +624,34 @@ def test_a_demo_of_more_requests_than_it_replays_is_refused_at_once(tmp_path: Pa
     said = " ".join(done.stderr.split())
     assert "Invalid value for '--requests'" in said and "1000" in said, done.stderr
     assert runner.invoke(app, ["demo", "--requests", "1001"]).exit_code == 2
+
+
+@pytest.mark.parametrize("command", [["history", "export", "s"], ["export", "agent", "--session", "s"]])
+def test_json_lines_of_stored_messages_escape_what_a_terminal_acts_on_and_read_back_the_same(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    """``ravi history export`` and ``ravi export`` wrote a stored direction override (and C1 controls such as
+    ``\\x9b``, which JSON does not escape) as they were: printed to a terminal, a line showed its text in another
+    order. They are written as JSON escapes, so each line still reads back as the same message."""
+    import asyncio
+
+    from ravi.agents.context import InMemoryHistoryProvider
+    from ravi.kernel.messages import ChatMessage
+    from ravi.kernel.storage import stored_body
+    from ravi.kernel.storage.transfer import parse_line
+
+    history = InMemoryHistoryProvider()
+    message = ChatMessage.user(f"a{INVISIBLE}b \x9b1m \x7f \u2028 😀 \\\u202e", id="id\u202e")
+    asyncio.run(history.append_many("agent", [message], session_id="s", run_id="r"))
+    monkeypatch.setattr("ravi.agents.cli.sessions.build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.setattr("ravi.agents.cli.export.build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*command, "--agent", "agent"] if command[0] == "history" else command)
+    assert result.exit_code == 0, result.output
+    [line] = result.stdout.splitlines()
+    assert not any(c in line for c in INVISIBLE + "\x9b\x7f\u2028"), ascii(line)
+    assert "😀" in line  # what a terminal shows as it is stays as it is
+    if command[0] == "history":
+        assert ChatMessage.from_openai(json.loads(line)) == message
+    else:
+        assert stored_body(parse_line(line).message) == stored_body(message)

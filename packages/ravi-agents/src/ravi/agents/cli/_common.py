@@ -61,17 +61,20 @@ def preview(message: ChatMessage, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def shown(text: str, *, keep: str = "") -> str:
+def shown(text: str, *, keep: str = "", as_json: bool = False) -> str:
     """``text`` safe to print: every character a terminal would act on or that changes how the text around it
     is shown is written as its escape (``\\x1b``, ``\\u202e``): controls (Unicode category Cc: an escape
     sequence, a bell), format characters (Cf: direction overrides and isolates, zero-width spaces and joiners,
     the byte-order mark), line and paragraph separators, surrogates, private-use and unassigned code points.
-    The characters of ``keep`` (``"\\n"`` for text printed over several lines) are written as they are.
+    The characters of ``keep`` (``"\\n"`` for text printed over several lines) are written as they are. With
+    ``as_json``, ``text`` is JSON and the escapes are JSON's (``\\u009b``, a surrogate pair beyond U+FFFF), so it
+    reads back as the same value.
 
     Everything the command prints of stored data (message text, ids, session and agent ids, error messages)
     goes through this function; what it returns holds only printable characters, so escaping twice changes
     nothing."""
-    return "".join(c if c in keep or not _acts(c) else _escaped(c) for c in text)
+    escaped = _json_escaped if as_json else _escaped
+    return "".join(c if c in keep or not _acts(c) else escaped(c) for c in text)
 
 
 def _acts(char: str) -> bool:
@@ -83,6 +86,15 @@ def _escaped(char: str) -> str:
     """A character the terminal would act on (an escape, a bell, a direction override), written as its escape."""
     code = ord(char)
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _json_escaped(char: str) -> str:
+    """``char`` as a JSON string escape (a character beyond U+FFFF as its surrogate pair)."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def plain(text: str) -> Text:

@@ -40,8 +40,8 @@ async def _export(agent: str, session: str | None, config: Path | None, out: Tex
             lines = await export_session(history, agent, name)
             if not lines and session is not None:
                 raise NotFound(f"agent {agent!r} has no session {name!r}", hint=await known_sessions(history, agent))
-            for line in lines:
-                out.write(line + "\n")
+            for line in lines:  # JSON escapes for what a terminal would act on: the same value, safe to print
+                out.write(shown(line, as_json=True) + "\n")
             written += len(lines)
         return written, (await known_sessions(history, agent) if written == 0 else None)
     finally:

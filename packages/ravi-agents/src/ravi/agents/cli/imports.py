@@ -142,7 +142,7 @@ def import_(
         done = asyncio.run(_import(read, config))
     if as_json:
         rows = [{"agent_id": a, "session_id": s, "messages": n, "added": added} for (a, s), (n, added) in done.items()]
-        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        typer.echo(shown(json.dumps(rows, indent=2, ensure_ascii=False), keep="\n", as_json=True))
         return
     for (agent, session), (count, added) in done.items():
         typer.echo(shown(f"agent {agent!r} session {session!r}: {count_of(count, 'message')}, {added} new"))

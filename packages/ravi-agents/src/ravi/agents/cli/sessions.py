@@ -94,4 +94,4 @@ def history_export(session: str, config: ConfigOption = None, agent: AgentOption
     """The session as JSON lines of OpenAI-style dicts (lossless: ids, metadata, timestamps included)."""
     messages, _ = asyncio.run(_stored(session, config, agent))
     for m in messages:
-        typer.echo(json.dumps(m.to_openai(), ensure_ascii=False))
+        typer.echo(shown(json.dumps(m.to_openai(), ensure_ascii=False), as_json=True))
