@@ -454,3 +454,18 @@ def test_an_import_from_standard_input_without_room_for_its_copy_says_so(tmp_pat
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "cannot keep a copy of standard input" in done.stderr and "TMPDIR" in done.stderr, done.stderr
     assert done.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["ravi.toml"]
+
+
+def test_an_import_from_standard_input_redirected_from_a_file_reads_from_where_it_was_given(tmp_path: Path) -> None:
+    """``ravi import - < file`` reads the file twice from where standard input stood when it began (a script may
+    have read a header line first), not from the file's start."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    header = "a header the caller read\n"
+    (tmp_path / "a.jsonl").write_text(header + _record("2026-01-05T09:00:00Z") + "\n")
+    with (tmp_path / "a.jsonl").open("rb") as given:
+        given.seek(len(header))
+        done = subprocess.run(
+            [RAVI, "import", "-"], cwd=tmp_path, stdin=given, capture_output=True, text=True, check=False, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "agent 'a' session 's': 1 message, 1 new\n"

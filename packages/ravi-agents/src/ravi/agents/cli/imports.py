@@ -94,9 +94,10 @@ def _reader(source: str) -> Iterator[Reader]:
             except OSError as error:
                 raise InvalidArgument(f"cannot read {source!r}: {error.strerror}") from None
         if _regular(stream):
+            start = stream.tell()  # standard input redirected from a file may start past the file's start
 
             def again() -> Iterator[str]:
-                stream.seek(0)
+                stream.seek(start)
                 return _lines(stream, where)
 
             yield again
