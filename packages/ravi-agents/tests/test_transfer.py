@@ -469,3 +469,18 @@ def test_an_import_from_standard_input_redirected_from_a_file_reads_from_where_i
         )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "agent 'a' session 's': 1 message, 1 new\n"
+
+
+@pytest.mark.parametrize("size", [0, -1, 1.5, True, None])
+async def test_the_readings_of_an_import_refuse_a_page_or_batch_size_that_is_not_a_count(size: object) -> None:
+    """A ``page`` of 0 read no stored message, so the check of held ids passed without looking."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.storage.transfer import check_export, store_export
+
+    history = InMemoryHistoryProvider()
+    with pytest.raises(InvalidArgument, match="page"):
+        await check_export(history, [], page=size)  # type: ignore[arg-type]
+    checked = await check_export(history, [])
+    for name in ("batch_messages", "batch_chars"):
+        with pytest.raises(InvalidArgument, match=name):
+            await store_export(history, [], checked, **{name: size})  # type: ignore[arg-type]

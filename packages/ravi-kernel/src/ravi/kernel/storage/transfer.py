@@ -28,7 +28,7 @@ from typing import Any
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage.history import HistoryProvider, RunReader, StoredMessage, stored_body
-from ravi.kernel.values import check_scope
+from ravi.kernel.values import check_count, check_scope
 
 FORMAT = "ravi.session/1"
 """The format of each line (its ``format`` key)."""
@@ -217,15 +217,22 @@ class CheckedExport:
     ids: _Ids = field(default_factory=_Ids, repr=False)
 
 
+def _at_least_one(**sizes: object) -> None:
+    for name, size in sizes.items():
+        if check_count(size, name) < 1:  # type: ignore[arg-type]  # check_count refuses what is not an int
+            raise InvalidArgument(f"must be at least 1, got {size!r}", field=name)
+
+
 async def check_export(history: HistoryProvider, lines: Iterable[str], *, page: int = 1_000) -> CheckedExport:
     """Read every line of an export, checking what :func:`parse_export` checks, and, where the store is a
     ``RunReader``, the sessions the lines name (``page`` messages at a time) for a message id held for another
     message: the first reading of an import that holds no more than one line at a time.
 
     Raises:
-        InvalidArgument: what :func:`parse_export` raises.
+        InvalidArgument: what :func:`parse_export` raises, or a ``page`` that is not an integer >= 1.
         MessageConflict: a session holds another message under an id of the lines; nothing was stored.
     """
+    _at_least_one(page=page)
     checked = CheckedExport()
     seen: set[tuple[str, str]] = set()
     for n, record in _records(lines):
@@ -263,10 +270,11 @@ async def store_export(
     that batch not stored), so what another writer appended since the check is never stored twice.
 
     Raises:
-        InvalidArgument: a line differs from what :func:`check_export` read (the file changed in between); the
-            batches before it are stored.
+        InvalidArgument: a batch size that is not an integer >= 1, or a line differs from what
+            :func:`check_export` read (the file changed in between; the batches before it are stored).
         MessageConflict: the store holds another message under an id of a batch (appended since the check).
     """
+    _at_least_one(batch_messages=batch_messages, batch_chars=batch_chars)
     given: dict[tuple[str, str], int] = {}
     batch: list[ChatMessage] = []
     scope: tuple[str, str, str] | None = None
