@@ -89,3 +89,58 @@ def test_export_piped_into_import_moves_sessions_between_backends_losslessly(
     )
     assert done.returncode == 1 and record["message"]["id"] in done.stderr
     assert len(asyncio.run(stored(back, agent, "s1"))) == len(expected)
+
+
+def test_two_imports_of_one_file_at_once_store_each_message_once(
+    postgres_server: Server, redis_server: Server, tmp_path: Path
+) -> None:
+    """Two ``ravi import`` processes given the same export at the same moment both find the sessions without its
+    ids when they check them, then both append, in batches that interleave: the store's own append, which skips
+    a message whose id the session holds, is what keeps each message once and the file's order. Both processes
+    are released together by closing their standard input, which they read whole before checking."""
+    from ravi.kernel.messages import ChatMessage
+    from ravi.kernel.storage.transfer import export_line
+
+    tag = uuid.uuid4().hex[:12]
+    sections = {
+        "postgres": {"backend": "postgres", "dsn": postgres_server.address, "schema": f"race_{tag}"},
+        "redis": {"backend": "redis", "url": redis_server.address, "prefix": f"race{tag}"},
+    }
+    runs = [("r1", 700), ("r2", 400), ("r1", 300)]  # three runs of each session: batches of 500 and fewer
+    expected: dict[str, list[tuple[str, str]]] = {}
+    lines = []
+    for session in ("s1", "s2"):
+        expected[session] = []
+        for k, (run, n) in enumerate(runs):
+            for i in range(n):
+                message = ChatMessage.user(f"{session} {k} {i}", id=f"{session}-{k}-{i}")
+                lines.append(export_line("alice", session, StoredMessage(message, run)))
+                expected[session].append((stored_body(message), run))
+    data = "".join(line + "\n" for line in lines).encode()
+    for name, section in sections.items():
+        target = config(tmp_path / f"{name}.toml", section)
+        imports = [
+            subprocess.Popen(
+                [RAVI, "import", "-", "--config", str(target), "--json"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for _ in range(2)
+        ]
+        for process in imports:  # each copies what it reads and waits for the end of its input
+            assert process.stdin is not None
+            process.stdin.write(data)
+            process.stdin.flush()
+        for process in imports:
+            assert process.stdin is not None
+            process.stdin.close()
+            process.stdin = None  # closed: communicate() has nothing to send
+        for process in imports:
+            out, err = process.communicate(timeout=300)
+            assert process.returncode == 0, err.decode()
+            report = json.loads(out)
+            assert {r["session_id"]: r["messages"] for r in report} == {"s1": 1400, "s2": 1400}, name
+        for session in ("s1", "s2"):
+            got = asyncio.run(stored(section, "alice", session))
+            assert [(stored_body(x.message), x.run_id) for x in got] == expected[session], (name, session)

@@ -550,3 +550,108 @@ def test_a_preview_never_sends_a_stored_control_character_to_the_terminal() -> N
     shown = preview(ChatMessage.user("a\x1b[2J b\x1b]0;title\x07 c\x9b1m d\u202ee"), width=200)
     assert shown == "a\\x1b[2J b\\x1b]0;title\\x07 c\\x9b1m d\\u202ee"
     assert preview(ChatMessage.user("café ☕ 東京")) == "café ☕ 東京"
+
+
+INVISIBLE = "\u202e\u200b\u200c\u200d\u200e\u200f\u2066\u2067\u2068\u2069\ufeff\u061c\U000e0041"
+"""Characters that change how the text around them is shown, or are not shown at all: direction overrides,
+marks and isolates, zero-width spaces and joiners, the byte-order mark, a tag character."""
+
+
+@pytest.mark.parametrize("command", [["history", "show", "s\x1b[2J"], ["history", "list", "s\x1b[2J"]])
+def test_stored_ids_and_invisible_characters_reach_the_terminal_escaped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    """``ravi history show`` printed a stored U+202E (and every other format character) as it was, so a message
+    could make the terminal show its text in another order; a message id holding ``ESC [2J`` cleared the screen
+    from the rule above the message."""
+    import asyncio
+
+    from ravi.agents.cli import _common
+    from ravi.agents.context import InMemoryHistoryProvider
+    from ravi.kernel.messages import ChatMessage
+
+    monkeypatch.setattr(_common.console, "width", 400)
+    history = InMemoryHistoryProvider()
+    message = ChatMessage.user(f"evil{INVISIBLE}txt.exe \x1b]0;title\x07 \x9b1m", id="id\x1b[2J\u202e")
+    asyncio.run(history.append_many("agent", [message], session_id="s\x1b[2J"))
+    monkeypatch.setattr("ravi.agents.cli.sessions.build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*command, "--agent", "agent"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    shown = result.stdout
+    assert not any(c in shown for c in INVISIBLE + "\x1b\x07\x9b"), ascii(shown)
+    assert "'s\\x1b[2J'" in shown or command[1] == "show"  # the title of the list
+    assert "evil\\u202e\\u200b\\u200c\\u200d" in shown, shown  # a preview is cut at 70 characters
+    if command[1] == "show":
+        assert "\\u2066\\u2067\\u2068\\u2069\\ufeff\\u061c\\U000e0041txt.exe" in shown
+        assert "id\\x1b[2J\\u202e" in shown and "\\u001b]0;title\\u0007 \\x9b1m" in shown, shown
+
+
+def test_an_error_naming_stored_sessions_escapes_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown session's error listed the agent's stored sessions as they were: a session id holding an escape
+    sequence or a direction override acted on the terminal."""
+    import asyncio
+
+    from ravi.agents.cli import _common
+    from ravi.agents.context import InMemoryHistoryProvider
+    from ravi.kernel.messages import ChatMessage
+
+    history = InMemoryHistoryProvider()
+    asyncio.run(history.append("agent", ChatMessage.user("hi"), session_id="a\x1b[2J\u202eb"))
+    said = asyncio.run(_common.known_sessions(history, "agent"))
+    assert said == "its sessions: a\\x1b[2J\\u202eb", said
+
+
+def test_a_demo_of_more_requests_than_it_replays_is_refused_at_once(tmp_path: Path) -> None:
+    """``ravi demo --requests 1000000000`` generated the whole conversation before replaying it: it ran until
+    memory ran out. A count above the bound is refused as a bad option, before anything runs (the child process
+    gets 2 GiB of address space, so the unbounded run ends in a MemoryError instead of taking the machine)."""
+    import resource
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from ravi.agents.cli import main; main()", "demo", "--requests", "1000000000"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        preexec_fn=bounded,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-500:]
+    said = " ".join(done.stderr.split())
+    assert "Invalid value for '--requests'" in said and "1000" in said, done.stderr
+    assert runner.invoke(app, ["demo", "--requests", "1001"]).exit_code == 2
+
+
+@pytest.mark.parametrize("command", [["history", "export", "s"], ["export", "agent", "--session", "s"]])
+def test_json_lines_of_stored_messages_escape_what_a_terminal_acts_on_and_read_back_the_same(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    """``ravi history export`` and ``ravi export`` wrote a stored direction override (and C1 controls such as
+    ``\\x9b``, which JSON does not escape) as they were: printed to a terminal, a line showed its text in another
+    order. They are written as JSON escapes, so each line still reads back as the same message."""
+    import asyncio
+
+    from ravi.agents.context import InMemoryHistoryProvider
+    from ravi.kernel.messages import ChatMessage
+    from ravi.kernel.storage import stored_body
+    from ravi.kernel.storage.transfer import parse_line
+
+    history = InMemoryHistoryProvider()
+    message = ChatMessage.user(f"a{INVISIBLE}b \x9b1m \x7f \u2028 😀 \\\u202e", id="id\u202e")
+    asyncio.run(history.append_many("agent", [message], session_id="s", run_id="r"))
+    monkeypatch.setattr("ravi.agents.cli.sessions.build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.setattr("ravi.agents.cli.export.build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*command, "--agent", "agent"] if command[0] == "history" else command)
+    assert result.exit_code == 0, result.output
+    [line] = result.stdout.splitlines()
+    assert not any(c in line for c in INVISIBLE + "\x9b\x7f\u2028"), ascii(line)
+    assert "😀" in line  # what a terminal shows as it is stays as it is
+    if command[0] == "history":
+        assert ChatMessage.from_openai(json.loads(line)) == message
+    else:
+        assert stored_body(parse_line(line).message) == stored_body(message)

@@ -3,12 +3,16 @@ real backends is in ``tests-integration/test_transfer.py``), and the kernel's li
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from ravi.agents.context import InMemoryHistoryProvider
 from ravi.kernel.messages import ChatMessage
@@ -124,31 +128,36 @@ def test_an_export_refuses_a_symbolic_link_and_writes_to_a_descriptor(tmp_path: 
     assert sent.read_text() == "before\n"  # nothing to export; the file written to is the one stdout went to
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM"])
-def test_an_export_ended_by_sigterm_leaves_no_partial_file(tmp_path: Path, signame: str) -> None:
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_an_export_ended_by_a_signal_leaves_no_partial_file(tmp_path: Path, signame: str) -> None:
     """``kill`` (SIGTERM, as a container's stop sends) ended the process before it could remove the file it was
-    writing: a hidden ``.out.jsonl.*.partial`` stayed beside the output. (SIGHUP takes the same handler; its run
-    of this test hung once under a loaded machine, waiting on the unanswering server, and is left out.)"""
+    writing: a hidden ``.out.jsonl.*.partial`` stayed beside the output. So did SIGHUP (the terminal closed). The
+    handler raised ``SystemExit`` wherever the process was, and the unwinding went through the store, which may
+    wait on an unanswering server; it was set after the file was made. The test waits for the line the export
+    prints once its file is made, and sends the signal while the store waits on a server that never answers."""
     import signal
     import socket
 
     sent = getattr(signal, signame)
-
-    with socket.socket() as server:  # a Postgres that accepts the store's connection and never answers
+    with socket.socket() as server:  # a Postgres that takes connections (the system accepts them) and never answers
         server.bind(("127.0.0.1", 0))
-        server.listen(1)
+        server.listen(8)
         port = server.getsockname()[1]
         (tmp_path / "pg.toml").write_text(
             f'[history]\nbackend = "postgres"\ndsn = "postgresql://u:p@127.0.0.1:{port}/db"\n'
         )
         export = subprocess.Popen(
-            [RAVI, "export", "a", "--output", "out.jsonl", "--config", "pg.toml"], cwd=tmp_path, stderr=subprocess.PIPE
+            [RAVI, "export", "a", "--output", "out.jsonl", "--config", "pg.toml"],
+            cwd=tmp_path,
+            stderr=subprocess.PIPE,
+            text=True,
         )
-        connection, _ = server.accept()  # the export is under way: its file is made before the store is opened
-        with connection:
-            assert any(p.name.endswith(".partial") for p in tmp_path.iterdir())
-            export.send_signal(sent)
-            export.communicate(timeout=60)
+        assert export.stderr is not None
+        ready = export.stderr.readline()  # an empty line if the export ended without reaching it
+        assert ready == "exporting to 'out.jsonl' ...\n", ready + export.stderr.read()
+        assert any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+        export.send_signal(sent)
+        export.communicate(timeout=120)
     assert export.returncode == 128 + sent
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pg.toml"]
 
@@ -287,3 +296,191 @@ def test_an_export_refuses_to_replace_a_read_only_file(tmp_path: Path) -> None:
     assert done.returncode == 1 and "read-only" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert kept.read_text() == "keep me\n" and kept.stat().st_mode & 0o777 == 0o444
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.jsonl", "ravi.toml"]
+
+
+def _record(created_at: object, id_: str = "m1") -> str:
+    message = {"id": id_, "role": "user", "content": [{"type": "text", "text": "hi"}], "created_at": created_at}
+    record = {"format": "ravi.session/1", "agent_id": "a", "session_id": "s", "run_id": "r"}
+    return json.dumps({**record, "message": message})
+
+
+@pytest.mark.parametrize(
+    ("created_at", "said"),
+    [
+        (0, "before 1970-01-02"),
+        (-5, "before 1970-01-02"),
+        (86_399, "before 1970-01-02"),
+        ("1970-01-01T23:59:59Z", "before 1970-01-02"),
+        ("0001-01-01T00:00:00Z", "before 1970-01-02"),
+        ("2026-01-05T09:00:00", "has no time zone"),
+        ("2026-01-05", "has no time zone"),
+    ],
+)
+def test_import_refuses_a_timestamp_without_a_time_zone_or_before_1970_naming_the_line(
+    tmp_path: Path, created_at: object, said: str
+) -> None:
+    """``"created_at": 0`` (a converter's placeholder) was imported as 1970-01-01, and a time without a time zone
+    as a time of no instant: both were stored as if the message had been written then."""
+    from ravi.kernel.errors import InvalidArgument
+
+    good = _record("2026-01-05T09:00:00Z", "m0")
+    with pytest.raises(InvalidArgument, match=f"line 2: created_at .*{said}"):
+        parse_export([good, _record(created_at)])
+    done = ravi(tmp_path, "import", "-", stdin=f"{good}\n{_record(created_at)}\n")
+    assert done.returncode == 1 and "line 2" in done.stderr and said in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
+@given(st.datetimes(min_value=datetime(1970, 1, 2), timezones=st.timezones()))
+def test_import_takes_every_instant_from_1970_01_02_as_it_is_written(stamp: datetime) -> None:
+    """An aware time from 1970-01-02 on is taken, and is the message's ``created_at`` as the message keeps it (the
+    same instant, the same offset); the same time without its zone is refused."""
+    from ravi.kernel.errors import InvalidArgument
+
+    assume(stamp.utcoffset() is not None and stamp >= datetime(1970, 1, 2, tzinfo=UTC))
+    try:
+        message = ChatMessage.user("hi", id="m1", created_at=stamp)
+    except InvalidArgument:  # an offset of seconds (a zone's local mean time): the message model refuses it
+        return
+    [record] = parse_export([_record(json.loads(message.model_dump_json())["created_at"])])
+    assert stored_body(record.message) == stored_body(message)
+    assert record.message.created_at.utcoffset() == stamp.utcoffset()
+    with pytest.raises(InvalidArgument, match="no time zone"):
+        parse_export([_record(stamp.replace(tzinfo=None).isoformat())])
+
+
+class _Recording(InMemoryHistoryProvider):
+    """The in-memory store, counting the messages of each ``append_many``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    async def append_many(self, agent_id: str, messages: object, *, session_id: str, run_id: str = "") -> None:
+        self.batches.append(len(messages))  # type: ignore[arg-type]
+        await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source", ["file", "-"])
+def test_an_import_larger_than_a_batch_is_stored_a_batch_at_a_time_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """``ravi import`` read the whole file into memory, then every record of it, and appended each run of a
+    session in one call: a large export needed memory for all of it at once. It now reads the lines twice, one at
+    a time (a copy of standard input kept on disk), holding a batch of messages at a time."""
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from ravi.agents.cli import app, imports
+
+    exported = InMemoryHistoryProvider()
+
+    async def write() -> list[str]:
+        for session, runs in (("s1", [("r1", 20), ("r2", 15), ("r1", 3)]), ("s2", [("r1", 10)])):
+            for k, (run, n) in enumerate(runs):
+                batch = [ChatMessage.user(f"{session} {run} {i}", id=f"{session}-{k}-{i}") for i in range(n)]
+                await exported.append_many("a", batch, session_id=session, run_id=run)
+        return await export_session(exported, "a", "s1") + ["", "  "] + await export_session(exported, "a", "s2")
+
+    lines = asyncio.run(write())
+    (tmp_path / "a.jsonl").write_text("\r\n".join(lines) + "\n")
+    history = _Recording()
+    monkeypatch.setattr(imports, "build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.setattr(imports, "BATCH_MESSAGES", 7, raising=False)
+    monkeypatch.chdir(tmp_path)
+    given = ["import", "a.jsonl"] if source == "file" else ["import", "-"]
+    for attempt in range(2):
+        stdin = (tmp_path / "a.jsonl").read_bytes() if source == "-" else None
+        result = CliRunner().invoke(app, given, input=stdin)
+        assert result.exit_code == 0, result.output
+        new = (38, 10) if attempt == 0 else (0, 0)
+        assert result.stdout.splitlines() == [
+            f"agent 'a' session 's1': 38 messages, {new[0]} new",
+            f"agent 'a' session 's2': 10 messages, {new[1]} new",
+        ]
+    assert max(history.batches) == 7 and len(history.batches) == 2 * (3 + 3 + 1 + 2)
+
+    async def both(store: InMemoryHistoryProvider, session: str) -> list[tuple[str, str]]:
+        return [(stored_body(s.message), s.run_id) for s in await store.get_stored("a", session_id=session)]
+
+    for session in ("s1", "s2"):
+        assert asyncio.run(both(history, session)) == asyncio.run(both(exported, session))
+
+
+async def test_an_import_refuses_lines_that_changed_after_they_were_checked() -> None:
+    """The second reading of an import's lines is checked against the first: a file changed in between is an
+    error naming the line, not a message stored unchecked."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.storage.transfer import check_export, store_export
+
+    source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+    await source.append_many("a", [ChatMessage.user(str(i), id=f"m{i}") for i in range(3)], session_id="s")
+    lines = await export_session(source, "a", "s")
+    checked = await check_export(target, lines)
+    changed = [*lines[:2], lines[2].replace('"text": "2"', '"text": "two"')]
+    with pytest.raises(InvalidArgument, match="line 3 is not what it was"):
+        await store_export(target, changed, checked, batch_messages=2)
+    with pytest.raises(InvalidArgument, match="line 4 is not what it was"):
+        await store_export(target, [*lines, lines[0]], await check_export(target, lines))
+    with pytest.raises(InvalidArgument, match="holds 2 records where it held 3"):
+        await store_export(target, lines[:2], await check_export(target, lines))
+    assert await store_export(target, lines, await check_export(target, lines)) == {("a", "s"): 3}
+
+
+def test_an_import_from_standard_input_without_room_for_its_copy_says_so(tmp_path: Path) -> None:
+    """Standard input is read twice through a copy in TMPDIR: a copy that cannot be written (here, files are
+    limited to 64 KiB) is one line saying so and how to give it room, and nothing is stored."""
+    import resource
+    import signal
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
+
+    lines = [_record("2026-01-05T09:00:00Z", f"m{i}") for i in range(2_000)]
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = subprocess.run(
+        [RAVI, "import", "-"],
+        cwd=tmp_path,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        preexec_fn=limited,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "cannot keep a copy of standard input" in done.stderr and "TMPDIR" in done.stderr, done.stderr
+    assert done.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["ravi.toml"]
+
+
+def test_an_import_from_standard_input_redirected_from_a_file_reads_from_where_it_was_given(tmp_path: Path) -> None:
+    """``ravi import - < file`` reads the file twice from where standard input stood when it began (a script may
+    have read a header line first), not from the file's start."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    header = "a header the caller read\n"
+    (tmp_path / "a.jsonl").write_text(header + _record("2026-01-05T09:00:00Z") + "\n")
+    with (tmp_path / "a.jsonl").open("rb") as given:
+        given.seek(len(header))
+        done = subprocess.run(
+            [RAVI, "import", "-"], cwd=tmp_path, stdin=given, capture_output=True, text=True, check=False, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "agent 'a' session 's': 1 message, 1 new\n"
+
+
+@pytest.mark.parametrize("size", [0, -1, 1.5, True, None])
+async def test_the_readings_of_an_import_refuse_a_page_or_batch_size_that_is_not_a_count(size: object) -> None:
+    """A ``page`` of 0 read no stored message, so the check of held ids passed without looking."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.storage.transfer import check_export, store_export
+
+    history = InMemoryHistoryProvider()
+    with pytest.raises(InvalidArgument, match="page"):
+        await check_export(history, [], page=size)  # type: ignore[arg-type]
+    checked = await check_export(history, [])
+    for name in ("batch_messages", "batch_chars"):
+        with pytest.raises(InvalidArgument, match=name):
+            await store_export(history, [], checked, **{name: size})  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ravi.agents.cli import backends, conformance, demo, dev, export, forget, imports, sessions, window
+from ravi.agents.cli._common import shown
 from ravi.kernel.errors import RaviError
 
 # Help texts are plain text: rich markup would eat bracketed names such as "[context] agent_id".
@@ -68,14 +69,15 @@ def main() -> None:
     try:
         app()
     except RaviError as error:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(error))}")
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(shown(str(error), keep=chr(10)))}")
         raise SystemExit(1) from None
     except OSError as error:  # what was printed could not be written: a full disk (/dev/full), a quota
         # what is still buffered would fail again when the interpreter flushes it on the way out
         with contextlib.suppress(OSError, ValueError, AttributeError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         where = f" ({error.filename})" if error.filename else ""
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(error.strerror or str(error))}{where}")
+        said = shown(f"{error.strerror or error}{where}")
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(said)}")
         raise SystemExit(1) from None
 
 

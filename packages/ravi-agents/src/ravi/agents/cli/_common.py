@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,7 +42,7 @@ async def known_sessions(history: Any, agent_id: str) -> str:
             )
         return f"agent {agent_id!r} has no sessions here; check --agent (default: [context] agent_id) and --config"
     more = ", ..." if len(known) > 20 else ""
-    return f"its sessions: {', '.join(known[:20])}{more}"
+    return f"its sessions: {', '.join(shown(name) for name in known[:20])}{more}"
 
 
 def count_of(n: int, noun: str) -> str:
@@ -56,8 +57,29 @@ def preview(message: ChatMessage, width: int = 70) -> str:
         text = ("ERROR " if message.tool_result.is_error else "") + message.tool_result.content
     else:
         text = message.text or " ".join(f"{c.name}({json.dumps(dict(c.arguments))})" for c in message.tool_calls)
-    text = "".join(c if c.isprintable() else _escaped(c) for c in " ".join(text.split()))
+    text = shown(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def shown(text: str, *, keep: str = "", as_json: bool = False) -> str:
+    """``text`` safe to print: every character a terminal would act on or that changes how the text around it
+    is shown is written as its escape (``\\x1b``, ``\\u202e``): controls (Unicode category Cc: an escape
+    sequence, a bell), format characters (Cf: direction overrides and isolates, zero-width spaces and joiners,
+    the byte-order mark), line and paragraph separators, surrogates, private-use and unassigned code points.
+    The characters of ``keep`` (``"\\n"`` for text printed over several lines) are written as they are. With
+    ``as_json``, ``text`` is JSON and the escapes are JSON's (``\\u009b``, a surrogate pair beyond U+FFFF), so it
+    reads back as the same value.
+
+    Everything the command prints of stored data (message text, ids, session and agent ids, error messages)
+    goes through this function; what it returns holds only printable characters, so escaping twice changes
+    nothing."""
+    escaped = _json_escaped if as_json else _escaped
+    return "".join(c if c in keep or not _acts(c) else escaped(c) for c in text)
+
+
+def _acts(char: str) -> bool:
+    """Whether a terminal would act on ``char`` rather than show it (or show it invisibly)."""
+    return unicodedata.category(char)[0] == "C" or char in "\u2028\u2029"
 
 
 def _escaped(char: str) -> str:
@@ -66,9 +88,19 @@ def _escaped(char: str) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+def _json_escaped(char: str) -> str:
+    """``char`` as a JSON string escape (a character beyond U+FFFF as its surrogate pair)."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 def plain(text: str) -> Text:
-    """``text`` as Rich shows it exactly: never read as markup (a stored ``[/x]`` is text, not a closing tag)."""
-    return Text(text)
+    """``text`` as Rich shows it exactly: never read as markup (a stored ``[/x]`` is text, not a closing tag), and
+    with what a terminal would act on written as its escape (:func:`shown`)."""
+    return Text(shown(text))
 
 
 def describe_counter(counter: Any) -> str:

@@ -49,6 +49,11 @@ _SHORT = {  # short enough for an 80-column terminal
 }
 
 
+MAX_REQUESTS = 1_000
+"""The most user requests ``ravi demo`` replays: the conversation is generated whole before it is replayed, and
+each call assembles a window over the history stored so far (1,000 requests are about 3,800 model calls)."""
+
+
 def _shown(rows: list[CallRow], verbose: bool) -> list[CallRow | None]:
     """The rows to print: all with ``verbose``; else the first and last three and every call where the set of
     strategies that fired changed, with ``None`` standing for the calls left out."""
@@ -238,7 +243,12 @@ def _demo_config(backend: str, config_path: Path | None, budget: int | None) -> 
 
 
 def demo(
-    requests: Annotated[int, typer.Option(min=1, help="User requests in the replayed conversation.")] = 24,
+    requests: Annotated[
+        int,
+        typer.Option(
+            min=1, max=MAX_REQUESTS, help=f"User requests in the replayed conversation (at most {MAX_REQUESTS:,})."
+        ),
+    ] = 24,
     budget: Annotated[
         int | None,
         typer.Option(

@@ -9,12 +9,13 @@ import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 
-from ravi.agents.cli._common import ConfigOption, close_store, count_of, known_sessions
+from ravi.agents.cli._common import ConfigOption, close_store, count_of, known_sessions, shown
 from ravi.agents.forget import ALL_SESSIONS
 from ravi.agents.settings import build_store, load_settings
 from ravi.kernel.errors import InvalidArgument, NotFound
@@ -39,8 +40,8 @@ async def _export(agent: str, session: str | None, config: Path | None, out: Tex
             lines = await export_session(history, agent, name)
             if not lines and session is not None:
                 raise NotFound(f"agent {agent!r} has no session {name!r}", hint=await known_sessions(history, agent))
-            for line in lines:
-                out.write(line + "\n")
+            for line in lines:  # JSON escapes for what a terminal would act on: the same value, safe to print
+                out.write(shown(line, as_json=True) + "\n")
             written += len(lines)
         return written, (await known_sessions(history, agent) if written == 0 else None)
     finally:
@@ -106,18 +107,31 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
             f"{str(output)!r} is read-only: ravi export does not replace it", hint="remove it, or name another file"
         )
     mode = there.st_mode & 0o777 if there is not None else 0o600
-    try:
-        # the hidden name stays within the 255 bytes a name may have, however long the output's is
-        stem = os.fsdecode(os.fsencode(output.name)[:200])
-        handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{stem}.", suffix=".partial")
-    except OSError as error:
-        raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
-    partial = Path(name)
-    # a kill (or the terminal closing) ends the export as Ctrl-C does, removing the partial file (a handler is set
-    # in the main thread only)
+    partial: Path | None = None
+
+    def ended(signum: int, frame: object) -> None:
+        # a kill (or the terminal closing) ends the export here and now: the partial file is removed and the
+        # process exits, without unwinding through a store that may wait on an unanswering server
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        os._exit(128 + signum)
+
+    # the handlers are set before the partial file is made, and the signals held while it is made and named, so
+    # no signal finds a file the handler does not know (a handler is set in the main thread only)
     main = threading.current_thread() is threading.main_thread()
-    previous = {sig: signal.signal(sig, _terminated) for sig in _ENDING} if main else {}
+    previous = {sig: signal.signal(sig, ended) for sig in _ENDING} if main else {}
     try:
+        with _held(_ENDING if main else ()):
+            # the hidden name stays within the 255 bytes a name may have, however long the output's is
+            stem = os.fsdecode(os.fsencode(output.name)[:200])
+            handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{stem}.", suffix=".partial")
+            partial = Path(name)
+    except OSError as error:
+        _restore(previous)
+        raise InvalidArgument(f"cannot write {str(output)!r}: {error.strerror}") from None
+    try:
+        print(shown(f"exporting to {str(output)!r} ..."), file=sys.stderr, flush=True)
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             result = asyncio.run(_export(agent, session, config, out))
         if there is not None and (there.st_uid, there.st_gid) != (os.getuid(), os.getgid()):
@@ -129,17 +143,30 @@ def _export_to_file(agent: str, session: str | None, config: Path | None, output
         partial.unlink(missing_ok=True)
         raise
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        _restore(previous)
     return result
+
+
+@contextlib.contextmanager
+def _held(signals: tuple[int, ...]) -> Iterator[None]:
+    """Hold ``signals`` (delivered when the block ends) where the system can."""
+    if not signals or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 _ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 """The signals that end an export to a file, removing what it wrote (SIGHUP: the terminal closed)."""
-
-
-def _terminated(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 __all__ = ["export"]

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, console, known_sessions, plain
+from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, console, known_sessions, plain, shown
 from ravi.agents.forget import ForgetReport
 from ravi.agents.settings import Stores, load_settings
 from ravi.kernel.registry import GROUPS
@@ -51,7 +51,7 @@ def forget(
     if nothing is not None and report.complete:
         typer.echo(f"nothing was stored for {what} ({nothing})", err=True)
     if as_json:
-        typer.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+        typer.echo(shown(json.dumps(report.as_dict(), indent=2, ensure_ascii=False), keep="\n", as_json=True))
     else:
         table = Table(title=plain(f"forgot {what}"))
         table.add_column("store")

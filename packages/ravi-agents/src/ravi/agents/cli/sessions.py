@@ -19,6 +19,7 @@ from ravi.agents.cli._common import (
     known_sessions,
     plain,
     preview,
+    shown,
 )
 from ravi.agents.settings import build_store, load_settings
 from ravi.agents.tokens import DEFAULT_COUNTER
@@ -84,7 +85,8 @@ def history_show(session: str, config: ConfigOption = None, agent: AgentOption =
     messages, _ = asyncio.run(_stored(session, config, agent))
     for i, m in enumerate(messages):
         console.rule(plain(f"#{i} {m.role} ({m.id})"))
-        console.print(json.dumps(m.to_openai(extras=False), indent=2, ensure_ascii=False), markup=False)
+        body = json.dumps(m.to_openai(extras=False), indent=2, ensure_ascii=False)
+        console.print(shown(body, keep="\n"), markup=False)
 
 
 @history_app.command("export")
@@ -92,4 +94,4 @@ def history_export(session: str, config: ConfigOption = None, agent: AgentOption
     """The session as JSON lines of OpenAI-style dicts (lossless: ids, metadata, timestamps included)."""
     messages, _ = asyncio.run(_stored(session, config, agent))
     for m in messages:
-        typer.echo(json.dumps(m.to_openai(), ensure_ascii=False))
+        typer.echo(shown(json.dumps(m.to_openai(), ensure_ascii=False), as_json=True))

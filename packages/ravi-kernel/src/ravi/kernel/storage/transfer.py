@@ -9,26 +9,36 @@ block, the name, the metadata and the timestamp. Importing appends each run of c
 and run with ``append_many``, so the order and the run ids are kept, and importing the same file twice stores
 nothing the second time (message ids are a promise; a different message under a held id is ``MessageConflict``
 naming it, and nothing of that batch is stored).
+
+An export of any size is imported in two readings of its lines, holding a batch of messages at a time:
+:func:`check_export` reads every line and the sessions it names, keeping only each message's id, run and a
+digest, and :func:`store_export` reads the lines again and appends them in batches.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage.history import HistoryProvider, RunReader, StoredMessage, stored_body
-from ravi.kernel.values import check_scope
+from ravi.kernel.values import check_count, check_scope
 
 FORMAT = "ravi.session/1"
 """The format of each line (its ``format`` key)."""
 
 _GIVEN = ("id", "created_at")
 """The keys of a line's message that have no default on import (an export writes them on every line)."""
+
+EARLIEST = datetime(1970, 1, 2, tzinfo=UTC)
+"""The earliest ``created_at`` an import takes: an earlier one (``0``, a negative number) is a placeholder, not the
+time a message was written."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +109,8 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
 
     Raises:
         InvalidArgument: naming the line, when it is not a record of this format (a key given twice in one object,
-            a nesting too deep to read, and a message without its ``id`` or ``created_at`` included).
+            a nesting too deep to read, and a message without its ``id`` or ``created_at`` included), or its
+            ``created_at`` has no UTC offset or is before :data:`EARLIEST` (``0``).
     """
     where = f"line {number}"
     try:
@@ -124,9 +135,58 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
         for key in _GIVEN:  # a default would be new at each import: importing the file again would store it again
             if key not in data["message"]:
                 raise InvalidArgument(f"message has no {key!r}", hint="ravi export writes it on every line")
+        _check_written_at(message.created_at, data["message"]["created_at"])
     except RaviError as error:
         raise InvalidArgument(f"{where}: {error.message}", hint=error.hint) from None
     return SessionRecord(agent_id, session_id, run_id, message)
+
+
+def _check_written_at(stamp: datetime, given: object) -> None:
+    """Refuse a ``created_at`` that names no instant (no UTC offset) or one before :data:`EARLIEST`."""
+    if stamp.utcoffset() is None:
+        raise InvalidArgument(
+            f"created_at {given!r} has no time zone, so it names no instant",
+            hint="give its UTC offset (2026-01-05T09:00:00Z, or +01:00)",
+        )
+    if stamp < EARLIEST:
+        raise InvalidArgument(
+            f"created_at {given!r} is before {EARLIEST:%Y-%m-%d}: a placeholder, not when the message was written",
+            hint="give the time the message was written, with its UTC offset",
+        )
+
+
+class _Ids:
+    """Every message id of the lines read so far, per session, with the line that first gave it, a digest of its
+    message and its run: what refuses a line giving an id of a session another message (or another run)."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str, str], tuple[int, bytes, str]] = {}
+
+    def add(self, record: SessionRecord, number: int) -> None:
+        key = (record.agent_id, record.session_id, record.message.id)
+        earlier = self.first.setdefault(key, (number, _digest(record.message), record.run_id))
+        if earlier[0] == number:
+            return
+        same_body = earlier[1] == _digest(record.message)
+        if not same_body or earlier[2] != record.run_id:
+            what = "another message" if not same_body else f"another run ({record.run_id!r})"
+            raise InvalidArgument(
+                f"line {number} gives message id {record.message.id!r} of session {record.session_id!r} {what}"
+                f" than line {earlier[0]}",
+                hint="a message id names one message of a session; nothing was stored",
+            )
+
+
+def _digest(message: ChatMessage) -> bytes:
+    """A digest of the message's stored body: equal exactly when the bodies are (to 2**-128)."""
+    return hashlib.blake2b(stored_body(message).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _records(lines: Iterable[str]) -> Iterable[tuple[int, SessionRecord]]:
+    """The records of ``lines`` with their line numbers, blank lines skipped."""
+    for n, line in enumerate(lines, 1):
+        if line.strip():
+            yield n, parse_line(line, n)
 
 
 def parse_export(lines: Iterable[str]) -> list[SessionRecord]:
@@ -138,22 +198,120 @@ def parse_export(lines: Iterable[str]) -> list[SessionRecord]:
             would stop halfway with ``MessageConflict``, or keep one of the runs silently.
     """
     records: list[SessionRecord] = []
-    seen: dict[tuple[str, str, str], tuple[int, str, str]] = {}
+    ids = _Ids()
+    for n, record in _records(lines):
+        ids.add(record, n)
+        records.append(record)
+    return records
+
+
+@dataclass
+class CheckedExport:
+    """What :func:`check_export` read of an export: per message id of each session, its first line, a digest of
+    its message and its run (a few dozen bytes a message, however large the messages are)."""
+
+    records: int = 0
+    """How many records the lines hold."""
+    sessions: list[tuple[str, str]] = field(default_factory=list)
+    """The ``(agent_id, session_id)`` the lines name, in the order of their first line."""
+    ids: _Ids = field(default_factory=_Ids, repr=False)
+
+
+def _at_least_one(**sizes: object) -> None:
+    for name, size in sizes.items():
+        if check_count(size, name) < 1:  # type: ignore[arg-type]  # check_count refuses what is not an int
+            raise InvalidArgument(f"must be at least 1, got {size!r}", field=name)
+
+
+async def check_export(history: HistoryProvider, lines: Iterable[str], *, page: int = 1_000) -> CheckedExport:
+    """Read every line of an export, checking what :func:`parse_export` checks, and, where the store is a
+    ``RunReader``, the sessions the lines name (``page`` messages at a time) for a message id held for another
+    message: the first reading of an import that holds no more than one line at a time.
+
+    Raises:
+        InvalidArgument: what :func:`parse_export` raises, or a ``page`` that is not an integer >= 1.
+        MessageConflict: a session holds another message under an id of the lines; nothing was stored.
+    """
+    _at_least_one(page=page)
+    checked = CheckedExport()
+    seen: set[tuple[str, str]] = set()
+    for n, record in _records(lines):
+        checked.ids.add(record, n)
+        checked.records += 1
+        if (record.agent_id, record.session_id) not in seen:
+            seen.add((record.agent_id, record.session_id))
+            checked.sessions.append((record.agent_id, record.session_id))
+    if isinstance(history, RunReader):
+        for agent_id, session_id in checked.sessions:
+            offset = 0
+            while stored := await history.get_stored(agent_id, session_id=session_id, limit=page, offset=offset):
+                for s in stored:
+                    given = checked.ids.first.get((agent_id, session_id, s.message.id))
+                    if given is not None and given[1] != _digest(s.message):
+                        raise MessageConflict(
+                            s.message.id, hint="the session holds another message under this id; nothing was stored"
+                        )
+                offset += len(stored)
+    return checked
+
+
+async def store_export(
+    history: HistoryProvider,
+    lines: Iterable[str],
+    checked: CheckedExport,
+    *,
+    batch_messages: int = 500,
+    batch_chars: int = 8_000_000,
+) -> dict[tuple[str, str], int]:
+    """Append the records of ``lines``, read a second time after :func:`check_export` read them, each run of
+    consecutive lines of one session and run in ``append_many`` batches of at most ``batch_messages`` messages
+    and ``batch_chars`` characters of lines (a longer line is a batch of its own); returns how many records each
+    ``(agent_id, session_id)`` had. The store refuses an id it holds for another message (``MessageConflict``,
+    that batch not stored), so what another writer appended since the check is never stored twice.
+
+    Raises:
+        InvalidArgument: a batch size that is not an integer >= 1, or a line differs from what
+            :func:`check_export` read (the file changed in between; the batches before it are stored).
+        MessageConflict: the store holds another message under an id of a batch (appended since the check).
+    """
+    _at_least_one(batch_messages=batch_messages, batch_chars=batch_chars)
+    given: dict[tuple[str, str], int] = {}
+    batch: list[ChatMessage] = []
+    scope: tuple[str, str, str] | None = None
+    size = 0
+    read = 0
+
+    async def flush() -> None:
+        if batch and scope is not None:
+            await history.append_many(scope[0], list(batch), session_id=scope[1], run_id=scope[2])
+            given[scope[0], scope[1]] = given.get((scope[0], scope[1]), 0) + len(batch)
+        batch.clear()
+
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         record = parse_line(line, n)
-        key, body = (record.agent_id, record.session_id, record.message.id), stored_body(record.message)
-        earlier = seen.setdefault(key, (n, body, record.run_id))
-        if earlier[1:] != (body, record.run_id):
-            what = "another message" if earlier[1] != body else f"another run ({record.run_id!r})"
+        known = checked.ids.first.get((record.agent_id, record.session_id, record.message.id))
+        read += 1
+        if known is None or known[1:] != (_digest(record.message), record.run_id) or read > checked.records:
             raise InvalidArgument(
-                f"line {n} gives message id {record.message.id!r} of session {record.session_id!r} {what} than"
-                f" line {earlier[0]}",
-                hint="a message id names one message of a session; nothing was stored",
+                f"line {n} is not what it was when the lines were checked: the file changed during the import",
+                hint="import it again once nothing writes to it (what was stored is skipped)",
             )
-        records.append(record)
-    return records
+        here = (record.agent_id, record.session_id, record.run_id)
+        if here != scope or len(batch) >= batch_messages or (batch and size + len(line) > batch_chars):
+            await flush()
+            scope, size = here, 0
+        batch.append(record.message)
+        size += len(line)
+    await flush()
+    if read != checked.records:
+        raise InvalidArgument(
+            f"the file holds {read} records where it held {checked.records} when it was checked: it changed"
+            " during the import",
+            hint="import it again once nothing writes to it (what was stored is skipped)",
+        )
+    return given
 
 
 async def import_records(history: HistoryProvider, records: Iterable[SessionRecord]) -> dict[tuple[str, str], int]:
@@ -190,12 +348,16 @@ async def import_records(history: HistoryProvider, records: Iterable[SessionReco
 
 
 __all__ = [
+    "EARLIEST",
     "FORMAT",
+    "CheckedExport",
     "SessionRecord",
+    "check_export",
     "export_line",
     "export_session",
     "import_records",
     "parse_export",
     "parse_line",
     "split_lines",
+    "store_export",
 ]
