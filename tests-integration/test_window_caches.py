@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import pytest
 from servers import Server, closing
 
 from ravi.agents.context import (
@@ -16,6 +17,7 @@ from ravi.agents.context import (
     TokenBudgetComposedStrategy,
 )
 from ravi.agents.context.functional import CompactionPolicy, PolicyCompactionStrategy
+from ravi.agents.context.recall_index import BM25Index
 from ravi.capabilities.postgres import PostgresHistoryProvider, PostgresSummaryStore
 from ravi.capabilities.redis import RedisHistoryProvider, RedisSummaryStore
 from ravi.conformance._base import eventually
@@ -101,6 +103,52 @@ async def test_postgres_recall_holds_nothing_of_a_cleared_session(postgres_serve
 
 async def test_redis_recall_holds_nothing_of_a_cleared_session(redis_server: Server, redis_prefix: str) -> None:
     await as_two_processes(on_redis(redis_server, redis_prefix), recalls_nothing_removed)
+
+
+HELD = {
+    "cache": lambda: RelevantRecallStrategy(token_budget=400, recall_share=0.5, prefer="cache"),
+    "bm25 cache": lambda: RelevantRecallStrategy(400, recall_share=0.5, prefer="cache", index=BM25Index()),
+}
+
+
+def holds_nothing_removed(strategy: str, explain: bool) -> Callable[[Any, Any], Awaitable[None]]:
+    """A window (or an explained one) of a process that holds a recall (a cache-stable one: its units are kept
+    between windows) after the other process cleared the session and wrote it again under the same ids."""
+
+    async def body(mine: Any, theirs: Any) -> None:
+        context = AgentContext(ContextConfig(mine, [HELD[strategy]()]))
+
+        async def window() -> str:
+            if explain:
+                return " ".join(texts((await context.explain("s")).messages))
+            return " ".join(texts(await context.get_prompt_window("s")))
+
+        await theirs.append_many("agent", transcript("INV-2291"), session_id="s")
+        assert "INV-2291" in await window()  # recalled, and held
+
+        await theirs.clear("agent", session_id="s")
+        await theirs.append_many("agent", transcript("INV-7777"), session_id="s")  # same ids and sizes
+        shown = await window()
+        assert "INV-2291" not in shown
+        assert "INV-7777" in shown
+
+    return body
+
+
+@pytest.mark.parametrize("explain", [False, True], ids=["window", "explain"])
+@pytest.mark.parametrize("strategy", list(HELD))
+async def test_postgres_held_recall_holds_nothing_of_a_cleared_session(
+    postgres_server: Server, pg_schema: str, strategy: str, explain: bool
+) -> None:
+    await as_two_processes(on_postgres(postgres_server, pg_schema), holds_nothing_removed(strategy, explain))
+
+
+@pytest.mark.parametrize("explain", [False, True], ids=["window", "explain"])
+@pytest.mark.parametrize("strategy", list(HELD))
+async def test_redis_held_recall_holds_nothing_of_a_cleared_session(
+    redis_server: Server, redis_prefix: str, strategy: str, explain: bool
+) -> None:
+    await as_two_processes(on_redis(redis_server, redis_prefix), holds_nothing_removed(strategy, explain))
 
 
 async def test_redis_windows_after_expiry_hold_only_the_new_session(redis_server: Server, redis_prefix: str) -> None:
