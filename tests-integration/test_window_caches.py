@@ -21,6 +21,7 @@ from ravi.agents.context.recall_index import BM25Index
 from ravi.capabilities.postgres import PostgresHistoryProvider, PostgresSummaryStore
 from ravi.capabilities.redis import RedisHistoryProvider, RedisSummaryStore
 from ravi.conformance._base import eventually
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.messages import ChatMessage
 
 
@@ -240,3 +241,45 @@ async def test_redis_summaries_of_agents_sharing_ids_stay_apart(redis_server: Se
     async for history in closing(RedisHistoryProvider(redis_server.address, prefix=redis_prefix)):
         async for summaries in closing(RedisSummaryStore(redis_server.address, prefix=redis_prefix)):
             await summaries_stay_apart(history, summaries)
+
+
+class PausingBM25(BM25Index):
+    """BM25; the first window's ranking waits while ``during`` runs (another process's clear)."""
+
+    during: Callable[[], Awaitable[None]] | None = None
+
+    async def scores(
+        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
+    ) -> dict[int, float]:
+        during, self.during = self.during, None
+        if during is not None:
+            await during()
+        return await super().scores(history, query, session)
+
+
+async def keeps_no_late_window(mine: Any, theirs: Any) -> None:
+    """A window under way while the other process clears the session and writes it again, and a later window of
+    this process assembles the new one: the late window is not what the new generation keeps."""
+    index = PausingBM25()
+    context = AgentContext(ContextConfig(mine, [RelevantRecallStrategy(400, prefer="cache", index=index)]))
+    await theirs.append_many("agent", transcript("INV-2291"), session_id="s")
+    newer: list[ChatMessage] = []
+
+    async def elsewhere() -> None:
+        await theirs.clear("agent", session_id="s")
+        await theirs.append_many("agent", transcript("INV-7777"), session_id="s")
+        newer.extend(await context.get_prompt_window("s"))
+
+    index.during = elsewhere
+    await context.get_prompt_window("s")
+    assert "INV-7777" in " ".join(texts(newer))
+    assert context.config.pipeline.last_window("agent", "s") == newer
+    assert "INV-2291" not in " ".join(texts(await context.get_prompt_window("s")))
+
+
+async def test_postgres_window_under_way_across_a_clear_is_not_kept(postgres_server: Server, pg_schema: str) -> None:
+    await as_two_processes(on_postgres(postgres_server, pg_schema), keeps_no_late_window)
+
+
+async def test_redis_window_under_way_across_a_clear_is_not_kept(redis_server: Server, redis_prefix: str) -> None:
+    await as_two_processes(on_redis(redis_server, redis_prefix), keeps_no_late_window)

@@ -4,12 +4,14 @@ over one store stand for the two processes: each keeps its own state."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal
 
 import pytest
 
 from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider, RelevantRecallStrategy
 from ravi.agents.context.recall_index import BM25Index
+from ravi.kernel.agent import SessionContext
 from ravi.kernel.messages import ChatMessage
 
 
@@ -52,3 +54,47 @@ async def test_a_warm_recall_shows_nothing_of_a_session_cleared_elsewhere(strate
     shown = await window()
     assert "INV-2291" not in shown
     assert "INV-7777" in shown
+
+
+class _PausingIndex(BM25Index):
+    """BM25, running ``during`` (once) in the middle of the first window's ranking: after the window read the
+    session, before it keeps what it found."""
+
+    during: Callable[[], Awaitable[None]] | None = None
+
+    async def scores(
+        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
+    ) -> dict[int, float]:
+        during, self.during = self.during, None
+        if during is not None:
+            await during()
+        return await super().scores(history, query, session)
+
+
+@pytest.mark.parametrize("prefer", ["cache", "relevance"])
+async def test_a_window_under_way_across_a_clear_elsewhere_leaves_nothing_in_the_new_generations_state(
+    prefer: Literal["cache", "relevance"],
+) -> None:
+    """The first window read the old session; meanwhile another process cleared it and wrote it again, and a
+    second window of this process assembled the new one. What the first keeps when it ends (the last window, the
+    ids it recalled) is not the new generation's."""
+    store, index = InMemoryHistoryProvider(), _PausingIndex()
+    strategy = RelevantRecallStrategy(400, recall_share=0.5, prefer=prefer, index=index)
+    mine = AgentContext(ContextConfig(store, [strategy]))
+    theirs = AgentContext(ContextConfig(store, [RelevantRecallStrategy(400, recall_share=0.5)]))
+    await theirs.add_messages("s", transcript("INV-2291"))
+    second: list[ChatMessage] = []
+
+    async def elsewhere() -> None:
+        await theirs.clear("s")
+        await theirs.add_messages("s", transcript("INV-7777"))
+        second.extend(await mine.get_prompt_window("s"))
+
+    index.during = elsewhere
+    assert "INV-2291" in text(await mine.get_prompt_window("s"))  # it read the session before the clear
+    assert "INV-7777" in text(second)
+    last = mine.config.pipeline.last_window("agent", "s")
+    assert last is not None
+    assert "INV-2291" not in text(last)
+    assert last == second  # the new generation's last window, not the late one of the old
+    assert "INV-2291" not in text(await mine.get_prompt_window("s"))

@@ -298,10 +298,15 @@ class CompactionPipeline:
 
     def _adopt(self, session: SessionContext, generation: str | None) -> None:
         """Assemble in ``generation`` of the session: state kept from another generation, or from reads that
-        knew none, is dropped."""
+        knew none, is dropped. The session gets a new state rather than the old one emptied, so a window of the
+        old generation still under way (another process cleared the session meanwhile) goes on writing into the
+        state it began with, which nothing reads again."""
         state = session.state
         if generation is not None and state.generation != generation:
-            state.clear()
+            if session.agent_id and self.sessions.find(session.agent_id, session.session_id) is state:
+                state = session.state = self.sessions.renew(session.agent_id, session.session_id)
+            else:
+                state.clear()
         if generation is not None:
             state.generation = generation
         session.generation = generation
@@ -346,6 +351,10 @@ class CompactionPipeline:
         while True:
             view = await history.read_window(session.agent_id, session_id=session.session_id, tokens=tokens)
             self._adopt(session, view.generation)
+            if session.state is not state:  # a new generation: the session's state starts afresh
+                state = session.state
+                served = state.get(self, _SERVED)
+                served[0] += 1
             sized = state.get(self, _READ_TOKENS)
             messages = [*view.messages, *request.unsaved]
             stored = len(view.messages)  # read with the generation: offsets found are kept for the next reads
