@@ -18,7 +18,7 @@ from servers import Server
 from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMemoryHistoryProvider, WindowRequest
 from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.messages import ChatMessage, ToolCallBlock, ToolResultBlock
+from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
 
 WORDS = ["cache", "deploy", "staging", "port", "walrus", "invoice", "zanzibar", "lunch", "Straße", "東京"]
 SESSIONS = [("a", "s"), ("a", "t"), ("b", "s")]
@@ -38,6 +38,7 @@ def check_cache_window(window: list[ChatMessage], history: list[ChatMessage], bu
     assert len(ids) == len(set(ids)), "a message twice"
     where = {m.id: i for i, m in enumerate(history)}
     assert all(i in where for i in ids), "a message not in the session"
+    assert all(m == history[where[m.id]] for m in window), "a message as it was before the session was rewritten"
     order = [where[i] for i in ids]
     assert order == sorted(order), "not in conversation order"
     assert {m.id for m in history if m.role == "system"} <= set(ids), "a system message missing"
@@ -52,6 +53,17 @@ def check_cache_window(window: list[ChatMessage], history: list[ChatMessage], bu
     assert calls & answered <= results, "a tool call without its results"
     if history and history[-1].role == "user" and systems + count(history[-1]) <= budget:
         assert history[-1].id in ids, "the request missing"
+
+
+_OTHER_DIGITS = str.maketrans("0123456789", "1234567890")
+
+
+def altered(message: ChatMessage) -> ChatMessage:
+    """``message`` under the same id, role and size, with other text (a tool call or result as it was)."""
+    if message.role == "tool" or message.tool_calls or not message.text:
+        return message
+    text = message.text.translate(_OTHER_DIGITS)  # the same number of digits: the same token counts
+    return ChatMessage(id=message.id, role=message.role, content=[TextBlock(text=text)], created_at=message.created_at)
 
 
 class Hostile(RuleBasedStateMachine):
@@ -144,6 +156,19 @@ class Hostile(RuleBasedStateMachine):
     def clear(self, where: tuple[str, str], theirs: bool) -> None:
         store = self.other if theirs else self.store
         self.run(store.clear(where[0], session_id=where[1]))
+
+    @rule(where=st.sampled_from(SESSIONS), theirs=st.booleans())
+    def rewrite(self, where: tuple[str, str], theirs: bool) -> None:
+        """Clear the session and write it again with the same ids and sizes, and other text in all but its newest
+        message (the request stays), then assemble its window: what a window kept of the old one can only be told
+        apart by its content."""
+        store = self.other if theirs else self.store
+        messages = self.run(store.get_messages(where[0], session_id=where[1]))
+        self.run(store.clear(where[0], session_id=where[1]))
+        if messages:
+            again = [*map(altered, messages[:-1]), messages[-1]]
+            self.run(store.append_many(where[0], again, session_id=where[1]))
+        self.window(where, None, 1)
 
     @rule(where=st.sampled_from(SESSIONS), run=st.sampled_from(["r1", "r2"]), theirs=st.booleans())
     def clear_run(self, where: tuple[str, str], run: str, theirs: bool) -> None:

@@ -261,14 +261,16 @@ class CompactionPipeline:
         session.budget, session.calibration = request.budget, request.calibration
         if request.messages is not None:
             messages = [*request.messages, *request.unsaved]
-            if request.history is not None and request.agent_id and self.derives_records:
+            if request.history is not None and request.agent_id:
                 self._adopt(session, await _generation(request.history, session))
             session.read_from(messages)
             return await self._run(messages, session, request.explain)
         history = request.history
         assert history is not None
         if request.explain or not self.reads_windows(history):
-            generation = await _generation(history, session) if self.derives_records else None
+            # read even when no strategy derives records: the state the session keeps here (a held recall, a
+            # memo) came from the transcript, and must not outlive a clear made elsewhere
+            generation = await _generation(history, session)
             messages = await history.get_messages(session.agent_id, session_id=session.session_id)
             messages.extend(request.unsaved)
             self._adopt(session, generation)
@@ -295,10 +297,16 @@ class CompactionPipeline:
     # -- how ----------------------------------------------------------------------------------------------------------
 
     def _adopt(self, session: SessionContext, generation: str | None) -> None:
-        """Assemble in ``generation`` of the session: state kept from another generation is dropped."""
+        """Assemble in ``generation`` of the session: state kept from another generation, or from reads that
+        knew none, is dropped. The session gets a new state rather than the old one emptied, so a window of the
+        old generation still under way (another process cleared the session meanwhile) goes on writing into the
+        state it began with, which nothing reads again."""
         state = session.state
-        if generation is not None and state.generation is not None and state.generation != generation:
-            state.clear()
+        if generation is not None and state.generation != generation:
+            if session.agent_id and self.sessions.find(session.agent_id, session.session_id) is state:
+                state = session.state = self.sessions.renew(session.agent_id, session.session_id)
+            else:
+                state.clear()
         if generation is not None:
             state.generation = generation
         session.generation = generation
@@ -343,6 +351,10 @@ class CompactionPipeline:
         while True:
             view = await history.read_window(session.agent_id, session_id=session.session_id, tokens=tokens)
             self._adopt(session, view.generation)
+            if session.state is not state:  # a new generation: the session's state starts afresh
+                state = session.state
+                served = state.get(self, _SERVED)
+                served[0] += 1
             sized = state.get(self, _READ_TOKENS)
             messages = [*view.messages, *request.unsaved]
             stored = len(view.messages)  # read with the generation: offsets found are kept for the next reads

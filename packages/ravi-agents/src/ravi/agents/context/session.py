@@ -39,6 +39,16 @@ class SessionStates:
             self._states.move_to_end(key)
         return state
 
+    def find(self, agent_id: str, session_id: str) -> SessionState | None:
+        """The state of the session, or ``None`` when none is kept."""
+        return self._states.get((agent_id, session_id))
+
+    def renew(self, agent_id: str, session_id: str) -> SessionState:
+        """A new, empty state for the session in place of the one kept (whoever holds the old one may go on
+        writing into it: nothing reads it here again)."""
+        self._states.pop((agent_id, session_id), None)
+        return self.get(agent_id, session_id)
+
     def drop(self, agent_id: str, session_id: str) -> None:
         """Forget the session (after it was cleared, say)."""
         self._states.pop((agent_id, session_id), None)

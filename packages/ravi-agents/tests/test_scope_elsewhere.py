@@ -1,0 +1,100 @@
+"""What one process keeps about a session (held recall, memos, indexes) after another process clears it and
+writes it again under the same message ids: nothing of the removed messages is shown by any path. Two contexts
+over one store stand for the two processes: each keeps its own state."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal
+
+import pytest
+
+from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider, RelevantRecallStrategy
+from ravi.agents.context.recall_index import BM25Index
+from ravi.kernel.agent import SessionContext
+from ravi.kernel.messages import ChatMessage
+
+
+def transcript(secret: str) -> list[ChatMessage]:
+    """A long session whose first turn holds ``secret``; the same ids and sizes every time it is written."""
+    first = ChatMessage.user(f"my invoice {secret} shows the wrong amount", id="m-0")
+    rest = [ChatMessage.user(f"filler turn {i} about the weather and nothing else", id=f"m-{i}") for i in range(1, 40)]
+    return [first, *rest, ChatMessage.user("what was wrong with my invoice?", id="m-40")]
+
+
+def text(window: list[ChatMessage]) -> str:
+    return " ".join(m.text for m in window)
+
+
+STRATEGIES: dict[str, Callable[[], RelevantRecallStrategy]] = {
+    "store search, cache": lambda: RelevantRecallStrategy(token_budget=400, recall_share=0.5, prefer="cache"),
+    "store search, relevance": lambda: RelevantRecallStrategy(token_budget=400, recall_share=0.5),
+    "bm25, cache": lambda: RelevantRecallStrategy(400, recall_share=0.5, prefer="cache", index=BM25Index()),
+    "bm25, relevance": lambda: RelevantRecallStrategy(400, recall_share=0.5, index=BM25Index()),
+}
+
+
+@pytest.mark.parametrize("explain", [False, True], ids=["window", "explain"])
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+async def test_a_warm_recall_shows_nothing_of_a_session_cleared_elsewhere(strategy: str, explain: bool) -> None:
+    store = InMemoryHistoryProvider()
+    mine = AgentContext(ContextConfig(store, [STRATEGIES[strategy]()]))
+    theirs = AgentContext(ContextConfig(store, [STRATEGIES[strategy]()]))
+
+    async def window() -> str:
+        if explain:
+            return text((await mine.explain("s")).messages)
+        return text(await mine.get_prompt_window("s"))
+
+    await theirs.add_messages("s", transcript("INV-2291"))
+    assert "INV-2291" in await window()  # recalled, and held
+
+    await theirs.clear("s")
+    await theirs.add_messages("s", transcript("INV-7777"))  # same ids, same sizes, other text
+    shown = await window()
+    assert "INV-2291" not in shown
+    assert "INV-7777" in shown
+
+
+class _PausingIndex(BM25Index):
+    """BM25, running ``during`` (once) in the middle of the first window's ranking: after the window read the
+    session, before it keeps what it found."""
+
+    during: Callable[[], Awaitable[None]] | None = None
+
+    async def scores(
+        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
+    ) -> dict[int, float]:
+        during, self.during = self.during, None
+        if during is not None:
+            await during()
+        return await super().scores(history, query, session)
+
+
+@pytest.mark.parametrize("prefer", ["cache", "relevance"])
+async def test_a_window_under_way_across_a_clear_elsewhere_leaves_nothing_in_the_new_generations_state(
+    prefer: Literal["cache", "relevance"],
+) -> None:
+    """The first window read the old session; meanwhile another process cleared it and wrote it again, and a
+    second window of this process assembled the new one. What the first keeps when it ends (the last window, the
+    ids it recalled) is not the new generation's."""
+    store, index = InMemoryHistoryProvider(), _PausingIndex()
+    strategy = RelevantRecallStrategy(400, recall_share=0.5, prefer=prefer, index=index)
+    mine = AgentContext(ContextConfig(store, [strategy]))
+    theirs = AgentContext(ContextConfig(store, [RelevantRecallStrategy(400, recall_share=0.5)]))
+    await theirs.add_messages("s", transcript("INV-2291"))
+    second: list[ChatMessage] = []
+
+    async def elsewhere() -> None:
+        await theirs.clear("s")
+        await theirs.add_messages("s", transcript("INV-7777"))
+        second.extend(await mine.get_prompt_window("s"))
+
+    index.during = elsewhere
+    assert "INV-2291" in text(await mine.get_prompt_window("s"))  # it read the session before the clear
+    assert "INV-7777" in text(second)
+    last = mine.config.pipeline.last_window("agent", "s")
+    assert last is not None
+    assert "INV-2291" not in text(last)
+    assert last == second  # the new generation's last window, not the late one of the old
+    assert "INV-2291" not in text(await mine.get_prompt_window("s"))
