@@ -484,3 +484,22 @@ async def test_the_readings_of_an_import_refuse_a_page_or_batch_size_that_is_not
     for name in ("batch_messages", "batch_chars"):
         with pytest.raises(InvalidArgument, match=name):
             await store_export(history, [], checked, **{name: size})  # type: ignore[arg-type]
+
+
+def test_an_import_from_a_closed_standard_input_says_so(tmp_path: Path) -> None:
+    """``ravi import -`` run with standard input closed (``<&-``) printed a traceback (``AttributeError``: Python
+    has no ``sys.stdin`` then)."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = subprocess.run(
+        [RAVI, "import", "-"],
+        cwd=tmp_path,
+        stdin=None,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "standard input is closed" in done.stderr, done.stderr
+    assert done.stdout == ""

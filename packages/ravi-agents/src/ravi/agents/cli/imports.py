@@ -83,6 +83,8 @@ def _reader(source: str) -> Iterator[Reader]:
     where = "standard input" if source == "-" else repr(source)
     with contextlib.ExitStack() as stack:
         if source == "-":
+            if sys.stdin is None:  # Python has none when the process began with it closed (<&-)
+                raise InvalidArgument("standard input is closed", hint="give the export on standard input, or its path")
             stream: IO[bytes] = sys.stdin.buffer
         else:
             try:  # a regular file, or what a shell substitutes (a pipe, /dev/stdin)
