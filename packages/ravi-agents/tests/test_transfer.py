@@ -428,6 +428,26 @@ async def test_an_import_refuses_lines_that_changed_after_they_were_checked() ->
     assert await store_export(target, lines, await check_export(target, lines)) == {("a", "s"): 3}
 
 
+@pytest.mark.parametrize("order", [(0, 0, 2), (1, 0, 2), (0, 2, 1), (0, 1, 1)])
+async def test_an_import_refuses_lines_moved_or_repeated_after_they_were_checked(order: tuple[int, ...]) -> None:
+    """A second reading that gives a checked line in another place (twice, or in another order) is a file that
+    changed: a line repeated in place of another one was taken, so that other message was never stored while the
+    import said it was."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.storage.transfer import check_export, store_export
+
+    source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+    await source.append_many("a", [ChatMessage.user(str(i), id=f"m{i}") for i in range(3)], session_id="s")
+    lines = await export_session(source, "a", "s")
+    checked = await check_export(target, lines)
+    first = next(n for n, i in enumerate(order, 1) if i != n - 1)
+    with pytest.raises(InvalidArgument, match=f"line {first} is not what it was"):
+        await store_export(target, [lines[i] for i in order], checked)
+    again = [*lines[:2], "", lines[1], lines[2]]  # a line given twice is taken where it was given twice
+    assert await store_export(target, again, await check_export(target, again)) == {("a", "s"): 4}
+    assert [m.id for m in await target.get_messages("a", session_id="s")] == ["m0", "m1", "m2"]
+
+
 def test_an_import_from_standard_input_without_room_for_its_copy_says_so(tmp_path: Path) -> None:
     """Standard input is read twice through a copy in TMPDIR: a copy that cannot be written (here, files are
     limited to 64 KiB) is one line saying so and how to give it room, and nothing is stored."""
