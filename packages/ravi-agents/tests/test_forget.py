@@ -107,6 +107,23 @@ def test_ravi_forget_asks_first_and_reports(tmp_path: Path) -> None:
     assert table.exit_code == 0 and "history" in table.output
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["x" * 513], "agent_id: an id may hold at most 512"),
+        (["a", "--session", "\u00e9" * 257], "session_id: an id may hold at most 512"),
+    ],
+)
+def test_ravi_forget_refuses_an_id_no_store_takes_before_asking(tmp_path: Path, args: list[str], said: str) -> None:
+    """An id past ``MAX_ID_BYTES`` was shown in the confirmation ("Erase every session of agent ...?"), and only
+    refused once the user had agreed to erase it."""
+    config = tmp_path / "ravi.toml"
+    config.write_text('[history]\nbackend = "memory"\n')
+    done = CliRunner().invoke(app, ["forget", *args, "--config", str(config)], input="y\n")
+    assert done.exit_code == 1 and said in str(done.exception), done.exception
+    assert "Erase" not in done.output
+
+
 async def test_a_history_that_cannot_list_sessions_leaves_state_and_recall_reported() -> None:
     class Unlisted:  # forgets, but cannot say which sessions an agent has
         async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
