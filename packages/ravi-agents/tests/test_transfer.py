@@ -523,3 +523,19 @@ def test_an_import_from_a_closed_standard_input_says_so(tmp_path: Path) -> None:
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "standard input is closed" in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("given", ["file", "stdin"])
+def test_an_export_saved_with_a_byte_order_mark_is_imported(tmp_path: Path, given: str) -> None:
+    """An editor, or PowerShell's UTF-8, writes a byte-order mark (U+FEFF) first: the first line was refused as
+    not JSON, with Python's advice to decode it as ``utf-8-sig``. It marks the encoding, not the data; a mark
+    anywhere else is still refused."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    text = "\ufeff" + _record("2026-01-05T09:00:00Z") + "\r\n" + _record("2026-01-05T09:00:01Z", "m2") + "\r\n"
+    (tmp_path / "a.jsonl").write_text(text, encoding="utf-8", newline="")
+    done = ravi(tmp_path, "import", "a.jsonl") if given == "file" else ravi(tmp_path, "import", "-", stdin=text)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "agent 'a' session 's': 2 messages, 2 new\n"
+    inside = _record("2026-01-05T09:00:00Z") + "\n\ufeff" + _record("2026-01-05T09:00:01Z", "m2") + "\n"
+    refused = ravi(tmp_path, "import", "-", stdin=inside)
+    assert refused.returncode == 1 and "line 2 is not JSON" in refused.stderr, refused.stderr
