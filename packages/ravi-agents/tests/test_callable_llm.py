@@ -491,3 +491,46 @@ async def test_a_ravi_error_or_a_cancel_the_function_raises_passes_as_it_is(kind
         assert caught.value is error
     with pytest.raises(asyncio.CancelledError):
         await CallableLLMClient(_failing(asyncio.CancelledError(), kind)).complete(ASKED)
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+class _NotText(Exception):
+    def __str__(self) -> Any:
+        return 5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("error", [_Unprintable(), _NotText()], ids=["raising", "not-text"])
+async def test_a_failure_whose_text_cannot_be_read_is_still_a_ravi_error(kind: str, error: Exception) -> None:
+    """Describing the function's exception called its ``__str__``: one that raised (or gave no text) left
+    ``complete`` as a bare ``ValueError`` or ``TypeError``."""
+    with pytest.raises(RaviError) as caught:
+        await CallableLLMClient(_failing(error, kind)).complete(ASKED)
+    assert type(caught.value) is RaviError and caught.value.__cause__ is error
+    assert f"the model function failed ({type(error).__name__})" in str(caught.value)
+
+
+class _Stops:
+    """An iterable whose ``__iter__`` raises ``StopIteration``."""
+
+    def __iter__(self) -> Iterator[str]:
+        raise StopIteration
+
+
+def _stops(messages: Sequence[ChatMessage]) -> str:
+    raise StopIteration
+
+
+@pytest.mark.parametrize("function", [_stops, lambda messages: _Stops()], ids=["call", "stream"])
+async def test_a_stop_iteration_in_a_worker_thread_is_a_ravi_error_not_a_hang(function: Any) -> None:
+    """A plain function (or its stream) raising ``StopIteration`` in its worker thread: asyncio cannot set it on
+    a future, so the call's future was never settled and ``complete`` waited forever. (``wait_for`` only keeps
+    the old behaviour from hanging the suite.)"""
+    with pytest.raises(RaviError) as caught:
+        await asyncio.wait_for(CallableLLMClient(function).complete(ASKED), 60)
+    assert type(caught.value) is RaviError and "StopIteration" in str(caught.value)
+    assert isinstance(caught.value.__cause__, StopIteration)

@@ -655,3 +655,18 @@ def test_json_lines_of_stored_messages_escape_what_a_terminal_acts_on_and_read_b
         assert ChatMessage.from_openai(json.loads(line)) == message
     else:
         assert stored_body(parse_line(line).message) == stored_body(message)
+
+
+def test_the_command_says_a_bad_ravi_log_in_one_line() -> None:
+    """``RAVI_LOG=loud ravi ...`` printed a Python traceback: the value is refused while Ravi is imported, before
+    the command's own error handling runs."""
+    import os
+
+    ravi = str(Path(sys.executable).with_name("ravi"))
+    env = {**os.environ, "RAVI_LOG": "loud"}
+    done = subprocess.run([ravi, "backends"], env=env, capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines() == [
+        "error: RAVI_LOG='loud' is not a log level (hint: one of debug, info, warning, error, critical; or leave it"
+        " unset)"
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ravi.agents.cli import app
@@ -106,6 +107,23 @@ def test_ravi_forget_asks_first_and_reports(tmp_path: Path) -> None:
     assert table.exit_code == 0 and "history" in table.output
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["x" * 513], "agent_id: an id may hold at most 512"),
+        (["a", "--session", "\u00e9" * 257], "session_id: an id may hold at most 512"),
+    ],
+)
+def test_ravi_forget_refuses_an_id_no_store_takes_before_asking(tmp_path: Path, args: list[str], said: str) -> None:
+    """An id past ``MAX_ID_BYTES`` was shown in the confirmation ("Erase every session of agent ...?"), and only
+    refused once the user had agreed to erase it."""
+    config = tmp_path / "ravi.toml"
+    config.write_text('[history]\nbackend = "memory"\n')
+    done = CliRunner().invoke(app, ["forget", *args, "--config", str(config)], input="y\n")
+    assert done.exit_code == 1 and said in str(done.exception), done.exception
+    assert "Erase" not in done.output
+
+
 async def test_a_history_that_cannot_list_sessions_leaves_state_and_recall_reported() -> None:
     class Unlisted:  # forgets, but cannot say which sessions an agent has
         async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
@@ -118,3 +136,39 @@ async def test_a_history_that_cannot_list_sessions_leaves_state_and_recall_repor
     # not also reported as removing nothing: `ravi forget` printed "state 0" and "state not covered" both
     assert not set(report.removed) & set(report.not_covered)
     assert (await stores.forget("a", session_id="s")).complete  # a named session needs no list
+
+
+@pytest.mark.parametrize("text", ["a", "\u00e9", "/", "\U0001f680"])
+async def test_blobs_of_ids_up_to_the_limit_are_kept_and_forgotten_under_their_prefix(text: str) -> None:
+    """Every agent and session id a store takes (up to ``MAX_ID_BYTES``) has a blob prefix a key can start with:
+    an id whose percent-encoded form passes a key segment's ``MAX_SEGMENT_BYTES`` (an ASCII id of 256 bytes, a
+    ``/`` or non-ASCII one of 86) made a prefix no blob key could hold, so its blobs could be neither uploaded
+    nor forgotten by the convention. Short ids keep their prefix; long ones get one of their own each."""
+    from ravi.agents.storage import InMemoryFileStore
+    from ravi.kernel.storage import check_blob_key
+    from ravi.kernel.values import MAX_ID_BYTES
+
+    def long(tag: str) -> str:
+        body = text * (MAX_ID_BYTES // len(text.encode()))
+        return body[: len(body) - len(tag)] + tag if text.isascii() else body[:-1] + tag
+
+    agents = [long("x"), long("y")]
+    store = InMemoryFileStore()
+    for agent in agents:
+        for session in ("s1", long("z")):
+            key = blob_prefix(agent, session) + "f"
+            assert check_blob_key(key) == key and len(agent.encode()) <= MAX_ID_BYTES
+            await store.upload(key, b"x")
+    assert len({blob_prefix(a, s) for a in agents for s in ("s1", long("z"))}) == 4
+    assert await store.forget(agents[0], session_id=long("z")) == 1
+    assert await store.forget(agents[0]) == 1
+    assert await store.download(blob_prefix(agents[1], long("z")) + "f")
+    assert blob_prefix("alice", "s1") == "alice/s1/" and blob_prefix("a/b") == "a%2Fb/"
+
+
+@pytest.mark.parametrize("agent", [5, "", "x" * 513])
+def test_a_blob_prefix_refuses_what_is_no_id(agent: object) -> None:
+    from ravi.kernel.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="agent_id"):
+        blob_prefix(agent)  # type: ignore[arg-type]

@@ -686,6 +686,15 @@ def test_the_offline_model_embeds_without_the_network() -> None:
 
 
 @needs_model
+@pytest.mark.parametrize("dimension", [64.0, 128.0, True, "64", None])
+def test_the_offline_model_refuses_a_dimension_that_is_not_one_of_its_sizes(dimension: object) -> None:
+    """A dimension of 64.0 equals 64, so it was taken, and every embedding then failed with numpy's
+    TypeError."""
+    with pytest.raises(InvalidArgument, match="dimension must be 64, 128 or 256"):
+        StaticEmbeddingClient(dimension)  # type: ignore[arg-type]
+
+
+@needs_model
 def test_the_offline_model_refuses_text_that_is_not_unicode_by_name() -> None:
     """A lone surrogate cannot be tokenized (nor stored): InvalidArgument naming where, not the tokenizer's
     TypeError; a NUL or a text longer than ``max_chars`` embeds."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ravi.agents.context.recall_index import EmbeddingIndex
+from ravi.agents.forget import collection_name, recall_collections
 from ravi.agents.storage import InMemoryVectorStore
 from ravi.agents.storage.embeddings import HashingEmbeddingClient
 from ravi.kernel.agent import SessionContext
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import new_generation
 from ravi.kernel.values import MAX_ID_BYTES
@@ -32,3 +36,47 @@ async def test_messages_with_ids_at_the_limit_are_scored_in_every_generation() -
         kept.append({hit.id for hit in await vectors.search([1.0] * 64, collection=collection, limit=10)})
     assert [len(ids) for ids in kept] == [3, 3] and not kept[0] & kept[1]  # each message once, per generation
     assert all(len(i.encode()) <= MAX_ID_BYTES for i in kept[0] | kept[1])
+
+
+def longest_prefix() -> str:
+    """The longest collection prefix whose collections (``<prefix>-<digest>-messages``) a store holds."""
+    room = MAX_ID_BYTES - len(collection_name("", "agent", "s")) - len("-messages")
+    return "\u00e9" * (room // 2) + "x" * (room % 2)
+
+
+async def test_a_collection_prefix_at_the_limit_keeps_every_collection() -> None:
+    """The longest prefix that leaves every collection's name within ``MAX_ID_BYTES`` is taken and used."""
+    prefix = longest_prefix()
+    vectors = InMemoryVectorStore()
+    index = EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors, collection_prefix=prefix)
+    messages = [ChatMessage.user("the fern on my desk is dying"), ChatMessage.user("weekend plans")]
+    assert await index.scores(messages, "fern", SessionContext("agent", "s"))
+    assert await vectors.list_collections() == [collection_name(prefix, "agent", "s")]
+    assert max(len(name.encode()) for name in recall_collections("agent", "s", prefix)) <= MAX_ID_BYTES
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("collection_prefix", "\u00e9"),  # appended to longest_prefix(): one byte too many
+        ("collection_prefix", ""),
+        ("collection_prefix", 5),
+        ("collection_prefix", "bad\ud800"),
+        ("limit", 0),
+        ("limit", "3"),
+        ("limit", True),
+        ("min_score", float("nan")),
+        ("min_score", "0.1"),
+        ("sessions", 0),
+        ("sessions", 2.0),
+    ],
+)
+def test_an_embedding_index_refuses_options_it_cannot_use_when_made(option: str, value: object) -> None:
+    """A collection prefix whose collections would pass ``MAX_ID_BYTES`` (or that is no text), a limit or a
+    session count that is not an integer >= 1, a minimum score that is not a finite number: ``InvalidArgument``
+    naming the option when the index is made, not a store's refusal of a collection (or a ``TypeError``) at the
+    first window."""
+    if option == "collection_prefix" and value == "\u00e9":
+        value = longest_prefix() + "\u00e9"
+    with pytest.raises(InvalidArgument, match=option):
+        EmbeddingIndex(HashingEmbeddingClient(dimension=64), InMemoryVectorStore(), **{option: value})  # type: ignore[arg-type]

@@ -428,6 +428,26 @@ async def test_an_import_refuses_lines_that_changed_after_they_were_checked() ->
     assert await store_export(target, lines, await check_export(target, lines)) == {("a", "s"): 3}
 
 
+@pytest.mark.parametrize("order", [(0, 0, 2), (1, 0, 2), (0, 2, 1), (0, 1, 1)])
+async def test_an_import_refuses_lines_moved_or_repeated_after_they_were_checked(order: tuple[int, ...]) -> None:
+    """A second reading that gives a checked line in another place (twice, or in another order) is a file that
+    changed: a line repeated in place of another one was taken, so that other message was never stored while the
+    import said it was."""
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.storage.transfer import check_export, store_export
+
+    source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+    await source.append_many("a", [ChatMessage.user(str(i), id=f"m{i}") for i in range(3)], session_id="s")
+    lines = await export_session(source, "a", "s")
+    checked = await check_export(target, lines)
+    first = next(n for n, i in enumerate(order, 1) if i != n - 1)
+    with pytest.raises(InvalidArgument, match=f"line {first} is not what it was"):
+        await store_export(target, [lines[i] for i in order], checked)
+    again = [*lines[:2], "", lines[1], lines[2]]  # a line given twice is taken where it was given twice
+    assert await store_export(target, again, await check_export(target, again)) == {("a", "s"): 4}
+    assert [m.id for m in await target.get_messages("a", session_id="s")] == ["m0", "m1", "m2"]
+
+
 def test_an_import_from_standard_input_without_room_for_its_copy_says_so(tmp_path: Path) -> None:
     """Standard input is read twice through a copy in TMPDIR: a copy that cannot be written (here, files are
     limited to 64 KiB) is one line saying so and how to give it room, and nothing is stored."""
@@ -484,3 +504,38 @@ async def test_the_readings_of_an_import_refuse_a_page_or_batch_size_that_is_not
     for name in ("batch_messages", "batch_chars"):
         with pytest.raises(InvalidArgument, match=name):
             await store_export(history, [], checked, **{name: size})  # type: ignore[arg-type]
+
+
+def test_an_import_from_a_closed_standard_input_says_so(tmp_path: Path) -> None:
+    """``ravi import -`` run with standard input closed (``<&-``) printed a traceback (``AttributeError``: Python
+    has no ``sys.stdin`` then)."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    done = subprocess.run(
+        [RAVI, "import", "-"],
+        cwd=tmp_path,
+        stdin=None,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "standard input is closed" in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("given", ["file", "stdin"])
+def test_an_export_saved_with_a_byte_order_mark_is_imported(tmp_path: Path, given: str) -> None:
+    """An editor, or PowerShell's UTF-8, writes a byte-order mark (U+FEFF) first: the first line was refused as
+    not JSON, with Python's advice to decode it as ``utf-8-sig``. It marks the encoding, not the data; a mark
+    anywhere else is still refused."""
+    (tmp_path / "ravi.toml").write_text('[history]\nbackend = "memory"\n')
+    text = "\ufeff" + _record("2026-01-05T09:00:00Z") + "\r\n" + _record("2026-01-05T09:00:01Z", "m2") + "\r\n"
+    (tmp_path / "a.jsonl").write_text(text, encoding="utf-8", newline="")
+    done = ravi(tmp_path, "import", "a.jsonl") if given == "file" else ravi(tmp_path, "import", "-", stdin=text)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "agent 'a' session 's': 2 messages, 2 new\n"
+    inside = _record("2026-01-05T09:00:00Z") + "\n\ufeff" + _record("2026-01-05T09:00:01Z", "m2") + "\n"
+    refused = ravi(tmp_path, "import", "-", stdin=inside)
+    assert refused.returncode == 1 and "line 2 is not JSON" in refused.stderr, refused.stderr

@@ -102,3 +102,36 @@ def test_applied_in_process_ravis_records_reach_the_applications_handlers(
     finally:
         ravi.setLevel(level)
         ravi.handlers[:] = handlers
+
+
+@pytest.mark.parametrize(
+    ("where", "propagate"), [("ravi", True), ("ravi", False), ("ravi.agents", True), ("ravi.agents", False)]
+)
+def test_an_application_handler_on_ravis_loggers_gets_each_record_once(where: str, propagate: bool) -> None:
+    """An application that configures a handler on a Ravi logger (and none on the root) gets Ravi's records there
+    only: they were written to standard error as well, each record twice."""
+    before = (
+        f"h = logging.StreamHandler(); h.setFormatter(logging.Formatter('app %(name)s %(message)s'))\n"
+        f"logging.getLogger({where!r}).addHandler(h)\n"
+        f"logging.getLogger({where!r}).propagate = {propagate}\n"
+    )
+    done = run(SHOW.format(before=before).replace("ravi.agents.context.pipeline", "ravi.agents.pipeline"), "debug")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("ravi debug record") == 1
+    assert "app ravi.agents.pipeline ravi debug record" in done.stderr
+    assert done.stdout.strip() == "root 30 0"
+
+
+def test_a_reloaded_module_keeps_one_handler_of_its_own() -> None:
+    """``importlib.reload`` of the module makes a new handler class: applied again, Ravi's records were written
+    twice."""
+    code = (
+        "import importlib, logging, ravi.kernel, ravi.kernel._logs as logs\n"
+        "importlib.reload(logs).apply_log_level()\n"
+        "logging.getLogger('ravi.x').debug('ravi debug record')\n"
+        "print(len(logging.getLogger('ravi').handlers))\n"
+    )
+    done = run(code, "debug")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("ravi debug record") == 1
+    assert done.stdout.strip() == "1"

@@ -19,6 +19,13 @@ def main() -> None:
             )
             raise SystemExit(1) from None
         raise
+    except Exception as error:  # a setting refused while Ravi is imported (RAVI_LOG), before the command's own
+        # error handling exists: its error class is whatever ravi.kernel.errors defined
+        errors = sys.modules.get("ravi.kernel.errors")
+        if errors is not None and isinstance(error, errors.RaviError):
+            print(f"error: {error}", file=sys.stderr)
+            raise SystemExit(1) from None
+        raise
     run()
 
 

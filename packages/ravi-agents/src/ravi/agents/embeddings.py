@@ -45,7 +45,7 @@ class StaticEmbeddingClient:
     """
 
     def __init__(self, dimension: int = 256, *, max_chars: int = 2_000) -> None:
-        if dimension not in (64, 128, 256):
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension not in (64, 128, 256):
             raise InvalidArgument(f"dimension must be 64, 128 or 256, got {dimension!r}")
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise InvalidArgument(f"max_chars must be an integer >= 1, got {max_chars!r}")

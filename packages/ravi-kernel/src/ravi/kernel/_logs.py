@@ -3,9 +3,10 @@
 
 ``RAVI_LOG=debug`` (or ``info``, ``warning``, ``error``, ``critical``; any case, ``warn`` for ``warning``) sets the
 ``ravi`` logger's level; the root logger is left as the application set it. Until the application configures
-logging (the root logger has a handler, as ``logging.basicConfig`` gives it), Ravi's records at that level are
-written to standard error, as Python's last-resort handler writes warnings; from then on they reach only the
-application's handlers, once. Unset or empty, nothing is changed. Any other value is a ``ConfigurationError``.
+logging (the root logger has a handler, as ``logging.basicConfig`` gives it, or a Ravi logger has one of the
+application's), Ravi's records at that level are written to standard error, as Python's last-resort handler
+writes warnings; from then on they reach only the application's handlers, once. Unset or empty, nothing is
+changed. Any other value is a ``ConfigurationError``.
 """
 
 from __future__ import annotations
@@ -43,12 +44,23 @@ def log_level() -> int | None:
     return level
 
 
+_MARK = "_ravi_until_configured"
+"""The attribute that marks Ravi's own handler, whatever class object made it (a reloaded module makes another)."""
+
+
 class _UntilConfigured(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes Ravi's records to standard error while the application has configured no logging of its own."""
+    """Writes Ravi's records to standard error while the application has configured no logging of its own: no
+    handler but this one on the loggers a record passes (the root's, or one the application put on a Ravi
+    logger)."""
 
     def handle(self, record: logging.LogRecord) -> bool:
-        if logging.getLogger().handlers:  # the application's handlers have it, through the root logger
-            return False
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None:
+            if any(not getattr(handler, _MARK, False) for handler in logger.handlers):
+                return False  # the application's handlers have it
+            if not logger.propagate:
+                break
+            logger = logger.parent
         return super().handle(record)
 
 
@@ -63,7 +75,8 @@ def apply_log_level() -> None:
         return
     logger = logging.getLogger("ravi")
     logger.setLevel(level)
-    if not any(isinstance(handler, _UntilConfigured) for handler in logger.handlers):
+    if not any(getattr(handler, _MARK, False) for handler in logger.handlers):
         handler = _UntilConfigured()
+        setattr(handler, _MARK, True)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)

@@ -14,6 +14,7 @@ from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, conso
 from ravi.agents.forget import ForgetReport
 from ravi.agents.settings import Stores, load_settings
 from ravi.kernel.registry import GROUPS
+from ravi.kernel.storage import check_forget
 
 
 async def _forget(agent: str, session: str | None, config: Path | None) -> tuple[ForgetReport, str | None]:
@@ -44,6 +45,7 @@ def forget(
     (see docs/privacy.md). Running it again finishes a run that stopped halfway. When no store held anything
     under the scope it says so, naming the agent's sessions, and exits 0: there is nothing left to erase. Exits
     with status 2 when a store cannot forget (it is named in the report)."""
+    check_forget(agent, session)  # an id no store takes is refused before the user is asked to erase it
     what = f"session {session!r} of agent {agent!r}" if session is not None else f"every session of agent {agent!r}"
     if not yes:
         typer.confirm(f"Erase {what} from every configured store? This cannot be undone.", abort=True)

@@ -43,7 +43,8 @@ async def _import(read: Reader, config: Path | None) -> dict[tuple[str, str], tu
 
 def _lines(stream: IO[bytes], where: str, copy: IO[bytes] | None = None) -> Iterator[str]:
     """The lines of ``stream``, one at a time: split at ``\\n`` only (a ``\\r`` before it dropped), as
-    :func:`~ravi.kernel.storage.transfer.split_lines` does, each decoded from UTF-8, and written to ``copy``."""
+    :func:`~ravi.kernel.storage.transfer.split_lines` does, each decoded from UTF-8, and written to ``copy``. A
+    byte-order mark that starts the stream (an editor's, PowerShell's) is dropped: it marks the encoding."""
     offset = 0
     try:
         for raw in stream:
@@ -62,6 +63,8 @@ def _lines(stream: IO[bytes], where: str, copy: IO[bytes] | None = None) -> Iter
                     f"{where} is not UTF-8 text (byte {offset + error.start})",
                     hint="ravi export writes UTF-8; give the file it wrote",
                 ) from None
+            if not offset:
+                line = line.removeprefix("\ufeff")
             offset += len(raw)
             yield line.removesuffix("\n").removesuffix("\r")
     except OSError as error:
@@ -83,6 +86,8 @@ def _reader(source: str) -> Iterator[Reader]:
     where = "standard input" if source == "-" else repr(source)
     with contextlib.ExitStack() as stack:
         if source == "-":
+            if sys.stdin is None:  # Python has none when the process began with it closed (<&-)
+                raise InvalidArgument("standard input is closed", hint="give the export on standard input, or its path")
             stream: IO[bytes] = sys.stdin.buffer
         else:
             try:  # a regular file, or what a shell substitutes (a pipe, /dev/stdin)

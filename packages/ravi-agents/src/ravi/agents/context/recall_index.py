@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,13 +18,13 @@ from ravi.agents.context.memo import PrefixMemo
 from ravi.agents.forget import collection_name, recall_collections
 from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.embeddings import check_embeddings
-from ravi.kernel.errors import InvalidMessage
+from ravi.kernel.errors import InvalidArgument, InvalidMessage
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import STOPWORDS, Bm25, UnitMatch, fold, message_text, terms, unit_end
 from ravi.kernel.storage import Document, VectorStore
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import MAX_ID_BYTES
+from ravi.kernel.values import MAX_ID_BYTES, check_text
 
 
 @runtime_checkable
@@ -147,6 +148,7 @@ class EmbeddingIndex:
         min_score: float = 0.1,
         sessions: int = 32,
     ) -> None:
+        _check_options(collection_prefix, limit, min_score, sessions)
         # A store of its own is only a cache: it keeps the collections of the last ``sessions`` sessions.
         self._owned = vector_store is None
         self._recent: OrderedDict[str, None] = OrderedDict()
@@ -394,6 +396,30 @@ class EmbeddingIndex:
         only = {"generation": generation} if generation is not None else None
         hits = await self.store.search(q, collection=collection, limit=self.limit, filter=only)
         return {int(h.metadata["position"]): h.score for h in hits if h.score > self.min_score}
+
+
+def _check_options(prefix: object, limit: object, min_score: object, sessions: object) -> None:
+    """``InvalidArgument`` naming the option unless ``prefix`` is non-empty text short enough that every
+    collection named after it (``<prefix>-<digest>-messages`` the longest) holds at most
+    :data:`~ravi.kernel.values.MAX_ID_BYTES` UTF-8 bytes, ``limit`` and ``sessions`` are integers >= 1 and
+    ``min_score`` is a finite number."""
+    if not isinstance(prefix, str) or not prefix:
+        raise InvalidArgument(f"must be a non-empty string, got {prefix!r}", field="collection_prefix")
+    check_text(prefix, "collection_prefix")
+    longest = max(recall_collections("agent", "session", prefix), key=lambda name: len(name.encode()))
+    room = MAX_ID_BYTES - (len(longest.encode()) - len(prefix.encode()))
+    if len(prefix.encode()) > room:
+        raise InvalidArgument(
+            f"the collections named after it would pass MAX_ID_BYTES ({MAX_ID_BYTES} UTF-8 bytes): it may hold "
+            f"at most {room} bytes, this one has {len(prefix.encode())}",
+            field="collection_prefix",
+            hint="use a shorter prefix",
+        )
+    for name, value in (("limit", limit), ("sessions", sessions)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgument(f"must be an integer >= 1, got {value!r}", field=name)
+    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
+        raise InvalidArgument(f"must be a finite number, got {min_score!r}", field="min_score")
 
 
 def _scored_id(message_id: str, generation: str | None) -> str:

@@ -89,7 +89,8 @@ class CallableLLMClient:
             raise
         except Exception as error:  # the function's own failure, typed as a provider's is; asyncio's
             # CancelledError is no Exception and passes as it is
-            raise _failure(error) from error
+            original = error.error if isinstance(error, _Stopped) else error
+            raise _failure(original) from original
 
     async def _complete(
         self, messages: Sequence[ChatMessage], max_tokens: int | None, cancel: CancelToken | None
@@ -132,7 +133,11 @@ class CallableLLMClient:
 def _failure(error: Exception) -> RaviError:
     """The Ravi error for an exception the model function raised, as :class:`OpenAICompatibleClient` types a
     provider's failures: unreachable, refused, or failed."""
-    what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    try:
+        text = str(error)
+    except Exception:  # an exception whose __str__ raises, or gives no text: named by its class alone
+        text = ""
+    what = f"{type(error).__name__}: {text}" if text else type(error).__name__
     if isinstance(error, ConnectionError | TimeoutError):
         return BackendUnavailable(f"the model function could not reach its model ({what})")
     if isinstance(error, PermissionError):
@@ -221,10 +226,27 @@ async def _collect_in_thread(stream: Iterable[object], context: contextvars.Cont
             dispose()
         try:
             if iterator is not None:  # left early (cancel, a bad piece, the stream's own error): closed now
-                await loop.run_in_executor(worker, context.run, _close, iterator)
+                await loop.run_in_executor(worker, context.run, _guarded, _close, iterator)
         finally:
             worker.shutdown(wait=False)
     return "".join(pieces)
+
+
+class _Stopped(Exception):
+    """A ``StopIteration`` raised in a worker thread (by the function, its stream's ``iter`` or ``close``), held:
+    asyncio cannot set a ``StopIteration`` on a future, which then is never settled."""
+
+    def __init__(self, error: StopIteration) -> None:
+        super().__init__(repr(error))
+        self.error = error
+
+
+def _guarded(step: Callable[[Any], object], argument: object) -> object:
+    """``step(argument)``, a ``StopIteration`` it raises held in a :class:`_Stopped`."""
+    try:
+        return step(argument)
+    except StopIteration as error:
+        raise _Stopped(error) from None
 
 
 class _StillReading(Exception):
@@ -246,7 +268,7 @@ async def _read(
 ) -> Any:
     """``step(argument)`` in the worker thread; ``_StillReading`` as soon as ``cancelled`` is settled (the step
     goes on in the worker, unawaited)."""
-    reading = loop.run_in_executor(worker, context.run, step, argument)
+    reading = loop.run_in_executor(worker, context.run, _guarded, step, argument)
     try:
         await asyncio.wait((reading, cancelled), return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:

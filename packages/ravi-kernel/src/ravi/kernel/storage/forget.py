@@ -21,10 +21,12 @@ What each kind of store holds "under a scope" is a convention (docs/privacy.md):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 from urllib.parse import quote
 
+from ravi.kernel.storage.blob import MAX_SEGMENT_BYTES
 from ravi.kernel.values import check_scope
 
 
@@ -60,17 +62,36 @@ def in_scope(properties: object, agent_id: str, session_id: str | None) -> bool:
     return session_id is None or properties.get("session_id") == session_id
 
 
+_DIGEST_SEGMENT = "%sha256-"
+"""What starts the segment of an id too long to be one percent-encoded: ``%s`` is no percent escape, so no id
+encodes to it."""
+
+
 def blob_prefix(agent_id: str, session_id: str | None = None) -> str:
     """The key prefix of the blobs stored under the scope: ``agent_id/`` or ``agent_id/session_id/``, each id
     percent-encoded (``quote(id, safe="")``: ids of letters, digits, ``-``, ``_``, ``.`` and ``~`` stay as they
     are), so that no agent's prefix is another's: agent ``a/b`` stores under ``a%2Fb/``, never under ``a/``.
+    An id whose encoded form is longer than a key segment holds (``MAX_SEGMENT_BYTES``) is
+    ``%sha256-<its SHA-256 in hex>`` instead, so every id a store takes has a prefix keys can start with
+    (decision 98).
+
+    Raises:
+        InvalidArgument: an id that is not a non-empty string of at most ``MAX_ID_BYTES`` UTF-8 bytes.
 
     Example:
         >>> blob_prefix("alice", "s1") + "upload.pdf"
         'alice/s1/upload.pdf'
     """
-    head = quote(agent_id, safe="") + "/"
-    return head if session_id is None else head + quote(session_id, safe="") + "/"
+    check_forget(agent_id, session_id)
+    head = _segment(agent_id) + "/"
+    return head if session_id is None else head + _segment(session_id) + "/"
+
+
+def _segment(ident: str) -> str:
+    encoded = quote(ident, safe="")
+    if len(encoded) <= MAX_SEGMENT_BYTES:  # percent-encoded: ASCII, one byte a character
+        return encoded
+    return _DIGEST_SEGMENT + hashlib.sha256(ident.encode("utf-8")).hexdigest()
 
 
 __all__ = ["Forgetter", "blob_prefix", "check_forget", "in_scope"]

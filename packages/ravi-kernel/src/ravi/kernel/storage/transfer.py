@@ -161,6 +161,8 @@ class _Ids:
 
     def __init__(self) -> None:
         self.first: dict[tuple[str, str, str], tuple[int, bytes, str]] = {}
+        self.again: dict[int, tuple[str, str, str]] = {}
+        """The lines that give a message again (its id, body and run) after its first line, to the message's key."""
 
     def add(self, record: SessionRecord, number: int) -> None:
         key = (record.agent_id, record.session_id, record.message.id)
@@ -175,6 +177,16 @@ class _Ids:
                 f" than line {earlier[0]}",
                 hint="a message id names one message of a session; nothing was stored",
             )
+        self.again[number] = key
+
+    def gave(self, record: SessionRecord, number: int) -> bool:
+        """Whether line ``number`` gave ``record`` when the lines were read: its message (id, body and run) at
+        that place, as its first line or one giving it again."""
+        key = (record.agent_id, record.session_id, record.message.id)
+        known = self.first.get(key)
+        if known is None or known[1:] != (_digest(record.message), record.run_id):
+            return False
+        return known[0] == number or self.again.get(number) == key
 
 
 def _digest(message: ChatMessage) -> bytes:
@@ -291,9 +303,8 @@ async def store_export(
         if not line.strip():
             continue
         record = parse_line(line, n)
-        known = checked.ids.first.get((record.agent_id, record.session_id, record.message.id))
         read += 1
-        if known is None or known[1:] != (_digest(record.message), record.run_id) or read > checked.records:
+        if not checked.ids.gave(record, n) or read > checked.records:
             raise InvalidArgument(
                 f"line {n} is not what it was when the lines were checked: the file changed during the import",
                 hint="import it again once nothing writes to it (what was stored is skipped)",
