@@ -93,7 +93,8 @@ def history_show(session: str, config: ConfigOption = None, agent: AgentOption =
 
 @history_app.command("export")
 def history_export(session: str, config: ConfigOption = None, agent: AgentOption = None) -> None:
-    """The session as JSON lines of OpenAI-style dicts (lossless: ids, metadata, timestamps included)."""
+    """The session as JSON lines of OpenAI-style dicts (ids, metadata, timestamps; no run ids: ravi export moves
+    sessions between backends)."""
     messages, _ = asyncio.run(_stored(session, config, agent))
     for m in messages:
         typer.echo(shown(json.dumps(m.to_openai(), ensure_ascii=False), as_json=True))
