@@ -330,3 +330,22 @@ def test_the_integration_pages_say_how_to_install_from_a_clone(page: str) -> Non
         assert f"./packages/{package}" in installs
     for distribution in re.findall(r"packages/([a-z-]+)", installs):
         assert (DOCS.parent / "packages" / distribution / "pyproject.toml").exists()
+
+
+def test_every_install_from_a_clone_brings_the_kernel() -> None:
+    """The section "Meaning without a download" said to install the offline model from a clone with
+    ``pip install ./packages/ravi-embeddings-wordllama './packages/ravi-agents[embeddings]'``: in a new virtualenv
+    pip then looked for ``ravi-kernel`` on the index and stopped ("No matching distribution found"). Every
+    ``pip install`` of a ``./packages`` directory that holds a Ravi distribution needing the kernel names it too."""
+    pages = [*sorted(DOCS.rglob("*.md")), DOCS.parent / "README.md"]
+    commands = []
+    for page in pages:
+        text = page.read_text()
+        spans = re.findall(r"(?<!`)`(pip install [^`]*)`(?!`)", text)  # inline, perhaps across a line break
+        lines = [line for block in re.findall(r"```sh\n(.*?)```", text, re.DOTALL) for line in block.splitlines()]
+        commands += [(page.name, c) for c in [*spans, *lines] if "pip install" in c and "./packages/" in c]
+    assert any(name == "beyond-recency.md" for name, _ in commands)
+    for name, command in commands:
+        installed = set(re.findall(r"\./packages/([a-z-]+)", command))
+        if installed - {"ravi-kernel", "ravi-embeddings-wordllama"}:
+            assert "ravi-kernel" in installed, f"{name}: {command}"

@@ -499,3 +499,32 @@ async def test_a_read_of_an_expired_blob_never_removes_the_blob_written_since(
                 await reader.download("k")
             assert reader.writer is None  # the fresh blob went up between the read and the removal
             assert (await writer.download("k")).data == b"fresh"
+
+
+def test_the_local_server_takes_an_object_in_each_of_many_buckets() -> None:
+    """A whole test run creates hundreds of buckets on one local SeaweedFS, and each takes volumes of its own:
+    ``weed mini`` allowed free disk space / volume size of them (74 with 76 GB free), after which every upload
+    failed with ``InternalError`` and ``make test`` failed late in the run on a fresh clone."""
+    import boto3
+
+    from ravi.capabilities.s3.local import ACCESS_KEY, SECRET_KEY, LocalS3
+
+    server = LocalS3()
+    endpoint = server.start()
+    try:
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name="us-east-1",
+        )
+        for i in range(150):
+            client.create_bucket(Bucket=f"bucket-{i:04d}")
+            client.put_object(Bucket=f"bucket-{i:04d}", Key="k", Body=b"x")
+        big = bytes(range(256)) * (20 * 4096)  # 20 MiB: more than one volume of the local server holds
+        client.put_object(Bucket="bucket-0001", Key="big", Body=big)
+        assert client.get_object(Bucket="bucket-0001", Key="big")["Body"].read() == big
+        assert client.get_object(Bucket="bucket-0149", Key="k")["Body"].read() == b"x"
+    finally:
+        server.stop()

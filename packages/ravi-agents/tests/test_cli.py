@@ -670,3 +670,34 @@ def test_the_command_says_a_bad_ravi_log_in_one_line() -> None:
         "error: RAVI_LOG='loud' is not a log level (hint: one of debug, info, warning, error, critical; or leave it"
         " unset)"
     ]
+
+
+def test_history_show_shows_every_stored_field(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``ravi history show``, "every stored message in full", printed what a chat endpoint accepts only: a
+    message's metadata, its timestamp and its thinking blocks were left out, and a tool result that was an error
+    looked like one that succeeded."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from ravi.agents.context import InMemoryHistoryProvider
+    from ravi.kernel.messages import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock
+
+    history = InMemoryHistoryProvider()
+    at = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    messages = [
+        ChatMessage.user("hi", name="maya", metadata={"channel": "email"}, created_at=at),
+        ChatMessage(
+            role="assistant",
+            content=(ThinkingBlock(thinking="check the invoice first"), ToolCallBlock(id="c1", name="look")),
+        ),
+        ChatMessage.tool("c1", "no such invoice", is_error=True),
+        ChatMessage(role="assistant", content=(TextBlock(text="done"),)),
+    ]
+    asyncio.run(history.append_many("agent", messages, session_id="s"))
+    monkeypatch.setattr("ravi.agents.cli.sessions.build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["history", "show", "s", "--agent", "agent"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    shown = result.stdout
+    assert '"channel": "email"' in shown and '"created_at": "2026-01-05T09:00:00+00:00"' in shown, shown
+    assert "check the invoice first" in shown and '"is_error": true' in shown, shown

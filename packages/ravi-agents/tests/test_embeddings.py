@@ -60,3 +60,26 @@ async def test_bad_input_is_typed() -> None:
         await client.embed([b"bytes"])  # type: ignore[list-item]
     with pytest.raises(InvalidArgument):
         HashingEmbeddingClient(dimension=0)
+
+
+def test_without_the_model_the_hint_also_says_how_to_install_it_from_a_clone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked for the offline model where it is not installed, the error's hint was only
+    ``pip install 'ravi-agents[embeddings]'``, which fails until the distributions are published (pip finds no
+    ``ravi-embeddings-wordllama``); it also gives the install from a clone, as the documentation does."""
+    import sys
+
+    from ravi.agents.context import RelevantRecallStrategy
+    from ravi.agents.embeddings import offline_embedding_client
+    from ravi.kernel.errors import ConfigurationError
+
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # as in an environment without the extra
+    offline_embedding_client.cache_clear()
+    try:
+        assert RelevantRecallStrategy(100).meaning is None  # "auto": words alone
+        with pytest.raises(ConfigurationError) as refused:
+            RelevantRecallStrategy(100, meaning="offline")
+    finally:
+        offline_embedding_client.cache_clear()
+    hint = refused.value.hint or ""
+    assert "pip install 'ravi-agents[embeddings]'" in hint
+    assert "./packages/ravi-embeddings-wordllama './packages/ravi-agents[embeddings]'" in hint, hint

@@ -490,3 +490,26 @@ def test_a_summariser_refuses_what_it_would_fail_with_at_a_window(
     ``AttributeError``, and instructions that are not text made every summary fail, logged, with no summary."""
     with pytest.raises(error, match=says):
         SummarizationCompaction(**arguments)  # type: ignore[arg-type]
+
+
+def test_relevant_recall_says_what_it_ranks_meaning_with() -> None:
+    """``RelevantRecallStrategy(16_000)`` printed the same whether ``meaning="auto"`` had found the offline model
+    or fell back to words alone, so there was no way to see which one a window would use; it now names the model
+    (or ``None``: words only)."""
+    from ravi.agents.context import RelevantRecallStrategy
+    from ravi.agents.context.recall_index import BM25Index
+    from ravi.agents.embeddings import offline_embeddings_installed
+    from ravi.agents.storage.embeddings import HashingEmbeddingClient
+
+    assert repr(RelevantRecallStrategy(100, meaning=None)).endswith(", meaning=None)")
+    assert repr(RelevantRecallStrategy(100, meaning="none")).endswith(", meaning=None)")
+    client = HashingEmbeddingClient()
+    named = RelevantRecallStrategy(100, meaning=client)
+    assert named.meaning is not None
+    assert repr(named).endswith(f", meaning={named.meaning.model!r})")
+    assert repr(RelevantRecallStrategy(100, meaning=BM25Index())).endswith(", meaning=BM25Index)")
+    auto = repr(RelevantRecallStrategy(100))
+    if offline_embeddings_installed():
+        assert auto.endswith(", meaning='wordllama-l2_supercat-128')"), auto
+    else:
+        assert auto.endswith(", meaning=None)"), auto

@@ -85,6 +85,36 @@ def test_import_reads_what_a_shell_substitutes_and_refuses_a_folder(tmp_path: Pa
     assert folder.returncode == 1 and "cannot read" in folder.stderr and "Traceback" not in folder.stderr
 
 
+def test_an_import_that_keeps_nothing_says_so(tmp_path: Path) -> None:
+    """``ravi import s1.jsonl`` with no configuration imported into the in-memory history, reported "5 new" and
+    exited 0, and the messages were gone with the process; an empty input (``ravi export ... | ravi import -``
+    after a failed export) printed nothing at all. Both now say so on standard error (exit status 0)."""
+    line = json.dumps(
+        {
+            "format": "ravi.session/1",
+            "agent_id": "a",
+            "session_id": "s",
+            "run_id": "r",
+            "message": {
+                "id": "m1",
+                "role": "user",
+                "content": [{"type": "text", "text": "hi"}],
+                "name": None,
+                "metadata": {},
+                "created_at": "2026-01-05T09:00:00Z",
+            },
+        }
+    )
+    done = ravi(tmp_path, "import", "-", stdin=line + "\n")
+    assert done.returncode == 0, done.stderr
+    assert "session 's': 1 message, 1 new" in done.stdout
+    assert "the history is in memory" in done.stderr and "--config" in done.stderr
+    for source in ("-", "/dev/null"):
+        empty = ravi(tmp_path, "import", source)
+        assert empty.returncode == 0 and empty.stdout == "", empty.stderr
+        assert "nothing to import" in empty.stderr, empty.stderr
+
+
 async def test_a_round_trip_through_text_keeps_every_character() -> None:
     source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
     messages = [ChatMessage.user(f"a{c}b", id=str(i)) for i, c in enumerate("\n\r\u2028\u2029\x85\x0c\x1c\x00")]

@@ -24,7 +24,10 @@ from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.values import check_text
 
 EXTRA = "embeddings"
-INSTALL = f"pip install 'ravi-agents[{EXTRA}]'"
+INSTALL = (
+    f"pip install 'ravi-agents[{EXTRA}]'; from a clone of Ravi, at its root: pip install"
+    f" ./packages/ravi-embeddings-wordllama './packages/ravi-agents[{EXTRA}]'"
+)
 _INLINE = 64  # up to this many texts are embedded on the event loop; more in a worker thread
 
 

@@ -29,16 +29,26 @@ BATCH_CHARS = 8_000_000
 Reader = Callable[[], Iterator[str]]
 
 
+IN_MEMORY = (
+    "the history is in memory, so what was imported is gone when this command exits; point --config (or"
+    " RAVI_HISTORY__*) at the store to import into"
+)
+
+
 async def _import(read: Reader, config: Path | None) -> dict[tuple[str, str], tuple[int, int]]:
+    from ravi.agents.context import InMemoryHistoryProvider
+
     history = build_store("history", load_settings(config))
     try:
         checked = await check_export(history, read())
         before = {key: await history.count_messages(key[0], session_id=key[1]) for key in checked.sessions}
         given = await store_export(history, read(), checked, batch_messages=BATCH_MESSAGES, batch_chars=BATCH_CHARS)
         after = {key: await history.count_messages(key[0], session_id=key[1]) for key in checked.sessions}
-        return {key: (given[key], after[key] - before[key]) for key in sorted(given)}
     finally:
         await close_store(history)
+    if given and isinstance(history, InMemoryHistoryProvider):  # the default with no configuration
+        typer.echo(f"note: {IN_MEMORY}", err=True)
+    return {key: (given[key], after[key] - before[key]) for key in sorted(given)}
 
 
 def _lines(stream: IO[bytes], where: str, copy: IO[bytes] | None = None) -> Iterator[str]:
@@ -146,6 +156,9 @@ def import_(
     the session holds for another message is an error naming it."""
     with _reader(source) as read:
         done = asyncio.run(_import(read, config))
+    if not done:  # an empty export, or a pipe from an export that failed
+        where = "standard input" if source == "-" else repr(source)
+        typer.echo(shown(f"nothing to import: {where} holds no messages"), err=True)
     if as_json:
         rows = [{"agent_id": a, "session_id": s, "messages": n, "added": added} for (a, s), (n, added) in done.items()]
         typer.echo(shown(json.dumps(rows, indent=2, ensure_ascii=False), keep="\n", as_json=True))

@@ -81,17 +81,20 @@ def history_list(
 
 @history_app.command("show")
 def history_show(session: str, config: ConfigOption = None, agent: AgentOption = None) -> None:
-    """Every stored message in full."""
+    """Every stored message in full: its timestamp, metadata, thinking blocks and tool errors included."""
     messages, _ = asyncio.run(_stored(session, config, agent))
     for i, m in enumerate(messages):
         console.rule(plain(f"#{i} {m.role} ({m.id})"))
-        body = json.dumps(m.to_openai(extras=False), indent=2, ensure_ascii=False)
+        stored = m.to_openai()  # every field, as history export writes it; the id is in the rule above
+        del stored["id"]
+        body = json.dumps(stored, indent=2, ensure_ascii=False)
         console.print(shown(body, keep="\n"), markup=False)
 
 
 @history_app.command("export")
 def history_export(session: str, config: ConfigOption = None, agent: AgentOption = None) -> None:
-    """The session as JSON lines of OpenAI-style dicts (lossless: ids, metadata, timestamps included)."""
+    """The session as JSON lines of OpenAI-style dicts (ids, metadata, timestamps; no run ids: ravi export moves
+    sessions between backends)."""
     messages, _ = asyncio.run(_stored(session, config, agent))
     for m in messages:
         typer.echo(shown(json.dumps(m.to_openai(), ensure_ascii=False), as_json=True))

@@ -78,6 +78,9 @@ class LocalS3:
             f"-master.port.grpc={p[3]}",
             f"-volume.port={p[4]}",
             f"-volume.port.grpc={p[5]}",
+            # each bucket takes volumes of its own, and mini allows free disk space / volume size of them (74 on a
+            # disk with 76 GB free and 1 GB volumes): small volumes let a test run's hundreds of buckets each write
+            "-master.volumeSizeLimitMB=16",
             f"-filer.port={p[6]}",
             f"-filer.port.grpc={p[7]}",
             f"-admin.port={p[8]}",

@@ -575,7 +575,16 @@ class RelevantRecallStrategy(Strategy):
 
     def __repr__(self) -> str:
         share = "adaptive" if self.recall_share is None else self.recall_share
-        return f"RelevantRecallStrategy(token_budget={self.token_budget}, recall_share={share}, prefer={self.prefer!r})"
+        if self.meaning is None:  # words only
+            meaning = "None"
+        elif self.meaning.client is not None:
+            meaning = repr(self.meaning.model)  # the offline model's name, when meaning="auto" found it
+        else:
+            meaning = type(self.meaning.index).__name__
+        return (
+            f"RelevantRecallStrategy(token_budget={self.token_budget}, recall_share={share}, prefer={self.prefer!r}, "
+            f"meaning={meaning})"
+        )
 
 
 def _cost(messages: Sequence[ChatMessage], count: Callable[[ChatMessage], int]) -> int:
