@@ -15,6 +15,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ravi.agents.context import InMemoryHistoryProvider
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import stored_body
 from ravi.kernel.storage.transfer import export_session, import_records, parse_export, split_lines
@@ -569,3 +570,28 @@ def test_an_export_saved_with_a_byte_order_mark_is_imported(tmp_path: Path, give
     inside = _record("2026-01-05T09:00:00Z") + "\n\ufeff" + _record("2026-01-05T09:00:01Z", "m2") + "\n"
     refused = ravi(tmp_path, "import", "-", stdin=inside)
     assert refused.returncode == 1 and "line 2 is not JSON" in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize("source", ["file", "-"])
+def test_a_line_longer_than_any_message_is_refused_naming_it_without_holding_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """``ravi import /dev/zero`` (no newline, ever) held the line as it grew, until memory ran out: a line is
+    read at most ``MAX_LINE_BYTES`` at a time, and a longer one is refused naming it; nothing is stored."""
+    from typer.testing import CliRunner
+
+    from ravi.agents.cli import app, imports
+
+    monkeypatch.setattr(imports, "MAX_LINE_BYTES", 1_000, raising=False)
+    first = _record("2026-01-05T09:00:00Z")
+    assert len(first.encode()) < 1_000
+    text = first + "\n" + '{"x": "' + "y" * 5_000 + '"}\n'
+    (tmp_path / "a.jsonl").write_text(text)
+    history = _Recording()
+    monkeypatch.setattr(imports, "build_store", lambda kind, *args, **kwargs: history)
+    monkeypatch.chdir(tmp_path)
+    given = ["import", "a.jsonl"] if source == "file" else ["import", "-"]
+    result = CliRunner().invoke(app, given, input=text.encode() if source == "-" else None)
+    assert isinstance(result.exception, InvalidArgument), result.output
+    assert "line 2 is longer than 1,000 bytes" in str(result.exception)
+    assert not history.batches

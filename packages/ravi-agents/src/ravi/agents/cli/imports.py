@@ -25,6 +25,9 @@ BATCH_MESSAGES = 500
 """The most messages an import holds and appends at once."""
 BATCH_CHARS = 8_000_000
 """The most characters of lines an import holds and appends at once (a longer line is a batch of its own)."""
+MAX_LINE_BYTES = 256 * 2**20
+"""The longest line an import reads (256 MiB): far more than any message a model's window can take, so that a
+file that is no export (``/dev/zero``, a line that never ends) is refused instead of held until memory runs out."""
 
 Reader = Callable[[], Iterator[str]]
 
@@ -56,8 +59,15 @@ def _lines(stream: IO[bytes], where: str, copy: IO[bytes] | None = None) -> Iter
     :func:`~ravi.kernel.storage.transfer.split_lines` does, each decoded from UTF-8, and written to ``copy``. A
     byte-order mark that starts the stream (an editor's, PowerShell's) is dropped: it marks the encoding."""
     offset = 0
+    number = 0
     try:
-        for raw in stream:
+        while raw := stream.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES and not (len(raw) == MAX_LINE_BYTES + 1 and raw.endswith(b"\n")):
+                raise InvalidArgument(
+                    f"{where}: line {number:,} is longer than {MAX_LINE_BYTES:,} bytes, more than any message",
+                    hint="give a file ravi export wrote: one message per line",
+                )
             if copy is not None:
                 try:
                     copy.write(raw)
