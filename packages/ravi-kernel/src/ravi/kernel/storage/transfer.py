@@ -22,7 +22,6 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import groupby
 from typing import Any
 
 from ravi.kernel.errors import InvalidArgument, MessageConflict, RaviError
@@ -35,6 +34,9 @@ FORMAT = "ravi.session/1"
 
 _GIVEN = ("id", "created_at")
 """The keys of a line's message that have no default on import (an export writes them on every line)."""
+
+_BATCH_MESSAGES, _BATCH_CHARS = 500, 8_000_000
+"""The most messages, and characters of lines, an import appends at once, unless told otherwise."""
 
 EARLIEST = datetime(1970, 1, 2, tzinfo=UTC)
 """The earliest ``created_at`` an import takes: an earlier one (``0``, a negative number) is a placeholder, not the
@@ -245,9 +247,14 @@ async def check_export(history: HistoryProvider, lines: Iterable[str], *, page: 
         MessageConflict: a session holds another message under an id of the lines; nothing was stored.
     """
     _at_least_one(page=page)
+    return await _check(history, _records(lines), page)
+
+
+async def _check(history: HistoryProvider, numbered: Iterable[tuple[int, SessionRecord]], page: int) -> CheckedExport:
+    """:func:`check_export` of records already read, each with its line number."""
     checked = CheckedExport()
     seen: set[tuple[str, str]] = set()
-    for n, record in _records(lines):
+    for n, record in numbered:
         checked.ids.add(record, n)
         checked.records += 1
         if (record.agent_id, record.session_id) not in seen:
@@ -272,8 +279,8 @@ async def store_export(
     lines: Iterable[str],
     checked: CheckedExport,
     *,
-    batch_messages: int = 500,
-    batch_chars: int = 8_000_000,
+    batch_messages: int = _BATCH_MESSAGES,
+    batch_chars: int = _BATCH_CHARS,
 ) -> dict[tuple[str, str], int]:
     """Append the records of ``lines``, read a second time after :func:`check_export` read them, each run of
     consecutive lines of one session and run in ``append_many`` batches of at most ``batch_messages`` messages
@@ -287,6 +294,23 @@ async def store_export(
         MessageConflict: the store holds another message under an id of a batch (appended since the check).
     """
     _at_least_one(batch_messages=batch_messages, batch_chars=batch_chars)
+
+    def sized() -> Iterable[tuple[int, SessionRecord, int]]:
+        for n, line in enumerate(lines, 1):
+            if line.strip():
+                yield n, parse_line(line, n), len(line)
+
+    return await _store(history, sized(), checked, batch_messages, batch_chars)
+
+
+async def _store(
+    history: HistoryProvider,
+    sized: Iterable[tuple[int, SessionRecord, int]],
+    checked: CheckedExport,
+    batch_messages: int,
+    batch_chars: int,
+) -> dict[tuple[str, str], int]:
+    """:func:`store_export` of records with their line numbers and the characters of their lines."""
     given: dict[tuple[str, str], int] = {}
     batch: list[ChatMessage] = []
     scope: tuple[str, str, str] | None = None
@@ -299,10 +323,7 @@ async def store_export(
             given[scope[0], scope[1]] = given.get((scope[0], scope[1]), 0) + len(batch)
         batch.clear()
 
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        record = parse_line(line, n)
+    for n, record, chars in sized:
         read += 1
         if not checked.ids.gave(record, n) or read > checked.records:
             raise InvalidArgument(
@@ -310,11 +331,11 @@ async def store_export(
                 hint="import it again once nothing writes to it (what was stored is skipped)",
             )
         here = (record.agent_id, record.session_id, record.run_id)
-        if here != scope or len(batch) >= batch_messages or (batch and size + len(line) > batch_chars):
+        if here != scope or len(batch) >= batch_messages or (batch and size + chars > batch_chars):
             await flush()
             scope, size = here, 0
         batch.append(record.message)
-        size += len(line)
+        size += chars
     await flush()
     if read != checked.records:
         raise InvalidArgument(
@@ -326,36 +347,20 @@ async def store_export(
 
 
 async def import_records(history: HistoryProvider, records: Iterable[SessionRecord]) -> dict[tuple[str, str], int]:
-    """Append the records to ``history``, each run of consecutive records of one session and run in one
-    ``append_many``; returns how many records each ``(agent_id, session_id)`` had.
-
-    Where the store is a ``RunReader``, every session the records name is read first, and a record whose id the
-    session holds for another message is refused before anything is stored.
+    """Append the records to ``history`` as an import of the lines they came from does (:func:`check_export`,
+    then :func:`store_export`): each run of consecutive records of one session and run in ``append_many`` batches
+    of at most 500 messages; returns how many records each ``(agent_id, session_id)`` had.
 
     Raises:
+        InvalidArgument: two records give one message id of a session different messages (or runs); nothing
+            is stored.
         MessageConflict: a record's id is held by the session for another message (nothing is stored when the
             store is a ``RunReader``; otherwise the batch is not stored, the batches before it are, and importing
             again after fixing the file skips them).
     """
-    records = list(records)
-    if isinstance(history, RunReader):
-        sessions: dict[tuple[str, str], list[ChatMessage]] = {}
-        for record in records:
-            sessions.setdefault((record.agent_id, record.session_id), []).append(record.message)
-        for (agent_id, session_id), messages in sessions.items():
-            stored = await history.get_stored(agent_id, session_id=session_id)
-            held = {s.message.id: stored_body(s.message) for s in stored}
-            for message in messages:
-                if held.get(message.id, stored_body(message)) != stored_body(message):
-                    raise MessageConflict(
-                        message.id, hint="the session holds another message under this id; nothing was stored"
-                    )
-    given: dict[tuple[str, str], int] = {}
-    for (agent_id, session_id, run_id), group in groupby(records, lambda r: (r.agent_id, r.session_id, r.run_id)):
-        batch = [r.message for r in group]
-        await history.append_many(agent_id, batch, session_id=session_id, run_id=run_id)
-        given[agent_id, session_id] = given.get((agent_id, session_id), 0) + len(batch)
-    return given
+    numbered = list(enumerate(records, 1))
+    checked = await _check(history, numbered, 1_000)
+    return await _store(history, ((n, r, 0) for n, r in numbered), checked, _BATCH_MESSAGES, _BATCH_CHARS)
 
 
 __all__ = [
