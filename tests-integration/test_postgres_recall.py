@@ -495,3 +495,30 @@ def test_neighbours_come_back_as_when_every_border_was_fetched_whatever_the_sess
             sessions()
         finally:
             runner.run(history.close())
+
+
+async def test_units_and_borders_far_from_their_match_are_found_whole(postgres_server: Server, pg_schema: str) -> None:
+    """A match in the 40th result of a call is recalled with the call and every result (the call lies past the
+    first range the search looks at), and the turns bordering it across 30 system messages on each side come
+    whole too."""
+    calls = [ToolCallBlock(id=f"c{i}", name="look", arguments={}) for i in range(40)]
+    results = [ChatMessage.tool(f"c{i}", "walrus seen" if i == 39 else f"nothing {i}") for i in range(40)]
+    question, answer = ChatMessage.user("where did it go"), ChatMessage.user("it went north")
+    systems = [ChatMessage.system(f"note {i}") for i in range(30)]
+    messages = [
+        ChatMessage.user("start"),
+        question,
+        *systems,
+        ChatMessage(role="assistant", content=calls),
+        *results,
+        *[ChatMessage.system(f"later {i}") for i in range(30)],
+        answer,
+        ChatMessage.user("end"),
+    ]
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", messages, session_id="s")
+        found = await history.search_hybrid("a", session_id="s", query="walrus", before=10**9, limit=5, spread=0.5)
+        units = [[m.id for m in u.messages] for u in found.lexical]
+        assert units[0] == [messages[32].id, *(r.id for r in results)]
+        assert sorted(units[1:]) == sorted([[question.id], [answer.id]])
+        assert [u.score for u in found.lexical[1:]] == [found.lexical[0].score * 0.5] * 2

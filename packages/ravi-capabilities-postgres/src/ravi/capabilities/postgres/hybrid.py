@@ -171,8 +171,8 @@ class HybridSearch:
         # lookup each; the nearest rows are found by walks bounded on both sides (newest, oldest), so the
         # statement keeps to the session's rows whatever the table's statistics say (decision 59).
         other = "x.role <> 'system'"
-        before_first = newest(m, "u.first", other, 16)
-        after_last = oldest(m, "u.last", "(SELECT next_seq FROM s)", other, 16)
+        before_first = newest(m, "u.first", other, 16, probe=True)
+        after_last = oldest(m, "u.last", "(SELECT next_seq FROM s)", other, 16, probe=True)
         rows = await self.db.fetch(
             f"""
 WITH s AS (SELECT next_seq FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2),
@@ -219,8 +219,8 @@ FROM (SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY s
         # As the provider's search: each hit looked up by its seq (one lookup each), the unit's ends found by
         # walks bounded on both sides (decision 59). Rows kept parsed come without their bodies, as there.
         opens = "x.role NOT IN ('tool', 'system')"
-        opener = newest(m, "t.seq", opens, 16)
-        stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", opens, 16)
+        opener = newest(m, "t.seq", opens, 16, probe=True)
+        stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", opens, 16, probe=True)
         rows, messages = await self._unit_rows(
             agent_id,
             session_id,
