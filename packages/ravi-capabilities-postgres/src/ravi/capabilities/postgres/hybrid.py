@@ -25,7 +25,7 @@ from ravi.kernel.embeddings import check_embeddings
 from ravi.kernel.errors import BackendUnavailable, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, messages_from_json
-from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, opens_group, unit_end
+from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, opens_group
 from ravi.kernel.storage.history import HybridMatches, check_hybrid, check_search
 from ravi.kernel.values import check_scope
 
@@ -431,21 +431,18 @@ ON CONFLICT (agent_id, session_id, model) DO UPDATE SET epoch = $4, upto = $5, l
         return int(epoch), int(stop)
 
 
-def _wholly_before(rows: Sequence[Any], before: int) -> bool:
-    """Whether the unit of ``rows`` (each with its ``offset``) lies wholly before offset ``before``: a unit that
-    ``before`` cuts (a tool call before it, a result after) is not one of the units before it."""
-    return all(r["offset"] is not None and r["offset"] < before for r in rows)
-
-
 def _units_of_rows(rows: Sequence[Any], messages: Sequence[ChatMessage], before: int) -> list[UnitMatch]:
     """The units a statement returning units gave (``rows``, each with its ``opener``, ``after_system``,
     ``offset`` and ``score``, ordered by opener then seq, and the message of each), best first: each span of rows
-    with one opener is cut into units (:func:`~ravi.kernel.search.unit_end`), and a unit is kept when its best
-    score (of its messages that are not system messages) is above 0 and all of it lies before offset ``before``.
-    A unit is placed after the newest system message before it in its span, else after the span's
-    ``after_system``. Rows without an opener are left out.
+    with one opener is cut into units as :func:`~ravi.kernel.search.unit_end` cuts them (an assistant message
+    making tool calls with the tool results and system messages after it, trailing system messages standing alone;
+    any other message alone), and a unit is kept when its best score (of its messages that are not system
+    messages, the first of equal ones) is above 0 and all of it lies before offset ``before``. A unit is placed
+    after the newest system message before it in its span, else after the span's ``after_system``. Rows without
+    an opener are left out.
 
-    One pass over the rows: a unit of one message, which most are, is taken without slicing its span."""
+    One pass over the rows, each looked at once: thousands of units a search (most of a recall window's time in
+    the process went to slicing each unit's rows and messages and scanning them again)."""
     found: list[UnitMatch] = []
     n = len(rows)
     k = 0
@@ -461,23 +458,41 @@ def _units_of_rows(rows: Sequence[Any], messages: Sequence[ChatMessage], before:
         i = k
         while i < end:
             message = messages[i]
-            j = unit_end(messages, i, end) if message.role == "assistant" and opens_group(message) else i + 1
+            role = message.role
+            if role == "system":  # alone: scores nothing, and places what follows it
+                anchor = message.id
+                i += 1
+                continue
+            j = i + 1
+            if role == "assistant" and opens_group(message):
+                while j < end and messages[j].role in ("tool", "system"):
+                    j += 1
+                while j - 1 > i and messages[j - 1].role == "system":
+                    j -= 1
             if j == i + 1:
-                if message.role == "system":
-                    anchor = message.id
+                r = rows[i]
+                best, offset = r["score"], r["offset"]
+                if best is not None and best > 0 and offset is not None and offset < before:
+                    found.append(UnitMatch(float(best), (message,), int(offset), anchor))
+                i = j
+                continue
+            best = None
+            wholly = True
+            placed = anchor
+            for t in range(i, j):
+                r = rows[t]
+                offset = r["offset"]
+                if offset is None or not offset < before:
+                    wholly = False
+                x = messages[t]
+                if x.role == "system":
+                    anchor = x.id
                 else:
-                    r = rows[i]
-                    score, offset = r["score"], r["offset"]
-                    if score is not None and score > 0 and offset is not None and offset < before:
-                        found.append(UnitMatch(float(score), (message,), int(offset), anchor))
-            else:
-                unit = messages[i:j]
-                span = rows[i:j]
-                scores = [r["score"] for r, x in zip(span, unit, strict=True) if x.role != "system"]
-                best = max((x for x in scores if x is not None), default=None)
-                if best is not None and best > 0 and _wholly_before(span, before):
-                    found.append(UnitMatch(float(best), tuple(unit), int(span[0]["offset"]), anchor))
-                anchor = next((x.id for x in reversed(unit) if x.role == "system"), anchor)
+                    score = r["score"]
+                    if score is not None and (best is None or score > best):
+                        best = score
+            if best is not None and best > 0 and wholly:
+                found.append(UnitMatch(float(best), tuple(messages[i:j]), int(rows[i]["offset"]), placed))
             i = j
         k = end
     found.sort(key=lambda u: (-u.score, -u.offset))
