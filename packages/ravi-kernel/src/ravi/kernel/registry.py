@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Mapping
+from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -121,7 +122,7 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
 
     Raises:
         ConfigurationError: no such backend is installed (the message lists the installed ones and the
-            distribution to install), or importing it failed.
+            distribution to install), importing it failed (or raised), or its module lacks the object it names.
     """
     eps = _entry_points(kind)
     ep = eps.get(name)
@@ -136,11 +137,28 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
         )
         raise ConfigurationError(f"no {kind} backend named {name!r} is installed (installed: {installed})", hint=hint)
     try:
-        factory = ep.load()
+        import_module(ep.module)
     except ImportError as error:
+        missing = error.name if isinstance(error, ModuleNotFoundError) else None
+        own = bool(missing) and f"{ep.module}.".startswith(f"{missing}.")  # the entry point's module, not a driver
         raise ConfigurationError(
             f"the {kind} backend {name!r} ({ep.value}) failed to import: {error}",
-            hint=f"reinstall {_origin(ep)} with its dependencies",
+            hint=f"check the module its entry point names in the group {GROUPS[kind]!r}, or reinstall {_origin(ep)}"
+            if own
+            else f"reinstall {_origin(ep)} with its dependencies",
+        ) from error
+    except Exception as error:  # the backend's module raised while it was imported: its error, not a traceback
+        raise ConfigurationError(
+            f"the {kind} backend {name!r} ({ep.value}) failed to import: {type(error).__name__}: {error}",
+            hint=f"importing {ep.module} must succeed for {_origin(ep)} to be used",
+        ) from error
+    try:
+        factory = ep.load()
+    except AttributeError as error:
+        raise ConfigurationError(
+            f"the {kind} backend {name!r} ({ep.value}) failed to load: {error}",
+            hint=f"correct the object its entry point names in the group {GROUPS[kind]!r} (module:attribute) in "
+            f"the pyproject.toml of {_origin(ep)}, and reinstall it",
         ) from error
     if not callable(factory):
         raise ConfigurationError(f"the {kind} backend {name!r} ({ep.value}) is not callable")
