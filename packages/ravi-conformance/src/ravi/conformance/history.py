@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from ravi.conformance._base import (
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     hostile_ids,
     hostile_pairs,
@@ -120,8 +121,12 @@ class HistoryProviderContract(ContractBase):
         return backend
 
     async def test_is_a_history_provider(self, backend: HistoryProvider) -> None:
-        """The backend satisfies the ``HistoryProvider`` Protocol."""
-        assert isinstance(backend, HistoryProvider)
+        """The backend satisfies the ``HistoryProvider`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.HistoryProvider``).
+        """
+        assert_protocol(backend, HistoryProvider)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: HistoryProvider) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""

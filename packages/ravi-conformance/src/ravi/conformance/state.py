@@ -15,6 +15,7 @@ from ravi.conformance._base import (
     EXACT_NUMBERS,
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     id_texts,
     json_numbers,
@@ -39,8 +40,12 @@ class ShortTermMemoryContract(ContractBase):
         raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     async def test_is_a_short_term_memory(self, backend: ShortTermMemory) -> None:
-        """The backend satisfies the ``ShortTermMemory`` Protocol."""
-        assert isinstance(backend, ShortTermMemory)
+        """The backend satisfies the ``ShortTermMemory`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.ShortTermMemory``).
+        """
+        assert_protocol(backend, ShortTermMemory)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: ShortTermMemory) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
