@@ -234,13 +234,18 @@ class ShortTermMemoryContract(ContractBase):
         assert await backend.get_state(s) == {"kept": 1}
 
     async def test_returned_state_is_a_copy(self, backend: ShortTermMemory) -> None:
-        """Changing returned state does not change what is stored."""
+        """Changing returned state does not change what is stored.
+
+        Fix: return a new object from every read (`json_copy` of what the store keeps, or the state decoded from
+        its stored JSON), never the dict the store keeps.
+        """
         s = unique("session")
         await backend.set_state(s, {"list": [1]})
         got = await backend.get_state(s)
         got["list"].append(2)
         got["new"] = True
-        assert await backend.get_state(s) == {"list": [1]}
+        stored = await backend.get_state(s)
+        assert stored == {"list": [1]}, f"changing what get_state returned changed the stored state to {stored}"
 
     async def test_large_state(self, backend: ShortTermMemory) -> None:
         """A large state round-trips exactly."""
