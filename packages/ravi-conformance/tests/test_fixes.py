@@ -132,12 +132,17 @@ class NaiveHistory:
             "check_append",
         ),
         ("test_retried_appends_racing_clear_run_never_fail", "a message was stored twice", "one transaction"),
+        (
+            "test_a_message_id_is_a_promise",
+            "append_many([a new message, another message under the held id 'm-1']) did not raise MessageConflict",
+            "stored JSON body",
+        ),
     ],
 )
 def test_a_first_attempt_is_told_what_broke_and_how_to_fix_it(name: str, detail: str, fix: str) -> None:
     """A history backend without the kernel's checks or a look-up of held ids failed these with a truncated
-    comparison (``assert ['once', 'onc...'two', 'once'] == ['once', 'two']``) or pytest's bare "DID NOT RAISE",
-    and no fix."""
+    comparison (``assert ['once', 'onc...'two', 'once'] == ['once', 'two']``) or pytest's bare "DID NOT RAISE"
+    (``DID NOT RAISE MessageConflict``), and no fix."""
     import asyncio
 
     contract = CONTRACTS["history"]

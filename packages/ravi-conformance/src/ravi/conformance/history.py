@@ -591,17 +591,36 @@ class HistoryProviderContract(ContractBase):
         kept = ChatMessage.user("the original", id="m-1")
         await backend.append(a, kept, session_id=s)
         changed = ChatMessage.user("something else", id="m-1")
-        with pytest.raises(MessageConflict) as caught:
-            await backend.append_many(a, [ChatMessage.user("fresh"), changed], session_id=s)
-        assert caught.value.message_id == "m-1"
+        held: list[str] = []
+
+        async def conflicting_batch() -> None:
+            try:
+                await backend.append_many(a, [ChatMessage.user("fresh"), changed], session_id=s)
+            except MessageConflict as error:
+                held.append(error.message_id)
+                raise
+
+        await refuses(
+            MessageConflict,
+            {"append_many([a new message, another message under the held id 'm-1'])": conflicting_batch},
+        )
+        assert held == ["m-1"], f"MessageConflict named {held[0]!r}, not the held id 'm-1'"
         assert await backend.get_messages(a, session_id=s) == [kept], "a refused batch stored part of itself"
-        with pytest.raises(MessageConflict):
-            await backend.append(a, changed, session_id=s)
+        twice = [ChatMessage.user("one", id="m-3"), ChatMessage.user("two", id="m-3")]
+        await refuses(
+            MessageConflict,
+            {"append(another message under the held id 'm-1')": lambda: backend.append(a, changed, session_id=s)},
+        )
         await backend.append_many(a, [kept, ChatMessage.user("second", id="m-2"), kept], session_id=s)  # a retry
         assert texts(await backend.get_messages(a, session_id=s)) == ["the original", "second"]
-        twice = [ChatMessage.user("one", id="m-3"), ChatMessage.user("two", id="m-3")]
-        with pytest.raises(MessageConflict):
-            await backend.append_many(a, twice, session_id=s)
+        await refuses(
+            MessageConflict,
+            {
+                "append_many(two different messages under one id 'm-3')": lambda: backend.append_many(
+                    a, twice, session_id=s
+                )
+            },
+        )
         assert await backend.count_messages(a, session_id=s) == 2
         await backend.append(a, changed, session_id=unique("session"))  # the same id in another session is free
 
