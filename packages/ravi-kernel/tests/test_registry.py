@@ -139,3 +139,23 @@ def test_an_entry_point_naming_a_missing_module_points_at_the_entry_point(
         registry.backend_factory("history", "driver")
     assert "No module named 'ravi_no_such_driver'" in str(raised.value)
     assert "with its dependencies" in str(raised.value.hint)
+
+
+def test_a_constructor_missing_an_argument_says_where_to_set_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend without an options model whose constructor needs ``dsn`` got "missing 1 required positional
+    argument: 'dsn'" and the hint to read the backend's documentation, not where configuration sets it."""
+    eps = [EntryPoint("needs", "ravi_test_needs:Needs", "ravi.history")]
+    monkeypatch.setattr(registry, "entry_points", lambda group: eps if group == "ravi.history" else [])
+
+    class Needs:
+        def __init__(self, dsn: str, *, table_name: str) -> None:
+            self.dsn = dsn
+
+    monkeypatch.setattr(registry, "backend_factory", lambda kind, name: Needs)
+    with pytest.raises(ConfigurationError) as raised:
+        registry.build_backend("history", "needs", {})
+    assert "missing 1 required positional argument: 'dsn'" in str(raised.value)
+    assert raised.value.hint == "set dsn (or RAVI_HISTORY__DSN) in the [history] table of ravi.toml"
+    with pytest.raises(ConfigurationError) as raised:
+        registry.build_backend("history", "needs", {"dsn": "x"})
+    assert raised.value.hint == "set table_name (or RAVI_HISTORY__TABLE_NAME) in the [history] table of ravi.toml"

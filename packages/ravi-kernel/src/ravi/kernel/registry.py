@@ -19,11 +19,13 @@ Example:
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ravi.kernel.env import env_name
 from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.options import options_model
 
@@ -232,6 +234,16 @@ def check_options(
     return model.parse(options, origins=origins, where=where or f"the {kind} backend {name!r}", kind=kind).given()
 
 
+def _missing_hint(kind: str, error: str) -> str:
+    """Where to set the arguments a constructor without an options model says are missing (``TypeError``:
+    "missing 1 required positional argument: 'dsn'"), else where to look."""
+    found = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: (.+)$", error)
+    if found is None:
+        return "check the option names in the backend's documentation"
+    keys = ", ".join(f"{k} (or {env_name(f'{kind}__{k}')})" for k in re.findall(r"'(\w+)'", found.group(1)))
+    return f"set {keys} in the [{kind}] table of ravi.toml"
+
+
 def build_backend(kind: str, name: str, options: Mapping[str, Any], *, origins: Mapping[str, str] | None = None) -> Any:
     """Backend ``name`` of ``kind``, built with ``options`` checked by its options model (:func:`check_options`).
 
@@ -247,8 +259,7 @@ def build_backend(kind: str, name: str, options: Mapping[str, Any], *, origins: 
         raise
     except TypeError as error:
         raise ConfigurationError(
-            f"bad options for the {kind} backend {name!r}: {error}",
-            hint="check the option names in the backend's documentation",
+            f"bad options for the {kind} backend {name!r}: {error}", hint=_missing_hint(kind, str(error))
         ) from error
     except Exception as error:  # a third party's constructor: its driver's error must not leak out of Ravi
         raise ConfigurationError(
