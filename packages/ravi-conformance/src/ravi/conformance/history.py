@@ -739,9 +739,9 @@ class HistoryProviderContract(ContractBase):
         assert got == [], f"({agent!r}, {session!r}) and ({other_agent!r}, {other_session!r}) share a key"
 
     async def test_generations_follow_removals(self, backend: HistoryProvider) -> None:
-        """``generation`` (``SessionGeneration``, optional) is ``""`` for a session never written, the same across
-        appends, and new after ``clear``, a ``clear_run`` that removed something, ``replace_last`` and
-        ``replace_session``: never one the session had before.
+        """``generation`` (``SessionGeneration``, optional) is ``""`` for a session never written (a ``clear`` or
+        ``clear_run`` of one leaves it so), the same across appends, and new after ``clear``, a ``clear_run`` that
+        removed something, ``replace_last`` and ``replace_session``: never one the session had before.
 
         Troubleshooting: keep a random token with the session (not a counter, which restarts when the session
         is removed or expires), replaced in the same statement or script that removes messages."""
@@ -749,6 +749,9 @@ class HistoryProviderContract(ContractBase):
             pytest.skip(f"backend lacks generation: {type(backend).__name__} is not a SessionGeneration")
         a, s = unique("agent"), unique("session")
         assert await backend.generation(a, session_id=s) == ""
+        await backend.clear(a, session_id=s)
+        await backend.clear_run(a, session_id=s, run_id="r1")
+        assert await backend.generation(a, session_id=s) == "", "a clear of a session never written gave it one"
         seen: set[str] = {""}
 
         async def new_one(after: str) -> str:
