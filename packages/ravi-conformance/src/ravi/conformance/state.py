@@ -15,6 +15,7 @@ from ravi.conformance._base import (
     EXACT_NUMBERS,
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     id_texts,
     json_numbers,
@@ -39,8 +40,12 @@ class ShortTermMemoryContract(ContractBase):
         raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     async def test_is_a_short_term_memory(self, backend: ShortTermMemory) -> None:
-        """The backend satisfies the ``ShortTermMemory`` Protocol."""
-        assert isinstance(backend, ShortTermMemory)
+        """The backend satisfies the ``ShortTermMemory`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.ShortTermMemory``).
+        """
+        assert_protocol(backend, ShortTermMemory)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: ShortTermMemory) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
@@ -229,13 +234,18 @@ class ShortTermMemoryContract(ContractBase):
         assert await backend.get_state(s) == {"kept": 1}
 
     async def test_returned_state_is_a_copy(self, backend: ShortTermMemory) -> None:
-        """Changing returned state does not change what is stored."""
+        """Changing returned state does not change what is stored.
+
+        Fix: return a new object from every read (`json_copy` of what the store keeps, or the state decoded from
+        its stored JSON), never the dict the store keeps.
+        """
         s = unique("session")
         await backend.set_state(s, {"list": [1]})
         got = await backend.get_state(s)
         got["list"].append(2)
         got["new"] = True
-        assert await backend.get_state(s) == {"list": [1]}
+        stored = await backend.get_state(s)
+        assert stored == {"list": [1]}, f"changing what get_state returned changed the stored state to {stored}"
 
     async def test_large_state(self, backend: ShortTermMemory) -> None:
         """A large state round-trips exactly."""

@@ -19,10 +19,13 @@ Example:
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
+from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ravi.kernel.env import env_name
 from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.options import options_model
 
@@ -121,7 +124,7 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
 
     Raises:
         ConfigurationError: no such backend is installed (the message lists the installed ones and the
-            distribution to install), or importing it failed.
+            distribution to install), importing it failed (or raised), or its module lacks the object it names.
     """
     eps = _entry_points(kind)
     ep = eps.get(name)
@@ -136,11 +139,28 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
         )
         raise ConfigurationError(f"no {kind} backend named {name!r} is installed (installed: {installed})", hint=hint)
     try:
-        factory = ep.load()
+        import_module(ep.module)
     except ImportError as error:
+        missing = error.name if isinstance(error, ModuleNotFoundError) else None
+        own = bool(missing) and f"{ep.module}.".startswith(f"{missing}.")  # the entry point's module, not a driver
         raise ConfigurationError(
             f"the {kind} backend {name!r} ({ep.value}) failed to import: {error}",
-            hint=f"reinstall {_origin(ep)} with its dependencies",
+            hint=f"check the module its entry point names in the group {GROUPS[kind]!r}, or reinstall {_origin(ep)}"
+            if own
+            else f"reinstall {_origin(ep)} with its dependencies",
+        ) from error
+    except Exception as error:  # the backend's module raised while it was imported: its error, not a traceback
+        raise ConfigurationError(
+            f"the {kind} backend {name!r} ({ep.value}) failed to import: {type(error).__name__}: {error}",
+            hint=f"importing {ep.module} must succeed for {_origin(ep)} to be used",
+        ) from error
+    try:
+        factory = ep.load()
+    except AttributeError as error:
+        raise ConfigurationError(
+            f"the {kind} backend {name!r} ({ep.value}) failed to load: {error}",
+            hint=f"correct the object its entry point names in the group {GROUPS[kind]!r} (module:attribute) in "
+            f"the pyproject.toml of {_origin(ep)}, and reinstall it",
         ) from error
     if not callable(factory):
         raise ConfigurationError(f"the {kind} backend {name!r} ({ep.value}) is not callable")
@@ -214,6 +234,16 @@ def check_options(
     return model.parse(options, origins=origins, where=where or f"the {kind} backend {name!r}", kind=kind).given()
 
 
+def _missing_hint(kind: str, error: str) -> str:
+    """Where to set the arguments a constructor without an options model says are missing (``TypeError``:
+    "missing 1 required positional argument: 'dsn'"), else where to look."""
+    found = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: (.+)$", error)
+    if found is None:
+        return "check the option names in the backend's documentation"
+    keys = ", ".join(f"{k} (or {env_name(f'{kind}__{k}')})" for k in re.findall(r"'(\w+)'", found.group(1)))
+    return f"set {keys} in the [{kind}] table of ravi.toml"
+
+
 def build_backend(kind: str, name: str, options: Mapping[str, Any], *, origins: Mapping[str, str] | None = None) -> Any:
     """Backend ``name`` of ``kind``, built with ``options`` checked by its options model (:func:`check_options`).
 
@@ -229,8 +259,7 @@ def build_backend(kind: str, name: str, options: Mapping[str, Any], *, origins: 
         raise
     except TypeError as error:
         raise ConfigurationError(
-            f"bad options for the {kind} backend {name!r}: {error}",
-            hint="check the option names in the backend's documentation",
+            f"bad options for the {kind} backend {name!r}: {error}", hint=_missing_hint(kind, str(error))
         ) from error
     except Exception as error:  # a third party's constructor: its driver's error must not leak out of Ravi
         raise ConfigurationError(
