@@ -4,16 +4,20 @@ before any test runs."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from importlib.metadata import EntryPoint
 from typing import Any
 
 import pytest
 
 import ravi.agents.context.history  # noqa: F401 - the backends below load it
+from ravi.agents.context import InMemoryHistoryProvider
 from ravi.conformance import HistoryProviderContract, ShortTermMemoryContract
+from ravi.conformance._base import protocol_gaps
 from ravi.conformance.plugin import preflight, resolve
 from ravi.kernel import registry
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.storage import HistoryProvider
 
 
 class SyncHistory:
@@ -49,6 +53,30 @@ class PartialHistory:
 
     async def get_messages(self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0) -> Any:
         return []
+
+
+def traced(method: Any) -> Any:
+    """A decorator of the usual kind: a plain function that returns the wrapped method's coroutine."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return method(*args, **kwargs)
+
+    return wrapper
+
+
+class TracedHistory(InMemoryHistoryProvider):
+    """Every method of ``HistoryProvider`` wrapped by :func:`traced`."""
+
+    append = traced(InMemoryHistoryProvider.append)
+    count_messages = traced(InMemoryHistoryProvider.count_messages)
+
+
+def test_an_async_method_behind_a_wrapping_decorator_is_async() -> None:
+    """A decorator that keeps ``__wrapped__`` (``functools.wraps``) around an ``async def`` returns its
+    coroutine: the backend is a ``HistoryProvider``."""
+    assert protocol_gaps(TracedHistory(), HistoryProvider) == ""
+    assert protocol_gaps(SyncHistory(), HistoryProvider) == "append, count_messages are not `async def`"
 
 
 def registered(monkeypatch: pytest.MonkeyPatch, group: str, **targets: str) -> None:

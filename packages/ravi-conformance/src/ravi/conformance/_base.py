@@ -237,12 +237,18 @@ def protocol_gaps(backend: Any, protocol: type) -> str:
         mine = getattr(backend, name, None)
         if not callable(mine):
             missing.append(name)
-        elif inspect.iscoroutinefunction(member) and not inspect.iscoroutinefunction(mine):
+        elif inspect.iscoroutinefunction(member) and not _is_async(mine):
             sync.append(name)
     gaps = [f"it lacks {', '.join(missing)}"] if missing else []
     if sync:
         gaps.append(f"{', '.join(sync)} {'is' if len(sync) == 1 else 'are'} not `async def`")
     return "; ".join(gaps)
+
+
+def _is_async(method: Any) -> bool:
+    """Whether ``method`` is ``async def``, or a wrapper of one that says so (``functools.wraps`` sets
+    ``__wrapped__``: a retry or tracing decorator around an ``async def`` returns its coroutine)."""
+    return inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(inspect.unwrap(method))
 
 
 def assert_protocol(backend: Any, protocol: type) -> None:
