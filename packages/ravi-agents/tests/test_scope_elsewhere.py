@@ -93,8 +93,29 @@ async def test_a_window_under_way_across_a_clear_elsewhere_leaves_nothing_in_the
     index.during = elsewhere
     assert "INV-2291" in text(await mine.get_prompt_window("s"))  # it read the session before the clear
     assert "INV-7777" in text(second)
-    last = mine.config.pipeline.last_window("agent", "s")
+    last = await mine.config.pipeline.last_window("agent", "s", history=store)
     assert last is not None
     assert "INV-2291" not in text(last)
     assert last == second  # the new generation's last window, not the late one of the old
     assert "INV-2291" not in text(await mine.get_prompt_window("s"))
+
+
+async def test_the_last_window_of_a_session_cleared_elsewhere_is_not_read() -> None:
+    """``last_window`` gave the window this process assembled before another process cleared the session (and
+    ``record_usage`` counted it) until this process assembled the session again."""
+    from ravi.kernel.errors import InvalidArgument
+
+    store = InMemoryHistoryProvider()
+    mine = AgentContext(ContextConfig(store, model="gpt-4o"))
+    theirs = AgentContext(ContextConfig(store))
+    await theirs.add_messages("s", transcript("INV-2291"))
+    window = await mine.get_prompt_window("s")
+    assert "INV-2291" in text(window)
+    await theirs.clear("s")
+    with pytest.raises(InvalidArgument, match="no window was assembled"):
+        await mine.record_usage("s", 500)
+    assert await mine.config.pipeline.last_window("agent", "s", history=store) is None
+    await theirs.add_messages("s", transcript("INV-7777"))
+    assert await mine.config.pipeline.last_window("agent", "s", history=store) is None
+    newer = await mine.get_prompt_window("s")
+    assert await mine.config.pipeline.last_window("agent", "s", history=store) == newer

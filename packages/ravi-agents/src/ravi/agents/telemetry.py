@@ -186,7 +186,10 @@ async def _traced_window(
     instruments: _Instruments, method: Callable[..., Awaitable[Any]], pipeline: Any, request: Any
 ) -> Any:
     agent, conversation = request.agent_id or "anonymous", request.session_id
-    previous = pipeline.last_window(request.agent_id, request.session_id) if request.agent_id else None
+    # the window kept before this one, and its generation: not the previous window once the session was cleared
+    previous, previous_generation = (
+        pipeline._held_window(request.agent_id, request.session_id) if request.agent_id else (None, None)
+    )
     passes: list[tuple[list[ChatMessage], SessionContext]] = []
     started = time.perf_counter()
     noting = _passes.set(passes)
@@ -203,6 +206,8 @@ async def _traced_window(
             window = await method(pipeline, request)
             if passes:
                 source, session = passes[-1]
+                if session.generation != previous_generation:
+                    previous = None
                 seconds = time.perf_counter() - started
                 _record(instruments, span, pipeline, session, source, window.messages, previous, seconds, agent)
     finally:

@@ -231,15 +231,37 @@ class CompactionPipeline:
                 failures.append((repr(strategy), error))
         return removed, failures
 
-    def last_window(self, agent_id: str, session_id: str) -> list[ChatMessage] | None:
-        """The last window this pipeline assembled for the session, if it remembers one.
+    async def last_window(
+        self, agent_id: str, session_id: str, *, history: HistoryProvider | None
+    ) -> list[ChatMessage] | None:
+        """The last window this pipeline assembled for the session, if it remembers one of the session as
+        ``history`` holds it now.
+
+        ``history`` is the store the session is in. When it tracks generations (``SessionGeneration``), the
+        session's generation is read first, and a window of another generation is not given: the session was
+        cleared since (by this process or another), and the window holds removed messages. With ``None`` (windows
+        of messages passed in, no store), only this process's clears are known.
 
         Raises:
             InvalidArgument: ``agent_id`` or ``session_id`` is not a valid id.
         """
         check_scope(agent_id=agent_id, session_id=session_id)
-        kept = self.sessions.get(agent_id, session_id).find(self, _LAST_WINDOW)
-        return kept[0] if kept else None
+        generation = None
+        if isinstance(history, SessionGeneration):
+            generation = await history.generation(agent_id, session_id=session_id)
+        window, kept_in = self._held_window(agent_id, session_id)
+        if generation is not None and kept_in != generation:
+            return None
+        return window
+
+    def _held_window(self, agent_id: str, session_id: str) -> tuple[list[ChatMessage] | None, str | None]:
+        """The last window this process keeps for the session, and the generation it was assembled in (``None``
+        when unknown), as kept: not checked against the store."""
+        state = self.sessions.find(agent_id, session_id)
+        kept = state.find(self, _LAST_WINDOW) if state is not None else None
+        if state is None or not kept:
+            return None, None
+        return kept[0], state.generation
 
     @telemetry.traced_window
     async def window(self, request: WindowRequest) -> Window:
