@@ -119,3 +119,28 @@ async def test_the_last_window_of_a_session_cleared_elsewhere_is_not_read() -> N
     assert await mine.config.pipeline.last_window("agent", "s", history=store) is None
     newer = await mine.get_prompt_window("s")
     assert await mine.config.pipeline.last_window("agent", "s", history=store) == newer
+
+
+async def test_a_window_of_messages_read_after_the_generation_is_filed_under_that_generation() -> None:
+    """``WindowRequest(generation=...)``: the generation a caller read before the messages it passes is the one
+    the window's state is kept under, not one read after them; it goes only with those messages and that store."""
+    from ravi.agents.context import CompactionPipeline, WindowRequest
+    from ravi.kernel.errors import InvalidArgument
+
+    store = InMemoryHistoryProvider()
+    await store.append_many("agent", transcript("INV-2291"), session_id="s")
+    generation = await store.generation("agent", session_id="s")
+    messages = await store.get_messages("agent", session_id="s")
+    await store.clear("agent", session_id="s")  # lands between the caller's reads and the window
+    pipeline = CompactionPipeline([])
+    request = WindowRequest("agent", "s", history=store, messages=messages, generation=generation)
+    assert (await pipeline.window(request)).messages == messages
+    assert await pipeline.last_window("agent", "s", history=store) is None
+    for bad in (
+        {"history": store, "generation": generation},
+        {"messages": messages, "generation": generation},
+        {"history": store, "messages": messages, "generation": 5},
+        {"history": store, "messages": messages, "generation": "\ud800"},
+    ):
+        with pytest.raises(InvalidArgument):
+            WindowRequest("agent", "s", **bad)  # type: ignore[arg-type]
