@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
+from pausing_index import PausingBM25
 from servers import Server, closing
 
 from ravi.agents.context import (
@@ -23,7 +24,6 @@ from ravi.agents.forget import recall_collections
 from ravi.capabilities.postgres import PgVectorStore, PostgresHistoryProvider, PostgresSummaryStore
 from ravi.capabilities.redis import RedisHistoryProvider, RedisSummaryStore
 from ravi.conformance._base import eventually
-from ravi.kernel.agent import SessionContext
 from ravi.kernel.embeddings import HashingEmbeddingClient
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
@@ -363,20 +363,6 @@ async def test_redis_summary_under_way_across_a_clear_reaches_no_later_window(
     redis_server: Server, redis_prefix: str
 ) -> None:
     await as_two_processes(on_redis(redis_server, redis_prefix), summarises_across_a_clear)
-
-
-class PausingBM25(BM25Index):
-    """BM25; the first window's ranking waits while ``during`` runs (another process's clear)."""
-
-    during: Callable[[], Awaitable[None]] | None = None
-
-    async def scores(
-        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
-    ) -> dict[int, float]:
-        during, self.during = self.during, None
-        if during is not None:
-            await during()
-        return await super().scores(history, query, session)
 
 
 async def keeps_no_late_window(mine: Any, theirs: Any) -> None:

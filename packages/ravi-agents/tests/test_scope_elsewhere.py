@@ -4,14 +4,14 @@ over one store stand for the two processes: each keeps its own state."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from typing import Literal
 
 import pytest
+from pausing_index import PausingBM25  # tests-integration/, on pytest's pythonpath
 
 from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider, RelevantRecallStrategy
 from ravi.agents.context.recall_index import BM25Index
-from ravi.kernel.agent import SessionContext
 from ravi.kernel.messages import ChatMessage
 
 
@@ -56,21 +56,6 @@ async def test_a_warm_recall_shows_nothing_of_a_session_cleared_elsewhere(strate
     assert "INV-7777" in shown
 
 
-class _PausingIndex(BM25Index):
-    """BM25, running ``during`` (once) in the middle of the first window's ranking: after the window read the
-    session, before it keeps what it found."""
-
-    during: Callable[[], Awaitable[None]] | None = None
-
-    async def scores(
-        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
-    ) -> dict[int, float]:
-        during, self.during = self.during, None
-        if during is not None:
-            await during()
-        return await super().scores(history, query, session)
-
-
 @pytest.mark.parametrize("prefer", ["cache", "relevance"])
 async def test_a_window_under_way_across_a_clear_elsewhere_leaves_nothing_in_the_new_generations_state(
     prefer: Literal["cache", "relevance"],
@@ -78,7 +63,7 @@ async def test_a_window_under_way_across_a_clear_elsewhere_leaves_nothing_in_the
     """The first window read the old session; meanwhile another process cleared it and wrote it again, and a
     second window of this process assembled the new one. What the first keeps when it ends (the last window, the
     ids it recalled) is not the new generation's."""
-    store, index = InMemoryHistoryProvider(), _PausingIndex()
+    store, index = InMemoryHistoryProvider(), PausingBM25()
     strategy = RelevantRecallStrategy(400, recall_share=0.5, prefer=prefer, index=index)
     mine = AgentContext(ContextConfig(store, [strategy]))
     theirs = AgentContext(ContextConfig(store, [RelevantRecallStrategy(400, recall_share=0.5)]))
