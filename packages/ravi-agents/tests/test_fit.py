@@ -102,7 +102,10 @@ def test_an_exact_counter_that_cannot_load_raises_configuration_error(monkeypatc
     monkeypatch.setitem(sys.modules, "bpe_openai", None)
     with pytest.raises(ConfigurationError) as raised:
         ExactTokenCounter("o200k_base")
-    assert raised.value.hint == "pip install 'ravi-agents[exact]'"
+    assert raised.value.hint == (
+        "pip install 'ravi-agents[exact]'; from a clone of Ravi, at its root: "
+        "pip install './packages/ravi-agents[exact]'"
+    )
 
 
 def test_from_model_windows_of_json_tool_output_fit_gpt_4o() -> None:

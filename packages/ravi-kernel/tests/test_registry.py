@@ -82,3 +82,23 @@ def test_a_misspelt_kind_or_backend_gets_a_did_you_mean() -> None:
     with pytest.raises(ConfigurationError) as info:
         backend_factory("history", "memroy")
     assert "did you mean 'memory'?" in str(info.value)
+
+
+def test_an_install_command_gives_the_index_form_and_the_clone_form() -> None:
+    from ravi.kernel.registry import install_command
+
+    assert install_command("ravi-capabilities-redis") == (
+        "pip install ravi-capabilities-redis; from a clone of Ravi, at its root: "
+        "pip install ./packages/ravi-capabilities-redis"
+    )
+    assert install_command("ravi-agents[otel]") == (
+        "pip install 'ravi-agents[otel]'; from a clone of Ravi, at its root: pip install './packages/ravi-agents[otel]'"
+    )
+    assert install_command("ravi-agents[embeddings]") == (
+        "pip install 'ravi-agents[embeddings]'; from a clone of Ravi, at its root: "
+        "pip install ./packages/ravi-embeddings-wordllama './packages/ravi-agents[embeddings]'"
+    )
+    assert install_command("ravi-conformance", upgrade=True) == (
+        "pip install --upgrade ravi-conformance; from a clone of Ravi, at its root: "
+        "pip install --upgrade ./packages/ravi-conformance"
+    )

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import SUMMARY_KEY
+from ravi.kernel.registry import install_command
 
 if TYPE_CHECKING:
     from ravi.kernel.agent import SessionContext
@@ -119,7 +120,7 @@ def enable(*, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         _active = _Instruments(tracer_provider, meter_provider)
     except ImportError:
         raise ConfigurationError(
-            "telemetry needs opentelemetry-api, which is not installed", hint="pip install 'ravi-agents[otel]'"
+            "telemetry needs opentelemetry-api, which is not installed", hint=install_command("ravi-agents[otel]")
         ) from None
 
 
