@@ -159,3 +159,21 @@ def test_a_constructor_missing_an_argument_says_where_to_set_it(monkeypatch: pyt
     with pytest.raises(ConfigurationError) as raised:
         registry.build_backend("history", "needs", {"dsn": "x"})
     assert raised.value.hint == "set table_name (or RAVI_HISTORY__TABLE_NAME) in the [history] table of ravi.toml"
+def test_an_install_command_gives_the_index_form_and_the_clone_form() -> None:
+    from ravi.kernel.registry import install_command
+
+    assert install_command("ravi-capabilities-redis") == (
+        "pip install ravi-capabilities-redis; from a clone of Ravi, at its root: "
+        "pip install ./packages/ravi-capabilities-redis"
+    )
+    assert install_command("ravi-agents[otel]") == (
+        "pip install 'ravi-agents[otel]'; from a clone of Ravi, at its root: pip install './packages/ravi-agents[otel]'"
+    )
+    assert install_command("ravi-agents[embeddings]") == (
+        "pip install 'ravi-agents[embeddings]'; from a clone of Ravi, at its root: "
+        "pip install ./packages/ravi-embeddings-wordllama './packages/ravi-agents[embeddings]'"
+    )
+    assert install_command("ravi-conformance", upgrade=True) == (
+        "pip install --upgrade ravi-conformance; from a clone of Ravi, at its root: "
+        "pip install --upgrade ./packages/ravi-conformance"
+    )

@@ -25,7 +25,7 @@ from ravi.conformance._base import (
     unique,
 )
 from ravi.kernel.errors import InvalidArgument
-from ravi.kernel.storage import ShortTermMemory
+from ravi.kernel.storage import ReservedState, ShortTermMemory
 
 
 class ShortTermMemoryContract(ContractBase):
@@ -63,6 +63,26 @@ class ShortTermMemoryContract(ContractBase):
             "state leaked between tests: get_state('canary') found the first canary's state"
         )
         await backend.set_state("canary", {"left": "behind"})
+
+    async def test_the_reserved_place_is_apart_from_every_session(self, backend: ShortTermMemory) -> None:
+        """A store with a place of Ravi's own (``ReservedState.reserved()``) keeps it apart from the sessions'
+        states: a session of the same name neither reads, writes nor clears what is kept there.
+
+        Fix: key the reserved place's states where no session id reaches (a table or key kind of their own).
+        """
+        if not isinstance(backend, ReservedState):
+            pytest.skip(f"backend lacks reserved: {type(backend).__name__} is not a ReservedState")
+        reserved = backend.reserved()
+        assert isinstance(reserved, ShortTermMemory)
+        name = unique("session")
+        await reserved.set_state(name, {"own": 1})
+        assert await backend.get_state(name) == {}
+        await backend.update_state(name, {"own": 2})
+        await backend.clear(name)
+        assert await reserved.get_state(name) == {"own": 1}
+        assert await backend.reserved().get_state(name) == {"own": 1}
+        await reserved.clear(name)
+        assert await reserved.get_state(name) == {}
 
     async def test_unknown_session_has_empty_state(self, backend: ShortTermMemory) -> None:
         """The state of an unknown session is an empty dict."""

@@ -68,6 +68,35 @@ KNOWN_BACKENDS: Mapping[str, tuple[str, frozenset[str]]] = {
 """Backends Ravi publishes: name to (distribution, kinds it serves), used to say what to install."""
 
 
+CLONE_NEEDS: Mapping[str, tuple[str, ...]] = {"ravi-agents[embeddings]": ("ravi-embeddings-wordllama",)}
+"""The other distributions of Ravi an extra needs, whose directories an install from a clone gives too (pip would
+look for them on the package index)."""
+
+
+def install_command(*requirements: str, upgrade: bool = False) -> str:
+    """What to run to install ``requirements`` (distributions of Ravi, each with its extras, such as
+    ``"ravi-agents[otel]"``): the command for the package index, then the one for a clone of Ravi, at its root
+    (``./packages/<distribution>``). Every hint Ravi gives about installing something is written with it.
+
+    Example:
+        >>> print(install_command("ravi-agents[otel]").replace("; ", "\\n"))
+        pip install 'ravi-agents[otel]'
+        from a clone of Ravi, at its root: pip install './packages/ravi-agents[otel]'
+    """
+
+    def quoted(requirement: str) -> str:
+        return f"'{requirement}'" if "[" in requirement else requirement
+
+    local: list[str] = []
+    for requirement in requirements:
+        local += [f"./packages/{d}" for d in CLONE_NEEDS.get(requirement, ()) if f"./packages/{d}" not in local]
+        local.append(f"./packages/{requirement}")
+    pip = "pip install --upgrade" if upgrade else "pip install"
+    index = " ".join(quoted(r) for r in requirements)
+    clone = " ".join(quoted(r) for r in local)
+    return f"{pip} {index}; from a clone of Ravi, at its root: {pip} {clone}"
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """``"did you mean 'x'? "`` for the closest of ``choices`` to a misspelt ``word``, else ``""``."""
     close = difflib.get_close_matches(word, list(choices), n=1)
@@ -132,7 +161,7 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
         installed = ", ".join(sorted(eps)) or "none"
         dist = install_hint(kind, name)
         hint = (
-            f"install it with: pip install {dist}"
+            f"install it with: {install_command(dist)}"
             if dist
             else f"{did_you_mean(name, eps)}it is either misspelled or not installed; a backend registers itself "
             f"under the entry-point group {GROUPS[kind]!r}"
@@ -193,7 +222,7 @@ def local_server(name: str) -> Any:
     ep = eps.get(name)
     if ep is None:
         dist = KNOWN_BACKENDS.get(name, (None,))[0]
-        hint = f"pip install '{dist}[local]'" if dist and dist != "ravi-agents" else "choose one of the installed"
+        hint = install_command(f"{dist}[local]") if dist and dist != "ravi-agents" else "choose one of the installed"
         raise ConfigurationError(
             f"no local {name} server is installed (installed: {', '.join(sorted(eps)) or 'none'})", hint=hint
         )
@@ -202,7 +231,7 @@ def local_server(name: str) -> Any:
     except ImportError as error:
         raise ConfigurationError(
             f"the local {name} server failed to import: {error}",
-            hint=f"pip install '{KNOWN_BACKENDS.get(name, ('?',))[0]}[local]'",
+            hint=install_command(f"{KNOWN_BACKENDS.get(name, ('?',))[0]}[local]"),
         ) from error
 
 
@@ -283,6 +312,7 @@ def load_backend(kind: str, name: str, **options: Any) -> Any:
 
 
 __all__ = [
+    "CLONE_NEEDS",
     "GROUPS",
     "KNOWN_BACKENDS",
     "PROTOCOLS",
@@ -294,6 +324,7 @@ __all__ = [
     "build_backend",
     "check_options",
     "did_you_mean",
+    "install_command",
     "install_hint",
     "load_backend",
     "local_server",
