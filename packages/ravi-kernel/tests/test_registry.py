@@ -159,6 +159,8 @@ def test_a_constructor_missing_an_argument_says_where_to_set_it(monkeypatch: pyt
     with pytest.raises(ConfigurationError) as raised:
         registry.build_backend("history", "needs", {"dsn": "x"})
     assert raised.value.hint == "set table_name (or RAVI_HISTORY__TABLE_NAME) in the [history] table of ravi.toml"
+
+
 def test_an_install_command_gives_the_index_form_and_the_clone_form() -> None:
     from ravi.kernel.registry import install_command
 
