@@ -349,3 +349,21 @@ def test_every_install_from_a_clone_brings_the_kernel() -> None:
         installed = set(re.findall(r"\./packages/([a-z-]+)", command))
         if installed - {"ravi-kernel", "ravi-embeddings-wordllama"}:
             assert "ravi-kernel" in installed, f"{name}: {command}"
+
+
+def test_the_conformance_page_installs_the_suite_from_a_clone() -> None:
+    """The tutorial's ``pip install -e './ravi-sqlite-history[test]'`` in an environment installed from a clone as
+    the quickstart says stopped at "No matching distribution found for ravi-conformance": the page now gives the
+    suite's directory with the others."""
+    text = (DOCS / "conformance.md").read_text()
+    spans = re.findall(r"(?<!`)`(pip install [^`]*)`(?!`)", text)
+    assert any("./packages/ravi-conformance" in s and "./packages/ravi-kernel" in s for s in spans), spans
+    assert "./packages/ravi-conformance" in (DOCS / "quickstart.md").read_text()
+
+
+def test_the_conformance_page_shows_the_protocol_of_each_store_its_tutorial_builds(site: Path) -> None:
+    """The tutorial builds a history backend and a session-state store, but showed the signatures of
+    ``HistoryProvider`` alone; ``ShortTermMemory``'s four methods were nowhere on the page."""
+    rendered = (site / "conformance" / "index.html").read_text()
+    for method in ("append_many", "count_messages", "get_state", "set_state", "update_state"):
+        assert f"{method}" in rendered and re.search(rf'id="[^"]*{method}"', rendered), method

@@ -64,18 +64,19 @@ async def test_two_workers_reporting_at_once_lose_no_report(two_stores: tuple[ob
             *((a if i % 2 else b).observe("many", counted=10_000, reported=t) for i, t in enumerate(tokens))
         )
         reported = [round(t / 10_000, 4) for t in tokens]
-        state = await first.get_state(SCOPE)  # type: ignore[attr-defined]
+        state = await first.reserved().get_state(SCOPE)  # type: ignore[attr-defined]
         many = {k: v for k, v in state.items() if k == "many" or k.startswith("many\x1f")}
         assert sorted(stored_ratios(many)) == reported
         assert await Calibration(second).factor("many") == max(reported)  # type: ignore[arg-type]
         writes: list[object] = []
-        update = first.update_state  # type: ignore[attr-defined]
+        place = a._store  # where a keeps the corrections: the first store's reserved place
+        update = place.update_state  # type: ignore[union-attr]
 
         async def counted_update(session_id: str, patch: dict[str, object]) -> object:
             writes.append(patch)
             return await update(session_id, patch)
 
-        first.update_state = counted_update  # type: ignore[attr-defined]
+        place.update_state = counted_update  # type: ignore[method-assign,union-attr]
         assert await a.factor("many") == max(reported)
         assert writes == []  # its entry read back as written: a window writes nothing
     finally:
@@ -173,7 +174,7 @@ def test_workers_in_separate_processes_reporting_at_once_lose_no_report(
             else PostgresMemoryStore(server.address, schema=place)
         )
         try:
-            state = await store.get_state(SCOPE)  # type: ignore[attr-defined]
+            state = await store.reserved().get_state(SCOPE)  # type: ignore[attr-defined]
             m = {k: v for k, v in state.items() if k == "m" or k.startswith("m\x1f")}
             expected = sorted(round(reported(w, k) / 10_000, 4) for w in range(writers) for k in range(REPORTS))
             assert sorted(stored_ratios(m)) == expected
@@ -182,3 +183,25 @@ def test_workers_in_separate_processes_reporting_at_once_lose_no_report(
             await store.aclose()  # type: ignore[attr-defined]
 
     asyncio.run(check())
+
+
+async def test_no_application_session_reads_writes_or_clears_the_corrections(state_store: object) -> None:
+    """The corrections were kept in the state of the session ``ravi.calibration``: an application session of that
+    name read them, a write to it changed every window of the model, and its clear (or a forget) erased them."""
+    from ravi.agents.context.calibration import SCOPE, SEPARATOR
+
+    try:
+        for session_id in (SCOPE, "calibration", "reserved"):
+            calibration = Calibration(state_store)  # type: ignore[arg-type]
+            await calibration.observe(session_id, counted=1_000, reported=2_000)
+            assert not any(
+                key.startswith(session_id + SEPARATOR)
+                for key in await state_store.get_state(session_id)  # type: ignore[attr-defined]
+            )
+            forged = {f"{session_id}{SEPARATOR}{'0' * 32}": {"ratios": [3.5], "at": 4e9}, session_id: [3.5]}
+            await state_store.update_state(session_id, forged)  # type: ignore[attr-defined]
+            assert await Calibration(state_store).factor(session_id) == 2.0  # type: ignore[arg-type]
+            await state_store.clear(session_id)  # type: ignore[attr-defined]
+            assert await Calibration(state_store).factor(session_id) == 2.0  # type: ignore[arg-type]
+    finally:
+        await state_store.aclose()  # type: ignore[attr-defined]

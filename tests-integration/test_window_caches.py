@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
+from pausing_index import PausingBM25
 from servers import Server, closing
 
 from ravi.agents.context import (
@@ -23,8 +24,8 @@ from ravi.agents.forget import recall_collections
 from ravi.capabilities.postgres import PgVectorStore, PostgresHistoryProvider, PostgresSummaryStore
 from ravi.capabilities.redis import RedisHistoryProvider, RedisSummaryStore
 from ravi.conformance._base import eventually
-from ravi.kernel.agent import SessionContext
 from ravi.kernel.embeddings import HashingEmbeddingClient
+from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
 
 
@@ -364,20 +365,6 @@ async def test_redis_summary_under_way_across_a_clear_reaches_no_later_window(
     await as_two_processes(on_redis(redis_server, redis_prefix), summarises_across_a_clear)
 
 
-class PausingBM25(BM25Index):
-    """BM25; the first window's ranking waits while ``during`` runs (another process's clear)."""
-
-    during: Callable[[], Awaitable[None]] | None = None
-
-    async def scores(
-        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
-    ) -> dict[int, float]:
-        during, self.during = self.during, None
-        if during is not None:
-            await during()
-        return await super().scores(history, query, session)
-
-
 async def keeps_no_late_window(mine: Any, theirs: Any) -> None:
     """A window under way while the other process clears the session and writes it again, and a later window of
     this process assembles the new one: the late window is not what the new generation keeps."""
@@ -394,7 +381,7 @@ async def keeps_no_late_window(mine: Any, theirs: Any) -> None:
     index.during = elsewhere
     await context.get_prompt_window("s")
     assert "INV-7777" in " ".join(texts(newer))
-    assert context.config.pipeline.last_window("agent", "s") == newer
+    assert await context.config.pipeline.last_window("agent", "s", history=mine) == newer
     assert "INV-2291" not in " ".join(texts(await context.get_prompt_window("s")))
 
 
@@ -404,3 +391,32 @@ async def test_postgres_window_under_way_across_a_clear_is_not_kept(postgres_ser
 
 async def test_redis_window_under_way_across_a_clear_is_not_kept(redis_server: Server, redis_prefix: str) -> None:
     await as_two_processes(on_redis(redis_server, redis_prefix), keeps_no_late_window)
+
+
+async def forgets_the_last_window_of_a_clear(mine: Any, theirs: Any) -> None:
+    """The other process clears the session (and writes it again): the window this process assembled before is
+    no longer its last window, nor counted by ``record_usage``."""
+    context = AgentContext(ContextConfig(mine, model="gpt-4o"))
+    await theirs.append_many("agent", transcript("INV-2291"), session_id="s")
+    window = await context.get_prompt_window("s")
+    assert "INV-2291" in " ".join(texts(window))
+    await theirs.clear("agent", session_id="s")
+    with pytest.raises(InvalidArgument, match="no window was assembled"):
+        await context.record_usage("s", 500)
+    assert await context.config.pipeline.last_window("agent", "s", history=mine) is None
+    await theirs.append_many("agent", transcript("INV-7777"), session_id="s")
+    assert await context.config.pipeline.last_window("agent", "s", history=mine) is None
+    newer = await context.get_prompt_window("s")
+    assert await context.config.pipeline.last_window("agent", "s", history=mine) == newer
+
+
+async def test_postgres_last_window_of_a_session_cleared_elsewhere_is_not_read(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    await as_two_processes(on_postgres(postgres_server, pg_schema), forgets_the_last_window_of_a_clear)
+
+
+async def test_redis_last_window_of_a_session_cleared_elsewhere_is_not_read(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    await as_two_processes(on_redis(redis_server, redis_prefix), forgets_the_last_window_of_a_clear)

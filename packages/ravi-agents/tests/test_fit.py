@@ -9,6 +9,8 @@ import random
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ravi.agents.context import TokenBudgetComposedStrategy
 from ravi.agents.context.calibration import MAX_RATIO
@@ -100,7 +102,10 @@ def test_an_exact_counter_that_cannot_load_raises_configuration_error(monkeypatc
     monkeypatch.setitem(sys.modules, "bpe_openai", None)
     with pytest.raises(ConfigurationError) as raised:
         ExactTokenCounter("o200k_base")
-    assert raised.value.hint == "pip install 'ravi-agents[exact]'"
+    assert raised.value.hint == (
+        "pip install 'ravi-agents[exact]'; from a clone of Ravi, at its root: "
+        "pip install './packages/ravi-agents[exact]'"
+    )
 
 
 def test_from_model_windows_of_json_tool_output_fit_gpt_4o() -> None:
@@ -385,7 +390,7 @@ async def test_a_ratio_past_the_cap_in_the_state_store_corrects_no_window(stored
     from ravi.agents.storage.state import InMemoryStateStore
 
     state = InMemoryStateStore()
-    await state.update_state(SCOPE, {"gpt-4o": [stored, 1.1]})
+    await state.reserved().update_state(SCOPE, {"gpt-4o": [stored, 1.1]})
     context = TokenBudgetContext(2_000, model="gpt-4o", state=state)
     assert await context.calibration.factor("gpt-4o") == 1.1
     await AgentContext(context).add_messages("s", [ChatMessage.user(f"turn {i}: " + "word " * 100) for i in range(20)])
@@ -444,6 +449,9 @@ class _Together:
     async def clear(self, session_id: str) -> None:
         await self.inner.clear(session_id)  # type: ignore[attr-defined]
 
+    def reserved(self) -> _Together:
+        return self
+
 
 async def test_two_workers_reporting_at_once_on_one_state_store_lose_no_report() -> None:
     """Two workers report on one model at the same instant: each read the list of ratios, added its own and wrote
@@ -452,7 +460,7 @@ async def test_two_workers_reporting_at_once_on_one_state_store_lose_no_report()
     from ravi.agents.storage import InMemoryStateStore
 
     inner = InMemoryStateStore()
-    together = _Together(inner)
+    together = _Together(inner.reserved())  # the corrections' place, its calls met in pairs
     a, b = Calibration(together), Calibration(together)  # type: ignore[arg-type]
     for round_ in range(6):
         together.round()
@@ -485,14 +493,15 @@ async def test_the_corrections_keep_the_newest_writers_entries_and_restore_one_e
     await b.observe("m", counted=1_000, reported=1_100)
     assert await Calibration(state, instances=2).factor("m") == 3.0
     await c.observe("m", counted=1_000, reported=1_200)  # a is now older than the newest two
-    stored = await state.get_state(SCOPE)
+    stored = await state.reserved().get_state(SCOPE)
     assert stored[f"m{SEPARATOR}{a.id}"] is None and stored[f"m{SEPARATOR}{c.id}"] == {
         "ratios": [1.2],
         "at": stored[f"m{SEPARATOR}{c.id}"]["at"],  # type: ignore[index]
     }
     assert await a.factor("m") == 1.2  # pruned as it should be: not written again
-    assert (await state.get_state(SCOPE))[f"m{SEPARATOR}{a.id}"] is None
-    await state.update_state(SCOPE, {f"m{SEPARATOR}{c.id}": None})  # emptied by a pruner that read before c wrote
+    assert (await state.reserved().get_state(SCOPE))[f"m{SEPARATOR}{a.id}"] is None
+    # emptied by a pruner that read before c wrote
+    await state.reserved().update_state(SCOPE, {f"m{SEPARATOR}{c.id}": None})
     assert await Calibration(state, instances=2).factor("m") == 1.1
     assert await c.factor("m") == 1.2  # c writes its entry again
     assert await Calibration(state, instances=2).factor("m") == 1.2
@@ -510,7 +519,7 @@ async def test_a_writers_entry_is_read_only_under_its_own_model_and_only_as_a_re
     other = Calibration(state)
     await other.observe(f"a{SEPARATOR}b", counted=1_000, reported=3_000)
     writer = "0" * 32
-    await state.update_state(
+    await state.reserved().update_state(
         SCOPE,
         {
             f"a{SEPARATOR}{writer}": {"ratios": [300.0, 1.1], "at": 1},
@@ -542,8 +551,43 @@ async def test_the_emptied_keys_of_writers_long_gone_are_dropped_and_the_newest_
     writers = [Calibration(state, instances=2) for _ in range(DEAD_KEYS + 40)]
     for n, writer in enumerate(writers):
         await writer.observe("m", counted=1_000, reported=1_000 + n)
-        assert len(await state.get_state(SCOPE)) <= DEAD_KEYS + 3
-    stored = await state.get_state(SCOPE)
+        assert len(await state.reserved().get_state(SCOPE)) <= DEAD_KEYS + 3
+    stored = await state.reserved().get_state(SCOPE)
     newest = [f"m{SEPARATOR}{w.id}" for w in writers[-2:]]
     assert all(stored[key] is not None for key in newest)
     assert await Calibration(state, instances=2).factor("m") == (1_000 + len(writers) - 1) / 1_000
+
+
+async def _no_session_reaches_the_corrections(state: object, session_id: str) -> None:
+    """A report kept in ``state``; then the application's session ``session_id`` is read, written with an entry of
+    the corrections' own form, and cleared: it held none of the corrections, and the correction stays the
+    report's."""
+    from ravi.agents.context.calibration import SEPARATOR, Calibration
+
+    calibration = Calibration(state)  # type: ignore[arg-type]
+    await calibration.observe("m", counted=1_000, reported=2_000)
+    before = await state.get_state(session_id)  # type: ignore[attr-defined]
+    assert not any(key.startswith("m" + SEPARATOR) for key in before)
+    forged = {f"m{SEPARATOR}{'0' * 32}": {"ratios": [3.5], "at": 4e9}, "m": [3.5]}
+    await state.update_state(session_id, forged)  # type: ignore[attr-defined]
+    assert await Calibration(state).factor("m") == 2.0  # type: ignore[arg-type]
+    await state.clear(session_id)  # type: ignore[attr-defined]
+    assert await Calibration(state).factor("m") == 2.0  # type: ignore[arg-type]
+
+
+async def test_no_application_session_reads_writes_or_clears_the_corrections() -> None:
+    """The corrections were kept in the state of the session ``ravi.calibration``: an application session of that
+    name read them, a write to it changed every window of the model, and its clear (or a forget) erased them."""
+    from ravi.agents.context.calibration import SCOPE
+    from ravi.agents.storage import InMemoryStateStore
+
+    await _no_session_reaches_the_corrections(InMemoryStateStore(), SCOPE)
+
+
+@given(session_id=st.just("ravi.calibration") | st.text(st.characters(exclude_categories=("Cs",)), min_size=1))
+@settings(max_examples=50, deadline=None)
+def test_no_session_id_reaches_the_corrections(session_id: str) -> None:
+    """Whatever the application's session id, its state is not the corrections'."""
+    from ravi.agents.storage import InMemoryStateStore
+
+    asyncio.run(_no_session_reaches_the_corrections(InMemoryStateStore(), session_id))

@@ -4,14 +4,14 @@ over one store stand for the two processes: each keeps its own state."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from typing import Literal
 
 import pytest
+from pausing_index import PausingBM25  # tests-integration/, on pytest's pythonpath
 
 from ravi.agents.context import AgentContext, ContextConfig, InMemoryHistoryProvider, RelevantRecallStrategy
 from ravi.agents.context.recall_index import BM25Index
-from ravi.kernel.agent import SessionContext
 from ravi.kernel.messages import ChatMessage
 
 
@@ -56,21 +56,6 @@ async def test_a_warm_recall_shows_nothing_of_a_session_cleared_elsewhere(strate
     assert "INV-7777" in shown
 
 
-class _PausingIndex(BM25Index):
-    """BM25, running ``during`` (once) in the middle of the first window's ranking: after the window read the
-    session, before it keeps what it found."""
-
-    during: Callable[[], Awaitable[None]] | None = None
-
-    async def scores(
-        self, history: Sequence[ChatMessage], query: str, session: SessionContext | None = None
-    ) -> dict[int, float]:
-        during, self.during = self.during, None
-        if during is not None:
-            await during()
-        return await super().scores(history, query, session)
-
-
 @pytest.mark.parametrize("prefer", ["cache", "relevance"])
 async def test_a_window_under_way_across_a_clear_elsewhere_leaves_nothing_in_the_new_generations_state(
     prefer: Literal["cache", "relevance"],
@@ -78,7 +63,7 @@ async def test_a_window_under_way_across_a_clear_elsewhere_leaves_nothing_in_the
     """The first window read the old session; meanwhile another process cleared it and wrote it again, and a
     second window of this process assembled the new one. What the first keeps when it ends (the last window, the
     ids it recalled) is not the new generation's."""
-    store, index = InMemoryHistoryProvider(), _PausingIndex()
+    store, index = InMemoryHistoryProvider(), PausingBM25()
     strategy = RelevantRecallStrategy(400, recall_share=0.5, prefer=prefer, index=index)
     mine = AgentContext(ContextConfig(store, [strategy]))
     theirs = AgentContext(ContextConfig(store, [RelevantRecallStrategy(400, recall_share=0.5)]))
@@ -93,8 +78,54 @@ async def test_a_window_under_way_across_a_clear_elsewhere_leaves_nothing_in_the
     index.during = elsewhere
     assert "INV-2291" in text(await mine.get_prompt_window("s"))  # it read the session before the clear
     assert "INV-7777" in text(second)
-    last = mine.config.pipeline.last_window("agent", "s")
+    last = await mine.config.pipeline.last_window("agent", "s", history=store)
     assert last is not None
     assert "INV-2291" not in text(last)
     assert last == second  # the new generation's last window, not the late one of the old
     assert "INV-2291" not in text(await mine.get_prompt_window("s"))
+
+
+async def test_the_last_window_of_a_session_cleared_elsewhere_is_not_read() -> None:
+    """``last_window`` gave the window this process assembled before another process cleared the session (and
+    ``record_usage`` counted it) until this process assembled the session again."""
+    from ravi.kernel.errors import InvalidArgument
+
+    store = InMemoryHistoryProvider()
+    mine = AgentContext(ContextConfig(store, model="gpt-4o"))
+    theirs = AgentContext(ContextConfig(store))
+    await theirs.add_messages("s", transcript("INV-2291"))
+    window = await mine.get_prompt_window("s")
+    assert "INV-2291" in text(window)
+    await theirs.clear("s")
+    with pytest.raises(InvalidArgument, match="no window was assembled"):
+        await mine.record_usage("s", 500)
+    assert await mine.config.pipeline.last_window("agent", "s", history=store) is None
+    await theirs.add_messages("s", transcript("INV-7777"))
+    assert await mine.config.pipeline.last_window("agent", "s", history=store) is None
+    newer = await mine.get_prompt_window("s")
+    assert await mine.config.pipeline.last_window("agent", "s", history=store) == newer
+
+
+async def test_a_window_of_messages_read_after_the_generation_is_filed_under_that_generation() -> None:
+    """``WindowRequest(generation=...)``: the generation a caller read before the messages it passes is the one
+    the window's state is kept under, not one read after them; it goes only with those messages and that store."""
+    from ravi.agents.context import CompactionPipeline, WindowRequest
+    from ravi.kernel.errors import InvalidArgument
+
+    store = InMemoryHistoryProvider()
+    await store.append_many("agent", transcript("INV-2291"), session_id="s")
+    generation = await store.generation("agent", session_id="s")
+    messages = await store.get_messages("agent", session_id="s")
+    await store.clear("agent", session_id="s")  # lands between the caller's reads and the window
+    pipeline = CompactionPipeline([])
+    request = WindowRequest("agent", "s", history=store, messages=messages, generation=generation)
+    assert (await pipeline.window(request)).messages == messages
+    assert await pipeline.last_window("agent", "s", history=store) is None
+    for bad in (
+        {"history": store, "generation": generation},
+        {"messages": messages, "generation": generation},
+        {"history": store, "messages": messages, "generation": 5},
+        {"history": store, "messages": messages, "generation": "\ud800"},
+    ):
+        with pytest.raises(InvalidArgument):
+            WindowRequest("agent", "s", **bad)  # type: ignore[arg-type]

@@ -121,6 +121,25 @@ async def test_the_prefix_cache_metric_says_whether_the_last_window_is_kept(coll
     assert collected.total("ravi.window.prefix_cache", **{"ravi.prefix_cache.result": "miss"}) == 1
 
 
+async def test_the_prefix_cache_metric_takes_no_window_of_a_session_cleared_elsewhere_for_the_last(
+    collected: Collected,
+) -> None:
+    """Another process cleared the session and wrote it again under the same ids: the window of the removed
+    messages the provider cached is not this window's prefix, whatever the ids say (it was counted a hit)."""
+    store = build_store("history", load_settings())
+    mine = AgentContext(ContextConfig(store, SlidingWindowCompaction(100)))
+    theirs = AgentContext(ContextConfig(store, SlidingWindowCompaction(100)))
+    messages = [ChatMessage.user(f"turn {i}", id=f"m-{i}") for i in range(3)]
+    await theirs.add_messages("s", messages)
+    await mine.get_prompt_window("s")
+    await theirs.clear("s")
+    await theirs.add_messages("s", [ChatMessage.user(f"new turn {i}", id=f"m-{i}") for i in range(3)])
+    await mine.get_prompt_window("s")
+    assert collected.total("ravi.window.prefix_cache", **{"ravi.prefix_cache.result": "hit"}) == 0
+    # no window before it in this generation: like a session's first window, neither a hit nor a miss
+    assert collected.total("ravi.window.prefix_cache", **{"ravi.prefix_cache.result": "miss"}) == 0
+
+
 async def test_summarised_and_recalled_messages_are_counted(collected: Collected) -> None:
     summarising = AgentContext(
         ContextConfig(build_store("history", load_settings()), SummarizationCompaction(None, 300, min_old_tokens=0))

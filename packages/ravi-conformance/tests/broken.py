@@ -292,3 +292,15 @@ class ForgetsAgentsByPrefix(InMemoryHistoryProvider):
     async def forget(self, agent_id: str, *, session_id: str | None = None) -> int:
         doomed = [k for k in self._sessions if k[0].startswith(agent_id) and session_id in (None, k[1])]
         return sum(len(self._sessions.pop(k).messages) for k in doomed)
+
+
+class ClearGivesAGeneration(InMemoryHistoryProvider):
+    """Gives a session never written a generation when it is cleared (an upsert of the session's record)."""
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        self._cleared = {*getattr(self, "_cleared", set()), (agent_id, session_id)}
+        return await super().clear(agent_id, session_id=session_id)
+
+    async def generation(self, agent_id: str, *, session_id: str) -> str:
+        held = await super().generation(agent_id, session_id=session_id)
+        return held or ("cleared" if (agent_id, session_id) in getattr(self, "_cleared", set()) else "")

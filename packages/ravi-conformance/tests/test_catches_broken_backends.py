@@ -64,6 +64,7 @@ CASES = [
         "test_forget_erases_the_session_from_every_read_path",
     ),
     ("ForgetsAgentsByPrefix", "HistoryProviderContract", "test_forget_of_an_agent_erases_all_its_sessions_only"),
+    ("ClearGivesAGeneration", "HistoryProviderContract", "test_generations_follow_removals"),
 ]
 
 

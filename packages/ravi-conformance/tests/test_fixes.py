@@ -91,3 +91,93 @@ def test_a_value_the_kernel_checks_refuse_names_the_check(contract: type, name: 
     driver for a limit past 2**63, "did not raise InvalidArgument" for -0.0 or NaN in a state."""
     fix = contract_fix(item(contract, name))
     assert fix is not None and check in fix, f"{contract.__name__}.{name}: {fix!r}"
+
+
+class NaiveHistory:
+    """A first attempt at a history backend: a list per session, no kernel checks, no look-up of held ids."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], list[tuple[str, Any]]] = {}
+
+    async def append(self, agent_id: str, message: Any, *, session_id: str, run_id: str = "") -> None:
+        self.rows.setdefault((agent_id, session_id), []).append((run_id, message))
+
+    async def append_many(self, agent_id: str, messages: Any, *, session_id: str, run_id: str = "") -> None:
+        for message in messages:
+            await self.append(agent_id, message, session_id=session_id, run_id=run_id)
+
+    async def get_messages(self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0) -> Any:
+        rows = [m for _, m in self.rows.get((agent_id, session_id), [])][offset:]
+        return rows if limit is None else rows[:limit]
+
+    async def clear(self, agent_id: str, *, session_id: str) -> int:
+        return len(self.rows.pop((agent_id, session_id), []))
+
+    async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> int:
+        rows = self.rows.get((agent_id, session_id), [])
+        self.rows[(agent_id, session_id)] = [(r, m) for r, m in rows if r != run_id]
+        return len(rows) - len(self.rows[(agent_id, session_id)])
+
+    async def count_messages(self, agent_id: str, *, session_id: str) -> int:
+        return len(self.rows.get((agent_id, session_id), []))
+
+
+@pytest.mark.parametrize(
+    ("name", "detail", "fix"),
+    [
+        ("test_append_is_idempotent_by_message_id", "read back ['once', 'once', 'once', 'two', 'once']", "stored_body"),
+        (
+            "test_append_many_is_all_or_nothing",
+            "append_many([ChatMessage.user('first'), 'not a message']) did not raise RaviError",
+            "check_append",
+        ),
+        ("test_retried_appends_racing_clear_run_never_fail", "a message was stored twice", "one transaction"),
+        (
+            "test_a_message_id_is_a_promise",
+            "append_many([a new message, another message under the held id 'm-1']) did not raise MessageConflict",
+            "stored JSON body",
+        ),
+    ],
+)
+def test_a_first_attempt_is_told_what_broke_and_how_to_fix_it(name: str, detail: str, fix: str) -> None:
+    """A history backend without the kernel's checks or a look-up of held ids failed these with a truncated
+    comparison (``assert ['once', 'onc...'two', 'once'] == ['once', 'two']``) or pytest's bare "DID NOT RAISE"
+    (``DID NOT RAISE MessageConflict``), and no fix."""
+    import asyncio
+
+    contract = CONTRACTS["history"]
+    with pytest.raises((AssertionError, pytest.fail.Exception)) as raised:
+        asyncio.run(getattr(contract(), name)(NaiveHistory()))
+    assert detail in str(raised.value)
+    found = contract_fix(item(contract, name))
+    assert found is not None and fix in found
+
+
+def test_the_fix_of_ids_at_the_limit_says_to_keep_them_whole() -> None:
+    """A backend that stored a retried message twice failed this rule with ``assert [ChatMessage(...)] ==
+    [ChatMessage(...)]`` and no fix."""
+    found = contract_fix(item(CONTRACTS["history"], "test_ids_at_the_limit_are_stored_and_read_back"))
+    assert found is not None and "MAX_ID_BYTES" in found and "retried append" in found
+
+
+def test_a_state_store_that_returns_what_it_keeps_is_told_to_copy() -> None:
+    """A state store that returned the dict it kept failed with ``assert {'list': [1, 2], 'new': True} ==
+    {'list': [1]}`` and no fix."""
+    import asyncio
+
+    class KeepsTheDict:
+        def __init__(self) -> None:
+            self.data: dict[str, Any] = {}
+
+        async def get_state(self, session_id: str) -> Any:
+            return self.data.get(session_id, {})
+
+        async def set_state(self, session_id: str, state: Any) -> None:
+            self.data[session_id] = state
+
+    contract = CONTRACTS["state"]
+    with pytest.raises(AssertionError) as raised:
+        asyncio.run(contract().test_returned_state_is_a_copy(KeepsTheDict()))  # type: ignore[arg-type]
+    assert "changing what get_state returned changed the stored state" in str(raised.value)
+    found = contract_fix(item(contract, "test_returned_state_is_a_copy"))
+    assert found is not None and "json_copy" in found

@@ -12,9 +12,11 @@ def main() -> None:
         from ravi.agents.cli import main as run
     except ImportError as error:
         if (error.name or "").split(".")[0] in {"typer", "rich", "click"}:
+            from ravi.kernel.registry import install_command
+
             print(
                 f"error: the ravi command needs {error.name}, which is not installed\n"
-                "hint: pip install 'ravi-agents[cli]'",
+                f"hint: {install_command('ravi-agents[cli]')}",
                 file=sys.stderr,
             )
             raise SystemExit(1) from None

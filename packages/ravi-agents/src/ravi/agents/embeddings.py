@@ -21,13 +21,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.registry import install_command
 from ravi.kernel.values import check_text
 
 EXTRA = "embeddings"
-INSTALL = (
-    f"pip install 'ravi-agents[{EXTRA}]'; from a clone of Ravi, at its root: pip install"
-    f" ./packages/ravi-embeddings-wordllama './packages/ravi-agents[{EXTRA}]'"
-)
+INSTALL = install_command(f"ravi-agents[{EXTRA}]")
 _INLINE = 64  # up to this many texts are embedded on the event loop; more in a worker thread
 
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.messages import SUMMARY_KEY
+from ravi.kernel.registry import install_command
 
 if TYPE_CHECKING:
     from ravi.kernel.agent import SessionContext
@@ -119,7 +120,7 @@ def enable(*, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         _active = _Instruments(tracer_provider, meter_provider)
     except ImportError:
         raise ConfigurationError(
-            "telemetry needs opentelemetry-api, which is not installed", hint="pip install 'ravi-agents[otel]'"
+            "telemetry needs opentelemetry-api, which is not installed", hint=install_command("ravi-agents[otel]")
         ) from None
 
 
@@ -186,7 +187,10 @@ async def _traced_window(
     instruments: _Instruments, method: Callable[..., Awaitable[Any]], pipeline: Any, request: Any
 ) -> Any:
     agent, conversation = request.agent_id or "anonymous", request.session_id
-    previous = pipeline.last_window(request.agent_id, request.session_id) if request.agent_id else None
+    # the window kept before this one, and its generation: not the previous window once the session was cleared
+    previous, previous_generation = (
+        pipeline._held_window(request.agent_id, request.session_id) if request.agent_id else (None, None)
+    )
     passes: list[tuple[list[ChatMessage], SessionContext]] = []
     started = time.perf_counter()
     noting = _passes.set(passes)
@@ -203,6 +207,8 @@ async def _traced_window(
             window = await method(pipeline, request)
             if passes:
                 source, session = passes[-1]
+                if session.generation != previous_generation:
+                    previous = None
                 seconds = time.perf_counter() - started
                 _record(instruments, span, pipeline, session, source, window.messages, previous, seconds, agent)
     finally:

@@ -18,6 +18,7 @@ from typing import Any
 from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.registry import install_command
 from ravi.kernel.tokens import MESSAGE_OVERHEAD, STORED_COUNTER, CachedTokenCounter, HeuristicTokenCounter, block_texts
 from ravi.kernel.values import check_instance
 
@@ -91,7 +92,7 @@ class ExactTokenCounter(CachedTokenCounter):
         except ImportError as error:
             raise ConfigurationError(
                 f"counting with {encoding} needs the bpe-openai package, which is not installed",
-                hint="pip install 'ravi-agents[exact]'",
+                hint=install_command("ravi-agents[exact]"),
             ) from error
         try:
             self._encoding = bpe_openai.get_encoding(encoding)

@@ -223,6 +223,40 @@ async def refuses(error: type[BaseException], calls: Mapping[str, Callable[[], A
         pytest.fail(f"{what} did not raise {error.__name__}", pytrace=False)
 
 
+def protocol_gaps(backend: Any, protocol: type) -> str:
+    """What keeps ``backend`` from being a ``protocol`` of :mod:`ravi.kernel.storage`, in words: the methods it
+    lacks and those that are not ``async def`` where the Protocol's are; ``""`` when it has them all.
+
+    ``isinstance`` with a ``runtime_checkable`` Protocol checks names only, so a backend with a plain ``def`` passed
+    it and failed every test after with "object ... can't be used in 'await' expression".
+    """
+    missing, sync = [], []
+    for name, member in vars(protocol).items():
+        if name.startswith("_") or not inspect.isfunction(member):
+            continue
+        mine = getattr(backend, name, None)
+        if not callable(mine):
+            missing.append(name)
+        elif inspect.iscoroutinefunction(member) and not _is_async(mine):
+            sync.append(name)
+    gaps = [f"it lacks {', '.join(missing)}"] if missing else []
+    if sync:
+        gaps.append(f"{', '.join(sync)} {'is' if len(sync) == 1 else 'are'} not `async def`")
+    return "; ".join(gaps)
+
+
+def _is_async(method: Any) -> bool:
+    """Whether ``method`` is ``async def``, or a wrapper of one that says so (``functools.wraps`` sets
+    ``__wrapped__``: a retry or tracing decorator around an ``async def`` returns its coroutine)."""
+    return inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(inspect.unwrap(method))
+
+
+def assert_protocol(backend: Any, protocol: type) -> None:
+    """Fail naming what :func:`protocol_gaps` finds, if anything."""
+    gaps = protocol_gaps(backend, protocol)
+    assert not gaps, f"{type(backend).__name__} is not a {protocol.__name__}: {gaps}"
+
+
 def skip_without(capabilities: Capabilities, ability: str, *, reason: str) -> None:
     """Skip the test when the backend declares it lacks ``ability``."""
     if getattr(capabilities, ability) is False:
@@ -239,6 +273,7 @@ async def call_or_skip_unsupported(coro: Awaitable[Any], ability: str) -> Any:
 
 __all__ = [
     "PROPERTY_CHECKS",
+    "assert_protocol",
     "at_limit",
     "id_texts",
     "past_limit",
@@ -249,6 +284,7 @@ __all__ = [
     "eventually",
     "hostile_ids",
     "hostile_pairs",
+    "protocol_gaps",
     "refuses",
     "skip_without",
     "unique",

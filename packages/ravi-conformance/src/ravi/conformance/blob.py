@@ -10,6 +10,7 @@ import pytest
 
 from ravi.conformance._base import (
     ContractBase,
+    assert_protocol,
     at_limit,
     call_or_skip_unsupported,
     eventually,
@@ -43,8 +44,12 @@ class BlobStoreContract(ContractBase):
         raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     async def test_is_a_blob_store(self, backend: BlobStore) -> None:
-        """The backend satisfies the ``BlobStore`` Protocol."""
-        assert isinstance(backend, BlobStore)
+        """The backend satisfies the ``BlobStore`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.BlobStore``).
+        """
+        assert_protocol(backend, BlobStore)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: BlobStore) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""

@@ -13,6 +13,7 @@ from ravi.conformance._base import (
     EXACT_NUMBERS,
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     id_texts,
     refuses_long_ids,
@@ -59,8 +60,12 @@ class GraphStoreContract(ContractBase):
         return ids
 
     async def test_is_a_graph_store(self, backend: GraphStore) -> None:
-        """The backend satisfies the ``GraphStore`` Protocol."""
-        assert isinstance(backend, GraphStore)
+        """The backend satisfies the ``GraphStore`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.GraphStore``).
+        """
+        assert_protocol(backend, GraphStore)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: GraphStore) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""

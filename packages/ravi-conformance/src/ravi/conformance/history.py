@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from ravi.conformance._base import (
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     hostile_ids,
     hostile_pairs,
@@ -120,8 +121,12 @@ class HistoryProviderContract(ContractBase):
         return backend
 
     async def test_is_a_history_provider(self, backend: HistoryProvider) -> None:
-        """The backend satisfies the ``HistoryProvider`` Protocol."""
-        assert isinstance(backend, HistoryProvider)
+        """The backend satisfies the ``HistoryProvider`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.HistoryProvider``).
+        """
+        assert_protocol(backend, HistoryProvider)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: HistoryProvider) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
@@ -271,13 +276,23 @@ class HistoryProviderContract(ContractBase):
         assert await backend.clear_run(a, session_id=s, run_id="never-ran") == 0
 
     async def test_append_is_idempotent_by_message_id(self, backend: HistoryProvider) -> None:
-        """Appending a message whose id the session holds changes nothing."""
+        """Appending a message whose id the session holds changes nothing.
+
+        Fix: before a message is stored, look its id up in the session, in the same transaction (a unique index on
+        agent, session and message id with `INSERT ... ON CONFLICT DO NOTHING`, or a lookup under the lock that
+        inserts), and skip it when the stored body (`stored_body`) is the same; a batch that repeats a message
+        stores it once.
+        """
         a, s = unique("agent"), unique("session")
         message = ChatMessage.user("once")
         await backend.append(a, message, session_id=s)
         await backend.append(a, message, session_id=s)  # a retried append
         await backend.append_many(a, [message, ChatMessage.user("two"), message], session_id=s)
-        assert texts(await backend.get_messages(a, session_id=s)) == ["once", "two"]
+        got = texts(await backend.get_messages(a, session_id=s))
+        assert got == ["once", "two"], (
+            f"appending 'once' three times (once, a retry, twice in a batch with 'two') read back {got}, "
+            "not ['once', 'two']"
+        )
 
     async def test_the_same_message_id_may_live_in_two_sessions(self, backend: HistoryProvider) -> None:
         """One message id may be stored in two sessions, independently."""
@@ -517,13 +532,22 @@ class HistoryProviderContract(ContractBase):
     @given(text=id_texts())
     async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: HistoryProvider, text: str) -> None:
         """Agent, session, run and message ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, are stored and
-        read back by every backend, the four of them at once (a property over generated text)."""
+        read back by every backend, the four of them at once (a property over generated text).
+
+        Fix: keep ids whole, as given: columns or keys that hold `MAX_ID_BYTES` bytes of UTF-8, no truncation,
+        no normalisation; a retried append of such an id finds it held and stores nothing
+        (`test_append_is_idempotent_by_message_id`).
+        """
         tag = unique("")
         agent, session, run, mid = (at_limit(text, f"{tag}{part}") for part in "asrm")
         message = ChatMessage.user("at the limit", id=mid)
         await backend.append(agent, message, session_id=session, run_id=run)
         await backend.append(agent, message, session_id=session, run_id=run)  # a retry: the id is found again
-        assert await backend.get_messages(agent, session_id=session) == [message]
+        got = await backend.get_messages(agent, session_id=session)
+        assert got == [message], (
+            f"one message appended twice (a retry) with ids at the limit read back as {len(got)} "
+            f"messages{'' if len(got) != 1 else ', changed'}, not the one appended"
+        )
         assert await backend.count_messages(agent, session_id=session) == 1
         if isinstance(backend, TailEditor):
             replaced = ChatMessage.user("replaced", id=at_limit(text, f"{tag}n"))
@@ -536,11 +560,23 @@ class HistoryProviderContract(ContractBase):
         assert await backend.get_messages(agent, session_id=session) == []
 
     async def test_append_many_is_all_or_nothing(self, backend: HistoryProvider) -> None:
-        """``append_many`` with one bad message stores none of them."""
+        """``append_many`` with one bad message stores none of them.
+
+        Fix: call `check_append` of `ravi.kernel.storage` first (it refuses an item that is not a `ChatMessage`
+        with `InvalidArgument`), and write the batch in one transaction, so an error on any message stores none.
+        """
         a, s = unique("agent"), unique("session")
-        with pytest.raises(RaviError):
-            await backend.append_many(a, [ChatMessage.user("first"), "not a message"], session_id=s)  # type: ignore[list-item]
-        assert await backend.count_messages(a, session_id=s) == 0
+        bad: list[Any] = [ChatMessage.user("first"), "not a message"]
+        await refuses(
+            RaviError,
+            {
+                "append_many([ChatMessage.user('first'), 'not a message'])": lambda: backend.append_many(
+                    a, bad, session_id=s
+                )
+            },
+        )
+        count = await backend.count_messages(a, session_id=s)
+        assert count == 0, f"append_many refused a batch but stored {count} of its messages"
         await backend.append_many(a, [], session_id=s)
         assert await backend.count_messages(a, session_id=s) == 0
 
@@ -555,17 +591,36 @@ class HistoryProviderContract(ContractBase):
         kept = ChatMessage.user("the original", id="m-1")
         await backend.append(a, kept, session_id=s)
         changed = ChatMessage.user("something else", id="m-1")
-        with pytest.raises(MessageConflict) as caught:
-            await backend.append_many(a, [ChatMessage.user("fresh"), changed], session_id=s)
-        assert caught.value.message_id == "m-1"
+        held: list[str] = []
+
+        async def conflicting_batch() -> None:
+            try:
+                await backend.append_many(a, [ChatMessage.user("fresh"), changed], session_id=s)
+            except MessageConflict as error:
+                held.append(error.message_id)
+                raise
+
+        await refuses(
+            MessageConflict,
+            {"append_many([a new message, another message under the held id 'm-1'])": conflicting_batch},
+        )
+        assert held == ["m-1"], f"MessageConflict named {held[0]!r}, not the held id 'm-1'"
         assert await backend.get_messages(a, session_id=s) == [kept], "a refused batch stored part of itself"
-        with pytest.raises(MessageConflict):
-            await backend.append(a, changed, session_id=s)
+        twice = [ChatMessage.user("one", id="m-3"), ChatMessage.user("two", id="m-3")]
+        await refuses(
+            MessageConflict,
+            {"append(another message under the held id 'm-1')": lambda: backend.append(a, changed, session_id=s)},
+        )
         await backend.append_many(a, [kept, ChatMessage.user("second", id="m-2"), kept], session_id=s)  # a retry
         assert texts(await backend.get_messages(a, session_id=s)) == ["the original", "second"]
-        twice = [ChatMessage.user("one", id="m-3"), ChatMessage.user("two", id="m-3")]
-        with pytest.raises(MessageConflict):
-            await backend.append_many(a, twice, session_id=s)
+        await refuses(
+            MessageConflict,
+            {
+                "append_many(two different messages under one id 'm-3')": lambda: backend.append_many(
+                    a, twice, session_id=s
+                )
+            },
+        )
         assert await backend.count_messages(a, session_id=s) == 2
         await backend.append(a, changed, session_id=unique("session"))  # the same id in another session is free
 
@@ -634,7 +689,12 @@ class HistoryProviderContract(ContractBase):
 
     async def test_retried_appends_racing_clear_run_never_fail(self, backend: HistoryProvider) -> None:
         """Retried appends that carry messages of the run being removed race its ``clear_run`` without error: each
-        message ends up stored once or not at all, and nothing else is touched."""
+        message ends up stored once or not at all, and nothing else is touched.
+
+        Fix: make each call one transaction on the store (a lock around it, `BEGIN IMMEDIATE` on SQLite, one
+        statement or script on a server), and look up held ids in the transaction that inserts, so a retry that
+        races the removal stores a message once or finds it held.
+        """
         a, s = unique("agent"), unique("session")
         for _ in range(4):
             doomed = [ChatMessage.user(f"doomed {i}") for i in range(20)]
@@ -679,9 +739,9 @@ class HistoryProviderContract(ContractBase):
         assert got == [], f"({agent!r}, {session!r}) and ({other_agent!r}, {other_session!r}) share a key"
 
     async def test_generations_follow_removals(self, backend: HistoryProvider) -> None:
-        """``generation`` (``SessionGeneration``, optional) is ``""`` for a session never written, the same across
-        appends, and new after ``clear``, a ``clear_run`` that removed something, ``replace_last`` and
-        ``replace_session``: never one the session had before.
+        """``generation`` (``SessionGeneration``, optional) is ``""`` for a session never written (a ``clear`` or
+        ``clear_run`` of one leaves it so), the same across appends, and new after ``clear``, a ``clear_run`` that
+        removed something, ``replace_last`` and ``replace_session``: never one the session had before.
 
         Troubleshooting: keep a random token with the session (not a counter, which restarts when the session
         is removed or expires), replaced in the same statement or script that removes messages."""
@@ -689,6 +749,9 @@ class HistoryProviderContract(ContractBase):
             pytest.skip(f"backend lacks generation: {type(backend).__name__} is not a SessionGeneration")
         a, s = unique("agent"), unique("session")
         assert await backend.generation(a, session_id=s) == ""
+        await backend.clear(a, session_id=s)
+        await backend.clear_run(a, session_id=s, run_id="r1")
+        assert await backend.generation(a, session_id=s) == "", "a clear of a session never written gave it one"
         seen: set[str] = {""}
 
         async def new_one(after: str) -> str:

@@ -13,6 +13,7 @@ from ravi.conformance._base import (
     EXACT_NUMBERS,
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     call_or_skip_unsupported,
     eventually,
@@ -46,8 +47,12 @@ class LongTermMemoryContract(ContractBase):
         raise NotImplementedError("override the 'backend' fixture to build an empty backend")
 
     async def test_is_a_long_term_memory(self, backend: LongTermMemory) -> None:
-        """The backend satisfies the ``LongTermMemory`` Protocol."""
-        assert isinstance(backend, LongTermMemory)
+        """The backend satisfies the ``LongTermMemory`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.LongTermMemory``).
+        """
+        assert_protocol(backend, LongTermMemory)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: LongTermMemory) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""

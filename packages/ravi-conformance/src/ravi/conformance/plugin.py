@@ -7,8 +7,9 @@ overrides the configured backend. Run the suite with::
     RAVI_HISTORY__DSN=postgresql://localhost/ravi pytest --ravi-backend history=postgres --pyargs ravi.conformance.run
 
 Before any test runs, a preflight (:func:`preflight`) checks each choice once: the kind exists, the backend is
-installed, its options are valid, isolation can be undone (the backend has an async ``destroy()``), and its server
-answers. A mistake is one line, not one failure per test. ``ravi conformance`` runs the same preflight.
+installed and loads, its options are valid, it has every method of its kind's Protocol (each ``async def``),
+isolation can be undone (the backend has an async ``destroy()``), and its server answers. A mistake is one line,
+not one failure per test. ``ravi conformance`` runs the same preflight.
 """
 
 from __future__ import annotations
@@ -22,11 +23,21 @@ from typing import Any
 
 import pytest
 
+from ravi.conformance._base import protocol_gaps
+from ravi.kernel import storage
 from ravi.kernel.config import store_sources
 from ravi.kernel.env import env_name, read_env
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, PermissionDenied, RaviError
 from ravi.kernel.options import options_model
-from ravi.kernel.registry import GROUPS, available, backend_factory, build_backend, check_options, did_you_mean
+from ravi.kernel.registry import (
+    GROUPS,
+    PROTOCOLS,
+    available,
+    backend_factory,
+    build_backend,
+    check_options,
+    did_you_mean,
+)
 
 ISOLATION = {"postgres": "schema", "redis": "prefix", "s3": "key_prefix", "age": "graph"}
 """The option that gives each test a scope of its own, for Ravi's persistent backends (used when no
@@ -140,9 +151,12 @@ def resolve(specs: Sequence[str], isolate: Sequence[str] = ()) -> list[Target]:
         try:
             backend_factory(kind, sources.backend)
         except ConfigurationError as error:
-            installed = ", ".join(available(kind)) or "none"
+            installed = available(kind)
+            if sources.backend in installed:  # registered, but it failed to load: say why
+                raise ConfigurationError(f"{where}: {error.message}", hint=error.hint) from None
             raise ConfigurationError(
-                f"{where}: no {kind} backend named {sources.backend!r} is installed (installed: {installed})",
+                f"{where}: no {kind} backend named {sources.backend!r} is installed "
+                f"(installed: {', '.join(installed) or 'none'})",
                 hint=error.hint,
             ) from None
         check_options(kind, sources.backend, sources.options, origins=sources.origins, where=where)
@@ -157,7 +171,8 @@ def resolve(specs: Sequence[str], isolate: Sequence[str] = ()) -> list[Target]:
                 f" (its options: {', '.join(names) or 'none'})",
                 hint=f"{did_you_mean(str(isolated), names)}isolate by the option that names where its data lives",
             )
-        if inspect.isclass(factory):
+        if inspect.isclass(factory):  # checked before one is built, so a refusal leaves nothing behind
+            check_protocol(target, factory)
             check_destroy(target, factory)
         targets.append(target)
     return targets
@@ -195,6 +210,24 @@ async def close_backend(kind: str, backend: Any) -> None:
             await result
 
 
+def check_protocol(target: Target, backend: Any) -> None:
+    """The backend has every method of its kind's Protocol, each ``async def`` (the contract's first rule,
+    checked once here rather than failing every test). ``backend`` is the backend, or its class.
+
+    Raises:
+        ConfigurationError: naming the methods it lacks and those that are not ``async def``.
+    """
+    protocol = getattr(storage, PROTOCOLS[target.kind])
+    gaps = protocol_gaps(backend, protocol)
+    if gaps:
+        name = backend.__name__ if inspect.isclass(backend) else type(backend).__name__
+        raise ConfigurationError(
+            f"{target.kind}={target.name}: {name} is not a {protocol.__name__}: {gaps}",
+            hint=f"every method of ravi.kernel.storage.{protocol.__name__} is `async def`; give {name} each one, "
+            "with the Protocol's signature",
+        )
+
+
 def check_destroy(target: Target, backend: Any) -> None:
     """An isolated backend must be able to remove what each test made: ``destroy`` exists and is async.
     ``backend`` is the backend, or its class (checked before one is built, so a refusal leaves nothing).
@@ -221,12 +254,14 @@ async def reach(target: Target) -> None:
     """Build the backend as a test would, reach its server once, and undo what that did.
 
     Raises:
-        ConfigurationError: the backend refused its options, or cannot undo isolation.
+        ConfigurationError: the backend refused its options, lacks a method of its kind's Protocol, or cannot
+            undo isolation.
         BackendUnavailable: its server does not answer (the message says where it was looked for).
     """
     where = f"{target.kind}={target.name}"
     backend = build_backend(target.kind, target.name, target.test_options(), origins=target.origins)
     try:
+        check_protocol(target, backend)
         check_destroy(target, backend)
         try:
             await asyncio.wait_for(_touch(target.kind, backend), timeout=60)
@@ -248,8 +283,8 @@ def preflight(specs: Sequence[str], isolate: Sequence[str] = ()) -> list[Target]
 
     Raises:
         RaviError: one line naming the first mistake: a wrong kind or name (with the closest ones), an invalid
-            or missing option (with where to set it), isolation without ``destroy()``, a server that does not
-            answer.
+            or missing option (with where to set it), a method of the Protocol missing or not ``async def``,
+            isolation without ``destroy()``, a server that does not answer.
     """
     targets = resolve(specs, isolate)
 
@@ -408,6 +443,7 @@ __all__ = [
     "Target",
     "backend_options",
     "check_destroy",
+    "check_protocol",
     "close_backend",
     "contract_fix",
     "contract_rule",

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from ravi.conformance._base import (
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     hostile_ids,
     hostile_pairs,
@@ -71,8 +72,12 @@ class SummaryStoreContract(ContractBase):
         return backend
 
     async def test_is_a_summary_store(self, backend: SummaryStore) -> None:
-        """The backend satisfies the ``SummaryStore`` Protocol."""
-        assert isinstance(backend, SummaryStore)
+        """The backend satisfies the ``SummaryStore`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.SummaryStore``).
+        """
+        assert_protocol(backend, SummaryStore)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: SummaryStore) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""

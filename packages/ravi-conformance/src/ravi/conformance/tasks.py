@@ -14,6 +14,7 @@ from ravi.conformance._base import (
     EXACT_NUMBERS,
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     id_texts,
     refuses_long_ids,
@@ -43,8 +44,12 @@ class TaskStoreContract(ContractBase):
         return conv, agent, [t.id for t in board.tasks]
 
     async def test_is_a_task_store(self, backend: TaskStore) -> None:
-        """The backend satisfies the ``TaskStore`` Protocol."""
-        assert isinstance(backend, TaskStore)
+        """The backend satisfies the ``TaskStore`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.TaskStore``).
+        """
+        assert_protocol(backend, TaskStore)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: TaskStore) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""

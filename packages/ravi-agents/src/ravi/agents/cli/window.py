@@ -25,6 +25,7 @@ from ravi.agents.context import ContextConfig, Window, WindowRequest
 from ravi.agents.settings import load_settings
 from ravi.kernel.errors import ConfigurationError, NotFound
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.storage import SessionGeneration
 
 
 def _known_model(name: str) -> None:
@@ -68,15 +69,29 @@ def window(
 
     async def assemble() -> tuple[list[ChatMessage], Window, float]:
         async with context_config:  # closes the stores it opened
+            history = context_config.history
+            # the generation first, as every window reads it: a clear landing after it leaves the messages read
+            # filed under the generation they belong to, never the new one
+            generation = (
+                await history.generation(agent_id, session_id=session)
+                if isinstance(history, SessionGeneration)
+                else None
+            )
             # one read: the stored messages are what the table shows, and what the window is assembled from
-            stored = await context_config.history.get_messages(agent_id, session_id=session)
+            stored = await history.get_messages(agent_id, session_id=session)
             if not stored:
                 hint = await known_sessions(context_config.history, agent_id)
                 raise NotFound(f"agent {agent_id!r} has no session {session!r}", hint=hint)
             model = context_config.model
             factor = await context_config.calibration.factor(model) if model else 1.0
             request = WindowRequest(
-                agent_id, session, history=context_config.history, messages=stored, calibration=factor, explain=True
+                agent_id,
+                session,
+                history=history,
+                messages=stored,
+                calibration=factor,
+                explain=True,
+                generation=generation,
             )
             return stored, await context_config.pipeline.window(request), factor
 

@@ -110,7 +110,7 @@ class AgentContext:
                 f"takes ({largest}): not the prompt of one call",
                 hint="report usage.prompt_tokens (or input_tokens) of the call the window was sent in",
             )
-        window = self.config.pipeline.last_window(self.agent_id, session_id)
+        window = await self.config.pipeline.last_window(self.agent_id, session_id, history=self.config.history)
         counted = self.config.pipeline.window_counter().count_messages(window) if window else 0
         if not window:
             counted = self._ended.get(session_id, 0)
@@ -220,12 +220,16 @@ class AgentContext:
             forgotten = bool(runs.pop(run_id, None))
             if not runs:
                 del self._unsaved[session_id]
-        if self.config.retention is HistoryRetention.RUN:
+        removing = self.config.retention is HistoryRetention.RUN
+        window = None
+        if self.config.model is not None and (forgotten or removing):  # its usage may be reported after the run
+            # read before the run's turns are removed: their removal makes a new generation of the session
+            window = await self.config.pipeline.last_window(self.agent_id, session_id, history=self.config.history)
+        if removing:
             removed = await self.config.history.clear_run(self.agent_id, session_id=session_id, run_id=run_id)
             forgotten = forgotten or removed != 0  # a count, or None from a provider that does not say
         if forgotten:
-            window = self.config.pipeline.last_window(self.agent_id, session_id)
-            if window and self.config.model is not None:  # its usage may be reported after the run
+            if window:
                 self._ended[session_id] = self.config.pipeline.window_counter().count_messages(window)
                 self._ended.move_to_end(session_id)
                 while len(self._ended) > _ENDED_SESSIONS:

@@ -11,12 +11,13 @@ import uuid
 
 from ravi.kernel.errors import BackendUnavailable, InvalidArgument
 from ravi.kernel.loops import KeyedLocks
-from ravi.kernel.storage import JSON, ShortTermMemory
+from ravi.kernel.storage import JSON, ReservedState, ShortTermMemory
 
 logger = logging.getLogger(__name__)
 
 SCOPE = "ravi.calibration"
-"""The session id under which a state store keeps the corrections (one key per model and writer)."""
+"""The name under which a state store keeps the corrections (one key per model and writer), in its place of Ravi's
+own records (:meth:`~ravi.kernel.storage.ReservedState.reserved`), which no session id reaches."""
 
 MIN_COUNTED = 1_000
 """A report of a window counted below this many tokens is not kept: what a request carries beside the window (a
@@ -35,7 +36,9 @@ class Calibration:
 
     The correction of a model is the largest of its recent ratios (never below 1), so a window assembled after a
     report still fits even if the counter undercounts that much. With a session-state store (``state``), the
-    ratios are kept there under the session id :data:`SCOPE`, shared by every process that uses the store, and
+    ratios are kept in its place of Ravi's own records (``state.reserved()``, see
+    :class:`~ravi.kernel.storage.ReservedState`) under the name :data:`SCOPE`, where no session of the application
+    reads, writes or clears them, shared by every process that uses the store, and
     no report is lost to another made at the same instant: each ``Calibration`` writes only a top-level key of
     its own, ``f"{model}\\x1f{instance id}"``, holding its last ``keep`` ratios of the model and when it
     reported (``{"ratios": [...], "at": seconds since the epoch}``), and ``update_state`` merges top-level keys
@@ -50,7 +53,9 @@ class Calibration:
     warning: the windows go on, sized as before the outage.
 
     A report of a window counted below :data:`MIN_COUNTED` tokens is not kept, and one whose ratio passes
-    :data:`MAX_RATIO` is refused; a ratio the store holds past it (or not positive) is ignored.
+    :data:`MAX_RATIO` is refused; a ratio the store holds past it (or not positive) is ignored. A state store with
+    no such place (one that is not a ``ReservedState``) keeps no corrections: they are kept in this process, with a
+    warning.
 
     Example:
         >>> import asyncio
@@ -64,6 +69,15 @@ class Calibration:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}", field=name)
         self.state = state
+        self._store: ShortTermMemory | None = None  # where the corrections are: the state store's reserved place
+        if isinstance(state, ReservedState):
+            self._store = state.reserved()
+        elif state is not None:
+            logger.warning(
+                "the state store %s has no place of its own for the corrections (reserved()): they are kept in "
+                "this process, not shared",
+                type(state).__name__,
+            )
         self.keep = keep
         self.instances = instances
         self.id = uuid.uuid4().hex
@@ -78,9 +92,9 @@ class Calibration:
 
     async def factor(self, model: str) -> float:
         """The correction for ``model`` (1.0 when nothing was reported), as the state store holds it now."""
-        if self.state is not None:
+        if self._store is not None:
             try:
-                entries = _entries(await self.state.get_state(SCOPE), model)
+                entries = _entries(await self._store.get_state(SCOPE), model)
                 await self._restore(model, entries)
             except BackendUnavailable as error:
                 if not self._down:  # once an outage, not once a window
@@ -101,7 +115,7 @@ class Calibration:
     async def _restore(self, model: str, entries: dict[str, tuple[float, list[float]]]) -> None:
         """Write this object's entry again when the store lost it (emptied by a writer that pruned it as it was
         written, or replaced by an older write of another event loop), while it is one of the newest."""
-        assert self.state is not None
+        assert self._store is not None
         key = self._key(model)
         with self._guard:
             mine = self._mine.get(model)
@@ -114,7 +128,7 @@ class Calibration:
                 if self._mine.get(model) is mine:
                     del self._mine[model]
             return
-        await self.state.update_state(SCOPE, {key: mine})
+        await self._store.update_state(SCOPE, {key: mine})
         entries[key] = _entry(mine)  # type: ignore[assignment]
 
     async def observe(self, model: str, *, counted: int, reported: int) -> float:
@@ -133,7 +147,7 @@ class Calibration:
                 hint="report usage.prompt_tokens of the call the window was sent in; declare the tools the request "
                 "carries (from_model(..., tools=...)), or leave out of the report what the request adds to the window",
             )
-        if self.state is None:
+        if self._store is None:
             with self._guard:
                 ratios = [*self._ratios.get(model, []), ratio][-self.keep :]
                 self._ratios[model] = ratios
@@ -148,7 +162,7 @@ class Calibration:
                 mine: dict[str, JSON] = {"ratios": [*kept, ratio][-self.keep :], "at": time.time()}
                 self._mine[model] = mine
             try:
-                merged = await self.state.update_state(SCOPE, {key: mine})
+                merged = await self._store.update_state(SCOPE, {key: mine})
             except BaseException:  # not kept: a later read must not write it after all
                 with self._guard:
                     if self._mine.get(model) is mine:
@@ -163,11 +177,11 @@ class Calibration:
             # only keys no newest writer holds, each emptied on its own (a list from before keys per writer is left)
             stale: dict[str, JSON] = {k: None for k, _ in newest[self.instances :] if k != model}
             if stale:
-                merged = await self.state.update_state(SCOPE, stale)
+                merged = await self._store.update_state(SCOPE, stale)
             if sum(1 for v in merged.values() if v is None) > DEAD_KEYS:
                 # the emptied keys of writers long gone, dropped in one rewrite: a report written at the same
                 # instant may be dropped with them, and its writer writes it again at its next read
-                await self.state.set_state(SCOPE, {k: v for k, v in merged.items() if v is not None})
+                await self._store.set_state(SCOPE, {k: v for k, v in merged.items() if v is not None})
         ratios = self._newest(entries)
         with self._guard:
             self._ratios[model] = ratios

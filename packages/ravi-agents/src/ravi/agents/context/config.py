@@ -66,7 +66,8 @@ class ContextConfig:
         model: The model the windows are sent to (``[context] model``): the provider's reported prompt sizes
             (``AgentContext.record_usage``) calibrate its windows.
         state: A session-state store to keep the calibration in, shared by every process using it (else it is
-            kept in this process).
+            kept in this process), in the store's place of Ravi's own records (``state.reserved()``), which no
+            session id reaches.
 
     A configuration built :meth:`from_settings` owns the stores it built: close it with :meth:`aclose` (or use it
     as an async context manager) when the agent is done.

@@ -27,7 +27,7 @@ from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
-from ravi.kernel.values import check_items, check_scope
+from ravi.kernel.values import check_id, check_items, check_scope, check_text
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,9 @@ class WindowRequest:
             :class:`~ravi.agents.context.calibration.Calibration`); budget strategies divide by it.
         explain: Also say what happened to every stored message (:attr:`Window.manifest`); the whole session is
             read for it, since every message is accounted for.
+        generation: With ``messages`` read from ``history``: the session's generation, read before them
+            (``history.generation(...)``). Without it the pipeline reads the generation after the caller's read,
+            and a clear landing between the two would pair the removed messages with the new generation.
     """
 
     agent_id: str = ""
@@ -63,6 +66,7 @@ class WindowRequest:
     counter: TokenCounter | None = None
     calibration: float = 1.0
     explain: bool = False
+    generation: str | None = None
 
     def __post_init__(self) -> None:
         if self.history is None and self.messages is None:
@@ -76,6 +80,16 @@ class WindowRequest:
         ):
             raise InvalidArgument(f"budget must be None or an integer >= 0, got {self.budget!r}")
         check_counter(self.counter)
+        if self.generation is not None:
+            if self.messages is None or self.history is None or not self.agent_id:
+                raise InvalidArgument(
+                    "generation= is the generation read before messages= from history=: give all three",
+                    hint="without messages=, the pipeline reads the generation and the messages itself",
+                )
+            if not isinstance(self.generation, str):
+                raise InvalidArgument(f"generation must be a string or None, got {type(self.generation).__name__}")
+            check_text(self.generation, "generation")
+            check_id(self.generation, "generation")
 
 
 _READ_TOKENS: Slot[list[int]] = Slot("pipeline.read_tokens", list)
@@ -231,15 +245,37 @@ class CompactionPipeline:
                 failures.append((repr(strategy), error))
         return removed, failures
 
-    def last_window(self, agent_id: str, session_id: str) -> list[ChatMessage] | None:
-        """The last window this pipeline assembled for the session, if it remembers one.
+    async def last_window(
+        self, agent_id: str, session_id: str, *, history: HistoryProvider | None
+    ) -> list[ChatMessage] | None:
+        """The last window this pipeline assembled for the session, if it remembers one of the session as
+        ``history`` holds it now.
+
+        ``history`` is the store the session is in. When it tracks generations (``SessionGeneration``), the
+        session's generation is read first, and a window of another generation is not given: the session was
+        cleared since (by this process or another), and the window holds removed messages. With ``None`` (windows
+        of messages passed in, no store), only this process's clears are known.
 
         Raises:
             InvalidArgument: ``agent_id`` or ``session_id`` is not a valid id.
         """
         check_scope(agent_id=agent_id, session_id=session_id)
-        kept = self.sessions.get(agent_id, session_id).find(self, _LAST_WINDOW)
-        return kept[0] if kept else None
+        generation = None
+        if isinstance(history, SessionGeneration):
+            generation = await history.generation(agent_id, session_id=session_id)
+        window, kept_in = self._held_window(agent_id, session_id)
+        if generation is not None and kept_in != generation:
+            return None
+        return window
+
+    def _held_window(self, agent_id: str, session_id: str) -> tuple[list[ChatMessage] | None, str | None]:
+        """The last window this process keeps for the session, and the generation it was assembled in (``None``
+        when unknown), as kept: not checked against the store."""
+        state = self.sessions.find(agent_id, session_id)
+        kept = state.find(self, _LAST_WINDOW) if state is not None else None
+        if state is None or not kept:
+            return None, None
+        return kept[0], state.generation
 
     @telemetry.traced_window
     async def window(self, request: WindowRequest) -> Window:
@@ -262,7 +298,10 @@ class CompactionPipeline:
         if request.messages is not None:
             messages = [*request.messages, *request.unsaved]
             if request.history is not None and request.agent_id:
-                self._adopt(session, await _generation(request.history, session))
+                generation = request.generation
+                if generation is None:  # read after the caller's messages: the caller did not read it first
+                    generation = await _generation(request.history, session)
+                self._adopt(session, generation)
             session.read_from(messages)
             return await self._run(messages, session, request.explain)
         history = request.history

@@ -104,7 +104,8 @@ class NearDuplicates:
         self.threshold = float(threshold)
         self._texts: set[tuple[str, ...]] = set()
         self._sizes: list[int] = []  # the distinct sizes of the held word sets, ascending
-        self._terms: dict[int, list[tuple[frozenset[str], int]]] = {}  # the held word sets and signatures, by size
+        # the held word sets, their signatures and the signatures' complements, by size
+        self._terms: dict[int, list[tuple[frozenset[str], int, int]]] = {}
 
     def add(self, messages: Sequence[ChatMessage], unit: Unit | None = None) -> None:
         """Hold ``messages`` as one unit (``unit``: their :func:`unit_of`, when the caller keeps it)."""
@@ -116,16 +117,14 @@ class NearDuplicates:
             if held is None:
                 held = self._terms[size] = []
                 insort(self._sizes, size)
-            held.append((words, mark))
+            held.append((words, mark, ~mark))
 
     def repeats(self, messages: Sequence[ChatMessage], unit: Unit | None = None) -> bool:
         """Whether ``messages`` (whose :func:`unit_of` is ``unit``, when the caller keeps it) say again what a
         held unit says."""
         texts, mine, mark = unit or unit_of(messages)
-        if not any(t.strip() for t in texts):
-            return False
         if texts in self._texts:
-            return True
+            return any(t.strip() for t in texts)  # blank texts repeat nothing (nor do they hold words, below)
         size = len(mine)
         if size < 4 or size > self.SHORT:
             return False
@@ -135,15 +134,22 @@ class NearDuplicates:
         if 0.01 <= threshold <= 1:  # only sizes within the ratio can pass (one more either way, for rounding)
             low = bisect_left(sizes, math.floor(threshold * size) - 1)
             high = bisect_right(sizes, math.ceil(size / threshold) + 1)
+        inverse = ~mark
         for k in range(low, high):
             other_size = sizes[k]
             # ratios by division, correctly rounded: 55 / 100 is the float 0.55, while 0.55 * 100 rounds above 55
             if min(size, other_size) / max(size, other_size) >= threshold:
                 whole = size + other_size
-                for other, other_mark in self._terms[other_size]:
-                    # at most this many shared words: each bit only one signature sets is a word the other lacks
-                    most = min(size - (mark & ~other_mark).bit_count(), other_size - (other_mark & ~mark).bit_count())
-                    if most / (whole - most) < threshold:  # the test below grows with ``shared``: it cannot pass
+                # each bit only one signature sets is a word the other set lacks, so the pair shares at most
+                # ``size`` less the bits only ``mark`` sets, and ``other_size`` less those only ``other_mark``
+                # sets; the test below passes only when it shares ``need`` words or more (``shared / (whole -
+                # shared) >= threshold``, less a margin for rounding): the bound passes over only pairs that fail
+                need = threshold * whole / (1 + threshold) - 1e-6 * whole
+                mine_only, other_only = size - need, other_size - need
+                for other, other_mark, other_inverse in self._terms[other_size]:
+                    if (mark & other_inverse).bit_count() > mine_only:
+                        continue
+                    if (other_mark & inverse).bit_count() > other_only:
                         continue
                     shared = len(mine & other)
                     # the union holds ``size + other_size - shared`` words: one set operation, not two

@@ -11,6 +11,7 @@ from ravi.kernel.cancel import CancelToken
 from ravi.kernel.env import read_raw
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied, RaviError
 from ravi.kernel.messages import ChatMessage, to_openai
+from ravi.kernel.registry import install_command
 
 
 class OpenAICompatibleClient:
@@ -38,7 +39,7 @@ class OpenAICompatibleClient:
         except ImportError as error:
             raise ConfigurationError(
                 "OpenAICompatibleClient needs the httpx package, which is not installed",
-                hint="pip install 'ravi-agents[openai]'",
+                hint=install_command("ravi-agents[openai]"),
             ) from error
         if not isinstance(model, str) or not model:
             raise InvalidArgument(f"must be a model's name, got {model!r}", field="model")

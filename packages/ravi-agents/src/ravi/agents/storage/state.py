@@ -16,7 +16,8 @@ class InMemoryStateStore(Closeable):
     """One JSON object per session. Values are copied in and out through JSON, so what comes back is what
     a database backend would return (tuples become lists) and no caller can change another's copy.
     ``update_state`` merges under a ``threading.Lock`` and never awaits, so concurrent updaters never lose each
-    other's keys, whichever event loop or thread they run on."""
+    other's keys, whichever event loop or thread they run on. Ravi's own records are kept apart, in
+    ``reserved()``."""
 
     Options = NoOptions
     """The store's options model, for configuration."""
@@ -24,6 +25,15 @@ class InMemoryStateStore(Closeable):
     def __init__(self) -> None:
         self._states: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._reserved: InMemoryStateStore | None = None
+
+    def reserved(self) -> InMemoryStateStore:
+        """The place of Ravi's own records (:class:`~ravi.kernel.storage.ReservedState`): a store of its own
+        beside this one's sessions, the same one at every call."""
+        with self._lock:
+            if self._reserved is None:
+                self._reserved = InMemoryStateStore()
+            return self._reserved
 
     async def get_state(self, session_id: str) -> dict[str, Any]:
         """The session's state; ``{}`` when none was set."""

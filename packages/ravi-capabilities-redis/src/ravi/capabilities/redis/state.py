@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from datetime import timedelta
@@ -17,10 +18,14 @@ class RedisSessionStore(RedisStore):
 
     ``update_state`` writes the fields and reads the result back in one ``MULTI`` transaction, so concurrent
     updaters never lose each other's keys. With ``ttl`` a session's state expires after that long without
-    writes.
+    writes. Ravi's own records are kept apart, in ``reserved()`` (keys of their own kind, ``prefix:reserved:``,
+    beside the sessions' ``prefix:state:``).
     """
 
     Options = RedisStateOptions
+
+    _kind = "state"
+    """The kind of key the states are under: ``state`` for the sessions', ``reserved`` for Ravi's own."""
 
     def __init__(self, url: str, *, ttl: timedelta | float | None = None, **options: Unpack[RedisOptions]) -> None:
         RedisStateOptions.check(url=url, ttl=ttl, **options)
@@ -29,7 +34,14 @@ class RedisSessionStore(RedisStore):
         self._ttl_ms = None if seconds is None else max(1, int(seconds * 1000))
 
     def _key(self, session_id: str) -> str:
-        return self.redis.key("state", session_id)
+        return self.redis.key(self._kind, session_id)
+
+    def reserved(self) -> RedisSessionStore:
+        """The place of Ravi's own records (:class:`~ravi.kernel.storage.ReservedState`): the same server, prefix
+        and TTL, keys of a kind no session's state has. It uses this store's connections."""
+        view = copy.copy(self)
+        view._kind = "reserved"
+        return view
 
     @staticmethod
     def _decode(raw: Mapping[Any, Any]) -> dict[str, Any]:

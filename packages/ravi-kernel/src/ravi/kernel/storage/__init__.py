@@ -53,7 +53,7 @@ from ravi.kernel.storage.history import (
     window_of,
     window_start,
 )
-from ravi.kernel.storage.memory import LongTermMemory, Memory, ShortTermMemory
+from ravi.kernel.storage.memory import LongTermMemory, Memory, ReservedState, ShortTermMemory
 from ravi.kernel.storage.summaries import SummaryStore
 from ravi.kernel.storage.tasks import (
     MAX_RETRIES,
@@ -95,6 +95,7 @@ __all__ = [
     "SessionLister",
     "SessionReplacer",
     "StoredMessage",
+    "ReservedState",
     "ShortTermMemory",
     "SubGraph",
     "SummaryStore",

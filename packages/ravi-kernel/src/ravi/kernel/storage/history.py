@@ -135,7 +135,12 @@ class SessionLister(Protocol):
     """An optional ability of a history provider: say which sessions an agent has (for tools and the CLI)."""
 
     async def list_sessions(self, agent_id: str, *, limit: int = 100) -> list[str]:
-        """Up to ``limit`` of the agent's session ids that hold messages, sorted."""
+        """Up to ``limit`` of the agent's session ids that hold messages, sorted.
+
+        Raises:
+            InvalidArgument: a bad ``agent_id``, or a ``limit`` that is not an integer >= 0
+                (:func:`~ravi.kernel.values.check_count`, which caps a larger one at ``MAX_COUNT``).
+        """
         ...
 
 

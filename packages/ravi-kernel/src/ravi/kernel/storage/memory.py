@@ -50,6 +50,22 @@ class ShortTermMemory(Protocol):
         ...
 
 
+@runtime_checkable
+class ReservedState(Protocol):
+    """A session-state store with a place of its own for Ravi's records, apart from every session's state.
+
+    The sessions' states are the application's: any session id is one an application may use, read, write and
+    clear. Records Ravi keeps in a state store for itself (the provider corrections,
+    :class:`~ravi.agents.context.calibration.Calibration`) go to :meth:`reserved`, where no session id reaches.
+    """
+
+    def reserved(self) -> ShortTermMemory:
+        """A state store over a place of its own in the same backend: its states are keyed by names no session's
+        state shares, so no call with a session id reads, writes or clears them. It uses this store's
+        connections: close this store, not it."""
+        ...
+
+
 class Memory(Value):
     """A fact an agent keeps across sessions. ``score`` is set on search results (higher is closer)."""
 
@@ -98,4 +114,4 @@ class LongTermMemory(Protocol):
         ...
 
 
-__all__ = ["LongTermMemory", "Memory", "ShortTermMemory"]
+__all__ = ["LongTermMemory", "Memory", "ReservedState", "ShortTermMemory"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
 from datetime import date
 from operator import is_
 from typing import Literal
@@ -198,7 +197,9 @@ class _Choice:
                 if messages is not None:
                     labelled = facts.cost(counter, today, labelled=True)
                     if labelled <= left:
-                        match, cost = replace(match, messages=messages), labelled
+                        # the fields named: ``dataclasses.replace`` looks them up for every unit
+                        match = UnitMatch(match.score, messages, match.offset, match.after_system)
+                        cost = labelled
             seen.add(stored, facts.words())
             chosen.append(match)
             left -= cost
