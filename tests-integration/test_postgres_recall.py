@@ -326,3 +326,199 @@ async def test_a_model_name_is_an_id_held_to_the_shared_limit(postgres_server: S
                 agent, session_id=session, query="weekend", before=10**9, limit=5, embedder=embedder, model=model
             )
             assert found.meaning, f"{type(store).__name__} found nothing by meaning"
+
+
+def _units_as_before(rows: Sequence[dict[str, object]], messages: Sequence[ChatMessage], before: int) -> list[object]:
+    """The units of a statement's rows as the provider cut them before ``_units_of_rows``: rows grouped by opener,
+    each group cut with ``unit_end``, each unit's anchor looked for again in the messages before it."""
+    from ravi.kernel.search import UnitMatch, unit_end
+
+    def wholly_before(span: Sequence[dict[str, object]]) -> bool:
+        return all(r["offset"] is not None and r["offset"] < before for r in span)  # type: ignore[operator]
+
+    spans: dict[object, tuple[list[dict[str, object]], list[ChatMessage]]] = {}
+    for r, message in zip(rows, messages, strict=True):
+        if r["opener"] is not None:
+            span_rows, span_messages = spans.setdefault(r["opener"], ([], []))
+            span_rows.append(r)
+            span_messages.append(message)
+    found = []
+    for span, group in spans.values():
+        i = 0
+        while i < len(group):
+            j = unit_end(group, i)
+            scores = [r["score"] for r, m in zip(span[i:j], group[i:j], strict=True) if m.role != "system"]
+            best = max((x for x in scores if x is not None), default=None)  # type: ignore[type-var]
+            if best is not None and best > 0 and wholly_before(span[i:j]):  # type: ignore[operator]
+                anchor = span[0]["after_system"]
+                if i:
+                    anchor = next((m.id for m in reversed(group[:i]) if m.role == "system"), anchor)
+                found.append(UnitMatch(float(best), tuple(group[i:j]), int(span[i]["offset"]), anchor))  # type: ignore[arg-type, call-overload]
+            i = j
+    found.sort(key=lambda u: (-u.score, -u.offset))
+    return found
+
+
+def test_units_are_cut_from_a_statements_rows_as_before_whatever_the_rows() -> None:
+    """``_units_of_rows`` (one pass, a unit of one message taken without slicing) gives exactly the units the
+    provider cut before, in the same order, over spans of calls, results, system messages and turns in any order,
+    scores missing, zero, negative or tied, offsets missing, and any ``before``."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from ravi.capabilities.postgres.hybrid import _units_of_rows
+
+    kinds = st.sampled_from(["user", "assistant", "call", "tool", "system"])
+    scores = st.one_of(st.none(), st.sampled_from([0.0, -1.0, 0.5, 1.0, 2.0]))
+    span = st.lists(st.tuples(kinds, scores, st.booleans()), min_size=1, max_size=8)
+
+    @settings(max_examples=400, deadline=None)
+    @given(
+        spans=st.lists(st.tuples(span, st.booleans()), max_size=8),
+        loose=st.lists(st.tuples(kinds, scores, st.booleans()), max_size=3),
+        before=st.integers(0, 80),
+    )
+    def check(
+        spans: list[tuple[list[tuple[str, float | None, bool]], bool]],
+        loose: list[tuple[str, float | None, bool]],
+        before: int,
+    ) -> None:
+        rows: list[dict[str, object]] = []
+        messages: list[ChatMessage] = []
+        seq = 0
+        groups = [(g, anchored) for g, anchored in spans] + ([(loose, False)] if loose else [])
+        for n, (group, anchored) in enumerate(groups):
+            opener = None if loose and n == len(groups) - 1 else seq
+            for kind, score, counted in group:
+                if kind == "call":
+                    message = ChatMessage(
+                        role="assistant", content=[ToolCallBlock(id=f"c{seq}", name="f", arguments={})]
+                    )
+                elif kind == "tool":
+                    message = ChatMessage.tool(f"c{seq - 1}", f"result {seq}")
+                else:
+                    message = {
+                        "user": ChatMessage.user,
+                        "assistant": ChatMessage.assistant,
+                        "system": ChatMessage.system,
+                    }[kind](f"text {seq}")
+                after = f"s{opener}" if anchored else None
+                rows.append(
+                    {"opener": opener, "after_system": after, "offset": 3 * seq if counted else None, "score": score}
+                )
+                messages.append(message)
+                seq += 1
+        assert _units_of_rows(rows, messages, before) == _units_as_before(rows, messages, before)
+
+    check()
+
+
+def test_neighbours_come_back_as_when_every_border_was_fetched_whatever_the_session(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """``search_hybrid`` fetches the units of only the borders that can change the ranking (a border inside a unit
+    found already, scoring no more than it, is left out): its units are exactly those of fetching every border's
+    unit and keeping each unit's best score (scores, messages, offsets and the system message each is placed
+    after), over generated sessions with system messages, tool calls and results, any ``before`` and ``limit``."""
+    import asyncio
+    import uuid
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from ravi.kernel.tokens import stored_tokens
+
+    words = st.lists(st.sampled_from(["fern", "moss", "walrus", "fern fern"]), min_size=0, max_size=3)
+    kinds = st.sampled_from(["user", "assistant", "call", "tool", "system"])
+
+    def made(kind: str, text: str, i: int) -> ChatMessage:
+        text = f"{text} n{i}"
+        if kind == "call":
+            return ChatMessage(role="assistant", content=[ToolCallBlock(id=f"c{i}", name="look", arguments={})])
+        if kind == "tool":
+            return ChatMessage.tool(f"c{i - 1}", text)
+        return {"user": ChatMessage.user, "assistant": ChatMessage.assistant, "system": ChatMessage.system}[kind](text)
+
+    async def every_border(
+        history: PostgresHistoryProvider, session: str, messages: list[ChatMessage], before: int, limit: int
+    ) -> list[object]:
+        """The ranking as made before: every border of the matches fetched, then merged by offset."""
+        found = await history.search_units("a", session_id=session, query="fern moss", before=before, limit=limit)
+        if not found:
+            return found  # type: ignore[return-value]
+        floor = min(u.score for u in found) if len(found) >= limit else float("-inf")
+        where = {m.id: i for i, m in enumerate(messages)}
+        near: dict[int, float] = {}
+        for unit in found:
+            if unit.score * 0.5 < floor:
+                continue
+            first, last = where[unit.messages[0].id], where[unit.messages[-1].id]
+            for k in (
+                next((k for k in range(first - 1, -1, -1) if messages[k].role != "system"), None),
+                next((k for k in range(last + 1, len(messages)) if messages[k].role != "system"), None),
+            ):
+                if k is not None:
+                    near[k] = max(near.get(k, float("-inf")), unit.score * 0.5)
+        if not near:
+            return found  # type: ignore[return-value]
+        bordering = await history._units_of("a", session, list(near.items()), before)
+        best = {u.offset: u for u in found}
+        for unit in bordering:
+            if unit.offset not in best or unit.score > best[unit.offset].score:
+                best[unit.offset] = unit
+        return sorted(best.values(), key=lambda u: (-u.score, -u.offset))[:limit]
+
+    async def check(history: PostgresHistoryProvider, turns: list[tuple[str, list[str]]], cut: int, limit: int) -> None:
+        session = uuid.uuid4().hex
+        messages = [made(kind, " ".join(text), i) for i, (kind, text) in enumerate(turns)]
+        await history.append_many("a", messages, session_id=session)
+        stored = await history.get_messages("a", session_id=session)
+        before = sum(stored_tokens(m) for m in stored[:cut]) if cut < len(stored) else 10**9
+        found = await history.search_hybrid(
+            "a", session_id=session, query="fern moss", before=before, limit=limit, spread=0.5
+        )
+        assert found.lexical == await every_border(history, session, messages, before, limit)
+
+    with asyncio.Runner() as runner:
+        history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+
+        @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(
+            turns=st.lists(st.tuples(kinds, words), min_size=1, max_size=40),
+            cut=st.integers(0, 45),
+            limit=st.integers(1, 30),
+        )
+        def sessions(turns: list[tuple[str, list[str]]], cut: int, limit: int) -> None:
+            runner.run(check(history, turns, cut, limit))
+
+        try:
+            sessions()
+        finally:
+            runner.run(history.close())
+
+
+async def test_units_and_borders_far_from_their_match_are_found_whole(postgres_server: Server, pg_schema: str) -> None:
+    """A match in the 40th result of a call is recalled with the call and every result (the call lies past the
+    first range the search looks at), and the turns bordering it across 30 system messages on each side come
+    whole too."""
+    calls = [ToolCallBlock(id=f"c{i}", name="look", arguments={}) for i in range(40)]
+    results = [ChatMessage.tool(f"c{i}", "walrus seen" if i == 39 else f"nothing {i}") for i in range(40)]
+    question, answer = ChatMessage.user("where did it go"), ChatMessage.user("it went north")
+    systems = [ChatMessage.system(f"note {i}") for i in range(30)]
+    messages = [
+        ChatMessage.user("start"),
+        question,
+        *systems,
+        ChatMessage(role="assistant", content=calls),
+        *results,
+        *[ChatMessage.system(f"later {i}") for i in range(30)],
+        answer,
+        ChatMessage.user("end"),
+    ]
+    async for history in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+        await history.append_many("a", messages, session_id="s")
+        found = await history.search_hybrid("a", session_id="s", query="walrus", before=10**9, limit=5, spread=0.5)
+        units = [[m.id for m in u.messages] for u in found.lexical]
+        assert units[0] == [messages[32].id, *(r.id for r in results)]
+        assert sorted(units[1:]) == sorted([[question.id], [answer.id]])
+        assert [u.score for u in found.lexical[1:]] == [found.lexical[0].score * 0.5] * 2

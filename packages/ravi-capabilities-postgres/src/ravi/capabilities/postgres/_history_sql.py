@@ -13,13 +13,17 @@ _BIGGEST = 9_223_372_036_854_775_807
 """The largest bigint: the end of a unit that runs to the end of its session."""
 
 
-def newest(m: str, below: str, condition: str, first: int) -> str:
+def newest(m: str, below: str, condition: str, first: int, *, probe: bool = False) -> str:
     """SQL for the newest seq below ``below`` (an SQL expression) of a row of session ($1, $2) in table ``m`` for
     which ``condition`` (on the row ``x``) holds, or NULL: the ranges ``first``, ``2 * first``, ... rows long
     below it are looked at newest first, and the walk stops at the first range that holds one. A plan that reads
     every row of a range reads at most twice the rows between the answer and ``below``, plus ``first``; a walk of
-    the primary key stops at the answer."""
-    return f"""(WITH RECURSIVE walk(hi, span, found) AS (
+    the primary key stops at the answer.
+
+    With ``probe``, the first range is looked at alone first, and the walk is made only when it holds none: the
+    same answer, without the recursive walk's own cost for the rows whose answer lies close (a statement that
+    looks for thousands, each a few rows away)."""
+    walk = f"""(WITH RECURSIVE walk(hi, span, found) AS (
         SELECT ({below})::bigint, {first}::bigint, NULL::bigint
         UNION ALL
         SELECT w.hi - w.span, w.span * 2, (
@@ -27,12 +31,18 @@ def newest(m: str, below: str, condition: str, first: int) -> str:
             AND x.seq >= w.hi - w.span AND x.seq < w.hi AND {condition})
         FROM walk w WHERE w.found IS NULL AND w.hi > 0)
     SELECT max(found) FROM walk)"""
+    if not probe:
+        return walk
+    return f"""coalesce((SELECT max(x.seq) FROM {m} x WHERE x.agent_id = $1 AND x.session_id = $2
+        AND x.seq >= ({below})::bigint - {first} AND x.seq < ({below})::bigint AND ({below})::bigint > 0
+        AND {condition}), {walk})"""
 
 
-def oldest(m: str, above: str, stop: str, condition: str, first: int) -> str:
+def oldest(m: str, above: str, stop: str, condition: str, first: int, *, probe: bool = False) -> str:
     """SQL for the oldest seq above ``above`` and below ``stop`` (SQL expressions) of a row of session ($1, $2)
-    in table ``m`` for which ``condition`` (on the row ``x``) holds, or NULL: :func:`newest`, walking up."""
-    return f"""(WITH RECURSIVE walk(lo, span, found) AS (
+    in table ``m`` for which ``condition`` (on the row ``x``) holds, or NULL: :func:`newest`, walking up (and,
+    with ``probe``, looking at the first range alone first)."""
+    walk = f"""(WITH RECURSIVE walk(lo, span, found) AS (
         SELECT ({above})::bigint + 1, {first}::bigint, NULL::bigint
         UNION ALL
         SELECT w.lo + w.span, w.span * 2, (
@@ -40,6 +50,11 @@ def oldest(m: str, above: str, stop: str, condition: str, first: int) -> str:
             AND x.seq >= w.lo AND x.seq < least(w.lo + w.span, {stop}) AND {condition})
         FROM walk w WHERE w.found IS NULL AND w.lo < {stop})
     SELECT min(found) FROM walk)"""
+    if not probe:
+        return walk
+    return f"""coalesce((SELECT min(x.seq) FROM {m} x WHERE x.agent_id = $1 AND x.session_id = $2
+        AND x.seq >= ({above})::bigint + 1 AND x.seq < least(({above})::bigint + 1 + {first}, {stop})
+        AND {condition}), {walk})"""
 
 
 _OPENS = "x.role NOT IN ('tool', 'system')"
@@ -163,8 +178,8 @@ WHERE s.agent_id = $1 AND s.session_id = $2 AND s.indexed_seq < $5 AND s.generat
         # a subquery that does not depend on the row): joined to the rows, the planner took them for a few and
         # scanned them all again for each unit. For the same reason each row's score comes from its unit's
         # arrays of matches (a few), not from a join of the rows with every match.
-        opener = newest(m, "t.seq", _OPENS, 16)
-        stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", _OPENS, 16)
+        opener = newest(m, "t.seq", _OPENS, 16, probe=True)
+        stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", _OPENS, 16, probe=True)
         self.search = f"""
 WITH s AS (SELECT next_seq, generation FROM {sessions} WHERE agent_id = $1 AND session_id = $2),
 q AS MATERIALIZED (SELECT t.query::tsquery AS query, t.idf, t.i

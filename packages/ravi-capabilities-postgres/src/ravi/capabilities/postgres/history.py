@@ -14,13 +14,13 @@ from ravi.capabilities.postgres._history_migrations import MIGRATIONS
 from ravi.capabilities.postgres._history_sql import HistoryStatements
 from ravi.capabilities.postgres._terms import message_terms, searchable_terms, session_digest
 from ravi.capabilities.postgres._terms import quoted as _quoted
-from ravi.capabilities.postgres.hybrid import HybridSearch, _wholly_before
+from ravi.capabilities.postgres.hybrid import HybridSearch, _units_of_rows
 from ravi.capabilities.postgres.options import PostgresHistoryOptions
 from ravi.capabilities.postgres.summaries import _delete_summaries
 from ravi.kernel.errors import BackendUnavailable, MessageConflict, RaviError
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.scope import Scope
-from ravi.kernel.search import UnitMatch, query_terms, unit_end
+from ravi.kernel.search import UnitMatch, query_terms
 from ravi.kernel.storage.forget import check_forget
 from ravi.kernel.storage.history import (
     HistoryWindow,
@@ -501,27 +501,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
             agent_id, session_id, self._search_query, agent_id, session_id, chosen, idfs, before,
             min(limit, _SEARCHED),
         )  # fmt: skip
-        spans: dict[int, tuple[list[Any], list[ChatMessage]]] = {}
-        for r, message in zip(rows, messages, strict=True):
-            if r["opener"] is not None:
-                span_rows, span_messages = spans.setdefault(r["opener"], ([], []))
-                span_rows.append(r)
-                span_messages.append(message)
-        found: list[UnitMatch] = []
-        for span, messages in spans.values():
-            i = 0
-            while i < len(messages):
-                j = unit_end(messages, i)
-                scores = [r["score"] for r, m in zip(span[i:j], messages[i:j], strict=True) if m.role != "system"]
-                best = max((x for x in scores if x is not None), default=None)
-                if best is not None and best > 0 and _wholly_before(span[i:j], before):
-                    anchor = span[0]["after_system"]
-                    if i:  # a unit after the span's first: the newest system message before it may lie inside
-                        anchor = next((m.id for m in reversed(messages[:i]) if m.role == "system"), anchor)
-                    found.append(UnitMatch(float(best), tuple(messages[i:j]), int(span[i]["offset"]), anchor))
-                i = j
-        found.sort(key=lambda u: (-u.score, -u.offset))
-        return found[:limit]
+        return _units_of_rows(rows, messages, before)[:limit]
 
     async def _search_state(
         self, agent_id: str, session_id: str, quoted: list[str]

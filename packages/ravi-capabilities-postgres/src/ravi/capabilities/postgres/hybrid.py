@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 from ravi.kernel.embeddings import check_embeddings
 from ravi.kernel.errors import BackendUnavailable, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, messages_from_json
-from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, unit_end
+from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, opens_group
 from ravi.kernel.storage.history import HybridMatches, check_hybrid, check_search
 from ravi.kernel.values import check_scope
 
@@ -139,11 +140,12 @@ class HybridSearch:
         if rows and self._parsed.size:
             generation = rows[0]["generation"]
             entry = dict(zip((r["seq"] for r in rows[:KEPT_MESSAGES]), messages[:KEPT_MESSAGES], strict=True))
-            if held is not None and held.generation == generation:
-                for seq, message in held.messages.items():
-                    if len(entry) >= KEPT_MESSAGES:
-                        break
-                    entry.setdefault(seq, message)
+            if held is not None and held.generation == generation and len(entry) < KEPT_MESSAGES:
+                # the rows' messages first, then those kept before that the rows did not hold, in their order
+                merged = dict(entry)
+                merged.update(held.messages)
+                merged.update(entry)
+                entry = merged if len(merged) <= KEPT_MESSAGES else dict(islice(merged.items(), KEPT_MESSAGES))
             self._parsed.keep(key, Parsed(generation, entry))
         return rows, messages
 
@@ -169,8 +171,8 @@ class HybridSearch:
         # lookup each; the nearest rows are found by walks bounded on both sides (newest, oldest), so the
         # statement keeps to the session's rows whatever the table's statistics say (decision 59).
         other = "x.role <> 'system'"
-        before_first = newest(m, "u.first", other, 16)
-        after_last = oldest(m, "u.last", "(SELECT next_seq FROM s)", other, 16)
+        before_first = newest(m, "u.first", other, 16, probe=True)
+        after_last = oldest(m, "u.last", "(SELECT next_seq FROM s)", other, 16, probe=True)
         rows = await self.db.fetch(
             f"""
 WITH s AS (SELECT next_seq FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2),
@@ -180,19 +182,27 @@ u AS (SELECT f.seq AS first, l.seq AS last, x.score FROM unnest($3::text[], $4::
           WHERE ARRAY[f.agent_id, f.session_id, f.message_id] = ARRAY[$1, $2, x.first_id] LIMIT 1) f
       CROSS JOIN LATERAL (SELECT l.seq FROM {m} l
           WHERE ARRAY[l.agent_id, l.session_id, l.message_id] = ARRAY[$1, $2, x.last_id] LIMIT 1) l),
-near AS (SELECT {before_first} AS seq, u.score FROM u
+near AS MATERIALIZED (SELECT {before_first} AS seq, u.score FROM u
          UNION ALL
          SELECT {after_last}, u.score FROM u)
-SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq""",
+SELECT n.seq, n.score, (SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.seq = n.seq)
+       AS message_id
+FROM (SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq) n""",
             agent_id,
             session_id,
             firsts,
             lasts,
             scores,
         )
-        if not rows:
+        # A border that lies in a unit found already, scoring at least as much, changes nothing (a unit scores the
+        # best of its hits, and each unit keeps its best score): its unit is not fetched again.
+        kept = {m.id: u.score for u in found for m in u.messages}
+        hits = [
+            (r["seq"], r["score"]) for r in rows if r["message_id"] not in kept or kept[r["message_id"]] < r["score"]
+        ]
+        if not hits:
             return found
-        bordering = await self._units_of(agent_id, session_id, [(r["seq"], r["score"]) for r in rows], before)
+        bordering = await self._units_of(agent_id, session_id, hits, before)
         best = {u.offset: u for u in found}
         for unit in bordering:
             if unit.offset not in best or unit.score > best[unit.offset].score:
@@ -209,8 +219,8 @@ SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq""",
         # As the provider's search: each hit looked up by its seq (one lookup each), the unit's ends found by
         # walks bounded on both sides (decision 59). Rows kept parsed come without their bodies, as there.
         opens = "x.role NOT IN ('tool', 'system')"
-        opener = newest(m, "t.seq", opens, 16)
-        stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", opens, 16)
+        opener = newest(m, "t.seq", opens, 16, probe=True)
+        stop = oldest(m, "k.opener", "(SELECT next_seq FROM s)", opens, 16, probe=True)
         rows, messages = await self._unit_rows(
             agent_id,
             session_id,
@@ -241,26 +251,7 @@ ORDER BY sp.opener, r.seq""",
             [float(score) for _, score in hits],
             before,
         )
-        spans: dict[int, tuple[list[Any], list[ChatMessage]]] = {}
-        for r, message in zip(rows, messages, strict=True):
-            span_rows, span_messages = spans.setdefault(r["opener"], ([], []))
-            span_rows.append(r)
-            span_messages.append(message)
-        found: list[UnitMatch] = []
-        for span, messages in spans.values():
-            i = 0
-            while i < len(messages):
-                j = unit_end(messages, i)
-                scores = [r["score"] for r, x in zip(span[i:j], messages[i:j], strict=True) if x.role != "system"]
-                best = max((s for s in scores if s is not None), default=None)
-                if best is not None and best > 0 and _wholly_before(span[i:j], before):
-                    anchor = span[0]["after_system"]
-                    if i:  # the newest system message before a later unit of the span may lie inside it
-                        anchor = next((x.id for x in reversed(messages[:i]) if x.role == "system"), anchor)
-                    found.append(UnitMatch(float(best), tuple(messages[i:j]), int(span[i]["offset"]), anchor))
-                i = j
-        found.sort(key=lambda u: (-u.score, -u.offset))
-        return found
+        return _units_of_rows(rows, messages, before)
 
     async def _meaning_available(self) -> bool:
         """Whether pgvector and the embeddings tables are there (set up on first use).
@@ -440,10 +431,72 @@ ON CONFLICT (agent_id, session_id, model) DO UPDATE SET epoch = $4, upto = $5, l
         return int(epoch), int(stop)
 
 
-def _wholly_before(rows: Sequence[Any], before: int) -> bool:
-    """Whether the unit of ``rows`` (each with its ``offset``) lies wholly before offset ``before``: a unit that
-    ``before`` cuts (a tool call before it, a result after) is not one of the units before it."""
-    return all(r["offset"] is not None and r["offset"] < before for r in rows)
+def _units_of_rows(rows: Sequence[Any], messages: Sequence[ChatMessage], before: int) -> list[UnitMatch]:
+    """The units a statement returning units gave (``rows``, each with its ``opener``, ``after_system``,
+    ``offset`` and ``score``, ordered by opener then seq, and the message of each), best first: each span of rows
+    with one opener is cut into units as :func:`~ravi.kernel.search.unit_end` cuts them (an assistant message
+    making tool calls with the tool results and system messages after it, trailing system messages standing alone;
+    any other message alone), and a unit is kept when its best score (of its messages that are not system
+    messages, the first of equal ones) is above 0 and all of it lies before offset ``before``. A unit is placed
+    after the newest system message before it in its span, else after the span's ``after_system``. Rows without
+    an opener are left out.
+
+    One pass over the rows, each looked at once: thousands of units a search (most of a recall window's time in
+    the process went to slicing each unit's rows and messages and scanning them again)."""
+    found: list[UnitMatch] = []
+    n = len(rows)
+    k = 0
+    while k < n:
+        opener = rows[k]["opener"]
+        if opener is None:
+            k += 1
+            continue
+        end = k + 1
+        while end < n and rows[end]["opener"] == opener:
+            end += 1
+        anchor = rows[k]["after_system"]
+        i = k
+        while i < end:
+            message = messages[i]
+            role = message.role
+            if role == "system":  # alone: scores nothing, and places what follows it
+                anchor = message.id
+                i += 1
+                continue
+            j = i + 1
+            if role == "assistant" and opens_group(message):
+                while j < end and messages[j].role in ("tool", "system"):
+                    j += 1
+                while j - 1 > i and messages[j - 1].role == "system":
+                    j -= 1
+            if j == i + 1:
+                r = rows[i]
+                best, offset = r["score"], r["offset"]
+                if best is not None and best > 0 and offset is not None and offset < before:
+                    found.append(UnitMatch(float(best), (message,), int(offset), anchor))
+                i = j
+                continue
+            best = None
+            wholly = True
+            placed = anchor
+            for t in range(i, j):
+                r = rows[t]
+                offset = r["offset"]
+                if offset is None or not offset < before:
+                    wholly = False
+                x = messages[t]
+                if x.role == "system":
+                    anchor = x.id
+                else:
+                    score = r["score"]
+                    if score is not None and (best is None or score > best):
+                        best = score
+            if best is not None and best > 0 and wholly:
+                found.append(UnitMatch(float(best), tuple(messages[i:j]), int(rows[i]["offset"]), placed))
+            i = j
+        k = end
+    found.sort(key=lambda u: (-u.score, -u.offset))
+    return found
 
 
 def _embedded_text(message: ChatMessage) -> str:
