@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,22 @@ def _translate(error: BaseException) -> RaviError | None:
     if isinstance(error, asyncpg.exceptions.SyntaxOrAccessError | asyncpg.exceptions.FeatureNotSupportedError):
         return InvalidArgument(f"the Cypher query was refused: {error}")
     return None
+
+
+_NAME_BYTES = 63
+"""The longest name PostgreSQL keeps; it cuts a longer one to this."""
+
+
+def _index_name(label: str, what: str) -> str:
+    """The name of the index ``what`` the store makes on ``label``'s table, in the graph's schema where every
+    label's table is too: never a label's name (a label has no ``:``), and never cut by PostgreSQL (a long label's
+    name, cut, was the label itself, and no index was made). A label too long to be named in full is named by its
+    start and a digest of the whole."""
+    name = f"{label}:ravi_{what}"
+    if len(name) <= _NAME_BYTES:  # a label is ASCII: characters are bytes
+        return name
+    tail = f":ravi_{what}:{hashlib.sha256(label.encode()).hexdigest()[:16]}"
+    return label[: _NAME_BYTES - len(tail)] + tail
 
 
 _SETTINGS = {"search_path": 'ag_catalog, "$user", public'}
@@ -187,7 +204,7 @@ class AGEGraphStore:
         made under a lock of its own, held until this transaction ends, taken in one order so that two writers
         of overlapping labels cannot deadlock: the others wait, then find it made. The indexes: a vertex label's
         ``id`` property (for ``n.id = ...`` lookups) and an edge label's endpoints (for walking from a vertex),
-        so a neighbourhood query does not scan."""
+        so a neighbourhood query does not scan, named by :func:`_index_name`."""
         new = sorted({label for label in labels if (label, kind) not in self._indexed})
         if not new:
             return []
@@ -215,12 +232,14 @@ class AGEGraphStore:
             table = f'"{self.graph}"."{label}"'
             if kind == "vertex":
                 await connection.execute(
-                    f'CREATE INDEX IF NOT EXISTS "{label}_ravi_id" ON {table} '
+                    f'CREATE INDEX IF NOT EXISTS "{_index_name(label, "id")}" ON {table} '
                     "(ag_catalog.agtype_access_operator(properties, '\"id\"'::ag_catalog.agtype))"
                 )
             else:
-                await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_start" ON {table} (start_id)')
-                await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_end" ON {table} (end_id)')
+                for what, column in (("start", "start_id"), ("end", "end_id")):
+                    await connection.execute(
+                        f'CREATE INDEX IF NOT EXISTS "{_index_name(label, what)}" ON {table} ({column})'
+                    )
         return new
 
     async def _analyze_if_large(self, labels: list[str], parent: str, rows: int) -> None:
