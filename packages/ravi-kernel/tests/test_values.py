@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
 from ravi.kernel.messages import ChatMessage, FrozenList, ToolCallBlock
 from ravi.kernel.scope import Scope
-from ravi.kernel.storage import Document, Entity, Relationship, Task
+from ravi.kernel.storage import (
+    MAX_NAME_LENGTH,
+    Document,
+    Entity,
+    Relationship,
+    Task,
+    check_relationship_types,
+)
 from ravi.kernel.values import (
     MAX_DEPTH,
     MAX_ID_BYTES,
@@ -194,6 +201,44 @@ def test_graph_properties_check_an_int_subclass_at_once_and_refuse_cycles_and_de
     for properties in (cyclic, {"deep": deep}):
         with pytest.raises(InvalidArgument, match="nested deeper"):
             Entity(id="e", properties=properties)
+
+
+_NAME_CHARACTERS = st.characters(codec="utf-8", exclude_categories=["Cs"])
+
+
+@given(
+    name=st.one_of(
+        st.text(_NAME_CHARACTERS, max_size=70),
+        st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,70}", fullmatch=True),
+        st.from_regex(r"_[aA][gG]_[A-Za-z0-9_]{0,5}", fullmatch=True),
+    )
+)
+def test_a_label_or_a_type_is_taken_exactly_when_it_can_name_a_table(name: str) -> None:
+    """A label or relationship type is taken exactly when it is an ASCII identifier of at most MAX_NAME_LENGTH
+    characters not starting with ``_ag_``: what Apache AGE names a table by (the in-memory store kept any text)."""
+    fits = name.isascii() and name.isidentifier() and len(name) <= MAX_NAME_LENGTH
+    fits = fits and not name.lower().startswith("_ag_")
+    for build in (lambda: Entity(id="e", label=name), lambda: Relationship(source_id="a", target_id="b", type=name)):
+        try:
+            build()
+        except InvalidArgument:
+            assert not fits, name
+        else:
+            assert fits, name
+    try:
+        check_relationship_types([name])
+    except InvalidArgument:
+        assert not fits, name
+    else:
+        assert fits, name
+
+
+def test_id_is_no_property_of_an_entity_or_relationship() -> None:
+    with pytest.raises(InvalidArgument, match="reserved"):
+        Entity(id="e", properties={"id": "f"})
+    with pytest.raises(InvalidArgument, match="reserved"):
+        Relationship(source_id="a", target_id="b", type="T", properties={"id": 1})
+    assert Entity(id="e", properties={"nested": {"id": 1}, "ID": 2}).properties["ID"] == 2
 
 
 def test_json_object_reads_only_an_object_every_store_keeps() -> None:

@@ -215,14 +215,21 @@ class AGEGraphStore:
             new,
         )
         made = {
-            row["name"]
+            row["name"]: row["kind"]
             for row in await connection.fetch(
-                "SELECT l.name::text AS name FROM ag_catalog.ag_label l JOIN ag_catalog.ag_graph g "
-                "ON l.graph = g.graphid WHERE g.name = $1 AND l.name = ANY($2::text[])",
+                "SELECT l.name::text AS name, l.kind::text AS kind FROM ag_catalog.ag_label l "
+                "JOIN ag_catalog.ag_graph g ON l.graph = g.graphid WHERE g.name = $1 AND l.name = ANY($2::text[])",
                 self.graph,
                 new,
             )
         }
+        for label, made_kind in made.items():
+            if made_kind != kind[0]:  # AGE keeps labels and types in one namespace
+                what, used_as = ("an entity label", "a relationship type")[:: 1 if kind == "vertex" else -1]
+                raise InvalidArgument(
+                    f"{label!r} cannot be {what}: the graph uses it as {used_as}",
+                    hint="give entity labels and relationship types names of their own",
+                )
         create = "create_vlabel" if kind == "vertex" else "create_elabel"
         for label in new:
             if label not in made:
@@ -290,8 +297,8 @@ class AGEGraphStore:
         """Insert or replace relationships by id; both ends must exist (``NotFound``, nothing added)."""
         given = check_items(relationships, Relationship, "relationships")
         for r in given:  # every one given is checked, also one a later one of its id replaces
-            if {"id", "__s", "__t"} & set(r.properties):
-                raise InvalidArgument(f"relationship {r.id!r}: 'id', '__s' and '__t' are reserved property names")
+            if "id" in r.properties:
+                raise InvalidArgument(f"relationship {r.id!r}: the property name 'id' is reserved for its id")
             _label(r.type, "relationship type")
         ends = sorted({x for r in given for x in (r.source_id, r.target_id)})
         latest: dict[str, Relationship] = {}
@@ -301,7 +308,8 @@ class AGEGraphStore:
         relationships = list(latest.values())
         by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in relationships:
-            by_type[r.type].append({**dict(r.properties), "id": r.id, "__s": r.source_id, "__t": r.target_id})
+            # the ends beside the properties, not among them: every property name but id is the caller's
+            by_type[r.type].append({"p": {**dict(r.properties), "id": r.id}, "s": r.source_id, "t": r.target_id})
         if not by_type:
             return
         async with self._connection() as connection, connection.transaction():
@@ -325,8 +333,9 @@ class AGEGraphStore:
             for rel_type, items in by_type.items():
                 await self._run(
                     connection,
-                    f"UNWIND $rows AS row MATCH (a), (b) WHERE a.id = row.__s AND b.id = row.__t "
-                    f"CREATE (a)-[r:{rel_type}]->(b) SET r = row REMOVE r.__s, r.__t",
+                    # SET takes a map named by a variable, not a map's field: hence the WITH
+                    f"UNWIND $rows AS row WITH row, row.p AS p MATCH (a), (b) WHERE a.id = row.s AND b.id = row.t "
+                    f"CREATE (a)-[r:{rel_type}]->(b) SET r = p",
                     {"rows": items},
                 )
         self._indexed.update((label, "edge") for label in made)
