@@ -277,10 +277,11 @@ def test_an_embedding_wider_than_every_store_keeps_is_refused_everywhere() -> No
 
 @given(st.text(st.characters(exclude_categories=["Cs"]), max_size=MAX_ID_BYTES // 2 + 16))
 def test_an_id_is_held_to_its_utf8_bytes_by_every_check(text: str) -> None:
-    """Any text is an id exactly when it holds at most ``MAX_ID_BYTES`` UTF-8 bytes (not characters), for every
-    check that takes ids; a longer one is ``InvalidArgument`` naming the argument and the limit."""
+    """Any text is an id exactly when it holds at most ``MAX_ID_BYTES`` UTF-8 bytes (not characters) and no NUL, for
+    every check that takes ids; a longer one is ``InvalidArgument`` naming the argument and the limit, and one with
+    a NUL (which PostgreSQL keeps in no text) is ``InvalidArgument`` naming the argument and the NUL."""
     ident = text + "é" * max(0, (MAX_ID_BYTES - len(text.encode())) // 2 - 2) + "x" * (len(text) % 7)
-    fits = len(ident.encode()) <= MAX_ID_BYTES
+    fits = len(ident.encode()) <= MAX_ID_BYTES and "\x00" not in ident
     if not ident:
         return
     checks = {
@@ -294,5 +295,6 @@ def test_an_id_is_held_to_its_utf8_bytes_by_every_check(text: str) -> None:
         if fits:
             check()
             continue
-        with pytest.raises(InvalidArgument, match=rf"{re.escape(name)}.*{MAX_ID_BYTES}"):
+        reason = "NUL" if "\x00" in ident else str(MAX_ID_BYTES)
+        with pytest.raises(InvalidArgument, match=rf"{re.escape(name)}.*{reason}"):
             check()

@@ -221,8 +221,15 @@ class GraphStoreContract(ContractBase):
         assert (await backend.get_neighbors(a)).relationships == ()
 
     async def test_ids_that_are_not_text_are_refused(self, backend: GraphStore) -> None:
-        """An id with a lone surrogate, or not a string, is InvalidArgument on every call, not a crash."""
-        for bad in ("e\ud800", 42, ""):
+        """An id with a lone surrogate or a NUL (which PostgreSQL keeps in no text), or not a string, is
+        InvalidArgument on every call, reads included, not a crash, and nothing of the call is stored.
+
+        Fix: check ids with ``check_scope`` and ``check_items`` of ``ravi.kernel.values``."""
+        kept = unique("e")
+        with pytest.raises(InvalidArgument):
+            await backend.add_entities([Entity(id=kept), Entity(id="e\x00")])
+        assert await backend.get_entity(kept) is None
+        for bad in ("e\ud800", "e\x00", 42, ""):
             with pytest.raises(InvalidArgument):
                 await backend.get_entity(bad)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):

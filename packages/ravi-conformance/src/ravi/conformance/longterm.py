@@ -242,9 +242,18 @@ class LongTermMemoryContract(ContractBase):
         assert await backend.search(a, "forever too long nan lone bad key", limit=10) == []
 
     async def test_ids_that_are_not_text_are_refused(self, backend: LongTermMemory) -> None:
-        """A memory id with a lone surrogate, or not a string, is InvalidArgument on every call, not a crash."""
+        """A memory id with a lone surrogate or a NUL (which PostgreSQL keeps in no text), or not a string, is
+        InvalidArgument on every call, reads included, not a crash; so is an agent or namespace with a NUL, and
+        nothing is saved.
+
+        Fix: check ids with ``check_scope`` of ``ravi.kernel.values``."""
         a = unique("agent")
-        for bad in ("m\ud800", 42):
+        with pytest.raises(InvalidArgument):
+            await backend.save("a\x00", "x")
+        with pytest.raises(InvalidArgument):
+            await backend.save(a, "x", namespace="n\x00")
+        assert await backend.search(a, "x") == []
+        for bad in ("m\ud800", "m\x00", 42):
             with pytest.raises(InvalidArgument):
                 await backend.get(a, bad)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):

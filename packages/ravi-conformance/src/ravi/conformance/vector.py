@@ -278,8 +278,17 @@ class VectorStoreContract(ContractBase):
                 await backend.search(query, collection=collection)
 
     async def test_names_and_ids_that_are_not_text_are_refused(self, backend: VectorStore) -> None:
-        """A collection or id with a lone surrogate is InvalidArgument on every call, not a crash."""
+        """A collection or id with a lone surrogate or a NUL (which PostgreSQL keeps in no text) is
+        InvalidArgument on every call, reads included, not a crash, and nothing is stored.
+
+        Fix: check ids with ``check_ids`` and ``check_items`` of ``ravi.kernel.values``."""
         collection = await self.fill(backend)
+        with pytest.raises(InvalidArgument):
+            await backend.get(["x\x00"], collection=collection)
+        with pytest.raises(InvalidArgument):
+            await backend.upsert([doc("y\x00", AXES["y"])], collection=collection)
+        with pytest.raises(InvalidArgument):
+            await backend.search(AXES["x"], collection="c\x00")
         with pytest.raises(InvalidArgument):
             await backend.get(["x\ud800"], collection=collection)
         with pytest.raises(InvalidArgument):
