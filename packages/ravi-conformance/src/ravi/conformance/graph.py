@@ -317,6 +317,29 @@ class GraphStoreContract(ContractBase):
         assert await backend.forget(a) == 2  # ``later`` and the relationship touching it
         assert await backend.get_entity(theirs.id) is not None
 
+    async def test_a_neighbourhood_comes_in_one_order_on_every_store(self, backend: GraphStore) -> None:
+        """``get_neighbors`` gives the entity first, then the entities one hop away, then those two hops away, and
+        so on, each hop's by id, and the relationships by id: one call on one graph gives one ``SubGraph`` on
+        every store (AGE gave a hop's entities in the order its query found them, the in-memory store in the
+        order of the ids of the relationships that reached them).
+
+        Fix: sort each hop's new entities by id before adding them to the result."""
+        p = unique("o")
+        hub, near, far = f"{p}-hub", [f"{p}-{c}" for c in "hgfd"], [f"{p}-{c}" for c in "zyxw"]
+        await backend.add_entities([Entity(id=x) for x in (hub, *near, *far)])
+        rels = [
+            Relationship(id=f"{p}-r{k}", source_id=hub if k % 2 else x, target_id=x if k % 2 else hub, type="R")
+            for k, x in enumerate(near)
+        ]
+        rels += [Relationship(id=f"{p}-s{k}", source_id=x, target_id=near[-1 - k], type="S") for k, x in enumerate(far)]
+        await backend.add_relationships(rels)
+        for _ in range(2):
+            sub = await backend.get_neighbors(hub, depth=2)
+            assert [e.id for e in sub.entities] == [hub, *sorted(near), *sorted(far)]
+            assert [r.id for r in sub.relationships] == sorted(r.id for r in rels)
+        sub = await backend.get_neighbors(near[0], depth=1)
+        assert [e.id for e in sub.entities] == [near[0], *sorted([hub, far[-1]])]
+
     async def test_names_every_graph_store_keeps_are_taken_and_others_refused(self, backend: GraphStore) -> None:
         """A label or relationship type is a plain identifier (ASCII letters, digits and underscores, not starting
         with a digit) of at most ``MAX_NAME_LENGTH`` (63) characters, not starting with ``_ag_``: graph databases

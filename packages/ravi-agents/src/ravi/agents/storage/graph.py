@@ -79,7 +79,8 @@ class InMemoryGraphStore(Closeable):
     async def get_neighbors(
         self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
     ) -> SubGraph:
-        """Breadth-first, both directions, up to ``depth`` hops; ``NotFound`` for an unknown entity."""
+        """Breadth-first, both directions, up to ``depth`` hops; ``NotFound`` for an unknown entity. The entity
+        comes first, then each hop's entities by id, and the relationships by id."""
         check_scope(entity_id=entity_id)
         depth = check_count(depth, "depth")  # a bool is not a count, as everywhere one is given
         checked = check_relationship_types(relationship_types)
@@ -105,8 +106,9 @@ class InMemoryGraphStore(Closeable):
                     other = rel.target_id if rel.source_id == node else rel.source_id
                     if other not in seen:
                         seen.add(other)
-                        order.append(other)
                         following.append(other)
+            following.sort()  # each hop's entities by id, as on every store
+            order += following
             frontier = following
             if not frontier:
                 break

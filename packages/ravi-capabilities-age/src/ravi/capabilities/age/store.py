@@ -355,7 +355,8 @@ class AGEGraphStore:
     async def get_neighbors(
         self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
     ) -> SubGraph:
-        """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier."""
+        """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier. The
+        entity comes first, then each hop's entities by id, and the relationships by id."""
         check_scope(entity_id=entity_id)
         depth = check_count(depth, "depth")  # a bool is not a count, as everywhere one is given
         checked = check_relationship_types(relationship_types)
@@ -388,8 +389,9 @@ class AGEGraphStore:
                     for vertex in (s, t):
                         if vertex["id"] not in entities:
                             entities[vertex["id"]] = self._entity(vertex)
-                            order.append(vertex["id"])
                             following.append(vertex["id"])
+                following.sort()  # each hop's entities by id, not in the order the query found them
+                order += following
                 frontier = following
         return SubGraph(
             entities=tuple(entities[i] for i in order), relationships=tuple(walked[k] for k in sorted(walked))

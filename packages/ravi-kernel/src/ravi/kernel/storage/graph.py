@@ -139,7 +139,8 @@ class GraphStore(Protocol):
         self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
     ) -> SubGraph:
         """The entities within ``depth`` hops of ``entity_id`` (either direction), itself included, and the
-        relationships walked to reach them; only relationships of ``relationship_types`` when given."""
+        relationships walked to reach them; only relationships of ``relationship_types`` when given. The entity
+        comes first, then the entities one hop away, then two, each hop's by id; the relationships by id."""
         ...
 
     async def delete_entity(self, entity_id: str) -> bool:
