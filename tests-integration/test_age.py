@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
+import asyncpg
 import pytest
 import pytest_asyncio
 import servers
@@ -155,6 +156,53 @@ async def test_labels_named_after_ages_own_tables_are_refused(age_store: AGEGrap
     with pytest.raises(InvalidArgument, match="reserved"):
         await age_store.add_relationships([Relationship(id="r", source_id="a", target_id="b", type=label)])
     assert [e.id for e in (await age_store.get_neighbors("a", depth=1)).entities] == ["a"]
+
+
+@pytest.mark.asyncio
+async def test_every_label_is_taken_whatever_labels_exist_and_gets_its_index(
+    age_dsn: str, age_store: AGEGraphStore
+) -> None:
+    """Every label the store accepts is accepted whatever labels the graph has, and each one, up to the longest,
+    gets the index on its ``id`` the store makes.
+
+    The store named that index ``{label}_ravi_id`` (and an edge label's ``{label}_ravi_start``, ``_ravi_end``):
+    a label of such a name is a table, which clashed with the index of another label ("relation already exists",
+    ``InvalidArgument``, or the index silently not made, by the order of the writes), and PostgreSQL cut the
+    name of a long label's index to 63 bytes, the label's own name, so no index was made."""
+    longest, long_type = "L" * 63, "E" * 60
+    await age_store.add_entities([Entity(id="a", label="X"), Entity(id="b", label="Y_ravi_id")])
+    await age_store.add_entities([Entity(id="c", label="X_ravi_id"), Entity(id="d", label="Y")])
+    await age_store.add_entities([Entity(id="e", label=longest)])
+    await age_store.add_relationships([Relationship(id="r1", source_id="a", target_id="b", type="R")])
+    await age_store.add_relationships(
+        [
+            Relationship(id="r2", source_id="a", target_id="c", type="R_ravi_start"),
+            Relationship(id="r3", source_id="a", target_id="e", type=long_type),
+        ]
+    )
+    around = await age_store.get_neighbors("a")
+    assert {e.id: e.label for e in around.entities} == {
+        "a": "X",
+        "b": "Y_ravi_id",
+        "c": "X_ravi_id",
+        "e": longest,
+    }
+    assert [(r.id, r.type) for r in around.relationships] == [("r1", "R"), ("r2", "R_ravi_start"), ("r3", long_type)]
+    assert (await age_store.get_entity("d")) == Entity(id="d", label="Y")
+    connection = await asyncpg.connect(age_dsn)
+    try:
+        rows = await connection.fetch(
+            "SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = $1", age_store.graph
+        )
+    finally:
+        await connection.close()
+    for label in ("X", "Y", "X_ravi_id", "Y_ravi_id", longest):
+        defs = [r["indexdef"] for r in rows if r["tablename"] == label]
+        assert any("agtype_access_operator" in d for d in defs), f"label {label!r} has no index on its id: {defs}"
+    for edge_type in ("R", "R_ravi_start", long_type):
+        defs = [r["indexdef"] for r in rows if r["tablename"] == edge_type]
+        for column in ("(start_id)", "(end_id)"):
+            assert any(d.endswith(column) for d in defs), f"type {edge_type!r} has no index on {column}: {defs}"
 
 
 @pytest.mark.asyncio

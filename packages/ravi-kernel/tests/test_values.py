@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 from ravi.kernel.errors import InvalidArgument, InvalidMessage
 from ravi.kernel.messages import ChatMessage, FrozenList, ToolCallBlock
 from ravi.kernel.scope import Scope
-from ravi.kernel.storage import Document, Entity, Relationship, Task
+from ravi.kernel.storage import (
+    MAX_NAME_LENGTH,
+    Document,
+    Entity,
+    Relationship,
+    Task,
+    check_relationship_types,
+)
 from ravi.kernel.values import (
     MAX_DEPTH,
     MAX_ID_BYTES,
@@ -196,6 +203,44 @@ def test_graph_properties_check_an_int_subclass_at_once_and_refuse_cycles_and_de
             Entity(id="e", properties=properties)
 
 
+_NAME_CHARACTERS = st.characters(codec="utf-8", exclude_categories=["Cs"])
+
+
+@given(
+    name=st.one_of(
+        st.text(_NAME_CHARACTERS, max_size=70),
+        st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,70}", fullmatch=True),
+        st.from_regex(r"_[aA][gG]_[A-Za-z0-9_]{0,5}", fullmatch=True),
+    )
+)
+def test_a_label_or_a_type_is_taken_exactly_when_it_can_name_a_table(name: str) -> None:
+    """A label or relationship type is taken exactly when it is an ASCII identifier of at most MAX_NAME_LENGTH
+    characters not starting with ``_ag_``: what Apache AGE names a table by (the in-memory store kept any text)."""
+    fits = name.isascii() and name.isidentifier() and len(name) <= MAX_NAME_LENGTH
+    fits = fits and not name.lower().startswith("_ag_")
+    for build in (lambda: Entity(id="e", label=name), lambda: Relationship(source_id="a", target_id="b", type=name)):
+        try:
+            build()
+        except InvalidArgument:
+            assert not fits, name
+        else:
+            assert fits, name
+    try:
+        check_relationship_types([name])
+    except InvalidArgument:
+        assert not fits, name
+    else:
+        assert fits, name
+
+
+def test_id_is_no_property_of_an_entity_or_relationship() -> None:
+    with pytest.raises(InvalidArgument, match="reserved"):
+        Entity(id="e", properties={"id": "f"})
+    with pytest.raises(InvalidArgument, match="reserved"):
+        Relationship(source_id="a", target_id="b", type="T", properties={"id": 1})
+    assert Entity(id="e", properties={"nested": {"id": 1}, "ID": 2}).properties["ID"] == 2
+
+
 def test_json_object_reads_only_an_object_every_store_keeps() -> None:
     assert json_object('{"q": [1, {"r": null}]}') == {"q": [1, {"r": None}]}
     deepest = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
@@ -232,10 +277,11 @@ def test_an_embedding_wider_than_every_store_keeps_is_refused_everywhere() -> No
 
 @given(st.text(st.characters(exclude_categories=["Cs"]), max_size=MAX_ID_BYTES // 2 + 16))
 def test_an_id_is_held_to_its_utf8_bytes_by_every_check(text: str) -> None:
-    """Any text is an id exactly when it holds at most ``MAX_ID_BYTES`` UTF-8 bytes (not characters), for every
-    check that takes ids; a longer one is ``InvalidArgument`` naming the argument and the limit."""
+    """Any text is an id exactly when it holds at most ``MAX_ID_BYTES`` UTF-8 bytes (not characters) and no NUL, for
+    every check that takes ids; a longer one is ``InvalidArgument`` naming the argument and the limit, and one with
+    a NUL (which PostgreSQL keeps in no text) is ``InvalidArgument`` naming the argument and the NUL."""
     ident = text + "é" * max(0, (MAX_ID_BYTES - len(text.encode())) // 2 - 2) + "x" * (len(text) % 7)
-    fits = len(ident.encode()) <= MAX_ID_BYTES
+    fits = len(ident.encode()) <= MAX_ID_BYTES and "\x00" not in ident
     if not ident:
         return
     checks = {
@@ -249,5 +295,6 @@ def test_an_id_is_held_to_its_utf8_bytes_by_every_check(text: str) -> None:
         if fits:
             check()
             continue
-        with pytest.raises(InvalidArgument, match=rf"{re.escape(name)}.*{MAX_ID_BYTES}"):
+        reason = "NUL" if "\x00" in ident else str(MAX_ID_BYTES)
+        with pytest.raises(InvalidArgument, match=rf"{re.escape(name)}.*{reason}"):
             check()

@@ -21,7 +21,7 @@ from ravi.conformance._base import (
     unique,
 )
 from ravi.kernel.errors import InvalidArgument, NotFound
-from ravi.kernel.storage import CypherCapable, Entity, Forgetter, GraphStore, Relationship
+from ravi.kernel.storage import MAX_NAME_LENGTH, CypherCapable, Entity, Forgetter, GraphStore, Relationship
 
 
 class GraphStoreContract(ContractBase):
@@ -226,8 +226,15 @@ class GraphStoreContract(ContractBase):
         assert (await backend.get_neighbors(a)).relationships == ()
 
     async def test_ids_that_are_not_text_are_refused(self, backend: GraphStore) -> None:
-        """An id with a lone surrogate, or not a string, is InvalidArgument on every call, not a crash."""
-        for bad in ("e\ud800", 42, ""):
+        """An id with a lone surrogate or a NUL (which PostgreSQL keeps in no text), or not a string, is
+        InvalidArgument on every call, reads included, not a crash, and nothing of the call is stored.
+
+        Fix: check ids with ``check_scope`` and ``check_items`` of ``ravi.kernel.values``."""
+        kept = unique("e")
+        with pytest.raises(InvalidArgument):
+            await backend.add_entities([Entity(id=kept), Entity(id="e\x00")])
+        assert await backend.get_entity(kept) is None
+        for bad in ("e\ud800", "e\x00", 42, ""):
             with pytest.raises(InvalidArgument):
                 await backend.get_entity(bad)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):
@@ -314,6 +321,114 @@ class GraphStoreContract(ContractBase):
         assert {r.id for r in around.relationships} == set()
         assert await backend.forget(a) == 2  # ``later`` and the relationship touching it
         assert await backend.get_entity(theirs.id) is not None
+
+    async def test_a_neighbourhood_comes_in_one_order_on_every_store(self, backend: GraphStore) -> None:
+        """``get_neighbors`` gives the entity first, then the entities one hop away, then those two hops away, and
+        so on, each hop's by id, and the relationships by id: one call on one graph gives one ``SubGraph`` on
+        every store (AGE gave a hop's entities in the order its query found them, the in-memory store in the
+        order of the ids of the relationships that reached them).
+
+        Fix: sort each hop's new entities by id before adding them to the result."""
+        p = unique("o")
+        hub, near, far = f"{p}-hub", [f"{p}-{c}" for c in "hgfd"], [f"{p}-{c}" for c in "zyxw"]
+        await backend.add_entities([Entity(id=x) for x in (hub, *near, *far)])
+        rels = [
+            Relationship(id=f"{p}-r{k}", source_id=hub if k % 2 else x, target_id=x if k % 2 else hub, type="R")
+            for k, x in enumerate(near)
+        ]
+        rels += [Relationship(id=f"{p}-s{k}", source_id=x, target_id=near[-1 - k], type="S") for k, x in enumerate(far)]
+        await backend.add_relationships(rels)
+        for _ in range(2):
+            sub = await backend.get_neighbors(hub, depth=2)
+            assert [e.id for e in sub.entities] == [hub, *sorted(near), *sorted(far)]
+            assert [r.id for r in sub.relationships] == sorted(r.id for r in rels)
+        sub = await backend.get_neighbors(near[0], depth=1)
+        assert [e.id for e in sub.entities] == [near[0], *sorted([hub, far[-1]])]
+
+    async def test_names_every_graph_store_keeps_are_taken_and_others_refused(self, backend: GraphStore) -> None:
+        """A label or relationship type is a plain identifier (ASCII letters, digits and underscores, not starting
+        with a digit) of at most ``MAX_NAME_LENGTH`` (63) characters, not starting with ``_ag_``: graph databases
+        name a table or a type by it (Apache AGE). Every store takes every such name, the longest included; any
+        other is refused with ``InvalidArgument`` when the entity or relationship is built, and as a
+        relationship-type filter by every store (the in-memory store kept ``"has part"``, which AGE refused).
+
+        Fix: build entities and relationships with ``Entity`` and ``Relationship`` of ``ravi.kernel.storage``, which
+        check their names, and a filter with ``check_relationship_types``."""
+        longest, longest_type = "L" * MAX_NAME_LENGTH, "T" * MAX_NAME_LENGTH
+        a, b = unique("a"), unique("b")
+        await backend.add_entities([Entity(id=a, label=longest), Entity(id=b, label="_x9")])
+        await backend.add_relationships([Relationship(id=unique("r"), source_id=a, target_id=b, type=longest_type)])
+        around = await backend.get_neighbors(a, relationship_types=[longest_type])
+        assert {e.id: e.label for e in around.entities} == {a: longest, b: "_x9"}
+        assert [r.type for r in around.relationships] == [longest_type]
+        for bad in ("has part", "Persön", "1st", "WORKS-AT", "L" * (MAX_NAME_LENGTH + 1), "_ag_label_vertex", "_AG_x"):
+            with pytest.raises(InvalidArgument):
+                Entity(id=a, label=bad)
+            with pytest.raises(InvalidArgument):
+                Relationship(source_id=a, target_id=b, type=bad)
+            with pytest.raises(InvalidArgument):
+                await backend.get_neighbors(a, relationship_types=[bad])
+
+    async def test_id_is_the_one_reserved_property_name(self, backend: GraphStore) -> None:
+        """An entity's or relationship's properties may hold any name but ``id``, which a graph database keeps the
+        id under (Apache AGE): ``id`` is refused with ``InvalidArgument`` when the entity or relationship is built
+        (the in-memory store kept it, which AGE refused), and every other name, ``__s`` and ``__t`` included (which
+        AGE refused, using them itself), is kept by every store."""
+        with pytest.raises(InvalidArgument, match="id"):
+            Entity(id="e", properties={"id": "other"})
+        with pytest.raises(InvalidArgument, match="id"):
+            Relationship(source_id="a", target_id="b", type="T", properties={"id": 1})
+        props = {"__s": 1, "__t": "t", "source_id": "x", "label": "L", "type": "T", "nested": {"id": 2}}
+        a, b = unique("a"), unique("b")
+        await backend.add_entities([Entity(id=a, properties=props), Entity(id=b)])
+        rel = Relationship(id=unique("r"), source_id=a, target_id=b, type="HAS", properties=props)
+        await backend.add_relationships([rel])
+        assert (await backend.get_entity(a)) == Entity(id=a, properties=props)
+        assert (await backend.get_neighbors(a)).relationships == (rel,)
+
+    async def test_an_entity_keeps_its_label(self, backend: GraphStore) -> None:
+        """Adding an entity again with another label is refused with ``InvalidArgument``, and nothing of the call
+        is stored: a graph database keeps a vertex in its label's table and cannot move it (Apache AGE refused it
+        while the in-memory store relabelled). Deleting the entity first, then adding it, gives it the new label.
+
+        Fix: before writing anything, refuse a call that gives a stored entity's id with another label."""
+        ids = await self.build(backend)
+        other = unique("new")
+        with pytest.raises(InvalidArgument):
+            await backend.add_entities([Entity(id=other), Entity(id=ids["a"], label="Company", properties={"x": 1})])
+        assert await backend.get_entity(ids["a"]) == Entity(id=ids["a"], label="Person", properties={"name": "a"})
+        assert await backend.get_entity(other) is None
+        assert await backend.delete_entity(ids["a"])
+        await backend.add_entities([Entity(id=ids["a"], label="Company")])
+        assert await backend.get_entity(ids["a"]) == Entity(id=ids["a"], label="Company")
+
+    async def test_a_name_is_a_label_or_a_relationship_type_never_both(self, backend: GraphStore) -> None:
+        """Once a graph has used a name as an entity label, a relationship of that type is refused with
+        ``InvalidArgument``, and the other way round, nothing of the call stored: a graph database keeps both in
+        one namespace (Apache AGE refused it, saying a column ``start_id`` does not exist, while the in-memory
+        store kept both). The graph keeps the name's use after its last entity or relationship is gone, as AGE
+        keeps the label's table.
+
+        Fix: remember which names the graph has used as labels and which as types, and refuse the other use."""
+        ids = await self.build(backend)  # labels Person and Company; types KNOWS and WORKS_AT
+        new = unique("new")
+        with pytest.raises(InvalidArgument):
+            await backend.add_entities([Entity(id=new), Entity(id=unique("e"), label="KNOWS")])
+        assert await backend.get_entity(new) is None
+        with pytest.raises(InvalidArgument):
+            await backend.add_relationships(
+                [
+                    Relationship(id=unique("r"), source_id=ids["a"], target_id=ids["d"], type="LIKES"),
+                    Relationship(id=unique("r"), source_id=ids["a"], target_id=ids["d"], type="Company"),
+                ]
+            )
+        before = await backend.get_neighbors(ids["a"], depth=1)
+        assert {r.type for r in before.relationships} == {"KNOWS"}
+        assert await backend.delete_entity(ids["d"])
+        with pytest.raises(InvalidArgument):
+            await backend.add_relationships(
+                [Relationship(id=unique("r"), source_id=ids["a"], target_id=ids["b"], type="Company")]
+            )
 
     async def test_ids_past_the_limit_are_refused_and_nothing_is_lost(self, backend: GraphStore) -> None:
         """An entity or relationship id (or a relationship's end) of more than ``MAX_ID_BYTES`` UTF-8 bytes is

@@ -429,6 +429,10 @@ class HistoryProviderContract(ContractBase):
             "count_messages(session_id with a lone surrogate)": lambda: backend.count_messages(a, session_id="\udfff"),
             "clear(session_id with a lone surrogate)": lambda: backend.clear(a, session_id="s\ud800"),
             "clear_run(run_id with a lone surrogate)": lambda: backend.clear_run(a, session_id=s, run_id="\ud800"),
+            # ids with a NUL, which PostgreSQL keeps in no text: refused by every store, reads included
+            "get_messages(agent_id with a NUL)": lambda: backend.get_messages("a\x00", session_id=s),
+            "append(session_id with a NUL)": lambda: backend.append(a, ChatMessage.user("x"), session_id="s\x00"),
+            "clear_run(run_id with a NUL)": lambda: backend.clear_run(a, session_id=s, run_id="r\x00"),
             # ids that are not strings (a list cannot key a lock: a bare TypeError leaked from the hybrid provider)
             "append(agent_id a list)": lambda: backend.append([a], ChatMessage.user("x"), session_id=s),  # type: ignore[arg-type]
             "append_many(session_id a list)": lambda: backend.append_many(a, [ChatMessage.user("x")], session_id=[s]),  # type: ignore[arg-type]

@@ -121,6 +121,23 @@ class LongTermMemoryContract(ContractBase):
         assert hits[0].content == FACTS[1]
         assert hits[0].score is not None and hits[1].score is not None and hits[0].score > hits[1].score
 
+    async def test_scores_are_cosine_similarities_and_ties_come_in_id_order(self, backend: LongTermMemory) -> None:
+        """A memory's ``score`` is a cosine similarity, in [-1, 1], as a vector store's is: an exact match scores 1
+        at most (the in-memory store gave 1.0000001192092896, its float32 arithmetic's rounding, and a memory saved
+        twice could score on either side of another). Memories of one content score the same and come in id order.
+
+        Fix: clamp each score to [-1, 1], as the vector stores do."""
+        a = unique("agent")
+        twins = sorted([await backend.save(a, FACTS[3]) for _ in range(4)])
+        for fact in FACTS[:3]:
+            await backend.save(a, fact)
+        for query in (*FACTS, "something else entirely"):  # each fact's exact match included
+            hits = await backend.search(a, query, limit=10)
+            assert all(h.score is not None and -1.0 <= h.score <= 1.0 for h in hits), [h.score for h in hits]
+        hits = await backend.search(a, FACTS[3], limit=4)
+        assert [h.id for h in hits] == twins
+        assert len({h.score for h in hits}) == 1
+
     async def test_limit_is_respected(self, backend: LongTermMemory) -> None:
         """``search`` returns at most ``limit`` memories."""
         a = unique("agent")
@@ -247,9 +264,18 @@ class LongTermMemoryContract(ContractBase):
         assert await backend.search(a, "forever too long nan lone bad key", limit=10) == []
 
     async def test_ids_that_are_not_text_are_refused(self, backend: LongTermMemory) -> None:
-        """A memory id with a lone surrogate, or not a string, is InvalidArgument on every call, not a crash."""
+        """A memory id with a lone surrogate or a NUL (which PostgreSQL keeps in no text), or not a string, is
+        InvalidArgument on every call, reads included, not a crash; so is an agent or namespace with a NUL, and
+        nothing is saved.
+
+        Fix: check ids with ``check_scope`` of ``ravi.kernel.values``."""
         a = unique("agent")
-        for bad in ("m\ud800", 42):
+        with pytest.raises(InvalidArgument):
+            await backend.save("a\x00", "x")
+        with pytest.raises(InvalidArgument):
+            await backend.save(a, "x", namespace="n\x00")
+        assert await backend.search(a, "x") == []
+        for bad in ("m\ud800", "m\x00", 42):
             with pytest.raises(InvalidArgument):
                 await backend.get(a, bad)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):

@@ -218,6 +218,9 @@ class ShortTermMemoryContract(ContractBase):
             "get_state('')": lambda: backend.get_state(""),
             "get_state(a session id with a lone surrogate)": lambda: backend.get_state("s\ud800"),
             "clear(a session id with a lone surrogate)": lambda: backend.clear("\udfff"),
+            # a NUL, which PostgreSQL keeps in no text: refused by every store, reads included
+            "get_state(a session id with a NUL)": lambda: backend.get_state("s\x00"),
+            "update_state(a session id with a NUL)": lambda: backend.update_state("s\x00", {"x": 1}),
         }
         await refuses(InvalidArgument, bad_calls)
         assert await backend.get_state(s) == {"kept": 1}

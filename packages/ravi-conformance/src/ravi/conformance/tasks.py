@@ -305,9 +305,12 @@ class TaskStoreContract(ContractBase):
         assert board is not None and [(t.title, t.status) for t in board.tasks] == [("one", S.PLANNED)]
 
     async def test_ids_that_are_not_text_are_refused(self, backend: TaskStore) -> None:
-        """A conversation, agent or task id with a lone surrogate, or not a string, is InvalidArgument."""
+        """A conversation, agent or task id with a lone surrogate or a NUL (which PostgreSQL keeps in no text), or
+        not a string, is InvalidArgument on every call, reads included, and nothing is stored.
+
+        Fix: check ids with ``check_scope`` of ``ravi.kernel.values``, and tasks with ``as_tasks``."""
         conv, agent, ids = await self.board(backend, "one")
-        for bad in ("t\ud800", 42):
+        for bad in ("t\ud800", "t\x00", 42):
             with pytest.raises(InvalidArgument):
                 await backend.update_status(conv, agent, bad, S.IN_PROGRESS)  # type: ignore[arg-type]
             with pytest.raises(InvalidArgument):

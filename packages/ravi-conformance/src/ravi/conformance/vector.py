@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections import UserDict
 from collections.abc import Awaitable, Callable
 from types import MappingProxyType
@@ -140,6 +141,29 @@ class VectorStoreContract(ContractBase):
         await backend.add([Document(id="a", content="a", embedding=(3.0, 2.0, 1.0))], collection=c)
         results = await backend.search([1.0, 2.0, 3.0], collection=c, limit=10)
         assert [r.id for r in results] == [*sorted(ids), "a"]
+
+    async def test_copies_of_one_embedding_score_the_same_wherever_they_are_kept(self, backend: VectorStore) -> None:
+        """Documents of one embedding score the same, in [-1, 1], and come in the order of their ids, however
+        many there are and wherever they were written among other documents (the in-memory store's matrix product
+        rounded each column its own way: copies scored apart in the last place, and it ordered them by their
+        scores before it clamped them to 1, so equal scores came out of id order).
+
+        Fix: score copies alike (one exact product per candidate, the same for equal embeddings), and sort by the
+        score given back, then by id."""
+        for seed in range(4):
+            rng = random.Random(seed)
+            wide = [rng.uniform(-1, 1) for _ in range(384)]
+            others = [Document(id=f"o{i:03d}", embedding=[rng.uniform(-1, 1) for _ in range(384)]) for i in range(31)]
+            twins = [Document(id=f"t{i:03d}", embedding=wide) for i in range(40)]
+            written = others + twins
+            rng.shuffle(written)
+            c = unique("col")
+            for document in written:
+                await backend.add([document], collection=c)
+            results = await backend.search(wide, collection=c, limit=len(twins))
+            assert [r.id for r in results] == [t.id for t in twins], f"seed {seed}: copies out of id order"
+            assert len({r.score for r in results}) == 1, f"seed {seed}: {sorted({r.score for r in results})}"
+            assert all(-1.0 <= r.score <= 1.0 for r in results)
 
     async def test_search_returns_documents_with_their_content(self, backend: VectorStore) -> None:
         """A search result carries the document's content and its score."""
@@ -283,8 +307,17 @@ class VectorStoreContract(ContractBase):
                 await backend.search(query, collection=collection)
 
     async def test_names_and_ids_that_are_not_text_are_refused(self, backend: VectorStore) -> None:
-        """A collection or id with a lone surrogate is InvalidArgument on every call, not a crash."""
+        """A collection or id with a lone surrogate or a NUL (which PostgreSQL keeps in no text) is
+        InvalidArgument on every call, reads included, not a crash, and nothing is stored.
+
+        Fix: check ids with ``check_ids`` and ``check_items`` of ``ravi.kernel.values``."""
         collection = await self.fill(backend)
+        with pytest.raises(InvalidArgument):
+            await backend.get(["x\x00"], collection=collection)
+        with pytest.raises(InvalidArgument):
+            await backend.upsert([doc("y\x00", AXES["y"])], collection=collection)
+        with pytest.raises(InvalidArgument):
+            await backend.search(AXES["x"], collection="c\x00")
         with pytest.raises(InvalidArgument):
             await backend.get(["x\ud800"], collection=collection)
         with pytest.raises(InvalidArgument):

@@ -12,7 +12,8 @@ front and with :class:`~ravi.kernel.errors.InvalidArgument`, every value some ba
 * mapping keys that are not strings, and values that are not JSON (sets, bytes, objects);
 * a bare string where a sequence of ids or titles is expected (``delete("v1")`` must not mean ``"v", "1"``);
 * ids (of agents, sessions, runs, messages, documents, entities, tasks, collections...) longer than
-  :data:`MAX_ID_BYTES` UTF-8 bytes (PostgreSQL indexes no longer keys);
+  :data:`MAX_ID_BYTES` UTF-8 bytes (PostgreSQL indexes no longer keys), or holding a NUL (PostgreSQL keeps none
+  in text);
 * TTLs that are not positive, not finite, or longer than :data:`MAX_TTL_SECONDS`.
 
 Example:
@@ -73,7 +74,14 @@ def check_text(value: str, where: str) -> None:
 
 def check_id(value: str, name: str) -> None:
     """``InvalidArgument`` naming ``name`` unless ``value`` (a string) holds at most :data:`MAX_ID_BYTES` UTF-8
-    bytes, which every store can index."""
+    bytes, which every store can index, and no NUL character, which PostgreSQL keeps in no text (it refused such an
+    id, even to read by, while the in-memory and Redis stores kept it)."""
+    if "\x00" in value:
+        raise InvalidArgument(
+            f"an id cannot hold a NUL character (at position {value.index(chr(0))}): PostgreSQL keeps none in text",
+            field=name,
+            hint="remove it, or use a digest of the id",
+        )
     if len(value) * 4 <= MAX_ID_BYTES:  # no character takes more than 4 bytes: the common case encodes nothing
         return
     size = len(value.encode("utf-8", "surrogatepass"))
@@ -300,7 +308,7 @@ def thaw(value: Any) -> Any:
 
 def check_scope(**values: object) -> None:
     """``InvalidArgument`` unless every value is a non-empty string of valid text (``run_id`` may be empty) of at
-    most :data:`MAX_ID_BYTES` UTF-8 bytes."""
+    most :data:`MAX_ID_BYTES` UTF-8 bytes, without a NUL (:func:`check_id`)."""
     for name, value in values.items():
         if not isinstance(value, str):
             raise InvalidArgument(f"{name} must be a string, got {type(value).__name__}")

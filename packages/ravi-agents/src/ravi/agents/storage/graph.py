@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ravi.kernel.closing import Closeable
-from ravi.kernel.errors import NotFound
+from ravi.kernel.errors import InvalidArgument, NotFound
 from ravi.kernel.options import NoOptions
 from ravi.kernel.storage import Entity, Relationship, SubGraph, check_forget, check_relationship_types, in_scope
 from ravi.kernel.values import check_count, check_items, check_scope
@@ -29,14 +29,26 @@ class InMemoryGraphStore(Closeable):
         self._entities: dict[str, Entity] = {}
         self._relationships: dict[str, Relationship] = {}
         self._adjacent: defaultdict[str, set[str]] = defaultdict(set)
+        self._labels: set[str] = set()  # every name used as a label, and as a type: as AGE keeps a label's table
+        self._types: set[str] = set()
         self._lock = threading.Lock()
 
     async def add_entities(self, entities: Sequence[Entity]) -> None:
-        """Insert or replace entities by id."""
+        """Insert or replace entities by id; ``InvalidArgument`` (nothing added) for a stored entity given with
+        another label, or a label the graph uses as a relationship type."""
         entities = check_items(entities, Entity, "entities")
         with self._lock:
             for e in entities:
+                stored = self._entities.get(e.id)
+                if stored is not None and stored.label != e.label:
+                    raise InvalidArgument(
+                        f"entity {e.id!r} is a {stored.label}; an entity keeps its label",
+                        hint="delete the entity first, then add it with its new label",
+                    )
+                _check_unshared(e.label, self._types, "an entity label", "a relationship type")
+            for e in entities:
                 self._entities[e.id] = e
+                self._labels.add(e.label)
 
     async def add_relationships(self, relationships: Sequence[Relationship]) -> None:
         """Insert or replace relationships by id; both ends must exist (``NotFound`` otherwise, nothing added)."""
@@ -48,7 +60,9 @@ class InMemoryGraphStore(Closeable):
                         raise NotFound(
                             f"relationship {r.id!r} refers to unknown entity {end!r}", hint="add the entities first"
                         )
+                _check_unshared(r.type, self._labels, "a relationship type", "an entity label")
             for r in relationships:
+                self._types.add(r.type)
                 old = self._relationships.get(r.id)
                 if old is not None:
                     self._adjacent[old.source_id].discard(old.id)
@@ -65,7 +79,8 @@ class InMemoryGraphStore(Closeable):
     async def get_neighbors(
         self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
     ) -> SubGraph:
-        """Breadth-first, both directions, up to ``depth`` hops; ``NotFound`` for an unknown entity."""
+        """Breadth-first, both directions, up to ``depth`` hops; ``NotFound`` for an unknown entity. The entity
+        comes first, then each hop's entities by id, and the relationships by id."""
         check_scope(entity_id=entity_id)
         depth = check_count(depth, "depth")  # a bool is not a count, as everywhere one is given
         checked = check_relationship_types(relationship_types)
@@ -91,8 +106,9 @@ class InMemoryGraphStore(Closeable):
                     other = rel.target_id if rel.source_id == node else rel.source_id
                     if other not in seen:
                         seen.add(other)
-                        order.append(other)
                         following.append(other)
+            following.sort()  # each hop's entities by id, as on every store
+            order += following
             frontier = following
             if not frontier:
                 break
@@ -141,6 +157,16 @@ class InMemoryGraphStore(Closeable):
         self._adjacent[rel.source_id].discard(relationship_id)
         self._adjacent[rel.target_id].discard(relationship_id)
         return True
+
+
+def _check_unshared(name: str, other: set[str], what: str, used_as: str) -> None:
+    """``InvalidArgument`` if ``name``, given as ``what``, is in ``other``, the names the graph uses as
+    ``used_as``: graph databases keep labels and types in one namespace (Apache AGE)."""
+    if name in other:
+        raise InvalidArgument(
+            f"{name!r} cannot be {what}: the graph uses it as {used_as}",
+            hint="give entity labels and relationship types names of their own",
+        )
 
 
 __all__ = ["InMemoryGraphStore"]

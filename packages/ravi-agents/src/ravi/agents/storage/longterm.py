@@ -86,7 +86,11 @@ class InMemoryLongTermMemory(Closeable):
         [q] = embedded(await self._embedder.embed([query]), 1, self._embedder.dimension)
         check_measurable(q.tolist(), "the embedding of the query")
         q = q / (float(np.linalg.norm(q)) or 1.0)
-        scores = np.stack([v for _, v in live]) @ q
+        # one product per distinct embedding, so memories of one content score the same (a matrix product rounds
+        # each row its own way: they differed in the last place, and their order was not their ids'), and a cosine
+        # similarity in [-1, 1] as on every store (float32 rounding put an exact match at 1.0000001)
+        distinct, row = np.unique(np.stack([v for _, v in live]), axis=0, return_inverse=True)
+        scores = np.clip(distinct @ q, -1.0, 1.0)[row.reshape(-1)]
         order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0].id))[:limit]
         return [live[i][0].model_copy(update={"score": float(scores[i])}) for i in order]
 

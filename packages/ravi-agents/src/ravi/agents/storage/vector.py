@@ -47,6 +47,16 @@ class _Collection:
         self.raw, self.vectors = raw, vectors
 
 
+def _cosines(raw: Matrix, query: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The cosine similarity of each row of ``raw`` with ``query``, in float64, in [-1, 1]: each row's sums are
+    taken in one order (down the columns of its transpose), so equal rows score exactly alike."""
+    columns = raw.T.astype(np.float64)
+    dots = (columns * query[:, None]).sum(axis=0)
+    norms = np.sqrt((columns * columns).sum(axis=0)) * float(np.sqrt(query @ query))
+    cosines: npt.NDArray[np.float64] = np.clip(dots / norms, -1.0, 1.0)
+    return cosines
+
+
 def _validate_filter(filter: Filter | None) -> None:
     check_filter(filter)
 
@@ -193,12 +203,15 @@ class InMemoryVectorStore(Closeable):
         k = min(limit, scores.shape[0])
         if k == 0:
             return []
-        top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
-        rows = top if candidates is None else candidates[top]
-        picked = sorted(
-            zip(scores[top].tolist(), rows.tolist(), strict=True), key=lambda sr: (-sr[0], col.docs[sr[1]].id)
-        )
-        return [SearchResult.of(self._full(col, row), min(1.0, max(-1.0, s))) for s, row in picked]
+        # The float32 product picks the candidates: the k best, and every one within its rounding of the k-th.
+        # They are scored again exactly, alike for equal embeddings (the product rounds each column its own way,
+        # so copies of one embedding scored apart in the last place), clamped, then ordered by score and id.
+        kth = -np.partition(-scores, k - 1)[k - 1]
+        near = np.flatnonzero(scores >= kth - 4 * col.dimension * float(np.finfo(np.float32).eps))
+        rows = near if candidates is None else candidates[near]
+        exact = _cosines(col.raw[rows], wide)
+        picked = sorted(zip(exact.tolist(), rows.tolist(), strict=True), key=lambda sr: (-sr[0], col.docs[sr[1]].id))
+        return [SearchResult.of(self._full(col, row), score) for score, row in picked[:k]]
 
     async def get(self, ids: Sequence[str], collection: str) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""

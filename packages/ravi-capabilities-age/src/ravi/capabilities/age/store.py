@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,22 @@ def _translate(error: BaseException) -> RaviError | None:
     if isinstance(error, asyncpg.exceptions.SyntaxOrAccessError | asyncpg.exceptions.FeatureNotSupportedError):
         return InvalidArgument(f"the Cypher query was refused: {error}")
     return None
+
+
+_NAME_BYTES = 63
+"""The longest name PostgreSQL keeps; it cuts a longer one to this."""
+
+
+def _index_name(label: str, what: str) -> str:
+    """The name of the index ``what`` the store makes on ``label``'s table, in the graph's schema where every
+    label's table is too: never a label's name (a label has no ``:``), and never cut by PostgreSQL (a long label's
+    name, cut, was the label itself, and no index was made). A label too long to be named in full is named by its
+    start and a digest of the whole."""
+    name = f"{label}:ravi_{what}"
+    if len(name) <= _NAME_BYTES:  # a label is ASCII: characters are bytes
+        return name
+    tail = f":ravi_{what}:{hashlib.sha256(label.encode()).hexdigest()[:16]}"
+    return label[: _NAME_BYTES - len(tail)] + tail
 
 
 _SETTINGS = {"search_path": 'ag_catalog, "$user", public'}
@@ -187,7 +204,7 @@ class AGEGraphStore:
         made under a lock of its own, held until this transaction ends, taken in one order so that two writers
         of overlapping labels cannot deadlock: the others wait, then find it made. The indexes: a vertex label's
         ``id`` property (for ``n.id = ...`` lookups) and an edge label's endpoints (for walking from a vertex),
-        so a neighbourhood query does not scan."""
+        so a neighbourhood query does not scan, named by :func:`_index_name`."""
         new = sorted({label for label in labels if (label, kind) not in self._indexed})
         if not new:
             return []
@@ -198,14 +215,21 @@ class AGEGraphStore:
             new,
         )
         made = {
-            row["name"]
+            row["name"]: row["kind"]
             for row in await connection.fetch(
-                "SELECT l.name::text AS name FROM ag_catalog.ag_label l JOIN ag_catalog.ag_graph g "
-                "ON l.graph = g.graphid WHERE g.name = $1 AND l.name = ANY($2::text[])",
+                "SELECT l.name::text AS name, l.kind::text AS kind FROM ag_catalog.ag_label l "
+                "JOIN ag_catalog.ag_graph g ON l.graph = g.graphid WHERE g.name = $1 AND l.name = ANY($2::text[])",
                 self.graph,
                 new,
             )
         }
+        for label, made_kind in made.items():
+            if made_kind != kind[0]:  # AGE keeps labels and types in one namespace
+                what, used_as = ("an entity label", "a relationship type")[:: 1 if kind == "vertex" else -1]
+                raise InvalidArgument(
+                    f"{label!r} cannot be {what}: the graph uses it as {used_as}",
+                    hint="give entity labels and relationship types names of their own",
+                )
         create = "create_vlabel" if kind == "vertex" else "create_elabel"
         for label in new:
             if label not in made:
@@ -215,12 +239,14 @@ class AGEGraphStore:
             table = f'"{self.graph}"."{label}"'
             if kind == "vertex":
                 await connection.execute(
-                    f'CREATE INDEX IF NOT EXISTS "{label}_ravi_id" ON {table} '
+                    f'CREATE INDEX IF NOT EXISTS "{_index_name(label, "id")}" ON {table} '
                     "(ag_catalog.agtype_access_operator(properties, '\"id\"'::ag_catalog.agtype))"
                 )
             else:
-                await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_start" ON {table} (start_id)')
-                await connection.execute(f'CREATE INDEX IF NOT EXISTS "{label}_ravi_end" ON {table} (end_id)')
+                for what, column in (("start", "start_id"), ("end", "end_id")):
+                    await connection.execute(
+                        f'CREATE INDEX IF NOT EXISTS "{_index_name(label, what)}" ON {table} ({column})'
+                    )
         return new
 
     async def _analyze_if_large(self, labels: list[str], parent: str, rows: int) -> None:
@@ -271,8 +297,8 @@ class AGEGraphStore:
         """Insert or replace relationships by id; both ends must exist (``NotFound``, nothing added)."""
         given = check_items(relationships, Relationship, "relationships")
         for r in given:  # every one given is checked, also one a later one of its id replaces
-            if {"id", "__s", "__t"} & set(r.properties):
-                raise InvalidArgument(f"relationship {r.id!r}: 'id', '__s' and '__t' are reserved property names")
+            if "id" in r.properties:
+                raise InvalidArgument(f"relationship {r.id!r}: the property name 'id' is reserved for its id")
             _label(r.type, "relationship type")
         ends = sorted({x for r in given for x in (r.source_id, r.target_id)})
         latest: dict[str, Relationship] = {}
@@ -282,7 +308,8 @@ class AGEGraphStore:
         relationships = list(latest.values())
         by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in relationships:
-            by_type[r.type].append({**dict(r.properties), "id": r.id, "__s": r.source_id, "__t": r.target_id})
+            # the ends beside the properties, not among them: every property name but id is the caller's
+            by_type[r.type].append({"p": {**dict(r.properties), "id": r.id}, "s": r.source_id, "t": r.target_id})
         if not by_type:
             return
         async with self._connection() as connection, connection.transaction():
@@ -306,8 +333,9 @@ class AGEGraphStore:
             for rel_type, items in by_type.items():
                 await self._run(
                     connection,
-                    f"UNWIND $rows AS row MATCH (a), (b) WHERE a.id = row.__s AND b.id = row.__t "
-                    f"CREATE (a)-[r:{rel_type}]->(b) SET r = row REMOVE r.__s, r.__t",
+                    # SET takes a map named by a variable, not a map's field: hence the WITH
+                    f"UNWIND $rows AS row WITH row, row.p AS p MATCH (a), (b) WHERE a.id = row.s AND b.id = row.t "
+                    f"CREATE (a)-[r:{rel_type}]->(b) SET r = p",
                     {"rows": items},
                 )
         self._indexed.update((label, "edge") for label in made)
@@ -327,7 +355,8 @@ class AGEGraphStore:
     async def get_neighbors(
         self, entity_id: str, *, depth: int = 1, relationship_types: Sequence[str] | None = None
     ) -> SubGraph:
-        """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier."""
+        """Breadth-first, both directions, up to ``depth`` hops: one query per hop, touching only the frontier. The
+        entity comes first, then each hop's entities by id, and the relationships by id."""
         check_scope(entity_id=entity_id)
         depth = check_count(depth, "depth")  # a bool is not a count, as everywhere one is given
         checked = check_relationship_types(relationship_types)
@@ -360,8 +389,9 @@ class AGEGraphStore:
                     for vertex in (s, t):
                         if vertex["id"] not in entities:
                             entities[vertex["id"]] = self._entity(vertex)
-                            order.append(vertex["id"])
                             following.append(vertex["id"])
+                following.sort()  # each hop's entities by id, not in the order the query found them
+                order += following
                 frontier = following
         return SubGraph(
             entities=tuple(entities[i] for i in order), relationships=tuple(walked[k] for k in sorted(walked))

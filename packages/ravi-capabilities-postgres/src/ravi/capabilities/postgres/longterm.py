@@ -146,7 +146,7 @@ class PgLongTermMemory(PostgresStore):
             vector,
             limit,
         )
-        return [self._memory(r, 1.0 - float(r["distance"])) for r in rows]
+        return [self._memory(r, max(-1.0, min(1.0, 1.0 - float(r["distance"])))) for r in rows]
 
     async def get(self, agent_id: str, memory_id: str, namespace: str = "default") -> Memory | None:
         """One live memory by id, or ``None``."""

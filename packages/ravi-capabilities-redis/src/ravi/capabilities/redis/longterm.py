@@ -172,10 +172,14 @@ class RedisLongTermMemory(RedisStore):
                 hint="search with the embedding model the namespace was written with",
             )
         q /= float(np.linalg.norm(q)) or 1.0
-        matrix = np.stack([np.frombuffer(bytes.fromhex(r["embedding"]), dtype=np.float32) for _, r in live])
+        # one product per distinct embedding, so memories of one content score the same (a matrix product rounds
+        # each row its own way: they differed in the last place, and their order was not their ids')
+        distinct, row = np.unique([r["embedding"] for _, r in live], return_inverse=True)
+        matrix = np.stack([np.frombuffer(bytes.fromhex(str(e)), dtype=np.float32) for e in distinct])
         norms = np.linalg.norm(matrix, axis=1)
         norms[norms == 0] = 1.0
-        scores = (matrix @ q) / norms
+        # a cosine similarity, in [-1, 1] as on every store: float32 rounding put an exact match at 1.0000001
+        scores = np.clip((matrix @ q) / norms, -1.0, 1.0)[row.reshape(-1)]
         order = sorted(range(len(live)), key=lambda i: (-float(scores[i]), live[i][0]))[:limit]
         return [self._memory(agent_id, namespace, live[i][0], live[i][1], float(scores[i])) for i in order]
 

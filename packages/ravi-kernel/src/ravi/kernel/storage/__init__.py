@@ -25,11 +25,13 @@ from ravi.kernel.storage.blob import (
 )
 from ravi.kernel.storage.forget import Forgetter, blob_prefix, check_forget, in_scope
 from ravi.kernel.storage.graph import (
+    MAX_NAME_LENGTH,
     CypherCapable,
     Entity,
     GraphStore,
     Relationship,
     SubGraph,
+    check_name,
     check_relationship_types,
 )
 from ravi.kernel.storage.history import (
@@ -109,8 +111,10 @@ __all__ = [
     "WindowReader",
     "EXPIRY_METADATA_BYTES",
     "MAX_KEY_BYTES",
+    "MAX_NAME_LENGTH",
     "MAX_RETRIES",
     "as_tasks",
+    "check_name",
     "check_relationship_types",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_ENTRIES",
