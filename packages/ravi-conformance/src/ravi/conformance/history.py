@@ -1873,7 +1873,8 @@ class HybridSearcherContract(ContractBase):
         self, backend: HistoryProvider, searcher: HybridSearcher
     ) -> None:
         """A store keeps the embedding of each message under ``model``: later searches embed only what was
-        appended since, and a search under another model embeds every message again, once.
+        appended since, and a search under another model embeds every message again, once; back under the first
+        model, nothing is embedded again.
 
         Troubleshooting: key the kept embeddings by the session's full scope and the model, and remember how far
         the session was embedded."""
@@ -1899,6 +1900,9 @@ class HybridSearcherContract(ContractBase):
         )
         for text in [*texts, late.text]:
             assert embedder.times(text) == 2, f"{text!r} was not embedded once more under another model"
+        await searcher.search_hybrid(a, session_id=s, query="seal", before=10**9, limit=3, embedder=embedder, model="m")
+        for text in [*texts, late.text]:
+            assert embedder.times(text) == 2, f"{text!r} was embedded again under a model it was embedded under"
 
     async def test_sessions_and_agents_are_isolated(self, backend: HistoryProvider, searcher: HybridSearcher) -> None:
         """A search sees its own session only, by words and by meaning, even with equal message ids elsewhere."""
