@@ -26,6 +26,7 @@ from ravi.capabilities.postgres import (
 from ravi.conformance import (
     HistoryProviderContract,
     HistorySearcherContract,
+    HybridSearcherContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
@@ -76,6 +77,18 @@ class TestPostgresWindowReader(WindowReaderContract):
 
 
 class TestPostgresHistorySearcher(HistorySearcherContract):
+    @pytest_asyncio.fixture
+    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
+    @pytest_asyncio.fixture
+    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
+        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
+            yield store
+
+
+class TestPostgresHybridSearcher(HybridSearcherContract):
     @pytest_asyncio.fixture
     async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):

@@ -280,6 +280,7 @@ def test_conformance_of_a_history_backend_runs_its_optional_contracts(tmp_path: 
     assert done.returncode == 0, done.stderr
     ran = {(r["contract"], r["outcome"]) for r in json.loads(done.stdout)}
     assert {("HistoryProvider", "passed"), ("WindowReader", "passed"), ("HistorySearcher", "passed")} <= ran
+    assert ("HybridSearcher", "passed") in ran
 
 
 TUPLE_STATE = """

@@ -11,10 +11,10 @@ import pytest
 
 # Imported here so the in-process run below shares it (see test_catches_broken_backends.py).
 import ravi.agents.storage  # noqa: F401
-from ravi.conformance import CONTRACTS, HistorySearcherContract, WindowReaderContract
+from ravi.conformance import CONTRACTS, HistorySearcherContract, HybridSearcherContract, WindowReaderContract
 from ravi.conformance.plugin import FIX_PREFIXES, contract_fix
 
-ALL = [*CONTRACTS.values(), WindowReaderContract, HistorySearcherContract]
+ALL = [*CONTRACTS.values(), WindowReaderContract, HistorySearcherContract, HybridSearcherContract]
 
 
 def item(contract: type, name: str) -> Any:

@@ -21,6 +21,7 @@ from ravi.conformance import (
     GraphStoreContract,
     HistoryProviderContract,
     HistorySearcherContract,
+    HybridSearcherContract,
     LongTermMemoryContract,
     ShortTermMemoryContract,
     SummaryStoreContract,
@@ -47,6 +48,12 @@ class TestInMemoryWindowReader(WindowReaderContract):
 
 
 class TestInMemoryHistorySearcher(HistorySearcherContract):
+    @pytest.fixture
+    def backend(self) -> InMemoryHistoryProvider:
+        return InMemoryHistoryProvider()
+
+
+class TestInMemoryHybridSearcher(HybridSearcherContract):
     @pytest.fixture
     def backend(self) -> InMemoryHistoryProvider:
         return InMemoryHistoryProvider()

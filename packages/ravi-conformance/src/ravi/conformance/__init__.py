@@ -35,6 +35,7 @@ from ravi.conformance.graph import CypherCapableContract, GraphStoreContract  # 
 from ravi.conformance.history import (  # noqa: E402
     HistoryProviderContract,
     HistorySearcherContract,
+    HybridSearcherContract,
     WindowReaderContract,
 )
 from ravi.conformance.longterm import LongTermMemoryContract  # noqa: E402
@@ -65,6 +66,7 @@ __all__ = [
     "GraphStoreContract",
     "HistoryProviderContract",
     "HistorySearcherContract",
+    "HybridSearcherContract",
     "WindowReaderContract",
     "LongTermMemoryContract",
     "ShortTermMemoryContract",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -41,6 +41,7 @@ from ravi.kernel.storage import (
     HistoryProvider,
     HistorySearcher,
     HistoryWindow,
+    HybridSearcher,
     RunReader,
     SessionGeneration,
     SessionLister,
@@ -1694,3 +1695,314 @@ class HistorySearcherContract(ContractBase):
                 await searcher.search_units("agent", session_id="s", **kwargs)
         with pytest.raises(InvalidArgument):
             await searcher.search_units("", session_id="s", query="x", before=0, limit=1)
+
+
+class TopicEmbedder:
+    """A deterministic embedding client for the hybrid search's rules: a text's vector says which of a few topic
+    words it holds (``walrus``, ``seal``, ``narwhal``), so which messages lie closest to a query is known exactly;
+    a text with none of them points elsewhere. It records every text it was given, in order."""
+
+    TOPICS = ("walrus", "seal", "narwhal")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    @property
+    def dimension(self) -> int:
+        """One number per topic, and one for a text with none."""
+        return len(self.TOPICS) + 1
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text: 1 for each topic word it holds, else a unit vector apart from every topic."""
+        self.texts.extend(texts)
+        out = []
+        for text in texts:
+            words = text.lower()
+            vector = [1.0 if topic in words else 0.0 for topic in self.TOPICS]
+            out.append([*vector, 0.0 if any(vector) else 1.0])
+        return out
+
+    def times(self, text: str) -> int:
+        """How many times ``text`` was embedded."""
+        return self.texts.count(text)
+
+
+def _animals(tag: str = "") -> list[ChatMessage]:
+    """A session whose messages each hold one topic word of :class:`TopicEmbedder`, or two, or none, with a
+    system message and a tool group among them."""
+    calls = [ToolCallBlock(id=f"t{tag}", name="lookup", arguments={"q": "habitat"})]
+    return [
+        ChatMessage.system(f"rules{tag}: a narwhal is a whale"),
+        ChatMessage.user(f"hello{tag}"),
+        ChatMessage.assistant(f"the walrus sleeps on ice{tag}"),
+        ChatMessage.user(f"and what about the seal{tag}?"),
+        ChatMessage.assistant(None, tool_calls=calls),
+        ChatMessage.tool(f"t{tag}", f"a narwhal lives in arctic water{tag}"),
+        ChatMessage.assistant(f"the walrus and the seal share the coast{tag}"),
+        ChatMessage.user(f"thanks{tag}"),
+        ChatMessage.assistant(f"you are welcome{tag}"),
+    ]
+
+
+def _units(matches: list[UnitMatch]) -> list[list[ChatMessage]]:
+    return [list(m.messages) for m in matches]
+
+
+class HybridSearcherContract(ContractBase):
+    """The search of a session by its words and by its meaning in one call (``HybridSearcher``), an optional
+    ability of a history provider that relevant recall prefers to ``search_units``. Subclass and override the
+    ``backend`` fixture; a provider without it is skipped with the reason. The rules by meaning give the
+    provider :class:`TopicEmbedder`, whose vectors make the closest messages known."""
+
+    contract_name = "HybridSearcher"
+    pytestmark = pytest.mark.asyncio
+
+    @pytest.fixture
+    def backend(self) -> HistoryProvider:
+        """Override: an empty backend, fresh for each test."""
+        raise NotImplementedError("override the 'backend' fixture to build an empty backend")
+
+    @pytest.fixture
+    def searcher(self, backend: HistoryProvider) -> HybridSearcher:
+        if not isinstance(backend, HybridSearcher):
+            pytest.skip(f"backend lacks search_hybrid: {type(backend).__name__} is not a HybridSearcher")
+        return backend
+
+    @pytest.fixture
+    def peer(self, backend: HistoryProvider) -> HistoryProvider:
+        """Override: a second provider on the same store as ``backend``, as another process would have one.
+        Without it, the tests that use it search through ``backend`` alone."""
+        return backend
+
+    @pytest.mark.parametrize("cut", [0, 3, 9, 17, 30])
+    async def test_words_rank_as_search_units_does(
+        self, backend: HistoryProvider, searcher: HybridSearcher, cut: int
+    ) -> None:
+        """Without ``spread``, the units found by words are the ones ``search_units`` gives for the same query,
+        offset and limit (when the provider has both), and either way whole units before ``before``, best first,
+        at most ``limit``; without an embedder the units by meaning are none.
+
+        Troubleshooting: rank by words with the provider's own ``search_units``, and score neighbours only when
+        ``spread`` is above 0."""
+        a, s = unique("agent"), unique("session")
+        session = _transcript()
+        await backend.append_many(a, session, session_id=s)
+        before = _offsets(session)[min(cut, len(session))]
+        for query, limit in [("q1 q4 a7 look done", 3), ("x y r look", 50), ("nothing-matches-this", 10)]:
+            found = await searcher.search_hybrid(a, session_id=s, query=query, before=before, limit=limit)
+            check_matches(session, found.lexical, before=before, limit=limit)
+            assert found.meaning == [], "units by meaning came back without an embedder"
+            if isinstance(searcher, HistorySearcher):
+                units = await searcher.search_units(a, session_id=s, query=query, before=before, limit=limit)
+                assert found.lexical == units, f"{query!r}: the words' ranking is not search_units'"
+
+    async def test_an_empty_query_or_a_zero_limit_finds_nothing(
+        self, backend: HistoryProvider, searcher: HybridSearcher
+    ) -> None:
+        """An empty query and a limit of 0 find nothing, by words or by meaning, as ``search_units`` does."""
+        a, s = unique("agent"), unique("session")
+        await backend.append_many(a, _animals(), session_id=s)
+        embedder = TopicEmbedder()
+        for query, limit in [("", 5), ("walrus", 0)]:
+            found = await searcher.search_hybrid(
+                a, session_id=s, query=query, before=10**9, limit=limit, spread=0.5, embedder=embedder, model="m"
+            )
+            assert (found.lexical, found.meaning) == ([], []), f"query {query!r} with limit {limit} found units"
+
+    async def test_a_matchs_neighbours_score_spread_times_it(
+        self, backend: HistoryProvider, searcher: HybridSearcher
+    ) -> None:
+        """With ``spread``, the nearest message on each side of a match that is not a system message scores
+        ``spread`` times the match (its unit comes back with that score); nothing else scores, and with
+        ``spread`` 0 the neighbours do not come back at all.
+
+        Troubleshooting: see ``ravi.kernel.search.spread``, the reference rule."""
+        a, s = unique("agent"), unique("session")
+        session = [
+            ChatMessage.user("good morning"),
+            ChatMessage.assistant("what can I do for you"),
+            ChatMessage.system("be brief"),
+            ChatMessage.user("where does the quokka live?"),
+            ChatMessage.system("be kind"),
+            ChatMessage.assistant("on an island near Perth"),
+            ChatMessage.user("thanks a lot"),
+        ]
+        await backend.append_many(a, session, session_id=s)
+        alone = await searcher.search_hybrid(a, session_id=s, query="quokka", before=10**9, limit=5)
+        assert _units(alone.lexical) == [[session[3]]], "without spread, only the match comes back"
+        score = alone.lexical[0].score
+        found = await searcher.search_hybrid(a, session_id=s, query="quokka", before=10**9, limit=5, spread=0.5)
+        check_matches(session, found.lexical, before=10**9, limit=5)
+        got = {m.messages[0].text: m.score for m in found.lexical}
+        assert set(got) == {session[1].text, session[3].text, session[5].text}, "not the match and its neighbours"
+        assert got[session[3].text] == pytest.approx(score)
+        assert got[session[1].text] == pytest.approx(score * 0.5), "the neighbour before must score spread times it"
+        assert got[session[5].text] == pytest.approx(score * 0.5), "the neighbour after must score spread times it"
+        assert found.lexical[0].messages[0].text == session[3].text, "the match must come first"
+        before = _offsets(session)[5]  # the neighbour after lies past the offset searched before
+        cut = await searcher.search_hybrid(a, session_id=s, query="quokka", before=before, limit=5, spread=0.5)
+        assert {m.messages[0].text for m in cut.lexical} == {session[1].text, session[3].text}
+        one = await searcher.search_hybrid(a, session_id=s, query="quokka", before=10**9, limit=1, spread=1.0)
+        check_matches(session, one.lexical, before=10**9, limit=1)
+
+    async def test_meaning_finds_the_closest_units(self, backend: HistoryProvider, searcher: HybridSearcher) -> None:
+        """With an embedder, the units whose messages lie closest to the query's embedding come back by meaning
+        (a tool result's with its call), best first, before ``before``, at most ``limit``, and never a system
+        message; a unit no closer than at a right angle is no match."""
+        a, s = unique("agent"), unique("session")
+        session = _animals()
+        await backend.append_many(a, session, session_id=s)
+        embedder = TopicEmbedder()
+        search = searcher.search_hybrid
+        found = await search(a, session_id=s, query="narwhal", before=10**9, limit=5, embedder=embedder, model="m")
+        check_matches(session, found.meaning, before=10**9, limit=5)
+        assert _units(found.meaning) == [session[4:6]], "not the tool result about narwhals with its call alone"
+        assert found.lexical == (await search(a, session_id=s, query="narwhal", before=10**9, limit=5)).lexical
+        found = await search(a, session_id=s, query="walrus", before=10**9, limit=5, embedder=embedder, model="m")
+        check_matches(session, found.meaning, before=10**9, limit=5)
+        assert sorted(m.messages[0].text for m in found.meaning) == sorted([session[2].text, session[6].text])
+        found = await search(a, session_id=s, query="seal", before=10**9, limit=1, embedder=embedder, model="m")
+        check_matches(session, found.meaning, before=10**9, limit=1)
+        assert _units(found.meaning) in ([[session[3]]], [[session[6]]]), "not one of the closest"
+        before = _offsets(session)[6]  # the last message about walruses lies past it
+        found = await search(a, session_id=s, query="walrus", before=before, limit=5, embedder=embedder, model="m")
+        check_matches(session, found.meaning, before=before, limit=5)
+        assert _units(found.meaning) == [[session[2]]]
+
+    async def test_each_message_is_embedded_once_per_model(
+        self, backend: HistoryProvider, searcher: HybridSearcher
+    ) -> None:
+        """A store keeps the embedding of each message under ``model``: later searches embed only what was
+        appended since, and a search under another model embeds every message again, once; back under the first
+        model, nothing is embedded again.
+
+        Troubleshooting: key the kept embeddings by the session's full scope and the model, and remember how far
+        the session was embedded."""
+        a, s = unique("agent"), unique("session")
+        session = _animals()
+        await backend.append_many(a, session, session_id=s)
+        embedder = TopicEmbedder()
+        texts = [m.text for m in session if m.role != "system" and m.text]
+        for query in ("walrus", "seal"):
+            await searcher.search_hybrid(
+                a, session_id=s, query=query, before=10**9, limit=3, embedder=embedder, model="m"
+            )
+        late = ChatMessage.user("one more seal question")
+        await backend.append(a, late, session_id=s)
+        found = await searcher.search_hybrid(
+            a, session_id=s, query="seal", before=10**9, limit=5, embedder=embedder, model="m"
+        )
+        assert [late] in _units(found.meaning), "a message appended since the last search was not found by meaning"
+        for text in [*texts, late.text]:
+            assert embedder.times(text) == 1, f"{text!r} was embedded {embedder.times(text)} times under one model"
+        await searcher.search_hybrid(
+            a, session_id=s, query="walrus", before=10**9, limit=3, embedder=embedder, model="n"
+        )
+        for text in [*texts, late.text]:
+            assert embedder.times(text) == 2, f"{text!r} was not embedded once more under another model"
+        await searcher.search_hybrid(a, session_id=s, query="seal", before=10**9, limit=3, embedder=embedder, model="m")
+        for text in [*texts, late.text]:
+            assert embedder.times(text) == 2, f"{text!r} was embedded again under a model it was embedded under"
+
+    async def test_sessions_and_agents_are_isolated(self, backend: HistoryProvider, searcher: HybridSearcher) -> None:
+        """A search sees its own session only, by words and by meaning, even with equal message ids elsewhere."""
+        a, b, s, t = unique("agent"), unique("agent"), unique("session"), unique("session")
+        mine = ChatMessage.user("walrus in a", id="1")
+        await backend.append_many(a, [mine], session_id=s)
+        await backend.append_many(a, [ChatMessage.user("walrus in a/t", id="1")], session_id=t)
+        await backend.append_many(b, [ChatMessage.user("walrus in b", id="1")], session_id=s)
+        embedder = TopicEmbedder()
+        for agent, session in ((b, s), (a, t)):  # the others' embeddings are made first
+            await searcher.search_hybrid(
+                agent, session_id=session, query="walrus", before=10**9, limit=5, embedder=embedder, model="m"
+            )
+        found = await searcher.search_hybrid(
+            a, session_id=s, query="walrus", before=10**9, limit=5, embedder=embedder, model="m"
+        )
+        assert _units(found.lexical) == [[mine]], "another session's message came back by words"
+        assert _units(found.meaning) == [[mine]], "another session's message came back by meaning"
+        none = await searcher.search_hybrid(
+            a, session_id=unique("s"), query="walrus", before=10**9, limit=5, embedder=embedder, model="m"
+        )
+        assert (none.lexical, none.meaning) == ([], [])
+
+    async def test_nothing_removed_comes_back_by_words_or_meaning(
+        self, backend: HistoryProvider, searcher: HybridSearcher, peer: HistoryProvider
+    ) -> None:
+        """After ``clear_run`` and ``clear``, nothing of the removed messages is found by words or by meaning,
+        through this provider or a second one on the same store, even when a new conversation reuses their ids
+        and positions: the embeddings die with the messages they came from.
+
+        Troubleshooting: keep each embedding with the message id and the session's generation (or epoch) it was
+        made in, and drop or ignore those of another."""
+        other = peer if isinstance(peer, HybridSearcher) else searcher
+        a, s = unique("agent"), unique("session")
+        embedder = TopicEmbedder()
+        old = [ChatMessage.user(f"walrus fact {k}", id=str(k)) for k in range(4)]
+        await backend.append_many(a, old[:2], session_id=s, run_id="r1")
+        await backend.append_many(a, old[2:], session_id=s, run_id="r2")
+        for search in (searcher, other):
+            found = await search.search_hybrid(
+                a, session_id=s, query="walrus", before=10**9, limit=5, embedder=embedder, model="m"
+            )
+            assert len(found.lexical) == 4 and len(found.meaning) == 4
+        await backend.clear_run(a, session_id=s, run_id="r1")
+        for search in (searcher, other):
+            found = await search.search_hybrid(
+                a, session_id=s, query="walrus", before=10**9, limit=5, embedder=embedder, model="m"
+            )
+            assert sorted(_units(found.meaning), key=str) == sorted([[m] for m in old[2:]], key=str)
+            assert sorted(_units(found.lexical), key=str) == sorted([[m] for m in old[2:]], key=str)
+        await backend.clear(a, session_id=s)
+        new = [ChatMessage.user(f"narwhal fact {k}", id=str(k)) for k in range(4)]
+        await backend.append_many(a, new, session_id=s)
+        for search in (searcher, other):
+            found = await search.search_hybrid(
+                a, session_id=s, query="walrus", before=10**9, limit=5, embedder=embedder, model="m"
+            )
+            assert found.lexical == [], "a cleared message was found by words"
+            assert found.meaning == [], "a cleared message's embedding was found by meaning"
+            found = await search.search_hybrid(
+                a, session_id=s, query="narwhal", before=10**9, limit=5, embedder=embedder, model="m"
+            )
+            assert sorted(_units(found.meaning), key=str) == sorted([[m] for m in new], key=str)
+
+    async def test_an_offset_or_limit_past_a_servers_integers_finds_everything(
+        self, backend: HistoryProvider, searcher: HybridSearcher
+    ) -> None:
+        """``before`` and ``limit`` larger than a 64-bit integer search the whole session, by words and by
+        meaning."""
+        a, s = unique("agent"), unique("session")
+        await backend.append_many(a, [ChatMessage.user(f"walrus note {i}") for i in range(3)], session_id=s)
+        embedder = TopicEmbedder()
+        for huge in (2**30 + 1, 2**63, 2**64 + 7):
+            found = await searcher.search_hybrid(
+                a, session_id=s, query="walrus", before=huge, limit=huge, spread=0.5, embedder=embedder, model="m"
+            )
+            assert len(found.lexical) == 3 and len(found.meaning) == 3
+
+    async def test_bad_arguments_are_refused(self, searcher: HybridSearcher) -> None:
+        """What ``search_units`` refuses, a spread outside [0, 1] (NaN, negative, above 1, a bool), an embedder
+        that is not an ``EmbeddingClient`` instance, and a missing or too long model name: ``InvalidArgument``.
+
+        Troubleshooting: call ``ravi.kernel.storage.history.check_search`` and ``check_hybrid`` first."""
+        bad: list[dict[str, Any]] = [
+            {"query": 3},
+            {"before": -1},
+            {"limit": -1},
+            {"limit": True},
+            {"spread": float("nan")},
+            {"spread": -0.1},
+            {"spread": 1.5},
+            {"spread": True},
+            {"embedder": "an embedder"},
+            {"embedder": TopicEmbedder},
+            {"embedder": TopicEmbedder(), "model": ""},
+            {"embedder": TopicEmbedder(), "model": "m" * 1_000},
+        ]
+        for change in bad:
+            kwargs: dict[str, Any] = {"query": "x", "before": 0, "limit": 1, **change}
+            with pytest.raises(InvalidArgument):
+                await searcher.search_hybrid("agent", session_id="s", **kwargs)
+        with pytest.raises(InvalidArgument):
+            await searcher.search_hybrid("", session_id="s", query="x", before=0, limit=1)

@@ -42,7 +42,7 @@ class _Session:
     before: list[int] = field(default_factory=lambda: [0])  # stored tokens before each position (and the total)
     systems: list[int] = field(default_factory=list)  # positions of the system messages
     index: SessionPostings | None = None  # built on the first search, extended by later ones
-    vectors: MessageVectors | None = None  # the embeddings of one model, made by the first search by meaning
+    vectors: dict[str, MessageVectors] = field(default_factory=dict)  # model -> its embeddings, made on first use
     # the last units found by meaning: (model, query, stop, where the unit before ``stop`` ends), how many were
     # ranked, and those units, best first (a smaller limit takes the first ones: the order is total)
     similar: tuple[tuple[str, str, int, int], int, list[UnitMatch]] | None = None
@@ -282,7 +282,8 @@ class InMemoryHistoryProvider(Closeable):
     ) -> HybridMatches:
         """The units before offset ``before`` that best match ``query`` by BM25, with the neighbours of each
         match scored ``spread`` times its score, and, with an ``embedder``, those closest in meaning
-        (``HybridSearcher``). Each message is embedded once, on the first search by meaning under ``model``.
+        (``HybridSearcher``). Each message is embedded once per model, on the first search by meaning under ``model``,
+        and kept with the session until it is cleared or rewritten.
 
         The units found by meaning depend only on the query, the model and the messages before ``before``: the
         last ones are kept with the session, so an agent's tool loop (the same request, new messages after it)
@@ -300,9 +301,9 @@ class InMemoryHistoryProvider(Closeable):
             lexical = index.search(messages, query, stop=stop, limit=limit, before=session.before, spread=spread)
             if embedder is None:
                 return HybridMatches(lexical, [])
-            if session.vectors is None or session.vectors.model != model:
-                session.vectors = MessageVectors(model)
-            vectors = session.vectors
+            vectors = session.vectors.get(model)
+            if vectors is None:
+                vectors = session.vectors[model] = MessageVectors(model)
             # the unit before ``stop`` may still grow (an open tool call's results): its end is part of the key
             key = (model, query, stop, index.end_of_unit_before(stop))
             held = session.similar
