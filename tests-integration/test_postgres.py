@@ -41,7 +41,9 @@ from ravi.kernel.search import UnitMatch
 from ravi.kernel.tokens import stored_tokens
 
 
-class TestPostgresHistory(HistoryProviderContract):
+class _Provider:
+    """A history provider on the test schema as the backend, and a second one on the same schema as its peer."""
+
     @pytest_asyncio.fixture
     async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
@@ -51,6 +53,10 @@ class TestPostgresHistory(HistoryProviderContract):
     async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
         async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
             yield store
+
+
+class TestPostgresHistory(_Provider, HistoryProviderContract):
+    pass
 
 
 class TestPostgresHistoryUncached(HistoryProviderContract):
@@ -64,40 +70,16 @@ class TestPostgresHistoryUncached(HistoryProviderContract):
             yield store
 
 
-class TestPostgresWindowReader(WindowReaderContract):
-    @pytest_asyncio.fixture
-    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
-        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-            yield store
-
-    @pytest_asyncio.fixture
-    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
-        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-            yield store
+class TestPostgresWindowReader(_Provider, WindowReaderContract):
+    pass
 
 
-class TestPostgresHistorySearcher(HistorySearcherContract):
-    @pytest_asyncio.fixture
-    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
-        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-            yield store
-
-    @pytest_asyncio.fixture
-    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
-        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-            yield store
+class TestPostgresHistorySearcher(_Provider, HistorySearcherContract):
+    pass
 
 
-class TestPostgresHybridSearcher(HybridSearcherContract):
-    @pytest_asyncio.fixture
-    async def backend(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
-        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-            yield store
-
-    @pytest_asyncio.fixture
-    async def peer(self, postgres_server: Server, pg_schema: str) -> AsyncIterator[PostgresHistoryProvider]:
-        async for store in closing(PostgresHistoryProvider(postgres_server.address, schema=pg_schema)):
-            yield store
+class TestPostgresHybridSearcher(_Provider, HybridSearcherContract):
+    pass
 
 
 class TestPostgresHistorySummaries(SummaryStoreContract):

@@ -40,6 +40,17 @@ def _conversation(n: int) -> list[ChatMessage]:
     return messages
 
 
+def _made(kind: str, text: str, i: int) -> ChatMessage:
+    """The ``i``-th message of a generated session: a turn of ``kind`` (``call``: a tool call, answered by the
+    ``tool`` result after it) holding ``text``."""
+    text = f"{text} n{i}"
+    if kind == "call":
+        return ChatMessage(role="assistant", content=[ToolCallBlock(id=f"c{i}", name="look", arguments={})])
+    if kind == "tool":
+        return ChatMessage.tool(f"c{i - 1}", text)
+    return {"user": ChatMessage.user, "assistant": ChatMessage.assistant, "system": ChatMessage.system}[kind](text)
+
+
 async def test_the_neighbours_of_a_match_and_the_closest_in_meaning_come_from_the_database(
     postgres_server: Server, pg_schema: str
 ) -> None:
@@ -186,17 +197,9 @@ def test_neighbours_are_scored_as_the_units_that_hold_them_whatever_the_session(
     words = st.lists(st.sampled_from(["fern", "moss", "walrus", "lunch", "fern fern"]), min_size=0, max_size=3)
     kinds = st.sampled_from(["user", "assistant", "call", "tool", "system"])
 
-    def made(kind: str, text: str, i: int) -> ChatMessage:
-        text = f"{text} n{i}"
-        if kind == "call":
-            return ChatMessage(role="assistant", content=[ToolCallBlock(id=f"c{i}", name="look", arguments={})])
-        if kind == "tool":
-            return ChatMessage.tool(f"c{i - 1}", text)
-        return {"user": ChatMessage.user, "assistant": ChatMessage.assistant, "system": ChatMessage.system}[kind](text)
-
     async def check(history: PostgresHistoryProvider, turns: list[tuple[str, list[str]]], limit: int) -> None:
         session = uuid.uuid4().hex
-        messages = [made(kind, " ".join(text), i) for i, (kind, text) in enumerate(turns)]
+        messages = [_made(kind, " ".join(text), i) for i, (kind, text) in enumerate(turns)]
         await history.append_many("a", messages, session_id=session)
         own = await history.search_units("a", session_id=session, query="fern moss", before=10**9, limit=10**6)
         where = {m.id: i for i, m in enumerate(messages)}
@@ -431,14 +434,6 @@ def test_neighbours_come_back_as_when_every_border_was_fetched_whatever_the_sess
     words = st.lists(st.sampled_from(["fern", "moss", "walrus", "fern fern"]), min_size=0, max_size=3)
     kinds = st.sampled_from(["user", "assistant", "call", "tool", "system"])
 
-    def made(kind: str, text: str, i: int) -> ChatMessage:
-        text = f"{text} n{i}"
-        if kind == "call":
-            return ChatMessage(role="assistant", content=[ToolCallBlock(id=f"c{i}", name="look", arguments={})])
-        if kind == "tool":
-            return ChatMessage.tool(f"c{i - 1}", text)
-        return {"user": ChatMessage.user, "assistant": ChatMessage.assistant, "system": ChatMessage.system}[kind](text)
-
     async def every_border(
         history: PostgresHistoryProvider, session: str, messages: list[ChatMessage], before: int, limit: int
     ) -> list[object]:
@@ -470,7 +465,7 @@ def test_neighbours_come_back_as_when_every_border_was_fetched_whatever_the_sess
 
     async def check(history: PostgresHistoryProvider, turns: list[tuple[str, list[str]]], cut: int, limit: int) -> None:
         session = uuid.uuid4().hex
-        messages = [made(kind, " ".join(text), i) for i, (kind, text) in enumerate(turns)]
+        messages = [_made(kind, " ".join(text), i) for i, (kind, text) in enumerate(turns)]
         await history.append_many("a", messages, session_id=session)
         stored = await history.get_messages("a", session_id=session)
         before = sum(stored_tokens(m) for m in stored[:cut]) if cut < len(stored) else 10**9
