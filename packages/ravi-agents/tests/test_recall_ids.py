@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from ravi.agents.context.recall_index import EmbeddingIndex
@@ -80,3 +82,39 @@ def test_an_embedding_index_refuses_options_it_cannot_use_when_made(option: str,
         value = longest_prefix() + "\u00e9"
     with pytest.raises(InvalidArgument, match=option):
         EmbeddingIndex(HashingEmbeddingClient(dimension=64), InMemoryVectorStore(), **{option: value})  # type: ignore[arg-type]
+
+
+class _Counting(HashingEmbeddingClient):
+    """Counts the texts it embeds."""
+
+    embedded = 0
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.embedded += len(texts)
+        return await super().embed(texts)
+
+
+@pytest.mark.parametrize("generation", [new_generation(), None])
+@pytest.mark.parametrize("crafted", ["ravi:progress", "sha256:" + "0" * 64])
+async def test_a_message_id_never_names_another_record_of_the_index(crafted: str, generation: str | None) -> None:
+    """Message ids are the caller's: one equal to the id the index keeps its progress under (or shaped like the
+    digest it keeps a long id under) still names its own unit, so that unit is recalled and the progress record
+    kept: the later searches embed only their query."""
+    long_id = "L" * MAX_ID_BYTES
+    client, first = _Counting(dimension=64), True
+    index = EmbeddingIndex(client, InMemoryVectorStore())
+    messages = [
+        ChatMessage.user("the fern on my desk is dying", id=crafted),
+        ChatMessage.assistant("water it less", id="a1"),
+        ChatMessage.user("my cousin visits in june", id=long_id),
+        ChatMessage.assistant("nice", id="a2"),
+        ChatMessage.user("what about the plant?", id="q"),
+    ]
+    session = SessionContext("agent", "s", generation=generation)
+    session.source, session.source_before = messages, 0
+    for query, best in (("fern desk dying", crafted), ("cousin visits june", long_id), ("fern desk", crafted)):
+        found = await index.search_units(session, query=query, before=10**9, limit=4)
+        assert found is not None
+        assert [m.id for m in found[0].messages] == [best], query
+        assert client.embedded == (len(messages) + 1 if query == "fern desk dying" and first else 1)
+        first, client.embedded = False, 0  # the later searches embed only the query: the index is kept

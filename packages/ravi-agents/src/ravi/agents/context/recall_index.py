@@ -200,7 +200,7 @@ class EmbeddingIndex:
         generation = session.generation
         # every document has an id of its generation's (the progress record too): a window of a generation that
         # was cleared meanwhile neither reads nor overwrites a later generation's
-        progress = await self.store.get([_scored_id(_PROGRESS, generation)], collection=units_at)
+        progress = await self.store.get([_progress_id(generation)], collection=units_at)
         mark = _progress(progress[0].metadata) if progress else {}
         if progress and (
             not mark  # not a progress record this index wrote: start afresh
@@ -341,7 +341,7 @@ class EmbeddingIndex:
             "offset": end_offset,
             "generation": session.generation,
         }
-        mark_id = _scored_id(_PROGRESS, generation)
+        mark_id = _progress_id(generation)
         await self.store.upsert(
             [*units, Document(id=mark_id, embedding=vector, metadata=progress)], collection=units_at
         )
@@ -422,15 +422,26 @@ def _check_options(prefix: object, limit: object, min_score: object, sessions: o
         raise InvalidArgument(f"must be a finite number, got {min_score!r}", field="min_score")
 
 
+_RESERVED = ("ravi:", "sha256:")
+"""How the ids of the index's own records start (the progress record, a digest): a document derived from a
+message whose id starts so is kept under a digest, so no message id names one of them."""
+
+
 def _scored_id(message_id: str, generation: str | None) -> str:
     """The id of a document the index derives from a message (its embedding, its unit) or of the session's
     progress record: one per generation of the session, so a window of an older generation never overwrites a
-    later one's. One longer than a store keeps (:data:`~ravi.kernel.values.MAX_ID_BYTES`) is kept under a digest
-    of the message id and the generation."""
+    later one's. One longer than a store keeps (:data:`~ravi.kernel.values.MAX_ID_BYTES`), or starting as the
+    index's own records do (:data:`_RESERVED`), is kept under a digest of the message id and the generation."""
     scored = message_id if generation is None else f"{message_id}@{generation}"
-    if len(scored.encode("utf-8", "surrogatepass")) <= MAX_ID_BYTES:
+    if len(scored.encode("utf-8", "surrogatepass")) <= MAX_ID_BYTES and not scored.startswith(_RESERVED):
         return scored
     return "sha256:" + hashlib.sha256(json.dumps([message_id, generation]).encode()).hexdigest()
+
+
+def _progress_id(generation: str | None) -> str:
+    """The id of the session's progress record in its units' collection (one per generation), which no
+    document derived from a message has (:func:`_scored_id`)."""
+    return _PROGRESS if generation is None else f"{_PROGRESS}@{generation}"
 
 
 __all__ = [
