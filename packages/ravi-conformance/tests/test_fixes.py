@@ -225,3 +225,16 @@ def test_every_fix_names_only_kernel_functions_that_exist() -> None:
             wrong += [f"{name}: {module}.{n}" for n in re.findall(r"`(\w+)`", cited) if n not in found]
         wrong += [f"{name}: {n}" for n in re.findall(r"`(check_\w+)`", fix) if n not in known]
     assert not wrong, f"fixes name kernel functions that do not exist: {wrong}"
+
+
+def test_a_fix_written_inside_the_rules_paragraph_reaches_the_report() -> None:
+    """The strategy contract wrote its fixes inside the rule's paragraph ("... the same for the same input.
+    Troubleshooting: build new messages with ..."), where the report, which reads a paragraph that starts with the
+    prefix, never found them."""
+    lost = []
+    for contract in ALL:
+        for name, function in inspect.getmembers(contract, inspect.isfunction):
+            written = any(prefix in (function.__doc__ or "") for prefix in FIX_PREFIXES)
+            if name.startswith("test_") and written and not contract_fix(item(contract, name)):
+                lost.append(f"{contract.__name__}.{name}")
+    assert not lost, f"fixes the report never prints: {lost}"
