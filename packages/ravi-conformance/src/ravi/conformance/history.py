@@ -247,7 +247,12 @@ class HistoryProviderContract(ContractBase):
                 assert "".join(texts(window.messages)) == "01234"
 
     async def test_count_messages(self, backend: HistoryProvider) -> None:
-        """``count_messages`` is the number of messages in the session."""
+        """``count_messages`` is the number of messages in the session.
+
+        Fix: count the session's stored messages by the key ``get_messages`` reads (each held id once), 0 for a session
+        never written; a Redis list's ``LLEN`` or a ``count(*)`` of the session's rows, not a counter kept apart that a
+        retry or ``clear_run`` can leave wrong.
+        """
         a, s = unique("agent"), unique("session")
         assert await backend.count_messages(a, session_id=s) == 0
         await backend.append_many(a, [ChatMessage.user(str(i)) for i in range(7)], session_id=s)
