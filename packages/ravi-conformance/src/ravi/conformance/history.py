@@ -443,8 +443,8 @@ class HistoryProviderContract(ContractBase):
         instant would move.
 
         Fix: read ``created_at`` from the stored JSON body (``stored_body``), which keeps the instant with its UTC
-        offset, or no offset for a naive time; a ``timestamptz`` column gives it back in the server's zone, and a naive
-        time comes back aware.
+        offset, or no offset for a naive time; a ``timestamptz`` column keeps the instant but not its offset, and gives
+        a naive time back aware.
         """
         a, s = unique("agent"), unique("session")
         stamps = [
