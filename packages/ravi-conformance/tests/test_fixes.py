@@ -3,7 +3,10 @@ sees of the suite."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,10 +14,24 @@ import pytest
 
 # Imported here so the in-process run below shares it (see test_catches_broken_backends.py).
 import ravi.agents.storage  # noqa: F401
-from ravi.conformance import CONTRACTS, HistorySearcherContract, HybridSearcherContract, WindowReaderContract
+from ravi.conformance import (
+    CONTRACTS,
+    CypherCapableContract,
+    HistorySearcherContract,
+    HybridSearcherContract,
+    StrategyContract,
+    WindowReaderContract,
+)
 from ravi.conformance.plugin import FIX_PREFIXES, contract_fix
 
-ALL = [*CONTRACTS.values(), WindowReaderContract, HistorySearcherContract, HybridSearcherContract]
+ALL = [
+    *CONTRACTS.values(),
+    WindowReaderContract,
+    HistorySearcherContract,
+    HybridSearcherContract,
+    CypherCapableContract,
+    StrategyContract,
+]
 
 
 def item(contract: type, name: str) -> Any:
@@ -181,3 +198,43 @@ def test_a_state_store_that_returns_what_it_keeps_is_told_to_copy() -> None:
     assert "changing what get_state returned changed the stored state" in str(raised.value)
     found = contract_fix(item(contract, "test_returned_state_is_a_copy"))
     assert found is not None and "json_copy" in found
+
+
+def kernel_names() -> set[str]:
+    """Every name a module of ``ravi.kernel`` defines or imports."""
+    names: set[str] = set()
+    for module in pkgutil.walk_packages(importlib.import_module("ravi.kernel").__path__, "ravi.kernel."):
+        names.update(vars(importlib.import_module(module.name)))
+    return names
+
+
+CITED = re.compile(r"((?:`\w+` (?:and|or) )*`\w+`) of `(ravi\.kernel[\w.]*)`")
+"""A citation of kernel helpers in a fix: "`check_page` of `ravi.kernel.values`", "`a` and `b` of `module`"."""
+
+
+def test_every_fix_names_only_kernel_functions_that_exist() -> None:
+    """A fix that sends a backend's author to a kernel helper must name one that exists, in the module it names:
+    every "`name` of `ravi.kernel.module`" is an attribute of that module, and every `check_...` is a name of
+    some module of ``ravi.kernel``."""
+    known = kernel_names()
+    wrong = []
+    for contract, name in documented_fixes():
+        fix = contract_fix(item(contract, name)) or ""
+        for cited, module in CITED.findall(fix):
+            found = vars(importlib.import_module(module))
+            wrong += [f"{name}: {module}.{n}" for n in re.findall(r"`(\w+)`", cited) if n not in found]
+        wrong += [f"{name}: {n}" for n in re.findall(r"`(check_\w+)`", fix) if n not in known]
+    assert not wrong, f"fixes name kernel functions that do not exist: {wrong}"
+
+
+def test_a_fix_written_inside_the_rules_paragraph_reaches_the_report() -> None:
+    """The strategy contract wrote its fixes inside the rule's paragraph ("... the same for the same input.
+    Troubleshooting: build new messages with ..."), where the report, which reads a paragraph that starts with the
+    prefix, never found them."""
+    lost = []
+    for contract in ALL:
+        for name, function in inspect.getmembers(contract, inspect.isfunction):
+            written = any(prefix in (function.__doc__ or "") for prefix in FIX_PREFIXES)
+            if name.startswith("test_") and written and not contract_fix(item(contract, name)):
+                lost.append(f"{contract.__name__}.{name}")
+    assert not lost, f"fixes the report never prints: {lost}"

@@ -68,7 +68,12 @@ class GraphStoreContract(ContractBase):
         assert_protocol(backend, GraphStore)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: GraphStore) -> None:
-        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind).
+
+        Fix: the store held data before the test ran: give each test an empty store of its own in the ``backend``
+        fixture (an in-memory store, or a graph of its own), or isolate a persistent one with ``--isolate KIND=OPTION``
+        (``--ravi-isolate``) and an ``async def destroy(self)`` that removes what the option names.
+        """
         assert await backend.get_entity("canary") is None
         await backend.add_entities([Entity(id="canary")])
 
@@ -85,14 +90,22 @@ class GraphStoreContract(ContractBase):
         await backend.add_entities([Entity(id="canary")])
 
     async def test_add_and_get_entities(self, backend: GraphStore) -> None:
-        """An entity reads back with its label and properties."""
+        """An entity reads back with its label and properties.
+
+        Fix: keep each entity's id, label and properties, and give ``None`` (not ``NotFound``) from ``get_entity`` for
+        an unknown id.
+        """
         ids = await self.build(backend)
         got = await backend.get_entity(ids["d"])
         assert got == Entity(id=ids["d"], label="Company", properties={"name": "d"})
         assert await backend.get_entity(unique("missing")) is None
 
     async def test_adding_an_entity_again_replaces_it(self, backend: GraphStore) -> None:
-        """Adding an entity whose id exists replaces it."""
+        """Adding an entity whose id exists replaces it.
+
+        Fix: replace a held entity's properties in place (AGE: ``MERGE (n:Label {id: ...}) SET n = ...``), never delete
+        and re-create it, which drops its relationships.
+        """
         ids = await self.build(backend)
         await backend.add_entities([Entity(id=ids["a"], label="Person", properties={"name": "A", "age": 3})])
         got = await backend.get_entity(ids["a"])
@@ -101,26 +114,40 @@ class GraphStoreContract(ContractBase):
         assert ids["b"] in sub.entity_ids(), "replacing an entity must keep its relationships"
 
     async def test_neighbors_at_depth_one_go_both_ways(self, backend: GraphStore) -> None:
-        """``get_neighbors`` at depth 1 follows relationships in both directions."""
+        """``get_neighbors`` at depth 1 follows relationships in both directions.
+
+        Fix: follow relationships in both directions, from their source and from their target (an undirected pattern
+        ``-[r]-``, or an adjacency kept for both ends).
+        """
         ids = await self.build(backend)
         sub = await backend.get_neighbors(ids["a"], depth=1)
         assert sub.entity_ids() == {ids["a"], ids["b"], ids["e"], ids["c"]}
         assert {r.id for r in sub.relationships} == {ids["ab"], ids["ea"], ids["ca"]}
 
     async def test_neighbors_at_depth_two(self, backend: GraphStore) -> None:
-        """``get_neighbors`` at depth 2 reaches the neighbours of neighbours."""
+        """``get_neighbors`` at depth 2 reaches the neighbours of neighbours.
+
+        Fix: walk breadth first, hop by hop, up to ``depth`` hops, from every entity the last hop reached.
+        """
         ids = await self.build(backend)
         sub = await backend.get_neighbors(ids["b"], depth=2)
         assert sub.entity_ids() == {ids[k] for k in "abcde"}
 
     async def test_depth_zero_is_the_entity_alone(self, backend: GraphStore) -> None:
-        """``get_neighbors`` at depth 0 is the entity alone."""
+        """``get_neighbors`` at depth 0 is the entity alone.
+
+        Fix: return the entity alone, with no relationships, for ``depth=0``, without running a walk.
+        """
         ids = await self.build(backend)
         sub = await backend.get_neighbors(ids["a"], depth=0)
         assert sub.entity_ids() == {ids["a"]} and sub.relationships == ()
 
     async def test_relationship_type_filter(self, backend: GraphStore) -> None:
-        """``relationship_types`` limits the walk to those types."""
+        """``relationship_types`` limits the walk to those types.
+
+        Fix: check the types with ``check_relationship_types`` of ``ravi.kernel.storage`` and follow only relationships
+        of those types, at every hop.
+        """
         ids = await self.build(backend)
         sub = await backend.get_neighbors(ids["c"], depth=3, relationship_types=["WORKS_AT"])
         assert sub.entity_ids() == {ids["c"], ids["d"]}
@@ -129,13 +156,20 @@ class GraphStoreContract(ContractBase):
         assert none.entity_ids() == {ids["c"]}
 
     async def test_cycles_do_not_repeat_entities(self, backend: GraphStore) -> None:
-        """A walk through a cycle returns each entity and relationship once."""
+        """A walk through a cycle returns each entity and relationship once.
+
+        Fix: keep a set of the entities and relationships seen and add each once, however many paths reach it.
+        """
         ids = await self.build(backend)
         sub = await backend.get_neighbors(ids["a"], depth=6)
         assert len(sub.entities) == len(sub.entity_ids()) == 5
 
     async def test_relationships_need_both_ends(self, backend: GraphStore) -> None:
-        """A relationship to an entity that does not exist is ``NotFound`` and is not stored."""
+        """A relationship to an entity that does not exist is ``NotFound`` and is not stored.
+
+        Fix: look up both ends of every relationship of the call before writing any, and raise ``NotFound`` of
+        ``ravi.kernel.errors`` for a missing one.
+        """
         ids = await self.build(backend)
         ghost = Relationship(id=unique("r"), source_id=ids["a"], target_id=unique("ghost"), type="KNOWS")
         with pytest.raises(NotFound):
@@ -144,7 +178,11 @@ class GraphStoreContract(ContractBase):
         assert ghost.id not in {r.id for r in sub.relationships}
 
     async def test_delete_entity_detaches_its_relationships(self, backend: GraphStore) -> None:
-        """Deleting an entity also deletes every relationship touching it."""
+        """Deleting an entity also deletes every relationship touching it.
+
+        Fix: delete every relationship touching the entity with it (Cypher's ``DETACH DELETE``), and return whether the
+        entity was there.
+        """
         ids = await self.build(backend)
         assert await backend.delete_entity(ids["b"]) is True
         assert await backend.get_entity(ids["b"]) is None
@@ -154,7 +192,10 @@ class GraphStoreContract(ContractBase):
         assert await backend.delete_entity(ids["b"]) is False
 
     async def test_delete_relationship(self, backend: GraphStore) -> None:
-        """Deleting a relationship leaves its entities."""
+        """Deleting a relationship leaves its entities.
+
+        Fix: delete only the relationship, and return whether it was there (``False``, not an error, the second time).
+        """
         ids = await self.build(backend)
         assert await backend.delete_relationship(ids["cd"]) is True
         assert await backend.delete_relationship(ids["cd"]) is False
@@ -162,20 +203,32 @@ class GraphStoreContract(ContractBase):
         assert await backend.get_entity(ids["d"]) is not None
 
     async def test_unknown_entity_has_no_neighbourhood(self, backend: GraphStore) -> None:
-        """The neighbourhood of an unknown entity is empty."""
+        """The neighbourhood of an unknown entity is empty.
+
+        Fix: raise ``NotFound`` of ``ravi.kernel.errors`` from ``get_neighbors`` when the starting entity does not
+        exist.
+        """
         with pytest.raises(NotFound):
             await backend.get_neighbors(unique("ghost"), depth=1)
 
     async def test_negative_depth_is_refused(self, backend: GraphStore) -> None:
         """A negative depth, or one that is a bool or a float, is refused with ``InvalidArgument`` (``True`` is not
-        a depth of 1, as everywhere a count is given)."""
+        a depth of 1, as everywhere a count is given).
+
+        Fix: pass ``depth`` through ``check_count`` of ``ravi.kernel.values``, which refuses a negative number, a bool
+        and a float.
+        """
         ids = await self.build(backend)
         for bad in (-1, True, 1.0):
             with pytest.raises(InvalidArgument):
                 await backend.get_neighbors(ids["a"], depth=bad)  # type: ignore[arg-type]
 
     async def test_a_bare_string_is_not_a_list_of_relationship_types(self, backend: GraphStore) -> None:
-        """``relationship_types="KNOWS"`` must not mean the types ``K``, ``N``, ``O``, ...: it is refused."""
+        """``relationship_types="KNOWS"`` must not mean the types ``K``, ``N``, ``O``, ...: it is refused.
+
+        Fix: pass ``relationship_types`` through ``check_relationship_types`` of ``ravi.kernel.storage``, which refuses
+        a bare string instead of splitting it.
+        """
         ids = await self.build(backend)
         with pytest.raises(InvalidArgument):
             await backend.get_neighbors(ids["a"], relationship_types="KNOWS")
@@ -183,7 +236,12 @@ class GraphStoreContract(ContractBase):
     async def test_an_id_names_one_entity_and_one_relationship_even_under_concurrent_writers(
         self, backend: GraphStore
     ) -> None:
-        """Concurrent inserts of one id keep one entity (one relationship): insert-or-replace, never duplicate."""
+        """Concurrent inserts of one id keep one entity (one relationship): insert-or-replace, never duplicate.
+
+        Fix: take a lock per id for the transaction (``pg_advisory_xact_lock`` of a hash of each id, in sorted order, or
+        one lock in memory) before looking the id up, then replace what is there (AGE: ``MERGE`` on the id, then
+        ``SET``), so concurrent writers of one id replace each other instead of each inserting one.
+        """
         e, f, r = unique("e"), unique("f"), unique("r")
         await asyncio.gather(
             *(backend.add_entities([Entity(id=e, properties={"n": i})]) for i in range(12)),
@@ -200,7 +258,11 @@ class GraphStoreContract(ContractBase):
         assert [x.id for x in around.relationships] == [r], "an id names more than one relationship"
 
     async def test_one_call_giving_an_id_twice_keeps_one_entity(self, backend: GraphStore) -> None:
-        """Two entities with one id in one call: the store keeps one (the last) or refuses the call."""
+        """Two entities with one id in one call: the store keeps one (the last) or refuses the call.
+
+        Fix: write the entities of a call in order as insert-or-replace (the last of an id wins), or refuse the call
+        with ``InvalidArgument`` before writing any.
+        """
         e = unique("e")
         try:
             await backend.add_entities([Entity(id=e, label="A"), Entity(id=e, label="B", properties={"last": 1})])
@@ -212,7 +274,11 @@ class GraphStoreContract(ContractBase):
     async def test_every_relationship_of_a_call_needs_both_ends_even_one_given_again(self, backend: GraphStore) -> None:
         """A relationship to an unknown entity fails the call with ``NotFound``, and nothing is added, also when
         a later relationship of the same call has its id (a store that kept only the last of an id's
-        relationships checked only its ends)."""
+        relationships checked only its ends).
+
+        Fix: check the ends of every relationship of the call, each one given, before writing any, not only the last one
+        of each id.
+        """
         a, r = unique("e"), unique("r")
         await backend.add_entities([Entity(id=a)])
         missing = unique("missing")
@@ -246,7 +312,11 @@ class GraphStoreContract(ContractBase):
 
     async def test_what_is_not_a_list_is_refused(self, backend: GraphStore) -> None:
         """``add_entities`` and ``add_relationships`` given ``None`` or a string instead of a list raise
-        ``InvalidArgument``, never a ``TypeError``."""
+        ``InvalidArgument``, never a ``TypeError``.
+
+        Fix: pass the call's items through ``check_items`` of ``ravi.kernel.values`` (``check_items(entities, Entity,
+        "entities")``) before the store sees them.
+        """
         for bad in (None, "entities", 5):
             with pytest.raises(InvalidArgument):
                 await backend.add_entities(bad)  # type: ignore[arg-type]
@@ -254,7 +324,11 @@ class GraphStoreContract(ContractBase):
                 await backend.add_relationships(bad)  # type: ignore[arg-type]
 
     async def test_properties_round_trip(self, backend: GraphStore) -> None:
-        """Entity and relationship properties round-trip exactly (nested JSON, Unicode)."""
+        """Entity and relationship properties round-trip exactly (nested JSON, Unicode).
+
+        Fix: pass properties as parameters (an agtype map on AGE), never formatted into the query, and read them back as
+        the JSON they were, nested maps and lists included.
+        """
         props: Mapping[str, Any] = {
             "name": "Zoë 漢字 🚀",
             "quote": 'it\'s "$$" \\ \n',
@@ -277,7 +351,11 @@ class GraphStoreContract(ContractBase):
 
     async def test_property_numbers_come_back_with_their_type_and_value(self, backend: GraphStore) -> None:
         """Whole-number floats stay floats, the extremes of a float and of a 64-bit integer come back exact; an
-        integer past 64 bits (which graph databases do not hold) is refused when the entity is built."""
+        integer past 64 bits (which graph databases do not hold) is refused when the entity is built.
+
+        Fix: keep a float a float (``1e16`` written so the database reads a float, not an integer) and integers as
+        64-bit integers; ``Entity`` and ``Relationship`` refuse wider integers when they are built.
+        """
         numbers = {k: v for k, v in EXACT_NUMBERS.items() if k not in ("big_int", "low_int")}
         numbers |= {"int_max": 2**63 - 1, "int_min": -(2**63)}
         e, f = unique("e"), unique("f")
@@ -297,7 +375,12 @@ class GraphStoreContract(ContractBase):
     async def test_forget_erases_the_entities_of_the_scope_and_their_relationships(self, backend: GraphStore) -> None:
         """``forget`` (``Forgetter``, optional) erases the entities whose properties have the scope's
         ``agent_id`` (and ``session_id``), every relationship touching one, and every relationship whose own
-        properties place it in the scope; nothing else; a second call removes nothing."""
+        properties place it in the scope; nothing else; a second call removes nothing.
+
+        Fix: call ``check_forget`` of ``ravi.kernel.storage`` first; delete (detaching) every entity whose properties
+        place it in the scope (``in_scope`` of ``ravi.kernel.storage``) and every relationship whose own properties do,
+        and return how many entities and relationships went, those detached with an entity included.
+        """
         if not isinstance(backend, Forgetter):
             pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
         a, b = unique("agent"), unique("agent")
@@ -373,7 +456,12 @@ class GraphStoreContract(ContractBase):
         """An entity's or relationship's properties may hold any name but ``id``, which a graph database keeps the
         id under (Apache AGE): ``id`` is refused with ``InvalidArgument`` when the entity or relationship is built
         (the in-memory store kept it, which AGE refused), and every other name, ``__s`` and ``__t`` included (which
-        AGE refused, using them itself), is kept by every store."""
+        AGE refused, using them itself), is kept by every store.
+
+        Fix: store every property name but ``id`` as given, and pass what the store needs of its own beside the
+        properties, never among them (the AGE store sends a relationship's ends as ``s`` and ``t`` beside its map of
+        properties ``p``); ``Entity`` and ``Relationship`` refuse ``id`` when they are built.
+        """
         with pytest.raises(InvalidArgument, match="id"):
             Entity(id="e", properties={"id": "other"})
         with pytest.raises(InvalidArgument, match="id"):
@@ -477,7 +565,11 @@ class GraphStoreContract(ContractBase):
     @given(text=id_texts())
     async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: GraphStore, text: str) -> None:
         """Entity and relationship ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, are stored and read
-        back by every backend."""
+        back by every backend.
+
+        Fix: keep entity and relationship ids whole, as given: properties, keys or columns that hold ``MAX_ID_BYTES``
+        bytes of UTF-8 (``check_scope`` of ``ravi.kernel.values`` refuses longer ones), no truncation.
+        """
         tag = unique("")
         a, b, r = (at_limit(text, f"{tag}{part}") for part in "abr")
         await backend.add_entities([Entity(id=a, properties={"n": 1}), Entity(id=b)])
@@ -509,7 +601,11 @@ class CypherCapableContract(ContractBase):
         return backend
 
     async def test_query_with_parameters(self, backend: GraphStore, cypher: CypherCapable) -> None:
-        """``query_cypher`` binds parameters and returns rows as dicts."""
+        """``query_cypher`` binds parameters and returns rows as dicts.
+
+        Fix: bind ``params`` as the database's parameters (AGE: one agtype map passed as the third argument of
+        ``cypher()``) and return each row as a dict keyed by the ``RETURN`` aliases.
+        """
         e = unique("e")
         await backend.add_entities([Entity(id=e, label="Person", properties={"name": "Ada"})])
         rows = await cypher.query_cypher("MATCH (n:Person {id: $id}) RETURN n.name AS name", {"id": e})
@@ -522,7 +618,10 @@ class CypherCapableContract(ContractBase):
     async def test_hostile_values_cannot_change_the_query(
         self, backend: GraphStore, cypher: CypherCapable, hostile: str
     ) -> None:
-        """A parameter value is data: quotes and Cypher in it cannot change the query."""
+        """A parameter value is data: quotes and Cypher in it cannot change the query.
+
+        Fix: send parameter values as parameters, never pasted into the query's text, however they are quoted.
+        """
         e = unique("e")
         await backend.add_entities([Entity(id=e, label="Person", properties={"name": "kept"})])
         rows = await cypher.query_cypher(
@@ -532,17 +631,27 @@ class CypherCapableContract(ContractBase):
         assert await backend.get_entity(e) is not None
 
     async def test_scalars_and_lists_come_back_as_python_values(self, cypher: CypherCapable) -> None:
-        """Scalars and lists in rows come back as Python values, not driver types."""
+        """Scalars and lists in rows come back as Python values, not driver types.
+
+        Fix: convert every value of a row to plain Python (parse AGE's agtype text as JSON), never return driver
+        objects.
+        """
         rows = await cypher.query_cypher("RETURN 1 AS i, 2.5 AS f, true AS b, null AS z, [1, 'a'] AS l", None)
         assert rows == [{"i": 1, "f": 2.5, "b": True, "z": None, "l": [1, "a"]}]
 
     async def test_params_that_are_not_json_are_refused(self, cypher: CypherCapable) -> None:
-        """Parameters are JSON values: a set, bytes or NaN is refused with InvalidArgument."""
+        """Parameters are JSON values: a set, bytes or NaN is refused with InvalidArgument.
+
+        Fix: check ``params`` with ``check_json`` of ``ravi.kernel.values`` before the query is sent.
+        """
         for params in ({"s": {1, 2}}, {"b": b"x"}, {"n": float("nan")}, {"t": "lone \ud800"}):
             with pytest.raises(InvalidArgument):
                 await cypher.query_cypher("RETURN 1 AS one", params)
 
     async def test_a_query_that_is_not_text_is_refused(self, cypher: CypherCapable) -> None:
-        """A query holding a lone surrogate (no server can receive it) raises ``InvalidArgument``."""
+        """A query holding a lone surrogate (no server can receive it) raises ``InvalidArgument``.
+
+        Fix: check the query with ``check_text`` of ``ravi.kernel.values`` before it is sent.
+        """
         with pytest.raises(InvalidArgument):
             await cypher.query_cypher("RETURN 'lone \ud800' AS one", None)

@@ -130,7 +130,12 @@ class HistoryProviderContract(ContractBase):
         assert_protocol(backend, HistoryProvider)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: HistoryProvider) -> None:
-        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind).
+
+        Fix: the store held data before the test ran: give each test an empty store of its own in the ``backend``
+        fixture (an in-memory or temporary store), or isolate a persistent one with ``--isolate KIND=OPTION``
+        (``--ravi-isolate``) and an ``async def destroy(self)`` that removes what the option names.
+        """
         assert await backend.count_messages("canary", session_id="canary") == 0
         await backend.append("canary", ChatMessage.user("left behind"), session_id="canary")
 
@@ -147,7 +152,12 @@ class HistoryProviderContract(ContractBase):
         await backend.append("canary", ChatMessage.user("left behind"), session_id="canary")
 
     async def test_append_then_read_back_exactly(self, backend: HistoryProvider) -> None:
-        """A message reads back equal to the one appended, every field included."""
+        """A message reads back equal to the one appended, every field included.
+
+        Fix: store each message whole, as its JSON body (``stored_body`` of ``ravi.kernel.storage``), and read it back
+        with ``messages_from_json`` of ``ravi.kernel.messages``; columns of role and text lose blocks, names, metadata
+        and the offset of ``created_at``.
+        """
         call = ToolCallBlock(id="call-1", name="lookup", arguments={"q": "ünïcode", "n": [1, 2.5, None, True]})
         messages = [
             ChatMessage.system("rules", name="ops"),
@@ -166,7 +176,12 @@ class HistoryProviderContract(ContractBase):
         assert all(m.created_at.tzinfo is not None for m in got)
 
     async def test_order_is_kept_across_appends(self, backend: HistoryProvider) -> None:
-        """Messages read back in the order they were appended, across calls."""
+        """Messages read back in the order they were appended, across calls.
+
+        Fix: order a session by a position the store assigns as it appends (a per-session counter taken under the
+        session's lock, the tail of a Redis list), never by ``created_at``, which the caller sets and may lie in the
+        past.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append(a, ChatMessage.user("1"), session_id=s)
         await backend.append_many(a, [ChatMessage.user("2"), ChatMessage.user("3")], session_id=s)
@@ -192,7 +207,12 @@ class HistoryProviderContract(ContractBase):
     async def test_limit_and_offset(
         self, backend: HistoryProvider, limit: int | None, offset: int, expected: str
     ) -> None:
-        """``get_messages`` pages with ``limit`` and ``offset`` over the session in order."""
+        """``get_messages`` pages with ``limit`` and ``offset`` over the session in order.
+
+        Fix: pass ``limit`` and ``offset`` through ``check_page`` of ``ravi.kernel.values``, then skip ``offset``
+        messages in append order and take at most ``limit`` (``None`` is no limit, 0 is none); an offset past the end
+        reads ``[]``.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append_many(a, [ChatMessage.user(str(i)) for i in range(5)], session_id=s)
         got = await backend.get_messages(a, session_id=s, limit=limit, offset=offset)
@@ -227,14 +247,23 @@ class HistoryProviderContract(ContractBase):
                 assert "".join(texts(window.messages)) == "01234"
 
     async def test_count_messages(self, backend: HistoryProvider) -> None:
-        """``count_messages`` is the number of messages in the session."""
+        """``count_messages`` is the number of messages in the session.
+
+        Fix: count the session's stored messages by the key ``get_messages`` reads (each held id once), 0 for a session
+        never written; a Redis list's ``LLEN`` or a ``count(*)`` of the session's rows, not a counter kept apart that a
+        retry or ``clear_run`` can leave wrong.
+        """
         a, s = unique("agent"), unique("session")
         assert await backend.count_messages(a, session_id=s) == 0
         await backend.append_many(a, [ChatMessage.user(str(i)) for i in range(7)], session_id=s)
         assert await backend.count_messages(a, session_id=s) == 7
 
     async def test_agents_are_isolated(self, backend: HistoryProvider) -> None:
-        """Two agents never see each other's messages, even in a session of the same id."""
+        """Two agents never see each other's messages, even in a session of the same id.
+
+        Fix: key every message by both ``agent_id`` and ``session_id`` (separate columns, or an encoding of the pair no
+        other pair shares) in every read and in ``clear``.
+        """
         s = unique("session")
         a, b = unique("agent"), unique("agent")
         await backend.append(a, ChatMessage.user("for a"), session_id=s)
@@ -244,7 +273,11 @@ class HistoryProviderContract(ContractBase):
         assert texts(await backend.get_messages(b, session_id=s)) == ["for b"]
 
     async def test_sessions_are_isolated(self, backend: HistoryProvider) -> None:
-        """Two sessions never see each other's messages."""
+        """Two sessions never see each other's messages.
+
+        Fix: key every message by both ``agent_id`` and ``session_id`` (separate columns, or an encoding of the pair no
+        other pair shares) in every read and count.
+        """
         a = unique("agent")
         s1, s2 = unique("session"), unique("session")
         await backend.append(a, ChatMessage.user("one"), session_id=s1)
@@ -253,7 +286,11 @@ class HistoryProviderContract(ContractBase):
         assert await backend.count_messages(a, session_id=s2) == 1
 
     async def test_clear_removes_the_session_only(self, backend: HistoryProvider) -> None:
-        """``clear`` removes one session and leaves every other."""
+        """``clear`` removes one session and leaves every other.
+
+        Fix: remove the messages of that (agent, session) pair only, and return how many there were: 0, not an error,
+        for a session already empty.
+        """
         a, s, other = unique("agent"), unique("session"), unique("session")
         await backend.append_many(a, [ChatMessage.user("x"), ChatMessage.user("y")], session_id=s)
         await backend.append(a, ChatMessage.user("z"), session_id=other)
@@ -263,7 +300,12 @@ class HistoryProviderContract(ContractBase):
         assert texts(await backend.get_messages(a, session_id=other)) == ["z"]
 
     async def test_clear_run_removes_exactly_that_run(self, backend: HistoryProvider) -> None:
-        """``clear_run`` removes the messages of one run and keeps the rest in order."""
+        """``clear_run`` removes the messages of one run and keeps the rest in order.
+
+        Fix: keep each message's ``run_id`` beside it (``""`` when none was given), remove exactly the session's
+        messages of that run, keep the others in their order, and return how many were removed (0 for a run that wrote
+        nothing).
+        """
         a, s, other = unique("agent"), unique("session"), unique("session")
         await backend.append(a, ChatMessage.user("r1-a"), session_id=s, run_id="r1")
         await backend.append(a, ChatMessage.user("r2-a"), session_id=s, run_id="r2")
@@ -296,7 +338,11 @@ class HistoryProviderContract(ContractBase):
         )
 
     async def test_the_same_message_id_may_live_in_two_sessions(self, backend: HistoryProvider) -> None:
-        """One message id may be stored in two sessions, independently."""
+        """One message id may be stored in two sessions, independently.
+
+        Fix: make a message id unique per session, not per store: the unique index (or the look-up of held ids) covers
+        agent, session and message id together.
+        """
         a, s1, s2 = unique("agent"), unique("session"), unique("session")
         message = ChatMessage.user("shared")
         await backend.append(a, message, session_id=s1)
@@ -304,7 +350,12 @@ class HistoryProviderContract(ContractBase):
         assert await backend.count_messages(a, session_id=s2) == 1
 
     async def test_concurrent_writers_all_land_once_in_their_order(self, backend: HistoryProvider) -> None:
-        """Concurrent writers' messages all land, once each, each writer's in its order."""
+        """Concurrent writers' messages all land, once each, each writer's in its order.
+
+        Fix: make each ``append_many`` one transaction that numbers its messages under the session's lock (``SELECT ...
+        FOR UPDATE`` of a sessions row on Postgres, one script on Redis, a ``threading.Lock`` in memory), so two writers
+        never take one position, never interleave inside a batch, and a retry never stores a message twice.
+        """
         a, s = unique("agent"), unique("session")
         writers, each = 50, 8
 
@@ -326,7 +377,12 @@ class HistoryProviderContract(ContractBase):
 
     async def test_concurrent_readers_during_appends_see_each_message_once(self, backend: HistoryProvider) -> None:
         """Readers racing appends (and each other) each see a prefix of the transcript: no message twice, none
-        skipped, none out of order; and what a later reader sees is the whole transcript."""
+        skipped, none out of order; and what a later reader sees is the whole transcript.
+
+        Fix: read a session in one snapshot (one statement, one script, or under the lock appends take), so a read sees
+        a batch whole or not at all; a read cache checks the session's generation and length in the round trip that
+        reads, before serving its copy.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append(a, ChatMessage.user("0"), session_id=s)
         await backend.get_messages(a, session_id=s)  # fills a read cache, if the backend keeps one
@@ -351,7 +407,11 @@ class HistoryProviderContract(ContractBase):
         self, backend: HistoryProvider
     ) -> None:
         """``list_sessions`` is optional (``SessionLister``); a provider that has it lists the agent's sessions
-        that hold messages, sorted, and no other agent's."""
+        that hold messages, sorted, and no other agent's.
+
+        Fix: list the agent's sessions that hold a message now (not one emptied by ``clear`` or ``clear_run``), by
+        equality on the agent id, sorted, at most ``limit`` (checked with ``check_count`` of ``ravi.kernel.values``).
+        """
         if not isinstance(backend, SessionLister):
             pytest.skip(f"backend lacks list_sessions: {type(backend).__name__} is not a SessionLister")
         a, other = unique("agent"), unique("agent")
@@ -365,7 +425,11 @@ class HistoryProviderContract(ContractBase):
         assert await backend.list_sessions(a, limit=1) == ["s-a"]
 
     async def test_large_and_unicode_payloads_round_trip(self, backend: HistoryProvider) -> None:
-        """Large messages and any Unicode round-trip exactly."""
+        """Large messages and any Unicode round-trip exactly.
+
+        Fix: keep bodies in a column or value without a size limit (``text`` on Postgres, not ``varchar(n)``), as UTF-8,
+        and pass them as bound parameters or script arguments, never formatted into a statement.
+        """
         a, s = unique("agent"), unique("session")
         big = "ä漢🚀'\"\\$$;--\r\n" * 100_000
         messages = [ChatMessage.user(big), ChatMessage.assistant("emoji 🧠 and RTL עברית")]
@@ -376,7 +440,12 @@ class HistoryProviderContract(ContractBase):
         """``created_at`` comes back as the same instant with the same UTC offset, from the first year to the
         last, naive or aware; an offset that is not a whole number of minutes (a zone's local mean time before
         1900, +00:19:32) is refused when the message is built, since JSON timestamps keep minutes only and the
-        instant would move."""
+        instant would move.
+
+        Fix: read ``created_at`` from the stored JSON body (``stored_body``), which keeps the instant with its UTC
+        offset, or no offset for a naive time; a ``timestamptz`` column keeps the instant but not its offset, and gives
+        a naive time back aware.
+        """
         a, s = unique("agent"), unique("session")
         stamps = [
             datetime(1, 1, 1, tzinfo=UTC),
@@ -394,7 +463,12 @@ class HistoryProviderContract(ContractBase):
                 ChatMessage.user("local mean time", created_at=datetime(1900, 1, 1, tzinfo=timezone(offset)))
 
     async def test_nul_characters_round_trip_or_are_refused(self, backend: HistoryProvider) -> None:
-        """A NUL character is stored exactly or refused, never changed."""
+        """A NUL character is stored exactly or refused, never changed.
+
+        Fix: keep the body as JSON text (``stored_body``), where a NUL is the escape ``\\u0000``: a ``text`` column
+        holds it, a ``jsonb`` column refuses it. A store that cannot keep it raises ``InvalidArgument`` before it writes
+        anything.
+        """
         a, s = unique("agent"), unique("session")
         message = ChatMessage.user("before\x00after")
         try:
@@ -405,7 +479,11 @@ class HistoryProviderContract(ContractBase):
         assert await backend.get_messages(a, session_id=s) == [message]
 
     async def test_hostile_scope_ids_round_trip(self, backend: HistoryProvider) -> None:
-        """Agent and session ids with quotes, separators and Unicode round-trip and stay isolated."""
+        """Agent and session ids with quotes, separators and Unicode round-trip and stay isolated.
+
+        Fix: pass ids to the store as bound parameters or script arguments, never formatted into a statement or a
+        pattern (``LIKE``, ``SCAN MATCH``), and keep ``run_id`` exactly as given, newlines included.
+        """
         for agent, session, run in [("a'; DROP TABLE x; --", 's"\\', "r%_*"), ("ünï 漢 🚀", "s" * 300, "r\n\t")]:
             await backend.append(agent, ChatMessage.user("hi"), session_id=session, run_id=run)
             assert texts(await backend.get_messages(agent, session_id=session)) == ["hi"]
@@ -735,7 +813,11 @@ class HistoryProviderContract(ContractBase):
         self, backend: HistoryProvider, agent: str, session: str, other_agent: str, other_session: str
     ) -> None:
         """For any two different sessions (ids of any text with separators, quotes and Unicode), a message
-        appended to one is never read from the other (a property over generated ids)."""
+        appended to one is never read from the other (a property over generated ids).
+
+        Fix: encode the (agent, session) pair injectively: separate columns, a JSON array, or an escape that also
+        escapes its own escape character; never join the ids with a separator they may contain.
+        """
         if (agent, session) == (other_agent, other_session):
             return
         tag = unique("")
@@ -849,7 +931,12 @@ class HistoryProviderContract(ContractBase):
 
     async def test_forget_of_an_agent_erases_all_its_sessions_only(self, backend: HistoryProvider) -> None:
         """``forget`` (``Forgetter``) without a session erases every session of the agent (hostile ids
-        included), and nothing of any other agent, even one whose id starts with the first's."""
+        included), and nothing of any other agent, even one whose id starts with the first's.
+
+        Fix: call ``check_forget`` of ``ravi.kernel.storage`` first, and find the agent's sessions by equality on the
+        agent id (a column, or a set of session keys kept per agent), never by a prefix or glob of a joined key, which
+        also matches ``agent2`` or ``*agent``.
+        """
         if not isinstance(backend, Forgetter):
             pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
         a = unique("agent") + "*|{x}"
@@ -915,7 +1002,13 @@ class HistoryProviderContract(ContractBase):
         """``get_stored`` (``RunReader``, optional) returns every message exactly as appended with its run id, in
         order; an export of the session (:mod:`ravi.kernel.storage.transfer`) imported under another agent holds
         the same messages, runs and order; importing it again stores nothing; a different message under an
-        imported id is ``MessageConflict`` naming the id, and changes nothing."""
+        imported id is ``MessageConflict`` naming the id, and changes nothing.
+
+        Fix: keep each message's ``run_id`` and return it with ``get_stored`` (``RunReader``), in append order, paged by
+        ``check_page`` as ``get_messages`` is; ``import_records`` of ``ravi.kernel.storage.transfer`` calls
+        ``append_many`` per run, so an ``append_many`` that skips held ids and raises ``MessageConflict`` for a changed
+        one (``test_a_message_id_is_a_promise``) is all the import needs.
+        """
         if not isinstance(backend, RunReader):
             pytest.skip(f"backend lacks get_stored: {type(backend).__name__} is not a RunReader")
         a, b, s = unique("agent"), unique("agent"), unique("session")
@@ -950,7 +1043,13 @@ class HistoryProviderContract(ContractBase):
     async def test_replace_last_swaps_the_newest_message_only(self, backend: HistoryProvider) -> None:
         """``replace_last`` (``TailEditor``, optional) replaces the newest message when its id matches (its
         replacement tagged with ``run_id``), and changes nothing (returning ``False``) when the newest message is
-        another one or the session is empty."""
+        another one or the session is empty.
+
+        Fix: call ``check_replace`` of ``ravi.kernel.storage`` first; then, in one transaction, compare the id of the
+        session's newest message with ``message_id``, return ``False`` changing nothing when it differs (or the session
+        is empty), else remove it, append ``messages`` tagged ``run_id`` and give the session a new generation
+        (``new_generation`` of ``ravi.kernel.scope``).
+        """
         if not isinstance(backend, TailEditor):
             pytest.skip(f"backend lacks replace_last: {type(backend).__name__} is not a TailEditor")
         a, s = unique("agent"), unique("session")
@@ -972,7 +1071,12 @@ class HistoryProviderContract(ContractBase):
 
     async def test_concurrent_replace_last_of_one_message_has_one_winner(self, backend: HistoryProvider) -> None:
         """Concurrent ``replace_last`` calls naming the same newest message: exactly one wins, and the session
-        holds its replacement; appends racing them are never reordered or lost."""
+        holds its replacement; appends racing them are never reordered or lost.
+
+        Fix: compare the newest message's id and replace it under the session's lock, the one appends take (``SELECT ...
+        FOR UPDATE`` of the sessions row, one script on Redis), so the first call wins and the others find another
+        newest message.
+        """
         if not isinstance(backend, TailEditor):
             pytest.skip(f"backend lacks replace_last: {type(backend).__name__} is not a TailEditor")
         for _ in range(5):
@@ -1022,7 +1126,12 @@ class HistoryProviderContract(ContractBase):
         """``replace_session`` (``SessionReplacer``, optional) makes the batch the session's transcript, tagged
         with ``run_id``, and returns how many messages the session held: the old ids are free again, readers
         whose caches held the old transcript (this provider and another on the same store) read the new one,
-        other sessions are untouched, an empty batch is ``clear``, and a session never written is written."""
+        other sessions are untouched, an empty batch is ``clear``, and a session never written is written.
+
+        Fix: call ``check_append`` of ``ravi.kernel.storage`` first; then, in one transaction under the session's lock,
+        remove every message, summary and held id of the session, give it a new generation (so every cache reads again)
+        and append the batch tagged ``run_id``; return how many messages it held.
+        """
         if not isinstance(backend, SessionReplacer):
             pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
         a, s, other = unique("agent"), unique("session"), unique("session")
@@ -1124,7 +1233,11 @@ class HistoryProviderContract(ContractBase):
 
     async def test_replace_session_without_messages_is_clear(self, backend: HistoryProvider) -> None:
         """``replace_session`` with no messages is ``clear``: a written session is emptied in a new generation and
-        its summaries go; a session never written stays so (generation ``""``, no messages)."""
+        its summaries go; a session never written stays so (generation ``""``, no messages).
+
+        Fix: with no messages, call ``clear``: a session that holds messages gets a new generation, and a session never
+        written stays unwritten (no row, no generation).
+        """
         if not isinstance(backend, SessionReplacer):
             pytest.skip(f"backend lacks replace_session: {type(backend).__name__} is not a SessionReplacer")
         a, s, never = unique("agent"), unique("session"), unique("session")
@@ -1142,7 +1255,11 @@ class HistoryProviderContract(ContractBase):
             )
 
     async def test_readers_cannot_change_the_store(self, backend: HistoryProvider) -> None:
-        """Changing what a read returned does not change what is stored."""
+        """Changing what a read returned does not change what is stored.
+
+        Fix: return a new list on every read (a slice or a list built from the rows), never the list the store keeps;
+        messages are immutable, so they may be shared.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append(a, ChatMessage.user("original", metadata={"k": "v"}), session_id=s)
         got = await backend.get_messages(a, session_id=s)
@@ -1217,7 +1334,13 @@ class WindowReaderContract(ContractBase):
         self, backend: HistoryProvider, reader: WindowReader, peer: HistoryProvider, seed: int
     ) -> None:
         """Windowed reads, of any size and in any order, stay right while another provider on the same store
-        appends (retries included), removes runs and clears the session; so do the other provider's own."""
+        appends (retries included), removes runs and clears the session; so do the other provider's own.
+
+        Fix: keep each message's ``stored_tokens`` (``ravi.kernel.tokens``) and a running total with it, recompute the
+        totals when ``clear_run`` removes messages, and check a cached window against the session's generation and
+        length in the round trip that reads, so another process's append, ``clear_run`` or ``clear`` is never served
+        from the cache.
+        """
         rng = random.Random(seed)
         a, s = unique("agent"), unique("session")
         stored: list[tuple[ChatMessage, str]] = []
@@ -1249,12 +1372,21 @@ class WindowReaderContract(ContractBase):
                 check_view(session, await rng.choice(readers).read_window(a, session_id=s, tokens=tokens), tokens)
 
     async def test_an_empty_session_is_an_empty_complete_read(self, reader: WindowReader) -> None:
-        """Reading an empty session gives no messages and a complete read."""
+        """Reading an empty session gives no messages and a complete read.
+
+        Fix: return a window with no messages, ``head=0`` and ``complete=True`` for a session never written or cleared,
+        without creating it.
+        """
         view = await reader.read_window(unique("agent"), session_id=unique("session"), tokens=100)
         assert (view.messages, view.head, view.complete) == ([], 0, True)
 
     async def test_the_read_follows_the_stored_counts(self, backend: HistoryProvider, reader: WindowReader) -> None:
-        """The read follows the stored counts: the newest messages past the budget, moved back to a whole unit."""
+        """The read follows the stored counts: the newest messages past the budget, moved back to a whole unit.
+
+        Fix: start the tail where ``window_start`` of ``ravi.kernel.storage`` does: add the ``stored_tokens`` of each
+        message from the newest back until the sum passes ``tokens`` (that message included), then move back past tool
+        results and system messages; a store holding the transcript in memory can return ``window_of``.
+        """
         a, s = unique("agent"), unique("session")
         session = _transcript()
         await backend.append_many(a, session[:20], session_id=s)
@@ -1266,7 +1398,11 @@ class WindowReaderContract(ContractBase):
 
     async def test_the_read_says_where_its_tail_starts(self, backend: HistoryProvider, reader: WindowReader) -> None:
         """``before`` is the stored tokens before the tail, so strategies can place a read in its session (a
-        rolling summary finds its checkpoint by it). Optional: without it, such pipelines read sessions whole."""
+        rolling summary finds its checkpoint by it). Optional: without it, such pipelines read sessions whole.
+
+        Fix: set ``before`` to the sum of the ``stored_tokens`` of every message before the tail (a running total kept
+        with each row makes it one look-up), as ``window_of`` of ``ravi.kernel.storage`` does.
+        """
         a, s = unique("agent"), unique("session")
         session = _transcript()
         await backend.append_many(a, session, session_id=s)
@@ -1280,7 +1416,11 @@ class WindowReaderContract(ContractBase):
     async def test_the_read_returns_the_stored_messages_exactly(
         self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
-        """The read returns the stored messages exactly, as ``get_messages`` does."""
+        """The read returns the stored messages exactly, as ``get_messages`` does.
+
+        Fix: build the window from the stored bodies ``get_messages`` reads (``messages_from_json`` of
+        ``ravi.kernel.messages``), not from a copy kept for counting.
+        """
         a, s = unique("agent"), unique("session")
         session = _transcript("ü漢")
         await backend.append_many(a, session, session_id=s)
@@ -1288,7 +1428,11 @@ class WindowReaderContract(ContractBase):
         assert view.messages == await backend.get_messages(a, session_id=s) == session
 
     async def test_counts_stay_right_after_clear_run(self, backend: HistoryProvider, reader: WindowReader) -> None:
-        """Counts stay right after ``clear_run`` removes messages from the middle."""
+        """Counts stay right after ``clear_run`` removes messages from the middle.
+
+        Fix: when ``clear_run`` removes messages, recompute the running totals of the messages after the first one
+        removed, in the same transaction, so ``before`` and the tail's start follow the messages that remain.
+        """
         a, s = unique("agent"), unique("session")
         session = _transcript()
         for i, message in enumerate(session):
@@ -1305,7 +1449,11 @@ class WindowReaderContract(ContractBase):
     async def test_counts_stay_right_after_retried_appends(
         self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
-        """Batches that repeat ids already stored, or repeat an id within the batch, count only what they add."""
+        """Batches that repeat ids already stored, or repeat an id within the batch, count only what they add.
+
+        Fix: add a message's ``stored_tokens`` to the totals only when it is stored: skip ids the session holds and
+        repeats within the batch before counting.
+        """
         a, s = unique("agent"), unique("session")
         session = _transcript()
         await backend.append_many(a, session[:10], session_id=s)
@@ -1318,7 +1466,11 @@ class WindowReaderContract(ContractBase):
     async def test_a_cleared_session_reads_empty_and_starts_again(
         self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
-        """A cleared session reads empty and counts again from zero."""
+        """A cleared session reads empty and counts again from zero.
+
+        Fix: make ``clear`` remove the totals and give the session a new generation with its messages, so a cached
+        window is dropped and a session written again counts from zero.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append_many(a, _transcript(), session_id=s)
         await reader.read_window(a, session_id=s, tokens=50)
@@ -1329,7 +1481,11 @@ class WindowReaderContract(ContractBase):
         check_view(fresh, await reader.read_window(a, session_id=s, tokens=20), 20)
 
     async def test_sessions_and_agents_are_isolated(self, backend: HistoryProvider, reader: WindowReader) -> None:
-        """Windowed reads of different sessions and agents never mix."""
+        """Windowed reads of different sessions and agents never mix.
+
+        Fix: read the tail and the system messages before it by the (agent, session) key the messages are stored under,
+        and key a cache of windows by both ids.
+        """
         a, b, s = unique("agent"), unique("agent"), unique("session")
         await backend.append_many(a, [ChatMessage.system("a's"), ChatMessage.user("for a")], session_id=s)
         await backend.append_many(b, [ChatMessage.user("for b")], session_id=s)
@@ -1392,7 +1548,11 @@ class WindowReaderContract(ContractBase):
     ) -> None:
         """After ``clear`` and ``clear_run``, a new conversation with the old ids, positions and token counts is
         what every windowed read returns, through this provider and through a second one whose cache held the
-        old conversation's window."""
+        old conversation's window.
+
+        Fix: key a cached window by the session's generation, compared in the round trip that reads, not by message ids,
+        positions or token counts, which a new conversation after ``clear`` or ``clear_run`` may repeat.
+        """
         readers = [reader, peer] if isinstance(peer, WindowReader) else [reader]
         a, s = unique("agent"), unique("session")
         old = [ChatMessage.user(f"old {i:02d} " + "o" * 40, id=str(i)) for i in range(12)]
@@ -1414,7 +1574,11 @@ class WindowReaderContract(ContractBase):
         self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
         """A store that tracks generations (``SessionGeneration``) returns with each windowed read the generation
-        it read (``HistoryWindow.generation``): the session's, before and after a ``clear``."""
+        it read (``HistoryWindow.generation``): the session's, before and after a ``clear``.
+
+        Fix: read the session's generation in the statement or script that reads the window and return it as
+        ``HistoryWindow.generation`` (``window_of`` takes it as its third argument).
+        """
         if not isinstance(backend, SessionGeneration):
             pytest.skip(f"backend lacks generation: {type(backend).__name__} is not a SessionGeneration")
         a, s = unique("agent"), unique("session")
@@ -1430,7 +1594,11 @@ class WindowReaderContract(ContractBase):
     async def test_reads_racing_appends_see_each_message_once(
         self, backend: HistoryProvider, reader: WindowReader
     ) -> None:
-        """Reads racing appends see each message once, in order."""
+        """Reads racing appends see each message once, in order.
+
+        Fix: read the totals and the window's messages in one snapshot (one statement, one script, or under the lock
+        appends take), so a read sees a batch whole or not at all.
+        """
         a, s = unique("agent"), unique("session")
         session: list[ChatMessage] = [ChatMessage.system("rules")]
         await backend.append_many(a, session, session_id=s)
@@ -1514,7 +1682,13 @@ class HistorySearcherContract(ContractBase):
         self, backend: HistoryProvider, searcher: HistorySearcher
     ) -> None:
         """A word only a tool result holds finds the unit: the call, every result and the system message among
-        them, as stored, placed after the system message before it."""
+        them, as stored, placed after the system message before it.
+
+        Fix: index each message under ``indexed_terms`` of ``ravi.kernel.search``, look up the ``query_terms`` of the
+        query, and widen each match to its unit with ``unit_at`` (a tool result back to its call, on through its results
+        and the system messages among them); ``match_units`` does the ranking, offsets and ``after_system`` for a store
+        that holds the session's messages.
+        """
         a, s = unique("agent"), unique("session")
         session = _transcript()
         calls = [ToolCallBlock(id="find-0", name="lookup", arguments={"k": "host"})]
@@ -1539,7 +1713,12 @@ class HistorySearcherContract(ContractBase):
     async def test_only_units_before_the_offset_and_at_most_limit(
         self, backend: HistoryProvider, searcher: HistorySearcher, cut: int
     ) -> None:
-        """Every unit lies before ``before``, best first, none twice, at most ``limit``."""
+        """Every unit lies before ``before``, best first, none twice, at most ``limit``.
+
+        Fix: call ``check_search`` of ``ravi.kernel.storage`` first; rank only messages whose units end before offset
+        ``before`` (the stored tokens before a message), keep each unit once, best first, at most ``limit``; an empty
+        query or ``limit=0`` is ``[]``.
+        """
         a, s = unique("agent"), unique("session")
         session = _transcript()
         await backend.append_many(a, session, session_id=s)
@@ -1551,14 +1730,23 @@ class HistorySearcherContract(ContractBase):
         assert await searcher.search_units(a, session_id=s, query="look", before=before, limit=0) == []
 
     async def test_system_messages_are_never_matches(self, backend: HistoryProvider, searcher: HistorySearcher) -> None:
-        """A window keeps every system message anyway: a word only they hold finds nothing."""
+        """A window keeps every system message anyway: a word only they hold finds nothing.
+
+        Fix: leave system messages out of the ranking (``match_units`` of ``ravi.kernel.search`` skips them); they come
+        back only as the ``after_system`` of a unit.
+        """
         a, s = unique("agent"), unique("session")
         session = [ChatMessage.system("the secret word is quokka"), ChatMessage.user("hello"), ChatMessage.user("x")]
         await backend.append_many(a, session, session_id=s)
         assert await searcher.search_units(a, session_id=s, query="quokka", before=10**9, limit=5) == []
 
     async def test_any_script_matches(self, backend: HistoryProvider, searcher: HistorySearcher) -> None:
-        """Accents and case are ignored, and Greek, Cyrillic and Chinese are found (Chinese by character pairs)."""
+        """Accents and case are ignored, and Greek, Cyrillic and Chinese are found (Chinese by character pairs).
+
+        Fix: index and query with ``terms`` of ``ravi.kernel.search`` (through ``indexed_terms`` and ``query_terms``),
+        which fold case and accents and split Chinese into character pairs; a server's own parser
+        (``to_tsvector('english', ...)``) does not.
+        """
         a, s = unique("agent"), unique("session")
         said = {
             "Η Αθήνα είναι όμορφη": "αθηνα",
@@ -1576,7 +1764,12 @@ class HistorySearcherContract(ContractBase):
     async def test_later_appends_are_found_and_removed_ones_are_not(
         self, backend: HistoryProvider, searcher: HistorySearcher
     ) -> None:
-        """A search sees what was appended since the last one, and nothing of a removed run or cleared session."""
+        """A search sees what was appended since the last one, and nothing of a removed run or cleared session.
+
+        Fix: index what was appended since the last search before searching, and keep the index under the session's
+        generation, so ``clear`` and ``clear_run`` drop it (or the entries of the removed messages) and no term lands on
+        a message that now holds a removed one's position.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append_many(a, [ChatMessage.user("the walrus sleeps")], session_id=s, run_id="r1")
         assert len(await searcher.search_units(a, session_id=s, query="walrus", before=10**9, limit=5)) == 1
@@ -1592,7 +1785,11 @@ class HistorySearcherContract(ContractBase):
         assert await searcher.search_units(a, session_id=s, query="walrus", before=10**9, limit=5) == []
 
     async def test_sessions_and_agents_are_isolated(self, backend: HistoryProvider, searcher: HistorySearcher) -> None:
-        """A search sees its own session only."""
+        """A search sees its own session only.
+
+        Fix: restrict every look-up of the index to the (agent, session) pair: an index shared by sessions filters on
+        both ids.
+        """
         a, b, s, t = unique("agent"), unique("agent"), unique("session"), unique("session")
         await backend.append_many(a, [ChatMessage.user("ocelot in a")], session_id=s)
         await backend.append_many(a, [ChatMessage.user("ocelot in a/t")], session_id=t)
@@ -1604,7 +1801,11 @@ class HistorySearcherContract(ContractBase):
     async def test_tenants_with_equal_message_ids_never_see_each_others_hits(
         self, backend: HistoryProvider, searcher: HistorySearcher
     ) -> None:
-        """Two agents whose sessions and messages have equal ids never find each other's messages."""
+        """Two agents whose sessions and messages have equal ids never find each other's messages.
+
+        Fix: key index entries by agent, session and position (or message id), never by message id alone, which another
+        agent's session may hold.
+        """
         a, b, s = unique("agent"), unique("agent"), unique("session")
         await backend.append_many(a, [ChatMessage.user("a's account 12345 quokka", id="1")], session_id=s)
         await backend.append_many(b, [ChatMessage.user("b's note about the weather", id="1")], session_id=s)
@@ -1674,7 +1875,12 @@ class HistorySearcherContract(ContractBase):
     ) -> None:
         """``before`` and ``limit`` larger than a 64-bit integer (or than twice a 32-bit one) search the whole
         session for every match, as the in-memory store does; Postgres refused them as values it could not
-        store."""
+        store.
+
+        Fix: take ``before`` and ``limit`` from ``check_search`` of ``ravi.kernel.storage``, which caps them at
+        ``MAX_COUNT``, and cap any number a statement computes from them (a ``LIMIT`` of twice ``limit``) below what its
+        integer holds.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append_many(a, [ChatMessage.user(f"quokka note {i}") for i in range(3)], session_id=s)
         expected = await searcher.search_units(a, session_id=s, query="quokka", before=10**9, limit=10)
@@ -1683,7 +1889,11 @@ class HistorySearcherContract(ContractBase):
             assert await searcher.search_units(a, session_id=s, query="quokka", before=huge, limit=huge) == expected
 
     async def test_bad_arguments_are_refused(self, searcher: HistorySearcher) -> None:
-        """A query that is not text, a negative offset or limit, or an empty agent id: ``InvalidArgument``."""
+        """A query that is not text, a negative offset or limit, or an empty agent id: ``InvalidArgument``.
+
+        Fix: call ``check_search`` of ``ravi.kernel.storage`` and ``check_scope`` of ``ravi.kernel.values`` before the
+        store sees the call.
+        """
         bad: list[dict[str, Any]] = [
             {"query": 3, "before": 0, "limit": 1},
             {"query": "x", "before": -1, "limit": 1},
@@ -1799,7 +2009,11 @@ class HybridSearcherContract(ContractBase):
     async def test_an_empty_query_or_a_zero_limit_finds_nothing(
         self, backend: HistoryProvider, searcher: HybridSearcher
     ) -> None:
-        """An empty query and a limit of 0 find nothing, by words or by meaning, as ``search_units`` does."""
+        """An empty query and a limit of 0 find nothing, by words or by meaning, as ``search_units`` does.
+
+        Fix: call ``check_search`` and ``check_hybrid`` of ``ravi.kernel.storage.history`` first, then return
+        ``HybridMatches([], [])`` for an empty query or ``limit=0``, before embedding anything.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append_many(a, _animals(), session_id=s)
         embedder = TopicEmbedder()
@@ -1848,7 +2062,12 @@ class HybridSearcherContract(ContractBase):
     async def test_meaning_finds_the_closest_units(self, backend: HistoryProvider, searcher: HybridSearcher) -> None:
         """With an embedder, the units whose messages lie closest to the query's embedding come back by meaning
         (a tool result's with its call), best first, before ``before``, at most ``limit``, and never a system
-        message; a unit no closer than at a right angle is no match."""
+        message; a unit no closer than at a right angle is no match.
+
+        Fix: embed each message's ``message_text`` of ``ravi.kernel.search`` once per ``model`` and keep it with the
+        session; embed the query, score the newest ``MEANING_LOOKBACK`` messages before ``before`` by cosine similarity,
+        and turn the scores into units with ``match_units``, which drops system messages and scores of 0 or less.
+        """
         a, s = unique("agent"), unique("session")
         session = _animals()
         await backend.append_many(a, session, session_id=s)
@@ -1905,7 +2124,11 @@ class HybridSearcherContract(ContractBase):
             assert embedder.times(text) == 2, f"{text!r} was embedded again under a model it was embedded under"
 
     async def test_sessions_and_agents_are_isolated(self, backend: HistoryProvider, searcher: HybridSearcher) -> None:
-        """A search sees its own session only, by words and by meaning, even with equal message ids elsewhere."""
+        """A search sees its own session only, by words and by meaning, even with equal message ids elsewhere.
+
+        Fix: key kept embeddings and index entries by agent, session and position (and model), never by message id
+        alone, which another session may hold.
+        """
         a, b, s, t = unique("agent"), unique("agent"), unique("session"), unique("session")
         mine = ChatMessage.user("walrus in a", id="1")
         await backend.append_many(a, [mine], session_id=s)
@@ -1971,7 +2194,11 @@ class HybridSearcherContract(ContractBase):
         self, backend: HistoryProvider, searcher: HybridSearcher
     ) -> None:
         """``before`` and ``limit`` larger than a 64-bit integer search the whole session, by words and by
-        meaning."""
+        meaning.
+
+        Fix: take ``before`` and ``limit`` from ``check_search`` of ``ravi.kernel.storage.history`` (capped at
+        ``MAX_COUNT``), and cap any number a statement computes from them below what its integer holds.
+        """
         a, s = unique("agent"), unique("session")
         await backend.append_many(a, [ChatMessage.user(f"walrus note {i}") for i in range(3)], session_id=s)
         embedder = TopicEmbedder()

@@ -55,7 +55,12 @@ class LongTermMemoryContract(ContractBase):
         assert_protocol(backend, LongTermMemory)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: LongTermMemory) -> None:
-        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind).
+
+        Fix: the store held data before the test ran: give each test an empty store of its own in the ``backend``
+        fixture (an in-memory or temporary store), or isolate a persistent one with ``--isolate KIND=OPTION``
+        (``--ravi-isolate``) and an ``async def destroy(self)`` that removes what the option names.
+        """
         assert await backend.search("canary", "anything", limit=10) == []
         await backend.save("canary", "left behind")
 
@@ -72,7 +77,11 @@ class LongTermMemoryContract(ContractBase):
         await backend.save("canary", "left behind")
 
     async def test_save_then_get(self, backend: LongTermMemory) -> None:
-        """A saved memory reads back with its content and metadata."""
+        """A saved memory reads back with its content and metadata.
+
+        Fix: keep the memory's id, agent, namespace, content and metadata (``check_memory`` of ``ravi.kernel.values``
+        returns the metadata as JSON) and build a ``Memory`` of them on ``get``.
+        """
         a = unique("agent")
         memory_id = await backend.save(a, "remember this 漢字", namespace="notes", metadata={"source": "chat"})
         got = await backend.get(a, memory_id, namespace="notes")
@@ -83,7 +92,13 @@ class LongTermMemoryContract(ContractBase):
     async def test_takes_004s_arguments_in_004s_order(self, backend: LongTermMemory) -> None:
         """004 lists ``save(agent_id, content, namespace, ttl)``, ``search(agent_id, query, namespace, limit)``,
         ``get``/``delete(agent_id, memory_id, namespace)`` and ``clear(agent_id, namespace)``: each takes its
-        arguments in that order, by position as by name."""
+        arguments in that order, by position as by name.
+
+        Fix: declare the parameters in the Protocol's order, as ordinary parameters: ``save(self, agent_id, content,
+        namespace="default", ttl=None, *, metadata=None)``, ``search(self, agent_id, query, namespace="default",
+        limit=5)``, ``get``/``delete(self, agent_id, memory_id, namespace="default")``, ``clear(self, agent_id,
+        namespace=None)``.
+        """
         a = unique("agent")
         memory_id = await backend.save(a, "the deploy runs on Tuesdays", "notes", None)
         await backend.save(a, "another namespace's deploy note", "other")
@@ -97,13 +112,21 @@ class LongTermMemoryContract(ContractBase):
         assert await backend.search(a, "deploy", "other", 5) == []
 
     async def test_ids_are_unique(self, backend: LongTermMemory) -> None:
-        """Every saved memory gets its own id."""
+        """Every saved memory gets its own id.
+
+        Fix: give every save a fresh id (``uuid.uuid4().hex``), never one derived from the content or a counter that
+        restarts.
+        """
         a = unique("agent")
         ids = [await backend.save(a, "same text") for _ in range(5)]
         assert len(set(ids)) == 5
 
     async def test_search_ranks_the_most_relevant_first(self, backend: LongTermMemory) -> None:
-        """``search`` ranks the most relevant memory first."""
+        """``search`` ranks the most relevant memory first.
+
+        Fix: embed the query with the store's ``embedding_client``, score each live memory of the namespace by cosine
+        similarity, return the best first with ``score`` set (``memory.model_copy(update={"score": ...})``).
+        """
         a = unique("agent")
         ids = [await backend.save(a, fact) for fact in FACTS]
         hits = await backend.search(a, "which host is the staging database on?", limit=4)
@@ -113,7 +136,11 @@ class LongTermMemoryContract(ContractBase):
         assert scores == sorted(scores, reverse=True), "scores must decrease: higher is closer"
 
     async def test_an_exact_match_scores_higher_than_an_unrelated_memory(self, backend: LongTermMemory) -> None:
-        """An exact match scores higher than an unrelated memory."""
+        """An exact match scores higher than an unrelated memory.
+
+        Fix: score by cosine similarity of the query's and the memory's embeddings (1 - pgvector's cosine distance),
+        higher for closer, and put the score on each result.
+        """
         a = unique("agent")
         await backend.save(a, FACTS[0])
         await backend.save(a, FACTS[1])
@@ -139,7 +166,11 @@ class LongTermMemoryContract(ContractBase):
         assert len({h.score for h in hits}) == 1
 
     async def test_limit_is_respected(self, backend: LongTermMemory) -> None:
-        """``search`` returns at most ``limit`` memories."""
+        """``search`` returns at most ``limit`` memories.
+
+        Fix: pass ``limit`` through ``check_count`` of ``ravi.kernel.values`` (capped at ``MAX_COUNT``), return ``[]``
+        for 0 without embedding the query, and give the driver the capped number.
+        """
         a = unique("agent")
         for fact in FACTS:
             await backend.save(a, fact)
@@ -149,7 +180,11 @@ class LongTermMemoryContract(ContractBase):
             assert len(await backend.search(a, "database", limit=huge)) == len(FACTS)
 
     async def test_namespaces_are_isolated(self, backend: LongTermMemory) -> None:
-        """Memories in one namespace are never found in another."""
+        """Memories in one namespace are never found in another.
+
+        Fix: key every memory by agent and namespace (columns, or a Redis set per (agent, namespace)), in ``search``,
+        ``get``, ``delete`` and ``clear``.
+        """
         a = unique("agent")
         memory_id = await backend.save(a, "in work", namespace="work")
         await backend.save(a, "in home", namespace="home")
@@ -157,14 +192,22 @@ class LongTermMemoryContract(ContractBase):
         assert await backend.get(a, memory_id, namespace="home") is None
 
     async def test_agents_are_isolated(self, backend: LongTermMemory) -> None:
-        """Two agents never see each other's messages, even in a session of the same id."""
+        """Two agents never see each other's messages, even in a session of the same id.
+
+        Fix: key every memory by agent and namespace, and look one up by ``get`` with the agent's id in the condition,
+        never by memory id alone.
+        """
         a, b = unique("agent"), unique("agent")
         memory_id = await backend.save(a, "private to a")
         assert await backend.search(b, "private", limit=5) == []
         assert await backend.get(b, memory_id) is None
 
     async def test_delete_is_idempotent(self, backend: LongTermMemory) -> None:
-        """Deleting a memory removes it; deleting a missing id is not an error."""
+        """Deleting a memory removes it; deleting a missing id is not an error.
+
+        Fix: return whether a live memory was removed (``DELETE ... RETURNING``), and ``False`` for one already gone,
+        without raising.
+        """
         a = unique("agent")
         memory_id = await backend.save(a, "short-lived")
         assert await backend.delete(a, memory_id) is True
@@ -172,7 +215,11 @@ class LongTermMemoryContract(ContractBase):
         assert await backend.get(a, memory_id) is None
 
     async def test_clear_one_namespace_or_all(self, backend: LongTermMemory) -> None:
-        """``clear`` empties one namespace, or all of an agent's."""
+        """``clear`` empties one namespace, or all of an agent's.
+
+        Fix: remove the agent's memories of that namespace, or of every namespace of the agent when ``namespace`` is
+        ``None``, and return how many live ones were removed.
+        """
         a, b = unique("agent"), unique("agent")
         for ns in ("x", "x", "y"):
             await backend.save(a, f"fact in {ns}", namespace=ns)
@@ -185,7 +232,12 @@ class LongTermMemoryContract(ContractBase):
     async def test_a_memory_saved_during_a_clear_goes_with_it_or_stays_whole(self, backend: LongTermMemory) -> None:
         """Memories saved while the agent's memories are being cleared either go with the clear or stay whole:
         ``get`` and ``search`` both find them, and the next ``clear`` removes them. (Redis left some that ``get``
-        found and no later ``clear`` or ``forget`` could reach.)"""
+        found and no later ``clear`` or ``forget`` could reach.)
+
+        Fix: write a memory and the index ``search`` and ``clear`` read in one step (one statement, ``MULTI`` or
+        script), and remove them together (Redis: a script that deletes each listed memory key with its index entry, and
+        a namespace index only once it is empty), so no memory is left that ``get`` finds and the index lacks.
+        """
         for _ in range(8):
             a = unique("agent")
             await backend.save(a, "already there", namespace="ns")
@@ -205,11 +257,19 @@ class LongTermMemoryContract(ContractBase):
             assert left == [], f"{len(left)} memories saved during a clear outlived the next clear"
 
     async def test_search_of_an_empty_namespace_is_empty(self, backend: LongTermMemory) -> None:
-        """Searching an empty namespace returns nothing."""
+        """Searching an empty namespace returns nothing.
+
+        Fix: return ``[]`` for a namespace without live memories, without raising for a missing table, key or dimension.
+        """
         assert await backend.search(unique("agent"), "anything", namespace=unique("ns"), limit=3) == []
 
     async def test_expired_memories_are_never_returned(self, backend: LongTermMemory) -> None:
-        """A memory past its TTL is never returned by ``get`` or ``search``."""
+        """A memory past its TTL is never returned by ``get`` or ``search``.
+
+        Fix: keep ``expires_at`` (the ``ttl`` that ``check_memory`` of ``ravi.kernel.values`` returns in seconds) and
+        filter on it in ``get`` and ``search`` (``expires_at IS NULL OR expires_at > now()``), or let the server expire
+        the key (``PEXPIRE``) and drop ids whose key is gone.
+        """
         skip_without(self.capabilities, "ttl", reason="memories saved with a ttl")
         a = unique("agent")
         keep = await backend.save(a, "durable fact about deployment")
@@ -223,7 +283,11 @@ class LongTermMemoryContract(ContractBase):
         assert [m.id for m in await backend.search(a, "fact about deployment", limit=5)] == [keep]
 
     async def test_bad_input_raises_typed_errors(self, backend: LongTermMemory) -> None:
-        """Bad input raises a typed error (a limit that is a bool or a float included)."""
+        """Bad input raises a typed error (a limit that is a bool or a float included).
+
+        Fix: call ``check_memory`` of ``ravi.kernel.values`` in ``save``, and ``check_scope`` and ``check_count`` in
+        ``search``, before the store sees the call.
+        """
         a = unique("agent")
         kept = await backend.save(a, "kept")
         with pytest.raises(InvalidArgument):
@@ -236,7 +300,11 @@ class LongTermMemoryContract(ContractBase):
         assert await backend.get(a, kept) is not None
 
     async def test_a_namespace_that_is_not_text_is_refused(self, backend: LongTermMemory) -> None:
-        """A namespace that is not a string raises ``InvalidArgument`` on every call, and removes nothing."""
+        """A namespace that is not a string raises ``InvalidArgument`` on every call, and removes nothing.
+
+        Fix: check ``namespace`` with ``check_scope`` of ``ravi.kernel.values`` in every call (``clear`` included, when
+        it is not ``None``) before anything is read or removed.
+        """
         a = unique("agent")
         kept = await backend.save(a, "kept")
         for bad in (5, b"ns", ""):
@@ -250,7 +318,12 @@ class LongTermMemoryContract(ContractBase):
 
     async def test_values_no_store_can_keep_are_refused_and_nothing_is_stored(self, backend: LongTermMemory) -> None:
         """TTLs no server can hold (infinite, 1e17 s), NaN or an integer of 5,000 digits in metadata and lone
-        surrogates are refused with InvalidArgument before anything is written."""
+        surrogates are refused with InvalidArgument before anything is written.
+
+        Fix: call ``check_memory`` of ``ravi.kernel.values`` first: it refuses a ttl no server holds (``ttl_seconds``),
+        metadata that is not JSON every store keeps (``json_copy``) and content with a lone surrogate, before anything
+        is written.
+        """
         a = unique("agent")
         bad_calls: dict[str, Callable[[], Awaitable[Any]]] = {
             "save(ttl=inf)": lambda: backend.save(a, "forever", ttl=float("inf")),
@@ -284,14 +357,22 @@ class LongTermMemoryContract(ContractBase):
             await backend.search(a, "q", namespace="n\udfff")
 
     async def test_metadata_numbers_keep_their_type_and_value(self, backend: LongTermMemory) -> None:
-        """Every number in a memory's metadata comes back with its type and value (``1e16`` stays a float)."""
+        """Every number in a memory's metadata comes back with its type and value (``1e16`` stays a float).
+
+        Fix: keep metadata as JSON text, or in ``jsonb`` with floats written in positional notation with a decimal
+        point, since jsonb prints a float of 1e16 or more as an integer.
+        """
         a = unique("agent")
         memory_id = await backend.save(a, "numbers", metadata=EXACT_NUMBERS)
         got = await backend.get(a, memory_id)
         assert got is not None and typed(got.metadata) == typed(EXACT_NUMBERS)
 
     async def test_unicode_and_long_content(self, backend: LongTermMemory) -> None:
-        """Unicode and long content round-trip exactly."""
+        """Unicode and long content round-trip exactly.
+
+        Fix: keep content in a column or value without a size limit, as UTF-8, passed as a bound parameter, and the
+        namespace as given.
+        """
         a = unique("agent")
         text = "Grüße aus 東京 🚀 " * 2_000
         memory_id = await backend.save(a, text, namespace="ünï")
@@ -301,7 +382,12 @@ class LongTermMemoryContract(ContractBase):
     async def test_forget_erases_the_agent_or_its_session_only(self, backend: LongTermMemory) -> None:
         """``forget`` (``Forgetter``, optional) of a session erases the agent's memories whose metadata has that
         ``session_id``, in every namespace; of an agent, every memory of it; never another agent's, nor another
-        session's; and a second call removes nothing."""
+        session's; and a second call removes nothing.
+
+        Fix: call ``check_forget`` of ``ravi.kernel.storage`` first; for an agent, remove every memory of it in every
+        namespace; for a session, those whose metadata's ``session_id`` equals it (``metadata @> '{"session_id": ...}'``
+        on Postgres); return how many.
+        """
         if not isinstance(backend, Forgetter):
             pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
         a, b = unique("agent"), unique("agent")
@@ -357,7 +443,11 @@ class LongTermMemoryContract(ContractBase):
     @given(text=id_texts())
     async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: LongTermMemory, text: str) -> None:
         """An agent id and a namespace of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, keep their memories on
-        every backend."""
+        every backend.
+
+        Fix: keep agent ids and namespaces whole, as given: keys or columns that hold ``MAX_ID_BYTES`` bytes of UTF-8
+        (``check_scope`` refuses longer ones), no truncation.
+        """
         tag = unique("")
         a, ns = at_limit(text, f"{tag}a"), at_limit(text, f"{tag}n")
         memory_id = await backend.save(a, "a fact at the limit", namespace=ns)

@@ -48,7 +48,12 @@ class ShortTermMemoryContract(ContractBase):
         assert_protocol(backend, ShortTermMemory)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: ShortTermMemory) -> None:
-        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind).
+
+        Fix: the store held data before the test ran: give each test an empty store of its own in the ``backend``
+        fixture (an in-memory or temporary store), or isolate a persistent one with ``--isolate KIND=OPTION``
+        (``--ravi-isolate``) and an ``async def destroy(self)`` that removes what the option names.
+        """
         assert await backend.get_state("canary") == {}
         await backend.set_state("canary", {"left": "behind"})
 
@@ -85,25 +90,42 @@ class ShortTermMemoryContract(ContractBase):
         assert await reserved.get_state(name) == {}
 
     async def test_unknown_session_has_empty_state(self, backend: ShortTermMemory) -> None:
-        """The state of an unknown session is an empty dict."""
+        """The state of an unknown session is an empty dict.
+
+        Fix: return a new empty dict for a session with no stored state (a missing row, key or hash), never ``None`` and
+        never an error.
+        """
         assert await backend.get_state(unique("session")) == {}
 
     async def test_set_then_get(self, backend: ShortTermMemory) -> None:
-        """State reads back as it was set."""
+        """State reads back as it was set.
+
+        Fix: keep the whole state as one JSON value (``json_copy`` of ``ravi.kernel.values``, then JSON text, a
+        ``jsonb`` column or a hash of JSON fields) and give back a fresh dict parsed from it.
+        """
         s = unique("session")
         state = {"step": 3, "plan": ["a", "b"], "nested": {"ok": True, "none": None, "pi": 3.25}}
         await backend.set_state(s, state)
         assert await backend.get_state(s) == state
 
     async def test_set_replaces(self, backend: ShortTermMemory) -> None:
-        """``set_state`` replaces the whole state."""
+        """``set_state`` replaces the whole state.
+
+        Fix: make ``set_state`` replace the stored state whole (``INSERT ... ON CONFLICT DO UPDATE SET state =
+        EXCLUDED.state``; on Redis, delete the hash and write it in one ``MULTI``), not merge into it.
+        """
         s = unique("session")
         await backend.set_state(s, {"a": 1, "b": 2})
         await backend.set_state(s, {"c": 3})
         assert await backend.get_state(s) == {"c": 3}
 
     async def test_update_merges_top_level_keys_and_returns_the_result(self, backend: ShortTermMemory) -> None:
-        """``update_state`` merges top-level keys and returns the merged state."""
+        """``update_state`` merges top-level keys and returns the merged state.
+
+        Fix: merge the patch into the top level only (a key of the patch replaces the stored key's whole value: ``state
+        || patch`` on Postgres, one hash field per key on Redis, ``dict.update`` in memory), and return the state the
+        same statement or transaction wrote.
+        """
         s = unique("session")
         await backend.set_state(s, {"a": 1, "nested": {"x": 1}})
         merged = await backend.update_state(s, {"b": 2, "nested": {"y": 2}})
@@ -112,31 +134,52 @@ class ShortTermMemoryContract(ContractBase):
 
     async def test_update_takes_the_patch_by_name(self, backend: ShortTermMemory) -> None:
         """``update_state(session_id, patch)``: 004 names the keys to merge ``patch``, so a caller may pass them by
-        that name."""
+        that name.
+
+        Fix: name the parameters as the Protocol does: ``async def update_state(self, session_id: str, patch:
+        Mapping[str, Any])`` and ``set_state(self, session_id, state)``.
+        """
         s = unique("session")
         await backend.set_state(session_id=s, state={"a": 1})
         assert await backend.update_state(session_id=s, patch={"b": 2}) == {"a": 1, "b": 2}
 
     async def test_update_creates_missing_state(self, backend: ShortTermMemory) -> None:
-        """``update_state`` on an unknown session creates its state."""
+        """``update_state`` on an unknown session creates its state.
+
+        Fix: let ``update_state`` insert the patch as the whole state when the session has none (an upsert: ``INSERT ...
+        ON CONFLICT (session_id) DO UPDATE``), and return it.
+        """
         s = unique("session")
         assert await backend.update_state(s, {"first": True}) == {"first": True}
 
     async def test_concurrent_updates_lose_no_key(self, backend: ShortTermMemory) -> None:
-        """Concurrent ``update_state`` calls lose no key."""
+        """Concurrent ``update_state`` calls lose no key.
+
+        Fix: merge on the store, in one atomic step: one statement (``state || EXCLUDED.state``), one ``MULTI`` on
+        Redis, or a read and write under a lock in memory; never read the state, merge in Python and write it back
+        unguarded.
+        """
         s = unique("session")
         await asyncio.gather(*(backend.update_state(s, {f"k{i}": i}) for i in range(50)))
         assert await backend.get_state(s) == {f"k{i}": i for i in range(50)}
 
     async def test_sessions_are_isolated(self, backend: ShortTermMemory) -> None:
-        """Two sessions never see each other's messages."""
+        """Two sessions never see each other's messages.
+
+        Fix: key each state by its session id alone, as given (a primary key, or one Redis key per session built from
+        the whole id).
+        """
         s1, s2 = unique("session"), unique("session")
         await backend.set_state(s1, {"who": "one"})
         await backend.update_state(s2, {"who": "two"})
         assert await backend.get_state(s1) == {"who": "one"}
 
     async def test_clear_forgets_and_is_idempotent(self, backend: ShortTermMemory) -> None:
-        """``clear`` forgets the state; clearing again is not an error."""
+        """``clear`` forgets the state; clearing again is not an error.
+
+        Fix: make ``clear`` delete the session's row or key, and nothing when there is none (``DELETE``, ``DEL``,
+        ``dict.pop(session_id, None)``), without raising.
+        """
         s, other = unique("session"), unique("session")
         await backend.set_state(s, {"a": 1})
         await backend.set_state(other, {"b": 2})
@@ -146,7 +189,11 @@ class ShortTermMemoryContract(ContractBase):
         assert await backend.get_state(other) == {"b": 2}
 
     async def test_unicode_and_hostile_strings_round_trip(self, backend: ShortTermMemory) -> None:
-        """Unicode and hostile strings in keys and values round-trip exactly."""
+        """Unicode and hostile strings in keys and values round-trip exactly.
+
+        Fix: pass the session id and the state's JSON as bound parameters or client arguments, never formatted into a
+        statement, and keep text as UTF-8 (``json_copy`` of ``ravi.kernel.values`` refuses only what no store keeps).
+        """
         s = "sess'ion\"; --ü🚀"
         state = {"ключ": "значение 漢字 🚀", "quote'\"": "\\$$ \n\t", "emoji🧠": ["x" * 10_000]}
         await backend.set_state(s, state)
@@ -180,7 +227,12 @@ class ShortTermMemoryContract(ContractBase):
     @settings(max_examples=25, deadline=None, suppress_health_check=PROPERTY_CHECKS)
     @given(number=json_numbers())
     async def test_any_number_round_trips_exactly(self, backend: ShortTermMemory, number: float) -> None:
-        """Any finite float and any integer comes back with its type and value (a property)."""
+        """Any finite float and any integer comes back with its type and value (a property).
+
+        Fix: check the state with ``json_copy`` of ``ravi.kernel.values`` and keep it as JSON text; a ``jsonb`` column
+        prints a float of 1e16 or more without its exponent, which reads back as an int, so write floats there in
+        positional notation with a decimal point (``10000000000000000.0``), as the Postgres store does.
+        """
         s = unique("session")
         await backend.set_state(s, {"n": number})
         assert typed(await backend.get_state(s)) == typed({"n": number})
@@ -271,7 +323,11 @@ class ShortTermMemoryContract(ContractBase):
         assert stored == {"list": [1]}, f"changing what get_state returned changed the stored state to {stored}"
 
     async def test_large_state(self, backend: ShortTermMemory) -> None:
-        """A large state round-trips exactly."""
+        """A large state round-trips exactly.
+
+        Fix: keep the state in a column or value without a size limit (``text`` or ``jsonb``, not ``varchar(n)``); on
+        Redis, one hash field per top-level key or one string.
+        """
         s = unique("session")
         state = {f"key{i}": {"value": "v" * 100, "i": i} for i in range(2_000)}
         await backend.set_state(s, state)
@@ -298,7 +354,11 @@ class ShortTermMemoryContract(ContractBase):
     @settings(max_examples=10, deadline=None, suppress_health_check=PROPERTY_CHECKS)
     @given(text=id_texts())
     async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: ShortTermMemory, text: str) -> None:
-        """A session id of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, keeps its state on every backend."""
+        """A session id of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, keeps its state on every backend.
+
+        Fix: keep session ids whole, as given: a key or column that holds ``MAX_ID_BYTES`` bytes of UTF-8
+        (``check_scope`` of ``ravi.kernel.values`` refuses longer ones), with no truncation or normalisation.
+        """
         s = at_limit(text, unique(""))
         await backend.set_state(s, {"a": 1})
         assert await backend.update_state(s, {"b": 2}) == {"a": 1, "b": 2}

@@ -117,15 +117,22 @@ class StrategyContract(ContractBase):
         return as_strategy(factory(n))
 
     def test_is_a_strategy(self, strategy: Factory) -> None:
-        """The factory builds an object the engine can run: a ``Strategy``, or a plain object with ``compact``."""
+        """The factory builds an object the engine can run: a ``Strategy``, or a plain object with ``compact``.
+
+        Fix: return from the factory a subclass of ``Strategy`` of ``ravi.kernel.agent`` that implements ``async def
+        compact(self, raw_history, session=None)``, or a plain object with ``async def compact(self, raw_history)``
+        (``CompactionStrategy``), built, not its class.
+        """
         built = strategy(1)
         assert isinstance(built, Strategy | CompactionStrategy), f"{type(built).__name__} has no compact(history)"
 
     def test_keeps_the_invariants(self, strategy: Factory) -> None:
         """A window never changes its source, keeps the order and every system message, keeps each tool call
-        with its results, holds no message twice, and is the same for the same input. Troubleshooting: build
-        new messages with ``message.model_copy(update=...)``, never change one in place; drop and keep whole
-        units (``ravi.kernel.search.unit_end`` gives where one ends)."""
+        with its results, holds no message twice, and is the same for the same input.
+
+        Troubleshooting: build new messages with ``message.model_copy(update=...)``, never change one in place; drop
+        and keep whole units (``unit_end`` of ``ravi.kernel.search`` gives where one ends).
+        """
 
         @_PROPERTY
         @given(history=transcripts, n=sizes)
@@ -143,8 +150,11 @@ class StrategyContract(ContractBase):
 
     def test_state_belongs_to_its_session(self, strategy: Factory) -> None:
         """One strategy object serving two sessions in turn gives each the windows a strategy of its own gives:
-        nothing learnt about one session reaches the other. Troubleshooting: keep per-session state in
-        ``session.state`` under a ``Slot``, never in ``self``."""
+        nothing learnt about one session reaches the other.
+
+        Troubleshooting: keep per-session state in ``session.state`` under a ``Slot`` (``ravi.kernel.agent``), never
+        in ``self``.
+        """
 
         @_PROPERTY
         @given(first=transcripts, second=transcripts, n=sizes)
@@ -168,8 +178,11 @@ class StrategyContract(ContractBase):
     def test_a_cut_partial_read_gives_the_whole_window(self, strategy: Factory) -> None:
         """For a strategy that declares ``suffix_determined``: on the newest part of a session (a windowed read,
         ``session.partial``), a window the strategy cut there (``cut_made``) without asking for older messages
-        (``need_older``) is the window the whole session gives, so the engine may keep it. Troubleshooting: call
-        ``session.need_older()`` whenever what you return could depend on messages before the part read."""
+        (``need_older``) is the window the whole session gives, so the engine may keep it.
+
+        Troubleshooting: call ``session.need_older()`` whenever what you return could depend on messages before the
+        part read.
+        """
         if not self._built(strategy, 1).traits.suffix_determined:
             pytest.skip("the strategy does not declare suffix_determined: the engine always reads it whole")
 

@@ -80,7 +80,12 @@ class SummaryStoreContract(ContractBase):
         assert_protocol(backend, SummaryStore)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: SummaryStore) -> None:
-        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind).
+
+        Fix: the store held data before the test ran: give each test an empty store of its own in the ``backend``
+        fixture (an in-memory or temporary store), or isolate a persistent one with ``--isolate KIND=OPTION``
+        (``--ravi-isolate``) and an ``async def destroy(self)`` that removes what the option names.
+        """
         scope = await scope_of(backend, "canary", "canary")
         assert await backend.get_summary(scope, "canary") is None
         assert await backend.put_summary(scope, "canary", "left behind")
@@ -99,26 +104,41 @@ class SummaryStoreContract(ContractBase):
         assert await backend.put_summary(scope, "canary", "left behind")
 
     async def test_put_then_get(self, backend: SummaryStore) -> None:
-        """A summary reads back as it was put, and ``put_summary`` says the store holds it."""
+        """A summary reads back as it was put, and ``put_summary`` says the store holds it.
+
+        Fix: key a summary by agent, session, generation and span id, and make ``put_summary`` return ``True`` once the
+        store holds one for the span.
+        """
         scope, span = await scope_of(backend, unique("agent"), unique("session")), unique("span")
         assert await backend.put_summary(scope, span, "the user wants a refund for INV-2291") is True
         assert await backend.get_summary(scope, span) == "the user wants a refund for INV-2291"
 
     async def test_missing_span_is_none(self, backend: SummaryStore) -> None:
-        """A span with no summary reads as ``None``."""
+        """A span with no summary reads as ``None``.
+
+        Fix: return ``None`` from ``get_summary`` when no summary is kept under the scope and span, never an error or an
+        empty string.
+        """
         scope = await scope_of(backend, unique("agent"), unique("session"))
         assert await backend.get_summary(scope, unique("span")) is None
 
     async def test_the_first_text_of_a_span_is_kept(self, backend: SummaryStore) -> None:
         """The first summary put for a span is kept; later ones do not replace it (and ``put_summary`` still says
-        the span has one)."""
+        the span has one).
+
+        Fix: insert only when the span has no summary (``INSERT ... ON CONFLICT DO NOTHING`` on a primary key of agent,
+        session, generation and span, ``dict.setdefault`` in memory), and return ``True`` either way.
+        """
         scope, span = await scope_of(backend, unique("agent"), unique("session")), unique("span")
         assert await backend.put_summary(scope, span, "first")
         assert await backend.put_summary(scope, span, "second")
         assert await backend.get_summary(scope, span) == "first"
 
     async def test_spans_are_isolated(self, backend: SummaryStore) -> None:
-        """Summaries of different spans never mix."""
+        """Summaries of different spans never mix.
+
+        Fix: include the span id in the key of every summary, and look it up by equality.
+        """
         scope = await scope_of(backend, unique("agent"), unique("session"))
         await backend.put_summary(scope, "span-a", "for a")
         assert await backend.get_summary(scope, "span-b") is None
@@ -144,7 +164,11 @@ class SummaryStoreContract(ContractBase):
 
     async def test_a_summary_of_another_generation_is_never_returned(self, backend: SummaryStore) -> None:
         """A summary is returned only for the generation it was kept under: a reader of the session after a
-        ``clear`` (a new generation) never gets the old conversation's summary, even for an equal span id."""
+        ``clear`` (a new generation) never gets the old conversation's summary, even for an equal span id.
+
+        Fix: include the scope's generation in the key, with ``None`` kept apart from every string (the Postgres store
+        writes ``"-"`` for none and ``"+"`` before a generation), and read by the whole scope.
+        """
         scope = await scope_of(backend, unique("agent"), unique("session"))
         await backend.put_summary(scope, "span-1", "the old conversation")
         for generation in ("another", None, (scope.generation or "") + "x"):
@@ -172,7 +196,11 @@ class SummaryStoreContract(ContractBase):
         self, backend: SummaryStore, agent: str, session: str, other_agent: str, other_session: str
     ) -> None:
         """For any two different sessions (ids of any text with separators, quotes and Unicode), a summary kept
-        for one is never read for the other (a property over generated ids)."""
+        for one is never read for the other (a property over generated ids).
+
+        Fix: key summaries by separate columns for agent, session, generation and span, or by an encoding of them that
+        no other tuple shares (an escape that also escapes its own escape character).
+        """
         if (agent, session) == (other_agent, other_session):
             return
         tag = unique("")
@@ -183,7 +211,11 @@ class SummaryStoreContract(ContractBase):
 
     async def test_clear_summaries_removes_one_session_or_one_agent(self, backend: SummaryStore) -> None:
         """``clear_summaries`` removes every summary of one session (whatever its generation), or of every session
-        of the agent, says how many, and leaves every other agent's."""
+        of the agent, says how many, and leaves every other agent's.
+
+        Fix: call ``check_scope`` of ``ravi.kernel.values`` on the ids, then delete the summaries of that agent (and
+        session), of every generation, by equality on the ids, and return how many went.
+        """
         a, b = unique("agent"), unique("agent")
         one, two, other = (
             await scope_of(backend, a, "one"),
@@ -205,7 +237,11 @@ class SummaryStoreContract(ContractBase):
         assert await backend.clear_summaries(a) == 0
 
     async def test_concurrent_writers_of_one_span_agree(self, backend: SummaryStore) -> None:
-        """Concurrent writers of one span leave one of their summaries, and every read returns it."""
+        """Concurrent writers of one span leave one of their summaries, and every read returns it.
+
+        Fix: make the write one atomic insert-if-absent on the span's key (``ON CONFLICT DO NOTHING``, ``HSETNX`` on
+        Redis, ``setdefault`` under a lock), so the first writer's text stays.
+        """
         scope, span = await scope_of(backend, unique("agent"), unique("session")), unique("span")
         await asyncio.gather(*(backend.put_summary(scope, span, f"text {i}") for i in range(20)))
         text = await backend.get_summary(scope, span)
@@ -213,7 +249,11 @@ class SummaryStoreContract(ContractBase):
         assert all([await backend.get_summary(scope, span) == text for _ in range(3)])
 
     async def test_unicode_and_long_text_round_trip(self, backend: SummaryStore) -> None:
-        """Unicode and long summaries round-trip exactly."""
+        """Unicode and long summaries round-trip exactly.
+
+        Fix: pass ids and text as bound parameters and keep the text in a column or value without a size limit, as
+        UTF-8.
+        """
         scope = await scope_of(backend, unique("agent") + "-ü漢", unique("session") + "'\"")
         span = unique("span") + "-ü漢🚀'\""
         text = "Zusammenfassung: 漢字 🚀 'quotes' \"$$\" \\ \n" * 5_000
@@ -221,7 +261,12 @@ class SummaryStoreContract(ContractBase):
         assert await backend.get_summary(scope, span) == text
 
     async def test_bad_input_is_refused(self, backend: SummaryStore) -> None:
-        """Bad input is refused with a typed error."""
+        """Bad input is refused with a typed error.
+
+        Fix: call ``check_summary_scope`` of ``ravi.kernel.storage.summaries``, then ``check_span`` and
+        ``check_summary`` of ``ravi.kernel.values`` (and ``check_scope`` in ``clear_summaries``), before the store sees
+        the call.
+        """
         scope = await scope_of(backend, unique("agent"), unique("session"))
         with pytest.raises(InvalidArgument):
             await backend.put_summary(scope, "", "text")
@@ -261,7 +306,12 @@ class SummaryStoreContract(ContractBase):
 
     async def test_clear_and_clear_run_remove_the_sessions_summaries(self, keeper: SummaryStore) -> None:
         """``clear`` removes the session's summaries with its messages, and so does a ``clear_run`` that removed
-        something; a ``clear_run`` that removed nothing keeps them. Other sessions keep theirs."""
+        something; a ``clear_run`` that removed nothing keeps them. Other sessions keep theirs.
+
+        Fix: remove the session's summaries (those kept without a generation too) in the transaction that ``clear``, or
+        a ``clear_run`` that removed a message, gives the session a new generation; a ``clear_run`` that removed nothing
+        keeps them, and a summary never gives a session a generation.
+        """
         history: HistoryProvider = keeper  # type: ignore[assignment]
         a, s, other = unique("agent"), unique("session"), unique("session")
         await history.append(a, ChatMessage.user("run message"), session_id=s, run_id="r1")
@@ -289,7 +339,11 @@ class SummaryStoreContract(ContractBase):
 
     async def test_replace_session_removes_the_sessions_summaries(self, keeper: SummaryStore) -> None:
         """``replace_session`` (``SessionReplacer``, optional) removes the session's summaries with its messages,
-        those kept without a generation too, and refuses a summary written back under the old generation."""
+        those kept without a generation too, and refuses a summary written back under the old generation.
+
+        Fix: remove every summary of the session, with and without a generation, in the transaction of
+        ``replace_session``, and refuse a later ``put_summary`` under the old generation (``False``).
+        """
         if not isinstance(keeper, SessionReplacer):
             pytest.skip(f"backend lacks replace_session: {type(keeper).__name__} is not a SessionReplacer")
         a, s = unique("agent"), unique("session")
@@ -303,7 +357,12 @@ class SummaryStoreContract(ContractBase):
 
     async def test_puts_racing_clear_leave_nothing_of_the_old_generation(self, keeper: SummaryStore) -> None:
         """Summaries put while the session is being cleared are either removed by the clear or refused: after
-        both, nothing of the old generation is left in the store."""
+        both, nothing of the old generation is left in the store.
+
+        Fix: write a summary only while its generation is the session's, checked in the statement that writes it under a
+        share lock of the session row (``SELECT ... FOR SHARE``, which a ``clear`` holding ``FOR UPDATE`` makes wait),
+        or in the script or lock that ``clear`` takes.
+        """
         history: HistoryProvider = keeper  # type: ignore[assignment]
         for _ in range(5):
             a, s = unique("agent"), unique("session")
@@ -351,7 +410,11 @@ class SummaryStoreContract(ContractBase):
     async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: SummaryStore, text: str) -> None:
         """Agent, session, generation and span ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, the four at
         once (a store that keeps the history gives the generation itself), are stored and read back by every
-        backend."""
+        backend.
+
+        Fix: keep agent, session, generation and span ids whole, as given: keys or columns that hold ``MAX_ID_BYTES``
+        bytes of UTF-8 each (``check_span`` refuses a longer span id), the four at once, no truncation.
+        """
         tag = unique("")
         a, s, generation, span = (at_limit(text, f"{tag}{part}") for part in "asgp")
         scope = await scope_of(backend, a, s) if keeps_history(backend) else Scope(a, s, generation)

@@ -63,7 +63,12 @@ class VectorStoreContract(ContractBase):
         assert_protocol(backend, VectorStore)
 
     async def test_canary_fixture_gives_an_empty_backend_first(self, backend: VectorStore) -> None:
-        """The fixture gives every test an empty backend (the first of two tests that each leave data behind)."""
+        """The fixture gives every test an empty backend (the first of two tests that each leave data behind).
+
+        Fix: the store held data before the test ran: give each test an empty store of its own in the ``backend``
+        fixture (an in-memory or temporary store), or isolate a persistent one with ``--isolate KIND=OPTION``
+        (``--ravi-isolate``) and an ``async def destroy(self)`` that removes what the option names.
+        """
         assert "canary" not in await backend.list_collections()
         await backend.add([doc("left", [1.0, 2.0])], collection="canary")
 
@@ -80,7 +85,11 @@ class VectorStoreContract(ContractBase):
         await backend.add([doc("left", [1.0, 2.0])], collection="canary")
 
     async def test_add_then_get(self, backend: VectorStore) -> None:
-        """A document reads back with its content, embedding and metadata."""
+        """A document reads back with its content, embedding and metadata.
+
+        Fix: store each document's id, content, embedding and metadata, and build a ``Document`` from them on ``get``;
+        an embedding comes back within float32's precision, metadata as the JSON it was.
+        """
         c = await self.fill(backend)
         [got] = await backend.get(["xy"], collection=c)
         assert got.id == "xy" and got.text == "content of xy" and got.metadata == {"axis": "xy", "group": "pos"}
@@ -89,7 +98,11 @@ class VectorStoreContract(ContractBase):
 
     async def test_takes_the_collection_by_position_as_004_lists_it(self, backend: VectorStore) -> None:
         """004 lists ``add(documents, collection)``, ``upsert``, ``get(ids, collection)`` and ``delete``: the
-        collection comes second, by position as by name."""
+        collection comes second, by position as by name.
+
+        Fix: declare ``collection`` as an ordinary parameter after the documents or ids, as the Protocol does (``async
+        def add(self, documents, collection)``), not keyword-only.
+        """
         c = unique("c")
         assert await backend.add([doc("a", [1.0, 0.0])], c) == ["a"]
         await backend.upsert([doc("a", [0.0, 1.0], kind="replaced")], c)
@@ -99,20 +112,32 @@ class VectorStoreContract(ContractBase):
         assert await backend.get(["a"], c) == []
 
     async def test_get_keeps_the_order_asked_and_skips_missing(self, backend: VectorStore) -> None:
-        """``get`` returns documents in the order asked and skips missing ids."""
+        """``get`` returns documents in the order asked and skips missing ids.
+
+        Fix: look the ids up (``check_ids`` of ``ravi.kernel.values`` first) and return the found documents in the order
+        of ``ids``, not the store's order; a missing id is left out.
+        """
         c = await self.fill(backend)
         got = await backend.get(["z", "nope", "x"], collection=c)
         assert [d.id for d in got] == ["z", "x"]
 
     async def test_add_is_insert_if_absent(self, backend: VectorStore) -> None:
-        """``add`` leaves a document whose id exists as it is."""
+        """``add`` leaves a document whose id exists as it is.
+
+        Fix: make ``add`` insert only ids the collection lacks (``INSERT ... ON CONFLICT (id) DO NOTHING``) and
+        ``upsert`` replace (``DO UPDATE``).
+        """
         c = await self.fill(backend)
         await backend.add([Document(id="x", content="replaced?", embedding=(0.0, 1.0, 0.0))], collection=c)
         [got] = await backend.get(["x"], collection=c)
         assert got.text == "content of x"
 
     async def test_upsert_replaces(self, backend: VectorStore) -> None:
-        """``upsert`` replaces a document whose id exists."""
+        """``upsert`` replaces a document whose id exists.
+
+        Fix: make ``upsert`` replace the whole document of a held id, its embedding included (``INSERT ... ON CONFLICT
+        (id) DO UPDATE`` of every column), so a search ranks it by its new vector.
+        """
         c = await self.fill(backend)
         await backend.upsert([Document(id="x", content="new", embedding=(0.0, 1.0, 0.0))], collection=c)
         [got] = await backend.get(["x"], collection=c)
@@ -121,7 +146,11 @@ class VectorStoreContract(ContractBase):
         assert {r.id for r in top} == {"x", "y"}
 
     async def test_search_ranks_by_cosine_similarity_higher_is_closer(self, backend: VectorStore) -> None:
-        """``search`` ranks by cosine similarity, higher is closer."""
+        """``search`` ranks by cosine similarity, higher is closer.
+
+        Fix: score by cosine similarity (1 - pgvector's cosine distance ``<=>``), in [-1, 1], and return the best first;
+        a distance, or a similarity of unnormalised vectors, is not the score.
+        """
         c = await self.fill(backend)
         results = await backend.search([2.0, 0.1, 0.0], collection=c, limit=5)
         assert [r.id for r in results][:2] == ["x", "xy"]
@@ -166,7 +195,11 @@ class VectorStoreContract(ContractBase):
             assert all(-1.0 <= r.score <= 1.0 for r in results)
 
     async def test_search_returns_documents_with_their_content(self, backend: VectorStore) -> None:
-        """A search result carries the document's content and its score."""
+        """A search result carries the document's content and its score.
+
+        Fix: build each result with ``SearchResult.of(document, score)`` from the stored document, so it carries its
+        content and metadata.
+        """
         c = await self.fill(backend)
         [best] = await backend.search([0.0, 0.0, 3.0], collection=c, limit=1)
         assert best.id == "z" and best.text == "content of z"
@@ -174,7 +207,11 @@ class VectorStoreContract(ContractBase):
 
     async def test_limit(self, backend: VectorStore) -> None:
         """``search`` returns at most ``limit`` results; a limit that is not an integer >= 0 (a bool, a float) is
-        refused."""
+        refused.
+
+        Fix: pass ``limit`` through ``check_count`` of ``ravi.kernel.values``, which refuses a bool, a float or a
+        negative number and caps a larger one at ``MAX_COUNT``, and give the driver the number it returns.
+        """
         c = await self.fill(backend)
         assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=2)) == 2
         assert len(await backend.search([1.0, 1.0, 1.0], collection=c, limit=50)) == len(AXES)
@@ -186,7 +223,13 @@ class VectorStoreContract(ContractBase):
 
     async def test_metadata_filters(self, backend: VectorStore) -> None:
         """A filter keeps documents whose metadata equals each value, or one of a list's values; a filter made of
-        mappings that are not dicts (``MappingProxyType``, ``UserDict``) and tuples compares as the JSON it holds."""
+        mappings that are not dicts (``MappingProxyType``, ``UserDict``) and tuples compares as the JSON it holds.
+
+        Fix: call ``check_filter`` of ``ravi.kernel.storage`` and compare as ``matches`` does: each key equal to the
+        value, or to one of a list's values, compared as JSON (``thaw`` of ``ravi.kernel.values`` turns a
+        ``MappingProxyType`` or tuple into plain JSON first); on Postgres, ``metadata -> key = value::jsonb`` and ``=
+        ANY(values::jsonb[])``.
+        """
         c = await self.fill(backend)
         only = await backend.search([1.0, 0.0, 0.0], collection=c, limit=5, filter={"group": "neg"})
         assert [r.id for r in only] == ["-x"]
@@ -204,7 +247,12 @@ class VectorStoreContract(ContractBase):
 
     async def test_a_filter_tells_booleans_from_numbers(self, backend: VectorStore) -> None:
         """JSON ``true`` is not the number 1, nor ``false`` 0, in a filter's values, its lists and nested
-        objects; 1 and 1.0 are one JSON number."""
+        objects; 1 and 1.0 are one JSON number.
+
+        Fix: compare filter values as JSON values, as ``matches`` of ``ravi.kernel.storage`` (through ``same_json``) and
+        jsonb do: ``true`` is not 1 and ``false`` is not 0, at any depth, while 1 and 1.0 are equal; Python's ``==``
+        says ``True == 1``.
+        """
         c = unique("col")
         metadata = {"flag": True, "off": False, "n": 1, "z": 0, "nested": {"x": 1}, "nested_flag": {"x": True}}
         await backend.add([doc("m", [1.0, 0.0], **metadata)], collection=c)
@@ -230,7 +278,11 @@ class VectorStoreContract(ContractBase):
             assert not await found(refused), refused
 
     async def test_collections_are_isolated(self, backend: VectorStore) -> None:
-        """Documents in one collection are never found in another."""
+        """Documents in one collection are never found in another.
+
+        Fix: keep each collection apart (a table, index or key prefix per collection, or a collection column in every
+        key and condition), each with its own dimension.
+        """
         c1, c2 = unique("col"), unique("col")
         await backend.add([doc("a", [1.0, 0.0])], collection=c1)
         await backend.add([doc("b", [1.0, 0.0, 0.0, 0.0])], collection=c2)  # each collection its own dimension
@@ -239,7 +291,10 @@ class VectorStoreContract(ContractBase):
         assert {c1, c2} <= set(await backend.list_collections())
 
     async def test_list_collections_is_sorted(self, backend: VectorStore) -> None:
-        """``list_collections`` returns the collection names, sorted."""
+        """``list_collections`` returns the collection names, sorted.
+
+        Fix: return the names of the collections that exist, sorted (``sorted(...)`` or ``ORDER BY name``).
+        """
         names = [unique("b-col"), unique("a-col"), unique("c-col")]
         for name in names:
             await backend.add([doc("d", [1.0])], collection=name)
@@ -247,7 +302,11 @@ class VectorStoreContract(ContractBase):
         assert listed == sorted(names)
 
     async def test_delete_counts_and_is_idempotent(self, backend: VectorStore) -> None:
-        """``delete`` returns how many existed; deleting again is not an error."""
+        """``delete`` returns how many existed; deleting again is not an error.
+
+        Fix: return how many of the ids existed (``DELETE ... RETURNING`` counted, or the number of keys removed), and 0
+        for ids already gone, without raising.
+        """
         c = await self.fill(backend)
         assert await backend.delete(["x", "y", "nope"], collection=c) == 2
         assert await backend.delete(["x"], collection=c) == 0
@@ -258,7 +317,11 @@ class VectorStoreContract(ContractBase):
         }
 
     async def test_delete_collection(self, backend: VectorStore) -> None:
-        """``delete_collection`` removes a collection and says whether it existed."""
+        """``delete_collection`` removes a collection and says whether it existed.
+
+        Fix: remove the collection and every document in it, return whether it existed, and drop it from
+        ``list_collections``; a second call returns ``False``.
+        """
         c = await self.fill(backend)
         assert await backend.delete_collection(c) is True
         assert await backend.delete_collection(c) is False
@@ -266,14 +329,22 @@ class VectorStoreContract(ContractBase):
         assert await backend.search([1.0, 0.0, 0.0], collection=c, limit=3) == []
 
     async def test_unknown_collection_is_empty(self, backend: VectorStore) -> None:
-        """An unknown collection is empty for ``get``, ``search`` and ``delete``."""
+        """An unknown collection is empty for ``get``, ``search`` and ``delete``.
+
+        Fix: answer ``get``, ``search`` and ``delete`` of a collection that does not exist with ``[]``, ``[]`` and 0,
+        without creating it or raising.
+        """
         c = unique("col")
         assert await backend.search([1.0], collection=c, limit=3) == []
         assert await backend.get(["a"], collection=c) == []
         assert await backend.delete(["a"], collection=c) == 0
 
     async def test_wrong_dimension_is_refused_and_nothing_stored(self, backend: VectorStore) -> None:
-        """A vector of the wrong dimension is refused, and nothing of the call is stored."""
+        """A vector of the wrong dimension is refused, and nothing of the call is stored.
+
+        Fix: check every vector of the call against the collection's dimension (and against each other) before writing
+        any, and raise ``InvalidArgument`` naming the dimension; check a query vector the same way.
+        """
         c = await self.fill(backend)
         with pytest.raises(InvalidArgument, match="dimension"):
             await backend.add([doc("ok", [1.0, 2.0, 3.0]), doc("bad", [1.0, 2.0])], collection=c)
@@ -282,14 +353,22 @@ class VectorStoreContract(ContractBase):
             await backend.search([1.0, 2.0], collection=c, limit=1)
 
     async def test_missing_embedding_without_a_client_is_a_value_error(self, backend: VectorStore) -> None:
-        """A document without an embedding, on a store without an embedding client, is a ``ValueError``."""
+        """A document without an embedding, on a store without an embedding client, is a ``ValueError``.
+
+        Fix: raise ``InvalidArgument`` (a ``ValueError``) naming the embedding before anything is stored when a document
+        has no embedding and the store has no ``embedding_client``.
+        """
         c = unique("col")
         with pytest.raises(ValueError, match="embedding"):
             await backend.add([Document(id="no-vector", content="text only")], collection=c)
         assert await backend.get(["no-vector"], collection=c) == []
 
     async def test_a_bare_string_is_not_a_list_of_ids(self, backend: VectorStore) -> None:
-        """``delete("v1")`` must not delete ``"v"`` and ``"1"``: a string where ids are expected is refused."""
+        """``delete("v1")`` must not delete ``"v"`` and ``"1"``: a string where ids are expected is refused.
+
+        Fix: pass ``ids`` through ``check_ids`` of ``ravi.kernel.values``, which refuses a bare string instead of
+        reading it as a list of characters.
+        """
         collection = unique("col")
         await backend.add([doc("v", AXES["x"]), doc("1", AXES["y"]), doc("v1", AXES["z"])], collection=collection)
         with pytest.raises(InvalidArgument):
@@ -299,7 +378,11 @@ class VectorStoreContract(ContractBase):
         assert [d.id for d in await backend.get(["v", "1", "v1"], collection=collection)] == ["v", "1", "v1"]
 
     async def test_a_query_that_is_not_numbers_is_refused(self, backend: VectorStore) -> None:
-        """A query vector that is not finite numbers is refused with ``InvalidArgument``."""
+        """A query vector that is not finite numbers is refused with ``InvalidArgument``.
+
+        Fix: pass the query through ``check_vector`` of ``ravi.kernel.values``, which refuses a string, a non-number and
+        NaN with ``InvalidArgument``.
+        """
         collection = await self.fill(backend)
         queries: list[Any] = [["a", "b", "c"], "abc", [1.0, float("nan"), 0.0]]
         for query in queries:
@@ -330,7 +413,11 @@ class VectorStoreContract(ContractBase):
 
     async def test_what_is_not_a_list_of_documents_is_refused(self, backend: VectorStore) -> None:
         """``add`` and ``upsert`` given ``None`` or a string instead of a list of documents raise
-        ``InvalidArgument`` (never a ``TypeError``), and store nothing."""
+        ``InvalidArgument`` (never a ``TypeError``), and store nothing.
+
+        Fix: pass the documents through ``check_items`` of ``ravi.kernel.values`` (``check_items(documents, Document,
+        "documents")``) before the store sees them.
+        """
         collection = await self.fill(backend)
         for bad in (None, "documents", 5):
             with pytest.raises(InvalidArgument):
@@ -341,7 +428,11 @@ class VectorStoreContract(ContractBase):
 
     async def test_a_filter_that_is_not_json_is_refused(self, backend: VectorStore) -> None:
         """A filter whose values are not JSON (a set, an object, NaN, an integer of 5,000 digits) raises
-        ``InvalidArgument``: no store can compare stored metadata with them."""
+        ``InvalidArgument``: no store can compare stored metadata with them.
+
+        Fix: call ``check_filter`` of ``ravi.kernel.storage`` before searching: it refuses a filter that is not JSON
+        every store can compare with.
+        """
         collection = await self.fill(backend)
         for bad in ({"n": {1, 2}}, {"n": object()}, {"n": float("nan")}, {"n": [1, {2}]}, {"n": [10**5000]}):
             with pytest.raises(InvalidArgument):
@@ -349,7 +440,11 @@ class VectorStoreContract(ContractBase):
 
     async def test_search_defaults_and_result_fields(self, backend: VectorStore) -> None:
         """000: ``search(self, query_embedding, *, collection="default", limit=5, filter=None)``; 004: a search
-        result has the fields ``id``, ``content``, ``score`` and ``metadata``."""
+        result has the fields ``id``, ``content``, ``score`` and ``metadata``.
+
+        Fix: give ``search`` the defaults of the Protocol (``collection="default", limit=5, filter=None``) and return
+        ``SearchResult`` objects (``SearchResult.of(document, score)``).
+        """
         await backend.upsert([doc(f"{unique('d')}", [1.0, float(i), 0.0], n=i) for i in range(8)], collection="default")
         results = await backend.search([1.0, 0.0, 0.0])
         assert len(results) == 5
@@ -361,7 +456,11 @@ class VectorStoreContract(ContractBase):
         await backend.delete([r.id for r in await backend.search([1.0, 0.0, 0.0], limit=50)], collection="default")
 
     async def test_unicode_ids_and_metadata_round_trip(self, backend: VectorStore) -> None:
-        """Unicode ids and metadata round-trip exactly."""
+        """Unicode ids and metadata round-trip exactly.
+
+        Fix: pass ids, content and metadata as bound parameters, keep them as UTF-8 text or JSON, and read metadata back
+        as the JSON it was written as.
+        """
         c = unique("col")
         metadata = {"tag": "ünï 漢 🚀", "quote": "'\"\\", "nested": {"n": [1, 2]}}
         await backend.add(
@@ -398,7 +497,11 @@ class VectorStoreContract(ContractBase):
         (``[1e20, 1e20]``) scored 0.0 against its own direction, or dropped out of the results, and one whose
         squared length is below float32's smallest normal number (``[1e-30, 1e-30]``) was a zero vector to one
         store and a direction to another. Both are refused, as a document and as a query; a large vector within
-        range ranks by its direction."""
+        range ranks by its direction.
+
+        Fix: compute each vector's squared length in float64 and pass it to ``check_length`` of ``ravi.kernel.values``,
+        for every document and every query, before anything is stored.
+        """
         c = unique("col")
         await backend.add([Document(id="big", content="big", embedding=(1e19, 1e19))], collection=c)
         [hit] = await backend.search([1.0, 1.0], collection=c, limit=1)
@@ -412,7 +515,12 @@ class VectorStoreContract(ContractBase):
 
     async def test_metadata_numbers_keep_their_type_and_value(self, backend: VectorStore) -> None:
         """Every number in a document's metadata comes back with its type and value (``1e16`` stays a float),
-        through ``get`` and ``search``, and a filter on a whole-number float still finds it."""
+        through ``get`` and ``search``, and a filter on a whole-number float still finds it.
+
+        Fix: keep metadata as JSON text, or in ``jsonb`` with floats written in positional notation with a decimal point
+        (a float of 1e16 or more otherwise reads back as an int), and compare filter numbers as JSON does (1e16 equals
+        itself as a float).
+        """
         c = unique("col")
         await backend.add(
             [Document(id="n", content="numbers", embedding=(1.0, 0.0), metadata=EXACT_NUMBERS)], collection=c
@@ -424,7 +532,12 @@ class VectorStoreContract(ContractBase):
 
     async def test_content_blocks_round_trip(self, backend: VectorStore) -> None:
         """004: "Document: Represents raw chunks. Fields: content: list[ContentBlock]"; a document keeps its blocks
-        exactly (an image and text, an empty text block, no blocks at all), through ``get`` and ``search``."""
+        exactly (an image and text, an empty text block, no blocks at all), through ``get`` and ``search``.
+
+        Fix: store a document's content blocks (``block.model_dump(mode="json")`` of each) whenever they are not one
+        non-empty text block, and rebuild them on ``get`` and ``search``; an empty text block and no blocks at all are
+        different contents.
+        """
         c = unique("col")
         kinds = {
             "mixed": (TextBlock(text="a chart"), ImageBlock(url="data:image/png;base64,iVBORw0KGgo=", detail="low")),
@@ -443,7 +556,12 @@ class VectorStoreContract(ContractBase):
 
     async def test_forget_erases_the_documents_of_the_scope_only(self, backend: VectorStore) -> None:
         """``forget`` (``Forgetter``, optional) erases, in every collection, the documents whose metadata has the
-        scope's ``agent_id`` (and ``session_id``), and no other; a second call removes nothing."""
+        scope's ``agent_id`` (and ``session_id``), and no other; a second call removes nothing.
+
+        Fix: call ``check_forget`` of ``ravi.kernel.storage`` first, then, in every collection, delete the documents
+        whose metadata places them in the scope (``in_scope`` of ``ravi.kernel.storage``; ``metadata @> '{"agent_id":
+        ...}'`` on Postgres), and return how many.
+        """
         if not isinstance(backend, Forgetter):
             pytest.skip(f"backend lacks forget: {type(backend).__name__} is not a Forgetter")
         a, b = unique("agent"), unique("agent")
@@ -507,7 +625,12 @@ class VectorStoreContract(ContractBase):
     @given(text=id_texts())
     async def test_ids_at_the_limit_are_stored_and_read_back(self, backend: VectorStore, text: str) -> None:
         """A collection name and document ids of exactly ``MAX_ID_BYTES`` UTF-8 bytes, of any text, are stored and
-        read back by every backend."""
+        read back by every backend.
+
+        Fix: keep collection names and document ids whole, as given: keys, columns or table names that hold
+        ``MAX_ID_BYTES`` bytes of UTF-8 (a collection name longer than a table name holds gets a table named by its
+        digest, with the name kept in a catalogue), no truncation.
+        """
         tag = unique("")
         c, d = at_limit(text, f"{tag}c"), at_limit(text, f"{tag}d")
         assert await backend.add([doc(d, [1.0, 0.0], n=1)], collection=c) == [d]
