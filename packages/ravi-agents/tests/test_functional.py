@@ -52,6 +52,22 @@ def test_find_cut_point_never_splits_a_pair() -> None:
         find_cut_point(msgs, -1)
 
 
+def test_find_cut_point_never_splits_a_pair_at_a_system_message_among_the_results() -> None:
+    """A system message among a call's results is inside the group: a tail that would start at it starts after
+    the group's last result instead (the system message is kept anyway, before the summary)."""
+    calls = [ToolCallBlock(id=f"c{i}", name="f") for i in range(2)]
+    msgs = [
+        ChatMessage.user("a"),
+        ChatMessage.assistant(tool_calls=calls),
+        ChatMessage.tool("c0", "r0"),
+        ChatMessage.system("note"),
+        ChatMessage.tool("c1", "r1"),
+        ChatMessage.user("b"),
+    ]
+    assert [find_cut_point(msgs, k) for k in range(1, 5)] == [5, 5, 5, 5]
+    assert find_cut_point(msgs, 5) == 1  # the whole group kept
+
+
 async def test_compact_returns_summary_then_tail() -> None:
     msgs = [ChatMessage.system("rules")] + [ChatMessage.user(f"turn {i} " + "x" * 300) for i in range(8)]
     policy = CompactionPolicy(trigger_ratio=0.5, keep_recent=3)

@@ -21,6 +21,7 @@ from ravi.agents.context import (
     ToolResultCompactionStrategy,
     TruncationStrategy,
 )
+from ravi.agents.context.functional import CompactionPolicy, PolicyCompactionStrategy
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.conformance import StrategyContract
 from ravi.conformance.strategy import check_window, transcripts
@@ -57,6 +58,8 @@ FACTORIES: dict[str, Callable[[int], CompactionStrategy]] = {
         token_budget=n * 60, meaning=None, spread=0.0, annotate=False, search_limit=1 + n % 5
     ),
     "relevant_recall_cache": lambda n: RelevantRecallStrategy(token_budget=n * 60, prefer="cache"),
+    # 002's conductor, as ContextManager runs it: a summary of all but the newest keep_recent messages
+    "policy": lambda n: PolicyCompactionStrategy(n * 60, CompactionPolicy(trigger_ratio=0.5, keep_recent=n % 9)),
 }
 RECALL = [name for name in FACTORIES if name.startswith("relevant_recall")]
 

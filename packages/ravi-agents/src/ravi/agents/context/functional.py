@@ -158,8 +158,9 @@ def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
     """The index of the first message that survives verbatim (002).
 
     The tail nominally starts at ``len - keep_recent``; the boundary then moves forward (shrinking the tail)
-    while the first kept message is a tool result, so a call and its results are never split. 0 means
-    condense nothing; ``len`` means condense everything (``keep_recent=0``).
+    while the first kept message is a tool result, or a system message among a call's results (more results
+    follow it), so a call and its results are never split. 0 means condense nothing; ``len`` means condense
+    everything (``keep_recent=0``).
 
     Raises:
         InvalidArgument: ``messages`` is not a sequence of ``ChatMessage`` objects, or ``keep_recent`` < 0.
@@ -169,8 +170,14 @@ def find_cut_point(messages: Sequence[ChatMessage], keep_recent: int) -> int:
     cut = max(0, len(messages) - keep_recent)
     if cut == 0:
         return 0
-    while cut < len(messages) and messages[cut].role == "tool":
-        cut += 1
+    n = len(messages)
+    while cut < n:
+        ahead = cut
+        while ahead < n and messages[ahead].role == "system":
+            ahead += 1
+        if ahead == n or messages[ahead].role != "tool":
+            break
+        cut = ahead + 1
     return cut
 
 

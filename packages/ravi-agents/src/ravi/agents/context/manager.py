@@ -21,7 +21,6 @@ from ravi.agents.context.functional import CompactionPolicy, PolicyCompactionStr
 from ravi.agents.context.history import InMemoryHistoryProvider
 from ravi.agents.context.manifest import Window
 from ravi.agents.context.pipeline import CompactionPipeline, WindowRequest, clear_session
-from ravi.agents.context.units import drop_orphan_results
 from ravi.agents.tokens import DEFAULT_COUNTER, tool_tokens
 from ravi.kernel.agent import CompactionEvent, EventBus, Listener
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, InvalidMessage
@@ -287,11 +286,8 @@ class ContextManager:
             window = await self.pipeline.window(request)
         finally:
             _SEEN.reset(token)
-        # 001: a result whose call is not sent goes too, whether the window was compacted (its call dropped) or
-        # not (a transcript stored without the call: a resumed slice, a result added on its own)
-        kept = drop_orphan_results(window.messages)
-        if len(kept) != len(window.messages):
-            window = Window(kept, window.manifest)
+        # 001: a result whose call is not sent is never sent: the engine leaves it out, whatever stored it apart
+        kept = window.messages
         if not any(e.kind == "strategy_applied" and e.changed for e in seen):
             return window
         read = next((e for e in seen if e.kind == "pre_compact"), None)

@@ -95,6 +95,14 @@ class ManifestBuilder:
                 if mid in self.current:
                     self.entries[mid] = ManifestEntry(mid, "recalled", name)
 
+    def left_out(self, after: Sequence[ChatMessage], by: str) -> None:
+        """Record that the engine itself (``by``: why) left out the messages of the window that ``after`` lacks."""
+        out = {m.id for m in after}
+        for mid in list(self.current):
+            if mid not in out:
+                self.entries[mid] = ManifestEntry(mid, "dropped", by, self.entries[mid].chars_removed)
+                del self.current[mid]
+
     def build(self, window: list[ChatMessage]) -> Window:
         return Window(window, [self.entries[i] for i in self.order])
 

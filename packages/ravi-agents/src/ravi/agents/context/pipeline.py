@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ravi.agents import telemetry
 from ravi.agents.context.manifest import ManifestBuilder, Window
 from ravi.agents.context.session import SessionStates
+from ravi.agents.context.units import drop_orphan_results
 from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import (
     CompactionEvent,
@@ -99,6 +100,49 @@ _SERVED: Slot[list[int]] = Slot("pipeline.served", lambda: [0])
 _LAST_WINDOW: Slot[list[list[ChatMessage]]] = Slot("pipeline.last_window", list)
 """The session's last window (for usage reports)."""
 _RESIZE_EVERY = 64
+
+
+class _Pairing:
+    """Whether the session holds a tool result that does not follow its call (another message came between them:
+    a second writer, or a user who spoke while the tool ran), found by looking at each message once, as it is
+    first read. Until one is seen, every window keeps tool pairs by keeping whole units, and is not checked."""
+
+    __slots__ = ("apart", "newest")
+
+    def __init__(self) -> None:
+        self.apart = False
+        self.newest: str | None = None  # the id of the newest message looked at
+
+    def check(self, history: Sequence[ChatMessage]) -> bool:
+        """Whether a window of ``history`` must be checked for results without their calls: the session has one
+        apart from its call, or ``history`` starts with a result whose call lies before it."""
+        n = len(history)
+        k = n  # the messages not looked at yet start at k: those after the newest one looked at (all: none was)
+        newest = self.newest
+        while k and history[k - 1].id != newest:
+            k -= 1
+        start = next((i for i in range(n) if history[i].role != "system"), n)
+        first = start < n and history[start].role == "tool"
+        if not self.apart:
+            self.apart = any(
+                history[i].role == "tool" and not _follows_its_call(history, i) for i in range(max(k, start + 1), n)
+            )
+        self.newest = history[-1].id if n else newest
+        return self.apart or first
+
+
+def _follows_its_call(history: Sequence[ChatMessage], i: int) -> bool:
+    """Whether the tool result ``history[i]`` comes right after its call (only results and system messages between
+    them)."""
+    result = history[i].tool_result
+    j = i - 1
+    while j >= 0 and history[j].role in ("tool", "system"):
+        j -= 1
+    return result is not None and j >= 0 and any(c.id == result.tool_call_id for c in history[j].tool_calls)
+
+
+_PAIRING: Slot[_Pairing] = Slot("pipeline.pairing", _Pairing)
+"""Whether the session holds a tool result apart from its call."""
 
 
 class CompactionPipeline:
@@ -368,6 +412,14 @@ class CompactionPipeline:
                     CompactionEvent("strategy_applied", out, strategy=strategy.name, changed=changed, counter=counter)
                 )
             window = out
+        if session.state.get(self, _PAIRING).check(history):
+            # strategies keep whole units; a result stored apart from its call is a unit of its own, and stays
+            # when its call goes: it is left out, as a provider refuses a result without its call
+            paired = drop_orphan_results(window)
+            if len(paired) != len(window):
+                if builder is not None:
+                    builder.left_out(paired, "tool pairs")
+                window = paired
         if events:
             events.emit(CompactionEvent("post_compact", window, counter=counter))
         given_back = not session.partial or (session.bounded and not session.older_needed)

@@ -162,7 +162,8 @@ REPEATS = 4
 
 class _Choice:
     """The units a window recalls, chosen from a ranking best first: each that fits in what is ``left`` (as it
-    will be sent: labelled when ``annotate``), skipping any that repeats one already chosen. A unit is labelled
+    will be sent: labelled when ``annotate``), skipping any that repeats one already chosen, and any that is a tool
+    result stored apart from its call (another message came between them). A unit is labelled
     once it is chosen, and sent unlabelled when only that fits. What a unit costs and says is kept in ``units``
     (the session's). A choice goes on where it stopped: :meth:`take` of a ranking's next units gives what one
     call over the whole ranking would."""
@@ -184,6 +185,8 @@ class _Choice:
             if left <= 0:
                 break
             stored = match.messages
+            if stored and stored[0].role == "tool":
+                continue  # a result stored apart from its call (a unit of its own): never sent without it
             facts = units.of(match)
             cost = facts.cost(counter)
             if cost > left:

@@ -1,0 +1,167 @@
+"""Transcripts where other messages came between a tool call and its results: two writers of one session, or a
+user who spoke while a tool ran. A window never holds a tool result whose call it does not hold before it
+(providers refuse such a request), whichever strategy cut it and whichever face asked for it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ravi.agents.context import (
+    AgentContext,
+    CompactionPipeline,
+    ContextConfig,
+    InMemoryHistoryProvider,
+    RelevantRecallStrategy,
+    SelectiveToolCallCompactionStrategy,
+    SlidingWindowCompaction,
+    TokenBudgetComposedStrategy,
+    ToolResultCompactionStrategy,
+    WindowRequest,
+)
+from ravi.agents.context.manager import ContextManager
+from ravi.conformance.strategy import transcripts
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
+
+FACTORIES: dict[str, Callable[[int], object]] = {
+    "budget": lambda n: TokenBudgetComposedStrategy([], token_budget=n * 60),
+    "budget_composed": lambda n: TokenBudgetComposedStrategy(
+        [ToolResultCompactionStrategy(200), SelectiveToolCallCompactionStrategy(1)], token_budget=n * 60
+    ),
+    "sliding": lambda n: SlidingWindowCompaction(max_messages=n),
+    "selective": lambda n: SelectiveToolCallCompactionStrategy(keep_recent_groups=n % 3),
+    "recall": lambda n: RelevantRecallStrategy(token_budget=n * 60, meaning=None),
+    "recall_cache": lambda n: RelevantRecallStrategy(token_budget=n * 60, meaning=None, prefer="cache"),
+}
+
+
+def orphans(window: Sequence[ChatMessage]) -> list[str]:
+    """The ids of the tool results in ``window`` whose call is not in a message before them."""
+    calls: set[str] = set()
+    found = []
+    for m in window:
+        calls.update(c.id for c in m.tool_calls)
+        result = m.tool_result
+        if m.role == "tool" and result is not None and result.tool_call_id not in calls:
+            found.append(m.id)
+    return found
+
+
+def interleaved(history: list[ChatMessage], spots: list[int]) -> list[ChatMessage]:
+    """``history`` with a user message put before each position of ``spots`` (inside tool groups too)."""
+    out = list(history)
+    for k, spot in enumerate(sorted(spots, reverse=True)):
+        out.insert(min(spot, len(out)), ChatMessage.user(f"meanwhile {k}: and the deploy?", id=f"x{k}-{spot}"))
+    return out
+
+
+def call(i: int) -> list[ChatMessage]:
+    """A tool call, a message from elsewhere, then the call's result."""
+    return [
+        ChatMessage.user(f"question {i} about the deploy " + "w " * 40, id=f"u{i}"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id=f"c{i}", name="f", arguments={})], id=f"a{i}"),
+        ChatMessage.user(f"meanwhile {i}", id=f"x{i}"),
+        ChatMessage.tool(f"c{i}", "deploy log " * 30, id=f"t{i}"),
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("budget", [157, 211, 400, 1_000])
+async def test_a_window_cut_between_a_call_and_its_late_result_holds_no_orphan(name: str, budget: int) -> None:
+    """A cut between a call and its result, with a message between them: the result is left out with its call
+    (it was sent alone, and the provider refused the request)."""
+    history = InMemoryHistoryProvider()
+    await history.append_many("agent", [m for i in range(40) for m in call(i)], session_id="s")
+    context = AgentContext(ContextConfig(history, [FACTORIES[name](budget // 60 or 1)]))
+    window = await context.get_prompt_window("s")
+    assert not orphans(window), [m.id for m in window][:6]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    history=transcripts,
+    spots=st.lists(st.integers(0, 80), max_size=6),
+    n=st.integers(1, 30),
+    name=st.sampled_from(sorted(FACTORIES)),
+)
+def test_no_face_sends_an_orphaned_result(history: list[ChatMessage], spots: list[int], n: int, name: str) -> None:
+    """A window of given messages and one of a stored session read in windows, on random transcripts with messages
+    put between calls and results: no result without its call before it, order kept, nothing twice."""
+    messages = interleaved(history, spots)
+
+    async def windows() -> list[list[ChatMessage]]:
+        given_ = await CompactionPipeline([FACTORIES[name](n)]).window(WindowRequest(messages=messages))  # type: ignore[list-item]
+        store = InMemoryHistoryProvider()
+        if messages:
+            await store.append_many("agent", messages, session_id="s")
+        stored = await AgentContext(ContextConfig(store, [FACTORIES[name](n)])).get_prompt_window("s")  # type: ignore[list-item]
+        return [given_.messages, stored]
+
+    position = {m.id: i for i, m in enumerate(messages)}
+    for window in asyncio.run(windows()):
+        assert not orphans(window)
+        indices = [position[m.id] for m in window if m.id in position]
+        assert indices == sorted(set(indices)), "order changed or a message twice"
+
+
+@settings(max_examples=20, deadline=None)
+@given(history=transcripts, spots=st.lists(st.integers(0, 80), max_size=6), n=st.integers(1, 30))
+def test_a_context_manager_sends_no_orphaned_result(history: list[ChatMessage], spots: list[int], n: int) -> None:
+    """001's face: the dicts it sends hold no tool result whose call is not sent before it."""
+    messages = interleaved(history, spots)
+
+    async def sent() -> list[dict[str, object]]:
+        store = InMemoryHistoryProvider()
+        if messages:
+            await store.append_many("agent", messages, session_id="s")
+        manager = ContextManager(history=store, session_id="s", max_tokens=n * 60 + 10)
+        return await manager.get_messages_for_request()
+
+    calls: set[object] = set()
+    for item in asyncio.run(sent()):
+        calls.update(c["id"] for c in item.get("tool_calls") or ())  # type: ignore[attr-defined]
+        assert item["role"] != "tool" or item["tool_call_id"] in calls
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+async def test_recall_never_brings_back_a_result_stored_apart_from_its_call(prefer: str) -> None:
+    """A result stored apart from its call is a unit of its own; recall, which reaches far older turns than the
+    engine reads, never brings it back without its call, though it matches the request best."""
+    history = InMemoryHistoryProvider()
+    old = [
+        ChatMessage.user("start the zebra migration", id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c0", name="migrate", arguments={})], id="a0"),
+        ChatMessage.user("meanwhile: lunch?", id="x0"),
+        ChatMessage.tool("c0", "zebra migration finished: 41 zebra rows moved", id="t0"),
+    ]
+    filler = [
+        m
+        for i in range(60)
+        for m in (
+            ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
+            ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
+        )
+    ]
+    await history.append_many(
+        "agent", [*old, *filler, ChatMessage.user("how did the zebra migration go?")], session_id="s"
+    )
+    strategy = RelevantRecallStrategy(token_budget=600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
+    window = await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
+    assert "u0" in [m.id for m in window]  # recall reached the oldest turns
+    assert not orphans(window), [m.id for m in window]
+
+
+async def test_the_manifest_says_the_engine_left_the_result_out() -> None:
+    """An explained window accounts for the result it left out: dropped, for the tool pairs."""
+    history = InMemoryHistoryProvider()
+    await history.append_many("agent", [m for i in range(40) for m in call(i)], session_id="s")
+    context = AgentContext(ContextConfig(history, [TokenBudgetComposedStrategy([], token_budget=220)]))
+    window = await context.get_prompt_window("s")
+    explained = await context.explain("s")
+    assert explained.messages == window and window[0].id == "u39"
+    entry = explained.entry("t38")
+    assert entry is not None and (entry.status, entry.strategy) == ("dropped", "tool pairs")
