@@ -79,6 +79,7 @@ async def test_a_window_cut_between_a_call_and_its_late_result_holds_no_orphan(n
     context = AgentContext(ContextConfig(history, [FACTORIES[name](budget // 60 or 1)]))
     window = await context.get_prompt_window("s")
     assert not orphans(window), [m.id for m in window][:6]
+    assert adjacent(window), [m.id for m in window][:6]
 
 
 @settings(max_examples=40, deadline=None)
@@ -90,7 +91,8 @@ async def test_a_window_cut_between_a_call_and_its_late_result_holds_no_orphan(n
 )
 def test_no_face_sends_an_orphaned_result(history: list[ChatMessage], spots: list[int], n: int, name: str) -> None:
     """A window of given messages and one of a stored session read in windows, on random transcripts with messages
-    put between calls and results: no result without its call before it, order kept, nothing twice."""
+    put between calls and results: no result without its call, each right after it, the other messages in their
+    order, nothing twice."""
     messages = interleaved(history, spots)
 
     async def windows() -> list[list[ChatMessage]]:
@@ -104,8 +106,11 @@ def test_no_face_sends_an_orphaned_result(history: list[ChatMessage], spots: lis
     position = {m.id: i for i, m in enumerate(messages)}
     for window in asyncio.run(windows()):
         assert not orphans(window)
-        indices = [position[m.id] for m in window if m.id in position]
-        assert indices == sorted(set(indices)), "order changed or a message twice"
+        assert adjacent(window), "a result not right after its call"
+        ids = [m.id for m in window]
+        assert len(ids) == len(set(ids)), "a message twice"
+        others = [position[m.id] for m in window if m.id in position and m.role != "tool"]
+        assert others == sorted(others), "order changed (only results move, up to their calls)"
 
 
 @settings(max_examples=20, deadline=None)
@@ -165,3 +170,36 @@ async def test_the_manifest_says_the_engine_left_the_result_out() -> None:
     assert explained.messages == window and window[0].id == "u39"
     entry = explained.entry("t38")
     assert entry is not None and (entry.status, entry.strategy) == ("dropped", "tool pairs")
+
+
+def adjacent(window: Sequence[ChatMessage]) -> bool:
+    """Whether each tool result comes right after its call (only results and system messages between them), the
+    one shape every provider takes."""
+    for i, m in enumerate(window):
+        result = m.tool_result
+        if m.role != "tool" or result is None:
+            continue
+        j = i - 1
+        while j >= 0 and window[j].role in ("tool", "system"):
+            j -= 1
+        if j < 0 or result.tool_call_id not in {c.id for c in window[j].tool_calls}:
+            return False
+    return True
+
+
+async def test_a_result_stored_apart_is_sent_right_after_its_call() -> None:
+    """Parallel calls whose second result came after a user turn: the window sends both results right after the
+    call, then the user turn (the only move a window makes: providers take a result only there)."""
+    calls = [ToolCallBlock(id=f"c{i}", name="f", arguments={}) for i in (1, 2)]
+    messages = [
+        ChatMessage.user("check both services", id="u"),
+        ChatMessage.assistant(tool_calls=calls, id="a"),
+        ChatMessage.tool("c1", "service 1 is up", id="t1"),
+        ChatMessage.user("and hurry please", id="x"),
+        ChatMessage.tool("c2", "service 2 is up", id="t2"),
+    ]
+    history = InMemoryHistoryProvider()
+    await history.append_many("agent", messages, session_id="s")
+    window = await AgentContext(ContextConfig(history, [])).get_prompt_window("s")
+    assert [m.id for m in window] == ["u", "a", "t1", "t2", "x"]
+    assert [m.id for m in await history.get_messages("agent", session_id="s")] == ["u", "a", "t1", "x", "t2"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ravi.agents import telemetry
 from ravi.agents.context.manifest import ManifestBuilder, Window
 from ravi.agents.context.session import SessionStates
-from ravi.agents.context.units import drop_orphan_results
+from ravi.agents.context.units import pair_results
 from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import (
     CompactionEvent,
@@ -413,13 +413,12 @@ class CompactionPipeline:
                 )
             window = out
         if session.state.get(self, _PAIRING).check(history):
-            # strategies keep whole units; a result stored apart from its call is a unit of its own, and stays
-            # when its call goes: it is left out, as a provider refuses a result without its call
-            paired = drop_orphan_results(window)
-            if len(paired) != len(window):
-                if builder is not None:
-                    builder.left_out(paired, "tool pairs")
-                window = paired
+            # strategies keep whole units; a result stored apart from its call is a unit of its own: it is sent
+            # right after its call, and left out when its call is not sent (a provider takes it nowhere else)
+            paired = pair_results(window)
+            if builder is not None and len(paired) != len(window):
+                builder.left_out(paired, "tool pairs")
+            window = paired
         if events:
             events.emit(CompactionEvent("post_compact", window, counter=counter))
         given_back = not session.partial or (session.bounded and not session.older_needed)

@@ -56,19 +56,46 @@ def is_group(messages: Sequence[ChatMessage], span: Span) -> bool:
     return opens_group(messages[span[0]])
 
 
-def drop_orphan_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """``messages`` without tool results whose call is not among the messages before them."""
-    calls: set[str] = set()
-    out = []
-    for m in messages:
-        if m.role == "assistant":
-            calls.update(b.id for b in m.content if isinstance(b, ToolCallBlock))
-        elif m.role == "tool":
+def pair_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` with each tool result right after its call: a result stored apart from its call (other
+    messages came between them) is moved up to just after the call's group, and a result whose call is not among
+    the messages before it is left out. Every other message keeps its place; a list already so is returned as it
+    is (copied)."""
+    calls: dict[str, int] = {}  # each call id: where its call is
+    apart: dict[int, list[ChatMessage]] = {}  # the results to put after the group of the call at each position
+    moved: set[int] = set()  # the positions of the results moved or left out
+    opener = -1  # where the call of the group being read is (-1: none)
+    for j, m in enumerate(messages):
+        role = m.role
+        if role == "tool":
             result = m.tool_result
-            if result is None or result.tool_call_id not in calls:
-                continue
+            at = calls.get(result.tool_call_id) if result is not None else None
+            if at != opener:
+                moved.add(j)
+                if at is not None:
+                    apart.setdefault(at, []).append(m)
+            continue
+        if role == "system":
+            continue
+        opener = -1
+        if role == "assistant":
+            for block in m.content:
+                if isinstance(block, ToolCallBlock):
+                    calls[block.id] = opener = j
+    if not moved:
+        return list(messages)
+    out: list[ChatMessage] = []
+    waiting: list[ChatMessage] = []  # the moved results of the group being written
+    for j, m in enumerate(messages):
+        if waiting and m.role not in ("tool", "system"):
+            out.extend(waiting)
+            waiting = []
+        if j in moved:
+            continue
         out.append(m)
+        waiting = apart.get(j, waiting)
+    out.extend(waiting)
     return out
 
 
-__all__ = ["Span", "drop_orphan_results", "is_group", "opens_group", "unit_end", "units", "units_backward"]
+__all__ = ["Span", "pair_results", "is_group", "opens_group", "unit_end", "units", "units_backward"]
