@@ -203,3 +203,36 @@ async def test_a_result_stored_apart_is_sent_right_after_its_call() -> None:
     window = await AgentContext(ContextConfig(history, [])).get_prompt_window("s")
     assert [m.id for m in window] == ["u", "a", "t1", "t2", "x"]
     assert [m.id for m in await history.get_messages("agent", session_id="s")] == ["u", "a", "t1", "x", "t2"]
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+async def test_recall_never_brings_back_a_call_without_its_results(prefer: str) -> None:
+    """A call whose result was stored apart (or never stored) is a unit without its results: recall does not
+    bring it back, though it matches the request best, since a provider refuses a call without its results."""
+    history = InMemoryHistoryProvider()
+    old = [
+        ChatMessage.user("lunch?", id="u0"),
+        ChatMessage.assistant(
+            "running the zebra migration now",
+            tool_calls=[ToolCallBlock(id="c0", name="migrate", arguments={"what": "zebra migration"})],
+            id="a0",
+        ),
+        ChatMessage.user("meanwhile: lunch?", id="x0"),
+        ChatMessage.tool("c0", "done: 41 rows moved", id="t0"),
+    ]
+    filler = [
+        m
+        for i in range(60)
+        for m in (
+            ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
+            ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
+        )
+    ]
+    await history.append_many(
+        "agent", [*old, *filler, ChatMessage.user("how did the zebra migration go?")], session_id="s"
+    )
+    strategy = RelevantRecallStrategy(token_budget=600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
+    window = await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
+    calls = {c.id for m in window for c in m.tool_calls}
+    results = {m.tool_result.tool_call_id for m in window if m.tool_result is not None}
+    assert calls <= results, [m.id for m in window]

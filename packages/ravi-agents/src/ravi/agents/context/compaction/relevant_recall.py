@@ -20,7 +20,7 @@ from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient, TokenCounter
-from ravi.kernel.messages import ChatMessage
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
 from ravi.kernel.tokens import CachedTokenCounter, stored_tokens
@@ -45,13 +45,31 @@ class _Facts:
     """What one older unit costs and says, worked out once: its cost by each counting rule, its texts and words
     for the near-duplicate check, and its labelled form (and that form's cost) for each day of a request."""
 
-    __slots__ = ("costs", "labelled", "messages", "unit")
+    __slots__ = ("costs", "labelled", "messages", "pairs", "unit")
 
     def __init__(self, messages: tuple[ChatMessage, ...]) -> None:
         self.messages = messages
         self.costs: dict[object, int] = {}
         self.unit: Unit | None = None
         self.labelled: dict[date | None, tuple[ChatMessage, ...] | None] = {}
+        self.pairs: bool | None = None
+
+    def paired(self) -> bool:
+        """Whether the unit can be sent alone: every tool result in it has its call in it, and every call its
+        results (not so for a result stored apart from its call, another message between them, nor for that
+        call, nor for a call whose results were never stored)."""
+        pairs = self.pairs
+        if pairs is None:
+            calls: set[str] = set()
+            results: set[str] = set()
+            for m in self.messages:
+                role = m.role
+                if role == "assistant":
+                    calls.update(b.id for b in m.content if isinstance(b, ToolCallBlock))
+                elif role == "tool" and (result := m.tool_result) is not None:
+                    results.add(result.tool_call_id)
+            pairs = self.pairs = calls == results
+        return pairs
 
     def cost(self, counter: TokenCounter, today: date | None = None, *, labelled: bool = False) -> int:
         """:func:`_cost` of the unit (``labelled``: of its form labelled for ``today``), kept when ``counter``
@@ -162,8 +180,9 @@ REPEATS = 4
 
 class _Choice:
     """The units a window recalls, chosen from a ranking best first: each that fits in what is ``left`` (as it
-    will be sent: labelled when ``annotate``), skipping any that repeats one already chosen, and any that is a tool
-    result stored apart from its call (another message came between them). A unit is labelled
+    will be sent: labelled when ``annotate``), skipping any that repeats one already chosen, and any that holds a
+    tool result without its call or a call without its results (another message was stored between them, or the
+    results never were). A unit is labelled
     once it is chosen, and sent unlabelled when only that fits. What a unit costs and says is kept in ``units``
     (the session's). A choice goes on where it stopped: :meth:`take` of a ranking's next units gives what one
     call over the whole ranking would."""
@@ -185,9 +204,9 @@ class _Choice:
             if left <= 0:
                 break
             stored = match.messages
-            if stored and stored[0].role == "tool":
-                continue  # a result stored apart from its call (a unit of its own): never sent without it
             facts = units.of(match)
+            if not facts.paired():
+                continue  # a result without its call, or a call without its results: a provider refuses either
             cost = facts.cost(counter)
             if cost > left:
                 continue
