@@ -630,6 +630,25 @@ async def test_stores_on_one_server_share_one_pool_which_closes_with_the_last(
     assert pool.is_closing()
 
 
+async def test_closing_the_reserved_place_leaves_its_store_connected(postgres_server: Server, pg_schema: str) -> None:
+    """``reserved()`` is a view over the store's pool: closing the view (``async with``, ``aclose``) lets go of
+    nothing, so calls of the store under way are not cut off; closing the store still closes the pool. Closing
+    the view closed the store's pool, and the store's calls waiting for a connection failed with "pool is
+    closing"."""
+    state = PostgresMemoryStore(postgres_server.address, schema=pg_schema)
+    async with state:
+        await state.set_state("s", {"k": 1})
+        pool = await state.db.pool()
+        async with state.reserved() as reserved:
+            await reserved.set_state("r", {"own": 1})
+        await reserved.aclose()
+        assert not pool.is_closing()
+        assert await state.db.pool() is pool
+        assert await state.get_state("s") == {"k": 1}
+        assert await reserved.get_state("r") == {"own": 1}  # the view keeps working while its store is open
+    assert pool.is_closing()
+
+
 def test_a_store_works_from_a_second_event_loop(postgres_server: Server, pg_schema: str) -> None:
     """An asyncpg pool belongs to one event loop; a store used from another loop gets a pool of its own there
     (it used to fail with a misleading BackendUnavailable)."""
