@@ -941,6 +941,60 @@ def test_the_search_ranks_as_it_did_before_version_11_whatever_the_session(
             runner.run(old.close())
 
 
+def test_pgvector_finds_what_the_in_memory_store_finds_when_scores_tie_exactly_or_lie_apart(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Searches of generated collections, with copies of a few embeddings and limits that cut through the copies:
+    pgvector (searching exactly, as a small collection is) returns the documents, in the order, that the
+    in-memory store returns. Equal embeddings score alike on both, and come in id order; a ``LIMIT`` cutting
+    through them kept any of them on Postgres. Scores within float32's rounding of each other are left out:
+    pgvector sums in float32 and the in-memory store scores in float64, so each may order such near-ties its own
+    way (decision 106)."""
+    import itertools
+    import math
+
+    from hypothesis import HealthCheck, assume, given, settings
+    from hypothesis import strategies as st
+
+    from ravi.agents.storage import InMemoryVectorStore
+    from ravi.kernel.storage import Document
+
+    vectors = st.lists(st.integers(-3, 3), min_size=4, max_size=4).filter(any)
+
+    def cosine(v: list[int], q: list[int]) -> float:
+        return sum(a * b for a, b in zip(v, q, strict=True)) / math.sqrt(sum(a * a for a in v) * sum(b * b for b in q))
+
+    async def check(pool: list[list[int]], picks: list[int], query: list[int], limit: int) -> None:
+        scores = sorted(cosine(v, query) for v in pool)
+        assume(all(b - a > 1e-6 for a, b in itertools.pairwise(scores)))
+        documents = [Document(id=f"d{i:02d}", embedding=pool[p % len(pool)]) for i, p in enumerate(picks)]
+        collection = f"c{uuid.uuid4().hex[:12]}"
+        await server.add(documents, collection=collection)
+        memory = InMemoryVectorStore()
+        await memory.add(documents, collection=collection)
+        found = await server.search(query, collection=collection, limit=limit)
+        expected = await memory.search(query, collection=collection, limit=limit)
+        assert [r.id for r in found] == [r.id for r in expected]
+
+    with asyncio.Runner() as runner:
+        server = PgVectorStore(postgres_server.address, schema=pg_schema)
+
+        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(
+            pool=st.lists(vectors, min_size=1, max_size=5, unique_by=tuple),
+            picks=st.lists(st.integers(0, 4), min_size=1, max_size=24),
+            query=vectors,
+            limit=st.integers(1, 25),
+        )
+        def collections(pool: list[list[int]], picks: list[int], query: list[int], limit: int) -> None:
+            runner.run(check(pool, picks, query, limit))
+
+        try:
+            collections()
+        finally:
+            runner.run(server.close())
+
+
 async def test_the_engine_reads_only_the_window_from_postgres(postgres_server: Server, pg_schema: str) -> None:
     """Through ``AgentContext``: the window of a long session equals the window of its whole transcript, and
     the rows read are about the window, not the session."""

@@ -9,7 +9,8 @@ By meaning, every message of a session is embedded once per model, by the first 
 worker), and kept beside the messages in ``<prefix>embeddings`` (a pgvector column, created with the extension
 on first use). A search embeds only the rows appended since, then asks for the messages closest to the request,
 among the session's newest ``MEANING_ROWS`` (5,000), exactly (those rows by the session's key, ordered by
-cosine distance), and returns their units. An embedding records the id of the message it came from and the
+cosine distance, the newest first among equal distances, as ``match_units`` orders equal units), and returns
+their units. An embedding records the id of the message it came from and the
 session's epoch, so nothing embedded before a ``clear`` or ``clear_run`` is ever returned: a session whose epoch
 changed is embedded again.
 """
@@ -308,7 +309,7 @@ WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5
   AND e.seq > (SELECT seq FROM cut) - $9 AND e.seq <= (SELECT seq FROM cut)
   AND x.seq > (SELECT seq FROM cut) - $9 AND x.seq <= (SELECT seq FROM cut)
   AND x.cum_tokens - x.tokens < $6 AND x.role <> 'system'
-ORDER BY e.embedding <=> $4::text::vector LIMIT $7""",
+ORDER BY e.embedding <=> $4::text::vector, e.seq DESC LIMIT $7""",
             agent_id,
             session_id,
             model,
