@@ -567,3 +567,44 @@ async def test_meaning_on_a_server_without_pgvector_is_a_configuration_error_nam
             await pipeline.window(WindowRequest("a", "s", history=history))
         pipeline = CompactionPipeline([RelevantRecallStrategy(200, meaning=None)])  # words only: no pgvector needed
         assert (await pipeline.window(WindowRequest("a", "s", history=history))).messages
+
+
+async def test_meaning_where_this_user_may_not_create_pgvector_is_permission_denied_saying_who_can(
+    postgres_server: Server,
+) -> None:
+    """pgvector installed on the server but not created in the database, and a user that may not create it (it
+    is not a trusted extension): the search by meaning is ``PermissionDenied`` saying the statement a superuser
+    runs, not taken for a missing extension."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import asyncpg
+
+    from ravi.kernel.errors import PermissionDenied
+
+    name = f"plain_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(postgres_server.address)
+    try:
+        await admin.execute(f'CREATE ROLE "{name}" LOGIN')
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.execute(f'GRANT CREATE ON DATABASE "{name}" TO "{name}"')
+    finally:
+        await admin.close()
+    parts = urlsplit(postgres_server.address)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    dsn = urlunsplit(parts._replace(netloc=f"{name}@{host}", path=f"/{name}"))
+    try:
+        async for history in closing(PostgresHistoryProvider(dsn, schema="ravi")):
+            await history.append_many("a", _conversation(5), session_id="s")
+            with pytest.raises(PermissionDenied, match="pgvector") as raised:
+                await history.search_hybrid(
+                    "a", session_id="s", query="weekend", before=10**9, limit=3, embedder=Counting(), model="m"
+                )
+            assert "CREATE EXTENSION vector" in (raised.value.hint or "")
+    finally:
+        admin = await asyncpg.connect(postgres_server.address)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+        finally:
+            await admin.close()
