@@ -630,6 +630,25 @@ async def test_stores_on_one_server_share_one_pool_which_closes_with_the_last(
     assert pool.is_closing()
 
 
+async def test_closing_the_reserved_place_leaves_its_store_connected(postgres_server: Server, pg_schema: str) -> None:
+    """``reserved()`` is a view over the store's pool: closing the view (``async with``, ``aclose``) lets go of
+    nothing, so calls of the store under way are not cut off; closing the store still closes the pool. Closing
+    the view closed the store's pool, and the store's calls waiting for a connection failed with "pool is
+    closing"."""
+    state = PostgresMemoryStore(postgres_server.address, schema=pg_schema)
+    async with state:
+        await state.set_state("s", {"k": 1})
+        pool = await state.db.pool()
+        async with state.reserved() as reserved:
+            await reserved.set_state("r", {"own": 1})
+        await reserved.aclose()
+        assert not pool.is_closing()
+        assert await state.db.pool() is pool
+        assert await state.get_state("s") == {"k": 1}
+        assert await reserved.get_state("r") == {"own": 1}  # the view keeps working while its store is open
+    assert pool.is_closing()
+
+
 def test_a_store_works_from_a_second_event_loop(postgres_server: Server, pg_schema: str) -> None:
     """An asyncpg pool belongs to one event loop; a store used from another loop gets a pool of its own there
     (it used to fail with a misleading BackendUnavailable)."""
@@ -922,6 +941,60 @@ def test_the_search_ranks_as_it_did_before_version_11_whatever_the_session(
             runner.run(old.close())
 
 
+def test_pgvector_finds_what_the_in_memory_store_finds_when_scores_tie_exactly_or_lie_apart(
+    postgres_server: Server, pg_schema: str
+) -> None:
+    """Searches of generated collections, with copies of a few embeddings and limits that cut through the copies:
+    pgvector (searching exactly, as a small collection is) returns the documents, in the order, that the
+    in-memory store returns. Equal embeddings score alike on both, and come in id order; a ``LIMIT`` cutting
+    through them kept any of them on Postgres. Scores within float32's rounding of each other are left out:
+    pgvector sums in float32 and the in-memory store scores in float64, so each may order such near-ties its own
+    way (decision 106)."""
+    import itertools
+    import math
+
+    from hypothesis import HealthCheck, assume, given, settings
+    from hypothesis import strategies as st
+
+    from ravi.agents.storage import InMemoryVectorStore
+    from ravi.kernel.storage import Document
+
+    vectors = st.lists(st.integers(-3, 3), min_size=4, max_size=4).filter(any)
+
+    def cosine(v: list[int], q: list[int]) -> float:
+        return sum(a * b for a, b in zip(v, q, strict=True)) / math.sqrt(sum(a * a for a in v) * sum(b * b for b in q))
+
+    async def check(pool: list[list[int]], picks: list[int], query: list[int], limit: int) -> None:
+        scores = sorted(cosine(v, query) for v in pool)
+        assume(all(b - a > 1e-6 for a, b in itertools.pairwise(scores)))
+        documents = [Document(id=f"d{i:02d}", embedding=pool[p % len(pool)]) for i, p in enumerate(picks)]
+        collection = f"c{uuid.uuid4().hex[:12]}"
+        await server.add(documents, collection=collection)
+        memory = InMemoryVectorStore()
+        await memory.add(documents, collection=collection)
+        found = await server.search(query, collection=collection, limit=limit)
+        expected = await memory.search(query, collection=collection, limit=limit)
+        assert [r.id for r in found] == [r.id for r in expected]
+
+    with asyncio.Runner() as runner:
+        server = PgVectorStore(postgres_server.address, schema=pg_schema)
+
+        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(
+            pool=st.lists(vectors, min_size=1, max_size=5, unique_by=tuple),
+            picks=st.lists(st.integers(0, 4), min_size=1, max_size=24),
+            query=vectors,
+            limit=st.integers(1, 25),
+        )
+        def collections(pool: list[list[int]], picks: list[int], query: list[int], limit: int) -> None:
+            runner.run(check(pool, picks, query, limit))
+
+        try:
+            collections()
+        finally:
+            runner.run(server.close())
+
+
 async def test_the_engine_reads_only_the_window_from_postgres(postgres_server: Server, pg_schema: str) -> None:
     """Through ``AgentContext``: the window of a long session equals the window of its whole transcript, and
     the rows read are about the window, not the session."""
@@ -1178,8 +1251,8 @@ async def test_a_fresh_worker_recalls_by_meaning_from_pgvector_reading_only_the_
 ) -> None:
     """Recall with an ``EmbeddingIndex`` on pgvector: the first window indexes the session into the vector store;
     a new worker (new providers, empty caches) then reads only the newest rows, embeds only the new message
-    (and the request), and recalls what the in-process index over the whole transcript recalls (a session's
-    collection is small, so pgvector searches it exactly)."""
+    (and the request), and recalls what an index over the whole transcript, built in the process on pgvector
+    too, recalls (a session's collection is small, so pgvector searches it exactly)."""
     from ravi.agents.context import CompactionPipeline, RelevantRecallStrategy
     from ravi.agents.context.recall_index import EmbeddingIndex
     from ravi.kernel.embeddings import HashingEmbeddingClient
@@ -1209,10 +1282,14 @@ async def test_a_fresh_worker_recalls_by_meaning_from_pgvector_reading_only_the_
             assert embedded == [messages[-1].text, messages[-1].text]
             assert window[0] == messages[0] and window[-1] == messages[-1]
             assert len(window) < len(messages) // 10
-    in_process = CompactionPipeline(
-        [RelevantRecallStrategy(1_000, index=EmbeddingIndex(HashingEmbeddingClient(dimension=64)))]
-    )
-    assert window == await in_process.compact(messages)
+    # the reference ranks the whole transcript in the process, over pgvector too (collections of its own): the
+    # in-memory store scores in float64 and pgvector sums in float32, so they order scores within float32's
+    # rounding of each other apart, and this session's "fine N" turns hold many such near-ties at the index's
+    # limit (decision 106); which of them a window kept then followed the messages' random ids
+    async for vectors in closing(PgVectorStore(postgres_server.address, schema=pg_schema)):
+        whole = EmbeddingIndex(HashingEmbeddingClient(dimension=64), vectors, collection_prefix="whole")
+        in_process = CompactionPipeline([RelevantRecallStrategy(1_000, index=whole)])
+        assert window == await in_process.compact(messages)
 
 
 async def test_a_session_stored_before_the_terms_index_is_indexed_on_its_first_search(

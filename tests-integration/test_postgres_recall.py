@@ -3,7 +3,7 @@ meaning of a request by pgvector, kept in the database and embedded once for eve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 from servers import Server, closing
@@ -11,7 +11,7 @@ from servers import Server, closing
 from ravi.agents.context import CompactionPipeline, InMemoryHistoryProvider, RelevantRecallStrategy, WindowRequest
 from ravi.capabilities.postgres import PostgresHistoryProvider
 from ravi.kernel.embeddings import HashingEmbeddingClient
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.values import MAX_ID_BYTES
 
@@ -517,3 +517,94 @@ async def test_units_and_borders_far_from_their_match_are_found_whole(postgres_s
         assert units[0] == [messages[32].id, *(r.id for r in results)]
         assert sorted(units[1:]) == sorted([[question.id], [answer.id]])
         assert [u.score for u in found.lexical[1:]] == [found.lexical[0].score * 0.5] * 2
+
+
+@pytest.fixture
+async def without_pgvector(postgres_server: Server) -> AsyncIterator[str]:
+    """The DSN of a fresh database of the session's server where pgvector is not available: its extension search
+    path (PostgreSQL 18's ``extension_control_path``) names a directory without it, as a server without the
+    extension installed has none."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import asyncpg
+
+    name = f"novector_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(postgres_server.address)
+    try:
+        if int(await admin.fetchval("SHOW server_version_num")) < 180000:
+            pytest.skip("a server without pgvector is made with extension_control_path, from PostgreSQL 18")
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.execute(f"ALTER DATABASE \"{name}\" SET extension_control_path = '/nonexistent/ravi-no-extensions'")
+    finally:
+        await admin.close()
+    parts = urlsplit(postgres_server.address)
+    yield urlunsplit(parts._replace(path=f"/{name}"))
+    admin = await asyncpg.connect(postgres_server.address)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+async def test_meaning_on_a_server_without_pgvector_is_a_configuration_error_naming_it(without_pgvector: str) -> None:
+    """Asked to search by meaning (an ``embedder``) where pgvector cannot be had, the provider says so, naming the
+    extension and how to install it, at every such call; by words alone it searches as before. It returned no
+    units by meaning (logged once), so recall by meaning went quietly without the meaning."""
+    session = _conversation(40)
+    async for history in closing(PostgresHistoryProvider(without_pgvector, schema="ravi")):
+        await history.append_many("a", session, session_id="s")
+        words = await history.search_hybrid("a", session_id="s", query="dying fern", before=10**9, limit=3)
+        assert words.lexical and words.meaning == []
+        for _ in range(2):
+            with pytest.raises(ConfigurationError, match="pgvector") as raised:
+                await history.search_hybrid(
+                    "a", session_id="s", query="dying fern", before=10**9, limit=3, embedder=Counting(), model="m"
+                )
+            assert "CREATE EXTENSION vector" in (raised.value.hint or "")
+        pipeline = CompactionPipeline([RelevantRecallStrategy(200, meaning=Counting())])
+        with pytest.raises(ConfigurationError, match="pgvector"):
+            await pipeline.window(WindowRequest("a", "s", history=history))
+        pipeline = CompactionPipeline([RelevantRecallStrategy(200, meaning=None)])  # words only: no pgvector needed
+        assert (await pipeline.window(WindowRequest("a", "s", history=history))).messages
+
+
+async def test_meaning_where_this_user_may_not_create_pgvector_is_permission_denied_saying_who_can(
+    postgres_server: Server,
+) -> None:
+    """pgvector installed on the server but not created in the database, and a user that may not create it (it
+    is not a trusted extension): the search by meaning is ``PermissionDenied`` saying the statement a superuser
+    runs, not taken for a missing extension."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import asyncpg
+
+    from ravi.kernel.errors import PermissionDenied
+
+    name = f"plain_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(postgres_server.address)
+    try:
+        await admin.execute(f'CREATE ROLE "{name}" LOGIN')
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.execute(f'GRANT CREATE ON DATABASE "{name}" TO "{name}"')
+    finally:
+        await admin.close()
+    parts = urlsplit(postgres_server.address)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    dsn = urlunsplit(parts._replace(netloc=f"{name}@{host}", path=f"/{name}"))
+    try:
+        async for history in closing(PostgresHistoryProvider(dsn, schema="ravi")):
+            await history.append_many("a", _conversation(5), session_id="s")
+            with pytest.raises(PermissionDenied, match="pgvector") as raised:
+                await history.search_hybrid(
+                    "a", session_id="s", query="weekend", before=10**9, limit=3, embedder=Counting(), model="m"
+                )
+            assert "CREATE EXTENSION vector" in (raised.value.hint or "")
+    finally:
+        admin = await asyncpg.connect(postgres_server.address)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+        finally:
+            await admin.close()

@@ -410,6 +410,27 @@ async def test_stores_on_one_server_share_one_client_which_closes_with_the_last(
         assert await state.get_state("s") == {"k": 1}  # the other store keeps working
 
 
+async def test_closing_the_reserved_place_leaves_its_store_connected(redis_server: Server, redis_prefix: str) -> None:
+    """``reserved()`` is a view over the store's client: closing the view (``async with``, ``aclose``) lets go of
+    nothing, so commands of the store under way are not cut off; closing the store still closes the client.
+    Closing the view closed the store's client, and the store's commands in flight failed with "Connection
+    closed"."""
+    from ravi.capabilities.redis._client import _SHARED
+
+    state = RedisSessionStore(redis_server.address, prefix=redis_prefix)
+    async with state:
+        await state.set_state("s", {"k": 1})
+        shared = state.redis._shared()
+        async with state.reserved() as reserved:
+            await reserved.set_state("r", {"own": 1})
+        await reserved.aclose()
+        assert _SHARED.get(shared.key) is shared and shared.users >= 1
+        assert state.redis._shared() is shared
+        assert await state.get_state("s") == {"k": 1}
+        assert await reserved.get_state("r") == {"own": 1}  # the view keeps working while its store is open
+    assert _SHARED.get(shared.key) is not shared
+
+
 def test_a_redis_store_works_from_a_second_event_loop(redis_server: Server, redis_prefix: str) -> None:
     history = RedisHistoryProvider(redis_server.address, prefix=redis_prefix)
 

@@ -129,3 +129,34 @@ async def test_a_window_of_messages_read_after_the_generation_is_filed_under_tha
     ):
         with pytest.raises(InvalidArgument):
             WindowRequest("agent", "s", **bad)  # type: ignore[arg-type]
+
+
+async def test_messages_from_a_store_that_keeps_generations_need_the_generation_read_before_them() -> None:
+    """``WindowRequest(messages=..., history=..., agent_id, session_id)`` without ``generation=``: the pipeline
+    read the generation after the caller's read, so a clear landing between the two filed the window of the
+    removed messages under the new generation (its ``last_window`` gave them back after the clear). Such a request
+    is refused, saying how to read the generation; a store that keeps no generation needs none, and a window of
+    messages alone, or read by the pipeline itself, is unchanged."""
+    from ravi.agents.context import CompactionPipeline, WindowRequest
+    from ravi.kernel.errors import InvalidArgument
+    from ravi.kernel.storage import SessionGeneration
+
+    store = InMemoryHistoryProvider()
+    assert isinstance(store, SessionGeneration)
+    await store.append_many("agent", transcript("INV-2291"), session_id="s")
+    messages = await store.get_messages("agent", session_id="s")
+    with pytest.raises(InvalidArgument, match="generation") as raised:
+        WindowRequest("agent", "s", history=store, messages=messages)
+    assert "history.generation(" in (raised.value.hint or "")
+
+    class NoGenerations:  # a store that keeps no generations: nothing to read first
+        async def get_messages(self, agent_id: str, *, session_id: str) -> list[ChatMessage]:
+            return await store.get_messages(agent_id, session_id=session_id)
+
+    plain = NoGenerations()
+    assert not isinstance(plain, SessionGeneration)
+    pipeline = CompactionPipeline([])
+    request = WindowRequest("agent", "s", history=plain, messages=messages)  # type: ignore[arg-type]
+    assert (await pipeline.window(request)).messages == messages
+    assert (await pipeline.window(WindowRequest("agent", "s", messages=messages))).messages == messages
+    assert (await pipeline.window(WindowRequest("agent", "s", history=store))).messages == messages

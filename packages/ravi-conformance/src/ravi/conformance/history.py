@@ -2088,6 +2088,30 @@ class HybridSearcherContract(ContractBase):
         check_matches(session, found.meaning, before=before, limit=5)
         assert _units(found.meaning) == [[session[2]]]
 
+    async def test_equal_meanings_come_newest_first_and_a_limit_keeps_the_newest(
+        self, backend: HistoryProvider, searcher: HybridSearcher
+    ) -> None:
+        """Units of one embedding (exactly equal scores) come newest first, as ``match_units`` orders equal units,
+        and a ``limit`` that cuts through them keeps the newest, so one search gives the same units on every store.
+        Only exact ties are held to it: stores measure in float32 or float64 and may order near-equal scores apart.
+
+        Fix: order the closest messages by distance, then newest first, before the limit is applied (Postgres
+        ordered by distance alone, and its ``LIMIT`` kept any of the tied rows)."""
+        a, s = unique("agent"), unique("session")
+        session = [
+            ChatMessage.user(f"a seal, number {i}") if i % 2 == 0 else ChatMessage.assistant(f"noted {i}")
+            for i in range(40)
+        ]
+        await backend.append_many(a, session, session_id=s)
+        newest_first = [[m] for m in reversed(session) if "seal" in (m.text or "")]
+        embedder = TopicEmbedder()
+        for limit in (1, 3, 7, 19):
+            found = await searcher.search_hybrid(
+                a, session_id=s, query="seal", before=10**9, limit=limit, embedder=embedder, model="m"
+            )
+            check_matches(session, found.meaning, before=10**9, limit=limit)
+            assert _units(found.meaning) == newest_first[:limit], f"limit {limit}: not the newest of the equal units"
+
     async def test_each_message_is_embedded_once_per_model(
         self, backend: HistoryProvider, searcher: HybridSearcher
     ) -> None:

@@ -151,7 +151,8 @@ class LongTermMemoryContract(ContractBase):
     async def test_scores_are_cosine_similarities_and_ties_come_in_id_order(self, backend: LongTermMemory) -> None:
         """A memory's ``score`` is a cosine similarity, in [-1, 1], as a vector store's is: an exact match scores 1
         at most (the in-memory store gave 1.0000001192092896, its float32 arithmetic's rounding, and a memory saved
-        twice could score on either side of another). Memories of one content score the same and come in id order.
+        twice could score on either side of another). Memories of one content score the same and come in id order,
+        and a ``limit`` that cuts through them keeps those of the first ids.
 
         Fix: clamp each score to [-1, 1], as the vector stores do."""
         a = unique("agent")
@@ -164,6 +165,8 @@ class LongTermMemoryContract(ContractBase):
         hits = await backend.search(a, FACTS[3], limit=4)
         assert [h.id for h in hits] == twins
         assert len({h.score for h in hits}) == 1
+        for limit in (1, 2, 3):  # a limit that cuts through the ties keeps the first ids
+            assert [h.id for h in await backend.search(a, FACTS[3], limit=limit)] == twins[:limit]
 
     async def test_limit_is_respected(self, backend: LongTermMemory) -> None:
         """``search`` returns at most ``limit`` memories.

@@ -89,6 +89,29 @@ class ShortTermMemoryContract(ContractBase):
         await reserved.clear(name)
         assert await reserved.get_state(name) == {}
 
+    async def test_closing_the_reserved_place_leaves_the_store_working(self, backend: ShortTermMemory) -> None:
+        """The place of Ravi's own uses its store's connections (``ReservedState.reserved()``): closing it (its
+        ``aclose``, or leaving ``async with``) releases nothing, so the store's calls, those under way among them,
+        and the place itself keep working until the store is closed.
+
+        Fix: make ``aclose`` of what ``reserved()`` returns release nothing; the store's own ``aclose`` releases
+        the connections.
+        """
+        if not isinstance(backend, ReservedState):
+            pytest.skip(f"backend lacks reserved: {type(backend).__name__} is not a ReservedState")
+        reserved = backend.reserved()
+        name = unique("session")
+        await reserved.set_state(name, {"own": 1})
+        close = getattr(reserved, "aclose", None)
+        writes = [backend.update_state(name, {f"k{i}": i}) for i in range(20)]
+        if close is not None:
+            await asyncio.gather(*writes, close())
+        else:
+            await asyncio.gather(*writes)
+        assert await backend.get_state(name) == {f"k{i}": i for i in range(20)}
+        assert await reserved.get_state(name) == {"own": 1}
+        await reserved.clear(name)
+
     async def test_unknown_session_has_empty_state(self, backend: ShortTermMemory) -> None:
         """The state of an unknown session is an empty dict.
 

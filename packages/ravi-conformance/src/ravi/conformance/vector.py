@@ -194,6 +194,28 @@ class VectorStoreContract(ContractBase):
             assert len({r.score for r in results}) == 1, f"seed {seed}: {sorted({r.score for r in results})}"
             assert all(-1.0 <= r.score <= 1.0 for r in results)
 
+    async def test_a_limit_among_equal_scores_keeps_the_first_ids(self, backend: VectorStore) -> None:
+        """A ``limit`` that cuts through documents of one score keeps those of the first ids, whatever order they
+        were written in, so one search gives the same documents on every store (Postgres ordered by distance
+        alone, and its ``LIMIT`` kept any of the tied rows). Only exact ties are held to it: stores measure in
+        float32 or float64 and may order near-equal scores apart.
+
+        Fix: order by distance, then id, before the limit is applied."""
+        for seed in range(3):
+            rng = random.Random(seed)
+            wide = [rng.uniform(-1, 1) for _ in range(64)]
+            twins = [Document(id=f"t{i:03d}", embedding=wide) for i in range(30)]
+            away = [Document(id=f"a{i:03d}", embedding=[-x for x in wide]) for i in range(3)]
+            written = twins + away
+            rng.shuffle(written)
+            c = unique("col")
+            await backend.add(written, collection=c)
+            for limit in (1, 7, 29):
+                results = await backend.search(wide, collection=c, limit=limit)
+                assert [r.id for r in results] == [t.id for t in twins[:limit]], f"seed {seed}, limit {limit}"
+            results = await backend.search(wide, collection=c, limit=31)
+            assert [r.id for r in results] == [*(t.id for t in twins), "a000"], f"seed {seed}"
+
     async def test_search_returns_documents_with_their_content(self, backend: VectorStore) -> None:
         """A search result carries the document's content and its score.
 

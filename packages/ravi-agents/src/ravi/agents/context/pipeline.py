@@ -54,8 +54,15 @@ class WindowRequest:
         explain: Also say what happened to every stored message (:attr:`Window.manifest`); the whole session is
             read for it, since every message is accounted for.
         generation: With ``messages`` read from ``history``: the session's generation, read before them
-            (``history.generation(...)``). Without it the pipeline reads the generation after the caller's read,
-            and a clear landing between the two would pair the removed messages with the new generation.
+            (``history.generation(...)``). Required when ``history`` keeps generations
+            (:class:`~ravi.kernel.storage.SessionGeneration`): a generation read after the caller's read would
+            pair the messages a clear landing between the two removed with the new generation, and the window's
+            state would be kept under it.
+
+    Raises:
+        InvalidArgument: neither ``history`` nor ``messages``; only one of ``agent_id`` and ``session_id``; a
+            bad ``budget`` or ``generation``; or ``messages`` with a ``history`` that keeps generations and no
+            ``generation``.
     """
 
     agent_id: str = ""
@@ -81,6 +88,19 @@ class WindowRequest:
         ):
             raise InvalidArgument(f"budget must be None or an integer >= 0, got {self.budget!r}")
         check_counter(self.counter)
+        if (
+            self.generation is None
+            and self.messages is not None
+            and self.agent_id
+            and isinstance(self.history, SessionGeneration)
+        ):
+            raise InvalidArgument(
+                "messages= read from a history= that keeps generations needs generation=, the session's generation "
+                "read before the messages (one read after them may already be a later conversation's)",
+                hint="generation = await history.generation(agent_id, session_id=session_id) first, then "
+                "messages = await history.get_messages(...), then WindowRequest(..., generation=generation); or "
+                "leave messages= out and the pipeline reads both",
+            )
         if self.generation is not None:
             if self.messages is None or self.history is None or not self.agent_id:
                 raise InvalidArgument(
@@ -342,10 +362,8 @@ class CompactionPipeline:
         if request.messages is not None:
             messages = [*request.messages, *request.unsaved]
             if request.history is not None and request.agent_id:
-                generation = request.generation
-                if generation is None:  # read after the caller's messages: the caller did not read it first
-                    generation = await _generation(request.history, session)
-                self._adopt(session, generation)
+                # the generation the caller read before the messages (a store without generations has none)
+                self._adopt(session, request.generation)
             session.read_from(messages)
             return await self._run(messages, session, request.explain)
         history = request.history

@@ -9,20 +9,20 @@ By meaning, every message of a session is embedded once per model, by the first 
 worker), and kept beside the messages in ``<prefix>embeddings`` (a pgvector column, created with the extension
 on first use). A search embeds only the rows appended since, then asks for the messages closest to the request,
 among the session's newest ``MEANING_ROWS`` (5,000), exactly (those rows by the session's key, ordered by
-cosine distance), and returns their units. An embedding records the id of the message it came from and the
+cosine distance, the newest first among equal distances, as ``match_units`` orders equal units), and returns
+their units. An embedding records the id of the message it came from and the
 session's epoch, so nothing embedded before a ``clear`` or ``clear_run`` is ever returned: a session whose epoch
 changed is embedded again.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
 from ravi.kernel.embeddings import check_embeddings
-from ravi.kernel.errors import BackendUnavailable, RaviError
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, PermissionDenied, RaviError
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage, messages_from_json
 from ravi.kernel.search import MEANING_LOOKBACK, UnitMatch, message_text, opens_group
@@ -32,8 +32,6 @@ from ravi.kernel.values import check_scope
 from ._cache import Lru, Parsed
 from ._db import _ATTEMPTS, _RACED_CREATE
 from ._history_sql import newest, oldest
-
-log = logging.getLogger(__name__)
 
 MEANING_ROWS = MEANING_LOOKBACK
 """How far back a search by meaning looks: the session's newest messages, so its cost stays that of a window (an
@@ -69,6 +67,16 @@ CREATE TABLE IF NOT EXISTS {embedded} (
 );
 """
 
+_NOT_INSTALLED = ("0A000", "58P01")
+"""What ``CREATE EXTENSION vector`` fails with where pgvector is not installed: "extension is not available" (no
+control file), or "could not access file" (its library is missing)."""
+_INSTALL_PGVECTOR = (
+    "install pgvector on the database server (a package such as postgresql-17-pgvector for the server's major "
+    "version, or built from its source; the server of `ravi dev postgres` has it); Ravi then runs CREATE EXTENSION "
+    'vector on first use. Or search by words alone: no embedder (relevant recall\'s meaning = "none")'
+)
+"""How to get pgvector, said when a search by meaning finds it missing."""
+
 
 class HybridSearch:
     """``search_hybrid`` for :class:`~ravi.capabilities.postgres.PostgresHistoryProvider` (a mixin: it uses the
@@ -78,7 +86,7 @@ class HybridSearch:
     _messages: str
     _sessions: str
     _parsed: Lru[Parsed]
-    _meaning_ready: bool | None = None  # None: not set up yet; False: pgvector is not available here
+    _meaning_ready = False  # pgvector and the embeddings tables were found or made
 
     async def search_units(
         self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
@@ -100,7 +108,12 @@ class HybridSearch:
         """The units before offset ``before`` that best match ``query`` by the terms index, with the units
         bordering each match scored ``spread`` times its score, and, with an ``embedder``, those closest in
         meaning by pgvector (``HybridSearcher``). Rows not yet embedded under ``model`` are embedded first, once
-        for every worker. Without pgvector on the server, the meaning list is empty (logged once)."""
+        for every worker. Without an embedder, pgvector is not needed.
+
+        Raises:
+            ConfigurationError: an ``embedder`` is given and pgvector is not installed on the server; the
+                message says how to install it.
+        """
         check_scope(agent_id=agent_id, session_id=session_id)
         before, limit = check_search(query, before, limit)
         check_hybrid(spread, embedder, model)
@@ -110,7 +123,8 @@ class HybridSearch:
         if spread > 0 and lexical:
             lexical = await self._with_neighbours(agent_id, session_id, lexical, before, limit, spread)
         meaning: list[UnitMatch] = []
-        if embedder is not None and await self._meaning_available():
+        if embedder is not None:
+            await self._set_up_meaning()
             meaning = await self._by_meaning(agent_id, session_id, query, before, limit, embedder, model)
         return HybridMatches(lexical, meaning)
 
@@ -253,29 +267,46 @@ ORDER BY sp.opener, r.seq""",
         )
         return _units_of_rows(rows, messages, before)
 
-    async def _meaning_available(self) -> bool:
-        """Whether pgvector and the embeddings tables are there (set up on first use).
+    async def _set_up_meaning(self) -> None:
+        """Make sure pgvector and the embeddings tables are there (set up on first use).
 
         Callers on other event loops (threads) or in other processes may set them up at the same moment: the
         server then refuses all but one ``CREATE ... IF NOT EXISTS`` of the same object with a unique violation
         (or "type already exists"), once the other has committed, so the setup is run again, and finds them there.
-        A server that cannot be reached raises ``BackendUnavailable`` and decides nothing; any other refusal
-        (pgvector not installed) turns recall by meaning off on this provider, logged once."""
-        if self._meaning_ready is None:
-            embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
-            for attempt in range(1, _ATTEMPTS + 1):
-                try:
-                    await self.db.execute(_SETUP.format(embeddings=embeddings, embedded=embedded))
-                    self._meaning_ready = True
-                    break
-                except BackendUnavailable:
-                    raise  # the server is away: nothing is known of pgvector yet
-                except RaviError as error:
-                    if attempt < _ATTEMPTS and isinstance(error.__cause__, _RACED_CREATE):
-                        continue
-                    log.warning("recall by meaning is off on this Postgres: pgvector is not available (%s)", error)
-                    self._meaning_ready = False
-        return bool(self._meaning_ready)
+        A server that cannot be reached raises ``BackendUnavailable`` and decides nothing.
+
+        Raises:
+            ConfigurationError: pgvector is not installed on the server (asked again at the next call, so
+                installing it needs no restart).
+            PermissionDenied: the extension is installed but not created in the database, and this user may
+                not create it.
+        """
+        if self._meaning_ready:
+            return
+        embeddings, embedded = self.db.table("embeddings"), self.db.table("embedded")
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                await self.db.execute(_SETUP.format(embeddings=embeddings, embedded=embedded))
+            except BackendUnavailable:
+                raise  # the server is away: nothing is known of pgvector yet
+            except RaviError as error:
+                if attempt < _ATTEMPTS and isinstance(error.__cause__, _RACED_CREATE):
+                    continue
+                cause = getattr(error.__cause__, "sqlstate", None)
+                if cause in _NOT_INSTALLED:
+                    raise ConfigurationError(
+                        "search by meaning (search_hybrid with an embedder) on Postgres needs the pgvector "
+                        f"extension, which this server does not have: {error.__cause__}",
+                        hint=_INSTALL_PGVECTOR,
+                    ) from error
+                if isinstance(error, PermissionDenied):
+                    raise PermissionDenied(
+                        f"search by meaning on Postgres needs the pgvector extension in this database: {error}",
+                        hint="a superuser runs CREATE EXTENSION vector once in this database",
+                    ) from error
+                raise
+            self._meaning_ready = True
+            return
 
     async def _by_meaning(
         self,
@@ -308,7 +339,7 @@ WHERE e.agent_id = $1 AND e.session_id = $2 AND e.model = $3 AND e.epoch = $5
   AND e.seq > (SELECT seq FROM cut) - $9 AND e.seq <= (SELECT seq FROM cut)
   AND x.seq > (SELECT seq FROM cut) - $9 AND x.seq <= (SELECT seq FROM cut)
   AND x.cum_tokens - x.tokens < $6 AND x.role <> 'system'
-ORDER BY e.embedding <=> $4::text::vector LIMIT $7""",
+ORDER BY e.embedding <=> $4::text::vector, e.seq DESC LIMIT $7""",
             agent_id,
             session_id,
             model,

@@ -54,16 +54,27 @@ class PostgresMemoryStore(PostgresStore):
     _relation = "session_state"
     """The table of the states: ``session_state`` for the sessions', ``reserved_state`` for Ravi's own."""
 
+    _view = False
+    """A ``reserved()`` view: it uses its store's pool and closing it releases nothing."""
+
     @property
     def _table(self) -> str:
         return self.db.table(self._relation)
 
     def reserved(self) -> PostgresMemoryStore:
         """The place of Ravi's own records (:class:`~ravi.kernel.storage.ReservedState`): the same schema and
-        prefix, a table no session's state is in. It uses this store's connection pool."""
+        prefix, a table no session's state is in. It uses this store's connection pool: closing it releases
+        nothing (this store's calls under way go on), and it works for as long as this store does."""
         view = copy.copy(self)
         view._relation = "reserved_state"
+        view._view = True
         return view
+
+    async def aclose(self) -> None:
+        """Release the connection pool (closed once its last store lets go); safe to call again. On a
+        ``reserved()`` view it does nothing: the pool is its store's, closed with that store."""
+        if not self._view:
+            await super().aclose()
 
     async def get_state(self, session_id: str) -> dict[str, Any]:
         """The session's state; ``{}`` when none was set."""

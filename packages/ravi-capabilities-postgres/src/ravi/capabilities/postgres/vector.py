@@ -381,19 +381,21 @@ class PgVectorStore(PostgresStore):
                 await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             # one statement, two branches, one of them skipped by a one-time filter on the table's size (a scalar
             # subquery, evaluated once): the first orders by an expression the index cannot serve, so every
-            # vector is compared
+            # vector is compared. Equal distances come in id order before the limit, as on every store; the index
+            # orders by distance alone, so its branch takes ef_search candidates (what the index looks through
+            # anyway) and orders those by distance, then id.
             columns = "id, content, blocks::text AS blocks, metadata::text AS metadata, embedding"
             small = f"(SELECT pg_table_size('{table}'::regclass) < {self.exact_search_kb * 1024})"
             rows = await connection.fetch(
                 f"(SELECT {columns}, embedding <=> $1 AS distance FROM {table} WHERE {small}{where} "
-                "ORDER BY (embedding <=> $1) + 0 LIMIT $2) UNION ALL "
-                f"(SELECT {columns}, embedding <=> $1 AS distance FROM {table} WHERE NOT {small}{where} "
-                "ORDER BY embedding <=> $1 LIMIT $2)",
+                "ORDER BY (embedding <=> $1) + 0, id LIMIT $2) UNION ALL "
+                f"(SELECT * FROM (SELECT {columns}, embedding <=> $1 AS distance FROM {table} "
+                f"WHERE NOT {small}{where} ORDER BY embedding <=> $1 LIMIT greatest($2, {self.ef_search})) AS near "
+                "ORDER BY distance, id LIMIT $2)",
                 query,
                 limit,
                 *params,
             )
-        # equal distances in id order, as every store gives them (the server's sort leaves them in any order)
         measured = (r for r in rows if not math.isnan(float(r["distance"])))
         ranked = sorted(measured, key=lambda r: (r["distance"], r["id"]))
         return [SearchResult.of(self._document(r), max(-1.0, min(1.0, 1.0 - float(r["distance"])))) for r in ranked]

@@ -27,6 +27,9 @@ class RedisSessionStore(RedisStore):
     _kind = "state"
     """The kind of key the states are under: ``state`` for the sessions', ``reserved`` for Ravi's own."""
 
+    _view = False
+    """A ``reserved()`` view: it uses its store's connections and closing it releases none of them."""
+
     def __init__(self, url: str, *, ttl: timedelta | float | None = None, **options: Unpack[RedisOptions]) -> None:
         RedisStateOptions.check(url=url, ttl=ttl, **options)
         super().__init__(url, **options)
@@ -38,10 +41,18 @@ class RedisSessionStore(RedisStore):
 
     def reserved(self) -> RedisSessionStore:
         """The place of Ravi's own records (:class:`~ravi.kernel.storage.ReservedState`): the same server, prefix
-        and TTL, keys of a kind no session's state has. It uses this store's connections."""
+        and TTL, keys of a kind no session's state has. It uses this store's connections: closing it releases
+        nothing (this store's calls under way go on), and it works for as long as this store does."""
         view = copy.copy(self)
         view._kind = "reserved"
+        view._view = True
         return view
+
+    async def aclose(self) -> None:
+        """Release the connections (the shared client closes with its last store); safe to call again. On a
+        ``reserved()`` view it does nothing: the connections are its store's, closed with that store."""
+        if not self._view:
+            await super().aclose()
 
     @staticmethod
     def _decode(raw: Mapping[Any, Any]) -> dict[str, Any]:

@@ -62,7 +62,8 @@ class ReservedState(Protocol):
     def reserved(self) -> ShortTermMemory:
         """A state store over a place of its own in the same backend: its states are keyed by names no session's
         state shares, so no call with a session id reads, writes or clears them. It uses this store's
-        connections: close this store, not it."""
+        connections: close this store, not it (closing it, where it can be closed, releases nothing, and it
+        works for as long as this store does)."""
         ...
 
 
