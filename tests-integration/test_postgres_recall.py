@@ -569,6 +569,32 @@ async def test_meaning_on_a_server_without_pgvector_is_a_configuration_error_nam
         assert (await pipeline.window(WindowRequest("a", "s", history=history))).messages
 
 
+async def test_meaning_auto_without_pgvector_recalls_by_words_and_says_so_once(
+    without_pgvector: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``meaning="auto"`` (the default) uses meaning where it can be had: on a server without pgvector recall
+    ranks by words, with one warning naming pgvector, as with the offline model not installed; asked for
+    explicitly (``"offline"``), meaning without pgvector stays an error."""
+    from ravi.agents.embeddings import offline_embedding_client
+
+    if offline_embedding_client() is None:
+        pytest.skip("the offline embedding model (the embeddings extra) is not installed")
+    session = _conversation(40)
+    async for history in closing(PostgresHistoryProvider(without_pgvector, schema="ravi")):
+        await history.append_many("a", session, session_id="s")
+        words = CompactionPipeline([RelevantRecallStrategy(200, meaning=None)])
+        auto = CompactionPipeline([RelevantRecallStrategy(200)])
+        with caplog.at_level("WARNING"):
+            for _ in range(3):
+                window = await auto.window(WindowRequest("a", "s", history=history))
+                assert window.messages == (await words.window(WindowRequest("a", "s", history=history))).messages
+        warned = [r for r in caplog.records if "pgvector" in r.getMessage()]
+        assert len(warned) == 1, [r.getMessage() for r in caplog.records]
+        offline = CompactionPipeline([RelevantRecallStrategy(200, meaning="offline")])
+        with pytest.raises(ConfigurationError, match="pgvector"):
+            await offline.window(WindowRequest("a", "s", history=history))
+
+
 async def test_meaning_where_this_user_may_not_create_pgvector_is_permission_denied_saying_who_can(
     postgres_server: Server,
 ) -> None:

@@ -8,6 +8,8 @@ embeddings), each best first. :mod:`recall_fusion` fuses them.
 
 from __future__ import annotations
 
+import logging
+import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,12 +18,14 @@ from ravi.agents.context.meaning import MessageVectors, meaning_units
 from ravi.agents.context.recall_index import RecallIndex, UnitIndex
 from ravi.agents.context.units import units
 from ravi.kernel.agent import SessionContext, Slot
-from ravi.kernel.errors import ConfigurationError, InvalidArgument
+from ravi.kernel.errors import ConfigurationError, InvalidArgument, PermissionDenied
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.search import UnitMatch, match_units, spread
 from ravi.kernel.storage import HistorySearcher, HybridSearcher, VectorStore
 from ravi.kernel.tokens import stored_tokens
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,10 @@ class Meaning:
     client: EmbeddingClient | None = None
     model: str = ""
     index: RecallIndex | UnitIndex | None = None
+    optional: bool = False
+    """Whether recall goes on by words where the store cannot rank by meaning (``meaning="auto"``)."""
+    unable: weakref.WeakSet[object] = field(default_factory=weakref.WeakSet, compare=False, repr=False)
+    """The stores found unable to rank by meaning (optional meaning only: asked once per store and process)."""
 
 
 def resolve_meaning(meaning: object, index: object) -> Meaning | None:
@@ -56,7 +64,7 @@ def resolve_meaning(meaning: object, index: object) -> Meaning | None:
             raise ConfigurationError("meaning='offline' needs the offline embedding model", hint=INSTALL)
         if isinstance(index, EmbeddingIndex) and meaning == "auto":
             return None
-        return None if client is None else Meaning(client, client.model)
+        return None if client is None else Meaning(client, client.model, optional=meaning == "auto")
     if isinstance(meaning, EmbeddingClient):
         name = getattr(meaning, "model", None)
         model = name if isinstance(name, str) and name else f"{type(meaning).__qualname__}-{meaning.dimension}"
@@ -122,16 +130,29 @@ async def store_rankings(
     rankings: list[list[UnitMatch]] = []
     client = meaning.client if meaning is not None else None
     if isinstance(provider, HybridSearcher):
-        found = await provider.search_hybrid(
-            agent,
-            session_id=sid,
-            query=query,
-            before=before,
-            limit=limit,
-            spread=weight,
-            embedder=client,
-            model=meaning.model if meaning is not None and client is not None else "",
-        )
+        if meaning is not None and meaning.optional and provider in meaning.unable:
+            client = None
+        try:
+            found = await provider.search_hybrid(
+                agent,
+                session_id=sid,
+                query=query,
+                before=before,
+                limit=limit,
+                spread=weight,
+                embedder=client,
+                model=meaning.model if meaning is not None and client is not None else "",
+            )
+        except (ConfigurationError, PermissionDenied) as error:
+            if client is None or meaning is None or not meaning.optional:
+                raise
+            # meaning="auto" uses meaning where it can be had: this store cannot (pgvector missing, say)
+            log.warning("recall ranks by words on %s, which cannot rank by meaning: %s", type(provider).__name__, error)
+            meaning.unable.add(provider)
+            client = None
+            found = await provider.search_hybrid(
+                agent, session_id=sid, query=query, before=before, limit=limit, spread=weight
+            )
         rankings.append(found.lexical)
         if client is not None:
             rankings.append(found.meaning[: _meaning_limit(limit)])
