@@ -34,7 +34,7 @@ from ravi.conformance import (
     VectorStoreContract,
     WindowReaderContract,
 )
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.registry import load_backend
 from ravi.kernel.search import UnitMatch
@@ -354,6 +354,33 @@ async def test_unreachable_server_is_backend_unavailable() -> None:
     history = PostgresHistoryProvider("postgresql://postgres@127.0.0.1:1/postgres")
     with pytest.raises(BackendUnavailable):
         await history.count_messages("agent", session_id="s")
+
+
+async def test_a_role_the_server_refuses_says_what_to_check(postgres_server: Server) -> None:
+    """A DSN whose user the server refuses gave ``PermissionDenied`` naming only the server's words ("role
+    \"nobody\" does not exist"); its hint names the DSN's user and password."""
+    parts = urlsplit(postgres_server.address)
+    dsn = urlunsplit(parts._replace(netloc=f"nobody@{parts.hostname}:{parts.port}"))
+    history = PostgresHistoryProvider(dsn)
+    try:
+        with pytest.raises(PermissionDenied) as raised:
+            await history.count_messages("agent", session_id="s")
+        assert raised.value.hint is not None and "user and password" in raised.value.hint
+    finally:
+        await history.close()
+
+
+async def test_sslmode_require_on_a_server_without_ssl_is_a_configuration_error(postgres_server: Server) -> None:
+    """``sslmode=require`` against a server that does not speak SSL was ``BackendUnavailable`` ("unreachable")
+    with the hint to check the host and port, which are right; it is a ``ConfigurationError`` naming sslmode."""
+    separator = "&" if "?" in postgres_server.address else "?"
+    history = PostgresHistoryProvider(f"{postgres_server.address}{separator}sslmode=require")
+    try:
+        with pytest.raises(ConfigurationError, match="SSL") as raised:
+            await history.count_messages("agent", session_id="s")
+        assert raised.value.hint is not None and "sslmode" in raised.value.hint
+    finally:
+        await history.close()
 
 
 @pytest.mark.parametrize("value", ["nul\x00inside", "x" * 300_000])

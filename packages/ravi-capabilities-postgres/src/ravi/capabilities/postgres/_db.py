@@ -622,8 +622,16 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
             f"Postgres no longer has what this store set up ({error}): was the schema or a table dropped?",
             hint="the next call sets the store up again if its schema was dropped, with the tables empty",
         )
-    if isinstance(error, _PERMISSION):
-        return PermissionDenied(f"Postgres refused: {error}")
+    if isinstance(error, asyncpg.exceptions.InsufficientPrivilegeError):
+        return PermissionDenied(
+            f"Postgres refused: {error}",
+            hint="grant the DSN's user the privilege, or connect as a user that has it",
+        )
+    if isinstance(error, _PERMISSION):  # the server refused to let the DSN's user connect
+        return PermissionDenied(
+            f"Postgres refused: {error}",
+            hint="check the user and password in the DSN (postgresql://user:password@host:port/db)",
+        )
     if isinstance(error, asyncpg.exceptions.InvalidCatalogNameError):
         return ConfigurationError(
             f"Postgres database does not exist: {error}", hint="create it, or fix the database name in the DSN"
@@ -645,6 +653,11 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
         return BackendUnavailable(
             "Postgres timed out: the statement ran past command_timeout and was cancelled",
             hint="raise command_timeout, or look for locks or slow queries on the server",
+        )
+    if isinstance(error, ConnectionError) and "rejected SSL upgrade" in str(error):  # asyncpg's words for it
+        return ConfigurationError(
+            f"Postgres does not accept SSL, which the DSN requires: {error}",
+            hint="drop sslmode=require (or verify-ca, verify-full) from the DSN, or enable SSL on the server",
         )
     if isinstance(error, _CONNECTION_LOST):
         if database is not None:
