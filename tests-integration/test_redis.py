@@ -257,6 +257,26 @@ async def test_refused_credentials_say_what_to_check(redis_server: Server, redis
         await store.close()
 
 
+async def test_a_url_naming_a_read_only_replica_says_to_name_the_primary(redis_prefix: str) -> None:
+    """A URL naming a replica (as after a failover) failed every write with a bare ``RaviError`` naming redis-py's
+    ``ReadOnlyError``; it is ``BackendUnavailable`` whose hint says to point the URL at the primary."""
+    from ravi.capabilities.redis.local import LocalRedis
+
+    try:
+        replica = LocalRedis(extra_args=["--replicaof", "127.0.0.1", "1"])  # a replica, read-only, of nothing
+        replica.start()
+    except Exception as error:
+        pytest.skip(f"no local Redis server to start: {error}")
+    store = RedisSessionStore(replica.url, prefix=redis_prefix)
+    try:
+        with pytest.raises(BackendUnavailable, match="read-only replica") as raised:
+            await store.set_state("s", {"k": 1})
+        assert raised.value.hint is not None and "primary" in raised.value.hint
+    finally:
+        await store.close()
+        replica.stop()
+
+
 async def test_registered_under_redis(redis_server: Server, redis_prefix: str) -> None:
     for kind, cls in [
         ("history", RedisHistoryProvider),

@@ -308,6 +308,11 @@ def mapped_errors() -> Iterator[None]:
         ) from error
     except rex.DataError as error:
         raise InvalidArgument(f"Redis cannot store this value: {error}") from error
+    except rex.ReadOnlyError as error:  # a replica: the URL names one, or the primary became one in a failover
+        raise BackendUnavailable(
+            f"the Redis URL names a read-only replica: {error}",
+            hint="point the URL at the primary; nothing was written",
+        ) from error
     except rex.InvalidResponse as error:  # the address answers, but not as Redis does (another service's port)
         raise BackendUnavailable(
             f"the server at the Redis URL does not answer as Redis: {error}",
