@@ -383,6 +383,26 @@ async def test_sslmode_require_on_a_server_without_ssl_is_a_configuration_error(
         await history.close()
 
 
+async def test_a_read_only_server_says_to_name_the_primary(postgres_server: Server, pg_schema: str) -> None:
+    """A DSN naming a server that takes no writes (a hot standby, or ``default_transaction_read_only``) failed
+    with a bare ``RaviError`` naming asyncpg's ``ReadOnlySQLTransactionError``; it is ``BackendUnavailable`` whose
+    hint says to point the DSN at the primary."""
+    writer = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    separator = "&" if "?" in postgres_server.address else "?"
+    reader = PostgresHistoryProvider(
+        f"{postgres_server.address}{separator}default_transaction_read_only=on", schema=pg_schema
+    )
+    try:
+        await writer.append("agent", ChatMessage.user("kept"), session_id="s")  # the schema is set up
+        with pytest.raises(BackendUnavailable, match="read-only") as raised:
+            await reader.append("agent", ChatMessage.user("refused"), session_id="s")
+        assert raised.value.hint is not None and "primary" in raised.value.hint
+        assert [m.text for m in await writer.get_messages("agent", session_id="s")] == ["kept"]
+    finally:
+        await writer.close()
+        await reader.close()
+
+
 @pytest.mark.parametrize("value", ["nul\x00inside", "x" * 300_000])
 async def test_hostile_ids_are_stored_exactly_or_refused(postgres_server: Server, pg_schema: str, value: str) -> None:
     history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)

@@ -632,6 +632,12 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
             f"Postgres refused: {error}",
             hint="check the user and password in the DSN (postgresql://user:password@host:port/db)",
         )
+    if isinstance(error, asyncpg.exceptions.ReadOnlySQLTransactionError):  # a standby, or read-only by default
+        return BackendUnavailable(
+            f"Postgres is read-only here: {error}",
+            hint="point the DSN at the primary (a hot standby takes no writes, and each store sets up its schema on "
+            "first use), or turn default_transaction_read_only off for its user",
+        )
     if isinstance(error, asyncpg.exceptions.InvalidCatalogNameError):
         return ConfigurationError(
             f"Postgres database does not exist: {error}", hint="create it, or fix the database name in the DSN"
