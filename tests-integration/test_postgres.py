@@ -403,6 +403,25 @@ async def test_a_read_only_server_says_to_name_the_primary(postgres_server: Serv
         await reader.close()
 
 
+async def test_an_address_that_never_answers_is_a_connect_timeout_not_a_slow_statement() -> None:
+    """A DSN naming a port where another service listens and never answers Postgres (a Redis port, say) waited
+    ``connect_timeout`` and then said "the statement ran past command_timeout" with the hint to look for locks or
+    slow queries; it is ``BackendUnavailable`` naming ``connect_timeout`` and the host and port in the DSN."""
+    import socket
+
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel completes connections; nothing ever answers
+    port = silent.getsockname()[1]
+    history = PostgresHistoryProvider(f"postgresql://postgres@127.0.0.1:{port}/postgres", connect_timeout=0.5)
+    try:
+        with pytest.raises(BackendUnavailable, match="connect_timeout") as raised:
+            await history.count_messages("agent", session_id="s")
+        assert "command_timeout" not in str(raised.value)
+        assert raised.value.hint is not None and "host and port" in raised.value.hint
+    finally:
+        await history.close()
+        silent.close()
+
+
 @pytest.mark.parametrize("value", ["nul\x00inside", "x" * 300_000])
 async def test_hostile_ids_are_stored_exactly_or_refused(postgres_server: Server, pg_schema: str, value: str) -> None:
     history = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)

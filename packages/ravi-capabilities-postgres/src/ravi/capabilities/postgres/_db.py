@@ -595,11 +595,19 @@ _SHARED_SCHEMA = (
 def _opening() -> Iterator[None]:
     """What asyncpg raises for a DSN it cannot read (a port past 65535 or not a number, a broken IPv6 address, an
     unknown ``sslmode``) as a ``ConfigurationError``: bare ``ValueError`` and ``OverflowError`` reached the caller,
-    and a bad parameter was taken for a busy server (``BackendUnavailable``)."""
+    and a bad parameter was taken for a busy server (``BackendUnavailable``). A connection that is not made within
+    ``connect_timeout`` is ``BackendUnavailable`` saying so: it was taken for a statement past ``command_timeout``.
+    """
     try:
         yield
     except RaviError:
         raise
+    except TimeoutError as error:
+        raise BackendUnavailable(
+            "Postgres did not answer within connect_timeout",
+            hint="check the host and port in the DSN (another service may listen there), or raise connect_timeout "
+            "for a server that is slow to accept connections",
+        ) from error
     except (ValueError, OverflowError, asyncpg.exceptions.ClientConfigurationError) as error:
         raise ConfigurationError(
             f"the Postgres DSN cannot be used: {type(error).__name__}: {error}",
