@@ -143,3 +143,37 @@ def test_ravi_window_reads_the_session_once(
             assert sorted(reads) == ["generation history", "get_messages history"], reads
     finally:
         telemetry.disable()
+
+
+async def test_stores_close_every_store_they_built_once(
+    postgres_server: Server, pg_schema: str, redis_server: Server, redis_prefix: str
+) -> None:
+    """``Stores.from_settings()`` opened connection pools and gave no way to close them: the ``ravi`` command and
+    the tests each closed the stores one by one. It closes, as ``ContextConfig`` does, with ``aclose`` or as an
+    async context manager: every store it built, once (the history is the summary store too), and only those."""
+    import asyncio
+
+    from ravi.agents.settings import RaviSettings, Stores
+    from ravi.capabilities.postgres._db import _SHARED
+
+    settings = RaviSettings.model_validate(
+        {
+            "history": {"backend": "postgres", "dsn": postgres_server.address, "schema": pg_schema},
+            "state": {"backend": "redis", "url": redis_server.address, "prefix": redis_prefix},
+        }
+    )
+    loop = asyncio.get_running_loop()
+
+    def open_pools() -> list[object]:
+        return [key for key, shared in _SHARED.items() if key[0] is loop and shared.pool is not None]
+
+    async with Stores.from_settings(settings) as stores:
+        await stores.history.append("agent", ChatMessage.user("kept"), session_id="s")
+        await stores.state.set_state("s", {"k": 1})
+        assert stores.summaries is stores.history
+        assert open_pools()
+    assert not open_pools()
+    await stores.aclose()  # safe to call again
+    async with Stores.from_settings(settings) as again:  # what was stored stays
+        assert [m.text for m in await again.history.get_messages("agent", session_id="s")] == ["kept"]
+        assert await again.state.get_state("s") == {"k": 1}

@@ -66,15 +66,6 @@ def settings_for(flavour: str, postgres: Server, redis: Server, s3: Server, age_
     return RaviSettings(**stores)
 
 
-async def close_all(stores: Stores) -> None:
-    """Close every store the set built, once each (the history may be the summary store too)."""
-    built = {id(store): store for kind in GROUPS if (store := vars(stores).get(kind)) is not None}
-    for store in built.values():
-        closer = getattr(store, "aclose", None) or getattr(store, "close", None)
-        if closer is not None:
-            await closer()
-
-
 @pytest.fixture(params=["postgres", "redis"])
 def settings(
     request: pytest.FixtureRequest, postgres_server: Server, redis_server: Server, s3_server: Server, age_dsn: str
@@ -89,8 +80,8 @@ async def pair(settings: RaviSettings) -> AsyncIterator[tuple[Stores, Stores]]:
     try:
         yield first, second
     finally:
-        await close_all(first)
-        await close_all(second)
+        await first.aclose()
+        await second.aclose()
 
 
 async def write_everywhere(stores: Stores, agent: str, session: str) -> None:
@@ -264,7 +255,7 @@ def test_ravi_forget_erases_through_the_configuration(
         try:
             await write_everywhere(stores, a, "s")
         finally:
-            await close_all(stores)
+            await stores.aclose()
 
     asyncio.run(write())
     runner = CliRunner()
@@ -284,6 +275,6 @@ def test_ravi_forget_erases_through_the_configuration(
         try:
             return empty(await found(stores, a, "s", ""))
         finally:
-            await close_all(stores)
+            await stores.aclose()
 
     assert asyncio.run(left()) == []

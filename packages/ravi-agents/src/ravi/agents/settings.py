@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import (
@@ -257,7 +257,20 @@ def build_summaries(settings: RaviSettings, history: Any) -> Any:
 
 @dataclass
 class Stores:
-    """Every store an agent leans on, built from settings. Each is built when first asked for."""
+    """Every store an agent leans on, built from settings. Each is built when first asked for.
+
+    The stores it built are its own: close them with :meth:`aclose` (or use it as an async context manager) when
+    done, as with ``ContextConfig.from_settings()``.
+
+    Example:
+        >>> import asyncio
+        >>> async def main() -> dict:
+        ...     async with Stores.from_settings() as stores:  # ravi.toml and RAVI_* variables; in memory without them
+        ...         await stores.state.set_state("s1", {"step": 1})
+        ...         return await stores.state.get_state("s1")
+        >>> asyncio.run(main())
+        {'step': 1}
+    """
 
     settings: RaviSettings
 
@@ -278,6 +291,35 @@ class Stores:
         from ravi.agents.forget import forget
 
         return await forget(self, agent_id, session_id=session_id)
+
+    async def aclose(self) -> None:
+        """Close every store built so far (their connection pools), each once: the history store is also the
+        summary store when no ``[summaries]`` is configured. Safe to call again; a store asked for afterwards is
+        built anew. When a store fails to close, the others are closed still, and the first error is raised."""
+        import inspect
+
+        built = [vars(self).pop(kind) for kind in GROUPS if kind in vars(self)]
+        failed: BaseException | None = None
+        for i, store in enumerate(built):
+            if any(store is other for other in built[:i]):
+                continue
+            closer = getattr(store, "aclose", None) or getattr(store, "close", None)
+            if closer is None:
+                continue
+            try:
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as error:
+                failed = failed or error
+        if failed is not None:
+            raise failed
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def __getattr__(self, kind: str) -> Any:
         if kind not in GROUPS:

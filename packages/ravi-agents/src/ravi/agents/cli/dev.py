@@ -25,6 +25,7 @@ from ravi.kernel.env import env_name
 from ravi.kernel.errors import ConfigurationError
 from ravi.kernel.registry import (
     GROUPS,
+    KNOWN_BACKENDS,
     LOCAL_SERVERS,
     ServesOtherBackends,
     available,
@@ -106,6 +107,12 @@ def dev(
     backends.update({k: b for k, b in also.items() if k not in backends and b in available(k)})
     kinds = kind or (["history"] if "history" in backends else list(backends)[:1])
     for k in kinds:
+        if k not in backends and k in also and also[k] in KNOWN_BACKENDS:  # the server has it; its backend is missing
+            raise ConfigurationError(
+                f"--kind {k}: the local {server} server serves {k} stores through the {also[k]!r} backend, "
+                "which is not installed",
+                hint="install it with: " + install_command(KNOWN_BACKENDS[also[k]][0]),
+            )
         if k not in backends:
             raise ConfigurationError(
                 f"--kind {k}: the local {server} server serves no {k} store",

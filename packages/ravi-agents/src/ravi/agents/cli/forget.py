@@ -10,10 +10,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ravi.agents.cli._common import ConfigOption, JsonOption, close_store, console, known_sessions, plain, shown
+from ravi.agents.cli._common import ConfigOption, JsonOption, console, known_sessions, plain, shown
 from ravi.agents.forget import ForgetReport
 from ravi.agents.settings import Stores, load_settings
-from ravi.kernel.registry import GROUPS
 from ravi.kernel.storage import check_forget
 
 
@@ -26,9 +25,7 @@ async def _forget(agent: str, session: str | None, config: Path | None) -> tuple
         hint = None if any(report.removed.values()) else await known_sessions(stores.history, agent)
         return report, hint
     finally:
-        for kind in GROUPS:
-            if kind in vars(stores):
-                await close_store(vars(stores)[kind])
+        await stores.aclose()
 
 
 def forget(

@@ -595,11 +595,19 @@ _SHARED_SCHEMA = (
 def _opening() -> Iterator[None]:
     """What asyncpg raises for a DSN it cannot read (a port past 65535 or not a number, a broken IPv6 address, an
     unknown ``sslmode``) as a ``ConfigurationError``: bare ``ValueError`` and ``OverflowError`` reached the caller,
-    and a bad parameter was taken for a busy server (``BackendUnavailable``)."""
+    and a bad parameter was taken for a busy server (``BackendUnavailable``). A connection that is not made within
+    ``connect_timeout`` is ``BackendUnavailable`` saying so: it was taken for a statement past ``command_timeout``.
+    """
     try:
         yield
     except RaviError:
         raise
+    except TimeoutError as error:
+        raise BackendUnavailable(
+            "Postgres did not answer within connect_timeout",
+            hint="check the host and port in the DSN (another service may listen there), or raise connect_timeout "
+            "for a server that is slow to accept connections",
+        ) from error
     except (ValueError, OverflowError, asyncpg.exceptions.ClientConfigurationError) as error:
         raise ConfigurationError(
             f"the Postgres DSN cannot be used: {type(error).__name__}: {error}",
@@ -622,8 +630,22 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
             f"Postgres no longer has what this store set up ({error}): was the schema or a table dropped?",
             hint="the next call sets the store up again if its schema was dropped, with the tables empty",
         )
-    if isinstance(error, _PERMISSION):
-        return PermissionDenied(f"Postgres refused: {error}")
+    if isinstance(error, asyncpg.exceptions.InsufficientPrivilegeError):
+        return PermissionDenied(
+            f"Postgres refused: {error}",
+            hint="grant the DSN's user the privilege, or connect as a user that has it",
+        )
+    if isinstance(error, _PERMISSION):  # the server refused to let the DSN's user connect
+        return PermissionDenied(
+            f"Postgres refused: {error}",
+            hint="check the user and password in the DSN (postgresql://user:password@host:port/db)",
+        )
+    if isinstance(error, asyncpg.exceptions.ReadOnlySQLTransactionError):  # a standby, or read-only by default
+        return BackendUnavailable(
+            f"Postgres is read-only here: {error}",
+            hint="point the DSN at the primary (a hot standby takes no writes, and each store sets up its schema on "
+            "first use), or turn default_transaction_read_only off for its user",
+        )
     if isinstance(error, asyncpg.exceptions.InvalidCatalogNameError):
         return ConfigurationError(
             f"Postgres database does not exist: {error}", hint="create it, or fix the database name in the DSN"
@@ -645,6 +667,11 @@ def translate(error: BaseException, database: Database | None = None) -> RaviErr
         return BackendUnavailable(
             "Postgres timed out: the statement ran past command_timeout and was cancelled",
             hint="raise command_timeout, or look for locks or slow queries on the server",
+        )
+    if isinstance(error, ConnectionError) and "rejected SSL upgrade" in str(error):  # asyncpg's words for it
+        return ConfigurationError(
+            f"Postgres does not accept SSL, which the DSN requires: {error}",
+            hint="drop sslmode=require (or verify-ca, verify-full) from the DSN, or enable SSL on the server",
         )
     if isinstance(error, _CONNECTION_LOST):
         if database is not None:

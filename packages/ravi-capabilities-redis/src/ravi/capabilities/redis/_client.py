@@ -295,7 +295,10 @@ def mapped_errors() -> Iterator[None]:
     except RaviError:
         raise
     except rex.AuthenticationError as error:
-        raise PermissionDenied(f"Redis refused the credentials: {error}") from error
+        raise PermissionDenied(
+            f"Redis refused the credentials: {error}",
+            hint="check the user and password in the URL (redis://user:password@host:port/db)",
+        ) from error
     except rex.NoPermissionError as error:
         raise PermissionDenied(f"Redis refused the command: {error}") from error
     except (rex.ConnectionError, rex.TimeoutError, ConnectionError, OSError, TimeoutError) as error:
@@ -305,12 +308,23 @@ def mapped_errors() -> Iterator[None]:
         ) from error
     except rex.DataError as error:
         raise InvalidArgument(f"Redis cannot store this value: {error}") from error
+    except rex.ReadOnlyError as error:  # a replica: the URL names one, or the primary became one in a failover
+        raise BackendUnavailable(
+            f"the Redis URL names a read-only replica: {error}",
+            hint="point the URL at the primary; nothing was written",
+        ) from error
     except rex.InvalidResponse as error:  # the address answers, but not as Redis does (another service's port)
         raise BackendUnavailable(
             f"the server at the Redis URL does not answer as Redis: {error}",
             hint="check the host and port in the URL: they may name another service",
         ) from error
     except rex.RedisError as error:
+        if "DB index is out of range" in str(error):  # SELECT of the URL's database, when a connection opens
+            raise ConfigurationError(
+                f"Redis has no database of the number the URL names: {error}",
+                hint="use a database the server has (0 to 15 unless its databases setting allows more): "
+                "the number after the port in the URL, redis://host:6379/0",
+            ) from error
         if "OOM" in str(error):
             raise BackendUnavailable(f"Redis is out of memory: {error}") from error
         raise RaviError(f"Redis error: {type(error).__name__}: {error}") from error
