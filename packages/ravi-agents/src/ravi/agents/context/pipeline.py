@@ -141,12 +141,15 @@ class _Pairing:
         newest = self.newest
         while k and history[k - 1].id != newest:
             k -= 1
-        start = next((i for i in range(n) if history[i].role != "system"), n)
+        start = 0
+        while start < n and history[start].role == "system":
+            start += 1
         first = start < n and history[start].role == "tool"
         if not self.apart:
-            self.apart = any(
-                history[i].role == "tool" and not _follows_its_call(history, i) for i in range(max(k, start + 1), n)
-            )
+            for i in range(max(k, start + 1), n):
+                if history[i].role == "tool" and not _follows_its_call(history, i):
+                    self.apart = True
+                    break
         self.newest = history[-1].id if n else newest
         return self.apart or first
 

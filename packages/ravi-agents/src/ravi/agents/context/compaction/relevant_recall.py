@@ -205,8 +205,6 @@ class _Choice:
                 break
             stored = match.messages
             facts = units.of(match)
-            if not facts.paired():
-                continue  # a result without its call, or a call without its results: a provider refuses either
             cost = facts.cost(counter)
             if cost > left:
                 continue
@@ -214,6 +212,8 @@ class _Choice:
                 if repeats is not None:
                     repeats.append(match)
                 continue
+            if not facts.paired():
+                continue  # a result without its call, or a call without its results: a provider refuses either
             if self._annotate:
                 messages = facts.label(today)
                 if messages is not None:
