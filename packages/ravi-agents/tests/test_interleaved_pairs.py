@@ -165,3 +165,66 @@ async def test_the_manifest_says_the_engine_left_the_result_out() -> None:
     assert explained.messages == window and window[0].id == "u39"
     entry = explained.entry("t38")
     assert entry is not None and (entry.status, entry.strategy) == ("dropped", "tool pairs")
+
+
+@pytest.mark.parametrize("name", ["budget", "recall", "recall_cache"])
+async def test_a_later_wider_read_checks_the_older_messages_it_reaches(name: str) -> None:
+    """The engine read only the newest part of the session at first (a small budget), where every result follows
+    its call; a later window with a larger budget reads older messages, among them a result stored apart from its
+    call. It is looked at too, and never sent without its call, whatever the budget cuts."""
+    history = InMemoryHistoryProvider()
+    old = [
+        ChatMessage.user("start the migration " + "w " * 40, id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c0", name="f", arguments={})], id="a0"),
+        ChatMessage.user("meanwhile " + "w " * 40, id="x0"),
+        ChatMessage.tool("c0", "log " * 30, id="t0"),
+    ]
+    filler = [ChatMessage.user(f"question {i} " + "w " * 30, id=f"q{i}") for i in range(40)]
+    await history.append_many("agent", [*old, *filler], session_id="s")
+    pipeline = CompactionPipeline([FACTORIES[name](5)])
+    assert pipeline.reads_windows(history)
+    first = await pipeline.window(WindowRequest("agent", "s", history=history))
+    assert "t0" not in [m.id for m in first.messages]  # the first read did not reach it
+    for budget in range(300, 3_000, 20):
+        window = await pipeline.window(WindowRequest("agent", "s", history=history, budget=budget))
+        assert not orphans(window.messages), (budget, [m.id for m in window.messages][:4])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    history=transcripts,
+    spots=st.lists(st.integers(0, 80), max_size=6),
+    apart=st.lists(st.integers(0, 30), min_size=1, max_size=3),
+    later=st.integers(0, 40),
+    grown=st.integers(0, 60),
+    name=st.sampled_from(["budget", "recall", "recall_cache"]),
+)
+def test_windows_read_in_parts_send_no_orphaned_result(
+    history: list[ChatMessage], spots: list[int], apart: list[int], later: int, grown: int, name: str
+) -> None:
+    """One engine assembles windows of a session from a small budget to a large one, so each read reaches older
+    messages than the one before (and, after more turns are stored, newer ones): none holds a result without its
+    call."""
+    turns = [ChatMessage.user(f"later {i} " + "w " * 20, id=f"later-{i}") for i in range(later)]
+    for i, spot in enumerate(sorted(apart, reverse=True)):  # a call, a long message from elsewhere, its result
+        turns[spot:spot] = [
+            ChatMessage.assistant(tool_calls=[ToolCallBlock(id=f"late{i}", name="f", arguments={})], id=f"late-a{i}"),
+            ChatMessage.user(f"meanwhile {i} " + "w " * 60, id=f"late-x{i}"),
+            ChatMessage.tool(f"late{i}", "deploy log " * 30, id=f"late-t{i}"),
+        ]
+    messages = interleaved(history, spots) + turns
+    more = [ChatMessage.user(f"more {i} " + "w " * 20, id=f"more-{i}") for i in range(grown)]
+
+    async def windows() -> list[list[ChatMessage]]:
+        store = InMemoryHistoryProvider()
+        await store.append_many("agent", messages, session_id="s")
+        pipeline = CompactionPipeline([FACTORIES[name](1)])  # type: ignore[list-item]
+        got = []
+        for size in range(60, 2_400, 8):  # a cut at nearly every unit, each read reaching further back
+            if size == 1_200 and more:
+                await store.append_many("agent", more, session_id="s")
+            got.append((await pipeline.window(WindowRequest("agent", "s", history=store, budget=size))).messages)
+        return got
+
+    for window in asyncio.run(windows()):
+        assert not orphans(window), [m.id for m in window]
