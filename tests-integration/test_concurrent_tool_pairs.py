@@ -238,3 +238,44 @@ def test_openai_agents_runs_sharing_one_session_send_no_orphaned_output(
         await close(other)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+@pytest.mark.parametrize("backend", ["redis", "postgres"])
+def test_recall_from_the_store_never_brings_back_a_result_apart_from_its_call(
+    request: pytest.FixtureRequest, backend: str, prefer: str
+) -> None:
+    """Old turns where two writers' calls crossed (call B, call A, B's result, A's: A's unit holds B's result) and
+    where a user spoke while a tool ran (the result a unit of its own), far behind the turns a window reads:
+    recall, ranked by the store's own search, brings neither result back without its call."""
+    make = stores(request, backend)
+
+    async def main() -> None:
+        store = make()
+        old = [
+            ChatMessage.user("start the zebra migration", id="u0"),
+            ChatMessage.assistant(tool_calls=[ToolCallBlock(id="cB", name="migrate", arguments={})], id="aB"),
+            ChatMessage.assistant(tool_calls=[ToolCallBlock(id="cA", name="count", arguments={})], id="aA"),
+            ChatMessage.tool("cB", "zebra migration finished: 41 zebra rows moved", id="tB"),
+            ChatMessage.tool("cA", "zebra count 41", id="tA"),
+            ChatMessage.assistant(tool_calls=[ToolCallBlock(id="cC", name="verify", arguments={})], id="aC"),
+            ChatMessage.user("meanwhile: lunch?", id="xC"),
+            ChatMessage.tool("cC", "zebra migration verified", id="tC"),
+        ]
+        filler = [
+            m
+            for i in range(60)
+            for m in (
+                ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
+                ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
+            )
+        ]
+        ask = ChatMessage.user("how did the zebra migration go?", id="ask")
+        await store.append_many("agent", [*old, *filler, ask], session_id="s")
+        strategy = RelevantRecallStrategy(600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
+        window = await AgentContext(ContextConfig(store, [strategy])).get_prompt_window("s")
+        assert "u0" in [m.id for m in window]  # recall reached the oldest turns
+        assert not orphans(window), [m.id for m in window]
+        await close(store)
+
+    asyncio.run(main())

@@ -228,3 +228,36 @@ def test_windows_read_in_parts_send_no_orphaned_result(
 
     for window in asyncio.run(windows()):
         assert not orphans(window), [m.id for m in window]
+
+
+def crossed() -> list[ChatMessage]:
+    """Two writers' calls crossed: call B, call A, then B's result and A's. A's unit (its call and the results
+    after it) holds B's result, whose call is a unit of its own before it."""
+    return [
+        ChatMessage.user("start the zebra migration", id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="cB", name="migrate", arguments={})], id="aB"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="cA", name="count", arguments={})], id="aA"),
+        ChatMessage.tool("cB", "zebra migration finished: 41 zebra rows moved", id="tB"),
+        ChatMessage.tool("cA", "zebra count 41", id="tA"),
+    ]
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+async def test_recall_never_brings_back_a_unit_holding_another_calls_result(prefer: str) -> None:
+    """Calls of two writers crossed, so one call's unit holds the other's result: recall, which reaches turns the
+    engine never read, does not bring that unit back (the result would go without its call)."""
+    history = InMemoryHistoryProvider()
+    filler = [
+        m
+        for i in range(60)
+        for m in (
+            ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
+            ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
+        )
+    ]
+    request = ChatMessage.user("how did the zebra migration go?")
+    await history.append_many("agent", [*crossed(), *filler, request], session_id="s")
+    strategy = RelevantRecallStrategy(token_budget=600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
+    window = await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
+    assert "u0" in [m.id for m in window]  # recall reached the oldest turns
+    assert not orphans(window), [m.id for m in window]

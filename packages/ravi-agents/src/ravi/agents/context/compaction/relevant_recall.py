@@ -160,10 +160,24 @@ REPEATS = 4
 """A ranking is ranked deeper only when at least one unit in this many repeated one chosen before it."""
 
 
+def _unpaired(unit: Sequence[ChatMessage]) -> bool:
+    """Whether ``unit`` holds a tool result whose call is not in it before the result."""
+    if not unit or (unit[0].role != "tool" and not unit[0].tool_calls):
+        return False  # one message that is no result (a unit holding results opens with a call, or is one)
+    calls: set[str] = set()
+    for m in unit:
+        calls.update(c.id for c in m.tool_calls)
+        result = m.tool_result
+        if m.role == "tool" and (result is None or result.tool_call_id not in calls):
+            return True
+    return False
+
+
 class _Choice:
     """The units a window recalls, chosen from a ranking best first: each that fits in what is ``left`` (as it
-    will be sent: labelled when ``annotate``), skipping any that repeats one already chosen, and any that is a tool
-    result stored apart from its call (another message came between them). A unit is labelled
+    will be sent: labelled when ``annotate``), skipping any that repeats one already chosen, and any that holds a
+    tool result stored apart from its call (another message came between them: the result is a unit of its own, or
+    follows another call, whose unit then holds it). A unit is labelled
     once it is chosen, and sent unlabelled when only that fits. What a unit costs and says is kept in ``units``
     (the session's). A choice goes on where it stopped: :meth:`take` of a ranking's next units gives what one
     call over the whole ranking would."""
@@ -185,8 +199,8 @@ class _Choice:
             if left <= 0:
                 break
             stored = match.messages
-            if stored and stored[0].role == "tool":
-                continue  # a result stored apart from its call (a unit of its own): never sent without it
+            if _unpaired(stored):
+                continue  # a result stored apart from its call: never sent without it
             facts = units.of(match)
             cost = facts.cost(counter)
             if cost > left:
