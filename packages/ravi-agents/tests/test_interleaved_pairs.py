@@ -23,6 +23,7 @@ from ravi.agents.context import (
     ToolResultCompactionStrategy,
     WindowRequest,
 )
+from ravi.agents.context.functional import CompactionPolicy, compact, find_cut_point
 from ravi.agents.context.manager import ContextManager
 from ravi.conformance.strategy import transcripts
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
@@ -261,3 +262,33 @@ async def test_recall_never_brings_back_a_unit_holding_another_calls_result(pref
     window = await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
     assert "u0" in [m.id for m in window]  # recall reached the oldest turns
     assert not orphans(window), [m.id for m in window]
+
+
+async def test_the_functional_compact_keeps_no_result_whose_call_it_summarised() -> None:
+    """002's ``compact``: a cut between a call and its result stored apart (a user spoke while the tool ran)
+    summarises the call; the result is left out of the tail with it."""
+    messages = [
+        ChatMessage.user("hi " * 20, id="u"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c1", name="f", arguments={})], id="a1"),
+        ChatMessage.user("meanwhile", id="x"),
+        ChatMessage.tool("c1", "result", id="r1"),
+        ChatMessage.assistant("done", id="a"),
+        ChatMessage.user("next?", id="u2"),
+    ]
+    out = await compact(messages, cfg=CompactionPolicy(keep_recent=4))
+    assert [m.id for m in out[1:]] == ["x", "a", "u2"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=transcripts, spots=st.lists(st.integers(0, 40), min_size=1, max_size=8), keep=st.integers(0, 30))
+def test_the_functional_compact_sends_no_orphaned_result(
+    history: list[ChatMessage], spots: list[int], keep: int
+) -> None:
+    """On random transcripts with messages put between calls and results, ``compact`` sends no result whose call it
+    summarised, and keeps every other message of the tail."""
+    messages = interleaved(history, spots)
+    out = asyncio.run(compact(messages, cfg=CompactionPolicy(keep_recent=keep)))
+    assert set(orphans(out)) <= set(orphans(messages))  # none the cut made
+    tail = messages[find_cut_point(messages, keep) :]
+    kept = {m.id for m in out}
+    assert all(m.id in kept for m in tail if m.role != "tool"), "a message of the tail lost"
