@@ -1,7 +1,9 @@
 """Relevant recall windows of a warm engine against windows built cold, under hostile operation sequences on
 every store: interleaved huge tool results and tiny turns, system messages in the middle, ``replace_last``,
-``clear``, ``clear_run``, other sessions and agents sharing message ids, a second store object writing, and
-budgets from below the newest turn to far above the session."""
+``clear``, ``clear_run``, other sessions and agents sharing message ids, a second store object writing, tool
+results stored apart from their calls (other turns and calls stored between, by either store object, and the
+results of parallel calls split by a message), and budgets from below the newest turn to far above the session.
+No window, of relevant recall or of a plain token budget, holds a tool result whose call is not before it."""
 
 from __future__ import annotations
 
@@ -15,7 +17,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from servers import Server
 
-from ravi.agents.context import CompactionPipeline, HybridHistoryProvider, InMemoryHistoryProvider, WindowRequest
+from ravi.agents.context import (
+    CompactionPipeline,
+    HybridHistoryProvider,
+    InMemoryHistoryProvider,
+    TokenBudgetComposedStrategy,
+    WindowRequest,
+)
 from ravi.agents.context.compaction.relevant_recall import RelevantRecallStrategy
 from ravi.agents.tokens import DEFAULT_COUNTER
 from ravi.kernel.messages import ChatMessage, TextBlock, ToolCallBlock, ToolResultBlock
@@ -26,31 +34,66 @@ BUDGETS = [0, 3, 40, 120, 250, 600, 1_200, 4_000, 100_000]
 EXAMPLES = int(os.environ.get("RAVI_TEST_HOSTILE_EXAMPLES", "40"))
 STEPS = int(os.environ.get("RAVI_TEST_HOSTILE_STEPS", "50"))
 
-kinds = st.sampled_from(["user"] * 4 + ["assistant"] * 3 + ["system", "tools", "tools", "bigtool", "huge", "tiny"])
+kinds = st.sampled_from(
+    ["user"] * 4 + ["assistant"] * 3 + ["system", "tools", "tools", "bigtool", "huge", "tiny", "apart", "parallel"]
+)
 texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6)
+
+
+def orphans(window: list[ChatMessage]) -> list[str]:
+    """The ids of the tool results in ``window`` whose call is not in a message before them."""
+    calls: set[str] = set()
+    found = []
+    for m in window:
+        calls.update(c.id for c in m.tool_calls)
+        found += [m.id for b in m.content if isinstance(b, ToolResultBlock) and b.tool_call_id not in calls]
+    return found
+
+
+def grouped(history: list[ChatMessage]) -> set[str]:
+    """The ids of the tool calls in ``history`` whose results all come right after them (only results and system
+    messages between): those a window sends with their results or not at all. A call whose results were stored
+    apart from it may be sent without them (decision 111)."""
+    together: set[str] = set()
+    apart: set[str] = set()
+    for i, m in enumerate(history):
+        for b in m.content:
+            if isinstance(b, ToolResultBlock):
+                j = i - 1
+                while j >= 0 and history[j].role in ("tool", "system"):
+                    j -= 1
+                follows = j >= 0 and any(c.id == b.tool_call_id for c in history[j].tool_calls)
+                (together if follows else apart).add(b.tool_call_id)
+    return together - apart
+
+
+def check_paired(window: list[ChatMessage], history: list[ChatMessage]) -> None:
+    """No tool result without its call before it; a call whose results follow it is sent with them."""
+    assert not orphans(window), f"a tool result without its call: {orphans(window)}"
+    calls = {c.id for m in window for c in m.tool_calls}
+    results = {b.tool_call_id for m in window for b in m.content if isinstance(b, ToolResultBlock)}
+    assert calls & grouped(history) <= results, "a tool call without its results"
 
 
 def check_cache_window(window: list[ChatMessage], history: list[ChatMessage], budget: int) -> None:
     """What a cache-stable window keeps whatever it held before: the budget (when the system messages fit), every
-    system message, no message twice, conversation order, tool calls with their results, and the latest user
-    turn when it is the newest message and fits beside the system messages."""
+    system message, no message twice, conversation order (results aside, which go right after their calls), tool
+    calls with their results (a result never without its call before it; a call whose results were stored apart
+    may go without them), and the latest user turn when it is the newest message and fits beside the system
+    messages."""
     ids = [m.id for m in window]
     assert len(ids) == len(set(ids)), "a message twice"
     where = {m.id: i for i, m in enumerate(history)}
     assert all(i in where for i in ids), "a message not in the session"
     assert all(m == history[where[m.id]] for m in window), "a message as it was before the session was rewritten"
-    order = [where[i] for i in ids]
+    order = [where[m.id] for m in window if m.role != "tool"]  # only results move, up to their calls (111)
     assert order == sorted(order), "not in conversation order"
     assert {m.id for m in history if m.role == "system"} <= set(ids), "a system message missing"
     count = DEFAULT_COUNTER.count_message
     systems = sum(count(m) for m in history if m.role == "system")
     if systems <= budget:
         assert sum(count(m) for m in window) <= budget, "over budget"
-    calls = {c.id for m in window for c in m.tool_calls}
-    results = {b.tool_call_id for m in window for b in m.content if isinstance(b, ToolResultBlock)}
-    answered = {b.tool_call_id for m in history for b in m.content if isinstance(b, ToolResultBlock)}
-    assert results <= calls, "a tool result without its call"
-    assert calls & answered <= results, "a tool call without its results"
+    check_paired(window, history)
     if history and history[-1].role == "user" and systems + count(history[-1]) <= budget:
         assert history[-1].id in ids, "the request missing"
 
@@ -81,6 +124,9 @@ class Hostile(RuleBasedStateMachine):
         self.prefer = "relevance"
         self.budget = 0
         self.share: float | None = None
+        self.plain: CompactionPipeline | None = None
+        # per session: the results of calls stored already, to be stored later (after other messages)
+        self.pending: dict[tuple[str, str], list[ChatMessage]] = {}
 
     def run(self, coroutine: Any) -> Any:
         return self.loop.run_until_complete(coroutine)
@@ -104,6 +150,7 @@ class Hostile(RuleBasedStateMachine):
     def start(self, budget: int, prefer: str, share: float | None) -> None:
         self.budget, self.prefer, self.share = budget, prefer, share
         self.pipeline = CompactionPipeline([self.strategy()])
+        self.plain = CompactionPipeline([TokenBudgetComposedStrategy([], token_budget=budget)])
 
     def strategy(self) -> RelevantRecallStrategy:
         return RelevantRecallStrategy(
@@ -124,6 +171,21 @@ class Hostile(RuleBasedStateMachine):
                 ChatMessage.assistant(None, tool_calls=[call], id=mid),
                 ChatMessage.tool(f"c{n}", (text + " ") * (400 if kind == "bigtool" else 2), id=f"{mid}-r"),
             ]
+        if kind == "apart":  # a call, a user who spoke while the tool ran, its result
+            call = ToolCallBlock(id=f"c{n}", name="lookup", arguments={"q": text})
+            return [
+                ChatMessage.assistant(None, tool_calls=[call], id=mid),
+                ChatMessage.user(f"meanwhile {text}", id=f"{mid}-u"),
+                ChatMessage.tool(f"c{n}", (text + " ") * 3, id=f"{mid}-r"),
+            ]
+        if kind == "parallel":  # two calls at once, their results split by a message from elsewhere
+            calls = [ToolCallBlock(id=f"c{n}.{k}", name="lookup", arguments={"q": text}) for k in range(2)]
+            return [
+                ChatMessage.assistant(text, tool_calls=calls, id=mid),
+                ChatMessage.tool(f"c{n}.0", (text + " ") * 3, id=f"{mid}-r0"),
+                ChatMessage.user(f"meanwhile {text}", id=f"{mid}-u"),
+                ChatMessage.tool(f"c{n}.1", (text + " ") * 3, id=f"{mid}-r1"),
+            ]
         if kind == "huge":
             return [ChatMessage.user((text + " ") * 300, id=mid)]
         if kind == "tiny":
@@ -140,6 +202,51 @@ class Hostile(RuleBasedStateMachine):
         store = self.other if theirs else self.store
         batch = [m for kind, words in turns for m in self.made(kind, words)]
         self.run(store.append_many(where[0], batch, session_id=where[1], run_id=run))
+
+    @rule(
+        where=st.sampled_from(SESSIONS),
+        words=texts,
+        parallel=st.integers(1, 3),
+        big=st.booleans(),
+        theirs=st.booleans(),
+    )
+    def call(self, where: tuple[str, str], words: list[str], parallel: int, big: bool, theirs: bool) -> None:
+        """Store an assistant message making ``parallel`` tool calls; their results are stored later, by
+        :meth:`results`, after whatever other messages were stored meanwhile."""
+        self.n += 1
+        n, text = self.n, " ".join(words) + f" call {self.n}"
+        calls = [ToolCallBlock(id=f"c{n}.{k}", name="lookup", arguments={"q": text}) for k in range(parallel)]
+        store = self.other if theirs else self.store
+        self.run(
+            store.append(
+                where[0], ChatMessage.assistant(None, tool_calls=calls, id=f"m{n % 23}-{n}"), session_id=where[1]
+            )
+        )
+        size = 400 if big else 3
+        self.pending.setdefault(where, []).extend(
+            ChatMessage.tool(c.id, (text + " ") * size, id=f"m{n % 23}-{n}-r{k}") for k, c in enumerate(calls)
+        )
+
+    @rule(
+        where=st.sampled_from(SESSIONS),
+        split=st.one_of(st.none(), st.tuples(st.integers(1, 3), kinds, texts)),
+        theirs=st.booleans(),
+    )
+    def results(self, where: tuple[str, str], split: tuple[int, str, list[str]] | None, theirs: bool) -> None:
+        """Store the results of the session's calls made by :meth:`call` (after a clear: results of calls no
+        longer stored), with ``split`` another message among them after the first few."""
+        late = self.pending.pop(where, [])
+        if not late:
+            return
+        store = self.other if theirs else self.store
+        if split is None:
+            self.run(store.append_many(where[0], late, session_id=where[1]))
+            return
+        at, kind, words = split
+        self.run(store.append_many(where[0], late[:at], session_id=where[1]))
+        self.run(store.append_many(where[0], self.made(kind, words), session_id=where[1]))
+        if late[at:]:
+            self.run(store.append_many(where[0], late[at:], session_id=where[1]))
 
     @rule(where=st.sampled_from(SESSIONS), kind=kinds, words=texts, theirs=st.booleans())
     def replace_last(self, where: tuple[str, str], kind: str, words: list[str], theirs: bool) -> None:
@@ -177,22 +284,28 @@ class Hostile(RuleBasedStateMachine):
 
     @rule(where=st.sampled_from(SESSIONS), budget=st.sampled_from([None, *BUDGETS]), many=st.sampled_from([1, 1, 3]))
     def window(self, where: tuple[str, str], budget: int | None, many: int) -> None:
-        assert self.pipeline is not None
+        assert self.pipeline is not None and self.plain is not None
         request = WindowRequest(where[0], where[1], history=self.store, budget=budget)
 
         async def windows() -> list[list[ChatMessage]]:
-            got = await asyncio.gather(*(self.pipeline.window(request) for _ in range(many)))  # type: ignore[union-attr]
+            got = await asyncio.gather(
+                *(self.pipeline.window(request) for _ in range(many)),  # type: ignore[union-attr]
+                self.plain.window(request),  # type: ignore[union-attr]
+            )
             return [w.messages for w in got]
 
-        warm = self.run(windows())
+        *warm, plain = self.run(windows())
         history = self.run(self.store.get_messages(where[0], session_id=where[1]))
         limit = self.budget if budget is None else budget
+        check_cache_window(plain, history, limit)  # a plain budget's window keeps all a cache-stable one does
         if self.prefer == "cache":
             for window in warm:
                 check_cache_window(window, history, limit)
             return
         cold = self.run(CompactionPipeline([self.strategy()]).window(request)).messages
         whole = self.run(CompactionPipeline([self.strategy()]).window(WindowRequest(messages=history, budget=budget)))
+        check_paired(cold, history)
+        check_paired(whole.messages, history)
         for window in warm:
             assert [m.id for m in window] == [m.id for m in cold], "warm differs from a cold engine"
             assert window == cold

@@ -23,6 +23,7 @@ from ravi.agents.context import (
     ToolResultCompactionStrategy,
     WindowRequest,
 )
+from ravi.agents.context.functional import CompactionPolicy, compact, find_cut_point
 from ravi.agents.context.manager import ContextManager
 from ravi.conformance.strategy import transcripts
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
@@ -236,3 +237,129 @@ async def test_recall_never_brings_back_a_call_without_its_results(prefer: str) 
     calls = {c.id for m in window for c in m.tool_calls}
     results = {m.tool_result.tool_call_id for m in window if m.tool_result is not None}
     assert calls <= results, [m.id for m in window]
+
+
+@pytest.mark.parametrize("name", ["budget", "recall", "recall_cache"])
+async def test_a_later_wider_read_checks_the_older_messages_it_reaches(name: str) -> None:
+    """The engine read only the newest part of the session at first (a small budget), where every result follows
+    its call; a later window with a larger budget reads older messages, among them a result stored apart from its
+    call. It is looked at too, and never sent without its call, whatever the budget cuts."""
+    history = InMemoryHistoryProvider()
+    old = [
+        ChatMessage.user("start the migration " + "w " * 40, id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c0", name="f", arguments={})], id="a0"),
+        ChatMessage.user("meanwhile " + "w " * 40, id="x0"),
+        ChatMessage.tool("c0", "log " * 30, id="t0"),
+    ]
+    filler = [ChatMessage.user(f"question {i} " + "w " * 30, id=f"q{i}") for i in range(40)]
+    await history.append_many("agent", [*old, *filler], session_id="s")
+    pipeline = CompactionPipeline([FACTORIES[name](5)])
+    assert pipeline.reads_windows(history)
+    first = await pipeline.window(WindowRequest("agent", "s", history=history))
+    assert "t0" not in [m.id for m in first.messages]  # the first read did not reach it
+    for budget in range(300, 3_000, 20):
+        window = await pipeline.window(WindowRequest("agent", "s", history=history, budget=budget))
+        assert not orphans(window.messages), (budget, [m.id for m in window.messages][:4])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    history=transcripts,
+    spots=st.lists(st.integers(0, 80), max_size=6),
+    apart=st.lists(st.integers(0, 30), min_size=1, max_size=3),
+    later=st.integers(0, 40),
+    grown=st.integers(0, 60),
+    name=st.sampled_from(["budget", "recall", "recall_cache"]),
+)
+def test_windows_read_in_parts_send_no_orphaned_result(
+    history: list[ChatMessage], spots: list[int], apart: list[int], later: int, grown: int, name: str
+) -> None:
+    """One engine assembles windows of a session from a small budget to a large one, so each read reaches older
+    messages than the one before (and, after more turns are stored, newer ones): none holds a result without its
+    call."""
+    turns = [ChatMessage.user(f"later {i} " + "w " * 20, id=f"later-{i}") for i in range(later)]
+    for i, spot in enumerate(sorted(apart, reverse=True)):  # a call, a long message from elsewhere, its result
+        turns[spot:spot] = [
+            ChatMessage.assistant(tool_calls=[ToolCallBlock(id=f"late{i}", name="f", arguments={})], id=f"late-a{i}"),
+            ChatMessage.user(f"meanwhile {i} " + "w " * 60, id=f"late-x{i}"),
+            ChatMessage.tool(f"late{i}", "deploy log " * 30, id=f"late-t{i}"),
+        ]
+    messages = interleaved(history, spots) + turns
+    more = [ChatMessage.user(f"more {i} " + "w " * 20, id=f"more-{i}") for i in range(grown)]
+
+    async def windows() -> list[list[ChatMessage]]:
+        store = InMemoryHistoryProvider()
+        await store.append_many("agent", messages, session_id="s")
+        pipeline = CompactionPipeline([FACTORIES[name](1)])  # type: ignore[list-item]
+        got = []
+        for size in range(60, 2_400, 8):  # a cut at nearly every unit, each read reaching further back
+            if size == 1_200 and more:
+                await store.append_many("agent", more, session_id="s")
+            got.append((await pipeline.window(WindowRequest("agent", "s", history=store, budget=size))).messages)
+        return got
+
+    for window in asyncio.run(windows()):
+        assert not orphans(window), [m.id for m in window]
+
+
+def crossed() -> list[ChatMessage]:
+    """Two writers' calls crossed: call B, call A, then B's result and A's. A's unit (its call and the results
+    after it) holds B's result, whose call is a unit of its own before it."""
+    return [
+        ChatMessage.user("start the zebra migration", id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="cB", name="migrate", arguments={})], id="aB"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="cA", name="count", arguments={})], id="aA"),
+        ChatMessage.tool("cB", "zebra migration finished: 41 zebra rows moved", id="tB"),
+        ChatMessage.tool("cA", "zebra count 41", id="tA"),
+    ]
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+async def test_recall_never_brings_back_a_unit_holding_another_calls_result(prefer: str) -> None:
+    """Calls of two writers crossed, so one call's unit holds the other's result: recall, which reaches turns the
+    engine never read, does not bring that unit back (the result would go without its call)."""
+    history = InMemoryHistoryProvider()
+    filler = [
+        m
+        for i in range(60)
+        for m in (
+            ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
+            ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
+        )
+    ]
+    request = ChatMessage.user("how did the zebra migration go?")
+    await history.append_many("agent", [*crossed(), *filler, request], session_id="s")
+    strategy = RelevantRecallStrategy(token_budget=600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
+    window = await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
+    assert "u0" in [m.id for m in window]  # recall reached the oldest turns
+    assert not orphans(window), [m.id for m in window]
+
+
+async def test_the_functional_compact_keeps_no_result_whose_call_it_summarised() -> None:
+    """002's ``compact``: a cut between a call and its result stored apart (a user spoke while the tool ran)
+    summarises the call; the result is left out of the tail with it."""
+    messages = [
+        ChatMessage.user("hi " * 20, id="u"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c1", name="f", arguments={})], id="a1"),
+        ChatMessage.user("meanwhile", id="x"),
+        ChatMessage.tool("c1", "result", id="r1"),
+        ChatMessage.assistant("done", id="a"),
+        ChatMessage.user("next?", id="u2"),
+    ]
+    out = await compact(messages, cfg=CompactionPolicy(keep_recent=4))
+    assert [m.id for m in out[1:]] == ["x", "a", "u2"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=transcripts, spots=st.lists(st.integers(0, 40), min_size=1, max_size=8), keep=st.integers(0, 30))
+def test_the_functional_compact_sends_no_orphaned_result(
+    history: list[ChatMessage], spots: list[int], keep: int
+) -> None:
+    """On random transcripts with messages put between calls and results, ``compact`` sends no result whose call it
+    summarised, and keeps every other message of the tail."""
+    messages = interleaved(history, spots)
+    out = asyncio.run(compact(messages, cfg=CompactionPolicy(keep_recent=keep)))
+    assert set(orphans(out)) <= set(orphans(messages))  # none the cut made
+    tail = messages[find_cut_point(messages, keep) :]
+    kept = {m.id for m in out}
+    assert all(m.id in kept for m in tail if m.role != "tool"), "a message of the tail lost"

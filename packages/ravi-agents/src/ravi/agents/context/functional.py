@@ -263,7 +263,8 @@ async def compact(
     """``(summary, *tail)`` (002): everything before :func:`find_cut_point` becomes one summary turn.
 
     ``model`` is accepted for the documented signature and not used; ``cfg`` defaults to :data:`DEFAULT_POLICY`;
-    ``invoke`` is the model client that writes the summary (the offline extractive summariser when none).
+    ``invoke`` is the model client that writes the summary (the offline extractive summariser when none). A tool
+    result of the tail whose call was summarised (it was stored apart from its call) is left out.
     System messages of the summarised part are never summarised away: they come first, before the summary.
     When the cut is at 0 the messages are returned as they are, so it is safe to call unconditionally.
     (``llm=`` and ``policy=`` are the older names of ``invoke`` and ``cfg``.) With ``store``, the summary is kept
@@ -295,7 +296,10 @@ async def compact(
     if cut <= 0 or not any(m.role != "system" for m in old):
         return list(messages)
     summary = await summarize(old, invoke or llm, cancel=cancel, store=store if scope else None, scope=scope)
-    return [*(m for m in old if m.role == "system"), summary, *messages[cut:]]
+    # a result stored apart from its call (a message came between them) is left out when its call is summarised
+    summarised = {c.id for m in old for c in m.tool_calls}
+    tail = [m for m in messages[cut:] if (r := m.tool_result) is None or r.tool_call_id not in summarised]
+    return [*(m for m in old if m.role == "system"), summary, *tail]
 
 
 class PolicyCompactionStrategy(KeepsSummaries, Strategy):

@@ -125,32 +125,45 @@ _RESIZE_EVERY = 64
 class _Pairing:
     """Whether the session holds a tool result that does not follow its call (another message came between them:
     a second writer, or a user who spoke while the tool ran), found by looking at each message once, as it is
-    first read. Until one is seen, every window keeps tool pairs by keeping whole units, and is not checked."""
+    first read: a read that reaches newer messages, or older ones (a later window that reads further back). Until
+    one is seen, every window keeps tool pairs by keeping whole units, and is not checked."""
 
-    __slots__ = ("apart", "newest")
+    __slots__ = ("apart", "newest", "oldest", "span")
 
     def __init__(self) -> None:
         self.apart = False
         self.newest: str | None = None  # the id of the newest message looked at
+        self.oldest: str | None = None  # the id of the oldest one (a read's first message other than system)
+        self.span = 0  # how many messages from the oldest looked at to the newest, both counted
 
     def check(self, history: Sequence[ChatMessage]) -> bool:
         """Whether a window of ``history`` must be checked for results without their calls: the session has one
         apart from its call, or ``history`` starts with a result whose call lies before it."""
         n = len(history)
-        k = n  # the messages not looked at yet start at k: those after the newest one looked at (all: none was)
-        newest = self.newest
-        while k and history[k - 1].id != newest:
-            k -= 1
         start = 0
         while start < n and history[start].role == "system":
             start += 1
         first = start < n and history[start].role == "tool"
-        if not self.apart:
-            for i in range(max(k, start + 1), n):
-                if history[i].role == "tool" and not _follows_its_call(history, i):
-                    self.apart = True
-                    break
-        self.newest = history[-1].id if n else newest
+        if self.apart or start == n:
+            return self.apart or first
+        k = n  # the messages after the newest one looked at start at k (all, when it is not in history)
+        while k and history[k - 1].id != self.newest:
+            k -= 1
+        o = k - self.span  # where the oldest one looked at is, messages being only appended in a generation
+        if k and o < start:  # a read that starts after it: all before k was looked at
+            fresh: Sequence[int] = range(max(k, start + 1), n)
+            self.span += n - k
+        else:
+            if k and history[o].id == self.oldest:  # looked at already, but for the oldest one itself, which was
+                fresh = [*range(start + 1, o + 1), *range(max(k, start + 1), n)]  # judged without what came before
+            else:  # none of history looked at, or history not as it was: all of it is
+                fresh = range(start + 1, n)
+            self.oldest, self.span = history[start].id, n - start
+        self.newest = history[-1].id
+        for i in fresh:
+            if history[i].role == "tool" and not _follows_its_call(history, i):
+                self.apart = True
+                break
         return self.apart or first
 
 
