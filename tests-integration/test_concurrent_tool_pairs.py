@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from servers import Server
+from tool_pairs import filler, orphans
 
 from ravi.agents.context import (
     AgentContext,
@@ -20,22 +21,12 @@ from ravi.agents.context import (
     TokenBudgetComposedStrategy,
 )
 from ravi.agents.tokens import DEFAULT_COUNTER
-from ravi.kernel.messages import ChatMessage, ToolCallBlock, ToolResultBlock
+from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
 WRITERS = 4
 ROUNDS = 12
 READS = 12
 BUDGET = 600
-
-
-def orphans(window: list[ChatMessage]) -> list[str]:
-    """The ids of the tool results in ``window`` whose call is not in a message before them."""
-    calls: set[str] = set()
-    found = []
-    for m in window:
-        calls.update(c.id for c in m.tool_calls)
-        found += [m.id for b in m.content if isinstance(b, ToolResultBlock) and b.tool_call_id not in calls]
-    return found
 
 
 def apart(history: list[ChatMessage]) -> int:
@@ -264,16 +255,8 @@ def test_recall_from_the_store_never_brings_back_a_result_apart_from_its_call(
             ChatMessage.user("meanwhile: lunch?", id="xC"),
             ChatMessage.tool("cC", "zebra migration verified", id="tC"),
         ]
-        filler = [
-            m
-            for i in range(60)
-            for m in (
-                ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
-                ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
-            )
-        ]
         ask = ChatMessage.user("how did the zebra migration go?", id="ask")
-        await store.append_many("agent", [*old, *filler, ask], session_id="s")
+        await store.append_many("agent", [*old, *filler(), ask], session_id="s")
         strategy = RelevantRecallStrategy(600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
         window = await AgentContext(ContextConfig(store, [strategy])).get_prompt_window("s")
         assert "u0" in [m.id for m in window]  # recall reached the oldest turns

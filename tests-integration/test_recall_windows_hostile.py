@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from servers import Server
+from tool_pairs import orphans
 
 from ravi.agents.context import (
     CompactionPipeline,
@@ -38,16 +39,6 @@ kinds = st.sampled_from(
     ["user"] * 4 + ["assistant"] * 3 + ["system", "tools", "tools", "bigtool", "huge", "tiny", "apart", "parallel"]
 )
 texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6)
-
-
-def orphans(window: list[ChatMessage]) -> list[str]:
-    """The ids of the tool results in ``window`` whose call is not in a message before them."""
-    calls: set[str] = set()
-    found = []
-    for m in window:
-        calls.update(c.id for c in m.tool_calls)
-        found += [m.id for b in m.content if isinstance(b, ToolResultBlock) and b.tool_call_id not in calls]
-    return found
 
 
 def grouped(history: list[ChatMessage]) -> set[str]:

@@ -133,17 +133,10 @@ def test_a_context_manager_sends_no_orphaned_result(history: list[ChatMessage], 
         assert item["role"] != "tool" or item["tool_call_id"] in calls
 
 
-@pytest.mark.parametrize("prefer", ["relevance", "cache"])
-async def test_recall_never_brings_back_a_result_stored_apart_from_its_call(prefer: str) -> None:
-    """A result stored apart from its call is a unit of its own; recall, which reaches far older turns than the
-    engine reads, never brings it back without its call, though it matches the request best."""
+async def recalled(old: list[ChatMessage], prefer: str) -> list[ChatMessage]:
+    """The recall window (words only, no neighbours, 600 tokens) of ``old`` buried under 60 plain turns, for a
+    request about the zebra migration that ``old`` tells of."""
     history = InMemoryHistoryProvider()
-    old = [
-        ChatMessage.user("start the zebra migration", id="u0"),
-        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c0", name="migrate", arguments={})], id="a0"),
-        ChatMessage.user("meanwhile: lunch?", id="x0"),
-        ChatMessage.tool("c0", "zebra migration finished: 41 zebra rows moved", id="t0"),
-    ]
     filler = [
         m
         for i in range(60)
@@ -152,11 +145,23 @@ async def test_recall_never_brings_back_a_result_stored_apart_from_its_call(pref
             ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
         )
     ]
-    await history.append_many(
-        "agent", [*old, *filler, ChatMessage.user("how did the zebra migration go?")], session_id="s"
-    )
+    request = ChatMessage.user("how did the zebra migration go?")
+    await history.append_many("agent", [*old, *filler, request], session_id="s")
     strategy = RelevantRecallStrategy(token_budget=600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
-    window = await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
+    return await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+async def test_recall_never_brings_back_a_result_stored_apart_from_its_call(prefer: str) -> None:
+    """A result stored apart from its call is a unit of its own; recall, which reaches far older turns than the
+    engine reads, never brings it back without its call, though it matches the request best."""
+    old = [
+        ChatMessage.user("start the zebra migration", id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c0", name="migrate", arguments={})], id="a0"),
+        ChatMessage.user("meanwhile: lunch?", id="x0"),
+        ChatMessage.tool("c0", "zebra migration finished: 41 zebra rows moved", id="t0"),
+    ]
+    window = await recalled(old, prefer)
     assert "u0" in [m.id for m in window]  # recall reached the oldest turns
     assert not orphans(window), [m.id for m in window]
 
@@ -210,7 +215,6 @@ async def test_a_result_stored_apart_is_sent_right_after_its_call() -> None:
 async def test_recall_never_brings_back_a_call_without_its_results(prefer: str) -> None:
     """A call whose result was stored apart (or never stored) is a unit without its results: recall does not
     bring it back, though it matches the request best, since a provider refuses a call without its results."""
-    history = InMemoryHistoryProvider()
     old = [
         ChatMessage.user("lunch?", id="u0"),
         ChatMessage.assistant(
@@ -221,19 +225,7 @@ async def test_recall_never_brings_back_a_call_without_its_results(prefer: str) 
         ChatMessage.user("meanwhile: lunch?", id="x0"),
         ChatMessage.tool("c0", "done: 41 rows moved", id="t0"),
     ]
-    filler = [
-        m
-        for i in range(60)
-        for m in (
-            ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
-            ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
-        )
-    ]
-    await history.append_many(
-        "agent", [*old, *filler, ChatMessage.user("how did the zebra migration go?")], session_id="s"
-    )
-    strategy = RelevantRecallStrategy(token_budget=600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
-    window = await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
+    window = await recalled(old, prefer)
     calls = {c.id for m in window for c in m.tool_calls}
     results = {m.tool_result.tool_call_id for m in window if m.tool_result is not None}
     assert calls <= results, [m.id for m in window]
@@ -318,19 +310,7 @@ def crossed() -> list[ChatMessage]:
 async def test_recall_never_brings_back_a_unit_holding_another_calls_result(prefer: str) -> None:
     """Calls of two writers crossed, so one call's unit holds the other's result: recall, which reaches turns the
     engine never read, does not bring that unit back (the result would go without its call)."""
-    history = InMemoryHistoryProvider()
-    filler = [
-        m
-        for i in range(60)
-        for m in (
-            ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
-            ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
-        )
-    ]
-    request = ChatMessage.user("how did the zebra migration go?")
-    await history.append_many("agent", [*crossed(), *filler, request], session_id="s")
-    strategy = RelevantRecallStrategy(token_budget=600, meaning=None, spread=0.0, prefer=prefer)  # type: ignore[arg-type]
-    window = await AgentContext(ContextConfig(history, [strategy])).get_prompt_window("s")
+    window = await recalled(crossed(), prefer)
     assert "u0" in [m.id for m in window]  # recall reached the oldest turns
     assert not orphans(window), [m.id for m in window]
 

@@ -286,14 +286,14 @@ class ContextManager:
             window = await self.pipeline.window(request)
         finally:
             _SEEN.reset(token)
-        # 001: a result whose call is not sent is never sent: the engine leaves it out, whatever stored it apart
-        kept = window.messages
+        # 001's "a result whose call is not sent is never sent" is the engine's (decision 111)
         if not any(e.kind == "strategy_applied" and e.changed for e in seen):
             return window
         read = next((e for e in seen if e.kind == "pre_compact"), None)
         if read is not None:
             await self._emit(PRE_COMPACT, {"message_count": read.message_count, "token_count": read.tokens})
-        await self._emit(POST_COMPACT, {"message_count": len(kept), "token_count": self.counter.count_messages(kept)})
+        sent = window.messages
+        await self._emit(POST_COMPACT, {"message_count": len(sent), "token_count": self.counter.count_messages(sent)})
         return window
 
 
