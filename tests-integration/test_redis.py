@@ -207,6 +207,27 @@ async def test_a_url_naming_another_service_is_backend_unavailable() -> None:
         await server.wait_closed()
 
 
+async def test_a_tls_url_to_a_server_without_tls_says_so_at_once(redis_server: Server, redis_prefix: str) -> None:
+    """``rediss://`` to a Redis server that speaks no TLS waited out the whole socket timeout (the server takes the
+    TLS handshake's first bytes for the start of a command and waits for its end), then said the server was
+    unreachable and to check the host and port. It is a ``ConfigurationError`` saying the server speaks no TLS,
+    well before the timeout (a minute here, so a failure that waited it out cannot pass for a quick one)."""
+    url = redis_server.address.replace("redis://", "rediss://", 1)
+    stores = [
+        RedisSessionStore(url, prefix=redis_prefix, socket_timeout=60),
+        RedisHistoryProvider(url, prefix=redis_prefix, socket_timeout=60),
+    ]
+    try:
+        with pytest.raises(ConfigurationError, match="speaks no TLS") as raised:
+            await asyncio.wait_for(stores[0].get_state("s"), timeout=30)
+        assert raised.value.hint is not None and "redis://" in raised.value.hint
+        with pytest.raises(ConfigurationError, match="speaks no TLS"):
+            await asyncio.wait_for(stores[1].count_messages("agent", session_id="s"), timeout=30)
+    finally:
+        for store in stores:
+            await store.close()
+
+
 @pytest.mark.parametrize(
     "url",
     [

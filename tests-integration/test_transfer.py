@@ -10,6 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from servers import Server
 
 from ravi.agents.settings import RaviSettings, build_store
@@ -144,3 +145,62 @@ def test_two_imports_of_one_file_at_once_store_each_message_once(
         for session in ("s1", "s2"):
             got = asyncio.run(stored(section, "alice", session))
             assert [(stored_body(x.message), x.run_id) for x in got] == expected[session], (name, session)
+
+
+async def imports_at_once(
+    section: dict[str, str], exports: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> list[dict[tuple[str, str], tuple[int, int]]]:
+    """What ``ravi import`` reports for each of ``exports``, imported at once into the store ``section`` names,
+    each import with a store of its own; each import's first append waits until every import has reached its
+    own, so all have checked and counted the sessions before any stores."""
+    from ravi.agents.cli import imports
+
+    arrived: set[object] = set()
+    every = asyncio.Event()
+
+    def gated(kind: str, *args: object, **kwargs: object) -> object:
+        store = build_store(kind, RaviSettings(history=section))
+        append = store.append_many
+
+        async def append_many(*args: object, **kwargs: object) -> object:
+            task = asyncio.current_task()
+            if task not in arrived:
+                arrived.add(task)
+                if len(arrived) == len(exports):
+                    every.set()
+                await every.wait()
+            return await append(*args, **kwargs)
+
+        store.append_many = append_many  # type: ignore[method-assign]
+        return store
+
+    monkeypatch.setattr(imports, "build_store", gated)
+    return list(await asyncio.gather(*(imports._import(lambda lines=lines: iter(lines), None) for lines in exports)))
+
+
+def test_two_imports_of_overlapping_exports_at_once_each_report_what_they_stored(
+    postgres_server: Server, redis_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two imports at once (each with its own connection to the server, as two ``ravi import`` processes have),
+    of exports sharing 5 of their 10 messages, both read the session before either stores: each reports the
+    messages its own appends stored (10 and 5, whichever stored first), as the server counted them, not the
+    session's growth meanwhile (which holds the other's too)."""
+    from datetime import UTC, datetime
+
+    from ravi.kernel.messages import ChatMessage
+    from ravi.kernel.storage.transfer import export_line
+
+    tag = uuid.uuid4().hex[:12]
+    sections = {
+        "postgres": {"backend": "postgres", "dsn": postgres_server.address, "schema": f"count_{tag}"},
+        "redis": {"backend": "redis", "url": redis_server.address, "prefix": f"count{tag}"},
+    }
+    when = datetime(2026, 1, 5, tzinfo=UTC)
+    messages = [ChatMessage.user(f"turn {i}", id=f"m{i}", created_at=when) for i in range(15)]
+    first = [export_line("a", "s", StoredMessage(m, "r1")) for m in messages[:10]]
+    second = [export_line("a", "s", StoredMessage(m, "r1")) for m in messages[5:]]
+    for name, section in sections.items():
+        done = asyncio.run(imports_at_once(section, [first, second], monkeypatch))
+        assert sorted(d["a", "s"] for d in done) == [(10, 5), (10, 10)], (name, done)
+        got = asyncio.run(stored(section, "a", "s"))
+        assert sorted(x.message.id for x in got) == sorted(m.id for m in messages), name

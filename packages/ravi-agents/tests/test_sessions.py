@@ -194,3 +194,23 @@ async def test_a_cleared_session_starts_with_no_state_of_the_old_conversation() 
         WindowRequest("agent", "s", history=store)
     )
     assert got.messages == fresh.messages
+
+
+def test_a_window_holds_its_sessions_state_alone_and_a_dropped_one_is_not_kept() -> None:
+    """Two windows of one session at once never share its state (the second starts from an empty one); the last
+    to finish is kept; a state taken before the session was dropped is not kept when its window finishes."""
+    states = SessionStates()
+    first, lease = states.take("agent", "s")
+    second, other = states.take("agent", "s")
+    assert first is not second and states.find("agent", "s") is None
+    states.give_back(lease, first)
+    states.give_back(other, second)
+    assert states.find("agent", "s") is second
+    taken, lease = states.take("agent", "s")
+    assert taken is second
+    states.drop("agent", "s")
+    states.give_back(lease, taken)
+    assert states.find("agent", "s") is None
+    _, lease = states.take("agent", "s")
+    states.give_back(lease, None)  # a window that failed half-way keeps nothing
+    assert states.find("agent", "s") is None

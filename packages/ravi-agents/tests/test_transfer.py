@@ -3,10 +3,12 @@ real backends is in ``tests-integration/test_transfer.py``), and the kernel's li
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,8 +19,8 @@ from hypothesis import strategies as st
 from ravi.agents.context import InMemoryHistoryProvider
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.messages import ChatMessage
-from ravi.kernel.storage import stored_body
-from ravi.kernel.storage.transfer import export_session, import_records, parse_export, split_lines
+from ravi.kernel.storage import StoredMessage, stored_body
+from ravi.kernel.storage.transfer import export_line, export_session, import_records, parse_export, split_lines
 
 RAVI = str(Path(sys.executable).with_name("ravi"))
 
@@ -343,15 +345,13 @@ def _record(created_at: object, id_: str = "m1") -> str:
         (86_399, "before 1970-01-02"),
         ("1970-01-01T23:59:59Z", "before 1970-01-02"),
         ("0001-01-01T00:00:00Z", "before 1970-01-02"),
-        ("2026-01-05T09:00:00", "has no time zone"),
-        ("2026-01-05", "has no time zone"),
+        ("1970-01-01T23:59:59", "before 1970-01-02"),
+        ("0001-01-01T00:00:00", "before 1970-01-02"),
     ],
 )
-def test_import_refuses_a_timestamp_without_a_time_zone_or_before_1970_naming_the_line(
-    tmp_path: Path, created_at: object, said: str
-) -> None:
-    """``"created_at": 0`` (a converter's placeholder) was imported as 1970-01-01, and a time without a time zone
-    as a time of no instant: both were stored as if the message had been written then."""
+def test_import_refuses_a_timestamp_before_1970_naming_the_line(tmp_path: Path, created_at: object, said: str) -> None:
+    """``"created_at": 0`` (a converter's placeholder) was imported as 1970-01-01, as if the message had been
+    written then; a time without a time zone is held to the same day, read as written."""
     from ravi.kernel.errors import InvalidArgument
 
     good = _record("2026-01-05T09:00:00Z", "m0")
@@ -365,7 +365,7 @@ def test_import_refuses_a_timestamp_without_a_time_zone_or_before_1970_naming_th
 @given(st.datetimes(min_value=datetime(1970, 1, 2), timezones=st.timezones()))
 def test_import_takes_every_instant_from_1970_01_02_as_it_is_written(stamp: datetime) -> None:
     """An aware time from 1970-01-02 on is taken, and is the message's ``created_at`` as the message keeps it (the
-    same instant, the same offset); the same time without its zone is refused."""
+    same instant, the same offset); the same time without its zone is taken as written, without one."""
     from ravi.kernel.errors import InvalidArgument
 
     assume(stamp.utcoffset() is not None and stamp >= datetime(1970, 1, 2, tzinfo=UTC))
@@ -376,8 +376,38 @@ def test_import_takes_every_instant_from_1970_01_02_as_it_is_written(stamp: date
     [record] = parse_export([_record(json.loads(message.model_dump_json())["created_at"])])
     assert stored_body(record.message) == stored_body(message)
     assert record.message.created_at.utcoffset() == stamp.utcoffset()
-    with pytest.raises(InvalidArgument, match="no time zone"):
-        parse_export([_record(stamp.replace(tzinfo=None).isoformat())])
+    naive = stamp.replace(tzinfo=None)
+    [record] = parse_export([_record(naive.isoformat())])
+    assert record.message.created_at == naive and record.message.created_at.tzinfo is None
+
+
+@given(st.datetimes(min_value=datetime(1970, 1, 2)))
+def test_a_message_written_without_a_time_zone_comes_back_from_an_export_exactly(stamp: datetime) -> None:
+    """A message may be written with a ``created_at`` without a time zone (``datetime.now()``), and every store
+    keeps it so; its export carries it so, and the import refused the line: a session could not be moved, or
+    restored from its own export. The import now stores it exactly as it was stored: the same time, no zone."""
+    import asyncio
+
+    async def round_trip() -> None:
+        source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
+        written = [ChatMessage.user("hi", id="m1", created_at=stamp), ChatMessage.assistant("hello", id="m2")]
+        await source.append_many("a", written, session_id="s", run_id="r")
+        lines = await export_session(source, "a", "s")
+        done = await import_records(target, parse_export(lines))
+        assert done["a", "s"].stored == 2
+        got = await target.get_stored("a", session_id="s")
+        assert [(stored_body(x.message), x.run_id) for x in got] == [(stored_body(m), "r") for m in written]
+        assert got[0].message.created_at == stamp and got[0].message.created_at.tzinfo is None
+        assert await export_session(target, "a", "s") == lines
+
+    asyncio.run(round_trip())
+
+
+def test_ravi_import_takes_a_line_without_a_time_zone(tmp_path: Path) -> None:
+    """Through the command: the line is taken and counted, not refused."""
+    done = ravi(tmp_path, "import", "-", stdin=_record("2026-01-05T09:00:00") + "\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["agent 'a' session 's': 1 message, 1 new"]
 
 
 class _Recording(InMemoryHistoryProvider):
@@ -387,9 +417,9 @@ class _Recording(InMemoryHistoryProvider):
         super().__init__()
         self.batches: list[int] = []
 
-    async def append_many(self, agent_id: str, messages: object, *, session_id: str, run_id: str = "") -> None:
+    async def append_many(self, agent_id: str, messages: object, *, session_id: str, run_id: str = "") -> int:
         self.batches.append(len(messages))  # type: ignore[arg-type]
-        await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)  # type: ignore[arg-type]
+        return await super().append_many(agent_id, messages, session_id=session_id, run_id=run_id)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("source", ["file", "-"])
@@ -443,7 +473,7 @@ async def test_an_import_refuses_lines_that_changed_after_they_were_checked() ->
     """The second reading of an import's lines is checked against the first: a file changed in between is an
     error naming the line, not a message stored unchecked."""
     from ravi.kernel.errors import InvalidArgument
-    from ravi.kernel.storage.transfer import check_export, store_export
+    from ravi.kernel.storage.transfer import Imported, check_export, store_export
 
     source, target = InMemoryHistoryProvider(), InMemoryHistoryProvider()
     await source.append_many("a", [ChatMessage.user(str(i), id=f"m{i}") for i in range(3)], session_id="s")
@@ -456,7 +486,8 @@ async def test_an_import_refuses_lines_that_changed_after_they_were_checked() ->
         await store_export(target, [*lines, lines[0]], await check_export(target, lines))
     with pytest.raises(InvalidArgument, match="holds 2 records where it held 3"):
         await store_export(target, lines[:2], await check_export(target, lines))
-    assert await store_export(target, lines, await check_export(target, lines)) == {("a", "s"): 3}
+    # the first call stored m0 and m1 before it met the changed line
+    assert await store_export(target, lines, await check_export(target, lines)) == {("a", "s"): Imported(3, 1)}
 
 
 @pytest.mark.parametrize("order", [(0, 0, 2), (1, 0, 2), (0, 2, 1), (0, 1, 1)])
@@ -475,7 +506,7 @@ async def test_an_import_refuses_lines_moved_or_repeated_after_they_were_checked
     with pytest.raises(InvalidArgument, match=f"line {first} is not what it was"):
         await store_export(target, [lines[i] for i in order], checked)
     again = [*lines[:2], "", lines[1], lines[2]]  # a line given twice is taken where it was given twice
-    assert await store_export(target, again, await check_export(target, again)) == {("a", "s"): 4}
+    assert (await store_export(target, again, await check_export(target, again)))["a", "s"].records == 4
     assert [m.id for m in await target.get_messages("a", session_id="s")] == ["m0", "m1", "m2"]
 
 
@@ -595,3 +626,55 @@ def test_a_line_longer_than_any_message_is_refused_naming_it_without_holding_it(
     assert isinstance(result.exception, InvalidArgument), result.output
     assert "line 2 is longer than 1,000 bytes" in str(result.exception)
     assert not history.batches
+
+
+class _Gate:
+    """Holds each import's first ``append_many`` until every import has reached its own, so both have read the
+    sessions (checked them, counted them) before either stores anything: two imports overlapping in time, every
+    run, without waiting on a clock."""
+
+    def __init__(self, imports: int) -> None:
+        self.imports = imports
+        self.arrived: set[object] = set()
+        self.open = asyncio.Event()
+
+    def around(self, append: Callable[..., Awaitable[int | None]]) -> Callable[..., Awaitable[int | None]]:
+        async def gated(*args: object, **kwargs: object) -> int | None:
+            task = asyncio.current_task()
+            if task not in self.arrived:
+                self.arrived.add(task)
+                if len(self.arrived) == self.imports:
+                    self.open.set()
+                await self.open.wait()
+            return await append(*args, **kwargs)
+
+        return gated
+
+
+def overlapping_exports() -> tuple[list[str], list[str]]:
+    """Two exports of one session, the second holding the last 5 of the first's 10 messages and 5 of its own."""
+    when = datetime(2026, 1, 5, tzinfo=UTC)
+    messages = [ChatMessage.user(f"turn {i}", id=f"m{i}", created_at=when) for i in range(15)]
+    first = [export_line("a", "s", StoredMessage(m, "r1")) for m in messages[:10]]
+    second = [export_line("a", "s", StoredMessage(m, "r1")) for m in messages[5:]]
+    return first, second
+
+
+async def test_two_imports_of_overlapping_exports_at_once_each_report_what_they_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ravi import`` reported as new the growth of each session between its check and its end: two imports at
+    once each counted the other's messages too (both said 15 new where 15 were stored in all). Each now reports
+    what the store said its own appends stored: 10 and 5, whichever stored first."""
+    from ravi.agents.cli import imports
+
+    history = InMemoryHistoryProvider()
+    gate = _Gate(2)
+    monkeypatch.setattr(history, "append_many", gate.around(history.append_many))
+    monkeypatch.setattr(imports, "build_store", lambda kind, *args, **kwargs: history)
+    first, second = overlapping_exports()
+    done = await asyncio.gather(imports._import(lambda: iter(first), None), imports._import(lambda: iter(second), None))
+    assert [d["a", "s"][0] for d in done] == [10, 10]  # the records each export held
+    assert sorted(d["a", "s"][1] for d in done) == [5, 10], done
+    stored = [m.id for m in await history.get_messages("a", session_id="s")]
+    assert sorted(stored) == sorted(f"m{i}" for i in range(15))

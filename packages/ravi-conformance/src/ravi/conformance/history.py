@@ -324,13 +324,14 @@ class HistoryProviderContract(ContractBase):
         Fix: before a message is stored, look its id up in the session, in the same transaction (a unique index on
         agent, session and message id with `INSERT ... ON CONFLICT DO NOTHING`, or a lookup under the lock that
         inserts), and skip it when the stored body (`stored_body`) is the same; a batch that repeats a message
-        stores it once.
+        stores it once. `append_many` returns how many messages it stored, counted in that same step (or `None`).
         """
         a, s = unique("agent"), unique("session")
         message = ChatMessage.user("once")
         await backend.append(a, message, session_id=s)
         await backend.append(a, message, session_id=s)  # a retried append
-        await backend.append_many(a, [message, ChatMessage.user("two"), message], session_id=s)
+        added = await backend.append_many(a, [message, ChatMessage.user("two"), message], session_id=s)
+        assert added in (1, None), f"append_many stored 'two' alone but said it stored {added!r}"
         got = texts(await backend.get_messages(a, session_id=s))
         assert got == ["once", "two"], (
             f"appending 'once' three times (once, a retry, twice in a batch with 'two') read back {got}, "
@@ -1025,9 +1026,12 @@ class HistoryProviderContract(ContractBase):
         text = "".join(line + "\n" for line in lines)
         assert text.splitlines() == lines, "a line of the export holds a character readers take for a line end"
         records = [replace(r, agent_id=b) for r in parse_export(split_lines(text))]
-        assert await import_records(backend, records) == {(b, s): len(expected)}
+        first = await import_records(backend, records)
+        assert list(first) == [(b, s)] and first[b, s].records == len(expected)
+        assert first[b, s].stored in (len(expected), None), "append_many said it stored another number"
         assert [(stored_body(x.message), x.run_id) for x in await backend.get_stored(b, session_id=s)] == expected
-        await import_records(backend, records)
+        again = await import_records(backend, records)
+        assert again[b, s].stored in (0, None), "append_many said it stored messages the session held"
         assert await backend.count_messages(b, session_id=s) == len(expected), "a second import stored something"
         changed = records[3].message.model_copy(update={"content": (TextBlock(text="another text"),)})
         with pytest.raises(MessageConflict) as conflict:

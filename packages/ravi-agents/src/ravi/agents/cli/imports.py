@@ -51,7 +51,12 @@ async def _import(read: Reader, config: Path | None) -> dict[tuple[str, str], tu
         await close_store(history)
     if given and isinstance(history, InMemoryHistoryProvider):  # the default with no configuration
         typer.echo(f"note: {IN_MEMORY}", err=True)
-    return {key: (given[key], after[key] - before[key]) for key in sorted(given)}
+    # what the store counted as it stored them: the session's growth would count another import's messages too,
+    # and is used only for a store whose append_many does not say
+    return {
+        key: (done.records, after[key] - before[key] if done.stored is None else done.stored)
+        for key, done in sorted(given.items())
+    }
 
 
 def _lines(stream: IO[bytes], where: str, copy: IO[bytes] | None = None) -> Iterator[str]:

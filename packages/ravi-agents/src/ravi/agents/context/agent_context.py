@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
@@ -50,6 +51,8 @@ class AgentContext:
         # session -> the token count of its last window, when a run's end under RUN or NONE forgot the window:
         # its usage, reported after the run, is still recorded (a count, none of the window's turns)
         self._ended: OrderedDict[str, int] = OrderedDict()
+        # over _unsaved and _ended, never held across an await: one context serves threads that each run a loop
+        self._guard = threading.Lock()
 
     async def get_prompt_window(self, session_id: str, *, counter: TokenCounter | None = None) -> list[ChatMessage]:
         """The compacted window for ``session_id``: the stored transcript (plus unsaved turns of runs in
@@ -62,7 +65,8 @@ class AgentContext:
         self, session_id: str, *, explain: bool = False, counter: TokenCounter | None = None
     ) -> WindowRequest:
         check_scope(session_id=session_id)
-        unsaved = [m for turns in self._unsaved.get(session_id, {}).values() for m in turns]
+        with self._guard:
+            unsaved = [m for turns in self._unsaved.get(session_id, {}).values() for m in turns]
         calibration = 1.0
         if self.config.model is not None:
             calibration = await self.config.calibration.factor(self.config.model)
@@ -113,7 +117,8 @@ class AgentContext:
         window = await self.config.pipeline.last_window(self.agent_id, session_id, history=self.config.history)
         counted = self.config.pipeline.window_counter().count_messages(window) if window else 0
         if not window:
-            counted = self._ended.get(session_id, 0)
+            with self._guard:
+                counted = self._ended.get(session_id, 0)
         if not counted:
             raise InvalidArgument(
                 f"no window was assembled for session {session_id!r} here",
@@ -152,17 +157,20 @@ class AgentContext:
         """Add turns under retention ``NONE`` as a store appends them: the batch checked first, a message whose id
         the session's unsaved turns hold skipped (a retry), or the batch refused when it is another message."""
         check_append(self.agent_id, session_id, run_id, messages)
-        held = {m.id: m for turns in self._unsaved.get(session_id, {}).values() for m in turns}
-        fresh: list[ChatMessage] = []
-        for message in messages:
-            first = held.get(message.id)
-            if first is None:
-                held[message.id] = message
-                fresh.append(message)
-            elif stored_body(first) != stored_body(message):
-                raise MessageConflict(message.id, hint="give a different message a new id (ChatMessage(...) makes one)")
-        if fresh:
-            self._unsaved.setdefault(session_id, {}).setdefault(run_id, []).extend(fresh)
+        with self._guard:
+            held = {m.id: m for turns in self._unsaved.get(session_id, {}).values() for m in turns}
+            fresh: list[ChatMessage] = []
+            for message in messages:
+                first = held.get(message.id)
+                if first is None:
+                    held[message.id] = message
+                    fresh.append(message)
+                elif stored_body(first) != stored_body(message):
+                    raise MessageConflict(
+                        message.id, hint="give a different message a new id (ChatMessage(...) makes one)"
+                    )
+            if fresh:
+                self._unsaved.setdefault(session_id, {}).setdefault(run_id, []).extend(fresh)
 
     async def clear(self, session_id: str) -> None:
         """Forget ``session_id``: its transcript and what the history provider derived from it (its ``clear``),
@@ -180,8 +188,9 @@ class AgentContext:
                 ``__cause__``, a ``BackendUnavailable`` when every one was, else a ``CompactionError``.
         """
         check_scope(session_id=session_id)
-        self._unsaved.pop(session_id, None)
-        self._ended.pop(session_id, None)
+        with self._guard:
+            self._unsaved.pop(session_id, None)
+            self._ended.pop(session_id, None)
         await clear_session(self.config.history, self.config.pipeline, self.agent_id, session_id)
 
     async def replace_messages(self, session_id: str, messages: Sequence[ChatMessage], *, run_id: str = "") -> None:
@@ -197,12 +206,14 @@ class AgentContext:
         if self.config.retention is HistoryRetention.NONE:
             check_append(self.agent_id, session_id, run_id, messages)
             await self.config.history.clear(self.agent_id, session_id=session_id)
-            self._unsaved.pop(session_id, None)
-            if messages:
-                self._unsaved[session_id] = {run_id: list(messages)}
+            with self._guard:
+                self._unsaved.pop(session_id, None)
+                if messages:
+                    self._unsaved[session_id] = {run_id: list(messages)}
         else:
             await replace_session(self.config.history, self.agent_id, messages, session_id=session_id, run_id=run_id)
-        self._ended.pop(session_id, None)
+        with self._guard:
+            self._ended.pop(session_id, None)
         await self.config.pipeline.clear_records(self.agent_id, session_id)  # derived from the old transcript
 
     async def add_message(self, session_id: str, message: ChatMessage, *, run_id: str = "") -> None:
@@ -214,12 +225,13 @@ class AgentContext:
         what the strategies derived from the session into other stores goes too (:meth:`clear`), since it may
         hold them (a recall index's units, a summary of them)."""
         check_scope(session_id=session_id, run_id=run_id)
-        runs = self._unsaved.get(session_id)
         forgotten = False
-        if runs is not None:
-            forgotten = bool(runs.pop(run_id, None))
-            if not runs:
-                del self._unsaved[session_id]
+        with self._guard:
+            runs = self._unsaved.get(session_id)
+            if runs is not None:
+                forgotten = bool(runs.pop(run_id, None))
+                if not runs:
+                    del self._unsaved[session_id]
         removing = self.config.retention is HistoryRetention.RUN
         window = None
         if self.config.model is not None and (forgotten or removing):  # its usage may be reported after the run
@@ -230,10 +242,12 @@ class AgentContext:
             forgotten = forgotten or removed != 0  # a count, or None from a provider that does not say
         if forgotten:
             if window:
-                self._ended[session_id] = self.config.pipeline.window_counter().count_messages(window)
-                self._ended.move_to_end(session_id)
-                while len(self._ended) > _ENDED_SESSIONS:
-                    self._ended.popitem(last=False)
+                counted = self.config.pipeline.window_counter().count_messages(window)
+                with self._guard:
+                    self._ended[session_id] = counted
+                    self._ended.move_to_end(session_id)
+                    while len(self._ended) > _ENDED_SESSIONS:
+                        self._ended.popitem(last=False)
             await self.config.pipeline.clear_records(self.agent_id, session_id)  # derived from the removed turns
 
     @asynccontextmanager

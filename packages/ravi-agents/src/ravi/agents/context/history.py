@@ -117,12 +117,12 @@ class InMemoryHistoryProvider(Closeable):
 
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
-    ) -> None:
+    ) -> int:
         """Add messages at the end of the session, all or none (``MessageConflict`` for a held id of a different
-        message)."""
+        message); returns how many it stored (a message whose id the session holds is skipped)."""
         check_append(agent_id, session_id, run_id, messages)
         if not messages:
-            return
+            return 0
         with self._lock:
             session = self._sessions.get((agent_id, session_id)) or _Session()
             fresh = session.fresh(messages)
@@ -130,6 +130,7 @@ class InMemoryHistoryProvider(Closeable):
             session.written = True
             for message in fresh:
                 session.add(message, run_id)
+            return len(fresh)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0

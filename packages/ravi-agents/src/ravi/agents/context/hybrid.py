@@ -258,24 +258,26 @@ class HybridHistoryProvider(Closeable):
 
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
-    ) -> None:
+    ) -> int | None:
         """Write to the cold tier (durable first), then bring the hot tier up to it: copy what the hot tier lacks,
         in the cold tier's order, with the cold tier's run ids (see :meth:`_mirror`). A cold tier that cannot
         read run ids (not a ``RunReader``) gets the older way: the same messages appended to each tier, which
-        writers sharing no lock (other loops, other processes) can leave in two orders."""
+        writers sharing no lock (other loops, other processes) can leave in two orders. Returns how many messages
+        the cold tier stored, as it says."""
         async with self._writing(agent_id, session_id):
             if not isinstance(self.cold, RunReader) or not messages:  # an empty batch has nothing to copy
-                await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
+                added = await self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
                 await self._followed(
                     agent_id, session_id, self.hot.append_many(agent_id, messages, session_id=session_id, run_id=run_id)
                 )
-                return
+                return added
             # The hot tier's generation is read before its count (see _mirror), alongside the cold write.
-            _, hot_before = await asyncio.gather(
+            added, hot_before = await asyncio.gather(
                 self.cold.append_many(agent_id, messages, session_id=session_id, run_id=run_id),
                 _generation(self.hot, agent_id, session_id),
             )
             await self._mirror(agent_id, session_id, self.cold, hot_before)
+            return added
 
     async def _mirror(self, agent_id: str, session_id: str, cold: RunReader, hot_before: str | None) -> None:
         """Copy to the hot tier the cold tier's messages from the hot tier's count on, in the cold tier's order.

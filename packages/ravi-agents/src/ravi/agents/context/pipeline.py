@@ -18,6 +18,7 @@ from ravi.kernel.agent import (
     EventBus,
     Listener,
     SessionContext,
+    SessionState,
     Slot,
     Strategy,
     as_strategies,
@@ -117,8 +118,6 @@ _READ_TOKENS: Slot[list[int]] = Slot("pipeline.read_tokens", list)
 """How many stored tokens the session's next windowed read starts with (empty until a window was assembled)."""
 _SERVED: Slot[list[int]] = Slot("pipeline.served", lambda: [0])
 """How many windows of the session this pipeline assembled."""
-_LAST_WINDOW: Slot[list[list[ChatMessage]]] = Slot("pipeline.last_window", list)
-"""The session's last window (for usage reports)."""
 _RESIZE_EVERY = 64
 
 
@@ -343,19 +342,13 @@ class CompactionPipeline:
         generation = None
         if isinstance(history, SessionGeneration):
             generation = await history.generation(agent_id, session_id=session_id)
-        window, kept_in = self._held_window(agent_id, session_id)
-        if generation is not None and kept_in != generation:
-            return None
+        window, _ = self.sessions.last_window(agent_id, session_id, generation)
         return window
 
     def _held_window(self, agent_id: str, session_id: str) -> tuple[list[ChatMessage] | None, str | None]:
         """The last window this process keeps for the session, and the generation it was assembled in (``None``
         when unknown), as kept: not checked against the store."""
-        state = self.sessions.find(agent_id, session_id)
-        kept = state.find(self, _LAST_WINDOW) if state is not None else None
-        if state is None or not kept:
-            return None, None
-        return kept[0], state.generation
+        return self.sessions.last_window(agent_id, session_id)
 
     @telemetry.traced_window
     async def window(self, request: WindowRequest) -> Window:
@@ -367,12 +360,31 @@ class CompactionPipeline:
         more, until a strategy cuts the window inside the part read (or the part is the whole session). The
         window is the one the whole transcript gives; its events are delivered once. Otherwise the session is
         read whole (and always for ``explain``).
+
+        Windows may be asked for at once, from tasks of one event loop or from threads each running its own: each
+        window takes its session's state for itself while it is assembled (:meth:`SessionStates.take`), so no two
+        share a memo; one that finds the state taken starts from an empty one, which costs it speed, never
+        correctness.
         """
-        if request.agent_id:
-            session = self.session(request.agent_id, request.session_id, history=request.history)
-        else:
+        if not request.agent_id:
             session = SessionContext.standalone()
             session.history = request.history
+            return await self._assemble(request, session)
+        check_scope(agent_id=request.agent_id, session_id=request.session_id)
+        state, lease = self.sessions.take(request.agent_id, request.session_id)
+        session = SessionContext(
+            request.agent_id, request.session_id, counter=self.counter, history=request.history, state=state
+        )
+        kept: SessionState | None = None
+        try:
+            window = await self._assemble(request, session)
+            kept = session.state
+            return window
+        finally:
+            self.sessions.give_back(lease, kept)
+
+    async def _assemble(self, request: WindowRequest, session: SessionContext) -> Window:
+        """:meth:`window`, in ``session``."""
         session.counter = request.counter or self.counter
         session.budget, session.calibration = request.budget, request.calibration
         if request.messages is not None:
@@ -415,15 +427,11 @@ class CompactionPipeline:
 
     def _adopt(self, session: SessionContext, generation: str | None) -> None:
         """Assemble in ``generation`` of the session: state kept from another generation, or from reads that
-        knew none, is dropped. The session gets a new state rather than the old one emptied, so a window of the
-        old generation still under way (another process cleared the session meanwhile) goes on writing into the
-        state it began with, which nothing reads again."""
+        knew none, is dropped: the window goes on in a new, empty state (the one it held is the window's alone, see
+        :meth:`SessionStates.take`)."""
         state = session.state
         if generation is not None and state.generation != generation:
-            if session.agent_id and self.sessions.find(session.agent_id, session.session_id) is state:
-                state = session.state = self.sessions.renew(session.agent_id, session.session_id)
-            else:
-                state.clear()
+            state = session.state = SessionState()
         if generation is not None:
             state.generation = generation
         session.generation = generation
@@ -459,7 +467,7 @@ class CompactionPipeline:
         if given_back and history and (not window or window[-1].id != history[-1].id):
             _left_out(history[-1], window, counter)
         if session.agent_id:
-            session.state.put(self, _LAST_WINDOW, [window])
+            self.sessions.note_window(session.agent_id, session.session_id, window, session.state.generation)
         return builder.build(window) if builder is not None else Window(window)
 
     async def _windowed(self, history: HistoryProvider, session: SessionContext, request: WindowRequest) -> Window:

@@ -5,56 +5,150 @@ lives in the :class:`~ravi.kernel.agent.SessionState` of that session, which the
 :class:`SessionStates`: one state per ``(agent_id, session_id)``, bounded, least recently used dropped first.
 Nothing is keyed by the messages themselves, so two sessions that share a message (a module-level system
 prompt, say) never see each other's state.
+
+A window takes its session's state for itself while it is assembled (:meth:`SessionStates.take`) and gives it
+back when it is done: the memos in a state are updated field by field, and one shared by two windows at once
+(threads of a web server's pool, each with its own event loop, or two tasks of one loop) could pair one window's
+kept messages with the other's cost. A second window of the session meanwhile starts from an empty state, which
+only costs it speed.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 from ravi.kernel.agent import SessionContext, SessionState
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import TokenCounter
+from ravi.kernel.messages import ChatMessage
+
+
+class Lease:
+    """A session's state taken by one window (:meth:`SessionStates.take`); give it back with
+    :meth:`SessionStates.give_back`."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple[str, str]) -> None:
+        self.key = key
 
 
 class SessionStates:
     """The state of each session a pipeline serves, by ``(agent_id, session_id)``; at most ``max_sessions``
     are kept, the least recently used dropped first (dropping only costs the next window of that session some
-    speed: strategies rebuild what they need)."""
+    speed: strategies rebuild what they need). Also the last window assembled of each session, with the
+    generation it was assembled in.
+
+    Safe to share between threads and event loops: every change is made under a lock held for no ``await``."""
 
     def __init__(self, max_sessions: int = 1_024) -> None:
         if not isinstance(max_sessions, int) or isinstance(max_sessions, bool) or max_sessions < 1:
             raise InvalidArgument(f"max_sessions must be an integer >= 1, got {max_sessions!r}")
         self.max_sessions = max_sessions
-        self._states: OrderedDict[tuple[str, str], SessionState] = OrderedDict()
+        self._lock = threading.Lock()
+        self._states: OrderedDict[tuple[str, str], SessionState] = OrderedDict()  # those no window holds
+        self._leases: dict[tuple[str, str], set[Lease]] = {}  # the windows under way, by session
+        # the last window of each session, per generation it was assembled in (the last few): a window of a
+        # generation since cleared elsewhere that ends after one of the new generation does not hide it
+        self._windows: OrderedDict[tuple[str, str], dict[str | None, list[ChatMessage]]] = OrderedDict()
 
     def get(self, agent_id: str, session_id: str) -> SessionState:
-        """The state of the session, created empty the first time."""
+        """The state of the session, created empty the first time (a window under way meanwhile holds a state of
+        its own, and the last one to finish is the one kept)."""
         key = (agent_id, session_id)
-        state = self._states.get(key)
-        if state is None:
-            state = self._states[key] = SessionState()
-            while len(self._states) > self.max_sessions:
-                self._states.popitem(last=False)
-        else:
-            self._states.move_to_end(key)
-        return state
+        with self._lock:
+            state = self._states.get(key)
+            if state is None:
+                state = self._states[key] = SessionState()
+                self._trim(self._states)
+            else:
+                self._states.move_to_end(key)
+            return state
+
+    def take(self, agent_id: str, session_id: str) -> tuple[SessionState, Lease]:
+        """The session's state for one window alone: the one kept (no longer kept while the window holds it), or
+        an empty one when none is kept or another window holds it."""
+        key = (agent_id, session_id)
+        lease = Lease(key)
+        with self._lock:
+            state = self._states.pop(key, None)
+            self._leases.setdefault(key, set()).add(lease)
+        return (state if state is not None else SessionState()), lease
+
+    def give_back(self, lease: Lease, state: SessionState | None) -> None:
+        """End ``lease``: ``state`` (what the window's state is now) is kept as the session's, unless the session
+        was dropped since the window took it (its state came from a transcript that is gone); ``None`` keeps
+        nothing (a window that failed half-way)."""
+        key = lease.key
+        with self._lock:
+            leases = self._leases.get(key)
+            if leases is None or lease not in leases:
+                return  # dropped meanwhile
+            leases.discard(lease)
+            if not leases:
+                del self._leases[key]
+            if state is not None:
+                self._states[key] = state
+                self._states.move_to_end(key)
+                self._trim(self._states)
 
     def find(self, agent_id: str, session_id: str) -> SessionState | None:
-        """The state of the session, or ``None`` when none is kept."""
-        return self._states.get((agent_id, session_id))
+        """The state of the session, or ``None`` when none is kept (or a window holds it)."""
+        with self._lock:
+            return self._states.get((agent_id, session_id))
 
-    def renew(self, agent_id: str, session_id: str) -> SessionState:
-        """A new, empty state for the session in place of the one kept (whoever holds the old one may go on
-        writing into it: nothing reads it here again)."""
-        self._states.pop((agent_id, session_id), None)
-        return self.get(agent_id, session_id)
+    def note_window(
+        self, agent_id: str, session_id: str, window: Sequence[ChatMessage], generation: str | None
+    ) -> None:
+        """Keep ``window`` as the session's last of ``generation`` (``None``: unknown)."""
+        key = (agent_id, session_id)
+        with self._lock:
+            if key not in self._leases and key not in self._states:
+                return  # dropped while it was assembled
+            kept = self._windows.setdefault(key, {})
+            kept.pop(generation, None)
+            kept[generation] = list(window)  # the newest last
+            while len(kept) > _GENERATIONS:
+                del kept[next(iter(kept))]
+            self._windows.move_to_end(key)
+            self._trim(self._windows)
+
+    def last_window(
+        self, agent_id: str, session_id: str, generation: str | None = None
+    ) -> tuple[list[ChatMessage] | None, str | None]:
+        """The session's last window of ``generation`` (with ``None``: the last one kept, of any generation), and
+        the generation it was assembled in; ``(None, None)`` when none is kept."""
+        with self._lock:
+            kept = self._windows.get((agent_id, session_id))
+            if not kept:
+                return None, None
+            if generation is None:
+                generation = next(reversed(kept))
+            window = kept.get(generation)
+            return (None, None) if window is None else (window, generation)
 
     def drop(self, agent_id: str, session_id: str) -> None:
-        """Forget the session (after it was cleared, say)."""
-        self._states.pop((agent_id, session_id), None)
+        """Forget the session (after it was cleared, say): its state, its last window, and the states of the
+        windows under way, which are not kept when they finish."""
+        key = (agent_id, session_id)
+        with self._lock:
+            self._states.pop(key, None)
+            self._windows.pop(key, None)
+            self._leases.pop(key, None)
+
+    def _trim(self, kept: OrderedDict[tuple[str, str], Any]) -> None:
+        while len(kept) > self.max_sessions:
+            kept.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._states)
+
+
+_GENERATIONS = 2
+"""How many generations of a session :meth:`SessionStates.note_window` keeps a last window of."""
 
 
 def counter_of(own: TokenCounter | None, session: SessionContext | None, default: TokenCounter) -> TokenCounter:
@@ -67,4 +161,4 @@ def counter_of(own: TokenCounter | None, session: SessionContext | None, default
     return default
 
 
-__all__ = ["SessionStates", "counter_of"]
+__all__ = ["Lease", "SessionStates", "counter_of"]

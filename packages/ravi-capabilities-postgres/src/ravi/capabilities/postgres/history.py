@@ -148,14 +148,16 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
 
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
-    ) -> None:
-        """Add messages at the end of the session in one round trip, all or none."""
+    ) -> int:
+        """Add messages at the end of the session in one round trip, all or none; returns how many it stored
+        (counted by the statement that inserts them: a message whose id the session holds is skipped)."""
         check_append(agent_id, session_id, run_id, messages)
         if not messages:
-            return
-        await self.db.fetchval(
+            return 0
+        added = await self.db.fetchval(
             f"SELECT {self._append}($1, $2, $3, $4, $5, $6, $7)", agent_id, session_id, run_id, *_rows(messages)
         )
+        return int(added)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0

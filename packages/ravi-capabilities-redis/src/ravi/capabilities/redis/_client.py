@@ -49,6 +49,59 @@ class _Cluster(aioredis.RedisCluster):
         return await super().execute_command(*args, **kwargs)
 
 
+_TLS_PATIENCE = 0.5
+"""Seconds a TLS handshake runs before the server is asked, in plain Redis, whether it speaks TLS at all (a
+handshake on a working connection takes milliseconds)."""
+_PING = b"*1\r\n$4\r\nPING\r\n"
+
+
+class _TLSConnection(aioredis.SSLConnection):
+    """redis-py's TLS connection, telling a server that speaks no TLS from a slow one.
+
+    A Redis server without TLS takes the handshake's first bytes for the start of a command and waits for its end,
+    so the handshake waited out the whole socket timeout and failed as though nothing answered. When the handshake
+    has not finished after :data:`_TLS_PATIENCE`, a second connection asks the server ``PING`` in plain Redis: an
+    answer in plain Redis (``+PONG``, or an error such as ``-NOAUTH``) is a server without TLS, a
+    ``ConfigurationError`` at once; anything else (a TLS server's alert, a closed connection, silence) lets the
+    handshake go on to its own end."""
+
+    async def _connect(self) -> None:
+        handshake = asyncio.ensure_future(super()._connect())  # type: ignore[no-untyped-call]
+        try:
+            timeout = self.socket_connect_timeout or _TLS_PATIENCE
+            done, _ = await asyncio.wait({handshake}, timeout=min(_TLS_PATIENCE, timeout))
+            if not done and await _speaks_plain_redis(self.host, self.port, timeout):
+                raise ConfigurationError(
+                    f"the Redis server at {self.host}:{self.port} speaks no TLS, and the URL (rediss://) asks for it",
+                    hint="use redis:// for this server, or name the port where it speaks TLS (its tls-port)",
+                )
+            await handshake
+        finally:
+            if not handshake.done():
+                handshake.cancel()
+                with contextlib.suppress(BaseException):
+                    await handshake
+
+
+async def _speaks_plain_redis(host: str, port: int, within: float) -> bool:
+    """Whether the server at ``host:port`` answers a ``PING`` sent in plain Redis in plain Redis (within ``within``
+    seconds)."""
+    try:
+        async with asyncio.timeout(within):
+            reader, writer = await asyncio.open_connection(host, port)
+            try:
+                writer.write(_PING)
+                await writer.drain()
+                first = await reader.read(1)
+            finally:
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+    except (OSError, TimeoutError):
+        return False
+    return first in (b"+", b"-")
+
+
 class _SharedClient:
     """One redis-py client (and its blocking connection pool) per (event loop, URL, options), shared by every
     store that asks for it; closed when its last store closes."""
@@ -87,6 +140,8 @@ class _SharedClient:
             decode_responses=False,
             health_check_interval=30,
         )
+        if pool.connection_class is aioredis.SSLConnection:  # rediss://: told apart from a server without TLS
+            pool.connection_class = _TLSConnection
         self.client = aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes both
 
     async def release(self) -> None:
@@ -302,6 +357,8 @@ def mapped_errors() -> Iterator[None]:
     except rex.NoPermissionError as error:
         raise PermissionDenied(f"Redis refused the command: {error}") from error
     except (rex.ConnectionError, rex.TimeoutError, ConnectionError, OSError, TimeoutError) as error:
+        if isinstance(error.__cause__, RaviError):  # raised by a connection of ours as it opened (_TLSConnection)
+            raise error.__cause__ from None
         raise BackendUnavailable(
             f"Redis is unreachable: {type(error).__name__}: {error}",
             hint="check the host and port in the URL; once the server is back the next call reconnects",

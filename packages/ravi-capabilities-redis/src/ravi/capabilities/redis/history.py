@@ -482,15 +482,17 @@ class RedisHistoryProvider(RedisStore):
 
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
-    ) -> None:
-        """Add messages at the end of the session: one atomic script, one round trip."""
+    ) -> int:
+        """Add messages at the end of the session: one atomic script, one round trip; returns how many it stored
+        (counted by the script: a message whose id the session holds is skipped)."""
         check_append(agent_id, session_id, run_id, messages)
         if not messages:
-            return
+            return 0
         args: list[str | int] = [self._ttl_ms, new_generation(), *_quadruples(messages, run_id)]
         with mapped_errors():
             result = await self.redis.run_script(_APPEND, self._keys(agent_id, session_id), args)
         _refused(result)
+        return int(result)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0

@@ -37,8 +37,12 @@ class HistoryProvider(Protocol):
 
     async def append_many(
         self, agent_id: str, messages: Sequence[ChatMessage], *, session_id: str, run_id: str = ""
-    ) -> None:
-        """Add messages at the end of the session, all or none, keeping their order.
+    ) -> int | None:
+        """Add messages at the end of the session, all or none, keeping their order; returns how many of them
+        this call stored (those whose id the session did not hold), or ``None`` from a store that does not say.
+
+        The count is this call's own: another writer's append of the same messages at the same moment is not
+        counted here (every store Ravi ships counts in the step that inserts).
 
         Raises:
             InvalidArgument: a bad scope, or an item that is not a ``ChatMessage``.

@@ -112,7 +112,8 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
     Raises:
         InvalidArgument: naming the line, when it is not a record of this format (a key given twice in one object,
             a nesting too deep to read, and a message without its ``id`` or ``created_at`` included), or its
-            ``created_at`` has no UTC offset or is before :data:`EARLIEST` (``0``).
+            ``created_at`` is before :data:`EARLIEST` (``0``; a time without a time zone is read as written and
+            kept so).
     """
     where = f"line {number}"
     try:
@@ -144,12 +145,11 @@ def parse_line(line: str, number: int = 1) -> SessionRecord:
 
 
 def _check_written_at(stamp: datetime, given: object) -> None:
-    """Refuse a ``created_at`` that names no instant (no UTC offset) or one before :data:`EARLIEST`."""
+    """Refuse a ``created_at`` before :data:`EARLIEST`. A time without a time zone is taken as it is written (the
+    message model and every store keep it so, and an export writes it so): it is held to the same day, read as
+    written, and stored with no zone, none assumed."""
     if stamp.utcoffset() is None:
-        raise InvalidArgument(
-            f"created_at {given!r} has no time zone, so it names no instant",
-            hint="give its UTC offset (2026-01-05T09:00:00Z, or +01:00)",
-        )
+        stamp = stamp.replace(tzinfo=UTC)  # compared only: the message keeps its time as written
     if stamp < EARLIEST:
         raise InvalidArgument(
             f"created_at {given!r} is before {EARLIEST:%Y-%m-%d}: a placeholder, not when the message was written",
@@ -231,6 +231,21 @@ class CheckedExport:
     ids: _Ids = field(default_factory=_Ids, repr=False)
 
 
+@dataclass(frozen=True)
+class Imported:
+    """What an import did to one session.
+
+    Attributes:
+        records: How many records of the export the session had.
+        stored: How many of them this import stored (the others the session held already: an earlier import, or
+            another import of the same records at the same moment), as the store's ``append_many`` counted them;
+            ``None`` when the store does not say.
+    """
+
+    records: int
+    stored: int | None
+
+
 def _at_least_one(**sizes: object) -> None:
     for name, size in sizes.items():
         if check_count(size, name) < 1:  # type: ignore[arg-type]  # check_count refuses what is not an int
@@ -281,11 +296,12 @@ async def store_export(
     *,
     batch_messages: int = _BATCH_MESSAGES,
     batch_chars: int = _BATCH_CHARS,
-) -> dict[tuple[str, str], int]:
+) -> dict[tuple[str, str], Imported]:
     """Append the records of ``lines``, read a second time after :func:`check_export` read them, each run of
     consecutive lines of one session and run in ``append_many`` batches of at most ``batch_messages`` messages
-    and ``batch_chars`` characters of lines (a longer line is a batch of its own); returns how many records each
-    ``(agent_id, session_id)`` had. The store refuses an id it holds for another message (``MessageConflict``,
+    and ``batch_chars`` characters of lines (a longer line is a batch of its own); returns, for each
+    ``(agent_id, session_id)``, how many records it had and how many of them this import stored
+    (:class:`Imported`). The store refuses an id it holds for another message (``MessageConflict``,
     that batch not stored), so what another writer appended since the check is never stored twice.
 
     Raises:
@@ -309,9 +325,10 @@ async def _store(
     checked: CheckedExport,
     batch_messages: int,
     batch_chars: int,
-) -> dict[tuple[str, str], int]:
+) -> dict[tuple[str, str], Imported]:
     """:func:`store_export` of records with their line numbers and the characters of their lines."""
     given: dict[tuple[str, str], int] = {}
+    stored: dict[tuple[str, str], int | None] = {}
     batch: list[ChatMessage] = []
     scope: tuple[str, str, str] | None = None
     size = 0
@@ -319,8 +336,12 @@ async def _store(
 
     async def flush() -> None:
         if batch and scope is not None:
-            await history.append_many(scope[0], list(batch), session_id=scope[1], run_id=scope[2])
-            given[scope[0], scope[1]] = given.get((scope[0], scope[1]), 0) + len(batch)
+            # the store's own count: the session's size before and after would count another writer's messages
+            added = await history.append_many(scope[0], list(batch), session_id=scope[1], run_id=scope[2])
+            key = (scope[0], scope[1])
+            given[key] = given.get(key, 0) + len(batch)
+            so_far = stored.get(key, 0)
+            stored[key] = None if so_far is None or not isinstance(added, int) else so_far + added
         batch.clear()
 
     for n, record, chars in sized:
@@ -343,13 +364,14 @@ async def _store(
             " during the import",
             hint="import it again once nothing writes to it (what was stored is skipped)",
         )
-    return given
+    return {key: Imported(count, stored[key]) for key, count in given.items()}
 
 
-async def import_records(history: HistoryProvider, records: Iterable[SessionRecord]) -> dict[tuple[str, str], int]:
+async def import_records(history: HistoryProvider, records: Iterable[SessionRecord]) -> dict[tuple[str, str], Imported]:
     """Append the records to ``history`` as an import of the lines they came from does (:func:`check_export`,
     then :func:`store_export`): each run of consecutive records of one session and run in ``append_many`` batches
-    of at most 500 messages; returns how many records each ``(agent_id, session_id)`` had.
+    of at most 500 messages; returns, for each ``(agent_id, session_id)``, how many records it had and how many
+    of them this import stored (:class:`Imported`).
 
     Raises:
         InvalidArgument: two records give one message id of a session different messages (or runs); nothing
@@ -367,6 +389,7 @@ __all__ = [
     "EARLIEST",
     "FORMAT",
     "CheckedExport",
+    "Imported",
     "SessionRecord",
     "check_export",
     "export_line",
