@@ -550,6 +550,21 @@ async def test_of_two_results_for_one_call_the_first_stored_is_sent() -> None:
         assert entry is not None and (entry.status, entry.strategy) == ("dropped", "tool pairs")
 
 
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+async def test_recall_never_brings_back_a_unit_with_two_results_for_one_call(prefer: str) -> None:
+    """A retried tool stored two results right after its call: the unit holds both, and recall, which reaches
+    turns the engine never read, does not bring it back (a provider refuses the second)."""
+    old = [
+        ChatMessage.user("start the zebra migration", id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c0", name="migrate", arguments={})], id="a0"),
+        ChatMessage.tool("c0", "zebra migration timed out", id="t0"),
+        ChatMessage.tool("c0", "zebra migration finished: 41 zebra rows moved", id="t0-again"),
+    ]
+    window = await recalled(old, prefer)
+    assert "u0" in [m.id for m in window]  # recall reached the oldest turns
+    assert not refusals(window), [m.id for m in window]
+
+
 async def test_a_later_read_reaching_the_call_of_its_first_result_judges_that_calls_group() -> None:
     """A framework's run state gave the engine a session's messages from a result on (its call cut off), then
     the whole session: the call, which the first window could not see, asked for two results and got one. The
