@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from servers import Server
-from tool_pairs import filler, orphans
+from tool_pairs import filler, orphans, refusals
 
 from ravi.agents.context import (
     AgentContext,
@@ -129,6 +129,26 @@ def test_windows_assembled_while_writers_store_calls_and_results_hold_no_orphan(
     asyncio.run(main())
 
 
+def refused(items: list[Any]) -> list[str]:
+    """What the Responses API refuses in an input: an output whose call is not before it, a second output for one
+    call, a call without its output."""
+    found: list[str] = []
+    called: set[str] = set()
+    answered: set[str] = set()
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
+        call_id = item.get("call_id") if isinstance(item, dict) else getattr(item, "call_id", None)
+        if kind == "function_call":
+            called.add(call_id)
+        elif kind == "function_call_output":
+            if call_id not in called:
+                found.append(f"an output without its call before it: {call_id}")
+            if call_id in answered:
+                found.append(f"a second output: {call_id}")
+            answered.add(call_id)
+    return found + [f"a call without its output: {c}" for c in called - answered]
+
+
 @pytest.mark.parametrize("backend", ["redis", "postgres"])
 def test_openai_agents_runs_sharing_one_session_send_no_orphaned_output(
     request: pytest.FixtureRequest, backend: str
@@ -136,9 +156,11 @@ def test_openai_agents_runs_sharing_one_session_send_no_orphaned_output(
     """Several runs of the OpenAI Agents SDK's real loop at once on one ``RaviSession``, each calling tools, while
     another worker's ``RaviSession`` of the session stores a function call, a user turn, then the call's output,
     each by its own ``add_items``; later runs read them back. (The SDK stores a turn's call and output together, so
-    its own runs never part them.) Every input the model gets, through ``ravi_input_filter``'s window, has each
-    function output after its call, and the engine's window of the stored session holds no orphan and keeps its
-    budget."""
+    its own runs never part them.) One of that worker's tools crashes (its output is never stored) and one is
+    retried (two outputs for one call). Every input the model gets, through ``ravi_input_filter``'s window, has
+    each function call followed by one output (the SDK itself drops, from what it gives the filter, a call without
+    output and a second output), and the engine's windows of the stored session, which every other face reads, are
+    ones a provider takes: under the budget, and whole."""
     from agents import Agent, RunConfig, Runner, function_tool
     from agents.items import ModelResponse
     from agents.models.interface import Model
@@ -206,8 +228,13 @@ def test_openai_agents_runs_sharing_one_session_send_no_orphaned_output(
                     [{"type": "function_call", "call_id": cid, "name": "fetch_logs", "arguments": args}]
                 )
                 await worker.add_items([{"role": "user", "content": f"and {cid}? " + "w " * 80}])
+                if r == 1:
+                    continue  # the tool crashed: its output is never stored
                 output = f"{cid}: " + "log line " * 60
                 await worker.add_items([{"type": "function_call_output", "call_id": cid, "output": output}])
+                if r == 2:  # retried: a second output for the same call
+                    again = {"type": "function_call_output", "call_id": cid, "output": f"{cid}: retried, fine"}
+                    await worker.add_items([again])
 
         for wave in range(3):
             await asyncio.gather(elsewhere(wave), *(one(f"r{wave}-{k}") for k in range(4)))
@@ -216,16 +243,12 @@ def test_openai_agents_runs_sharing_one_session_send_no_orphaned_output(
         assert apart(stored) >= 12
         assert any(str(dict(i).get("call_id", "")).startswith("x") for i in given), "no other worker's call was read"
         for sent in inputs:
-            called: set[str] = set()
-            for item in sent:
-                kind = item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
-                call_id = item.get("call_id") if isinstance(item, dict) else getattr(item, "call_id", None)
-                if kind == "function_call":
-                    called.add(call_id)
-                elif kind == "function_call_output":
-                    assert call_id in called, f"an output without its call before it: {call_id}"
+            assert not refused(sent), refused(sent)
         window = await AgentContext(config).get_prompt_window("shared")
-        assert not orphans(window)
+        assert not refusals(window)
+        whole = await AgentContext(ContextConfig(history, [])).get_prompt_window("shared")  # the crash and the retry
+        assert {"x0-1", "x0-2"} <= {c.id for m in stored for c in m.tool_calls}
+        assert not refusals(whole), refusals(whole)
         assert sum(DEFAULT_COUNTER.count_message(m) for m in window) <= BUDGET
         await close(history)
         await close(other)
@@ -262,5 +285,107 @@ def test_recall_from_the_store_never_brings_back_a_result_apart_from_its_call(
         assert "u0" in [m.id for m in window]  # recall reached the oldest turns
         assert not orphans(window), [m.id for m in window]
         await close(store)
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("backend", ["redis", "postgres"])
+def test_windows_while_tools_run_crash_and_retry_send_each_call_with_one_result(
+    request: pytest.FixtureRequest, backend: str
+) -> None:
+    """Writers of one session at once, each message by its own await: now and then a tool crashes (its call
+    stored, its result never) or is retried (two results for one call, the second right after the first or after
+    another turn), and one writer's tool is still running while windows are asked for (its call stored, its
+    result not yet). Every window, under a budget, recall (both preferences) or no strategy at all, is one a
+    provider takes: each call followed by one result for each of its ids, no second result. The running call is
+    left out (its text kept) until its result is stored, then sent with it; the store keeps every call."""
+    make = stores(request, backend)
+
+    async def main() -> None:
+        writers = [make() for _ in range(WRITERS)]
+        reading = make()
+        contexts = {
+            "budget": AgentContext(ContextConfig(reading, [TokenBudgetComposedStrategy([], token_budget=BUDGET)])),
+            "recall": AgentContext(ContextConfig(reading, [RelevantRecallStrategy(BUDGET, meaning=None)])),
+            "cache": AgentContext(
+                ContextConfig(reading, [RelevantRecallStrategy(BUDGET, meaning=None, prefer="cache")])
+            ),
+            "whole": AgentContext(ContextConfig(reading, [])),
+        }
+        crashed, retried = 0, 0
+
+        async def write(k: int) -> None:
+            nonlocal crashed, retried
+            store = writers[k]
+            for r in range(ROUNDS):
+                cid = f"w{k}-{r}"
+                await store.append("agent", ChatMessage.user(f"writer {k} asks about deploy {r}"), session_id="s")
+                call = ToolCallBlock(id=cid, name="lookup", arguments={"q": f"deploy {r}"})
+                said = f"looking up deploy {r}" if r % 2 else None
+                await store.append(
+                    "agent", ChatMessage.assistant(said, tool_calls=[call], id=f"{cid}-a"), session_id="s"
+                )
+                shape = (k + r) % 4
+                if shape == 1:  # the tool crashed: no result is ever stored
+                    crashed += 1
+                    continue
+                output = f"deploy {r} log of writer {k} " * (3 + 10 * (r % 3))
+                await store.append("agent", ChatMessage.tool(cid, output, id=f"{cid}-r"), session_id="s")
+                if shape in (2, 3):  # retried: a second result, right after the first or after another turn
+                    retried += 1
+                    if shape == 3:
+                        await store.append("agent", ChatMessage.user(f"writer {k}: still there?"), session_id="s")
+                    again = ChatMessage.tool(cid, f"retried: deploy {r} fine", id=f"{cid}-r2")
+                    await store.append("agent", again, session_id="s")
+
+        seen: list[tuple[str, list[ChatMessage]]] = []
+
+        async def read(name: str, context: AgentContext) -> None:
+            for _ in range(READS):
+                seen.append((name, await context.get_prompt_window("s")))
+
+        call_stored, looked = asyncio.Event(), asyncio.Event()
+
+        async def slow_tool() -> None:  # a writer whose tool runs while the others read
+            store = make()
+            await store.append("agent", ChatMessage.user("is the api up?", id="run-u"), session_id="s")
+            call = ToolCallBlock(id="run", name="probe", arguments={"service": "api"})
+            await store.append(
+                "agent", ChatMessage.assistant("probing the api", tool_calls=[call], id="run-a"), session_id="s"
+            )
+            call_stored.set()
+            await looked.wait()
+            await store.append("agent", ChatMessage.tool("run", "api is up", id="run-r"), session_id="s")
+            await close(store)
+
+        async def while_it_runs() -> None:
+            await call_stored.wait()
+            window = await contexts["whole"].get_prompt_window("s")
+            seen.append(("whole, tool running", window))
+            sent = {m.id: m for m in window}
+            assert "run-a" in sent and sent["run-a"].text == "probing the api" and not sent["run-a"].tool_calls
+            looked.set()
+
+        jobs = [write(k) for k in range(WRITERS)] + [slow_tool(), while_it_runs()]
+        jobs += [read(name, context) for name, context in contexts.items()]
+        await asyncio.gather(*jobs)
+        for name, context in contexts.items():  # once the writers are done
+            seen.append((name, await context.get_prompt_window("s")))
+
+        stored = await reading.get_messages("agent", session_id="s")
+        assert crashed and retried and apart(stored) > 0
+        assert {m.id for m in stored if m.tool_calls} == {
+            f"w{k}-{r}-a" for k in range(WRITERS) for r in range(ROUNDS)
+        } | {"run-a"}
+        last = {m.id: m for m in seen[-1][1]}  # the whole session, no strategy: the running call with its result
+        assert last["run-a"].tool_calls and "run-r" in last
+        for name, window in seen:
+            assert not refusals(window), (name, refusals(window))
+            if name in ("budget", "recall", "cache"):
+                assert sum(DEFAULT_COUNTER.count_message(m) for m in window) <= BUDGET, name
+            ids = [m.id for m in window]
+            assert len(ids) == len(set(ids)), (name, "a message twice")
+        for store in [*writers, reading]:
+            await close(store)
 
     asyncio.run(main())

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from servers import Server
-from tool_pairs import orphans
+from tool_pairs import orphans, refusals
 
 from ravi.agents.context import (
     CompactionPipeline,
@@ -58,9 +58,19 @@ def grouped(history: list[ChatMessage]) -> set[str]:
     return together - apart
 
 
+def as_stored(message: ChatMessage, stored: ChatMessage) -> bool:
+    """Whether a window's ``message`` is ``stored`` as it is, or without tool calls of it (a call no result
+    answers, decision 113)."""
+    kept = {c.id for c in message.tool_calls}
+    content = tuple(b for b in stored.content if not isinstance(b, ToolCallBlock) or b.id in kept)
+    return message == stored or message == stored.model_copy(update={"content": content})
+
+
 def check_paired(window: list[ChatMessage], history: list[ChatMessage]) -> None:
-    """No tool result without its call before it; a call whose results follow it is sent with them."""
+    """No tool result without its call before it; a call whose results follow it is sent with them; nothing a
+    provider refuses (a call without a result for each of its ids, a second result for one call)."""
     assert not orphans(window), f"a tool result without its call: {orphans(window)}"
+    assert not refusals(window), refusals(window)
     calls = {c.id for m in window for c in m.tool_calls}
     results = {b.tool_call_id for m in window for b in m.content if isinstance(b, ToolResultBlock)}
     assert calls & grouped(history) <= results, "a tool call without its results"
@@ -69,14 +79,15 @@ def check_paired(window: list[ChatMessage], history: list[ChatMessage]) -> None:
 def check_cache_window(window: list[ChatMessage], history: list[ChatMessage], budget: int) -> None:
     """What a cache-stable window keeps whatever it held before: the budget (when the system messages fit), every
     system message, no message twice, conversation order (results aside, which go right after their calls), tool
-    calls with their results (a result never without its call before it; a call whose results were stored apart
-    may go without them), and the latest user turn when it is the newest message and fits beside the system
-    messages."""
+    calls with their results (a result never without its call before it; a call without its results taken out of
+    its message), and the latest user turn when it is the newest message and fits beside the system messages."""
     ids = [m.id for m in window]
     assert len(ids) == len(set(ids)), "a message twice"
     where = {m.id: i for i, m in enumerate(history)}
     assert all(i in where for i in ids), "a message not in the session"
-    assert all(m == history[where[m.id]] for m in window), "a message as it was before the session was rewritten"
+    assert all(as_stored(m, history[where[m.id]]) for m in window), (
+        "a message as it was before the session was rewritten"
+    )
     order = [where[m.id] for m in window if m.role != "tool"]  # only results move, up to their calls (111)
     assert order == sorted(order), "not in conversation order"
     assert {m.id for m in history if m.role == "system"} <= set(ids), "a system message missing"

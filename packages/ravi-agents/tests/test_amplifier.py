@@ -423,6 +423,7 @@ async def test_a_real_amplifier_session_runs_turns_on_ravi() -> None:
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
 _ids = st.text("abcdef0123456789_", min_size=1, max_size=8)
+_call_ids = st.sampled_from(["0", "1"]) | _ids  # often the same: results that answer a call, twice, or apart
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | _text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
@@ -449,7 +450,7 @@ def chat_dicts(draw: st.DrawFn) -> list[dict[str, Any]]:
         content: Any = draw(_text | st.lists(_blocks, max_size=3))
         message: dict[str, Any] = {"role": role, "content": content}
         if role == "assistant" and draw(st.booleans()):
-            call_id = draw(_ids)
+            call_id = draw(_call_ids)
             args = draw(st.dictionaries(_text, _json, max_size=3))
             if draw(st.booleans()):
                 encoded = json.dumps(args, separators=(",", ":") if draw(st.booleans()) else None)
@@ -462,7 +463,7 @@ def chat_dicts(draw: st.DrawFn) -> list[dict[str, Any]]:
                     else content
                 )
         if role == "tool":
-            call_id = draw(_ids)
+            call_id = draw(_call_ids)
             message = {"role": "tool", "tool_call_id": call_id, "content": draw(_text)}
             if draw(st.booleans()):
                 output = draw(_json)
@@ -484,24 +485,61 @@ def test_any_chat_dict_round_trips(messages: list[dict[str, Any]]) -> None:
         for message in messages:
             await context.add_message(message)
         assert await context.get_messages() == messages
-        assert await context.get_messages_for_request() == _without_orphan_results(messages)
+        assert await context.get_messages_for_request() == _as_sent(messages)
 
     asyncio.run(main())
 
 
-def _without_orphan_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` without the tool results whose call is not in an assistant message before them."""
-    calls: set[str] = set()
-    out = []
-    for message in messages:
-        if message["role"] == "assistant":
-            calls.update(call["id"] for call in message.get("tool_calls", ()))
-            blocks = message["content"] if isinstance(message["content"], list) else []
-            calls.update(block["id"] for block in blocks if block.get("type") == "tool_call")
-        if message["role"] == "tool" and message["tool_call_id"] not in calls:
+def _calls_of(message: dict[str, Any]) -> list[str]:
+    """The ids an assistant dict calls (``tool_calls``, and ``tool_call`` blocks in its content)."""
+    if message["role"] != "assistant":
+        return []
+    blocks = message["content"] if isinstance(message["content"], list) else []
+    ids = [call["id"] for call in message.get("tool_calls", ())]
+    return ids + [block["id"] for block in blocks if block.get("type") == "tool_call" and block["id"] not in ids]
+
+
+def _as_sent(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` as a provider takes them (decisions 111 and 113): each result right after its call's group
+    (moved up when stored apart from it), left out when no call before it has its id or that call has a result
+    already; a call no result answers taken out of its message (rebuilt from its blocks), and the message left
+    out when it says nothing else. Every other dict as it was added."""
+    from ravi.agents.context.chat_dicts import from_chat_dict, to_chat_dict
+    from ravi.agents.context.units import without_calls
+
+    where: dict[str, int] = {}  # each call id: the newest message calling it
+    answered: set[tuple[int, str]] = set()
+    apart: dict[int, list[dict[str, Any]]] = {}  # the results to move up after each call's group
+    sent: set[int] = set()  # the results sent where they are
+    group = -1  # the message whose group is being read
+    for i, message in enumerate(messages):
+        if message["role"] == "tool":
+            at = where.get(message["tool_call_id"])
+            if at is not None and (at, message["tool_call_id"]) not in answered:
+                answered.add((at, message["tool_call_id"]))
+                if at == group:
+                    sent.add(i)
+                else:
+                    apart.setdefault(at, []).append(message)
+        elif message["role"] not in ("system", "developer"):
+            group = i if _calls_of(message) else -1
+            for call in _calls_of(message):
+                where[call] = i
+    out: list[dict[str, Any]] = []
+    moved: list[dict[str, Any]] = []  # the results moved up after the group being written
+    for i, message in enumerate(messages):
+        if message["role"] in ("tool", "system", "developer"):
+            if message["role"] != "tool" or i in sent:
+                out.append(message)
             continue
-        out.append(message)
-    return out
+        out += moved
+        moved = apart.get(i, [])
+        unanswered = {c for c in _calls_of(message) if (i, c) not in answered}
+        if not unanswered:
+            out.append(message)
+        elif (kept := without_calls(from_chat_dict(message), unanswered)) is not None:
+            out.append(to_chat_dict(kept, request=True))
+    return out + moved
 
 
 @settings(max_examples=300, deadline=None)
@@ -518,7 +556,7 @@ def test_a_request_that_does_not_compact_sends_no_tool_result_without_its_call(
         context = ContextManager()
         await context.set_messages(stored[resumed:])  # a slice of a saved conversation, as a session resumed
         sent = await context.get_messages_for_request()
-        assert sent == _without_orphan_results(stored[resumed:])
+        assert sent == _as_sent(stored[resumed:])
         calls: set[str] = set()
         for message in sent:
             if message["role"] == "tool":

@@ -20,10 +20,11 @@ from ravi.agents.context import (
     SelectiveToolCallCompactionStrategy,
     SlidingWindowCompaction,
     TokenBudgetComposedStrategy,
+    TokenBudgetContext,
     ToolResultCompactionStrategy,
     WindowRequest,
 )
-from ravi.agents.context.functional import CompactionPolicy, compact, find_cut_point
+from ravi.agents.context.functional import CompactionPolicy, PolicyCompactionStrategy, compact, find_cut_point
 from ravi.agents.context.manager import ContextManager
 from ravi.conformance.strategy import transcripts
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
@@ -343,3 +344,275 @@ def test_the_functional_compact_sends_no_orphaned_result(
     tail = messages[find_cut_point(messages, keep) :]
     kept = {m.id for m in out}
     assert all(m.id in kept for m in tail if m.role != "tool"), "a message of the tail lost"
+
+
+# -- calls never answered, results stored twice (decision 113) -------------------------------------------------------
+
+
+def refusals(window: Sequence[ChatMessage]) -> list[str]:
+    """What a provider refuses in ``window``: a result not right after its call (or without it), a second result for
+    one call, and a call not followed by a result for each of its ids (OpenAI and Anthropic refuse each)."""
+    found = [f"result without its call: {i}" for i in orphans(window)]
+    if not adjacent(window):
+        found.append("a result not right after its call")
+    answered: set[str] = set()
+    for i, m in enumerate(window):
+        if m.tool_calls:
+            j, answers = i + 1, set()
+            while j < len(window) and window[j].role in ("tool", "system"):
+                result = window[j].tool_result
+                if result is not None:
+                    answers.add(result.tool_call_id)
+                j += 1
+            found += [f"call without its result: {c.id}" for c in m.tool_calls if c.id not in answers]
+        result = m.tool_result
+        if result is not None:
+            if result.tool_call_id in answered:
+                found.append(f"a second result for {result.tool_call_id}: {m.id}")
+            answered.add(result.tool_call_id)
+    return found
+
+
+@st.composite
+def unruly(draw: st.DrawFn) -> list[ChatMessage]:
+    """Random transcripts with every shape writers leave: messages between calls and results, results never
+    stored (a crashed tool, an agent stopped mid-tool), results stored twice (a retried tool, two writers; the
+    second right after the first or later), and now and then a call still running at the end."""
+    messages = interleaved(draw(transcripts), draw(st.lists(st.integers(0, 80), max_size=6)))
+    results = [m for m in messages if m.role == "tool"]
+    if results:
+        for k, (twice, later) in enumerate(
+            draw(st.lists(st.tuples(st.sampled_from(results), st.integers(0, 4)), max_size=3))
+        ):
+            at = next(i for i, m in enumerate(messages) if m.id == twice.id) + 1 + later
+            result = twice.tool_result
+            assert result is not None
+            again = ChatMessage.tool(result.tool_call_id, f"retried {k}: " + result.content, id=f"again{k}-{twice.id}")
+            messages.insert(min(at, len(messages)), again)
+        lost = draw(st.sets(st.sampled_from([m.id for m in results]), max_size=3))
+        messages = [m for m in messages if m.id not in lost]
+    running = draw(st.sampled_from([None, "", "let me look at the deploy log"]))
+    if running is not None:
+        call = ToolCallBlock(id="running", name="f", arguments={"q": "deploy"})
+        messages.append(ChatMessage.assistant(running or None, tool_calls=[call], id="a-running"))
+    return messages
+
+
+FACES_STRATEGIES: dict[str, Callable[[int], object]] = {
+    **FACTORIES,
+    "policy": lambda n: PolicyCompactionStrategy(n * 60, CompactionPolicy(keep_recent=n % 7)),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=unruly(), n=st.integers(1, 30), name=st.sampled_from(["none", *sorted(FACES_STRATEGIES)]))
+def test_no_face_sends_an_unanswered_call_or_a_second_result(messages: list[ChatMessage], n: int, name: str) -> None:
+    """A window of given messages, one of a stored session read in windows, and a model context's: no call
+    without a result for each of its ids, no second result for one call, no result without its call; the other
+    messages in their order, nothing twice; and the stored transcript as it was."""
+
+    def strategies() -> list[object]:
+        return [] if name == "none" else [FACES_STRATEGIES[name](n)]
+
+    async def windows() -> list[list[ChatMessage]]:
+        given_ = await CompactionPipeline(strategies()).window(WindowRequest(messages=messages))  # type: ignore[arg-type]
+        store = InMemoryHistoryProvider()
+        if messages:
+            await store.append_many("agent", messages, session_id="s")
+        stored = await AgentContext(ContextConfig(store, strategies())).get_prompt_window("s")  # type: ignore[arg-type]
+        assert await store.get_messages("agent", session_id="s") == messages
+        model_context = TokenBudgetContext(max_tokens=n * 60)
+        if messages:
+            await model_context.history.append_many("agent", messages, session_id="s")
+        return [given_.messages, stored, await model_context.build("s")]
+
+    position = {m.id: i for i, m in enumerate(messages)}
+    for window in asyncio.run(windows()):
+        assert not refusals(window), (refusals(window), [m.id for m in window])
+        ids = [m.id for m in window]
+        assert len(ids) == len(set(ids)), "a message twice"
+        others = [position[m.id] for m in window if m.id in position and m.role != "tool"]
+        assert others == sorted(others), "order changed (only results move, up to their calls)"
+
+
+@settings(max_examples=30, deadline=None)
+@given(messages=unruly(), n=st.integers(1, 30), name=st.sampled_from(sorted(FACES_STRATEGIES)))
+def test_windows_of_a_growing_session_send_no_unanswered_call(messages: list[ChatMessage], n: int, name: str) -> None:
+    """One engine assembles a window after each message is stored (so now and then while a tool runs: its call
+    stored, its result not yet): none is refused by a provider."""
+
+    async def windows() -> list[list[ChatMessage]]:
+        store = InMemoryHistoryProvider()
+        pipeline = CompactionPipeline([FACES_STRATEGIES[name](n)])  # type: ignore[list-item]
+        got = []
+        for k, m in enumerate(messages):
+            await store.append("agent", m, session_id="s")
+            budget = 60 * (n + k % 5)
+            got.append((await pipeline.window(WindowRequest("agent", "s", history=store, budget=budget))).messages)
+        return got
+
+    for window in asyncio.run(windows()):
+        assert not refusals(window), (refusals(window), [m.id for m in window])
+
+
+@settings(max_examples=20, deadline=None)
+@given(messages=unruly(), n=st.integers(1, 30))
+def test_a_context_manager_sends_no_unanswered_call_or_second_result(messages: list[ChatMessage], n: int) -> None:
+    """001's face: each call in the dicts it sends is followed by one result for each of its ids."""
+
+    async def sent() -> list[dict[str, object]]:
+        store = InMemoryHistoryProvider()
+        if messages:
+            await store.append_many("agent", messages, session_id="s")
+        manager = ContextManager(history=store, session_id="s", max_tokens=n * 60 + 10)
+        return await manager.get_messages_for_request()
+
+    dicts = asyncio.run(sent())
+    assert not refusals([ChatMessage.from_openai(d) for d in dicts]), dicts
+
+
+def running(text: str | None) -> list[ChatMessage]:
+    """A user asks, the assistant calls a tool that is still running (its result not stored yet)."""
+    return [
+        ChatMessage.user("what does the deploy log say?", id="u"),
+        ChatMessage.assistant(text, tool_calls=[ToolCallBlock(id="c1", name="logs", arguments={})], id="a"),
+    ]
+
+
+@pytest.mark.parametrize("text", [None, "let me look at the log"])
+async def test_a_window_asked_for_while_a_tool_runs_leaves_its_call_out(text: str | None) -> None:
+    """A second writer asks for a window while the first writer's tool runs: the call is not sent (a provider
+    refuses a call without its result), the assistant's text is; once the result is stored, both are sent. The
+    stored transcript keeps the call."""
+    history = InMemoryHistoryProvider()
+    await history.append_many("agent", running(text), session_id="s")
+    context = AgentContext(ContextConfig(history, [TokenBudgetComposedStrategy([], token_budget=2_000)]))
+    window = await context.get_prompt_window("s")
+    assert [m.id for m in window] == (["u"] if text is None else ["u", "a"])
+    assert not refusals(window)
+    if text is not None:
+        assert window[1].text == text and not window[1].tool_calls
+    explained = await context.explain("s")
+    entry = explained.entry("a")
+    assert entry is not None and entry.strategy == "tool pairs"
+    assert entry.status == ("dropped" if text is None else "truncated")
+    assert (await history.get_messages("agent", session_id="s"))[-1].tool_calls  # stored as it was
+    await history.append("agent", ChatMessage.tool("c1", "all green", id="t"), session_id="s")
+    window = await context.get_prompt_window("s")
+    assert [m.id for m in window] == ["u", "a", "t"] and window[1].tool_calls
+
+
+async def test_a_call_whose_result_was_never_stored_is_left_out_of_every_later_window() -> None:
+    """An agent stopped mid-tool: its call was stored, its result never, and the conversation went on. The call
+    is left out of every window (the assistant's text kept), with the manifest saying so."""
+    messages = [
+        ChatMessage.user("check the deploy", id="u0"),
+        ChatMessage.assistant(
+            "checking", tool_calls=[ToolCallBlock(id=f"c{i}", name="f", arguments={}) for i in (1, 2)], id="a0"
+        ),
+        ChatMessage.tool("c1", "deploy 1 fine", id="t1"),
+        ChatMessage.user("hello? are you there?", id="u1"),
+        ChatMessage.assistant("sorry, the second check crashed", id="a1"),
+    ]
+    history = InMemoryHistoryProvider()
+    await history.append_many("agent", messages, session_id="s")
+    context = AgentContext(ContextConfig(history, []))
+    window = await context.get_prompt_window("s")
+    assert [m.id for m in window] == ["u0", "a0", "t1", "u1", "a1"]
+    assert [c.id for c in window[1].tool_calls] == ["c1"] and window[1].text == "checking"
+    explained = await context.explain("s")
+    assert explained.messages == window
+    entry = explained.entry("a0")
+    assert entry is not None and (entry.status, entry.strategy) == ("truncated", "tool pairs")
+    assert entry.chars_removed > 0
+
+
+async def test_of_two_results_for_one_call_the_first_stored_is_sent() -> None:
+    """A retried tool stored a second result for the same call, once right after the first and once later, after
+    a user turn (two writers): the first stored is sent, the others are left out, and the manifest says so."""
+    messages = [
+        ChatMessage.user("check both", id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id=f"c{i}", name="f", arguments={}) for i in (1, 2)], id="a"),
+        ChatMessage.tool("c1", "first answer", id="t1"),
+        ChatMessage.tool("c1", "retried answer", id="t1-again"),
+        ChatMessage.tool("c2", "second call's answer", id="t2"),
+        ChatMessage.user("and?", id="u1"),
+        ChatMessage.tool("c2", "retried by another writer", id="t2-again"),
+    ]
+    history = InMemoryHistoryProvider()
+    await history.append_many("agent", messages, session_id="s")
+    context = AgentContext(ContextConfig(history, []))
+    window = await context.get_prompt_window("s")
+    assert [m.id for m in window] == ["u0", "a", "t1", "t2", "u1"]
+    explained = await context.explain("s")
+    for left in ("t1-again", "t2-again"):
+        entry = explained.entry(left)
+        assert entry is not None and (entry.status, entry.strategy) == ("dropped", "tool pairs")
+
+
+@pytest.mark.parametrize("prefer", ["relevance", "cache"])
+async def test_recall_never_brings_back_a_unit_with_two_results_for_one_call(prefer: str) -> None:
+    """A retried tool stored two results right after its call: the unit holds both, and recall, which reaches
+    turns the engine never read, does not bring it back (a provider refuses the second)."""
+    old = [
+        ChatMessage.user("start the zebra migration", id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c0", name="migrate", arguments={})], id="a0"),
+        ChatMessage.tool("c0", "zebra migration timed out", id="t0"),
+        ChatMessage.tool("c0", "zebra migration finished: 41 zebra rows moved", id="t0-again"),
+    ]
+    window = await recalled(old, prefer)
+    assert "u0" in [m.id for m in window]  # recall reached the oldest turns
+    assert not refusals(window), [m.id for m in window]
+
+
+async def test_a_later_read_reaching_the_call_of_its_first_result_judges_that_calls_group() -> None:
+    """A framework's run state gave the engine a session's messages from a result on (its call cut off), then
+    the whole session: the call, which the first window could not see, asked for two results and got one. The
+    second window does not send the unanswered call."""
+    calls = [ToolCallBlock(id=f"c{i}", name="f", arguments={}) for i in (1, 2)]
+    messages = [
+        ChatMessage.user("check both services", id="u0"),
+        ChatMessage.assistant("checking both", tool_calls=calls, id="a"),
+        ChatMessage.tool("c1", "service 1 is up", id="t1"),
+        ChatMessage.user("and the second?", id="u1"),
+        ChatMessage.assistant("its check crashed", id="r1"),
+        ChatMessage.user("ok", id="u2"),
+    ]
+    pipeline = CompactionPipeline([])
+    first = await pipeline.window(WindowRequest("agent", "s", messages=messages[2:]))
+    assert [m.id for m in first.messages] == ["u1", "r1", "u2"]
+    second = await pipeline.window(WindowRequest("agent", "s", messages=messages))
+    assert not refusals(second.messages), [m.id for m in second.messages]
+    assert [c.id for c in second.messages[1].tool_calls] == ["c1"]
+
+
+async def test_a_unit_held_by_a_cache_window_is_sent_with_one_result_when_its_call_is_answered_again() -> None:
+    """``prefer="cache"`` holds the units it recalled and sends them again, unranked and unchecked, while the
+    topic stays: each was checked when it was chosen, and what it holds never changes. What can change is the
+    session around it: a retried tool stores a second result for a held unit's call among the newest turns. The
+    next window still sends the held unit, and only its first result."""
+    old = [
+        ChatMessage.user("start the zebra migration", id="u0"),
+        ChatMessage.assistant(tool_calls=[ToolCallBlock(id="c0", name="migrate", arguments={})], id="a0"),
+        ChatMessage.tool("c0", "zebra migration finished: 41 zebra rows moved", id="t0"),
+    ]
+    filler = [
+        m
+        for i in range(60)
+        for m in (
+            ChatMessage.user(f"plain question {i} " + "w " * 30, id=f"q{i}"),
+            ChatMessage.assistant(f"plain answer {i} " + "v " * 30, id=f"r{i}"),
+        )
+    ]
+    history = InMemoryHistoryProvider()
+    await history.append_many("agent", [*old, *filler], session_id="s")
+    await history.append("agent", ChatMessage.user("how did the zebra migration go?", id="ask"), session_id="s")
+    strategy = RelevantRecallStrategy(token_budget=600, meaning=None, spread=0.0, prefer="cache")
+    context = AgentContext(ContextConfig(history, [strategy]))
+    first = await context.get_prompt_window("s")
+    assert {"a0", "t0"} <= {m.id for m in first}  # recalled, and held
+    again = ChatMessage.tool("c0", "zebra migration finished (retried)", id="t0-again")
+    await history.append("agent", again, session_id="s")
+    window = await context.get_prompt_window("s")
+    assert [m.id for m in window if m.id in ("a0", "t0", "t0-again")] == ["a0", "t0"]
+    assert not refusals(window), [m.id for m in window]

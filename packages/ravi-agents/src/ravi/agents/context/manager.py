@@ -264,8 +264,10 @@ class ContextManager:
     async def get_messages_for_request(
         self, token_budget: int | None = None, provider: Any = None
     ) -> list[dict[str, Any]]:
-        """The messages to send now, within the budget, in conversation order, tool calls with their results; a
-        tool result whose call is not among them (nor stored before it) is never sent.
+        """The messages to send now, within the budget, in conversation order, tool calls with their results: a
+        tool result whose call is not among them (nor stored before it) is never sent, nor a second result for one
+        call, nor a call some of whose results were never stored (or not yet: the tool still runs), which is
+        taken out of its message (decision 113).
 
         The budget is ``token_budget``, else the one ``provider`` allows (:func:`provider_budget`, falling back
         to ``max_tokens`` when the provider cannot say), else ``max_tokens``.

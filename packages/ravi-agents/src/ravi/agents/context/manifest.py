@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,14 @@ def size(message: ChatMessage) -> int:
     return sum(
         len(b.text) if isinstance(b, TextBlock) else len(b.content) if isinstance(b, ToolResultBlock) else 0
         for b in message.content
+    )
+
+
+def _calls_size(message: ChatMessage) -> int:
+    """Characters of the tool calls' names and arguments (as compact JSON, as token counts read them)."""
+    return sum(
+        len(c.name) + len(json.dumps(dict(c.arguments), separators=(",", ":"), ensure_ascii=False))
+        for c in message.tool_calls
     )
 
 
@@ -96,12 +105,20 @@ class ManifestBuilder:
                     self.entries[mid] = ManifestEntry(mid, "recalled", name)
 
     def left_out(self, after: Sequence[ChatMessage], by: str) -> None:
-        """Record that the engine itself (``by``: why) left out the messages of the window that ``after`` lacks."""
-        out = {m.id for m in after}
+        """Record that the engine itself (``by``: why) left out the messages of the window that ``after`` lacks,
+        and took the tool calls out of those it holds a copy of (``truncated``, by the characters of the calls'
+        names and arguments)."""
+        out = {m.id: m for m in after}
         for mid in list(self.current):
-            if mid not in out:
-                self.entries[mid] = ManifestEntry(mid, "dropped", by, self.entries[mid].chars_removed)
+            now = out.get(mid)
+            old = self.entries[mid]
+            if now is None:
+                self.entries[mid] = ManifestEntry(mid, "dropped", by, old.chars_removed)
                 del self.current[mid]
+            elif now is not self.current[mid]:
+                removed = _calls_size(self.current[mid]) - _calls_size(now)
+                self.entries[mid] = ManifestEntry(mid, "truncated", by, old.chars_removed + removed)
+                self.current[mid] = now
 
     def build(self, window: list[ChatMessage]) -> Window:
         return Window(window, [self.entries[i] for i in self.order])

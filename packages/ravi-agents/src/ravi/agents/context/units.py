@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.messages import ChatMessage, DocumentBlock, ImageBlock, TextBlock, ToolCallBlock
 from ravi.kernel.search import opens_group, unit_end
 
 Span = tuple[int, int]
@@ -57,11 +57,17 @@ def is_group(messages: Sequence[ChatMessage], span: Span) -> bool:
 
 
 def pair_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """``messages`` with each tool result right after its call: a result stored apart from its call (other
-    messages came between them) is moved up to just after the call's group, and a result whose call is not among
-    the messages before it is left out. Every other message keeps its place; a list already so is returned as it
-    is (copied)."""
-    calls: dict[str, int] = {}  # each call id: where its call is
+    """``messages`` as a provider takes them: each tool call followed by one result for each of its ids.
+
+    A result stored apart from its call (other messages came between them) is moved up to just after the call's
+    group; a result whose call is not among the messages before it, and a second result for one call (a retried
+    tool, two writers), are left out: of the results for a call, the first is sent. A call no result in
+    ``messages`` answers (its result never stored, or not yet: the tool still runs) is taken out of its message, a
+    copy (the stored message is untouched), and a message left with nothing said (no text, image or document) is
+    left out. Every other message keeps its place; a list already so is returned as it is (copied)."""
+    calls: dict[str, int] = {}  # each call id: where its (newest) call is
+    asked: dict[int, list[str]] = {}  # each message that calls tools: the ids it calls
+    answered: set[tuple[int, str]] = set()  # the calls given a result: where each is, and its id
     apart: dict[int, list[ChatMessage]] = {}  # the results to put after the group of the call at each position
     moved: set[int] = set()  # the positions of the results moved or left out
     opener = -1  # where the call of the group being read is (-1: none)
@@ -70,10 +76,13 @@ def pair_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         if role == "tool":
             result = m.tool_result
             at = calls.get(result.tool_call_id) if result is not None else None
+            if at is None or result is None or (at, result.tool_call_id) in answered:
+                moved.add(j)  # no call before it, or its call has its result already
+                continue
+            answered.add((at, result.tool_call_id))
             if at != opener:
                 moved.add(j)
-                if at is not None:
-                    apart.setdefault(at, []).append(m)
+                apart.setdefault(at, []).append(m)
             continue
         if role == "system":
             continue
@@ -82,7 +91,9 @@ def pair_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
             for block in m.content:
                 if isinstance(block, ToolCallBlock):
                     calls[block.id] = opener = j
-    if not moved:
+                    asked.setdefault(j, []).append(block.id)
+    unanswered = {j: ids for j, called in asked.items() if (ids := {c for c in called if (j, c) not in answered})}
+    if not moved and not unanswered:
         return list(messages)
     out: list[ChatMessage] = []
     waiting: list[ChatMessage] = []  # the moved results of the group being written
@@ -92,10 +103,27 @@ def pair_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
             waiting = []
         if j in moved:
             continue
+        if j in unanswered:
+            kept = without_calls(m, unanswered[j])
+            if kept is None:
+                continue
+            m = kept
         out.append(m)
         waiting = apart.get(j, waiting)
     out.extend(waiting)
     return out
 
 
-__all__ = ["Span", "pair_results", "is_group", "opens_group", "unit_end", "units", "units_backward"]
+def without_calls(message: ChatMessage, ids: set[str]) -> ChatMessage | None:
+    """A copy of ``message`` without its tool calls ``ids``, or ``None`` when nothing it says is left (no text,
+    image, document or other call: a thinking block or an empty text alone is no turn)."""
+    content = tuple(b for b in message.content if not (isinstance(b, ToolCallBlock) and b.id in ids))
+    if not any(
+        isinstance(b, ImageBlock | DocumentBlock | ToolCallBlock) or (isinstance(b, TextBlock) and b.text)
+        for b in content
+    ):
+        return None
+    return message.model_copy(update={"content": content})
+
+
+__all__ = ["Span", "pair_results", "is_group", "opens_group", "unit_end", "units", "units_backward", "without_calls"]

@@ -55,20 +55,22 @@ class _Facts:
         self.pairs: bool | None = None
 
     def paired(self) -> bool:
-        """Whether the unit can be sent alone: every tool result in it has its call in it, and every call its
-        results (not so for a result stored apart from its call, another message between them, nor for that
-        call, nor for a call whose results were never stored)."""
+        """Whether the unit can be sent alone: every tool result in it has its call in it, and every call one
+        result (not so for a result stored apart from its call, another message between them, nor for that
+        call, nor for a call whose results were never stored, nor for one a retried tool answered twice)."""
         pairs = self.pairs
         if pairs is None:
             calls: set[str] = set()
             results: set[str] = set()
+            answers = 0
             for m in self.messages:
                 role = m.role
                 if role == "assistant":
                     calls.update(b.id for b in m.content if isinstance(b, ToolCallBlock))
                 elif role == "tool" and (result := m.tool_result) is not None:
                     results.add(result.tool_call_id)
-            pairs = self.pairs = calls == results
+                    answers += 1
+            pairs = self.pairs = calls == results and answers == len(results)
         return pairs
 
     def cost(self, counter: TokenCounter, today: date | None = None, *, labelled: bool = False) -> int:
