@@ -419,12 +419,17 @@ class CompactionPipeline:
             request.agent_id, request.session_id, counter=self.counter, history=request.history, state=state
         )
         kept: SessionState | None = None
+        window: Window | None = None
         try:
             window = await self._assemble(request, session)
             kept = session.state
             return window
         finally:
-            self.sessions.give_back(lease, kept)
+            # kept only while the lease holds: a window whose session was cleared meanwhile is not the session's
+            # last, even when a window taken after the clear is under way
+            self.sessions.give_back(
+                lease, kept, None if window is None else window.messages, None if kept is None else kept.generation
+            )
 
     async def _assemble(self, request: WindowRequest, session: SessionContext) -> Window:
         """:meth:`window`, in ``session``."""
@@ -464,7 +469,10 @@ class CompactionPipeline:
         if session is None:
             return (await self.window(WindowRequest(messages=raw_history))).messages
         session.read_from(raw_history)
-        return (await self._run(raw_history, session, explain=False)).messages
+        window = (await self._run(raw_history, session, explain=False)).messages
+        if session.agent_id:
+            self.sessions.note_window(session.agent_id, session.session_id, window, session.state.generation)
+        return window
 
     # -- how ----------------------------------------------------------------------------------------------------------
 
@@ -511,8 +519,6 @@ class CompactionPipeline:
         given_back = not session.partial or (session.bounded and not session.older_needed)
         if given_back and history and (not strategies_kept or strategies_kept[-1].id != history[-1].id):
             _left_out(history[-1], strategies_kept, counter)  # not a call left out while its tool runs
-        if session.agent_id:
-            self.sessions.note_window(session.agent_id, session.session_id, window, session.state.generation)
         return builder.build(window) if builder is not None else Window(window)
 
     async def _windowed(self, history: HistoryProvider, session: SessionContext, request: WindowRequest) -> Window:

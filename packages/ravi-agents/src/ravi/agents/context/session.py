@@ -78,10 +78,17 @@ class SessionStates:
             self._leases.setdefault(key, set()).add(lease)
         return (state if state is not None else SessionState()), lease
 
-    def give_back(self, lease: Lease, state: SessionState | None) -> None:
-        """End ``lease``: ``state`` (what the window's state is now) is kept as the session's, unless the session
-        was dropped since the window took it (its state came from a transcript that is gone); ``None`` keeps
-        nothing (a window that failed half-way)."""
+    def give_back(
+        self,
+        lease: Lease,
+        state: SessionState | None,
+        window: Sequence[ChatMessage] | None = None,
+        generation: str | None = None,
+    ) -> None:
+        """End ``lease``: ``state`` (what the window's state is now) is kept as the session's, and ``window`` as
+        its last of ``generation`` (:meth:`note_window`), unless the session was dropped since the window took it
+        (its state and window came from a transcript that is gone, even when a window taken after the drop is
+        under way); ``None`` keeps nothing (a window that failed half-way)."""
         key = lease.key
         with self._lock:
             leases = self._leases.get(key)
@@ -94,6 +101,8 @@ class SessionStates:
                 self._states[key] = state
                 self._states.move_to_end(key)
                 self._trim(self._states)
+            if window is not None:
+                self._keep_window(key, window, generation)
 
     def find(self, agent_id: str, session_id: str) -> SessionState | None:
         """The state of the session, or ``None`` when none is kept (or a window holds it)."""
@@ -103,18 +112,22 @@ class SessionStates:
     def note_window(
         self, agent_id: str, session_id: str, window: Sequence[ChatMessage], generation: str | None
     ) -> None:
-        """Keep ``window`` as the session's last of ``generation`` (``None``: unknown)."""
+        """Keep ``window`` as the session's last of ``generation`` (``None``: unknown), for a window assembled in a
+        ``SessionContext`` of :meth:`get` (a window under a lease is kept by :meth:`give_back`)."""
         key = (agent_id, session_id)
         with self._lock:
             if key not in self._leases and key not in self._states:
                 return  # dropped while it was assembled
-            kept = self._windows.setdefault(key, {})
-            kept.pop(generation, None)
-            kept[generation] = list(window)  # the newest last
-            while len(kept) > _GENERATIONS:
-                del kept[next(iter(kept))]
-            self._windows.move_to_end(key)
-            self._trim(self._windows)
+            self._keep_window(key, window, generation)
+
+    def _keep_window(self, key: tuple[str, str], window: Sequence[ChatMessage], generation: str | None) -> None:
+        kept = self._windows.setdefault(key, {})
+        kept.pop(generation, None)
+        kept[generation] = list(window)  # the newest last
+        while len(kept) > _GENERATIONS:
+            del kept[next(iter(kept))]
+        self._windows.move_to_end(key)
+        self._trim(self._windows)
 
     def last_window(
         self, agent_id: str, session_id: str, generation: str | None = None
