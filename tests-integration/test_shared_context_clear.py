@@ -250,12 +250,6 @@ def test_a_window_of_a_session_cleared_while_it_was_assembled_is_not_its_last(
     asyncio.run(run())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AgentContext reads the unsaved turns into the request before the pipeline takes the session's state: "
-    "a clear landing between the two leaves the state and the last window of the removed turns kept, and "
-    "record_usage still counts them",
-)
 @pytest.mark.parametrize("backend", ["redis", "postgres"])
 def test_a_window_asked_for_just_before_a_clear_keeps_nothing_of_the_removed_turns(
     request: pytest.FixtureRequest, backend: str

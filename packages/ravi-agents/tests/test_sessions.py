@@ -15,6 +15,7 @@ from ravi.agents.context import (
     RelevantRecallStrategy,
     SlidingWindowCompaction,
     TokenBudgetComposedStrategy,
+    WindowRequest,
 )
 from ravi.agents.context.recall_index import EmbeddingIndex
 from ravi.agents.context.session import SessionStates
@@ -214,3 +215,35 @@ def test_a_window_holds_its_sessions_state_alone_and_a_dropped_one_is_not_kept()
     _, lease = states.take("agent", "s")
     states.give_back(lease, None)  # a window that failed half-way keeps nothing
     assert states.find("agent", "s") is None
+
+
+def test_a_window_of_turns_read_before_a_drop_keeps_nothing_and_leaves_the_kept_state() -> None:
+    """A caller reads the session's epoch with the turns it gives; a drop between that read and the window's take
+    gives the window an empty state it does not keep, and the state kept for the new transcript stays."""
+    states = SessionStates(max_sessions=2)
+    before = states.epoch("agent", "s")
+    assert states.epoch("agent", "other") == before
+    states.drop("agent", "s")
+    after = states.epoch("agent", "s")
+    assert after != before and states.epoch("agent", "other") == before
+    fresh, lease = states.take("agent", "s", after)
+    states.give_back(lease, fresh, [ChatMessage.user("new", id="new")])
+    stale, old = states.take("agent", "s", before)
+    assert stale is not fresh and states.find("agent", "s") is fresh  # the kept state is not taken from it
+    states.give_back(old, stale, [ChatMessage.user("removed", id="removed")])
+    assert states.find("agent", "s") is fresh
+    assert [m.id for m in states.last_window("agent", "s")[0] or []] == ["new"]
+    for k in range(20):  # epochs of sessions dropped long ago are trimmed; a trimmed one is never read back
+        states.drop("agent", f"s{k}")
+    assert states.epoch("agent", "s") not in (before, after)
+
+
+@pytest.mark.parametrize("epoch", [-1, True, 1.5, "1"])
+def test_a_window_request_refuses_a_bad_epoch(epoch: object) -> None:
+    with pytest.raises(InvalidArgument, match="epoch"):
+        WindowRequest("agent", "s", history=InMemoryHistoryProvider(), epoch=epoch)  # type: ignore[arg-type]
+
+
+def test_a_window_request_without_a_session_refuses_an_epoch() -> None:
+    with pytest.raises(InvalidArgument, match="epoch"):
+        WindowRequest(messages=[ChatMessage.user("hi")], epoch=0)

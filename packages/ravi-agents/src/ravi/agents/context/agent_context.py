@@ -65,8 +65,9 @@ class AgentContext:
         self, session_id: str, *, explain: bool = False, counter: TokenCounter | None = None
     ) -> WindowRequest:
         check_scope(session_id=session_id)
-        with self._guard:
+        with self._guard:  # the turns and the epoch they belong to, together: a clear pops them under this lock
             unsaved = [m for turns in self._unsaved.get(session_id, {}).values() for m in turns]
+            epoch = self.config.pipeline.sessions.epoch(self.agent_id, session_id)
         calibration = 1.0
         if self.config.model is not None:
             calibration = await self.config.calibration.factor(self.config.model)
@@ -78,6 +79,7 @@ class AgentContext:
             counter=counter,
             calibration=calibration,
             explain=explain,
+            epoch=epoch,
         )
 
     async def record_usage(self, session_id: str, prompt_tokens: int) -> float:

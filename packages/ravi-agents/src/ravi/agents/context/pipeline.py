@@ -59,11 +59,14 @@ class WindowRequest:
             (:class:`~ravi.kernel.storage.SessionGeneration`): a generation read after the caller's read would
             pair the messages a clear landing between the two removed with the new generation, and the window's
             state would be kept under it.
+        epoch: With ``agent_id``: the pipeline's epoch of the session (``pipeline.sessions.epoch(agent_id,
+            session_id)``), read when the caller read what it gives (``unsaved`` turns, ``messages``). A session
+            cleared in this process since then gets its window, but keeps nothing of it: no state, no last window.
 
     Raises:
         InvalidArgument: neither ``history`` nor ``messages``; only one of ``agent_id`` and ``session_id``; a
-            bad ``budget`` or ``generation``; or ``messages`` with a ``history`` that keeps generations and no
-            ``generation``.
+            bad ``budget``, ``generation`` or ``epoch``; or ``messages`` with a ``history`` that keeps generations
+            and no ``generation``.
     """
 
     agent_id: str = ""
@@ -76,6 +79,7 @@ class WindowRequest:
     calibration: float = 1.0
     explain: bool = False
     generation: str | None = None
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         if self.history is None and self.messages is None:
@@ -112,6 +116,11 @@ class WindowRequest:
                 raise InvalidArgument(f"generation must be a string or None, got {type(self.generation).__name__}")
             check_text(self.generation, "generation")
             check_id(self.generation, "generation")
+        if self.epoch is not None:
+            if not self.agent_id:
+                raise InvalidArgument("epoch= is the session's epoch in the pipeline: give agent_id and session_id")
+            if not isinstance(self.epoch, int) or isinstance(self.epoch, bool) or self.epoch < 0:
+                raise InvalidArgument(f"epoch must be None or an integer >= 0, got {self.epoch!r}")
 
 
 _READ_TOKENS: Slot[list[int]] = Slot("pipeline.read_tokens", list)
@@ -414,7 +423,7 @@ class CompactionPipeline:
             session.history = request.history
             return await self._assemble(request, session)
         check_scope(agent_id=request.agent_id, session_id=request.session_id)
-        state, lease = self.sessions.take(request.agent_id, request.session_id)
+        state, lease = self.sessions.take(request.agent_id, request.session_id, request.epoch)
         session = SessionContext(
             request.agent_id, request.session_id, counter=self.counter, history=request.history, state=state
         )

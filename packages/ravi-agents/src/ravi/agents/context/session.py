@@ -15,6 +15,7 @@ only costs it speed.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -54,6 +55,12 @@ class SessionStates:
         # the last window of each session, per generation it was assembled in (the last few): a window of a
         # generation since cleared elsewhere that ends after one of the new generation does not hide it
         self._windows: OrderedDict[tuple[str, str], dict[str | None, list[ChatMessage]]] = OrderedDict()
+        # the epoch of each session dropped lately: a number of one count for all sessions. A session with no
+        # entry (never dropped, or its entry trimmed) reads the highest epoch trimmed: a session's epoch never
+        # comes back to one a caller read before its drop (a trim only makes a window keep nothing, never more)
+        self._drops = itertools.count(1)
+        self._dropped: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._trimmed = 0
 
     def get(self, agent_id: str, session_id: str) -> SessionState:
         """The state of the session, created empty the first time (a window under way meanwhile holds a state of
@@ -68,15 +75,27 @@ class SessionStates:
                 self._states.move_to_end(key)
             return state
 
-    def take(self, agent_id: str, session_id: str) -> tuple[SessionState, Lease]:
+    def take(self, agent_id: str, session_id: str, epoch: int | None = None) -> tuple[SessionState, Lease]:
         """The session's state for one window alone: the one kept (no longer kept while the window holds it), or
-        an empty one when none is kept or another window holds it."""
+        an empty one when none is kept or another window holds it. With ``epoch`` (:meth:`epoch`, read when the
+        caller read what the window is made of), a session dropped since gives an empty state under a lease that
+        keeps nothing: the window is of a transcript that is gone."""
         key = (agent_id, session_id)
         lease = Lease(key)
         with self._lock:
+            if epoch is not None and self._dropped.get(key, self._trimmed) != epoch:
+                return SessionState(), lease  # never held: give_back keeps nothing of it
             state = self._states.pop(key, None)
             self._leases.setdefault(key, set()).add(lease)
         return (state if state is not None else SessionState()), lease
+
+    def epoch(self, agent_id: str, session_id: str) -> int:
+        """Which drop of the session (:meth:`drop`) the states kept now follow: a number that changes at every
+        drop (and may change when many other sessions are dropped). A caller that reads a session's turns itself
+        reads it with them and gives it to :meth:`take` (``WindowRequest.epoch``): a clear between the two keeps
+        nothing of the window."""
+        with self._lock:
+            return self._dropped.get((agent_id, session_id), self._trimmed)
 
     def give_back(
         self,
@@ -151,6 +170,10 @@ class SessionStates:
             self._states.pop(key, None)
             self._windows.pop(key, None)
             self._leases.pop(key, None)
+            self._dropped[key] = next(self._drops)
+            self._dropped.move_to_end(key)
+            while len(self._dropped) > _DROPS * self.max_sessions:
+                self._trimmed = max(self._trimmed, self._dropped.popitem(last=False)[1])
 
     def _trim(self, kept: OrderedDict[tuple[str, str], Any]) -> None:
         while len(kept) > self.max_sessions:
@@ -160,6 +183,8 @@ class SessionStates:
         return len(self._states)
 
 
+_DROPS = 4
+"""How many times ``max_sessions`` sessions' epochs :class:`SessionStates` keeps."""
 _GENERATIONS = 2
 """How many generations of a session :meth:`SessionStates.note_window` keeps a last window of."""
 
