@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from ledger import Ledger
 from servers import Server
 
 from ravi.agents.context import (
@@ -81,36 +82,6 @@ def exchange(session: str, thread: int, k: int) -> list[list[ChatMessage]]:
     return [[question], [call], [result], [answer]]
 
 
-class Ledger:
-    """When appends and clears returned, on one clock shared by every thread."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._tick = 0
-        self.appended: dict[str, int] = {}
-        self.clears: dict[str, list[tuple[int, frozenset[str]]]] = {}
-
-    def now(self) -> int:
-        with self._lock:
-            self._tick += 1
-            return self._tick
-
-    def append_returned(self, ids: Sequence[str]) -> None:
-        tick = self.now()
-        with self._lock:
-            self.appended.update(dict.fromkeys(ids, tick))
-
-    def cleared(self, session: str, started: int) -> None:
-        tick = self.now()
-        with self._lock:
-            gone = frozenset(i for i, at in self.appended.items() if at < started and i.startswith(f"{session}-"))
-            self.clears.setdefault(session, []).append((tick, gone))
-
-    def removed_before(self, session: str, started: int) -> frozenset[str]:
-        with self._lock:
-            return frozenset().union(*(gone for at, gone in self.clears.get(session, []) if at < started))
-
-
 def check_window(session: str, window: Sequence[ChatMessage], removed: frozenset[str]) -> None:
     ids = [m.id for m in window]
     tokens = DEFAULT_COUNTER.count_messages(window)
@@ -139,19 +110,19 @@ def test_windows_of_a_shared_context_while_another_thread_clears(
     history = history_of(request, backend)
     pipeline = CompactionPipeline([STRATEGIES[name]()])  # type: ignore[list-item]
     context = AgentContext(ContextConfig(history, pipeline, retention=retention))
-    ledger = Ledger()
     sessions = ("s1", "s2")
+    ledgers = {s: Ledger() for s in sessions}
     done = threading.Event()
 
     async def window(session: str) -> None:
-        started = ledger.now()
+        started = ledgers[session].now()
         got = await context.get_prompt_window(session)
-        check_window(session, got, ledger.removed_before(session, started))
+        check_window(session, got, ledgers[session].removed_before(started))
 
     async def writes(session: str, thread: int, k: int) -> None:
         for write in exchange(session, thread, k):
             await context.add_messages(session, write, run_id=f"run-{thread}")
-            ledger.append_returned([m.id for m in write])
+            ledgers[session].append_returned([m.id for m in write])
             await window(session)
 
     async def request_of(thread: int, k: int) -> None:
@@ -161,9 +132,9 @@ def test_windows_of_a_shared_context_while_another_thread_clears(
     def work(i: int) -> None:
         if i == WRITERS:  # the clearer, until every writer is done
             while not done.is_set():
-                started = ledger.now()
+                started = ledgers["s1"].now()
                 asyncio.run(context.clear("s1"))
-                ledger.cleared("s1", started)
+                ledgers["s1"].cleared(started)
                 asyncio.run(window("s1"))
             return
         try:
@@ -180,7 +151,7 @@ def test_windows_of_a_shared_context_while_another_thread_clears(
     try:
         threads.run_threads(work, WRITERS + 1)
         assert not pipeline.sessions._leases, "windows that ended still hold their session's state"
-        assert ledger.clears.get("s1"), "the clearer never cleared"
+        assert ledgers["s1"].removals, "the clearer never cleared"
     finally:
 
         async def close() -> None:

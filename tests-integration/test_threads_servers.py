@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from ledger import Ledger
 from servers import Server
 
 from ravi.capabilities.postgres import PostgresHistoryProvider
@@ -158,47 +159,6 @@ def test_history_from_threads_each_calling_asyncio_run_for_every_call(history: A
     run_threads(per_request(requests, request))
     expected = [[message(t, k) for k in range(requests // 4)] for t in range(THREADS)]
     asyncio.run(check_session(history, "s", expected))
-
-
-class Ledger:
-    """What the threads did and when, on one clock shared by every thread: a removal that returned before a read
-    started must show in that read."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._tick = 0
-        self.appended: dict[str, int] = {}  # message id -> tick its append returned
-        self.removals: list[tuple[int, frozenset[str]]] = []  # (tick the removal returned, ids it surely removed)
-
-    def now(self) -> int:
-        with self._lock:
-            self._tick += 1
-            return self._tick
-
-    def append_returned(self, ids: Sequence[str]) -> None:
-        tick = self.now()
-        with self._lock:
-            for i in ids:
-                self.appended[i] = tick
-
-    def cleared(self, started: int) -> None:
-        """A ``clear`` that started at ``started`` removed every message whose append returned before."""
-        tick = self.now()
-        with self._lock:
-            gone = frozenset(i for i, at in self.appended.items() if at < started)
-            self.removals.append((tick, gone))
-
-    def replaced(self, message_id: str) -> None:
-        tick = self.now()
-        with self._lock:
-            self.removals.append((tick, frozenset({message_id})))
-
-    def check_read(self, started: int, ids: Sequence[str], what: str) -> None:
-        with self._lock:
-            removals = [gone for at, gone in self.removals if at < started]
-        seen = set(ids)
-        back = sorted(i for gone in removals for i in gone & seen)
-        assert not back, f"{what} returned {len(back)} removed messages: {back[:5]}"
 
 
 def test_history_from_threads_each_running_a_loop_appending_reading_and_removing(history: Any) -> None:

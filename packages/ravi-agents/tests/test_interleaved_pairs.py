@@ -29,6 +29,8 @@ from ravi.agents.context.manager import ContextManager
 from ravi.conformance.strategy import transcripts
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
+from .pairs import orphans
+
 FACTORIES: dict[str, Callable[[int], object]] = {
     "budget": lambda n: TokenBudgetComposedStrategy([], token_budget=n * 60),
     "budget_composed": lambda n: TokenBudgetComposedStrategy(
@@ -39,18 +41,6 @@ FACTORIES: dict[str, Callable[[int], object]] = {
     "recall": lambda n: RelevantRecallStrategy(token_budget=n * 60, meaning=None),
     "recall_cache": lambda n: RelevantRecallStrategy(token_budget=n * 60, meaning=None, prefer="cache"),
 }
-
-
-def orphans(window: Sequence[ChatMessage]) -> list[str]:
-    """The ids of the tool results in ``window`` whose call is not in a message before them."""
-    calls: set[str] = set()
-    found = []
-    for m in window:
-        calls.update(c.id for c in m.tool_calls)
-        result = m.tool_result
-        if m.role == "tool" and result is not None and result.tool_call_id not in calls:
-            found.append(m.id)
-    return found
 
 
 def interleaved(history: list[ChatMessage], spots: list[int]) -> list[ChatMessage]:
@@ -115,11 +105,8 @@ def test_no_face_sends_an_orphaned_result(history: list[ChatMessage], spots: lis
         assert others == sorted(others), "order changed (only results move, up to their calls)"
 
 
-@settings(max_examples=20, deadline=None)
-@given(history=transcripts, spots=st.lists(st.integers(0, 80), max_size=6), n=st.integers(1, 30))
-def test_a_context_manager_sends_no_orphaned_result(history: list[ChatMessage], spots: list[int], n: int) -> None:
-    """001's face: the dicts it sends hold no tool result whose call is not sent before it."""
-    messages = interleaved(history, spots)
+def manager_sent(messages: list[ChatMessage], n: int) -> list[dict[str, object]]:
+    """The dicts a ``ContextManager`` of ``n * 60 + 10`` tokens sends for a session of ``messages``."""
 
     async def sent() -> list[dict[str, object]]:
         store = InMemoryHistoryProvider()
@@ -128,8 +115,15 @@ def test_a_context_manager_sends_no_orphaned_result(history: list[ChatMessage], 
         manager = ContextManager(history=store, session_id="s", max_tokens=n * 60 + 10)
         return await manager.get_messages_for_request()
 
+    return asyncio.run(sent())
+
+
+@settings(max_examples=20, deadline=None)
+@given(history=transcripts, spots=st.lists(st.integers(0, 80), max_size=6), n=st.integers(1, 30))
+def test_a_context_manager_sends_no_orphaned_result(history: list[ChatMessage], spots: list[int], n: int) -> None:
+    """001's face: the dicts it sends hold no tool result whose call is not sent before it."""
     calls: set[object] = set()
-    for item in asyncio.run(sent()):
+    for item in manager_sent(interleaved(history, spots), n):
         calls.update(c["id"] for c in item.get("tool_calls") or ())  # type: ignore[attr-defined]
         assert item["role"] != "tool" or item["tool_call_id"] in calls
 
@@ -459,15 +453,7 @@ def test_windows_of_a_growing_session_send_no_unanswered_call(messages: list[Cha
 @given(messages=unruly(), n=st.integers(1, 30))
 def test_a_context_manager_sends_no_unanswered_call_or_second_result(messages: list[ChatMessage], n: int) -> None:
     """001's face: each call in the dicts it sends is followed by one result for each of its ids."""
-
-    async def sent() -> list[dict[str, object]]:
-        store = InMemoryHistoryProvider()
-        if messages:
-            await store.append_many("agent", messages, session_id="s")
-        manager = ContextManager(history=store, session_id="s", max_tokens=n * 60 + 10)
-        return await manager.get_messages_for_request()
-
-    dicts = asyncio.run(sent())
+    dicts = manager_sent(messages, n)
     assert not refusals([ChatMessage.from_openai(d) for d in dicts]), dicts
 
 

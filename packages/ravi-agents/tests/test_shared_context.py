@@ -30,6 +30,8 @@ from ravi.conformance.threads import switching_often
 from ravi.kernel.agent import HistoryRetention
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
 
+from .pairs import orphans
+
 THREADS = 6
 WORDS = ("invoice", "refund", "shipping", "password", "latency", "schema", "billing", "outage", "upgrade", "quota")
 
@@ -46,18 +48,6 @@ def switch_often() -> Iterator[None]:
     """Make the interpreter switch threads every microsecond, so races show up in every run."""
     with switching_often():
         yield
-
-
-def orphans(window: Sequence[ChatMessage]) -> list[str]:
-    """The ids of the tool results in ``window`` whose call is not in a message before them."""
-    calls: set[str] = set()
-    found = []
-    for m in window:
-        calls.update(c.id for c in m.tool_calls)
-        result = m.tool_result
-        if m.role == "tool" and result is not None and result.tool_call_id not in calls:
-            found.append(m.id)
-    return found
 
 
 def turns(thread: int, k: int, size: int) -> list[list[ChatMessage]]:
