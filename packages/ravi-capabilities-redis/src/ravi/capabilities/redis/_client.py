@@ -79,7 +79,7 @@ class _TLSConnection(aioredis.SSLConnection):
         finally:
             if not handshake.done():
                 handshake.cancel()
-                with contextlib.suppress(BaseException):
+                with contextlib.suppress(Exception, asyncio.CancelledError):  # its end is not this call's
                     await handshake
 
 
