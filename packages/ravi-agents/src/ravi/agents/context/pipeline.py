@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from ravi.agents import telemetry
 from ravi.agents.context.manifest import ManifestBuilder, Window
@@ -27,6 +28,7 @@ from ravi.kernel.agent import (
 from ravi.kernel.errors import BackendUnavailable, CompactionError, InvalidArgument, RaviError
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage, ToolCallBlock, ToolResultBlock
+from ravi.kernel.protocols import conforms
 from ravi.kernel.storage import HistoryProvider, HistorySearcher, SessionGeneration, WindowReader
 from ravi.kernel.tokens import stored_tokens
 from ravi.kernel.values import check_id, check_items, check_scope, check_text
@@ -294,9 +296,9 @@ class CompactionPipeline:
         """Whether a window of a session stored in ``history`` is assembled from its newest part: the provider
         can read windows (``WindowReader``), the pipeline is :attr:`suffix_determined`, and, when a strategy
         ranks older messages by a search (``searches``), the provider can search (``HistorySearcher``)."""
-        if not (isinstance(history, WindowReader) and self.suffix_determined):
+        if not (conforms(history, WindowReader) and self.suffix_determined):
             return False
-        return isinstance(history, HistorySearcher) or not any(s.traits.searches for s in self.strategies)
+        return conforms(history, HistorySearcher) or not any(s.traits.searches for s in self.strategies)
 
     @property
     def derives_records(self) -> bool:
@@ -462,7 +464,7 @@ class CompactionPipeline:
             self._adopt(session, generation)
             session.read_from(messages)
             return await self._run(messages, session, request.explain)
-        return await self._windowed(history, session, request)
+        return await self._windowed(cast(WindowReader, history), session, request)
 
     async def compact(
         self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
@@ -530,8 +532,7 @@ class CompactionPipeline:
             _left_out(history[-1], strategies_kept, counter)  # not a call left out while its tool runs
         return builder.build(window) if builder is not None else Window(window)
 
-    async def _windowed(self, history: HistoryProvider, session: SessionContext, request: WindowRequest) -> Window:
-        assert isinstance(history, WindowReader)
+    async def _windowed(self, history: WindowReader, session: SessionContext, request: WindowRequest) -> Window:
         state = session.state
         # start from what this session's last window needed: the pipeline may shrink messages a lot (folded tool
         # groups, shortened results), so its window can hold many more stored tokens than its budget
