@@ -13,6 +13,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from ravi.agents.context.meaning import MessageVectors, meaning_units
 from ravi.agents.context.recall_index import RecallIndex, UnitIndex
@@ -21,6 +22,7 @@ from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, PermissionDenied
 from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.protocols import conforms
 from ravi.kernel.search import UnitMatch, match_units, spread
 from ravi.kernel.storage import HistorySearcher, HybridSearcher, VectorStore
 from ravi.kernel.tokens import stored_tokens
@@ -110,7 +112,7 @@ def meaning_setting(value: object, vectors: Callable[[], VectorStore] | None = N
 def pushed_down(meaning: Meaning | None) -> bool:
     """Whether ``meaning`` can be ranked without reading the whole session: by the store (a client, when the
     store is a ``HybridSearcher``), by a shared index (a ``UnitIndex``), or not at all."""
-    return meaning is None or meaning.client is not None or isinstance(meaning.index, UnitIndex)
+    return meaning is None or meaning.client is not None or conforms(meaning.index, UnitIndex)
 
 
 async def store_rankings(
@@ -129,11 +131,12 @@ async def store_rankings(
     agent, sid = session.agent_id, session.session_id
     rankings: list[list[UnitMatch]] = []
     client = meaning.client if meaning is not None else None
-    if isinstance(provider, HybridSearcher):
+    if conforms(provider, HybridSearcher):
+        hybrid = cast(HybridSearcher, provider)
         if meaning is not None and meaning.optional and provider in meaning.unable:
             client = None
         try:
-            found = await provider.search_hybrid(
+            found = await hybrid.search_hybrid(
                 agent,
                 session_id=sid,
                 query=query,
@@ -150,23 +153,23 @@ async def store_rankings(
             log.warning("recall ranks by words on %s, which cannot rank by meaning: %s", type(provider).__name__, error)
             meaning.unable.add(provider)
             client = None
-            found = await provider.search_hybrid(
+            found = await hybrid.search_hybrid(
                 agent, session_id=sid, query=query, before=before, limit=limit, spread=weight
             )
         rankings.append(found.lexical)
         if client is not None:
-            rankings.append(found.meaning[: _meaning_limit(limit)])
+            rankings.append(found.meaning[: meaning_limit(limit)])
     else:
         rankings.append(await provider.search_units(agent, session_id=sid, query=query, before=before, limit=limit))
     if meaning is not None and isinstance(meaning.index, UnitIndex):
-        units = await meaning.index.search_units(session, query=query, before=before, limit=_meaning_limit(limit))
+        units = await meaning.index.search_units(session, query=query, before=before, limit=meaning_limit(limit))
         if units is None:
             return None
         rankings.append(units)
     return rankings
 
 
-def _meaning_limit(limit: int) -> int:
+def meaning_limit(limit: int) -> int:
     """How many units the meaning ranking contributes: half the words' (its deep ranks are mostly noise)."""
     return max(1, limit // 2)
 
@@ -278,7 +281,7 @@ class LocalRankings:
             rankings = [found]
         if meaning is None:
             return rankings
-        wanted = _meaning_limit(limit)
+        wanted = meaning_limit(limit)
         if meaning.client is not None:
             vectors = local.vectors.get(meaning.model)
             if vectors is None:
@@ -295,4 +298,12 @@ class LocalRankings:
         return rankings
 
 
-__all__ = ["LocalRankings", "Meaning", "meaning_setting", "pushed_down", "resolve_meaning", "store_rankings"]
+__all__ = [
+    "LocalRankings",
+    "Meaning",
+    "meaning_limit",
+    "meaning_setting",
+    "pushed_down",
+    "resolve_meaning",
+    "store_rankings",
+]

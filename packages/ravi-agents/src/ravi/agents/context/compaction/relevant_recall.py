@@ -5,14 +5,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import date
 from operator import is_
-from typing import Literal
+from typing import Literal, cast
 
 from ravi.agents.context.compaction._keep import TailCut, newest_cut, system_positions
 from ravi.agents.context.recall_annotation import label, labelled
 from ravi.agents.context.recall_fusion import PERIOD_LIMIT, NearDuplicates, Unit, fuse, unit_of
 from ravi.agents.context.recall_index import BM25Index, EmbeddingIndex, RecallIndex, UnitIndex
 from ravi.agents.context.recall_placement import Held, place
-from ravi.agents.context.recall_ranking import LocalRankings, pushed_down, resolve_meaning, store_rankings
+from ravi.agents.context.recall_ranking import (
+    LocalRankings,
+    meaning_limit,
+    pushed_down,
+    resolve_meaning,
+    store_rankings,
+)
 from ravi.agents.context.recall_request import MIN_SHARE, Request, read_request, recall_share
 from ravi.agents.context.session import counter_of
 from ravi.agents.embeddings import StaticEmbeddingClient
@@ -21,6 +27,7 @@ from ravi.kernel.agent import SessionContext, Slot, Strategy, StrategyTraits
 from ravi.kernel.errors import InvalidArgument
 from ravi.kernel.llm import EmbeddingClient, TokenCounter
 from ravi.kernel.messages import ChatMessage, ToolCallBlock
+from ravi.kernel.protocols import conforms
 from ravi.kernel.search import UnitMatch
 from ravi.kernel.storage import HistorySearcher
 from ravi.kernel.tokens import CachedTokenCounter, stored_tokens
@@ -30,8 +37,8 @@ Rank = Callable[[Request, int, int], Awaitable[list[UnitMatch] | None]]
 """Ranks the older units for a request, given where the newest turns start and how many units each ranking
 gives at most (``None``: older messages needed)."""
 
-_RECALLED: Slot[list[frozenset[str]]] = Slot("relevant_recall.recalled", lambda: [frozenset()])
-"""The ids recalled in the session's last window."""
+_RECALLED: Slot[list[UnitMatch]] = Slot("relevant_recall.recalled", list)
+"""The units recalled in the session's last window."""
 _HELD: Slot[Held] = Slot("relevant_recall.held", Held)
 """What the session's cache-stable window holds: its recalled units and the start of its newest turns."""
 _WHOLE: Slot[TailCut] = Slot("relevant_recall.whole", TailCut)
@@ -170,6 +177,93 @@ class _Recent:
 
 _RECENT: Slot[_Recent] = Slot("relevant_recall.recent", _Recent)
 """What the newest turns of the session's cache-stable window cost."""
+
+
+class _Rankings:
+    """The rankings of a session's older units for its recent requests (as the store gave them, before fusion),
+    by request and by where the part ranked ends, so that the windows of one request (an agent working through
+    tool calls) rank once.
+
+    Each ranking a store gives is the best units of one whole ranking, best first, so the best ``n`` of a deeper
+    one are the ranking of ``n``: a kept ranking serves every window that asks for as many units or fewer, fused
+    as a ranking made for it would be. A ranking of the units before a stored offset depends only on the messages
+    before it, which never change within a generation (messages are only appended; a removal makes a new
+    generation, whose state starts empty), and on the store's statistics of the whole session (BM25's document
+    frequencies and lengths), which change with every append. So a ranking is kept only in a session whose store
+    keeps generations, only while the newest unit before its end cannot grow (a message that is neither a system
+    message nor a tool result follows it), and only while the tokens appended since it was made are under
+    ``1 / GROWTH`` of the part it ranks: the statistics it was ranked under are that close to the current ones.
+    Kept in the session's state, at most ``LIMIT`` of them (the oldest dropped first)."""
+
+    LIMIT = 4
+    GROWTH = 16
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[object, ...], _Ranked] = {}
+
+    def had(self, key: tuple[object, ...]) -> bool:
+        """Whether a ranking for ``key`` was kept (whether or not it still holds)."""
+        return key in self._kept
+
+    def get(
+        self, key: tuple[object, ...], limit: int, generation: str, before: int, end: int
+    ) -> list[UnitMatch] | None:
+        """The fused ranking of ``limit`` units kept for ``key`` in ``generation``, when one at least as deep is
+        kept and the session, now ending at stored offset ``end``, has grown by less than ``1 / GROWTH`` of
+        ``before`` since it was made."""
+        ranked = self._kept.get(key)
+        if ranked is None or ranked.depth < limit:
+            return None
+        if ranked.generation != generation or (end - ranked.made_at) * self.GROWTH >= before or end < ranked.made_at:
+            return None
+        if ranked.fused is None or ranked.fused[0] != limit:
+            found = [r[:limit] if i == 0 else r[: meaning_limit(limit)] for i, r in enumerate(ranked.rankings)]
+            ranked.fused = (limit, fuse(found, ranked.request))
+        return ranked.fused[1]
+
+    def put(
+        self,
+        key: tuple[object, ...],
+        depth: int,
+        generation: str,
+        end: int,
+        rankings: list[list[UnitMatch]],
+        request: Request,
+    ) -> None:
+        """Keep ``rankings`` of ``depth`` units, made in ``generation`` when the session ended at stored offset
+        ``end``, for ``request``."""
+        self._kept.pop(key, None)
+        if len(self._kept) >= self.LIMIT:
+            del self._kept[next(iter(self._kept))]
+        self._kept[key] = _Ranked(generation, end, depth, rankings, request)
+
+
+class _Ranked:
+    """A kept ranking: the generation and stored end it was made at, its depth (the units asked of each ranking
+    before fusion), the rankings, the request, and its last fused form (and for how many units)."""
+
+    __slots__ = ("depth", "fused", "generation", "made_at", "rankings", "request")
+
+    def __init__(
+        self, generation: str, made_at: int, depth: int, rankings: list[list[UnitMatch]], request: Request
+    ) -> None:
+        self.generation, self.made_at, self.depth, self.rankings, self.request = (
+            generation,
+            made_at,
+            depth,
+            rankings,
+            request,
+        )
+        self.fused: tuple[int, list[UnitMatch]] | None = None
+
+
+_RANKINGS: Slot[_Rankings] = Slot("relevant_recall.rankings", _Rankings)
+"""The session's recent rankings."""
+
+DEPTH_STEP = 32
+"""A request ranked again for a deeper window is ranked to the next multiple of this many units."""
 
 
 UNSPENT = 0.1
@@ -331,8 +425,8 @@ class RelevantRecallStrategy(Strategy):
         units: the session's provider (``searches``: then only on a provider that can search,
         ``HistorySearcher``) or an ``index`` that is a :class:`UnitIndex` (which keeps units derived from the
         session, so it ``derives_records``), with a meaning ranking that needs no whole session either."""
-        unit_index = isinstance(self.own_index, UnitIndex)
-        meaning_index = self.meaning is not None and isinstance(self.meaning.index, UnitIndex)
+        unit_index = conforms(self.own_index, UnitIndex)
+        meaning_index = self.meaning is not None and conforms(self.meaning.index, UnitIndex)
         return StrategyTraits(
             suffix_determined=(self.own_index is None or unit_index) and pushed_down(self.meaning),
             cuts=True,
@@ -353,7 +447,7 @@ class RelevantRecallStrategy(Strategy):
 
     def recalled(self, session: SessionContext) -> frozenset[str]:
         """The ids this strategy recalled in its last window of the session."""
-        return session.state.get(self, _RECALLED)[0]
+        return frozenset(m.id for u in session.state.get(self, _RECALLED) for m in u.messages)
 
     async def compact(
         self, raw_history: Sequence[ChatMessage], session: SessionContext | None = None
@@ -364,8 +458,9 @@ class RelevantRecallStrategy(Strategy):
         counter = counter_of(self.own_counter, session, DEFAULT_COUNTER)
         provider = session.history
         searchable = not alone and pushed_down(self.meaning)
-        if searchable and self.own_index is None and isinstance(provider, HistorySearcher):
-            window = await self._window(raw_history, session, counter, self._store_rank(raw_history, session, provider))
+        if searchable and self.own_index is None and conforms(provider, HistorySearcher):
+            searcher = cast(HistorySearcher, provider)
+            window = await self._window(raw_history, session, counter, self._store_rank(raw_history, session, searcher))
             if window is not None:
                 return window
         elif searchable and isinstance(self.own_index, UnitIndex):
@@ -389,9 +484,8 @@ class RelevantRecallStrategy(Strategy):
         return min(256, max(32, 3 * room // max(2 * typical, 16)))
 
     def _store_rank(self, history: Sequence[ChatMessage], session: SessionContext, provider: HistorySearcher) -> Rank:
-        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
-            before = _searched_before(history, cut, session)
-            rankings = await store_rankings(
+        async def rank(request: Request, before: int, limit: int) -> list[list[UnitMatch]] | None:
+            return await store_rankings(
                 provider,
                 session,
                 request.text,
@@ -400,17 +494,48 @@ class RelevantRecallStrategy(Strategy):
                 weight=self.spread,
                 meaning=self.meaning,
             )
-            return None if rankings is None else fuse(rankings, request)
 
-        return rank
+        return self._kept(history, session, rank)
 
     def _index_rank(self, history: Sequence[ChatMessage], session: SessionContext, index: UnitIndex) -> Rank:
-        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
-            before = _searched_before(history, cut, session)
+        async def rank(request: Request, before: int, limit: int) -> list[list[UnitMatch]] | None:
             found = await index.search_units(session, query=request.text, before=before, limit=limit)
-            return None if found is None else fuse([found], request)
+            return None if found is None else [found]
 
-        return rank
+        return self._kept(history, session, rank)
+
+    def _kept(
+        self,
+        history: Sequence[ChatMessage],
+        session: SessionContext,
+        rank: Callable[[Request, int, int], Awaitable[list[list[UnitMatch]] | None]],
+    ) -> Rank:
+        """The fused rankings ``rank`` gives (given the stored offset the part ranked ends at), kept in the
+        session's state while they hold (:class:`_Rankings`)."""
+
+        async def kept(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
+            before = _searched_before(history, cut, session)
+            generation = session.generation
+            stored = _stored_end(history, session) if generation and _closed(history, cut) else None
+            if stored is None or generation is None:
+                found = await rank(request, before, limit)
+                return None if found is None else fuse(found, request)
+            rankings = session.state.get(self, _RANKINGS)
+            key = (request.text, request.period, request.order, before)
+            fused = rankings.get(key, limit, generation, before, stored)
+            if fused is None:
+                # the request ranked again (its newest turns now typical of another size): a little deeper, so
+                # the next windows, which ask for about as many, find it kept
+                depth = limit if not rankings.had(key) else -(-limit // DEPTH_STEP) * DEPTH_STEP
+                found = await rank(request, before, depth)
+                if found is None:
+                    return None
+                rankings.put(key, depth, generation, stored, found, request)
+                fused = rankings.get(key, limit, generation, before, stored)
+                assert fused is not None
+            return fused
+
+        return kept
 
     def _local_rank(self, history: Sequence[ChatMessage], session: SessionContext) -> Rank:
         async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
@@ -596,7 +721,7 @@ class RelevantRecallStrategy(Strategy):
         return [*place(_before(history, systems_at, cut), units), *history[cut:]]
 
     def _note(self, session: SessionContext, chosen: Sequence[UnitMatch]) -> None:
-        session.state.put(self, _RECALLED, [frozenset(m.id for u in chosen for m in u.messages)])
+        session.state.put(self, _RECALLED, list(chosen))
 
     def __repr__(self) -> str:
         share = "adaptive" if self.recall_share is None else self.recall_share
@@ -687,6 +812,23 @@ def _searched_before(history: Sequence[ChatMessage], cut: int, session: SessionC
             return placed + stored_tokens(message)
     before = session.source_before  # nothing placed: the read held no stored message after its head
     return offset if before is None else before
+
+
+def _closed(history: Sequence[ChatMessage], cut: int) -> bool:
+    """Whether the units before ``cut`` can no longer grow: the first message from ``cut`` on that is not a system
+    message is not a tool result (which joins the tool calls before it)."""
+    first = next((m for m in history[cut:] if m.role != "system"), None)
+    return first is not None and first.role != "tool"
+
+
+def _stored_end(history: Sequence[ChatMessage], session: SessionContext) -> int | None:
+    """Where the session's stored messages end (in stored tokens), as the read places its newest stored message;
+    ``None`` when it places none."""
+    for k in range(len(history) - 1, -1, -1):
+        message = history[k]
+        if (placed := session.offset(message.id)) is not None:
+            return placed + stored_tokens(message)
+    return None
 
 
 def _held_start(history: Sequence[ChatMessage], held: Held, session: SessionContext) -> int | None:
