@@ -9,7 +9,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from ravi.agents.adapters import as_context, epoch_of, window_of
 from ravi.agents.context import AgentContext, CompactionPipeline, ContextConfig, InMemoryHistoryProvider
-from ravi.integrations.openai_agents.convert import group, items_of, to_ravi
+from ravi.integrations.openai_agents.convert import group, items_of, outputs_after_calls, to_ravi
 from ravi.kernel.agent import CompactionStrategy
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
@@ -71,7 +71,8 @@ def ravi_input_filter(
         messages = converted(turns)
         window = await window_of(context, session_id, messages, epoch=epoch)
         unchanged = {id(m): turn for m, turn in zip(messages, turns, strict=True)}  # the pipeline kept these as given
-        items: list[Any] = [item for m in window for item in unchanged.get(id(m)) or items_of(m)]
+        # a call's output right after it: a turn of assistant items may hold other runs' answers after a call
+        items = outputs_after_calls([item for m in window for item in unchanged.get(id(m)) or items_of(m)])
         return ModelInputData(input=items, instructions=data.model_data.instructions)
 
     return input_filter
