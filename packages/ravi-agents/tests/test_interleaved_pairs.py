@@ -602,3 +602,40 @@ async def test_a_unit_held_by_a_cache_window_is_sent_with_one_result_when_its_ca
     window = await context.get_prompt_window("s")
     assert [m.id for m in window if m.id in ("a0", "t0", "t0-again")] == ["a0", "t0"]
     assert not refusals(window), [m.id for m in window]
+
+
+# -- the functional compact gives the engine's guarantee (decision 117) -----------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(messages=unruly(), keep=st.integers(0, 40))
+def test_no_output_of_the_functional_compact_is_refused(messages: list[ChatMessage], keep: int) -> None:
+    """002's ``compact``, whether it cuts or not (a ``keep_recent`` past the length cuts nothing): no call without a
+    result for each of its ids right after it, no second result for one call, no result without its call; the
+    messages it is given are left as they were."""
+    given_ = [m.model_copy(deep=True) for m in messages]
+    out = asyncio.run(compact(messages, cfg=CompactionPolicy(keep_recent=keep)))
+    assert not refusals(out), (refusals(out), [m.id for m in out])
+    assert messages == given_  # nothing the caller holds is changed
+    ids = [m.id for m in out]
+    assert len(ids) == len(set(ids)), "a message twice"
+
+
+async def test_the_functional_compact_that_cuts_nothing_still_leaves_out_what_a_provider_refuses() -> None:
+    """Nothing old enough to condense: ``compact`` used to give its input back as it was, with a call whose result
+    was never stored and a second result for one call. It now gives what the engine gives: the call taken out of
+    a copy of its message (its text kept), the first result of a call, the rest as given."""
+    messages = [
+        ChatMessage.user("check both", id="u0"),
+        ChatMessage.assistant(
+            "checking", tool_calls=[ToolCallBlock(id=f"c{i}", name="f", arguments={}) for i in (1, 2)], id="a"
+        ),
+        ChatMessage.tool("c1", "first answer", id="t1"),
+        ChatMessage.tool("c1", "retried answer", id="t1-again"),
+        ChatMessage.user("and?", id="u1"),
+    ]
+    out = await compact(messages, cfg=CompactionPolicy(keep_recent=8))
+    assert [m.id for m in out] == ["u0", "a", "t1", "u1"]
+    assert [c.id for c in out[1].tool_calls] == ["c1"] and out[1].text == "checking"
+    assert [c.id for c in messages[1].tool_calls] == ["c1", "c2"]  # the given message keeps its calls
+    assert out == (await CompactionPipeline([]).window(WindowRequest(messages=messages))).messages

@@ -247,3 +247,18 @@ def test_a_window_request_refuses_a_bad_epoch(epoch: object) -> None:
 def test_a_window_request_without_a_session_refuses_an_epoch() -> None:
     with pytest.raises(InvalidArgument, match="epoch"):
         WindowRequest(messages=[ChatMessage.user("hi")], epoch=0)
+
+
+@pytest.mark.parametrize("field", ["messages", "unsaved"])
+def test_a_window_request_refuses_messages_that_are_not_chat_messages(field: str) -> None:
+    """Given messages are checked when the request is made: an item of another kind was an AttributeError from
+    inside the engine."""
+    with pytest.raises(InvalidArgument, match=field):
+        WindowRequest("agent", "s", **{"messages": [], field: [ChatMessage.user("hi"), "hi"]})  # type: ignore[arg-type]
+
+
+async def test_window_of_refuses_messages_that_are_not_chat_messages() -> None:
+    from ravi.agents.adapters import as_context, window_of
+
+    with pytest.raises(InvalidArgument, match="messages"):
+        await window_of(as_context(None), "s", [1])  # type: ignore[list-item]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
@@ -269,3 +270,50 @@ def test_a_limit_that_is_not_an_integer_is_an_invalid_argument() -> None:
         with pytest.raises(InvalidArgument, match="limit"):
             asyncio.run(session.get_items(limit))  # type: ignore[arg-type]
     assert asyncio.run(session.get_items(1)) == [{"role": "user", "content": "hi"}]
+
+
+def test_a_clear_while_the_filter_reads_its_input_keeps_nothing_of_that_window(monkeypatch: Any) -> None:
+    """Another thread clears the session while the filter reads the SDK's input into Ravi turns (the input holds
+    the removed turns): the model still gets the window of what it was given, but the pipeline keeps no state and
+    no last window of it (decision 118). The next input, read after the clear, is kept as before."""
+    from agents.run_config import CallModelData, ModelInputData
+
+    from ravi.agents.context import AgentContext, CompactionPipeline
+    from ravi.integrations.openai_agents import window as window_module
+
+    history = InMemoryHistoryProvider()
+    pipeline = CompactionPipeline([TokenBudgetComposedStrategy([], 4_000)])
+    context = AgentContext(ContextConfig(history, pipeline))
+    input_filter = ravi_input_filter(context, session_id="s1")
+    agent = Agent(name="ops")
+
+    def data(*texts: str) -> CallModelData[Any]:
+        items: list[Any] = [{"role": "user", "content": t} for t in texts]
+        return CallModelData(model_data=ModelInputData(input=items, instructions=None), agent=agent, context=None)
+
+    def kept() -> tuple[object, list[str] | None]:
+        last, _ = pipeline.sessions.last_window("agent", "s1")
+        return pipeline.sessions.find("agent", "s1"), None if last is None else [m.text for m in last]
+
+    async def main() -> None:
+        await input_filter(data("old question"))
+        assert kept()[1] == ["old question"]
+        real = window_module.to_ravi
+
+        def clearing(*args: Any, **kwargs: Any) -> Any:
+            # the clear runs to its end in another thread, with its own event loop, while the input is read
+            clearer = threading.Thread(target=asyncio.run, args=(context.clear("s1"),))
+            clearer.start()
+            clearer.join()
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(window_module, "to_ravi", clearing)
+        sent = await input_filter(data("old question", "old follow-up"))
+        monkeypatch.setattr(window_module, "to_ravi", real)
+        assert [i["content"] for i in sent.input] == ["old question", "old follow-up"]
+        assert kept() == (None, None), "the window of the removed turns is kept"
+        await input_filter(data("new question"))
+        state, last = kept()
+        assert state is not None and last == ["new question"]
+
+    asyncio.run(main())

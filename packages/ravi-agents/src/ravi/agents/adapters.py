@@ -13,7 +13,8 @@ things are the same for every framework, and live here:
   and read back only when it is one (an application's own metadata key of the same name is not).
 
 And one call into the engine (``CompactionPipeline.window``) with the messages given rather than read from the
-store, :func:`window_of`, for faces whose framework hands over the whole input on every call. Everything else a
+store, :func:`window_of`, for faces whose framework hands over the whole input on every call, with the session's
+epoch (:func:`epoch_of`) read before that input, so a window of turns a clear removed keeps nothing. Everything else a
 face needs is the public ``AgentContext`` API: ``add_messages``, ``get_prompt_window`` and ``session``.
 
 Example:
@@ -67,12 +68,31 @@ def as_context(context: AgentContext | ContextConfig | None) -> AgentContext:
     )
 
 
-async def window_of(context: AgentContext, session_id: str, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+async def window_of(
+    context: AgentContext, session_id: str, messages: Sequence[ChatMessage], *, epoch: int | None = None
+) -> list[ChatMessage]:
     """Ravi's window of ``messages`` (given whole, not read from the store) for ``session_id``: the context's
-    pipeline with the session's state (a watermark's anchor, say), its counter and budget. Nothing is stored."""
+    pipeline with the session's state (a watermark's anchor, say), its counter and budget. Nothing is stored.
+
+    ``epoch`` is the session's epoch (:func:`epoch_of`) read before ``messages`` were read: when the session was
+    cleared since, the window is still assembled, but nothing of it is kept (no state, no last window), since it
+    may hold the removed turns (decision 118). A face reads it first, then its messages.
+
+    Raises:
+        InvalidArgument: a bad ``session_id``, ``messages`` that are not ``ChatMessage`` objects, or a bad
+            ``epoch``.
+    """
     check_scope(session_id=session_id)
-    request = WindowRequest(context.agent_id, session_id, messages=messages)
+    request = WindowRequest(context.agent_id, session_id, messages=messages, epoch=epoch)
     return (await context.config.pipeline.window(request)).messages
+
+
+def epoch_of(context: AgentContext, session_id: str) -> int:
+    """The session's epoch in ``context``'s pipeline (``SessionStates.epoch``): a number that changes at every clear
+    of the session in this process. Read it before the messages given to :func:`window_of`, and give it as its
+    ``epoch``."""
+    check_scope(session_id=session_id)
+    return context.config.pipeline.sessions.epoch(context.agent_id, session_id)
 
 
 async def append_new(
@@ -227,4 +247,4 @@ class Originals(Generic[T]):
         return original if same else None
 
 
-__all__ = ["Originals", "StoredPrefix", "append_new", "as_context", "window_of"]
+__all__ = ["Originals", "StoredPrefix", "append_new", "as_context", "epoch_of", "window_of"]

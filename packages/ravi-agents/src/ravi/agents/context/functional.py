@@ -35,6 +35,7 @@ from ravi.agents.context.compaction.summarization import (
     is_summary,
     write_summary,
 )
+from ravi.agents.context.units import pair_results
 from ravi.agents.telemetry import log_failure_once
 from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import CompactionEvent, EventBus, SessionContext, Strategy, StrategyTraits
@@ -266,7 +267,11 @@ async def compact(
     ``invoke`` is the model client that writes the summary (the offline extractive summariser when none). A tool
     result of the tail whose call was summarised (it was stored apart from its call) is left out.
     System messages of the summarised part are never summarised away: they come first, before the summary.
-    When the cut is at 0 the messages are returned as they are, so it is safe to call unconditionally.
+    Every output is one a provider takes, as the engine's windows are (:func:`~ravi.agents.context.units.pair_results`):
+    each call followed by one result for each of its ids, a result stored apart moved up to its call, a second
+    result for one call left out, a call no result answers taken out of a copy of its message. When the cut is at
+    0 nothing is summarised and only that is done, so it is safe to call unconditionally. The given messages are
+    never changed.
     (``llm=`` and ``policy=`` are the older names of ``invoke`` and ``cfg``.) With ``store``, the summary is kept
     for the session ``scope`` names (see :func:`summarize`).
 
@@ -294,12 +299,11 @@ async def compact(
     cut = find_cut_point(messages, chosen.keep_recent)
     old = messages[:cut]
     if cut <= 0 or not any(m.role != "system" for m in old):
-        return list(messages)
+        return pair_results(messages)
     summary = await summarize(old, invoke or llm, cancel=cancel, store=store if scope else None, scope=scope)
-    # a result stored apart from its call (a message came between them) is left out when its call is summarised
-    summarised = {c.id for m in old for c in m.tool_calls}
-    tail = [m for m in messages[cut:] if (r := m.tool_result) is None or r.tool_call_id not in summarised]
-    return [*(m for m in old if m.role == "system"), summary, *tail]
+    # as the engine sends a window: a result stored apart from its call is moved up to it, or left out when its
+    # call is summarised; a second result for one call is left out, and a call no result answers is taken out
+    return pair_results([*(m for m in old if m.role == "system"), summary, *messages[cut:]])
 
 
 class PolicyCompactionStrategy(KeepsSummaries, Strategy):

@@ -66,9 +66,9 @@ class WindowRequest:
             cleared in this process since then gets its window, but keeps nothing of it: no state, no last window.
 
     Raises:
-        InvalidArgument: neither ``history`` nor ``messages``; only one of ``agent_id`` and ``session_id``; a
-            bad ``budget``, ``generation`` or ``epoch``; or ``messages`` with a ``history`` that keeps generations
-            and no ``generation``.
+        InvalidArgument: neither ``history`` nor ``messages``; only one of ``agent_id`` and ``session_id``;
+            ``messages`` or ``unsaved`` that are not ``ChatMessage`` objects; a bad ``budget``, ``generation`` or
+            ``epoch``; or ``messages`` with a ``history`` that keeps generations and no ``generation``.
     """
 
     agent_id: str = ""
@@ -90,6 +90,9 @@ class WindowRequest:
             raise InvalidArgument("give both agent_id and session_id, or neither (a one-off window of messages=)")
         if not self.agent_id and self.messages is None:
             raise InvalidArgument("a window read from history= needs agent_id and session_id")
+        if self.messages is not None:
+            check_items(self.messages, ChatMessage, "messages")
+        check_items(self.unsaved, ChatMessage, "unsaved")
         if self.budget is not None and (
             not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget < 0
         ):

@@ -197,6 +197,39 @@ def items_of(message: ChatMessage) -> list[dict[str, Any]]:
     return [{"role": "system" if message.role == "system" else "user", "content": text}]
 
 
+def outputs_after_calls(items: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """``items`` with each ``function_call_output`` moved up to right after the run of consecutive function calls
+    holding its call (the newest call of its ``call_id`` before it), the outputs of one run in the order given;
+    every other item keeps its place and order, and an output with no call before it stays where it is.
+
+    The Chat Completions models of the SDK (``Converter.items_to_messages``) turn a run of calls into one assistant
+    message and each output into a tool message, which must follow it at once: an assistant message stored
+    between a call and its output (another run's answer) made a request the API refuses. Items already so are
+    returned in the same order.
+    """
+    last_of_run: list[int] = list(range(len(items)))  # each function call: the last call of its run
+    for j in range(len(items) - 2, -1, -1):
+        if _kind(items[j]) == "function_call" and _kind(items[j + 1]) == "function_call":
+            last_of_run[j] = last_of_run[j + 1]
+    calls: dict[str, int] = {}  # each call id: where its newest call so far is
+    after: dict[int, list[int]] = {}  # the last call of a run: the outputs to put right after it
+    moved: set[int] = set()
+    for j, item in enumerate(items):
+        kind = _kind(item)
+        call_id = item.get("call_id")
+        if kind == "function_call" and isinstance(call_id, str):
+            calls[call_id] = j
+        elif kind == "function_call_output" and isinstance(call_id, str) and call_id in calls:
+            after.setdefault(last_of_run[calls[call_id]], []).append(j)
+            moved.add(j)
+    out: list[Any] = []
+    for j, item in enumerate(items):
+        if j not in moved:
+            out.append(item)
+        out.extend(items[k] for k in after.get(j, ()))
+    return out
+
+
 def _rebuilt_matches(items: list[dict[str, Any]], message: ChatMessage) -> bool:
     """Whether ``message`` still holds what its items say (the pipeline did not change it)."""
     try:
@@ -205,4 +238,4 @@ def _rebuilt_matches(items: list[dict[str, Any]], message: ChatMessage) -> bool:
         return False
 
 
-__all__ = ["KEY", "group", "items_of", "to_ravi"]
+__all__ = ["KEY", "group", "items_of", "outputs_after_calls", "to_ravi"]

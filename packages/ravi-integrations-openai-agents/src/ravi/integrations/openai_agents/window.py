@@ -7,9 +7,9 @@ from typing import Any
 
 from agents.run_config import CallModelData, ModelInputData
 
-from ravi.agents.adapters import as_context, window_of
+from ravi.agents.adapters import as_context, epoch_of, window_of
 from ravi.agents.context import AgentContext, CompactionPipeline, ContextConfig, InMemoryHistoryProvider
-from ravi.integrations.openai_agents.convert import group, items_of, to_ravi
+from ravi.integrations.openai_agents.convert import group, items_of, outputs_after_calls, to_ravi
 from ravi.kernel.agent import CompactionStrategy
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.values import check_scope
@@ -47,7 +47,8 @@ def ravi_input_filter(
     items: unchanged turns as their original items, changed ones (a shortened output, folded calls) rebuilt.
     The session itself is not changed: the window goes to the model only. ``session_id`` names the session whose
     window state (a watermark's start, say) the pipeline keeps: use one filter per session. ``agent_id`` is the
-    context's (``"agent"`` unless it names another) unless given.
+    context's (``"agent"`` unless it names another) unless given. A call whose session is cleared (through the
+    context, ``AgentContext.clear``) while its input is read gets its window, and the pipeline keeps nothing of it.
 
     Example:
         >>> from ravi.agents.context import TokenBudgetComposedStrategy
@@ -64,11 +65,14 @@ def ravi_input_filter(
     converted = _Converted()
 
     async def input_filter(data: CallModelData[Any]) -> ModelInputData:
+        # the session's epoch before its input is read: a clear landing meanwhile keeps nothing of this window
+        epoch = epoch_of(context, session_id)
         turns = group(data.model_data.input)
         messages = converted(turns)
-        window = await window_of(context, session_id, messages)
+        window = await window_of(context, session_id, messages, epoch=epoch)
         unchanged = {id(m): turn for m, turn in zip(messages, turns, strict=True)}  # the pipeline kept these as given
-        items: list[Any] = [item for m in window for item in unchanged.get(id(m)) or items_of(m)]
+        # a call's output right after it: a turn of assistant items may hold other runs' answers after a call
+        items = outputs_after_calls([item for m in window for item in unchanged.get(id(m)) or items_of(m)])
         return ModelInputData(input=items, instructions=data.model_data.instructions)
 
     return input_filter
