@@ -33,6 +33,7 @@ BENCHMARKS = {
     "query": "Recall windows whose request is huge, in memory and on Postgres",
     "telemetry": "What tracing costs a window: none, off (the default) and on",
     "plans": "Warm Postgres windows before statistics, mid-burst, skewed and after VACUUM ANALYZE",
+    "recall_postgres": "Warm relevant-recall windows on Postgres beside plain ones, and their statements",
 }
 
 

@@ -852,15 +852,16 @@ async def test_rows_indexed_before_version_11_rank_the_same_as_those_with_their_
         assert len(counts) == len(late) and all(r["term_count"] == r["n"] for r in counts)
 
 
-_OLD_SCORING = """hits AS MATERIALIZED (SELECT x.seq, x.role, x.terms || ''::tsvector AS terms FROM (
+_OLD_SCORING = """hits AS MATERIALIZED (SELECT x.seq, x.role, x.cum_tokens - x.tokens AS at,
+                             x.terms || ''::tsvector AS terms FROM (
              SELECT m.agent_id, m.session_id, m.seq, m.role, m.terms, m.cum_tokens, m.tokens FROM {m} m
              WHERE m.terms @@ (SELECT string_agg(t.query, ' | ')::tsquery FROM unnest($3::text[]) AS t(query))
              OFFSET 0) x
          WHERE x.agent_id = $1 AND x.session_id = $2 AND x.role <> 'system' AND x.cum_tokens - x.tokens < $5),
 average AS MATERIALIZED (SELECT greatest(avg(length(terms)), 1) AS len FROM hits),
-top AS MATERIALIZED (SELECT h.seq, h.role, (SELECT sum(q.idf) FROM q WHERE h.terms @@ q.query) * 2.2
+top AS MATERIALIZED (SELECT h.seq, h.role, h.at, (SELECT sum(q.idf) FROM q WHERE h.terms @@ q.query) * 2.2
                             / (1 + 1.2 * (0.25 + 0.75 * length(h.terms) / a.len)) AS score
-         FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $6 * 2),"""
+         FROM hits h, average a ORDER BY score DESC, h.seq DESC LIMIT $6::integer * 2),"""
 
 
 async def test_a_unit_that_before_cuts_is_not_found(postgres_server: Server, pg_schema: str) -> None:
@@ -911,7 +912,7 @@ def test_the_search_ranks_as_it_did_before_version_11_whatever_the_session(
             super().__init__(*args, **kwargs)
             m = self._messages
             self._search_query = re.sub(
-                r"hits AS MATERIALIZED .*?LIMIT \$6 \* 2\),",
+                r"hits AS MATERIALIZED .*?LIMIT \$6::integer \* 2\),",
                 lambda _: _OLD_SCORING.format(m=m),
                 self._search_query,
                 flags=re.S,
@@ -1577,17 +1578,29 @@ async def test_reads_keep_to_the_session_whatever_the_statistics(
             ),
             "a search for a common term": (
                 history._search_query,
-                ("a", "s", [common], [1.0], 10**9, 5, "", []),
+                ("a", "s", [common], [1.0], 10**9, 5, 0.0, "", []),
                 (),
             ),
             "a search holding rows parsed": (
                 history._search_query,
-                ("a", "s", [common], [1.0], 10**9, 5, generation, list(range(0, end, 3))),
+                ("a", "s", [common], [1.0], 10**9, 5, 0.0, generation, list(range(0, end, 3))),
                 (),
             ),
             "a search for a term of tool results": (
                 history._search_query,
-                ("a", "s", [in_tools], [1.0], 10**9, 20, "", []),
+                ("a", "s", [in_tools], [1.0], 10**9, 20, 0.0, "", []),
+                (),
+            ),
+            # hybrid recall's neighbours (spread 1: a neighbour scores as its match, so the borders of every match
+            # found are walked), their units and rows, in the same statement
+            "a search with the units bordering its matches": (
+                history._search_query,
+                ("a", "s", [common, in_tools], [1.0, 2.0], 10**9, 20, 1.0, "", []),
+                (),
+            ),
+            "a search with bordering units, holding rows parsed": (
+                history._search_query,
+                ("a", "s", [common, in_tools], [1.0, 2.0], 10**9, 20, 1.0, generation, list(range(0, end, 3))),
                 (),
             ),
             "a whole read after a cached one": (history._refresh_query, ("a", "s", generation, end - 10), ()),
@@ -1597,16 +1610,16 @@ async def test_reads_keep_to_the_session_whatever_the_statistics(
             "replace_last": (replace, ("a", "s", newest.id, *_rows(fresh)), ()),
             "clear_run of the newest run": (f"SELECT {history._clear_run}($1, $2, $3)", ("a", "s", "late"), ()),
         }
-        # hybrid recall's statements of its own (the units bordering each match, and their rows), as it sends them
-        # (spread 1: a neighbour scores as its match, so the borders of every match found are walked)
+        # hybrid recall by words sends no statement of its own: the units bordering each match, and their rows,
+        # come with the search's
         search = history.search_hybrid("a", session_id="s", query="src total_amount", before=10**9, limit=5, spread=1.0)
         found, sent = await _sent(history.db, search)
         assert found.lexical
         own = [(text, args) for text, args in sent if text not in (history._df_query, history._search_query)]
-        assert len(own) == 2, [text[:80] for text, _ in own]
-        names = ("hybrid recall: the units bordering the matches", "hybrid recall: the rows of those units")
-        for name, (text, args) in zip(names, own, strict=True):
-            statements[name] = (text, args, ())
+        assert own == [], [text[:80] for text, _ in own]
+        statements["hybrid recall by words, as sent"] = next(
+            (text, args, ()) for text, args in sent if text == history._search_query
+        )
         limit = len(messages) // 2
         prefix = history.db.prefix
         bounded = {f"{prefix}messages_pkey", f"{prefix}messages_systems", f"{prefix}messages_ids"}
@@ -1708,7 +1721,7 @@ async def test_appends_leave_the_terms_index_alone_and_searches_use_it(postgres_
         words = [_quoted(session_digest("a", "s") + "kestrel")]
         statements = {
             "term counts": (history._df_query, ("a", "s", words, _RANKED + 1, _INDEX_CHUNK, "", 0, -1)),
-            "search": (history._search_query, ("a", "s", words, [1.0], 10**9, 5, "", [])),
+            "search": (history._search_query, ("a", "s", words, [1.0], 10**9, 5, 0.5, "", [])),
         }
         async with history.db.connection() as connection, connection.transaction():
             await connection.execute("SET LOCAL enable_seqscan = off")

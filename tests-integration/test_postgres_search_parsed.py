@@ -38,7 +38,7 @@ class SentBodies:
 
         async def counting(query: str, *args: Any) -> Any:
             rows = await fetch(query, *args)
-            if "sp.opener, sp.after_system" in query:  # a statement returning the rows of units
+            if "ELSE r.body END AS body" in query:  # a statement returning the rows of units
                 self.count += sum(1 for r in rows if r["body"] is not None)
             return rows
 

@@ -97,7 +97,8 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
       longer the session's in the statement that writes it.
     * ``clear_run`` and ``count_messages`` use indexes, not scans.
     * ``search_units`` ranks a session's messages by BM25 over a terms index, and ``search_hybrid`` adds the
-      neighbours of each match and the messages closest in meaning, by pgvector (:mod:`.hybrid`). The messages
+      neighbours of each match (in the same statement) and the messages closest in meaning, by pgvector
+      (:mod:`.hybrid`). The messages
       the searches of a session returned are kept parsed (the most recent few thousand), and not sent again
       while the session keeps its generation.
 
@@ -460,6 +461,15 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         search are indexed first (by this search, once for every process)."""
         check_scope(agent_id=agent_id, session_id=session_id)
         before, limit = check_search(query, before, limit)
+        return await self._search_words(agent_id, session_id, query, before, limit, 0.0)
+
+    async def _search_words(
+        self, agent_id: str, session_id: str, query: str, before: int, limit: int, spread: float
+    ) -> list[UnitMatch]:
+        """The ranking by words of ``search_units`` (checked arguments), with the units bordering each match scored
+        ``spread`` times it when ``spread`` is above 0 (``search_hybrid``): the terms' counts (and the indexing of
+        rows appended since the last search), then one statement that ranks, finds the borders and returns the
+        units' rows."""
         words = sorted(query_terms(query))
         if not words or not limit:
             return []
@@ -501,7 +511,7 @@ class PostgresHistoryProvider(HybridSearch, PostgresStore):
         chosen = [query for _, query in picked]
         rows, messages = await self._unit_rows(
             agent_id, session_id, self._search_query, agent_id, session_id, chosen, idfs, before,
-            min(limit, _SEARCHED),
+            min(limit, _SEARCHED), float(spread),
         )  # fmt: skip
         return _units_of_rows(rows, messages, before)[:limit]
 

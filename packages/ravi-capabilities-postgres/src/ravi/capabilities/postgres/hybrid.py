@@ -1,9 +1,9 @@
 """Relevant recall's hybrid search on PostgreSQL: the terms index with each match's neighbours, and the meaning of
 the request with pgvector, both in the database (``HybridSearcher``).
 
-By words, the provider's own search (``search_units``: BM25 over the terms index) finds the best units; one more
-statement finds the unit right before and right after each (walking the primary key) and scores them ``spread``
-times the unit they border.
+By words, the provider's own search (``search_units``: BM25 over the terms index) finds the best units, and the
+same statement finds the unit right before and right after each (walking the primary key), scores them ``spread``
+times the unit they border, and returns the best of both (decision 119).
 
 By meaning, every message of a session is embedded once per model, by the first search that needs it (in any
 worker), and kept beside the messages in ``<prefix>embeddings`` (a pgvector column, created with the extension
@@ -80,7 +80,7 @@ _INSTALL_PGVECTOR = (
 
 class HybridSearch:
     """``search_hybrid`` for :class:`~ravi.capabilities.postgres.PostgresHistoryProvider` (a mixin: it uses the
-    provider's connection, tables and ``search_units``)."""
+    provider's connection, tables and its ranking by words)."""
 
     db: Any
     _messages: str
@@ -88,8 +88,8 @@ class HybridSearch:
     _parsed: Lru[Parsed]
     _meaning_ready = False  # pgvector and the embeddings tables were found or made
 
-    async def search_units(
-        self, agent_id: str, *, session_id: str, query: str, before: int, limit: int
+    async def _search_words(
+        self, agent_id: str, session_id: str, query: str, before: int, limit: int, spread: float
     ) -> list[UnitMatch]:
         raise NotImplementedError  # the provider's
 
@@ -119,9 +119,7 @@ class HybridSearch:
         check_hybrid(spread, embedder, model)
         if not limit or not query:
             return HybridMatches([], [])
-        lexical = await self.search_units(agent_id, session_id=session_id, query=query, before=before, limit=limit)
-        if spread > 0 and lexical:
-            lexical = await self._with_neighbours(agent_id, session_id, lexical, before, limit, spread)
+        lexical = await self._search_words(agent_id, session_id, query, before, limit, spread)
         meaning: list[UnitMatch] = []
         if embedder is not None:
             await self._set_up_meaning()
@@ -162,66 +160,6 @@ class HybridSearch:
                 entry = merged if len(merged) <= KEPT_MESSAGES else dict(islice(merged.items(), KEPT_MESSAGES))
             self._parsed.keep(key, Parsed(generation, entry))
         return rows, messages
-
-    async def _with_neighbours(
-        self, agent_id: str, session_id: str, found: list[UnitMatch], before: int, limit: int, weight: float
-    ) -> list[UnitMatch]:
-        """``found`` with the units that border each (nearest non-system message before its first, after its
-        last) scored ``weight`` times it, unless they score more already; best first, at most ``limit``.
-
-        Only the units that can make the ``limit`` best are looked for: when ``found`` holds ``limit`` units
-        already, a unit bordering one scores ``weight`` times it and must reach the lowest score among them (a
-        tie may still enter, by its offset), so the borders of the lower matches are neither walked nor
-        fetched."""
-        floor = min(u.score for u in found) if len(found) >= limit else float("-inf")
-        sources = [u for u in found if u.score * weight >= floor]
-        if not sources:
-            return found
-        firsts = [u.messages[0].id for u in sources]
-        lasts = [u.messages[-1].id for u in sources]
-        scores = [u.score * weight for u in sources]
-        m = self._messages
-        # Each id is looked up through the ids' index, keyed by ARRAY[agent_id, session_id, message_id], one
-        # lookup each; the nearest rows are found by walks bounded on both sides (newest, oldest), so the
-        # statement keeps to the session's rows whatever the table's statistics say (decision 59).
-        other = "x.role <> 'system'"
-        before_first = newest(m, "u.first", other, 16, probe=True)
-        after_last = oldest(m, "u.last", "(SELECT next_seq FROM s)", other, 16, probe=True)
-        rows = await self.db.fetch(
-            f"""
-WITH s AS (SELECT next_seq FROM {self._sessions} WHERE agent_id = $1 AND session_id = $2),
-u AS (SELECT f.seq AS first, l.seq AS last, x.score FROM unnest($3::text[], $4::text[], $5::float8[])
-          AS x(first_id, last_id, score)
-      CROSS JOIN LATERAL (SELECT f.seq FROM {m} f
-          WHERE ARRAY[f.agent_id, f.session_id, f.message_id] = ARRAY[$1, $2, x.first_id] LIMIT 1) f
-      CROSS JOIN LATERAL (SELECT l.seq FROM {m} l
-          WHERE ARRAY[l.agent_id, l.session_id, l.message_id] = ARRAY[$1, $2, x.last_id] LIMIT 1) l),
-near AS MATERIALIZED (SELECT {before_first} AS seq, u.score FROM u
-         UNION ALL
-         SELECT {after_last}, u.score FROM u)
-SELECT n.seq, n.score, (SELECT y.message_id FROM {m} y WHERE y.agent_id = $1 AND y.session_id = $2 AND y.seq = n.seq)
-       AS message_id
-FROM (SELECT seq, max(score) AS score FROM near WHERE seq IS NOT NULL GROUP BY seq) n""",
-            agent_id,
-            session_id,
-            firsts,
-            lasts,
-            scores,
-        )
-        # A border that lies in a unit found already, scoring at least as much, changes nothing (a unit scores the
-        # best of its hits, and each unit keeps its best score): its unit is not fetched again.
-        kept = {m.id: u.score for u in found for m in u.messages}
-        hits = [
-            (r["seq"], r["score"]) for r in rows if r["message_id"] not in kept or kept[r["message_id"]] < r["score"]
-        ]
-        if not hits:
-            return found
-        bordering = await self._units_of(agent_id, session_id, hits, before)
-        best = {u.offset: u for u in found}
-        for unit in bordering:
-            if unit.offset not in best or unit.score > best[unit.offset].score:
-                best[unit.offset] = unit
-        return sorted(best.values(), key=lambda u: (-u.score, -u.offset))[:limit]
 
     async def _units_of(
         self, agent_id: str, session_id: str, hits: Sequence[tuple[int, float]], before: int
