@@ -33,9 +33,10 @@ from ravi.kernel.storage import HistorySearcher
 from ravi.kernel.tokens import CachedTokenCounter, stored_tokens
 from ravi.kernel.values import check_count, check_share
 
-Rank = Callable[[Request, int, int], Awaitable[list[UnitMatch] | None]]
-"""Ranks the older units for a request, given where the newest turns start and how many units each ranking
-gives at most (``None``: older messages needed)."""
+Rank = Callable[[Request, int, int, int], Awaitable[list[UnitMatch] | None]]
+"""Ranks the older units for a request, given where the newest turns start (``cut``), where the part ranked ends
+(``end``: the cut, or the request at work among the newest turns, whose units before it are then left out), and
+how many units the ranking gives at most (``None``: older messages needed)."""
 
 _RECALLED: Slot[list[UnitMatch]] = Slot("relevant_recall.recalled", list)
 """The units recalled in the session's last window."""
@@ -203,60 +204,57 @@ class _Rankings:
     def __init__(self) -> None:
         self._kept: dict[tuple[object, ...], _Ranked] = {}
 
-    def had(self, key: tuple[object, ...]) -> bool:
-        """Whether a ranking for ``key`` was kept (whether or not it still holds)."""
-        return key in self._kept
+    def had(self, request: tuple[object, ...]) -> bool:
+        """Whether a ranking for ``request`` (its text, period and order) was kept, of any part."""
+        return any(key[:3] == request for key in self._kept)
 
     def get(
-        self, key: tuple[object, ...], limit: int, generation: str, before: int, end: int
-    ) -> list[UnitMatch] | None:
-        """The fused ranking of ``limit`` units kept for ``key`` in ``generation``, when one at least as deep is
-        kept and the session, now ending at stored offset ``end``, has grown by less than ``1 / GROWTH`` of
-        ``before`` since it was made."""
+        self, key: tuple[object, ...], depth: int, generation: str, before: int, end: int
+    ) -> _Ranked | None:
+        """The rankings kept for ``key`` in ``generation``, when at least ``depth`` deep and the session, now ending
+        at stored offset ``end``, has grown by less than ``1 / GROWTH`` of ``before`` since they were made."""
         ranked = self._kept.get(key)
-        if ranked is None or ranked.depth < limit:
+        if ranked is None or ranked.depth < depth:
             return None
         if ranked.generation != generation or (end - ranked.made_at) * self.GROWTH >= before or end < ranked.made_at:
             return None
-        if ranked.fused is None or ranked.fused[0] != limit:
-            found = [r[:limit] if i == 0 else r[: meaning_limit(limit)] for i, r in enumerate(ranked.rankings)]
-            ranked.fused = (limit, fuse(found, ranked.request))
-        return ranked.fused[1]
+        return ranked
 
-    def put(
-        self,
-        key: tuple[object, ...],
-        depth: int,
-        generation: str,
-        end: int,
-        rankings: list[list[UnitMatch]],
-        request: Request,
-    ) -> None:
-        """Keep ``rankings`` of ``depth`` units, made in ``generation`` when the session ended at stored offset
-        ``end``, for ``request``."""
+    def put(self, key: tuple[object, ...], ranked: _Ranked) -> None:
+        """Keep ``ranked`` for ``key``."""
         self._kept.pop(key, None)
         if len(self._kept) >= self.LIMIT:
             del self._kept[next(iter(self._kept))]
-        self._kept[key] = _Ranked(generation, end, depth, rankings, request)
+        self._kept[key] = ranked
 
 
 class _Ranked:
-    """A kept ranking: the generation and stored end it was made at, its depth (the units asked of each ranking
-    before fusion), the rankings, the request, and its last fused form (and for how many units)."""
+    """Rankings as a store gave them: the generation and stored end they were made at, their depth (the units asked
+    of them), and their last fused form (and for which window)."""
 
-    __slots__ = ("depth", "fused", "generation", "made_at", "rankings", "request")
+    __slots__ = ("depth", "fused", "generation", "made_at", "rankings")
 
-    def __init__(
-        self, generation: str, made_at: int, depth: int, rankings: list[list[UnitMatch]], request: Request
-    ) -> None:
-        self.generation, self.made_at, self.depth, self.rankings, self.request = (
-            generation,
-            made_at,
-            depth,
-            rankings,
-            request,
-        )
-        self.fused: tuple[int, list[UnitMatch]] | None = None
+    def __init__(self, generation: str, made_at: int, depth: int, rankings: list[list[UnitMatch]]) -> None:
+        self.generation, self.made_at, self.depth, self.rankings = generation, made_at, depth, rankings
+        self.fused: tuple[tuple[int, int | None], list[UnitMatch]] | None = None
+
+    def fuse(self, request: Request, limit: int, newest: int | None) -> list[UnitMatch]:
+        """:func:`_fused` of the rankings, kept for the next window that asks the same."""
+        asked = (limit, newest)
+        if self.fused is None or self.fused[0] != asked:
+            self.fused = (asked, _fused(self.rankings, request, limit, newest))
+        return self.fused[1]
+
+
+def _fused(
+    rankings: Sequence[Sequence[UnitMatch]], request: Request, limit: int, newest: int | None
+) -> list[UnitMatch]:
+    """``rankings`` (words first, then meaning) fused as a ranking of ``limit`` units would be: the units from stored
+    offset ``newest`` on (among the newest turns, when the part ranked reaches past them) left out of each, then the
+    best ``limit`` of the words' and :func:`~ravi.agents.context.recall_ranking.meaning_limit` of each other's."""
+    if newest is not None:
+        rankings = [[u for u in r if u.offset < newest] for r in rankings]
+    return fuse([r[:limit] if i == 0 else r[: meaning_limit(limit)] for i, r in enumerate(rankings)], request)
 
 
 _RANKINGS: Slot[_Rankings] = Slot("relevant_recall.rankings", _Rankings)
@@ -513,43 +511,47 @@ class RelevantRecallStrategy(Strategy):
         """The fused rankings ``rank`` gives (given the stored offset the part ranked ends at), kept in the
         session's state while they hold (:class:`_Rankings`)."""
 
-        async def kept(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
-            before = _searched_before(history, cut, session)
+        async def kept(request: Request, cut: int, end: int, limit: int) -> list[UnitMatch] | None:
+            before = _searched_before(history, end, session)
+            newest = _searched_before(history, cut, session) if end > cut else None
+            depth = _depth(history, cut, end, limit)
             generation = session.generation
-            stored = _stored_end(history, session) if generation and _closed(history, cut) else None
+            stored = _stored_end(history, session) if generation and _closed(history, end) else None
             if stored is None or generation is None:
-                found = await rank(request, before, limit)
-                return None if found is None else fuse(found, request)
+                found = await rank(request, before, depth)
+                return None if found is None else _fused(found, request, limit, newest)
             rankings = session.state.get(self, _RANKINGS)
-            key = (request.text, request.period, request.order, before)
-            fused = rankings.get(key, limit, generation, before, stored)
-            if fused is None:
-                # the request ranked again (its newest turns now typical of another size): a little deeper, so
-                # the next windows, which ask for about as many, find it kept
-                depth = limit if not rankings.had(key) else -(-limit // DEPTH_STEP) * DEPTH_STEP
+            asked = (request.text, request.period, request.order)
+            key = (*asked, before)
+            ranked = rankings.get(key, depth, generation, before, stored)
+            if ranked is None:
+                if rankings.had(asked):
+                    # the request ranked again (its newest turns moved, or are now of another typical size): a
+                    # little deeper, so the next windows, which ask for about as many, find it kept
+                    depth = -(-depth // DEPTH_STEP) * DEPTH_STEP
                 found = await rank(request, before, depth)
                 if found is None:
                     return None
-                rankings.put(key, depth, generation, stored, found, request)
-                fused = rankings.get(key, limit, generation, before, stored)
-                assert fused is not None
-            return fused
+                ranked = _Ranked(generation, stored, depth, found)
+                rankings.put(key, ranked)
+            return ranked.fuse(request, limit, newest)
 
         return kept
 
     def _local_rank(self, history: Sequence[ChatMessage], session: SessionContext) -> Rank:
-        async def rank(request: Request, cut: int, limit: int) -> list[UnitMatch] | None:
+        async def rank(request: Request, cut: int, end: int, limit: int) -> list[UnitMatch] | None:
             rankings = await self._local.rankings(
                 history,
                 request.text,
-                cut,
+                end,
                 session=session,
                 index=self.index,
-                limit=limit,
+                limit=_depth(history, cut, end, limit),
                 weight=self.spread,
                 meaning=self.meaning,
             )
-            return fuse(rankings, request)
+            newest = self._local.local(history, session).before[cut] if end > cut else None
+            return _fused(rankings, request, limit, newest)
 
         return rank
 
@@ -624,7 +626,13 @@ class RelevantRecallStrategy(Strategy):
     ) -> list[UnitMatch] | None:
         """The ranked older units (before ``cut``), with the engine told whether the part read sufficed
         (``tell=False``: not yet, the window may still be made otherwise; ``needed``: the oldest message of the
-        part read the window needs); ``None`` when older messages are needed."""
+        part read the window needs); ``None`` when older messages are needed.
+
+        For a request at work (tool calls and results after it), the part ranked ends at the request, not at the
+        cut, and the units between the two (among the newest turns) are left out of a ranking deep enough that
+        they take no older unit's place: the cut moves as the agent works, the request does not, so one ranking
+        serves its windows (:class:`_Rankings`). The one difference from a ranking that ends at the cut: the
+        older unit right before the cut may score as the neighbour of a match among the newest turns."""
         partial = session.partial
         if partial and (not request.text or all(m.role == "system" for m in history[:cut])):
             if tell:
@@ -635,7 +643,7 @@ class RelevantRecallStrategy(Strategy):
             # a period's units share few words with the request: rank enough of them for the period to pick from
             limit = max(limit, PERIOD_LIMIT)
         if request.text and any(m.role != "system" for m in history[:cut]):
-            found = await rank(request, cut, limit)
+            found = await rank(request, cut, _ranked_end(history, cut, request), limit)
             if found is None:
                 if partial and tell:
                     session.need_older()  # the index ends before the part read
@@ -812,6 +820,24 @@ def _searched_before(history: Sequence[ChatMessage], cut: int, session: SessionC
             return placed + stored_tokens(message)
     before = session.source_before  # nothing placed: the read held no stored message after its head
     return offset if before is None else before
+
+
+def _ranked_end(history: Sequence[ChatMessage], cut: int, request: Request) -> int:
+    """Where the part a ranking covers ends: at the request (the latest user turn) when it is at work and lies from
+    ``cut`` on, else at ``cut``."""
+    if request.working:
+        for k in range(len(history) - 1, cut - 1, -1):
+            if history[k].role == "user":
+                return k
+    return cut
+
+
+def _depth(history: Sequence[ChatMessage], cut: int, end: int, limit: int) -> int:
+    """How many units a ranking of the part before ``end`` gives, so that ``limit`` of them lie before ``cut`` in
+    each ranking (words, and meaning's :func:`~ravi.agents.context.recall_ranking.meaning_limit` of it): room for
+    every unit between the two, at most one per message that is not a system message."""
+    between = sum(1 for k in range(cut, end) if history[k].role != "system")
+    return limit + 2 * between
 
 
 def _closed(history: Sequence[ChatMessage], cut: int) -> bool:
