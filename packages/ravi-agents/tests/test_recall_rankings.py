@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from ravi.agents.context import (
     CompactionPipeline,
     InMemoryHistoryProvider,
@@ -142,3 +145,54 @@ def test_a_session_cleared_and_refilled_alike_is_ranked_again() -> None:
         assert window == (await _pipeline().window(request)).messages
 
     asyncio.run(main())
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topics=st.lists(st.sampled_from(TOPICS), min_size=1, max_size=120),
+    steps=st.integers(1, 8),
+    budget=st.integers(100, 1_200),
+    meaning=st.booleans(),
+    store=st.booleans(),
+)
+def test_a_request_at_work_recalls_what_a_ranking_up_to_the_cut_gives(
+    topics: list[str], steps: int, budget: int, meaning: bool, store: bool
+) -> None:
+    """Without neighbours (``spread=0``), ranking a request at work up to the request and leaving out the newest
+    turns before it recalls exactly what ranking up to the newest turns did, by words and by words and meaning,
+    from the store and in the process, as the agent works."""
+    from ravi.agents.context.compaction import relevant_recall
+    from ravi.agents.storage.embeddings import HashingEmbeddingClient
+
+    messages = [ChatMessage.system("be brief")]
+    for i, topic in enumerate(topics):
+        messages += [ChatMessage.user(f"note {i}: the {topic} " + "x " * (i % 7)), ChatMessage.assistant(f"ok {topic}")]
+    # "note" is in every older user turn: more units match than a ranking holds
+    messages.append(ChatMessage.user(f"which note was about the {topics[0]} and the {topics[-1]}?"))
+    loop = [m for i in range(steps) for m in _step(i, size=1 + i % 5)]
+
+    def pipeline() -> CompactionPipeline:
+        client = HashingEmbeddingClient(dimension=32) if meaning else None
+        return CompactionPipeline([RelevantRecallStrategy(budget, meaning=client, spread=0.0)])
+
+    async def windows() -> list[list[ChatMessage]]:
+        history = InMemoryHistoryProvider()
+        await history.append_many("a", messages, session_id="s")
+        made, out = pipeline(), []
+        for k in range(0, len(loop), 2):
+            await history.append_many("a", loop[k : k + 2], session_id="s")
+            if store:
+                out.append((await made.window(WindowRequest("a", "s", history=history))).messages)
+            else:
+                whole = await history.get_messages("a", session_id="s")
+                out.append((await made.window(WindowRequest("a", "s", messages=whole))).messages)
+        return out
+
+    got = asyncio.run(windows())
+    at_cut = relevant_recall._ranked_end
+    try:
+        relevant_recall._ranked_end = lambda history, cut, request: cut  # type: ignore[assignment]
+        want = asyncio.run(windows())
+    finally:
+        relevant_recall._ranked_end = at_cut
+    assert got == want
