@@ -208,9 +208,7 @@ class _Rankings:
         """Whether a ranking for ``request`` (its text, period and order) was kept, of any part."""
         return any(key[:3] == request for key in self._kept)
 
-    def get(
-        self, key: tuple[object, ...], depth: int, generation: str, before: int, end: int
-    ) -> _Ranked | None:
+    def get(self, key: tuple[object, ...], depth: int, generation: str, before: int, end: int) -> _Ranked | None:
         """The rankings kept for ``key`` in ``generation``, when at least ``depth`` deep and the session, now ending
         at stored offset ``end``, has grown by less than ``1 / GROWTH`` of ``before`` since they were made."""
         ranked = self._kept.get(key)
