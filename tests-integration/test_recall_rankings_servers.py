@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from servers import Server
 
 from ravi.agents.context import (
@@ -74,6 +75,46 @@ async def test_a_session_another_process_clears_and_refills_alike_is_ranked_agai
         assert len(mine.searches) == searched + 1
         assert not old & {m.id for m in window}
         assert not any(m.text.startswith("old ") for m in window)
+        fresh = Searching(postgres_server.address, schema=pg_schema)
+        try:
+            assert window == (await _pipeline().window(WindowRequest("a", "s", history=fresh))).messages
+        finally:
+            await fresh.aclose()
+    finally:
+        await mine.aclose()
+        await other.aclose()
+
+
+@pytest.mark.parametrize("change", ["replace_last", "clear_run", "forget"])
+async def test_a_session_another_process_edits_between_windows_of_one_request_is_ranked_again(
+    postgres_server: Server, pg_schema: str, change: str
+) -> None:
+    """Another process replaces the newest message, removes a run, or forgets the session and stores it again,
+    between two windows of one request: the next window holds nothing removed and is a fresh pipeline's window."""
+    mine = Searching(postgres_server.address, schema=pg_schema)
+    other = PostgresHistoryProvider(postgres_server.address, schema=pg_schema)  # another process's
+    try:
+        await other.append_many("a", _session("old"), session_id="s", run_id="old")
+        pipeline = _pipeline()
+        request = WindowRequest("a", "s", history=mine)
+        for i in range(4):
+            await other.append_many("a", _step(i), session_id="s", run_id="loop")
+            await pipeline.window(request)
+        stored = await other.get_messages("a", session_id="s")
+        if change == "replace_last":
+            gone = {stored[-1].id}
+            assert await other.replace_last("a", session_id="s", message_id=stored[-1].id, run_id="loop")
+        elif change == "clear_run":
+            gone = {m.id for m in stored[:-8]}  # all but the four calls and results of the run "loop"
+            await other.clear_run("a", session_id="s", run_id="old")
+            await other.append_many("a", _session("new")[1:], session_id="s", run_id="new")
+        else:
+            gone = {m.id for m in stored}
+            await other.forget("a", session_id="s")
+            await other.append_many("a", _session("new"), session_id="s", run_id="new")
+        await other.append_many("a", _step(9), session_id="s", run_id="loop")
+        window = (await pipeline.window(request)).messages
+        assert not gone & {m.id for m in window}
         fresh = Searching(postgres_server.address, schema=pg_schema)
         try:
             assert window == (await _pipeline().window(WindowRequest("a", "s", history=fresh))).messages

@@ -150,16 +150,16 @@ def traced_window(method: F) -> F:
 
 
 def traced_pass(method: F) -> F:
-    """Note what one pass of the strategies (``_run(self, messages, session, explain)``) assembled the window
-    from, for the traced window around it (a windowed read may take more than one pass; the last one is the
+    """Note what one pass of the strategies (``_run(self, messages, session, explain, unsaved)``) assembled the
+    window from, for the traced window around it (a windowed read may take more than one pass; the last one is the
     window's). Outside a traced window, the pass's own coroutine is returned as it is."""
 
     @functools.wraps(method)
-    def run(self: Any, history: Sequence[ChatMessage], session: SessionContext, explain: bool) -> Any:
+    def run(self: Any, history: Sequence[ChatMessage], session: SessionContext, explain: bool, unsaved: int = 0) -> Any:
         passes = _passes.get()
         if passes is None:
-            return method(self, history, session, explain)
-        return _noted_pass(passes, method, self, history, session, explain)
+            return method(self, history, session, explain, unsaved)
+        return _noted_pass(passes, method, self, history, session, explain, unsaved)
 
     return run  # type: ignore[return-value]
 
@@ -177,8 +177,9 @@ async def _noted_pass(
     history: Sequence[ChatMessage],
     session: SessionContext,
     explain: bool,
+    unsaved: int,
 ) -> Any:
-    window = await method(pipeline, history, session, explain)
+    window = await method(pipeline, history, session, explain, unsaved)
     passes[:] = [(list(history), session)]
     return window
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import cast
 
 from ravi.agents import telemetry
@@ -142,7 +143,9 @@ class _Pairing:
     tool, an agent stopped mid-tool). Found by looking at each message once, as it is first read: a read that
     reaches newer messages, or older ones (a later window that reads further back). Until one is seen, every
     window keeps tool pairs by keeping whole units, and is not checked, but for the newest call while its tool
-    runs."""
+    runs. Only stored messages are looked at once: unsaved turns (retention ``NONE``) follow the stored ones in
+    every read, so a message stored since, or a turn another run adds, lands before them, and they are looked at
+    in every window."""
 
     __slots__ = ("irregular", "newest", "oldest", "span")
 
@@ -152,10 +155,11 @@ class _Pairing:
         self.oldest: str | None = None  # the id of the oldest one (a read's first message other than system)
         self.span = 0  # how many messages from the oldest looked at to the newest, both counted
 
-    def check(self, history: Sequence[ChatMessage]) -> bool:
+    def check(self, history: Sequence[ChatMessage], unsaved: int = 0) -> bool:
         """Whether a window of ``history`` must be checked for tool pairs: the session has a call or result a
         provider refuses, ``history`` starts with a result whose call lies before it, or its newest call is not
-        answered yet (its tool still runs, or never returned: judged again at the next window)."""
+        answered yet (its tool still runs, or never returned: judged again at the next window). The last
+        ``unsaved`` messages of ``history`` are not stored."""
         n = len(history)
         start = 0
         while start < n and history[start].role == "system":
@@ -163,26 +167,31 @@ class _Pairing:
         first = start < n and history[start].role == "tool"
         if self.irregular or start == n:
             return self.irregular or first
-        k = n  # the messages after the newest one looked at start at k (all, when it is not in history)
+        stored = n - unsaved  # the stored messages end there; the unsaved ones after them are looked at each time
+        k = stored  # the messages after the newest one looked at start at k (all, when it is not in history)
         while k and history[k - 1].id != self.newest:
             k -= 1
         o = k - self.span  # where the oldest one looked at is, messages being only appended in a generation
-        if k and o < start:  # a read that starts after it: all before k was looked at
-            fresh: Sequence[int] = range(max(k, start + 1), n)
-            self.span += n - k
+        fresh: Sequence[int]
+        if stored <= start:  # no stored message but system ones: nothing to remember
+            fresh = []
+        elif k and o < start:  # a read that starts after it: all before k was looked at
+            fresh = range(max(k, start + 1), stored)
+            self.span += stored - k
         else:
             if k and history[o].id == self.oldest:  # looked at already, but for the oldest one itself, which was
-                fresh = [*range(start + 1, o + 1), *range(max(k, start + 1), n)]  # judged without what came before
+                fresh = [*range(start + 1, o + 1), *range(max(k, start + 1), stored)]  # judged without what came before
                 c = o + 1  # and the end of its group, when it was a result: its group was judged without its call
                 while c < k and history[c].role in ("tool", "system"):
                     c += 1
                 if history[o].role == "tool" and c < k:
                     fresh.append(c)
             else:  # none of history looked at, or history not as it was: all of it is
-                fresh = range(start + 1, n)
-            self.oldest, self.span = history[start].id, n - start
-        self.newest = history[-1].id
-        for i in fresh:
+                fresh = range(start + 1, stored)
+            self.oldest, self.span = history[start].id, stored - start
+        if stored > start:
+            self.newest = history[stored - 1].id
+        for i in chain(fresh, range(max(stored, start + 1), n)):
             role = history[i].role
             if role == "tool":
                 if not _follows_its_call(history, i):
@@ -455,7 +464,7 @@ class CompactionPipeline:
                 # the generation the caller read before the messages (a store without generations has none)
                 self._adopt(session, request.generation)
             session.read_from(messages)
-            return await self._run(messages, session, request.explain)
+            return await self._run(messages, session, request.explain, len(request.unsaved))
         history = request.history
         assert history is not None
         if request.explain or not self.reads_windows(history):
@@ -466,7 +475,7 @@ class CompactionPipeline:
             messages.extend(request.unsaved)
             self._adopt(session, generation)
             session.read_from(messages)
-            return await self._run(messages, session, request.explain)
+            return await self._run(messages, session, request.explain, len(request.unsaved))
         return await self._windowed(cast(WindowReader, history), session, request)
 
     async def compact(
@@ -502,7 +511,10 @@ class CompactionPipeline:
         session.generation = generation
 
     @telemetry.traced_pass
-    async def _run(self, history: Sequence[ChatMessage], session: SessionContext, explain: bool) -> Window:
+    async def _run(
+        self, history: Sequence[ChatMessage], session: SessionContext, explain: bool, unsaved: int = 0
+    ) -> Window:
+        """The window of ``history``, whose last ``unsaved`` messages are not stored."""
         events = self.events
         counter = session.counter or self.counter
         window = list(history)
@@ -520,7 +532,7 @@ class CompactionPipeline:
                 )
             window = out
         strategies_kept = window
-        if session.state.get(self, _PAIRING).check(history):
+        if session.state.get(self, _PAIRING).check(history, unsaved):
             # strategies keep whole units; a result stored apart from its call is a unit of its own: it is sent
             # right after its call, and left out when its call is not sent (a provider takes it nowhere else), as
             # is a second result for one call; a call without its results is taken out of its message
@@ -556,7 +568,7 @@ class CompactionPipeline:
             stored = len(view.messages)  # read with the generation: offsets found are kept for the next reads
             if view.complete:
                 session.read_from(messages, stored=stored)
-                window = await self._run(messages, session, explain=False)
+                window = await self._run(messages, session, False, len(request.unsaved))
                 # a read that had to reach the session's start (to write a first summary, say) need not be
                 # repeated: the next one is sized by what this window kept
                 sized[:] = [tokens if first_try else _needed(view.tail, window.messages)]
@@ -567,7 +579,7 @@ class CompactionPipeline:
             session.kept_from = []
             try:
                 with held_events() as deliver:
-                    window = await self._run(messages, session, explain=False)
+                    window = await self._run(messages, session, False, len(request.unsaved))
                     # cut inside the part read: older messages could not have changed the window
                     if session.bounded and not session.older_needed:
                         deliver()
