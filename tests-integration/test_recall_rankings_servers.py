@@ -54,6 +54,15 @@ def _pipeline() -> CompactionPipeline:
     return CompactionPipeline([ToolResultCompactionStrategy(), RelevantRecallStrategy(1_500, meaning=None)])
 
 
+async def _fresh_window(server: Server, schema: str) -> list[ChatMessage]:
+    """The window a pipeline with nothing kept makes of the session, through a provider of its own."""
+    fresh = PostgresHistoryProvider(server.address, schema=schema)
+    try:
+        return (await _pipeline().window(WindowRequest("a", "s", history=fresh))).messages
+    finally:
+        await fresh.aclose()
+
+
 async def test_a_session_another_process_clears_and_refills_alike_is_ranked_again(
     postgres_server: Server, pg_schema: str
 ) -> None:
@@ -75,11 +84,7 @@ async def test_a_session_another_process_clears_and_refills_alike_is_ranked_agai
         assert len(mine.searches) == searched + 1
         assert not old & {m.id for m in window}
         assert not any(m.text.startswith("old ") for m in window)
-        fresh = Searching(postgres_server.address, schema=pg_schema)
-        try:
-            assert window == (await _pipeline().window(WindowRequest("a", "s", history=fresh))).messages
-        finally:
-            await fresh.aclose()
+        assert window == await _fresh_window(postgres_server, pg_schema)
     finally:
         await mine.aclose()
         await other.aclose()
@@ -115,11 +120,7 @@ async def test_a_session_another_process_edits_between_windows_of_one_request_is
         await other.append_many("a", _step(9), session_id="s", run_id="loop")
         window = (await pipeline.window(request)).messages
         assert not gone & {m.id for m in window}
-        fresh = Searching(postgres_server.address, schema=pg_schema)
-        try:
-            assert window == (await _pipeline().window(WindowRequest("a", "s", history=fresh))).messages
-        finally:
-            await fresh.aclose()
+        assert window == await _fresh_window(postgres_server, pg_schema)
     finally:
         await mine.aclose()
         await other.aclose()
