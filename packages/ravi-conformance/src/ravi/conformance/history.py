@@ -1733,6 +1733,27 @@ class HistorySearcherContract(ContractBase):
         assert await searcher.search_units(a, session_id=s, query="", before=before, limit=5) == []
         assert await searcher.search_units(a, session_id=s, query="look", before=before, limit=0) == []
 
+    async def test_a_shallower_search_gives_the_first_units_of_a_deeper_one(
+        self, backend: HistoryProvider, searcher: HistorySearcher
+    ) -> None:
+        """The best ``limit`` units are the first ``limit`` of the whole ranking, whatever ``limit`` is asked: relevant
+        recall keeps a deeper ranking for a request and takes its first units for a window that asks for fewer.
+
+        Fix: order the whole ranking by score, the newer unit first among equals (a total order), and cut it at
+        ``limit`` last; never cut the matches before grouping them into units, nor order ties by how they were read.
+        """
+        a, s = unique("agent"), unique("session")
+        session = _transcript()
+        await backend.append_many(a, session, session_id=s)
+        before = _offsets(session)[-1]
+        for query in ("q1 q4 a7 look done", "x y r look", "look"):
+            deep = await searcher.search_units(a, session_id=s, query=query, before=before, limit=64)
+            for limit in (1, 2, 3, 5, 8, 13):
+                shallow = await searcher.search_units(a, session_id=s, query=query, before=before, limit=limit)
+                assert [(list(m.messages), m.offset) for m in shallow] == [
+                    (list(m.messages), m.offset) for m in deep[:limit]
+                ], f"limit={limit}, query={query!r}"
+
     async def test_system_messages_are_never_matches(self, backend: HistoryProvider, searcher: HistorySearcher) -> None:
         """A window keeps every system message anyway: a word only they hold finds nothing.
 
