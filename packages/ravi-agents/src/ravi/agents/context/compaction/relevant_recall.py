@@ -133,6 +133,8 @@ class _Units:
         messages = match.messages
         key = (match.offset, len(messages), messages[-1].id if messages else "")
         facts = self._facts.get(key)
+        if facts is not None and facts.messages is messages:  # the store gave the very tuple again (in memory)
+            return facts
         if (
             facts is not None
             and len(facts.messages) == len(messages)
