@@ -18,7 +18,7 @@ from amplifier_core.models import ProviderInfo
 from amplifier_core.testing import MockCoordinator, MockTool
 from amplifier_core.validation import ContextValidator
 from amplifier_core.validation.behavioral import ContextBehaviorTests
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ravi.agents.context.history import InMemoryHistoryProvider
@@ -544,6 +544,8 @@ def _as_sent(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @settings(max_examples=300, deadline=None)
 @given(chat_dicts(), st.integers(0, 3))
+# a dict whose own metadata holds the key under which a stored dict records how to give it back
+@example([{"role": "system", "content": "", "metadata": {"chat_dict": None}}], 0)
 def test_a_request_that_does_not_compact_sends_no_tool_result_without_its_call(
     stored: list[dict[str, Any]], resumed: int
 ) -> None:

@@ -133,7 +133,7 @@ def from_chat_dict(data: Mapping[str, Any]) -> ChatMessage:
 
     The message's metadata records, under :data:`KEY`, either which of Ravi's own fields the dict carried
     (``{"fields": [...]}``, usually none), when the message rebuilds it exactly, or else the dict itself
-    (``{"dict": data}``).
+    (``{"dict": data}``; always so for a dict whose own metadata holds that key).
 
     Raises:
         InvalidMessage: ``data`` is not a mapping, has no or an unknown role, or a block is malformed; or a value
@@ -142,7 +142,8 @@ def from_chat_dict(data: Mapping[str, Any]) -> ChatMessage:
     if not isinstance(data, Mapping):
         raise InvalidMessage(f"expected a mapping, got {type(data).__name__}", field="message")
     message = ChatMessage.from_openai(_normalise(data))
-    if _rebuilds(message, data):
+    # a dict whose own metadata holds the key is kept whole: the mark takes the key's place in the metadata
+    if KEY not in message.metadata and _rebuilds(message, data):
         extra = sorted(set(data) - set(message.to_openai(extras=False)))
         mark: dict[str, Any] = {"fields": extra}
     else:
