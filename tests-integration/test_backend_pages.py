@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlencode
 
 from servers import Server
 
@@ -50,6 +51,20 @@ def test_the_redis_page(redis_server: Server, redis_prefix: str, tmp_path: Path)
     out = run_page(
         "redis", tmp_path,
         RAVI_HISTORY__BACKEND="redis", RAVI_HISTORY__URL=redis_server.address, RAVI_HISTORY__PREFIX=redis_prefix,
+    )  # fmt: skip
+    assert "My invoice INV-2291 is wrong." in out
+
+
+def test_the_redis_page_over_tls(redis_mtls_server: Server, redis_prefix: str, tmp_path: Path) -> None:
+    """The same five lines against a server that speaks TLS only and asks for a client certificate, with the URL
+    form the page's TLS section gives, in ``RAVI_HISTORY__URL`` alone."""
+    assert redis_mtls_server.tls is not None
+    files = redis_mtls_server.tls
+    query = urlencode({"ssl_ca_certs": files.ca, "ssl_certfile": files.cert, "ssl_keyfile": files.key})
+    out = run_page(
+        "redis", tmp_path,
+        RAVI_HISTORY__BACKEND="redis", RAVI_HISTORY__URL=f"{redis_mtls_server.address}?{query}",
+        RAVI_HISTORY__PREFIX=redis_prefix,
     )  # fmt: skip
     assert "My invoice INV-2291 is wrong." in out
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import os
 import re
+import ssl
 import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar, TypedDict, Unpack, cast
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import redis.asyncio as aioredis
 import redis.exceptions as rex
-from redis.asyncio.connection import parse_url
+from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS, RedisSSLContext, parse_url
 from redis.commands.core import AsyncScript
 
 from ravi.capabilities.redis.options import RedisConnectionOptions
@@ -175,12 +178,29 @@ awaits."""
 _CERT_REQS = ("none", "optional", "required")
 """What redis-py takes as a URL's ``ssl_cert_reqs`` (it checks it only when it first connects)."""
 
+_TLS_FILES = {"ssl_ca_certs": "file", "ssl_certfile": "file", "ssl_keyfile": "file", "ssl_ca_path": "folder"}
+"""The URL parameters that name TLS files (redis-py reads them only when it first connects)."""
+_URL_PARAMETERS = frozenset(URL_QUERY_ARGUMENT_PARSERS) | {
+    "client_name",
+    "ssl_cert_reqs",
+    "ssl_ciphers",
+    "ssl_password",
+    *_TLS_FILES,
+}
+"""The query parameters a Redis URL may carry: those redis-py converts from text, and those it takes as text.
+redis-py hands any other to its connections as it is, text, when they first connect: a name they do not take
+raised a bare ``TypeError``, and a flag or an object given as text is wrong (decision 123)."""
+_CLUSTER_PARAMETERS = _URL_PARAMETERS & frozenset(inspect.signature(aioredis.RedisCluster.__init__).parameters)
+"""The same, for a cluster: redis-py's cluster client takes fewer (no ``ssl_ca_path``, no ``timeout``)."""
 
-def _check_url(url: str) -> None:
+
+def _check_url(url: str, *, cluster: bool = False) -> None:
     """``ConfigurationError`` unless redis-py can read ``url`` and its database is a number: redis-py reads the URL
     when the first call makes its client, and raised a bare ``ValueError`` there (a port past 65535 or not a number,
     a broken IPv6 address, a bad query parameter), and it ignored a database that is not a number (``/sessions``
-    used database 0), and an ``ssl_cert_reqs`` it does not know failed the first call with a generic error."""
+    used database 0), and an ``ssl_cert_reqs`` it does not know failed the first call with a generic error.
+    A query parameter redis-py does not take raised a bare ``TypeError`` at the first call, and TLS files it could
+    not read failed it as an unreachable server: both are refused here (:func:`_check_tls`)."""
     try:
         parsed = parse_url(url)
     except ValueError as error:
@@ -193,6 +213,13 @@ def _check_url(url: str) -> None:
             f"the Redis URL cannot be used: ssl_cert_reqs must be one of {', '.join(_CERT_REQS)}, got {cert_reqs!r}",
             hint="for example rediss://localhost:6380/0?ssl_cert_reqs=required",
         )
+    known = _CLUSTER_PARAMETERS if cluster else _URL_PARAMETERS
+    unknown = sorted(set(parse_qs(urlsplit(url).query)) - known)
+    if unknown:
+        raise ConfigurationError(
+            f"the Redis URL has a parameter Ravi does not pass on: {', '.join(unknown)}",
+            hint=f"a Redis URL{' of a cluster' if cluster else ''} takes {', '.join(sorted(known))}",
+        )
     if url.startswith(("redis://", "rediss://")):
         database = urlsplit(url).path.lstrip("/")
         if database and not database.isdigit():
@@ -200,6 +227,46 @@ def _check_url(url: str) -> None:
                 f"the Redis URL's database must be a number, got {database!r}",
                 hint="for example redis://localhost:6379/0",
             )
+    tls = {name: value for name, value in parsed.items() if name.startswith("ssl_")}
+    if tls and not url.startswith("rediss://"):
+        raise ConfigurationError(
+            f"the Redis URL sets {', '.join(sorted(tls))} but does not use TLS",
+            hint="use rediss:// for a server that speaks TLS: rediss://host:6380/0?ssl_ca_certs=/path/to/ca.pem",
+        )
+    if url.startswith("rediss://"):
+        _check_tls(tls)
+
+
+def _check_tls(options: dict[str, Any]) -> None:
+    """``ConfigurationError`` unless redis-py can make its TLS context from the URL's ``ssl_*`` parameters: the
+    files exist, the client certificate loads with its key, the CA files hold certificates."""
+    for name, kind in _TLS_FILES.items():
+        path = options.get(name)
+        if path is None:
+            continue
+        exists = os.path.isdir(path) if kind == "folder" else os.path.isfile(path)
+        if not exists or not os.access(path, os.R_OK):
+            raise ConfigurationError(
+                f"the Redis URL's {name} names no {kind} this process can read: {path!r}",
+                hint="give an absolute path, percent-encoded in the URL (a space is %20)",
+            )
+    if "ssl_certfile" in options or "ssl_keyfile" in options:
+        try:
+            ssl.create_default_context().load_cert_chain(
+                options.get("ssl_certfile") or options["ssl_keyfile"],
+                options.get("ssl_keyfile"),
+                options.get("ssl_password"),
+            )
+        except (OSError, ValueError) as error:  # ssl.SSLError is an OSError
+            raise ConfigurationError(
+                f"the Redis URL's ssl_certfile and ssl_keyfile are not a client certificate and its key: {error}",
+                hint="ssl_certfile names the certificate (PEM) and ssl_keyfile its private key, unless one file "
+                "holds both",
+            ) from None
+    try:
+        RedisSSLContext(**{name.removeprefix("ssl_"): value for name, value in options.items()}).get()
+    except (OSError, ValueError, TypeError, rex.RedisError) as error:
+        raise ConfigurationError(f"the Redis URL's TLS parameters cannot be used: {error}") from None
 
 
 class RedisConnection:
@@ -232,7 +299,7 @@ class RedisConnection:
                 "a Redis URL must start with redis://, rediss:// or unix://",
                 hint="for example redis://localhost:6379/0",
             )
-        _check_url(url)
+        _check_url(url, cluster=bool(cluster))
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
             raise ConfigurationError(
                 f"key prefix {prefix!r} is not valid", hint="use 1-64 letters, digits, '_', '.' or '-'"
@@ -342,6 +409,49 @@ class RedisStore(Closeable):
                 await client.delete(key)
 
 
+_CLIENT_CERTIFICATE_REFUSED = frozenset(
+    {
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",  # none given (TLS 1.3)
+        "TLSV1_ALERT_UNKNOWN_CA",  # signed by a CA the server does not trust
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "SSLV3_ALERT_CERTIFICATE_EXPIRED",
+        "SSLV3_ALERT_CERTIFICATE_REVOKED",
+    }
+)
+"""The alerts (OpenSSL's reasons) a TLS server sends when it refuses the client's certificate, or its absence."""
+
+
+def _tls_refusal(error: BaseException) -> RaviError | None:
+    """The typed error for a TLS connection refused over a certificate, found among ``error``'s causes (redis-py
+    raises its own ``ConnectionError`` while handling the ``ssl`` error): the server's certificate not trusted, a
+    ``ConfigurationError``; the client's refused by the server, ``PermissionDenied``. Else ``None``."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return ConfigurationError(
+                f"the Redis server's TLS certificate is not trusted: {current.verify_message}",
+                hint="name the CA that signed it in the URL: rediss://host:6380/0?ssl_ca_certs=/path/to/ca.pem "
+                "(percent-encoded), and connect by a name the certificate holds; ssl_cert_reqs=none skips the "
+                "check, which is insecure",
+            )
+        if isinstance(current, ssl.SSLError) and current.reason in _CLIENT_CERTIFICATE_REFUSED:
+            return PermissionDenied(
+                f"the Redis server refused the TLS connection's client certificate ({current.reason}): it asks "
+                "for one signed by a CA it trusts (its tls-auth-clients and tls-ca-cert-file)",
+                hint="give the client certificate and its key in the URL: "
+                "rediss://host:6380/0?ssl_ca_certs=/path/to/ca.pem&ssl_certfile=/path/to/client.pem"
+                "&ssl_keyfile=/path/to/client.key",
+            )
+        pending += [current.__cause__, current.__context__]
+    return None
+
+
 @contextlib.contextmanager
 def mapped_errors() -> Iterator[None]:
     """Turn redis-py and socket errors into the kernel's typed errors."""
@@ -359,6 +469,9 @@ def mapped_errors() -> Iterator[None]:
     except (rex.ConnectionError, rex.TimeoutError, ConnectionError, OSError, TimeoutError) as error:
         if isinstance(error.__cause__, RaviError):  # raised by a connection of ours as it opened (_TLSConnection)
             raise error.__cause__ from None
+        refused = _tls_refusal(error)
+        if refused is not None:
+            raise refused from error
         raise BackendUnavailable(
             f"Redis is unreachable: {type(error).__name__}: {error}",
             hint="check the host and port in the URL; once the server is back the next call reconnects",
