@@ -7,6 +7,7 @@ import contextlib
 import threading
 import weakref
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from itertools import accumulate, groupby
@@ -50,6 +51,13 @@ _READ_ATTEMPTS = 3
 _PAGE = 1000
 """How many messages one round trip of a copy into the hot tier reads and writes (see ``_mirror``)."""
 
+COPY_OF = "ravi.hybrid.copy-of"
+"""The span id under which the hot tier keeps, beside its copy of a session (``SummaryStore``, under the hot tier's
+generation), the cold tier's generation the copy is of (see ``HybridHistoryProvider``)."""
+
+_KNOWN_COPIES = 4096
+"""How many hot generations' tags a provider remembers (a tag never changes: see ``HybridHistoryProvider._tag``)."""
+
 
 async def _generation(tier: HistoryProvider, agent_id: str, session_id: str) -> str | None:
     """The tier's generation of the session (``SessionGeneration``), ``None`` when it keeps none."""
@@ -69,6 +77,10 @@ async def _newest(tier: HistoryProvider, agent_id: str, session_id: str) -> tupl
 
 async def _nothing() -> list[ChatMessage]:
     return []
+
+
+async def _none() -> None:
+    return None
 
 
 class _Writes:
@@ -124,6 +136,17 @@ class HybridHistoryProvider(Closeable):
     (``HybridContext`` bounds it with a sliding window of ``max_total``). Windowed reads
     (``read_window``) are served by whichever tier serves the session, when that tier can read windows.
 
+    The hot tier is a record derived from the cold one, kept for the cold tier's generation: when both tiers keep
+    generations and the hot one keeps summaries (Redis, memory), the hot tier keeps beside its copy, under its own
+    generation, the cold tier's generation the copy is of (the span :data:`COPY_OF`), and a read is served by the
+    hot tier only while that is the cold tier's generation. So the cold tier may be changed directly, through a
+    provider of its own (``ravi forget`` and ``ravi import``, a process that does not know the hot tier): a clear,
+    ``clear_run``, ``replace_last``, ``forget`` or replaced session gives it a new generation, and the hot copy of
+    the old one is served no more, whatever ids and count the new transcript has; the next write through a hybrid
+    provider copies the session again. Appends made directly to the cold tier keep its generation and are copied
+    by the next write, as always. Over tiers without these abilities, a change of the cold tier made around the
+    hybrid provider is not seen (clear the hot tier too).
+
     The cold tier is the authority on what was derived: the session's generation (``SessionGeneration``) and its
     summaries (``SummaryStore``) are the cold tier's, and ``replace_last`` (``TailEditor``) is decided there
     first. A windowed read served by the hot tier carries the cold tier's generation, read before and after it
@@ -156,6 +179,14 @@ class HybridHistoryProvider(Closeable):
         # the writes under way of each session read or written now (kept weakly, so sessions never accumulate)
         self._under_way: weakref.WeakValueDictionary[tuple[str, str], _Writes] = weakref.WeakValueDictionary()
         self._counting = threading.Lock()  # each step on them, for every thread; never held across an await
+        # whether the hot copy is tagged with the cold generation it copies (see the class), and the tags known
+        self._tagged = (
+            isinstance(hot, SummaryStore)
+            and isinstance(hot, SessionGeneration)
+            and isinstance(cold, SessionGeneration)
+            and isinstance(cold, RunReader)
+        )
+        self._copies: OrderedDict[tuple[str, str, str], str] = OrderedDict()
 
     def _writes(self, agent_id: str, session_id: str) -> asyncio.Lock:
         """The lock that makes each write of the session one step in both tiers, for the tasks of this event loop:
@@ -195,6 +226,7 @@ class HybridHistoryProvider(Closeable):
         session_id: str,
         read: Callable[[HistoryProvider], Awaitable[T]],
         holds: Callable[[T, int], bool] | None = None,
+        cold_generation: str | None = None,
     ) -> T:
         """``read(tier)`` of the hot tier when it holds the whole session (as many messages as the cold tier),
         else of the cold one. Both counts and the hot read go out at once: a session the hot tier serves costs
@@ -205,24 +237,68 @@ class HybridHistoryProvider(Closeable):
         A read that overlaps a write of the session by this provider (under way when the read starts, or started
         or finished before it ends) reads the cold tier: such a write changes the cold tier first and the hot one
         after, and in between the hot tier still holds what the cold tier no longer does, often as many
-        messages (a replaced transcript, a replaced newest message), which no count tells apart."""
+        messages (a replaced transcript, a replaced newest message), which no count tells apart.
+
+        Over tagged tiers (see the class), the hot read is served only when the hot copy is tagged with the cold
+        tier's generation: ``cold_generation`` when the caller read it before (and checks it after), else read
+        beside the counts."""
         writes = self._writes_of(agent_id, session_id)
         with self._counting:
             quiet, done = not writes.active, writes.done
         if not quiet:
             return await read(self.cold)
-        hot_count, cold_count, hot_read = await asyncio.gather(
+        hot_generation, cold_read, hot_count, cold_count, hot_read = await asyncio.gather(
+            _generation(self.hot, agent_id, session_id) if self._tagged else _none(),
+            _generation(self.cold, agent_id, session_id) if self._tagged and cold_generation is None else _none(),
             self.hot.count_messages(agent_id, session_id=session_id),
             self.cold.count_messages(agent_id, session_id=session_id),
             read(self.hot),
         )
+        if cold_generation is not None:
+            cold_read = cold_generation
         with self._counting:
             quiet = not writes.active and writes.done == done
-        if quiet and hot_count and hot_count == cold_count and (holds is None or holds(hot_read, hot_count)):
+        served = quiet and hot_count and hot_count == cold_count and (holds is None or holds(hot_read, hot_count))
+        # a hot copy of another cold generation (the cold tier changed around this provider) is not served
+        if served and (not self._tagged or await self._tag(agent_id, session_id, hot_generation) == cold_read):
             return hot_read
         return await read(self.cold)
 
-    async def _read_window(self, agent_id: str, session_id: str, tokens: int) -> HistoryWindow:
+    async def _tag(self, agent_id: str, session_id: str, hot_generation: str | None) -> str | None:
+        """The cold generation the hot tier's copy of the session is of, as kept beside it in ``hot_generation``
+        (``None``: none kept). A tag, once kept, never changes (the first one kept for a span stays, and a
+        generation is never repeated), so each is read once."""
+        if not hot_generation:
+            return None
+        key = (agent_id, session_id, hot_generation)
+        with self._counting:
+            known = self._copies.get(key)
+        if known is not None:
+            return known
+        tag = await cast(SummaryStore, self.hot).get_summary(Scope(agent_id, session_id, hot_generation), COPY_OF)
+        if tag is not None:
+            self._known(key, tag)
+        return tag
+
+    def _known(self, key: tuple[str, str, str], tag: str) -> None:
+        with self._counting:
+            self._copies[key] = tag
+            self._copies.move_to_end(key)
+            while len(self._copies) > _KNOWN_COPIES:
+                self._copies.popitem(last=False)
+
+    async def _put_tag(self, agent_id: str, session_id: str, hot_generation: str, cold_generation: str) -> None:
+        """Keep beside the hot copy of ``hot_generation`` that it is a copy of ``cold_generation``: refused by the
+        hot tier once its generation changed, and not kept when another copy kept a tag first (then that one is
+        read)."""
+        if not (hot_generation and cold_generation):
+            return
+        scope = Scope(agent_id, session_id, hot_generation)
+        await cast(SummaryStore, self.hot).put_summary(scope, COPY_OF, cold_generation)
+
+    async def _read_window(
+        self, agent_id: str, session_id: str, tokens: int, cold_generation: str | None = None
+    ) -> HistoryWindow:
         """A windowed read of the tier that serves the session (see :meth:`_read`). A windowed read cannot show
         by itself that it is of the whole session: a hot tier that lost the session and got part of it back
         (another writer's copy under way) between its count and its read gives the newest part of a shorter
@@ -235,7 +311,7 @@ class HybridHistoryProvider(Closeable):
             return window_of(await tier.get_messages(agent_id, session_id=session_id), tokens)
 
         if not isinstance(self.cold, WindowReader):
-            return await self._read(agent_id, session_id, read, _nonempty)
+            return await self._read(agent_id, session_id, read, _nonempty, cold_generation)
         newest: list[ChatMessage] = []
 
         async def read_hot_or_cold(tier: HistoryProvider) -> HistoryWindow:
@@ -250,6 +326,7 @@ class HybridHistoryProvider(Closeable):
             session_id,
             read_hot_or_cold,
             lambda window, count: bool(window.messages) and window.messages[-1:] == newest,
+            cold_generation,
         )
 
     async def append(self, agent_id: str, message: ChatMessage, *, session_id: str, run_id: str = "") -> None:
@@ -279,7 +356,9 @@ class HybridHistoryProvider(Closeable):
             await self._mirror(agent_id, session_id, self.cold, hot_before)
             return added
 
-    async def _mirror(self, agent_id: str, session_id: str, cold: RunReader, hot_before: str | None) -> None:
+    async def _mirror(
+        self, agent_id: str, session_id: str, cold: RunReader, hot_before: str | None, trusted: bool = False
+    ) -> None:
         """Copy to the hot tier the cold tier's messages from the hot tier's count on, in the cold tier's order.
 
         The hot tier stays a prefix of the cold one: each copy appends a contiguous stretch of the cold tier, in
@@ -301,11 +380,25 @@ class HybridHistoryProvider(Closeable):
         message before the stretch is not the cold tier's (it holds more than the cold tier, or another
         session's messages that a removal it missed left there) is stale: it is dropped and copied again from
         the start.
+
+        Over tagged tiers (see the class), a hot copy that is not tagged with the cold tier's generation is of
+        another generation (the cold tier was changed around this provider): it is dropped and copied again from
+        the start; one without a tag (a copy under way elsewhere, or made before tags were kept) is kept only when
+        it is the start of the cold tier. A copy that saw both generations hold (or began with an empty hot tier)
+        is then tagged. ``trusted``: the caller saw the hot copy tagged with the cold generation just before its
+        own edit of both tiers (``replace_last``), which the copy then stands for.
         """
-        cold_before, hot_count = await asyncio.gather(
-            _generation(self.cold, agent_id, session_id), self.hot.count_messages(agent_id, session_id=session_id)
+        cold_before, hot_count, tag = await asyncio.gather(
+            _generation(self.cold, agent_id, session_id),
+            self.hot.count_messages(agent_id, session_id=session_id),
+            self._tag(agent_id, session_id, hot_before) if self._tagged else _none(),
         )
         copied = past_start = dropped = False
+        known = not self._tagged or trusted or not hot_count or tag == cold_before
+        if not known and (tag is not None or not await self._hot_is_prefix(agent_id, session_id, cold)):
+            await self.hot.clear(agent_id, session_id=session_id)  # a copy of another generation of the session
+            hot_before = await _generation(self.hot, agent_id, session_id)
+            hot_count, dropped = 0, True
         while True:
             start = max(hot_count - 1, 0)  # the message before the stretch comes too: the seam
             page, seam = await asyncio.gather(
@@ -334,16 +427,18 @@ class HybridHistoryProvider(Closeable):
             if len(page) <= _PAGE:
                 break
             hot_count = await self.hot.count_messages(agent_id, session_id=session_id)
-        if not copied:
+        if not copied and (not self._tagged or (tag == cold_before and not trusted)):
             return
         hot_after, cold_after = await asyncio.gather(
             _generation(self.hot, agent_id, session_id), _generation(self.cold, agent_id, session_id)
         )
         stray = cold_after != cold_before  # the stretch may be of the old cold session
-        if not stray and hot_after != hot_before and past_start:  # it may have landed in an emptied hot session
+        if copied and not stray and hot_after != hot_before and past_start:  # it may have landed in an emptied one
             stray = not await self._hot_is_prefix(agent_id, session_id, cold)
-        if stray:
+        if stray and copied:
             await self.hot.clear(agent_id, session_id=session_id)
+        elif self._tagged and not stray and hot_after and (hot_after == hot_before or not hot_before):
+            await self._put_tag(agent_id, session_id, hot_after, cold_after or "")
 
     async def _followed(self, agent_id: str, session_id: str, write: Awaitable[object]) -> bool:
         """Await ``write``, a write of the hot tier after the cold tier's; ``False`` when the hot tier refused it
@@ -393,7 +488,7 @@ class HybridHistoryProvider(Closeable):
         after = await self.cold.generation(agent_id, session_id=session_id)
         for _ in range(_READ_ATTEMPTS):
             generation = after  # read before this attempt's read
-            window = await self._read_window(agent_id, session_id, tokens)
+            window = await self._read_window(agent_id, session_id, tokens, generation)
             after = await self.cold.generation(agent_id, session_id=session_id)
             if after == generation:
                 break
@@ -534,6 +629,12 @@ class HybridHistoryProvider(Closeable):
         leaves the hot tier a prefix of the cold one, which serves no read and the next write completes. A hot
         tier whose newest message is another (it is behind, or stale) is dropped instead, and copied again. When
         the cold tier refuses the edit (the message is no longer its newest), the copy puts the message back."""
+        trusted = False
+        if self._tagged:  # the hot copy was of the cold generation this edit starts from (see _mirror)
+            hot_now, cold_now = await asyncio.gather(
+                _generation(self.hot, agent_id, session_id), _generation(self.cold, agent_id, session_id)
+            )
+            trusted = bool(cold_now) and await self._tag(agent_id, session_id, hot_now) == cold_now
         taken = isinstance(self.hot, TailEditor) and await self.hot.replace_last(
             agent_id, session_id=session_id, message_id=message_id, run_id=run_id
         )
@@ -545,7 +646,7 @@ class HybridHistoryProvider(Closeable):
         done = await cold.replace_last(
             agent_id, session_id=session_id, message_id=message_id, messages=messages, run_id=run_id
         )
-        await self._mirror(agent_id, session_id, cold, hot_before)
+        await self._mirror(agent_id, session_id, cold, hot_before, trusted and taken)
         return done
 
     async def replace_session(

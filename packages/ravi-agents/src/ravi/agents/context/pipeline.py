@@ -11,7 +11,7 @@ from typing import cast
 
 from ravi.agents import telemetry
 from ravi.agents.context.manifest import ManifestBuilder, Window
-from ravi.agents.context.session import SessionStates
+from ravi.agents.context.session import SessionRewritten, SessionStates
 from ravi.agents.context.units import pair_results
 from ravi.agents.tokens import DEFAULT_COUNTER, check_counter
 from ravi.kernel.agent import (
@@ -134,6 +134,9 @@ _READ_TOKENS: Slot[list[int]] = Slot("pipeline.read_tokens", list)
 _SERVED: Slot[list[int]] = Slot("pipeline.served", lambda: [0])
 """How many windows of the session this pipeline assembled."""
 _RESIZE_EVERY = 64
+_REREADS = 3
+"""How many times a window is assembled from a fresh read when the session changes generation under it (see
+``CompactionPipeline._assemble``) before it is refused."""
 
 
 class _Pairing:
@@ -455,7 +458,24 @@ class CompactionPipeline:
             )
 
     async def _assemble(self, request: WindowRequest, session: SessionContext) -> Window:
-        """:meth:`window`, in ``session``."""
+        """:meth:`window`, in ``session``, read again when the session changed generation between its read and a
+        store search made for the window (:class:`~ravi.agents.context.session.SessionRewritten`): the next read
+        is of the new generation, and its state starts afresh. Messages the caller read (``messages=``) cannot be
+        read again: the window is refused."""
+        for attempt in range(1, _REREADS + 1):
+            try:
+                return await self._assemble_once(request, session)
+            except SessionRewritten:
+                if request.messages is not None or attempt == _REREADS:
+                    times = "" if request.messages is not None else f" {_REREADS} times"
+                    raise CompactionError(
+                        f"session {session.session_id!r} changed{times} (a clear, clear_run, replace_last or forget) "
+                        "while its window was assembled: a store search found another session than the one read"
+                    ) from None
+        raise AssertionError("unreachable")
+
+    async def _assemble_once(self, request: WindowRequest, session: SessionContext) -> Window:
+        """:meth:`window`, in ``session``, once."""
         session.counter = request.counter or self.counter
         session.budget, session.calibration = request.budget, request.calibration
         if request.messages is not None:
@@ -487,6 +507,8 @@ class CompactionPipeline:
 
         Raises:
             InvalidArgument: ``raw_history`` is not a sequence of ``ChatMessage`` objects.
+            CompactionError: ``session`` names a generation the session left before a store search made for the
+                window (``SessionRewritten``): read the messages again.
         """
         check_items(raw_history, ChatMessage, "raw_history")
         if session is None:

@@ -17,6 +17,7 @@ from typing import cast
 
 from ravi.agents.context.meaning import MessageVectors, meaning_units
 from ravi.agents.context.recall_index import RecallIndex, UnitIndex
+from ravi.agents.context.session import SessionRewritten
 from ravi.agents.context.units import units
 from ravi.kernel.agent import SessionContext, Slot
 from ravi.kernel.errors import ConfigurationError, InvalidArgument, PermissionDenied
@@ -24,7 +25,7 @@ from ravi.kernel.llm import EmbeddingClient
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.protocols import conforms
 from ravi.kernel.search import UnitMatch, match_units, spread
-from ravi.kernel.storage import HistorySearcher, HybridSearcher, VectorStore
+from ravi.kernel.storage import HistorySearcher, HybridSearcher, SessionGeneration, VectorStore
 from ravi.kernel.tokens import stored_tokens
 
 log = logging.getLogger(__name__)
@@ -161,12 +162,27 @@ async def store_rankings(
             rankings.append(found.meaning[: meaning_limit(limit)])
     else:
         rankings.append(await provider.search_units(agent, session_id=sid, query=query, before=before, limit=limit))
+    await _still_read(provider, session)
     if meaning is not None and isinstance(meaning.index, UnitIndex):
         units = await meaning.index.search_units(session, query=query, before=before, limit=meaning_limit(limit))
         if units is None:
             return None
         rankings.append(units)
     return rankings
+
+
+async def _still_read(provider: HistorySearcher, session: SessionContext) -> None:
+    """Raise :class:`~ravi.agents.context.session.SessionRewritten` when the session is no longer in the
+    generation its messages were read in (``session.generation``). The search ran after the read: a ``clear``,
+    ``clear_run``, ``replace_last`` or ``forget`` in between (from any process) made it a search of another
+    session, whose units would sit in the window beside messages the change removed, and whose offsets are not
+    those of the read. Generations are never repeated, so the same one read after the search means none changed
+    between the read and it."""
+    if session.generation is None or not isinstance(provider, SessionGeneration):
+        return
+    now = await provider.generation(session.agent_id, session_id=session.session_id)
+    if now != session.generation:
+        raise SessionRewritten(session.agent_id, session.session_id)
 
 
 def meaning_limit(limit: int) -> int:

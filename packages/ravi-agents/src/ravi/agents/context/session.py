@@ -22,9 +22,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from ravi.kernel.agent import SessionContext, SessionState
-from ravi.kernel.errors import InvalidArgument
+from ravi.kernel.errors import CompactionError, InvalidArgument
 from ravi.kernel.llm import TokenCounter
 from ravi.kernel.messages import ChatMessage
+
+
+class SessionRewritten(CompactionError):
+    """A window's session changed generation after its read: a store search made for the window
+    (:func:`~ravi.agents.context.recall_ranking.store_rankings`) may be of the new session, whose units do not go
+    with the messages read. The pipeline reads the session again (``CompactionPipeline.window``); a strategy
+    called on its own with such a session raises it (a ``CompactionError``)."""
+
+    def __init__(self, agent_id: str, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r} of agent {agent_id!r} changed (a clear, clear_run, replace_last or forget) "
+            "after its messages were read: a store search found another session than the one read"
+        )
 
 
 class Lease:
@@ -199,4 +212,4 @@ def counter_of(own: TokenCounter | None, session: SessionContext | None, default
     return default
 
 
-__all__ = ["Lease", "SessionStates", "counter_of"]
+__all__ = ["Lease", "SessionRewritten", "SessionStates", "counter_of"]
