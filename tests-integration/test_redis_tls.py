@@ -24,7 +24,7 @@ from servers import NoTLS, Server, closing, redis_tls
 from ravi.agents.context import AgentContext, ContextConfig
 from ravi.capabilities.redis import RedisHistoryProvider, RedisLongTermMemory, RedisSessionStore, RedisSummaryStore
 from ravi.conformance import HistoryProviderContract, ShortTermMemoryContract
-from ravi.kernel.errors import ConfigurationError, PermissionDenied, RaviError
+from ravi.kernel.errors import BackendUnavailable, ConfigurationError, PermissionDenied, RaviError
 from ravi.kernel.messages import ChatMessage
 from ravi.kernel.scope import Scope
 
@@ -196,7 +196,9 @@ async def test_a_client_certificate_the_server_refuses_is_permission_denied(
 ) -> None:
     """The server asks for a client certificate (``tls-auth-clients yes``) and the client gives none, or one the
     server does not trust. Redis said it was unreachable and to check the host and port; it is
-    ``PermissionDenied`` saying the server refused the client's certificate, and how to give one."""
+    ``PermissionDenied`` saying the server refused the client's certificate, and how to give one. Under TLS 1.3 the
+    server refuses after the handshake, and its alert can be lost to the connection it closes (a reset before the
+    client reads it): then nothing says why, and the error says what such an ending means."""
     assert redis_mtls_server.tls is not None
     files = redis_mtls_server.tls
     params: dict[str, Any] = {}
@@ -207,13 +209,18 @@ async def test_a_client_certificate_the_server_refuses_is_permission_denied(
         RedisHistoryProvider(url, prefix=redis_prefix, socket_timeout=60),
         RedisSessionStore(url, prefix=redis_prefix, socket_timeout=60),
     ]
+    calls = [lambda: stores[0].count_messages("agent", session_id="s"), lambda: stores[1].get_state("s")]
     try:
-        with pytest.raises(PermissionDenied, match="client certificate") as raised:
-            await asyncio.wait_for(stores[0].count_messages("agent", session_id="s"), timeout=WITHIN)
-        assert raised.value.hint is not None and "ssl_certfile" in raised.value.hint
-        assert "host and port" not in str(raised.value)
-        with pytest.raises(PermissionDenied, match="client certificate"):
-            await asyncio.wait_for(stores[1].get_state("s"), timeout=WITHIN)
+        for call in calls:
+            with pytest.raises((PermissionDenied, BackendUnavailable)) as raised:
+                await asyncio.wait_for(call(), timeout=WITHIN)
+            if isinstance(raised.value, PermissionDenied):  # the server's alert was read
+                assert "client certificate" in str(raised.value)
+                assert raised.value.hint is not None and "ssl_certfile" in raised.value.hint
+                assert "host and port" not in str(raised.value)
+            else:  # the alert was lost: the connection ended right after the handshake
+                assert "asks for client certificates" in str(raised.value)
+                assert "ssl_certfile" in str(raised.value)
     finally:
         for store in stores:
             await store.close()

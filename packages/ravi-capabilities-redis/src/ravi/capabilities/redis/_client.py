@@ -79,11 +79,43 @@ class _TLSConnection(aioredis.SSLConnection):
                     hint="use redis:// for this server, or name the port where it speaks TLS (its tls-port)",
                 )
             await handshake
+            self._ravi_reader = self._reader
         finally:
             if not handshake.done():
                 handshake.cancel()
                 with contextlib.suppress(Exception, asyncio.CancelledError):  # its end is not this call's
                     await handshake
+
+    _ravi_reader: asyncio.StreamReader | None = None
+
+    async def on_connect_check_health(self, check_health: bool = True) -> None:
+        """redis-py's first commands on a new connection, with a connection the server ends at once told apart:
+        a server that asks for a client certificate (``tls-auth-clients``) ends the connection right after the
+        handshake when it gets none or one it does not trust, and when its alert is lost to the closed
+        connection, nothing else says why."""
+        try:
+            await super().on_connect_check_health(check_health)
+        except rex.ConnectionError as error:
+            if isinstance(error.__cause__, ssl.SSLError):
+                raise
+            raise rex.ConnectionError(
+                f"{error} (the server ended the TLS connection right after the handshake: a server that asks for "
+                "client certificates does so when none, or one it does not trust, is given; see ssl_certfile and "
+                "ssl_keyfile)"
+            ) from error
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        """redis-py's, with a write that fails because the server ended the TLS connection over an alert (under TLS
+        1.3 a server checks the client's certificate after the handshake, so its refusal can end the connection
+        before the first command is written) raised from that alert, as a read that meets it is."""
+        try:
+            await super().send_packed_command(command, check_health)
+        except rex.ConnectionError as error:
+            reader = self._ravi_reader
+            alert = reader.exception() if reader is not None else None
+            if isinstance(alert, ssl.SSLError) and error.__cause__ is not alert:
+                raise rex.ConnectionError(str(error)) from alert
+            raise
 
 
 async def _speaks_plain_redis(host: str, port: int, within: float) -> bool:
