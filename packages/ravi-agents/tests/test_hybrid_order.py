@@ -20,10 +20,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ravi.agents.context import HybridHistoryProvider, InMemoryHistoryProvider
+from ravi.agents.context.hybrid import COPY_OF
 from ravi.conformance import threads
 from ravi.conformance.threads import switching_often
 from ravi.kernel.errors import BackendUnavailable, MessageConflict
 from ravi.kernel.messages import ChatMessage
+from ravi.kernel.scope import Scope
 from ravi.kernel.storage import (
     HistoryProvider,
     HistorySearcher,
@@ -1002,5 +1004,95 @@ def test_a_windowed_read_of_a_hot_tier_partly_copied_again_after_its_count_is_ma
         hot.armed = True
         window = await history.read_window(AGENT, session_id="s", tokens=10**6)
         assert [m.id for m in window.messages] == ["m1", "m2", "m3", "m4"]
+
+    asyncio.run(main())
+
+
+class CountedHistory(LoggedHistory):
+    """A ``LoggedHistory`` that counts the reads that serve a session (``get_messages`` without a page,
+    ``read_window`` of some tokens), and gives its loop turns around its summaries too (the hot tier's tags)."""
+
+    def __init__(self, turns: Sequence[int] = (1,)) -> None:
+        super().__init__(turns)
+        self.served = 0
+
+    async def get_messages(
+        self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
+    ) -> list[ChatMessage]:
+        if limit is None and not offset:
+            self.served += 1
+        return await super().get_messages(agent_id, session_id=session_id, limit=limit, offset=offset)
+
+    async def read_window(self, agent_id: str, *, session_id: str, tokens: int) -> HistoryWindow:
+        if tokens:  # a window of no tokens is the newest message alone, read beside the hot tier's window
+            self.served += 1
+        await self._turn()
+        return await super().read_window(agent_id, session_id=session_id, tokens=tokens)
+
+    async def get_summary(self, scope: Scope, span_id: str) -> str | None:
+        await self._turn()
+        return await super().get_summary(scope, span_id)
+
+    async def put_summary(self, scope: Scope, span_id: str, text: str) -> bool:
+        await self._turn()
+        return await super().put_summary(scope, span_id, text)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(
+        st.lists(
+            st.tuples(
+                st.integers(0, 1),
+                st.one_of(OPERATIONS, st.tuples(st.just("read"), st.sampled_from(["whole", "window"]), st.just(0))),
+            ),
+            min_size=1,
+            max_size=4,
+        ),
+        max_size=8,
+    ),
+    turns=st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7)),
+)
+def test_after_racing_writers_stop_one_write_brings_reads_back_to_the_hot_tier(
+    steps: list[list[tuple[int, tuple[str, object, int]]]], turns: tuple[list[int], list[int]]
+) -> None:
+    """Two providers over the same tiers (two processes) write and read the session at once, every kind of write
+    (the hot tier losing it too), each tier call giving the loop a drawn number of turns: reads are of a
+    transcript the cold tier held while they ran, no write is lost, and once the writers stop, one more append
+    through either provider leaves the hot copy tagged with the cold tier's generation, so reads through both are
+    served by the hot tier again, never by the cold one forever after the race."""
+
+    async def main() -> None:
+        hot, cold = CountedHistory(turns[0]), CountedHistory(turns[1])
+        writers = [HybridHistoryProvider(hot, cold) for _ in range(2)]
+        made = iter(range(10**6))
+
+        async def run(writer: HybridHistoryProvider, operation: tuple[str, object, int]) -> None:
+            if operation[0] == "expire":
+                await hot.clear(AGENT, session_id="s")
+            elif operation[0] == "read":
+                assert isinstance(operation[1], str)
+                await check_read(writer, cold, operation[1])
+            else:
+                await write(writer, cold, operation, lambda: short(next(made)))
+
+        for step in steps:
+            await asyncio.gather(*(run(writers[w], operation) for w, operation in step))
+        last = short(next(made))
+        await writers[1].append(AGENT, last, session_id="s", run_id="last")
+        stored = await InMemoryHistoryProvider.get_stored(cold, AGENT, session_id="s")
+        assert stored[-1].message == last, "the last write was lost"
+        await assert_tiers_equal(hot, cold)
+        hot_generation = await InMemoryHistoryProvider.generation(hot, AGENT, session_id="s")
+        tag = await InMemoryHistoryProvider.get_summary(hot, Scope(AGENT, "s", hot_generation), COPY_OF)
+        cold_generation = await InMemoryHistoryProvider.generation(cold, AGENT, session_id="s")
+        assert tag == cold_generation, "the hot copy is not tagged with the cold generation"
+        cold.served = 0
+        for writer in writers:
+            assert await writer.get_messages(AGENT, session_id="s") == [s.message for s in stored]
+            assert (await writer.read_window(AGENT, session_id="s", tokens=10**6)).messages == [
+                s.message for s in stored
+            ]
+        assert cold.served == 0, f"{cold.served} of 4 reads after the race were served by the cold tier"
 
     asyncio.run(main())

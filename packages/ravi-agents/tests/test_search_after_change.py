@@ -82,3 +82,68 @@ async def test_messages_read_by_the_caller_before_a_change_are_refused() -> None
     request = WindowRequest("a", "s", history=history, messages=messages, generation=generation)
     with pytest.raises(CompactionError, match="changed"):
         await _pipeline().window(request)
+
+
+@pytest.mark.parametrize(("explain", "turns"), [(False, 60), (False, 10), (True, 60)])
+async def test_a_window_read_again_delivers_its_events_once(explain: bool, turns: int) -> None:
+    """The attempt the change broke delivers nothing: subscribers see one window's events, not a second
+    ``pre_compact`` after a first one that no ``post_compact`` followed."""
+    from ravi.agents.context import ToolResultCompactionStrategy
+
+    history = RefilledBeforeSearch()
+    await history.append_many("a", conversation("old", turns), session_id="s")
+    pipeline = CompactionPipeline([ToolResultCompactionStrategy(), RelevantRecallStrategy(1_000, meaning=None)])
+    kinds: list[str] = []
+    pipeline.subscribe(lambda event: kinds.append(event.kind))
+    history.times = 1
+    await pipeline.window(WindowRequest("a", "s", history=history, explain=explain))
+    assert history.refills == 1
+    assert kinds == ["pre_compact", "strategy_applied", "strategy_applied", "post_compact"]
+
+
+@pytest.mark.parametrize("explain", [False, True])
+async def test_a_window_refused_after_three_changes_delivers_no_events(explain: bool) -> None:
+    history = RefilledBeforeSearch()
+    await history.append_many("a", conversation("old"), session_id="s")
+    pipeline = _pipeline()
+    kinds: list[str] = []
+    pipeline.subscribe(lambda event: kinds.append(event.kind))
+    history.times = 10
+    with pytest.raises(CompactionError, match="changed 3 times"):
+        await pipeline.window(WindowRequest("a", "s", history=history, explain=explain))
+    assert kinds == []
+
+
+async def test_the_window_read_again_is_kept_for_the_new_generation() -> None:
+    history = RefilledBeforeSearch()
+    await history.append_many("a", conversation("old"), session_id="s")
+    old_generation = await history.generation("a", session_id="s")
+    pipeline = _pipeline()
+    history.times = 1
+    window = (await pipeline.window(WindowRequest("a", "s", history=history))).messages
+    generation = await history.generation("a", session_id="s")
+    assert generation != old_generation
+    assert pipeline.sessions.last_window("a", "s") == (window, generation)
+    assert await pipeline.last_window("a", "s", history=history) == window
+    # the state kept is the new generation's: the next window, with no change, is the same one
+    assert (await pipeline.window(WindowRequest("a", "s", history=history))).messages == window
+
+
+async def test_the_events_of_a_window_that_fails_otherwise_are_delivered() -> None:
+    """Only an attempt that is redone holds its events back: a strategy's error still shows what ran before it."""
+    from ravi.agents.context import ToolResultCompactionStrategy
+
+    class Failing:
+        name = "failing"
+
+        async def compact(self, history: Any, session: Any = None) -> Any:
+            raise CompactionError("the strategy failed")
+
+    history = InMemoryHistoryProvider()
+    await history.append_many("a", conversation("old"), session_id="s")
+    pipeline = CompactionPipeline([ToolResultCompactionStrategy(), Failing()])
+    kinds: list[str] = []
+    pipeline.subscribe(lambda event: kinds.append(event.kind))
+    with pytest.raises(CompactionError, match="the strategy failed"):
+        await pipeline.window(WindowRequest("a", "s", history=history))
+    assert kinds == ["pre_compact", "strategy_applied"]

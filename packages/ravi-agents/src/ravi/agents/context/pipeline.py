@@ -461,17 +461,33 @@ class CompactionPipeline:
         """:meth:`window`, in ``session``, read again when the session changed generation between its read and a
         store search made for the window (:class:`~ravi.agents.context.session.SessionRewritten`): the next read
         is of the new generation, and its state starts afresh. Messages the caller read (``messages=``) cannot be
-        read again: the window is refused."""
+        read again: the window is refused.
+
+        The events of an attempt that is redone (or refused) are not delivered: subscribers see the window's
+        events once. Those of an attempt that fails otherwise are, as they were emitted."""
         for attempt in range(1, _REREADS + 1):
-            try:
-                return await self._assemble_once(request, session)
-            except SessionRewritten:
-                if request.messages is not None or attempt == _REREADS:
-                    times = "" if request.messages is not None else f" {_REREADS} times"
-                    raise CompactionError(
-                        f"session {session.session_id!r} changed{times} (a clear, clear_run, replace_last or forget) "
-                        "while its window was assembled: a store search found another session than the one read"
-                    ) from None
+            failure: Exception | None = None
+            with held_events() as deliver:
+                try:
+                    window = await self._assemble_once(request, session)
+                except SessionRewritten:
+                    rewritten = True
+                except Exception as error:
+                    failure, rewritten = error, False
+                    deliver()
+                else:
+                    rewritten = False
+                    deliver()
+            if failure is not None:
+                raise failure
+            if not rewritten:
+                return window
+            if request.messages is not None or attempt == _REREADS:
+                times = "" if request.messages is not None else f" {_REREADS} times"
+                raise CompactionError(
+                    f"session {session.session_id!r} changed{times} (a clear, clear_run, replace_last or forget) "
+                    "while its window was assembled: a store search found another session than the one read"
+                )
         raise AssertionError("unreachable")
 
     async def _assemble_once(self, request: WindowRequest, session: SessionContext) -> Window:
