@@ -16,9 +16,9 @@ TOPICS = ["walrus", "staging", "invoice", "kettle", "harbour", "lantern", "orcha
 REQUEST = "what did we say about the walrus?"
 
 
-def conversation(tag: str, *, turns: int = 200) -> list[ChatMessage]:
-    """A session of ``turns`` questions and answers about rotating topics, then the request; its ids depend only
-    on the positions, so two tags give different messages under the same ids."""
+def turns_of(tag: str, *, turns: int = 200) -> list[ChatMessage]:
+    """A system message and ``turns`` questions and answers about rotating topics; the ids depend only on the
+    positions, so two tags give different messages under the same ids."""
     messages = [ChatMessage.system("be brief", id="system")]
     for i in range(turns):
         topic = TOPICS[i % len(TOPICS)]
@@ -26,7 +26,12 @@ def conversation(tag: str, *, turns: int = 200) -> list[ChatMessage]:
             ChatMessage.user(f"{tag} question {i} about the {topic} " + "detail " * 40, id=f"q{i}"),
             ChatMessage.assistant(f"{tag} answer {i}: the {topic} is fine " + "more " * 40, id=f"a{i}"),
         ]
-    return [*messages, ChatMessage.user(f"{tag}: {REQUEST}", id="request")]
+    return messages
+
+
+def conversation(tag: str, *, turns: int = 200) -> list[ChatMessage]:
+    """:func:`turns_of`, then the request (its text marked with ``tag``)."""
+    return [*turns_of(tag, turns=turns), ChatMessage.user(f"{tag}: {REQUEST}", id="request")]
 
 
 async def _edit(dsn: str, schema: str, agent: str, session: str, change: str) -> None:

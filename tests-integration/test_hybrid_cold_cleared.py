@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from servers import Server
+from session_editors import REQUEST as ASKED
+from session_editors import turns_of
 
 from ravi.agents.context import (
     AgentContext,
@@ -23,22 +25,12 @@ from ravi.capabilities.postgres import PostgresHistoryProvider
 from ravi.capabilities.redis import RedisHistoryProvider
 from ravi.kernel.messages import ChatMessage
 
-TOPICS = ["walrus", "kettle", "harbour", "violin"]
+REQUEST = ChatMessage.user(ASKED, id="request")
+"""The newest message, the same in every conversation of these tests."""
 
 
-def conversation(tag: str, turns: int = 40) -> list[ChatMessage]:
-    """Questions and answers, then a request; the ids depend only on the positions."""
-    messages = [ChatMessage.system("be brief", id="system")]
-    for i in range(turns):
-        topic = TOPICS[i % len(TOPICS)]
-        messages += [
-            ChatMessage.user(f"{tag} question {i} about the {topic} " + "detail " * 30, id=f"q{i}"),
-            ChatMessage.assistant(f"{tag} answer {i}: the {topic} is fine " + "more " * 30, id=f"a{i}"),
-        ]
-    return messages
-
-
-REQUEST = ChatMessage.user("what did we say about the walrus?", id="request")
+def conversation(tag: str) -> list[ChatMessage]:
+    return turns_of(tag, turns=40)
 
 
 @pytest_asyncio.fixture
