@@ -178,9 +178,9 @@ async def _still_read(provider: HistorySearcher, session: SessionContext) -> Non
     session, whose units would sit in the window beside messages the change removed, and whose offsets are not
     those of the read. Generations are never repeated, so the same one read after the search means none changed
     between the read and it."""
-    if session.generation is None or not isinstance(provider, SessionGeneration):
+    if session.generation is None or not conforms(provider, SessionGeneration):
         return
-    now = await provider.generation(session.agent_id, session_id=session.session_id)
+    now = await cast(SessionGeneration, provider).generation(session.agent_id, session_id=session.session_id)
     if now != session.generation:
         raise SessionRewritten(session.agent_id, session.session_id)
 
